@@ -1,0 +1,31 @@
+"""The errors the command line turns into one-line messages.
+
+Library code raises these for problems a user can fix (bad input, missing tools, a
+variant that computes the wrong answer). Anything else is a bug and keeps its traceback.
+"""
+
+
+class PaprofError(Exception):
+    """Base of the user-facing errors; ``exit_code`` is what the CLI exits with."""
+
+    exit_code = 2
+
+
+class UserError(PaprofError):
+    """Bad input or environment: the CLI prints the message and exits 2."""
+
+    exit_code = 2
+
+
+class ShapeError(UserError):
+    """A problem shape that a variant (or the problem itself) cannot take."""
+
+
+class Finding(PaprofError):
+    """A result the user asked us to detect: failed verification, a regression. Exit 1."""
+
+    exit_code = 1
+
+
+class VerificationError(Finding):
+    """A kernel's output disagrees with the float64 reference."""

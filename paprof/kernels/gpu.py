@@ -1,0 +1,101 @@
+"""CuPy access for the kernels: found on first use, compiled modules cached per process.
+
+Nothing here runs at import; a machine without CuPy or a GPU gets a one-line
+``UserError`` from ``cupy()`` when a GPU path is taken.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from pathlib import Path
+
+from paprof.errors import UserError
+
+
+@functools.lru_cache(maxsize=None)
+def cupy():
+    """The ``cupy`` module, or a clear error when it or a GPU is missing."""
+    try:
+        import cupy as cp  # noqa: PLC0415 (lazy by design)
+    except ImportError:
+        raise UserError(
+            "CuPy is not installed: install the GPU extra (pip install 'paprof[gpu]') on a CUDA machine"
+        ) from None
+    try:
+        count = cp.cuda.runtime.getDeviceCount()
+    except Exception as err:  # CUDA driver missing or broken
+        raise UserError(f"no usable CUDA GPU: {err}") from None
+    if count == 0:
+        raise UserError("no CUDA GPU is visible to this process")
+    return cp
+
+
+@dataclass(frozen=True)
+class Device:
+    """The properties of the current GPU that launch decisions read."""
+
+    name: str
+    sm_count: int
+    l2_bytes: int
+    compute_capability: str
+    smem_per_block_optin: int
+    smem_per_sm: int
+    regs_per_sm: int
+    max_threads_per_sm: int
+    max_blocks_per_sm: int
+
+
+@functools.lru_cache(maxsize=None)
+def current_device() -> Device:
+    cp = cupy()
+    dev = cp.cuda.Device()
+    props = cp.cuda.runtime.getDeviceProperties(dev.id)
+    name = props["name"]
+    if isinstance(name, bytes):
+        name = name.decode()
+    return Device(
+        name=name,
+        sm_count=int(props["multiProcessorCount"]),
+        l2_bytes=int(props["l2CacheSize"]),
+        compute_capability=f"{props['major']}.{props['minor']}",
+        smem_per_block_optin=int(props.get("sharedMemPerBlockOptin", 48 * 1024)),
+        smem_per_sm=int(props.get("sharedMemPerMultiprocessor", 228 * 1024)),
+        regs_per_sm=int(props.get("regsPerMultiprocessor", 65536)),
+        max_threads_per_sm=int(props.get("maxThreadsPerMultiProcessor", 2048)),
+        max_blocks_per_sm=int(props.get("maxBlocksPerMultiProcessor", 32)),
+    )
+
+
+_MODULES: dict = {}
+
+
+def compile_module(sources: list[Path], defines: dict[str, object] | None = None):
+    """Compile ``.cu`` files (concatenated) with ``-D`` defines; cached per process.
+
+    CuPy also caches the binary on disk, so a second process compiles nothing.
+    """
+    cp = cupy()
+    code = "\n".join(Path(s).read_text() for s in sources)
+    options = ["-std=c++17", f"-I{Path(sources[0]).parent}"]
+    options += [f"-D{k}={v}" for k, v in sorted((defines or {}).items())]
+    key = (code, tuple(options))
+    if key not in _MODULES:
+        try:
+            _MODULES[key] = cp.RawModule(code=code, options=tuple(options))
+            _MODULES[key].compile()
+        except cp.cuda.compiler.CompileException as err:
+            raise UserError(f"compiling {', '.join(Path(s).name for s in sources)} failed: {err}") from None
+    return _MODULES[key]
+
+
+def blocks_per_sm(kernel, threads: int, dynamic_smem: int, device: Device) -> int:
+    """Resident blocks per SM by the register, shared-memory, warp and block limits."""
+    warps = -(-threads // 32)
+    regs = max(int(kernel.num_regs), 1)
+    regs_per_warp = -(-(regs * 32) // 256) * 256
+    by_regs = device.regs_per_sm // (regs_per_warp * warps)
+    smem = int(kernel.shared_size_bytes) + dynamic_smem + 1024  # 1 KiB reserved per block
+    by_smem = device.smem_per_sm // smem
+    by_warps = device.max_threads_per_sm // (warps * 32)
+    return max(0, min(by_regs, by_smem, by_warps, device.max_blocks_per_sm))

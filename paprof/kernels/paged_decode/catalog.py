@@ -1,0 +1,200 @@
+"""The paged-attention decode variants: ids, ideas, kernel names and the shapes each takes.
+
+Nothing here needs a GPU. The launch code is in ``variants.py``.
+"""
+
+from __future__ import annotations
+
+from paprof.errors import ShapeError
+from paprof.kernels.problem import Shape
+from paprof.kernels.registry import Variant
+
+FAMILY = "paged_decode"
+
+HANDBOOK_SMEM_BYTES = 48 * 1024
+"""The handbook kernel keeps every score in (non-opt-in) shared memory."""
+HANDBOOK_SCRATCH_FLOATS = 64
+HANDBOOK_MAX_CONTEXT = HANDBOOK_SMEM_BYTES // 4 - HANDBOOK_SCRATCH_FLOATS
+
+V4_DEFAULT_SPLITS = 4
+"""v4 (the sources' split-KV) uses this many splits when the shape names none."""
+
+LANE_VECTOR_DIMS = (32, 64, 128, 256)
+"""head_dim values a one-warp-per-head kernel can split evenly into per-lane vectors."""
+
+
+def _fp32_only(shape: Shape, vid: str) -> None:
+    if shape.dtype != "fp32":
+        raise ShapeError(
+            f"{vid} reads fp32 K/V only (dtype={shape.dtype}); v5 and v6 read fp16/bf16"
+        )
+
+
+def _thread_per_dim(shape: Shape, vid: str, multiple_of_32: bool = False) -> None:
+    if shape.head_dim > 1024:
+        raise ShapeError(f"{vid} uses one thread per output dimension: head_dim must be <= 1024")
+    if multiple_of_32 and shape.head_dim % 32:
+        raise ShapeError(
+            f"{vid} reduces over whole warps: head_dim must be a multiple of 32, got {shape.head_dim}"
+        )
+
+
+def _lane_vector(shape: Shape, vid: str) -> None:
+    if shape.head_dim not in LANE_VECTOR_DIMS:
+        raise ShapeError(
+            f"{vid} gives each of 32 lanes head_dim/32 dims as one vector: head_dim must be one of "
+            f"{', '.join(map(str, LANE_VECTOR_DIMS))}, got {shape.head_dim}"
+        )
+
+
+def check_baseline(shape: Shape) -> None:
+    _fp32_only(shape, "baseline")
+    _thread_per_dim(shape, "baseline")
+
+
+def check_v1(shape: Shape) -> None:
+    _fp32_only(shape, "v1")
+    _thread_per_dim(shape, "v1", multiple_of_32=True)
+
+
+def check_v2(shape: Shape) -> None:
+    _fp32_only(shape, "v2")
+    _lane_vector(shape, "v2")
+
+
+def v3_smem_bytes(shape: Shape) -> int:
+    return 2 * shape.page_size * shape.head_dim * 4
+
+
+def check_v3(shape: Shape) -> None:
+    _fp32_only(shape, "v3")
+    _lane_vector(shape, "v3")
+    if shape.group > 32:
+        raise ShapeError(f"v3 runs one warp per query head of a group: at most 32, got {shape.group}")
+    if v3_smem_bytes(shape) > 227 * 1024:
+        raise ShapeError(
+            f"v3 stages a page of K and V in shared memory: {v3_smem_bytes(shape)} bytes "
+            f"for page {shape.page_size} x head_dim {shape.head_dim} exceeds the 227 KiB a block can have"
+        )
+
+
+def check_v4(shape: Shape) -> None:
+    _fp32_only(shape, "v4")
+    _lane_vector(shape, "v4")
+
+
+def check_handbook(shape: Shape) -> None:
+    _fp32_only(shape, "handbook")
+    if shape.max_context > HANDBOOK_MAX_CONTEXT:
+        raise ShapeError(
+            f"handbook keeps every score in shared memory (48 KiB a block): context "
+            f"{shape.max_context} exceeds its cap of {HANDBOOK_MAX_CONTEXT} tokens; use v5"
+        )
+
+
+def fast_vector_lanes(shape: Shape) -> int:
+    """Lanes that hold one token row of K (16 bytes each) in v5/v6."""
+    return shape.head_dim * shape.elem_bytes // 16
+
+
+def check_fast(shape: Shape, vid: str = "v5") -> None:
+    lanes = fast_vector_lanes(shape)
+    if shape.head_dim % 32 or lanes < 2 or lanes > 32 or lanes & (lanes - 1):
+        ok = [d for d in (32, 64, 128, 256) if (d * shape.elem_bytes // 16) in (2, 4, 8, 16, 32)]
+        raise ShapeError(
+            f"{vid} reads a token's row as 16-byte vectors spread over a power-of-two number of "
+            f"lanes (at most 32): for {shape.dtype} head_dim must be one of "
+            f"{', '.join(map(str, ok))}, got {shape.head_dim}"
+        )
+    if shape.group > 8:
+        raise ShapeError(
+            f"{vid} keeps every query head of a group in registers: at most 8 per KV head, got {shape.group}"
+        )
+
+
+def check_v6(shape: Shape) -> None:
+    check_fast(shape, "v6")
+
+
+VARIANTS = [
+    Variant(
+        family=FAMILY,
+        id="baseline",
+        idea="one CTA per (batch, q_head), one thread per output dim; every thread recomputes every full Q.K dot product",
+        kernel_regex=r"paged_decode_baseline",
+        sources=("baseline.cu",),
+        launch="grid (q_heads, batch) x head_dim threads",
+        check=check_baseline,
+        order=0,
+    ),
+    Variant(
+        family=FAMILY,
+        id="v1",
+        idea="fused: each thread one dim of the dot product, warp-shuffle reduce, warp partials through shared memory (two barriers per token)",
+        kernel_regex=r"paged_decode_v1",
+        sources=("v1_fused.cu",),
+        launch="grid (q_heads, batch) x head_dim threads",
+        check=check_v1,
+        order=1,
+    ),
+    Variant(
+        family=FAMILY,
+        id="v2",
+        idea="vectorized: one warp per (batch, q_head), each lane owns head_dim/32 dims as one vector load, warp-only reductions",
+        kernel_regex=r"paged_decode_v2",
+        sources=("v2_vectorized.cu",),
+        launch="grid (q_heads, batch) x 32 threads",
+        check=check_v2,
+        order=2,
+    ),
+    Variant(
+        family=FAMILY,
+        id="v3",
+        idea="GQA reuse: one CTA per (batch, kv_head), a warp per query head; each K/V page staged once in shared memory for the group",
+        kernel_regex=r"paged_decode_v3",
+        sources=("v3_gqa.cu",),
+        launch="grid (kv_heads, batch) x (q_per_kv x 32) threads, 2 x page x head_dim x 4 B shared",
+        check=check_v3,
+        order=3,
+    ),
+    Variant(
+        family=FAMILY,
+        id="v4",
+        idea="split-KV: v2's warp over a slice of the pages (grid z = splits) writing (m, l, O), then a merge kernel",
+        kernel_regex=r"paged_decode_v4_(partial|merge)",
+        sources=("v4_split.cu",),
+        launch="grid (q_heads, batch, splits) x 32, then (q_heads, batch) x 32",
+        check=check_v4,
+        order=4,
+    ),
+    Variant(
+        family=FAMILY,
+        id="handbook",
+        idea="teaching kernel: 4 warps score tokens round-robin into shared memory, block softmax, then thread d sums p_t V_t[d]",
+        kernel_regex=r"paged_decode_handbook",
+        sources=("handbook.cu",),
+        launch="grid (q_heads, batch) x 128 threads, context x 4 B shared",
+        check=check_handbook,
+        order=5,
+    ),
+    Variant(
+        family=FAMILY,
+        id="v5",
+        idea="GQA packed in registers, 16-byte loads of fp32/fp16/bf16 K/V, several tokens in flight per warp, online softmax (no context cap)",
+        kernel_regex=r"paged_decode_v5",
+        sources=("v5_fast.cu",),
+        launch="grid (kv_heads, batch) x 4 warps",
+        check=check_fast,
+        order=6,
+    ),
+    Variant(
+        family=FAMILY,
+        id="v6",
+        idea="v5 with split-KV, the split count chosen from SM count and occupancy (none when batch x kv_heads fills the GPU), plus a merge",
+        kernel_regex=r"paged_decode_v6_(partial|merge|nosplit)",
+        sources=("v5_fast.cu", "v6_merge.cu"),
+        launch="grid (kv_heads, batch, splits) x 4 warps, then (q_heads, batch) x 32",
+        check=check_v6,
+        order=7,
+    ),
+]

@@ -1,0 +1,293 @@
+"""GPU launch code for the paged-decode variants (imports CuPy through ``kernels.gpu``).
+
+``build(variant, shape, device)`` compiles what the variant needs for this shape and
+returns a ``Launcher``: calling it enqueues every kernel of one decode step.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+from paprof.errors import ShapeError
+from paprof.kernels import gpu
+from paprof.kernels.paged_decode import catalog
+from paprof.kernels.problem import Inputs, Shape
+
+HERE = Path(__file__).resolve().parent
+
+V5_WARPS = 4
+V5_UNROLL = 2
+MIN_PAGES_PER_SPLIT = 8
+"""v6 never gives a split fewer pages than this (the merge would cost more than it hides)."""
+
+_DTYPE_CODE = {"fp32": 0, "fp16": 1, "bf16": 2}
+
+
+@dataclass
+class KernelLaunch:
+    """One kernel of a variant: what it is and how it is launched."""
+
+    name: str
+    grid: tuple[int, int, int]
+    block: tuple[int, int, int]
+    dynamic_smem: int
+    registers: int
+    static_smem: int
+
+    def to_dict(self) -> dict:
+        return dict(self.__dict__)
+
+
+@dataclass
+class Launcher:
+    """Enqueues one decode step: ``launcher(inputs, out)``."""
+
+    variant: str
+    kernels: list[KernelLaunch]
+    _run: Callable = field(repr=False)
+    num_splits: int = 1
+
+    def __call__(self, inputs: Inputs, out) -> None:
+        self._run(inputs, out)
+
+
+def _launch(kernel, name, grid, block, smem=0) -> KernelLaunch:
+    if smem > 48 * 1024:
+        kernel.max_dynamic_shared_size_bytes = smem
+    return KernelLaunch(
+        name=name,
+        grid=tuple(grid) + (1,) * (3 - len(grid)),
+        block=tuple(block) + (1,) * (3 - len(block)),
+        dynamic_smem=int(smem),
+        registers=int(kernel.num_regs),
+        static_smem=int(kernel.shared_size_bytes),
+    )
+
+
+def _common_args(inputs: Inputs, shape: Shape):
+    return (
+        inputs.query,
+        inputs.key_cache,
+        inputs.value_cache,
+        inputs.block_tables,
+        inputs.context_lens,
+        np.float32(inputs.scale),
+        np.int32(shape.q_heads),
+        np.int32(shape.kv_heads),
+    )
+
+
+def _thread_per_dim(variant, shape: Shape, source: str, name: str) -> Launcher:
+    module = gpu.compile_module([HERE / source])
+    kernel = module.get_function(name)
+    grid, block = (shape.q_heads, shape.batch), (shape.head_dim,)
+    info = _launch(kernel, name, grid, block)
+
+    def run(inputs, out):
+        kernel(
+            grid,
+            block,
+            (out, *_common_args(inputs, shape), np.int32(shape.head_dim), np.int32(shape.page_size),
+             np.int32(shape.pages_per_seq)),
+        )
+
+    return Launcher(variant.id, [info], run)
+
+
+def _build_baseline(variant, shape, device):
+    return _thread_per_dim(variant, shape, "baseline.cu", "paged_decode_baseline")
+
+
+def _build_v1(variant, shape, device):
+    return _thread_per_dim(variant, shape, "v1_fused.cu", "paged_decode_v1")
+
+
+def _build_handbook(variant, shape, device):
+    module = gpu.compile_module([HERE / "handbook.cu"])
+    name = "paged_decode_handbook"
+    kernel = module.get_function(name)
+    grid, block = (shape.q_heads, shape.batch), (128,)
+    smem = (catalog.HANDBOOK_SCRATCH_FLOATS + shape.max_context) * 4
+    info = _launch(kernel, name, grid, block, smem)
+
+    def run(inputs, out):
+        kernel(
+            grid,
+            block,
+            (out, *_common_args(inputs, shape), np.int32(shape.head_dim), np.int32(shape.page_size),
+             np.int32(shape.pages_per_seq)),
+            shared_mem=smem,
+        )
+
+    return Launcher(variant.id, [info], run)
+
+
+def _build_v2(variant, shape, device):
+    module = gpu.compile_module([HERE / "v2_vectorized.cu"], {"HEAD_DIM": shape.head_dim})
+    name = "paged_decode_v2"
+    kernel = module.get_function(name)
+    grid, block = (shape.q_heads, shape.batch), (32,)
+    info = _launch(kernel, name, grid, block)
+
+    def run(inputs, out):
+        kernel(grid, block, (out, *_common_args(inputs, shape), np.int32(shape.page_size),
+                             np.int32(shape.pages_per_seq)))
+
+    return Launcher(variant.id, [info], run)
+
+
+def _build_v3(variant, shape, device):
+    module = gpu.compile_module([HERE / "v3_gqa.cu"], {"HEAD_DIM": shape.head_dim})
+    name = "paged_decode_v3"
+    kernel = module.get_function(name)
+    grid, block = (shape.kv_heads, shape.batch), (shape.group * 32,)
+    smem = catalog.v3_smem_bytes(shape)
+    if smem > device.smem_per_block_optin:
+        raise ShapeError(
+            f"v3 needs {smem} bytes of shared memory a block; this GPU allows {device.smem_per_block_optin}"
+        )
+    info = _launch(kernel, name, grid, block, smem)
+
+    def run(inputs, out):
+        kernel(grid, block, (out, *_common_args(inputs, shape), np.int32(shape.page_size),
+                             np.int32(shape.pages_per_seq)), shared_mem=smem)
+
+    return Launcher(variant.id, [info], run)
+
+
+def _split_buffers(shape: Shape, splits: int):
+    cp = gpu.cupy()
+    rows = shape.batch * shape.q_heads * splits
+    return (
+        cp.empty(rows, dtype=cp.float32),
+        cp.empty(rows, dtype=cp.float32),
+        cp.empty(rows * shape.head_dim, dtype=cp.float32),
+    )
+
+
+def _build_v4(variant, shape, device):
+    module = gpu.compile_module([HERE / "v4_split.cu"], {"HEAD_DIM": shape.head_dim})
+    partial = module.get_function("paged_decode_v4_partial")
+    merge = module.get_function("paged_decode_v4_merge")
+    splits = shape.num_splits or catalog.V4_DEFAULT_SPLITS
+    part_m, part_l, part_o = _split_buffers(shape, splits)
+    grid_p, grid_m, block = (shape.q_heads, shape.batch, splits), (shape.q_heads, shape.batch), (32,)
+    infos = [
+        _launch(partial, "paged_decode_v4_partial", grid_p, block),
+        _launch(merge, "paged_decode_v4_merge", grid_m, block),
+    ]
+
+    def run(inputs, out):
+        partial(grid_p, block, (part_m, part_l, part_o, *_common_args(inputs, shape),
+                                np.int32(shape.page_size), np.int32(shape.pages_per_seq)))
+        merge(grid_m, block, (out, part_m, part_l, part_o, np.int32(shape.q_heads), np.int32(splits)))
+
+    return Launcher(variant.id, infos, run, num_splits=splits)
+
+
+def fast_defines(shape: Shape, split: bool, name: str) -> dict:
+    """Compile-time constants of ``v5_fast.cu`` for this shape."""
+    wide = shape.group > 4 and shape.elem_bytes == 2
+    return {
+        "HEAD_DIM": shape.head_dim,
+        "GROUP": shape.group,
+        "KV_DTYPE": _DTYPE_CODE[shape.dtype],
+        "PAGE_SIZE": shape.page_size,
+        "WARPS": V5_WARPS,
+        "UNROLL": V5_UNROLL,
+        "MIN_BLOCKS": 2 if wide else 4,  # fp16 with 8 heads needs more than 128 registers
+        "SPLIT": int(split),
+        "KERNEL_NAME": name,
+    }
+
+
+def fast_merge_smem(shape: Shape) -> int:
+    return (2 * V5_WARPS * shape.group + V5_WARPS * shape.group * shape.head_dim) * 4
+
+
+def choose_splits(shape: Shape, device, resident_blocks_per_sm: int) -> int:
+    """Splits for v6: enough CTAs for one full wave, none when the batch fills the GPU.
+
+    capacity = SMs x resident CTAs per SM; with batch x kv_heads CTAs already filling at
+    least half of it, splitting only adds a merge. Otherwise split each sequence so the
+    grid fills the capacity, keeping at least MIN_PAGES_PER_SPLIT pages per split.
+    """
+    if shape.num_splits:
+        return shape.num_splits
+    base = shape.batch * shape.kv_heads
+    capacity = device.sm_count * max(1, resident_blocks_per_sm)
+    if 2 * base > capacity:
+        return 1
+    longest_pages = -(-shape.max_context // shape.page_size)
+    return max(1, min(capacity // base, longest_pages // MIN_PAGES_PER_SPLIT))
+
+
+def _build_v5(variant, shape, device):
+    name = "paged_decode_v5"
+    module = gpu.compile_module([HERE / "v5_fast.cu"], fast_defines(shape, False, name))
+    kernel = module.get_function(name)
+    grid, block, smem = (shape.kv_heads, shape.batch), (V5_WARPS * 32,), fast_merge_smem(shape)
+    info = _launch(kernel, name, grid, block, smem)
+
+    def run(inputs, out):
+        kernel(grid, block, (out, *_common_args(inputs, shape), np.int32(shape.pages_per_seq)),
+               shared_mem=smem)
+
+    return Launcher(variant.id, [info], run)
+
+
+def _build_v6(variant, shape, device):
+    smem = fast_merge_smem(shape)
+    block = (V5_WARPS * 32,)
+    probe = gpu.compile_module(
+        [HERE / "v5_fast.cu"], fast_defines(shape, True, "paged_decode_v6_partial")
+    ).get_function("paged_decode_v6_partial")
+    splits = choose_splits(shape, device, gpu.blocks_per_sm(probe, block[0], smem, device))
+    if splits == 1:
+        name = "paged_decode_v6_nosplit"
+        kernel = gpu.compile_module([HERE / "v5_fast.cu"], fast_defines(shape, False, name)).get_function(name)
+        grid = (shape.kv_heads, shape.batch)
+        info = _launch(kernel, name, grid, block, smem)
+
+        def run_direct(inputs, out):
+            kernel(grid, block, (out, *_common_args(inputs, shape), np.int32(shape.pages_per_seq)),
+                   shared_mem=smem)
+
+        return Launcher(variant.id, [info], run_direct, num_splits=1)
+
+    merge = gpu.compile_module([HERE / "v6_merge.cu"], {"HEAD_DIM": shape.head_dim}).get_function(
+        "paged_decode_v6_merge"
+    )
+    part_m, part_l, part_o = _split_buffers(shape, splits)
+    grid_p, grid_m = (shape.kv_heads, shape.batch, splits), (shape.q_heads, shape.batch)
+    infos = [
+        _launch(probe, "paged_decode_v6_partial", grid_p, block, smem),
+        _launch(merge, "paged_decode_v6_merge", grid_m, (32,)),
+    ]
+
+    def run_split(inputs, out):
+        probe(grid_p, block, (part_m, part_l, part_o, *_common_args(inputs, shape),
+                              np.int32(shape.pages_per_seq)), shared_mem=smem)
+        merge(grid_m, (32,), (out, part_m, part_l, part_o, np.int32(shape.q_heads), np.int32(splits)))
+
+    return Launcher(variant.id, infos, run_split, num_splits=splits)
+
+
+_BUILDERS = {
+    "baseline": _build_baseline,
+    "v1": _build_v1,
+    "v2": _build_v2,
+    "v3": _build_v3,
+    "v4": _build_v4,
+    "handbook": _build_handbook,
+    "v5": _build_v5,
+    "v6": _build_v6,
+}
+
+
+def build(variant, shape: Shape, device) -> Launcher:
+    return _BUILDERS[variant.id](variant, shape, device)

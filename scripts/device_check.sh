@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# Everything paprof does on the GPU machine, in ONE call of the device tool:
+#   bash scripts/device_check.sh [STAGE ...]      (default: env tests bench runs)
+# Stages:
+#   env      GPU, driver, ncu, CuPy, NVTX
+#   raw      ncu on every variant straight from the launcher (no paprof run), reports in raw/
+#   runs     paprof run --variant all  -> $OUT/h200-runs.tar (the shipped examples/h200)
+#   bench    paprof bench at the issue's shapes -> $OUT/bench-*.json
+#   tests    the GPU test suite (pytest -m gpu)
+#   check    paprof baseline update + paprof check --profile --repeat 5, twice
+# Results land in $OUT (the device tool brings it back): logs.tar with every log.
+set -uo pipefail
+OUT=${OUT:-/tmp/paprof-out}
+mkdir -p "$OUT/logs"
+export PYTHONPATH=$PWD PYTHONUNBUFFERED=1
+NCU=${NCU:-$(ls -d /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | sort -V | tail -1)}
+export NCU
+export PATH="$(dirname "${NCU:-/usr/bin/ncu}"):$PATH"
+STAGES=${*:-env tests bench runs}
+MAIN="batch=64,context=4096,q_heads=32,kv_heads=8,head_dim=128,page=16"
+SECTIONS="--section SpeedOfLight --section MemoryWorkloadAnalysis --section Occupancy --section LaunchStats --section WorkloadDistribution --section ComputeWorkloadAnalysis --section SchedulerStats --section WarpStateStats"
+t0=$(date +%s)
+stamp() { echo "[$(( $(date +%s) - t0 ))s] $*"; }
+
+for stage in $STAGES; do
+  case $stage in
+  env)
+    stamp env
+    { nvidia-smi; "$NCU" --version; python3 -c "
+import cupy, sys
+print('python', sys.version)
+print('cupy', cupy.__version__)
+print('nvtx available', getattr(cupy.cuda, 'nvtx', None) is not None and getattr(cupy.cuda.nvtx, 'available', True))
+from paprof.kernels import gpu; print(gpu.current_device())
+"; } > "$OUT/logs/env.txt" 2>&1
+    tail -5 "$OUT/logs/env.txt"
+    ;;
+  raw)
+    stamp raw
+    mkdir -p "$OUT/raw"
+    for v in baseline v1 v2 v3 v4 handbook v5 v6; do
+      stamp "raw $v"
+      timeout 120 "$NCU" --clock-control none $SECTIONS --nvtx --nvtx-include "paged_decode.$v/" \
+        -o "$OUT/raw/$v" -f python3 -m paprof.kernels.launch --variant $v --shape "$MAIN" \
+        --profile-launches 1 --result "$OUT/raw/$v.json" > "$OUT/logs/raw-$v.log" 2>&1
+      echo "  rc=$? $(grep -c '==PROF== Profiling' "$OUT/logs/raw-$v.log") kernels profiled"
+    done
+    (cd "$OUT" && tar cf raw.tar raw && rm -rf raw)
+    ;;
+  runs)
+    stamp runs
+    rm -rf /tmp/runs
+    timeout 300 python3 -m paprof run --variant all --shape "$MAIN" --runs /tmp/runs 2>&1 | tee "$OUT/logs/runs.log"
+    timeout 120 python3 -m paprof run --variant v5 --variant v6 --shape "$MAIN,dtype=fp16" --runs /tmp/runs 2>&1 | tee -a "$OUT/logs/runs.log"
+    (cd /tmp && tar cf "$OUT/h200-runs.tar" runs)
+    ;;
+  bench)
+    stamp bench
+    python3 -m paprof bench --variant all --shape "$MAIN" --json > "$OUT/bench-main-fp32.json" 2> "$OUT/logs/bench-main-fp32.log"
+    for spec in "$MAIN,dtype=fp16" "$MAIN,dtype=bf16" "batch=1,context=131072,dtype=fp16" "batch=4,context=32768,dtype=fp16"; do
+      name=$(echo "$spec" | tr ',=' '_-' | cut -c1-60)
+      python3 -m paprof bench --variant v5 --variant v6 --variant v3 --shape "$spec" --json > "$OUT/bench-$name.json" 2> "$OUT/logs/bench-$name.log"
+    done
+    python3 scripts/bench_table.py "$OUT"/bench-*.json | tee "$OUT/logs/bench-table.txt"
+    ;;
+  tests)
+    stamp tests
+    timeout 400 python3 -m pytest -m gpu tests -q -p no:cacheprovider 2>&1 | tail -40 | tee "$OUT/logs/gpu-tests.log"
+    ;;
+  check)
+    stamp check
+    rm -rf /tmp/check-runs /tmp/baseline.json
+    python3 -m paprof run --variant v3 --variant v5 --shape "$MAIN" --runs /tmp/check-runs --launches 5 2>&1 | tail -5
+    python3 -m paprof baseline update --runs /tmp/check-runs --out /tmp/baseline.json 2>&1 | tail -5
+    for i in 1 2; do
+      python3 -m paprof check --baseline /tmp/baseline.json --profile --repeat 5 --markdown "$OUT/logs/check-$i.md" 2>&1 | tee "$OUT/logs/check-$i.log" | tail -15
+      echo "check $i exit ${PIPESTATUS[0]}"
+    done
+    cp /tmp/baseline.json "$OUT/logs/" 2>/dev/null
+    ;;
+  *) echo "unknown stage $stage"; exit 2;;
+  esac
+done
+stamp done
+(cd "$OUT" && tar cf logs.tar logs && rm -rf logs)

@@ -1,0 +1,89 @@
+"""Every variant against the float64 reference on the GPU (skips itself without one).
+
+Fresh random inputs every run; the output is poisoned with NaN before each launch.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from paprof.errors import ShapeError
+from paprof.kernels import harness, registry
+from paprof.kernels.problem import Shape
+
+pytestmark = pytest.mark.gpu
+
+ALL = [v.id for v in registry.variants("paged_decode")]
+RAGGED = (1, 15, 16, 17, 1000, 4096)
+
+
+def check(variant_id, shape):
+    variant = registry.get(variant_id, "paged_decode")
+    try:
+        variant.check(shape)
+    except ShapeError as err:
+        pytest.skip(f"{variant_id} does not take this shape: {err}")
+    prep = harness.prepare(variant, shape)
+    result = harness.verify(prep)
+    assert result.passed, f"{variant_id} {shape.slug()}: rel {result.rel_error} max abs {result.max_abs_error}"
+    return prep
+
+
+@pytest.mark.parametrize("vid", ALL)
+def test_ragged_contexts(vid):
+    check(vid, Shape(batch=len(RAGGED), context=RAGGED))
+
+
+@pytest.mark.parametrize("vid", ALL)
+def test_main_shape(vid):
+    check(vid, Shape(batch=64, context=1024 if vid == "baseline" else 4096))
+
+
+@pytest.mark.parametrize("vid", ALL)
+@pytest.mark.parametrize("head_dim", [64])
+def test_head_dim_64(vid, head_dim):
+    check(vid, Shape(batch=4, context=(5, 300, 33, 1024), head_dim=head_dim))
+
+
+@pytest.mark.parametrize("vid", ALL)
+@pytest.mark.parametrize("q_heads, kv_heads", [(8, 8), (32, 8), (64, 8)])
+def test_gqa_ratios(vid, q_heads, kv_heads):
+    check(vid, Shape(batch=3, q_heads=q_heads, kv_heads=kv_heads, context=(700, 1, 129)))
+
+
+@pytest.mark.parametrize("vid", ALL)
+@pytest.mark.parametrize("page", [8, 16, 32])
+def test_page_sizes(vid, page):
+    check(vid, Shape(batch=4, page_size=page, context=(1, page - 1, page + 1, 999)))
+
+
+@pytest.mark.parametrize("vid", ["v4", "v6"])
+@pytest.mark.parametrize("splits", [1, 2, 3, 7, 16])
+def test_splits_including_more_than_pages(vid, splits):
+    # context 17 at page 16 has 2 pages: most splits are empty for the short sequences
+    prep = check(vid, Shape(batch=4, context=(1, 17, 200, 2000), num_splits=splits))
+    assert prep.launcher.num_splits == splits
+
+
+@pytest.mark.parametrize("vid", ["v5", "v6"])
+@pytest.mark.parametrize("dtype", ["fp16", "bf16"])
+@pytest.mark.parametrize("head_dim", [64, 128, 256])
+def test_half_caches(vid, dtype, head_dim):
+    check(vid, Shape(batch=5, head_dim=head_dim, context=RAGGED[1:], dtype=dtype))
+
+
+@pytest.mark.parametrize("context, batch", [(32768, 4), (131072, 1)])
+def test_v6_splits_small_batches(context, batch):
+    prep = check("v6", Shape(batch=batch, context=context, dtype="fp16"))
+    assert prep.launcher.num_splits > 1
+
+
+def test_v6_does_not_split_a_full_batch():
+    prep = check("v6", Shape(batch=64, context=4096, dtype="fp16"))
+    assert prep.launcher.num_splits == 1
+
+
+def test_fresh_inputs_differ_between_runs():
+    a = harness.prepare(registry.get("v2"), Shape(batch=2, context=64))
+    b = harness.prepare(registry.get("v2"), Shape(batch=2, context=64))
+    assert float(abs(a.inputs[0].key_cache - b.inputs[0].key_cache).max()) > 0

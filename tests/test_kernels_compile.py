@@ -1,0 +1,41 @@
+"""Every .cu file compiles for sm_90 with nvcc, in the configurations the launchers use."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+
+import pytest
+
+from paprof.kernels import registry
+from paprof.kernels.paged_decode import variants as pd_variants
+from paprof.kernels.problem import Shape
+
+NVCC = shutil.which("nvcc")
+pytestmark = pytest.mark.skipif(NVCC is None, reason="nvcc is not on PATH")
+
+SOURCES = sorted({p for v in registry.variants() for p in v.source_paths()}) + [
+    registry.KERNELS_DIR / "common" / "stream_read.cu"
+]
+
+
+def nvcc(tmp_path, source, defines=()):
+    cmd = [NVCC, "-arch=sm_90", "-std=c++17", "-c", "-o", str(tmp_path / "k.o"), f"-I{source.parent}",
+           "-Xptxas", "-v", *[f"-D{k}={v}" for k, v in defines], str(source)]
+    done = subprocess.run(cmd, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    return done.stderr
+
+
+@pytest.mark.parametrize("source", SOURCES, ids=lambda p: p.name)
+def test_source_compiles(tmp_path, source):
+    nvcc(tmp_path, source)
+
+
+@pytest.mark.parametrize("dtype", ["fp32", "fp16", "bf16"])
+@pytest.mark.parametrize("split", [False, True])
+def test_fast_kernel_compiles_without_spills(tmp_path, dtype, split):
+    shape = Shape(dtype=dtype)
+    defines = pd_variants.fast_defines(shape, split, "paged_decode_v5").items()
+    log = nvcc(tmp_path, registry.KERNELS_DIR / "paged_decode" / "v5_fast.cu", defines)
+    assert " 0 bytes spill stores" in log, log

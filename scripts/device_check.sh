@@ -6,6 +6,7 @@
 #   raw      ncu on every variant straight from the launcher (no paprof run), reports in raw/
 #   runs     paprof run --variant all  -> $OUT/h200-runs.tar (the shipped examples/h200)
 #   bench    paprof bench at the issue's shapes -> $OUT/bench-*.json
+#   tune     sweep v5's warps / unroll / prefetch (scripts/tune_v5.py)
 #   tests    the GPU test suite (pytest -m gpu)
 #   check    paprof baseline update + paprof check --profile --repeat 5, twice
 # Results land in $OUT (the device tool brings it back): logs.tar with every log.
@@ -56,16 +57,20 @@ from paprof.kernels import gpu; print(gpu.current_device())
     ;;
   bench)
     stamp bench
-    python3 -m paprof bench --variant all --shape "$MAIN" --json > "$OUT/bench-main-fp32.json" 2> "$OUT/logs/bench-main-fp32.log"
+    python3 -c "import sys; from paprof.commands.bench import bench; bench(sys.argv[1:])" --variant all --shape "$MAIN" --json > "$OUT/bench-main-fp32.json" 2> "$OUT/logs/bench-main-fp32.log"
     for spec in "$MAIN,dtype=fp16" "$MAIN,dtype=bf16" "batch=1,context=131072,dtype=fp16" "batch=4,context=32768,dtype=fp16"; do
-      name=$(echo "$spec" | tr ',=' '_-' | cut -c1-60)
-      python3 -m paprof bench --variant v5 --variant v6 --variant v3 --shape "$spec" --json > "$OUT/bench-$name.json" 2> "$OUT/logs/bench-$name.log"
+      name=$(echo "$spec" | sed 's/batch=64,context=4096,q_heads=32,kv_heads=8,head_dim=128,page=16/main/' | tr ',=' '_-')
+      python3 -c "import sys; from paprof.commands.bench import bench; bench(sys.argv[1:])" --variant v5 --variant v6 --variant v3 --shape "$spec" --json > "$OUT/bench-$name.json" 2> "$OUT/logs/bench-$name.log"
     done
     python3 scripts/bench_table.py "$OUT"/bench-*.json | tee "$OUT/logs/bench-table.txt"
     ;;
+  tune)
+    stamp tune
+    timeout 300 python3 scripts/tune_v5.py 2>&1 | tee "$OUT/logs/tune.log"
+    ;;
   tests)
     stamp tests
-    timeout 400 python3 -m pytest -m gpu tests -q -p no:cacheprovider 2>&1 | tail -40 | tee "$OUT/logs/gpu-tests.log"
+    timeout 280 python3 -m pytest -m gpu tests -q -p no:cacheprovider 2>&1 | tail -40 | tee "$OUT/logs/gpu-tests.log"
     ;;
   check)
     stamp check

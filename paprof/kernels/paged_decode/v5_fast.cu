@@ -3,13 +3,17 @@
 //    every head of the group in registers, so each K/V byte is read from DRAM once.
 //  - 16-byte loads: a token's K row is read by R = HEAD_DIM * bytes / 16 lanes, one 16-byte
 //    vector each (fp32, fp16 or bf16 storage, converted to fp32 in registers); a warp reads
-//    32 / R tokens per step and a CTA WARPS * 32 / R.
-//  - Several tokens in flight: UNROLL steps' K and V loads are issued before the first use.
-//  - Online softmax (base 2, the query pre-scaled by scale * log2 e): each lane group keeps
-//    its own (m, l, acc); the groups of a warp merge by shuffles, the warps through shared
-//    memory at the end. No score buffer, so no context cap.
-//  - The block table is staged in shared memory CHUNK_PAGES entries at a time, so the K/V
-//    address does not wait on a global load.
+//    32 / R tokens per step and a CTA STEP = WARPS * 32 / R.
+//  - Several tokens in flight, two ways (PIPE):
+//      0: registers - UNROLL steps' K and V loads are issued before the first use;
+//      1: a per-thread ring of NSTAGES steps in shared memory filled by cp.async, so the
+//         bytes in flight no longer cost registers (what 16-bit caches need: their query
+//         and accumulator already fill the register budget).
+//  - Online softmax in base 2 (the query pre-scaled by scale * log2 e) with lazy
+//    rescaling; each lane group keeps its own (m, l, acc); the groups of a warp merge by
+//    shuffles, the warps through shared memory at the end. No score buffer: no context cap.
+//  - The block table is staged in shared memory CHUNK_PAGES entries at a time, so a K/V
+//    address never waits on a global load.
 // SPLIT = 0 writes the output; SPLIT = 1 writes (m, l, unnormalised O) per split for the
 // merge kernel (v6). Shape constants come in as macros: the launcher compiles one module
 // per (dtype, head_dim, group, page_size).
@@ -27,8 +31,14 @@
 #ifndef WARPS
 #define WARPS 4
 #endif
+#ifndef PIPE
+#define PIPE 0
+#endif
 #ifndef UNROLL
-#define UNROLL 2
+#define UNROLL 8  // steps computed per batch (and, with PIPE 0, loaded ahead)
+#endif
+#ifndef NSTAGES
+#define NSTAGES 8  // PIPE 1: steps in each thread's ring, a multiple of UNROLL
 #endif
 #ifndef SPLIT
 #define SPLIT 0
@@ -39,20 +49,25 @@
 #ifndef MIN_BLOCKS
 #define MIN_BLOCKS 4
 #endif
+#ifndef RESCALE_THRESHOLD
+#define RESCALE_THRESHOLD 8.f  // log2 units: rescale (l, acc) only when the max grows by more
+#endif
 
 #if KV_DTYPE == 0
 #define ESIZE 4
 #else
 #define ESIZE 2
 #endif
-#define E (16 / ESIZE)             // elements in one 16-byte vector
-#define R (HEAD_DIM / E)           // lanes per token row
-#define TPW (32 / R)               // tokens per warp step
-#define STEP (WARPS * TPW)         // tokens per CTA step
+#define E (16 / ESIZE)      // elements in one 16-byte vector
+#define R (HEAD_DIM / E)    // lanes per token row
+#define TPW (32 / R)        // tokens per warp step
+#define STEP (WARPS * TPW)  // tokens per CTA step
+#define NBATCH (NSTAGES / UNROLL)
 #define CHUNK_PAGES 256
 #define LOG2E 1.4426950408889634f
 
 static_assert(R >= 1 && R <= 32 && (R & (R - 1)) == 0, "head_dim * bytes / 16 must be a power of two <= 32");
+static_assert(PIPE == 0 || (NSTAGES % UNROLL == 0 && NBATCH >= 2), "the ring holds at least two batches");
 
 __device__ __forceinline__ uint4 load_stream(const void* ptr) {
     uint4 r;
@@ -60,6 +75,23 @@ __device__ __forceinline__ uint4 load_stream(const void* ptr) {
                  : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w)
                  : "l"(ptr));
     return r;
+}
+
+__device__ __forceinline__ unsigned smem_address(const void* ptr) {
+    unsigned addr;
+    asm("{ .reg .u64 a; cvta.to.shared.u64 a, %1; cvt.u32.u64 %0, a; }" : "=r"(addr) : "l"(ptr));
+    return addr;
+}
+
+__device__ __forceinline__ void copy_async16(void* smem, const void* global) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(smem_address(smem)), "l"(global) : "memory");
+}
+
+__device__ __forceinline__ void copy_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+
+template <int N>
+__device__ __forceinline__ void copy_async_wait() {
+    asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
 }
 
 // The E values of one 16-byte vector as floats.
@@ -87,6 +119,58 @@ __device__ __forceinline__ void unpack(const uint4& raw, float (&f)[E]) {
 #endif
 }
 
+// One batch of UNROLL steps: scores for every head, lazy-rescaled online softmax, and
+// the weighted sum of values into acc.
+__device__ __forceinline__ void attend(const uint4 (&kraw)[UNROLL], const uint4 (&vraw)[UNROLL],
+                                       const bool (&valid)[UNROLL], const float (&q)[GROUP][E],
+                                       float (&m)[GROUP], float (&l)[GROUP], float (&acc)[GROUP][E]) {
+    float s[UNROLL][GROUP];
+#pragma unroll
+    for (int u = 0; u < UNROLL; ++u) {
+        float k[E];
+        unpack(kraw[u], k);
+#pragma unroll
+        for (int g = 0; g < GROUP; ++g) {
+            float dot = 0.f;
+#pragma unroll
+            for (int i = 0; i < E; ++i) dot = fmaf(q[g][i], k[i], dot);
+#pragma unroll
+            for (int off = R / 2; off > 0; off >>= 1) dot += __shfl_xor_sync(FULL_MASK, dot, off);
+            s[u][g] = valid[u] ? dot : NEG_INF;
+        }
+    }
+#pragma unroll
+    for (int g = 0; g < GROUP; ++g) {
+        float mx = s[0][g];
+#pragma unroll
+        for (int u = 1; u < UNROLL; ++u) mx = fmaxf(mx, s[u][g]);
+        // Lazy rescaling: the reference m moves only when a score exceeds it by more than
+        // RESCALE_THRESHOLD, so exp2(s - m) <= 2^threshold and (l, acc) are rescaled a few
+        // times per sequence, not every step. l and acc share the reference: still exact.
+        if (mx > m[g] + RESCALE_THRESHOLD) {
+            const float correction = exp2f(m[g] - mx);  // 0 on the first tokens
+            l[g] *= correction;
+#pragma unroll
+            for (int i = 0; i < E; ++i) acc[g][i] *= correction;
+            m[g] = mx;
+        }
+        const float m_ref = (m[g] == NEG_INF) ? 0.f : m[g];  // nothing seen yet: p = 0
+#pragma unroll
+        for (int u = 0; u < UNROLL; ++u) s[u][g] = exp2f(s[u][g] - m_ref);
+    }
+#pragma unroll
+    for (int u = 0; u < UNROLL; ++u) {
+        float v[E];
+        unpack(vraw[u], v);
+#pragma unroll
+        for (int g = 0; g < GROUP; ++g) {
+            l[g] += s[u][g];
+#pragma unroll
+            for (int i = 0; i < E; ++i) acc[g][i] = fmaf(s[u][g], v[i], acc[g][i]);
+        }
+    }
+}
+
 extern "C" __global__ void __launch_bounds__(WARPS * 32, MIN_BLOCKS) KERNEL_NAME(
 #if SPLIT
     float* __restrict__ part_m, float* __restrict__ part_l, float* __restrict__ part_o,
@@ -97,13 +181,15 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32, MIN_BLOCKS) KERNEL_NAME
     const unsigned char* __restrict__ value_cache, const int* __restrict__ block_tables,
     const int* __restrict__ context_lens, float scale, int q_heads, int kv_heads, int pages_per_seq) {
     __shared__ int s_pages[CHUNK_PAGES];
-    extern __shared__ float s_merge[];  // [WARPS][GROUP] m, [WARPS][GROUP] l, [WARPS][GROUP][HEAD_DIM] acc
+    // PIPE 1: the rings, [WARPS][NSTAGES][K, V][32 lanes] 16-byte vectors; then, reused after
+    // the loop: [WARPS][GROUP] m, [WARPS][GROUP] l, [WARPS][GROUP][HEAD_DIM] acc.
+    extern __shared__ uint4 s_dyn[];
 
     const int kvh = blockIdx.x;
     const int b = blockIdx.y;
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    const int sub = lane / R;     // which token of the warp step
-    const int r = lane % R;       // which 16-byte vector of the row
+    const int sub = lane / R;  // which token of the warp step
+    const int r = lane % R;    // which 16-byte vector of the row
     const int* table = block_tables + static_cast<size_t>(b) * pages_per_seq;
     const int ctx = context_lens[b];
     const int num_pages = (ctx + PAGE_SIZE - 1) / PAGE_SIZE;
@@ -155,66 +241,59 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32, MIN_BLOCKS) KERNEL_NAME
         __syncthreads();
         const int c_begin = chunk * PAGE_SIZE;
         const int c_end = min(t_end, (chunk + chunk_pages) * PAGE_SIZE);
-        for (int t0 = c_begin; t0 < c_end; t0 += STEP * UNROLL) {
+        // Byte offset of step `step`'s token for this lane in the caches, or -1 past the end.
+        auto token_offset = [&](int step) -> long long {
+            const int rel = step * STEP + my_offset;
+            if (c_begin + rel >= c_end) return -1;
+            return static_cast<long long>(s_pages[rel / PAGE_SIZE]) * page_stride +
+                   (rel % PAGE_SIZE) * token_stride + head_offset;
+        };
+        const int n_batches = (c_end - c_begin + STEP * UNROLL - 1) / (STEP * UNROLL);
+#if PIPE == 0
+        for (int batch = 0; batch < n_batches; ++batch) {
             uint4 kraw[UNROLL], vraw[UNROLL];
             bool valid[UNROLL];
 #pragma unroll
             for (int u = 0; u < UNROLL; ++u) {
-                const int t = t0 + u * STEP + my_offset;
-                valid[u] = t < c_end;
-                if (valid[u]) {
-                    const int rel = t - c_begin;
-                    const size_t off = static_cast<size_t>(s_pages[rel / PAGE_SIZE]) * page_stride +
-                                       (rel % PAGE_SIZE) * token_stride + head_offset;
-                    kraw[u] = load_stream(key_cache + off);
-                    vraw[u] = load_stream(value_cache + off);
-                } else {
-                    kraw[u] = make_uint4(0, 0, 0, 0);
-                    vraw[u] = make_uint4(0, 0, 0, 0);
-                }
+                const long long off = token_offset(batch * UNROLL + u);
+                valid[u] = off >= 0;
+                kraw[u] = valid[u] ? load_stream(key_cache + off) : make_uint4(0, 0, 0, 0);
+                vraw[u] = valid[u] ? load_stream(value_cache + off) : make_uint4(0, 0, 0, 0);
             }
-            float s[UNROLL][GROUP];
-#pragma unroll
-            for (int u = 0; u < UNROLL; ++u) {
-                float k[E];
-                unpack(kraw[u], k);
-#pragma unroll
-                for (int g = 0; g < GROUP; ++g) {
-                    float dot = 0.f;
-#pragma unroll
-                    for (int i = 0; i < E; ++i) dot = fmaf(q[g][i], k[i], dot);
-#pragma unroll
-                    for (int off = R / 2; off > 0; off >>= 1) dot += __shfl_xor_sync(FULL_MASK, dot, off);
-                    s[u][g] = valid[u] ? dot : NEG_INF;
-                }
-            }
-#pragma unroll
-            for (int g = 0; g < GROUP; ++g) {
-                float mx = s[0][g];
-#pragma unroll
-                for (int u = 1; u < UNROLL; ++u) mx = fmaxf(mx, s[u][g]);
-                const float m_new = fmaxf(m[g], mx);
-                const float m_ref = (m_new == NEG_INF) ? 0.f : m_new;  // nothing seen yet: keep zeros
-                const float correction = exp2f(m[g] - m_ref);
-                l[g] *= correction;
-#pragma unroll
-                for (int i = 0; i < E; ++i) acc[g][i] *= correction;
-                m[g] = m_new;
-#pragma unroll
-                for (int u = 0; u < UNROLL; ++u) s[u][g] = exp2f(s[u][g] - m_ref);
-            }
-#pragma unroll
-            for (int u = 0; u < UNROLL; ++u) {
-                float v[E];
-                unpack(vraw[u], v);
-#pragma unroll
-                for (int g = 0; g < GROUP; ++g) {
-                    l[g] += s[u][g];
-#pragma unroll
-                    for (int i = 0; i < E; ++i) acc[g][i] = fmaf(s[u][g], v[i], acc[g][i]);
-                }
-            }
+            attend(kraw, vraw, valid, q, m, l, acc);
         }
+#else
+        uint4* ring = s_dyn + static_cast<size_t>(warp) * NSTAGES * 2 * 32 + lane;  // this thread's slots
+        auto produce = [&](int batch) {
+#pragma unroll
+            for (int u = 0; u < UNROLL; ++u) {
+                const long long off = batch < n_batches ? token_offset(batch * UNROLL + u) : -1;
+                const int slot = (batch % NBATCH) * UNROLL + u;
+                if (off >= 0) {
+                    copy_async16(ring + slot * 64, key_cache + off);
+                    copy_async16(ring + slot * 64 + 32, value_cache + off);
+                }
+            }
+            copy_async_commit();  // one group per batch, empty past the end
+        };
+#pragma unroll
+        for (int batch = 0; batch < NBATCH - 1; ++batch) produce(batch);
+        for (int batch = 0; batch < n_batches; ++batch) {
+            produce(batch + NBATCH - 1);
+            copy_async_wait<NBATCH - 1>();  // this thread's copies of `batch` have landed
+            uint4 kraw[UNROLL], vraw[UNROLL];
+            bool valid[UNROLL];
+#pragma unroll
+            for (int u = 0; u < UNROLL; ++u) {
+                const int slot = (batch % NBATCH) * UNROLL + u;
+                valid[u] = c_begin + (batch * UNROLL + u) * STEP + my_offset < c_end;
+                kraw[u] = valid[u] ? ring[slot * 64] : make_uint4(0, 0, 0, 0);
+                vraw[u] = valid[u] ? ring[slot * 64 + 32] : make_uint4(0, 0, 0, 0);
+            }
+            attend(kraw, vraw, valid, q, m, l, acc);
+        }
+        copy_async_wait<0>();
+#endif
     }
 
     // Merge the lane groups of this warp (they saw different tokens).
@@ -237,8 +316,9 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32, MIN_BLOCKS) KERNEL_NAME
         }
     }
 
-    // Merge the warps through shared memory.
-    float* s_m = s_merge;
+    // Merge the warps through shared memory (the rings are no longer needed).
+    __syncthreads();
+    float* s_m = reinterpret_cast<float*>(s_dyn);
     float* s_l = s_m + WARPS * GROUP;
     float* s_acc = s_l + WARPS * GROUP;
     if (sub == 0) {

@@ -20,7 +20,12 @@ from paprof.kernels.problem import Inputs, Shape
 HERE = Path(__file__).resolve().parent
 
 V5_WARPS = 4
-V5_UNROLL = 2
+FAST_TUNING = {
+    # K/V dtype -> how v5/v6 keep tokens in flight (measured on the H200: docs/NOTES.md)
+    "fp32": {"PIPE": 0, "UNROLL": 8, "NSTAGES": 8},
+    "fp16": {"PIPE": 1, "UNROLL": 2, "NSTAGES": 8},
+    "bf16": {"PIPE": 1, "UNROLL": 2, "NSTAGES": 8},
+}
 MIN_PAGES_PER_SPLIT = 8
 """v6 never gives a split fewer pages than this (the merge would cost more than it hides)."""
 
@@ -198,15 +203,19 @@ def fast_defines(shape: Shape, split: bool, name: str) -> dict:
         "KV_DTYPE": _DTYPE_CODE[shape.dtype],
         "PAGE_SIZE": shape.page_size,
         "WARPS": V5_WARPS,
-        "UNROLL": V5_UNROLL,
+        **FAST_TUNING[shape.dtype],
         "MIN_BLOCKS": 2 if wide else 4,  # fp16 with 8 heads needs more than 128 registers
         "SPLIT": int(split),
         "KERNEL_NAME": name,
     }
 
 
-def fast_merge_smem(shape: Shape) -> int:
-    return (2 * V5_WARPS * shape.group + V5_WARPS * shape.group * shape.head_dim) * 4
+def fast_smem(defines: dict) -> int:
+    """Dynamic shared memory of ``v5_fast.cu``: the cp.async rings, reused for the merge."""
+    warps, group, head_dim = defines["WARPS"], defines["GROUP"], defines["HEAD_DIM"]
+    merge = (2 * warps * group + warps * group * head_dim) * 4
+    ring = warps * defines["NSTAGES"] * 2 * 32 * 16 if defines["PIPE"] else 0
+    return max(merge, ring)
 
 
 def choose_splits(shape: Shape, device, resident_blocks_per_sm: int) -> int:
@@ -228,9 +237,9 @@ def choose_splits(shape: Shape, device, resident_blocks_per_sm: int) -> int:
 
 def _build_v5(variant, shape, device):
     name = "paged_decode_v5"
-    module = gpu.compile_module([HERE / "v5_fast.cu"], fast_defines(shape, False, name))
-    kernel = module.get_function(name)
-    grid, block, smem = (shape.kv_heads, shape.batch), (V5_WARPS * 32,), fast_merge_smem(shape)
+    defines = fast_defines(shape, False, name)
+    kernel = gpu.compile_module([HERE / "v5_fast.cu"], defines).get_function(name)
+    grid, block, smem = (shape.kv_heads, shape.batch), (V5_WARPS * 32,), fast_smem(defines)
     info = _launch(kernel, name, grid, block, smem)
 
     def run(inputs, out):
@@ -241,11 +250,10 @@ def _build_v5(variant, shape, device):
 
 
 def _build_v6(variant, shape, device):
-    smem = fast_merge_smem(shape)
+    defines = fast_defines(shape, True, "paged_decode_v6_partial")
+    smem = fast_smem(defines)
     block = (V5_WARPS * 32,)
-    probe = gpu.compile_module(
-        [HERE / "v5_fast.cu"], fast_defines(shape, True, "paged_decode_v6_partial")
-    ).get_function("paged_decode_v6_partial")
+    probe = gpu.compile_module([HERE / "v5_fast.cu"], defines).get_function("paged_decode_v6_partial")
     splits = choose_splits(shape, device, gpu.blocks_per_sm(probe, block[0], smem, device))
     if splits == 1:
         name = "paged_decode_v6_nosplit"

@@ -1,0 +1,305 @@
+"""A bottleneck label and its evidence for one kernel (one table row).
+
+Labels (DESIGN.md): ``dram-bound``, ``l2/l1-bound``, ``compute-bound``, ``latency-bound``,
+``occupancy/launch-bound``; plus ``unknown`` when the report lacks the SpeedOfLight
+throughputs every decision needs (the evidence then names the missing columns and the
+section that would supply them).
+
+The decision, in order (all numbers in :class:`Thresholds`):
+
+1. ``unknown``: none of DRAM, L1, L2 or SM throughput % was recorded.
+2. ``occupancy/launch-bound``: the grid has fewer blocks than the GPU has SMs.
+3. A unit at or above its mark decides, the busiest one winning: DRAM (``dram-bound``);
+   L1, L2 or the LSU pipe (``l2/l1-bound``); the FMA, ALU, FP64, XU or tensor pipe or the
+   issue slots (``compute-bound``; SM throughput % stands in when no pipe was recorded).
+   The cache and compute marks are 60 %, ncu's own line between "throughput" and
+   "latency issue" in its SOLBottleneck rule; DRAM's is 70 %. DRAM at or above its mark
+   wins unless another unit is more than ``dram_top_margin_pct`` busier; L2 does not
+   count against DRAM when its hit rate is under ``l2_reuse_hit_rate_pct``, because then
+   its traffic is the DRAM traffic passing through (a streaming kernel on the H200 shows
+   L2 ~87 % with DRAM ~75 %).
+4. ``occupancy/launch-bound``: less than ``min_waves`` waves, or achieved occupancy under
+   ``min_achieved_occupancy_pct`` (too few warps to fill the GPU).
+5. ``latency-bound``: every unit well under its peak with enough blocks; the evidence
+   names the busiest unit, the issue rate and the top stall reason.
+
+Memory Throughput % is never evidence: it is the max over DRAM, L1 and L2, so a kernel
+hammering L1 shows ~95 % there with DRAM idle. The evidence cites the rule messages of
+ncu's own rules that bear on the label (:data:`LABEL_RULES`).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from typing import Mapping
+
+from paprof.analysis import metrics as M
+
+DRAM_BOUND = "dram-bound"
+CACHE_BOUND = "l2/l1-bound"
+COMPUTE_BOUND = "compute-bound"
+LATENCY_BOUND = "latency-bound"
+OCCUPANCY_BOUND = "occupancy/launch-bound"
+UNKNOWN = "unknown"
+
+#: Every label :func:`classify` can return.
+LABELS = (DRAM_BOUND, CACHE_BOUND, COMPUTE_BOUND, LATENCY_BOUND, OCCUPANCY_BOUND, UNKNOWN)
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    """The numbers behind the labels; every field is a percentage of peak unless noted."""
+
+    dram_bound_pct: float = 70.0
+    """DRAM throughput at or above this makes a kernel ``dram-bound`` (HBM rarely
+    sustains more than ~90 %; 70 % means the DRAM pipe is the limiter, not latency)."""
+
+    dram_top_margin_pct: float = 10.0
+    """DRAM near its peak still loses to a cache or pipe more than this many points
+    busier (that unit saturates first)."""
+
+    l2_reuse_hit_rate_pct: float = 50.0
+    """L2 hit rate (%) below which L2 throughput is DRAM traffic passing through and
+    cannot out-rank a busy DRAM."""
+
+    cache_bound_pct: float = 60.0
+    """L1/TEX, L2 or LSU-pipe throughput at or above this makes ``l2/l1-bound`` (ncu's
+    SOLBottleneck rule calls under 60 % of peak a latency issue)."""
+
+    compute_bound_pct: float = 60.0
+    """An SM pipe (FMA, ALU, FP64, XU, tensor) or the issue slots at or above this makes
+    ``compute-bound`` (same 60 % line as ncu's SOLBottleneck rule)."""
+
+    min_waves: float = 1.0
+    """Fewer waves per SM than this (the grid cannot fill every SM's block slots once)
+    makes ``occupancy/launch-bound`` when no unit is near its peak."""
+
+    min_achieved_occupancy_pct: float = 15.0
+    """Achieved occupancy under this (about 10 of 64 warps per SM) makes
+    ``occupancy/launch-bound`` when no unit is near its peak: too few warps to hide
+    memory latency."""
+
+    max_rule_messages: int = 2
+    """At most this many ncu rule messages are quoted in the evidence."""
+
+
+#: Rule messages never quoted as evidence: ncu's notes about its own collection.
+RULE_NOISE = (re.compile(r"optional metric .* could not be found", re.I),)
+
+
+DEFAULT_THRESHOLDS = Thresholds()
+
+# (column, human name, threshold field) per label family, in tie-break order.
+_DRAM_UNITS = (("dram_throughput_pct", "DRAM throughput", "dram_bound_pct"),)
+_CACHE_UNITS = (
+    ("l1_throughput_pct", "L1/TEX throughput", "cache_bound_pct"),
+    ("l2_throughput_pct", "L2 throughput", "cache_bound_pct"),
+    ("lsu_pipe_pct", "LSU pipe", "cache_bound_pct"),
+)
+_PIPE_UNITS = (
+    ("fma_pipe_pct", "FMA pipe", "compute_bound_pct"),
+    ("alu_pipe_pct", "ALU pipe", "compute_bound_pct"),
+    ("fp64_pipe_pct", "FP64 pipe", "compute_bound_pct"),
+    ("xu_pipe_pct", "XU pipe", "compute_bound_pct"),
+    ("tensor_pipe_pct", "tensor pipe", "compute_bound_pct"),
+    ("issue_slots_busy_pct", "issue slots", "compute_bound_pct"),
+)
+_SM_FALLBACK = (("sm_throughput_pct", "SM throughput", "compute_bound_pct"),)
+
+#: The SpeedOfLight columns of which at least one must be present to decide anything.
+REQUIRED_ANY = ("dram_throughput_pct", "l1_throughput_pct", "l2_throughput_pct",
+                "sm_throughput_pct")
+
+#: ncu rule identifiers whose messages support each label (quoted as evidence).
+LABEL_RULES: dict[str, tuple[str, ...]] = {
+    DRAM_BOUND: ("SOLBottleneck", "MemoryL2Compression", "UncoalescedGlobalAccess",
+                 "MemoryCacheAccessPattern"),
+    CACHE_BOUND: ("SOLBottleneck", "SharedMemoryConflicts", "UncoalescedSharedAccess",
+                  "UncoalescedGlobalAccess", "MemoryCacheAccessPattern",
+                  "HighPipeUtilization"),
+    COMPUTE_BOUND: ("SOLBottleneck", "HighPipeUtilization", "IssueSlotUtilization",
+                    "SOLFPRoofline"),
+    LATENCY_BOUND: ("SOLBottleneck", "CPIStall", "IssueSlotUtilization",
+                    "AchievedOccupancy"),
+    OCCUPANCY_BOUND: ("SOLBottleneck", "LaunchConfiguration", "AchievedOccupancy",
+                      "TheoreticalOccupancy", "Occupancy"),
+    UNKNOWN: (),
+}
+
+
+def _num(row: Mapping, column: str) -> float:
+    value = row.get(column, math.nan) if hasattr(row, "get") else math.nan
+    try:
+        value = float(value)
+    except (TypeError, ValueError):
+        return math.nan
+    return value
+
+
+def _pct(value: float) -> str:
+    return f"{value:.1f} %"
+
+
+def _first_sentence(text: str, limit: int = 220) -> str:
+    text = re.sub(r"@\w+:[^:@]*:([^@]*)@", r"\1", text)  # ncu's @section:id:text@ links
+    text = " ".join(text.split())
+    match = re.match(r"(.+?[.!?])(\s|$)", text)
+    sentence = match.group(1) if match else text
+    return sentence if len(sentence) <= limit else sentence[: limit - 1] + "…"
+
+
+def _rule_evidence(row: Mapping, label: str, limit: int) -> list[str]:
+    rules = row.get("rules") if hasattr(row, "get") else None
+    if not isinstance(rules, (list, tuple)):
+        return []
+    wanted = LABEL_RULES.get(label, ())
+    chosen = [r for r in rules if isinstance(r, Mapping) and r.get("id") in wanted
+              and r.get("type") in ("WARNING", "OPTIMIZATION", "ERROR")
+              and not any(p.search(str(r.get("message", ""))) for p in RULE_NOISE)]
+    chosen.sort(key=lambda r: (wanted.index(r["id"]), -_speedup(r)))
+    return [f"ncu {r['id']}: {_first_sentence(str(r.get('message', '')))}"
+            for r in chosen[:limit]]
+
+
+def _speedup(rule: Mapping) -> float:
+    value = rule.get("speedup_pct")
+    try:
+        value = float(value)
+    except (TypeError, ValueError):
+        return 0.0
+    return 0.0 if math.isnan(value) else value
+
+
+def _missing_sentence(row: Mapping, columns) -> str | None:
+    missing = [c for c in columns if math.isnan(_num(row, c))]
+    if not missing:
+        return None
+    sections = M.sections_for(missing)
+    return (f"not recorded: {', '.join(missing)} "
+            f"(section{'s' if len(sections) > 1 else ''} {', '.join(sections)})")
+
+
+def _units(row: Mapping, th: Thresholds):
+    """Present units as (value, name, threshold, label), busiest first."""
+    pipes = [(c, n, t) for c, n, t in _PIPE_UNITS if not math.isnan(_num(row, c))]
+    compute = pipes if pipes else list(_SM_FALLBACK)
+    families = ((DRAM_BOUND, _DRAM_UNITS), (CACHE_BOUND, _CACHE_UNITS),
+                (COMPUTE_BOUND, compute))
+    units = []
+    order = 0
+    for label, entries in families:
+        for column, name, field in entries:
+            value = _num(row, column)
+            if not math.isnan(value):
+                units.append((value, -order, name, getattr(th, field), label, column))
+            order += 1
+    units.sort(reverse=True)
+    return [(v, n, t, lab, col) for v, _, n, t, lab, col in units]
+
+
+def classify(row: Mapping, thresholds: Thresholds = DEFAULT_THRESHOLDS
+             ) -> tuple[str, list[str]]:
+    """``(label, evidence)`` for one row (a pandas Series or any mapping of columns).
+
+    Evidence is a list of sentences citing the numbers and ncu rule messages that decided
+    the label; see the module docstring for the decision order.
+    """
+    th = thresholds
+    if all(math.isnan(_num(row, c)) for c in REQUIRED_ANY):
+        note = _missing_sentence(row, REQUIRED_ANY)
+        return UNKNOWN, [f"cannot classify: {note}"]
+
+    units = _units(row, th)
+    label, evidence = _decide(row, units, th)
+    evidence += _rule_evidence(row, label, th.max_rule_messages)
+    decision_inputs = ("dram_throughput_pct", "l1_throughput_pct", "l2_throughput_pct",
+                       "lsu_pipe_pct", "fma_pipe_pct", "grid_size", "waves_per_sm",
+                       "achieved_occupancy_pct")
+    note = _missing_sentence(row, decision_inputs)
+    if note:
+        evidence.append(note)
+    return label, evidence
+
+
+def _decide(row: Mapping, units, th: Thresholds) -> tuple[str, list[str]]:
+    grid, sms = _num(row, "grid_size"), _num(row, "sm_count")
+    waves = _num(row, "waves_per_sm")
+    achieved = _num(row, "achieved_occupancy_pct")
+    busiest = units[0]
+    summary = ", ".join(f"{name} {_pct(v)}" for v, name, *_ in units[:4])
+
+    if not math.isnan(grid) and not math.isnan(sms) and grid < sms:
+        idle = int(sms - grid)
+        return OCCUPANCY_BOUND, [
+            f"grid of {int(grid)} blocks for {int(sms)} SMs: {idle} SMs get no work",
+            f"busiest units: {summary}",
+        ]
+
+    dram = next((u for u in units if u[3] == DRAM_BOUND), None)
+    if dram is not None and dram[0] >= dram[2]:
+        l2_hit = _num(row, "l2_hit_rate_pct")
+        l2_passes_dram = not math.isnan(l2_hit) and l2_hit < th.l2_reuse_hit_rate_pct
+        rivals = [u for u in units if u[3] != DRAM_BOUND and u[0] >= u[2]
+                  and not (l2_passes_dram and u[4] == "l2_throughput_pct")]
+        top_rival = rivals[0] if rivals else None
+        if top_rival is None or top_rival[0] - dram[0] <= th.dram_top_margin_pct:
+            bandwidth = _num(row, "achieved_bandwidth_gbs")
+            evidence = [f"DRAM throughput {_pct(dram[0])} of peak"
+                        + (f" ({bandwidth:,.0f} GB/s)" if not math.isnan(bandwidth) else "")
+                        + f", at or above {th.dram_bound_pct:g} %"]
+            l2 = _num(row, "l2_throughput_pct")
+            if l2_passes_dram and l2 > dram[0]:
+                evidence.append(f"L2 throughput {_pct(l2)} is that DRAM traffic passing "
+                                f"through (L2 hit rate {_pct(l2_hit)})")
+            others = [u for u in units if u[3] != DRAM_BOUND][:3]
+            if others:
+                evidence.append("other units: " + ", ".join(
+                    f"{name} {_pct(v)}" for v, name, *_ in others))
+            return DRAM_BOUND, evidence
+
+    bound = [u for u in units if u[3] != DRAM_BOUND and u[0] >= u[2]]
+    if bound:
+        value, name, limit, label, _ = bound[0]
+        evidence = [f"{name} {_pct(value)} of peak (at or above {limit:g} %)"]
+        dram_value = _num(row, "dram_throughput_pct")
+        if not math.isnan(dram_value):
+            evidence.append(f"DRAM throughput {_pct(dram_value)}"
+                            + (" (not the limiter)" if dram_value >= th.dram_bound_pct
+                               else ""))
+        more = [f"{n} {_pct(v)}" for v, n, t, lab, _ in bound[1:3]]
+        if more:
+            evidence.append("also near peak: " + ", ".join(more))
+        return label, evidence
+
+    reasons = []
+    if not math.isnan(waves) and waves < th.min_waves:
+        slots = (f" ({int(grid)} blocks for {grid / waves:,.0f} resident-block slots)"
+                 if not math.isnan(grid) and waves > 0 else "")
+        reasons.append(f"{waves:.2f} waves per SM: the grid fills "
+                       f"{waves * 100:.0f} % of the GPU's block slots{slots}")
+    if not math.isnan(achieved) and achieved < th.min_achieved_occupancy_pct:
+        reasons.append(f"achieved occupancy {_pct(achieved)} (under "
+                       f"{th.min_achieved_occupancy_pct:g} %): too few warps to hide latency")
+    if reasons:
+        return OCCUPANCY_BOUND, reasons + [
+            f"no unit near its peak; busiest: {busiest[1]} {_pct(busiest[0])}"]
+
+    evidence = [f"no unit near its peak: busiest is {busiest[1]} at {_pct(busiest[0])} "
+                f"(under {busiest[2]:g} %)"]
+    if len(units) > 1:
+        evidence.append("then: " + ", ".join(f"{n} {_pct(v)}" for v, n, *_ in units[1:4]))
+    issue = _num(row, "issue_active_pct")
+    if not math.isnan(issue):
+        evidence.append(f"schedulers issue in {_pct(issue)} of active cycles")
+    stall = row.get("top_stall_reason") if hasattr(row, "get") else None
+    cycles = _num(row, "top_stall_cycles")
+    if isinstance(stall, str) and stall and not math.isnan(cycles):
+        evidence.append(f"top warp stall: {stall.replace('_', ' ')} "
+                        f"({cycles:.1f} cycles per issued instruction)")
+    if not math.isnan(waves):
+        evidence.append(f"{waves:.2f} waves per SM"
+                        + (f", achieved occupancy {_pct(achieved)}"
+                           if not math.isnan(achieved) else ""))
+    return LATENCY_BOUND, evidence

@@ -1,0 +1,167 @@
+"""The loaded table as text, CSV, JSON or Parquet (what ``paprof table`` prints or writes).
+
+Text is a fixed-width table of the key columns followed by one "why" line per row (the
+bottleneck's first evidence). CSV, JSON and Parquet carry every scalar column: the list
+columns ``bottleneck_evidence`` and ``kernels`` become " | "-joined strings, and the
+nested ``rules`` and ``sidecar`` are left out (they stay in the DataFrame API).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+from pathlib import Path
+
+import pandas as pd
+
+from paprof.analysis import metrics as M
+from paprof.errors import UserError
+
+FORMATS = ("text", "csv", "json", "parquet")
+
+#: Columns of the text table, with their short headers.
+TEXT_COLUMNS = {
+    "variant": "variant",
+    "kernel": "kernel",
+    "launch": "#",
+    "shape": "shape",
+    "gpu": "gpu",
+    "duration_us": "time_us",
+    "sm_throughput_pct": "sm%",
+    "dram_throughput_pct": "dram%",
+    "l1_throughput_pct": "l1%",
+    "l2_throughput_pct": "l2%",
+    "achieved_bandwidth_gbs": "GB/s",
+    "registers_per_thread": "regs",
+    "theoretical_occupancy_pct": "theo%",
+    "achieved_occupancy_pct": "occ%",
+    "occupancy_limiter": "limiter",
+    "waves_per_sm": "waves",
+    "grid_size": "grid",
+    "block_size": "block",
+    "bottleneck": "bottleneck",
+}
+
+#: Columns shown only when the rows differ in them.
+_OPTIONAL_TEXT = ("shape", "gpu", "launch")
+_JOINED = ("bottleneck_evidence", "kernels")
+_NESTED = ("rules", "sidecar")
+_KERNEL_WIDTH = 40
+
+
+def parse_columns(spec, df: pd.DataFrame) -> list[str] | None:
+    """Column names from ``--columns`` values ("a,b" or several); None when not given.
+    UserError naming the unknown ones."""
+    if not spec:
+        return None
+    items = spec if isinstance(spec, (list, tuple)) else [spec]
+    names = [n.strip() for item in items for n in str(item).split(",") if n.strip()]
+    unknown = [n for n in names if n not in df.columns]
+    if unknown:
+        raise UserError(f"unknown column(s): {', '.join(unknown)}; "
+                        f"known: {', '.join(df.columns)}")
+    return names
+
+
+def scalar_frame(df: pd.DataFrame, columns: list[str] | None = None) -> pd.DataFrame:
+    """The scalar columns (list columns joined with " | ", nested ones dropped)."""
+    chosen = [c for c in (columns or list(df.columns)) if c not in _NESTED]
+    out = df[chosen].copy()
+    for column in _JOINED:
+        if column in out:
+            out[column] = out[column].map(
+                lambda v: " | ".join(map(str, v)) if isinstance(v, (list, tuple)) else "")
+    return out
+
+
+def _format_value(column: str, value) -> str:
+    if isinstance(value, float):
+        if math.isnan(value):
+            return "-"
+        entry = M.BY_COLUMN.get(column)
+        unit = entry.unit if entry else ""
+        if unit in ("block", "thread", "register", "cycle", "byte", "SM"):
+            return f"{value:,.0f}" if abs(value) >= 1e5 else f"{value:.0f}"
+        if column == "waves_per_sm":
+            return f"{value:.2f}"
+        if column == "duration_us":
+            return f"{value:,.1f}"
+        return f"{value:.1f}"
+    if column == "kernel" and isinstance(value, str) and len(value) > _KERNEL_WIDTH:
+        return value[: _KERNEL_WIDTH - 1] + "…"
+    return str(value)
+
+
+def to_text(df: pd.DataFrame, columns: list[str] | None = None, why: bool = True) -> str:
+    """A fixed-width table (key columns, or ``columns``), then a "why" line per row."""
+    if df.empty:
+        return "(no kernels)\n"
+    if columns is None:
+        columns = [c for c in TEXT_COLUMNS if c in df.columns and not (
+            c in _OPTIONAL_TEXT and df[c].astype(str).nunique() <= 1)]
+    shown = scalar_frame(df, columns)
+    text = pd.DataFrame({
+        TEXT_COLUMNS.get(c, c): [_format_value(c, v) for v in shown[c]] for c in shown
+    })
+    lines = [text.to_string(index=False)]
+    if why and "bottleneck_evidence" in df and "bottleneck" in df:
+        lines.append("")
+        counts = df["variant"].value_counts()
+        for _, row in df.iterrows():
+            evidence = row["bottleneck_evidence"] or []
+            name = row["variant"] if counts[row["variant"]] == 1 else (
+                f"{row['variant']}/{_format_value('kernel', row['kernel'])}")
+            lines.append(f"{name}: {row['bottleneck']}: " + "; ".join(evidence[:2]))
+    return "\n".join(lines) + "\n"
+
+
+def missing_note(df: pd.DataFrame, columns: list[str] | None = None) -> str | None:
+    """One line naming the absent columns (of ``columns``, else the DESIGN.md ones) and
+    the sections that would supply them; None when nothing is missing."""
+    missing = df.attrs.get("missing", {})
+    wanted = columns if columns is not None else list(M.DESIGN_COLUMNS)
+    by_section: dict[str, list[str]] = {}
+    for column in wanted:
+        if column in missing:
+            by_section.setdefault(missing[column], []).append(column)
+    if not by_section:
+        return None
+    parts = [f"{', '.join(cols)} (section {section})" for section, cols in by_section.items()]
+    return "note: not recorded in these reports, shown as NaN/-: " + "; ".join(parts)
+
+
+def check_output(fmt: str, out: Path | None) -> None:
+    """UserError now (before any loading) for an output ``fmt`` cannot be written to."""
+    if fmt not in FORMATS:
+        raise UserError(f"unknown format {fmt!r}; known: {', '.join(FORMATS)}")
+    if fmt == "parquet":
+        if out is None:
+            raise UserError("--format parquet writes a binary file: give --out FILE.parquet")
+        if importlib.util.find_spec("pyarrow") is None:
+            raise UserError("--format parquet needs pyarrow: pip install pyarrow")
+
+
+def render(df: pd.DataFrame, fmt: str, columns: list[str] | None = None,
+           out: Path | None = None) -> str | None:
+    """The table in ``fmt``; written to ``out`` when given (then returns None), else
+    returned as text. Parquet needs ``out`` and pyarrow (UserError otherwise)."""
+    check_output(fmt, out)
+    if fmt == "text":
+        text = to_text(df, columns)
+    elif fmt == "csv":
+        text = scalar_frame(df, columns).to_csv(index=False)
+    elif fmt == "json":
+        text = scalar_frame(df, columns).to_json(orient="records", indent=1) + "\n"
+    else:
+        try:
+            scalar_frame(df, columns).to_parquet(out, index=False, engine="pyarrow")
+        except OSError as err:
+            raise UserError(f"cannot write {out}: {err}") from err
+        return None
+    if out is None:
+        return text
+    try:
+        Path(out).write_text(text)
+    except OSError as err:
+        raise UserError(f"cannot write {out}: {err.strerror or err}") from err
+    return None

@@ -1,0 +1,157 @@
+"""Numbers as the reports and the step stories print them.
+
+One place for units and rounding, so that a sentence and the table cell beside it agree.
+Every function takes a raw number (or None / NaN) and returns text; a missing value prints
+as ``n/a``.
+"""
+
+from __future__ import annotations
+
+import math
+
+MISSING = "n/a"
+
+
+def is_missing(value) -> bool:
+    """True for None, NaN and anything that is not a number."""
+    if value is None:
+        return True
+    try:
+        return math.isnan(float(value))
+    except (TypeError, ValueError):
+        return True
+
+
+def sig(value: float, digits: int = 3) -> str:
+    """``value`` to ``digits`` significant figures, no exponent, no trailing zeros."""
+    if value == 0:
+        return "0"
+    magnitude = math.floor(math.log10(abs(value)))
+    decimals = max(digits - 1 - magnitude, 0)
+    text = f"{value:,.{decimals}f}"
+    if "." in text:
+        text = text.rstrip("0").rstrip(".")
+    return text
+
+
+def count(value) -> str:
+    """An integer with thousands separators: ``2,048``."""
+    if is_missing(value):
+        return MISSING
+    return f"{round(float(value)):,}"
+
+
+def pct(value, decimals: int = 1) -> str:
+    """A percentage: ``41.7 %``, ``50 %`` (a whole number drops its ``.0``)."""
+    if is_missing(value):
+        return MISSING
+    text = f"{float(value):.{decimals}f}"
+    if "." in text:
+        text = text.rstrip("0").rstrip(".")
+    if text == "-0":
+        text = "0"
+    return f"{text} %"
+
+
+def duration_us(value) -> str:
+    """A duration given in microseconds: ``22.6 us``, ``3.35 ms``, ``1.2 s``."""
+    if is_missing(value):
+        return MISSING
+    us = float(value)
+    if abs(us) < 1e3:
+        return f"{sig(us)} us"
+    if abs(us) < 1e6:
+        return f"{sig(us / 1e3)} ms"
+    return f"{sig(us / 1e6)} s"
+
+
+def bytes_decimal(value) -> str:
+    """DRAM traffic in decimal units (they go with bandwidth in TB/s): ``2.15 GB``."""
+    if is_missing(value):
+        return MISSING
+    b = float(value)
+    for unit, scale in (("TB", 1e12), ("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if abs(b) >= scale:
+            return f"{sig(b / scale)} {unit}"
+    return f"{sig(b)} B"
+
+
+def bytes_binary(value) -> str:
+    """On-chip sizes in binary units (as the hardware limits are quoted): ``16 KiB``."""
+    if is_missing(value):
+        return MISSING
+    b = float(value)
+    for unit, scale in (("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if abs(b) >= scale:
+            return f"{sig(b / scale)} {unit}"
+    return f"{round(b):,} B"
+
+
+def bandwidth_gbs(value) -> str:
+    """Bandwidth given in GB/s: ``850 GB/s``, ``3.92 TB/s``."""
+    if is_missing(value):
+        return MISSING
+    gbs = float(value)
+    if abs(gbs) >= 1e3:
+        return f"{sig(gbs / 1e3)} TB/s"
+    return f"{sig(gbs)} GB/s"
+
+
+def big(value) -> str:
+    """A large count (cycles): ``39.1 M``, ``812 k``, ``1.2 G``."""
+    if is_missing(value):
+        return MISSING
+    v = float(value)
+    for unit, scale in (("G", 1e9), ("M", 1e6), ("k", 1e3)):
+        if abs(v) >= scale:
+            return f"{sig(v / scale)} {unit}"
+    return sig(v)
+
+
+def number(value, digits: int = 3) -> str:
+    """A plain quantity to ``digits`` significant figures: ``15.5``."""
+    if is_missing(value):
+        return MISSING
+    return sig(float(value), digits)
+
+
+def ratio(value) -> str:
+    """A speedup factor: ``1.48x``, ``16x``."""
+    if is_missing(value):
+        return MISSING
+    v = float(value)
+    return f"{sig(v, 3 if v < 100 else 4)}x"
+
+
+def signed_pct(value, decimals: int = 1) -> str:
+    """A relative change, with its sign: ``+12.5 %``, ``-40 %``."""
+    if is_missing(value):
+        return MISSING
+    text = pct(value, decimals)
+    return text if text.startswith("-") or text == "0 %" else "+" + text
+
+
+def signed_pts(value, decimals: int = 1) -> str:
+    """A change of a percentage, in points: ``+27.5 pts``."""
+    if is_missing(value):
+        return MISSING
+    text = f"{float(value):+.{decimals}f}"
+    if "." in text:
+        text = text.rstrip("0").rstrip(".")
+    if text in ("+0", "-0"):
+        text = "0"
+    return f"{text} pts"
+
+
+FORMATTERS = {
+    "count": count,
+    "pct": pct,
+    "duration_us": duration_us,
+    "bytes": bytes_decimal,
+    "bytes_binary": bytes_binary,
+    "bandwidth_gbs": bandwidth_gbs,
+    "big": big,
+    "number": number,
+    "ratio": ratio,
+}
+"""Formatter by kind name, for the report's metric table."""

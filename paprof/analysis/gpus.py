@@ -1,0 +1,103 @@
+"""Per-GPU figures the reports compare measurements against.
+
+A data table, not code: add a GPU by adding a row. Nothing in paprof branches on a GPU's
+name; it looks the name up here (``lookup``) and uses what the row says. A run's sidecar
+may record its own measured ceiling (``read_ceiling_tbs``), which then wins over the table.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class GpuSpec:
+    """What we know about one GPU model."""
+
+    name: str
+    """The name as the driver (and ncu's ``device__attribute_display_name``) reports it."""
+    sms: int
+    """Streaming multiprocessors."""
+    l2_mb: float
+    """L2 cache size in MB."""
+    dram_datasheet_tbs: float
+    """DRAM bandwidth from the datasheet, TB/s."""
+    read_ceiling_tbs: float | None
+    """Measured ceiling of a read-only streaming kernel, TB/s (None: not measured)."""
+    ceiling_note: str = ""
+    """Where the measured ceiling comes from."""
+    aliases: tuple[str, ...] = ()
+    """Other spellings of the name that mean this same model."""
+
+    @property
+    def ceiling_tbs(self) -> float:
+        """The bandwidth to compare decode attention against: measured if known, else datasheet."""
+        return self.read_ceiling_tbs or self.dram_datasheet_tbs
+
+    @property
+    def ceiling_is_measured(self) -> bool:
+        return self.read_ceiling_tbs is not None
+
+
+GPUS: tuple[GpuSpec, ...] = (
+    GpuSpec(
+        name="NVIDIA H200",
+        sms=132,
+        l2_mb=60,
+        dram_datasheet_tbs=4.8,
+        read_ceiling_tbs=4.46,
+        ceiling_note="read-only streaming kernel on the project's H200, 2026-11-29",
+        aliases=("H200", "NVIDIA H200 SXM", "NVIDIA H200 141GB HBM3e"),
+    ),
+)
+"""The table. Keep one row per GPU model."""
+
+
+def slug(name: str) -> str:
+    """``"NVIDIA H200"`` -> ``"nvidia-h200"`` (the run store's GPU folder name)."""
+    return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")
+
+
+_BY_SLUG = {slug(n): spec for spec in GPUS for n in (spec.name, *spec.aliases)}
+
+
+def lookup(name: str | None) -> GpuSpec | None:
+    """The row for a GPU name (any spelling in its ``aliases``, case-insensitive), or None."""
+    if not name:
+        return None
+    return _BY_SLUG.get(slug(str(name)))
+
+
+@dataclass(frozen=True)
+class Ceiling:
+    """The bandwidth a run is measured against, and where that figure comes from."""
+
+    tbs: float
+    source: str
+    measured: bool
+    datasheet_tbs: float | None = None
+
+    @property
+    def gbs(self) -> float:
+        return self.tbs * 1e3
+
+
+def ceiling_for(gpu: str | None, sidecar: dict | None = None) -> Ceiling | None:
+    """The read-bandwidth ceiling for one run: the sidecar's recorded one, else the table's."""
+    spec = lookup(gpu)
+    recorded = (sidecar or {}).get("read_ceiling_tbs")
+    if recorded:
+        return Ceiling(
+            tbs=float(recorded),
+            source=f"measured on this machine, recorded with the run ({gpu or 'unknown GPU'})",
+            measured=True,
+            datasheet_tbs=spec.dram_datasheet_tbs if spec else None,
+        )
+    if spec is None:
+        return None
+    if spec.ceiling_is_measured:
+        return Ceiling(spec.read_ceiling_tbs, f"measured: {spec.ceiling_note}", True,
+                       spec.dram_datasheet_tbs)
+    return Ceiling(spec.dram_datasheet_tbs, f"{spec.name} datasheet", False,
+                   spec.dram_datasheet_tbs)

@@ -1,0 +1,283 @@
+"""Nsight Compute reports -> one tidy pandas DataFrame, a row per profiled kernel launch.
+
+``load_reports(paths)`` takes ``.ncu-rep`` files and folders (searched recursively, as the
+run store lays them out) and returns the DESIGN.md columns, then ``bottleneck_evidence``,
+``rules``, ``report_path`` and ``sidecar``, then the rest of the metric catalogue
+(:mod:`paprof.analysis.metrics`) and ``result_index``. ``df.attrs["missing"]`` maps each
+column some row lacks to the ncu section that would supply it.
+
+``variant_rows(df)`` sums a variant made of several kernels (split-KV partial + merge)
+into one row per (variant, shape, report, launch).
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Iterable
+
+import numpy as np
+import pandas as pd
+
+from paprof.analysis import metrics as M
+from paprof.analysis.bottleneck import DEFAULT_THRESHOLDS, Thresholds, classify
+from paprof.analysis.ncu_reader import open_report, read_metric, read_rules
+from paprof.errors import UserError
+
+REPORT_SUFFIXES = (".ncu-rep", ".ncu-repz")
+
+_TEXT_COLUMNS = {"variant", "family", "kernel", "shape", "gpu", "bottleneck",
+                 "report_path"} | {m.column for m in M.CATALOGUE if m.text}
+_INT_COLUMNS = ("launch", "result_index")
+_NOT_FLOAT = _TEXT_COLUMNS | set(_INT_COLUMNS) | set(M.TRAILING_COLUMNS) | {"kernels"}
+
+
+def columns() -> list[str]:
+    """The DataFrame's columns, in order."""
+    first = list(M.DESIGN_COLUMNS) + list(M.TRAILING_COLUMNS)
+    rest = [m.column for m in M.CATALOGUE if m.column not in first]
+    return first + rest + ["result_index"]
+
+
+def _runs(paths: Iterable) -> list[tuple[Path, dict | None, dict]]:
+    """(report, sidecar, store layout) for every report named or found under a folder."""
+    from paprof.profiler import store
+
+    found: list[tuple[Path, dict | None, dict]] = []
+    seen: set[Path] = set()
+    given = [Path(p) for p in ([paths] if isinstance(paths, (str, Path)) else paths)]
+    if not given:
+        raise UserError("no report given: name .ncu-rep files or folders holding them")
+    for path in given:
+        if path.is_dir():
+            runs = [(r.report, r.sidecar, r.layout) for r in store.find_runs(path)]
+            runs = [r for r in runs if r[0].name.endswith(REPORT_SUFFIXES)]
+            if not runs:
+                raise UserError(f"{path}: no .ncu-rep reports in this folder or below")
+        elif path.is_file():
+            if path.name.endswith(".ncu-rep"):
+                run = store.find_runs(path)[0]
+                runs = [(run.report, run.sidecar, run.layout)]
+            else:
+                runs = [(path, None, {})]
+        else:
+            raise UserError(f"{path}: no such report or folder")
+        for report, sidecar, layout in runs:
+            key = report.resolve()
+            if key not in seen:
+                seen.add(key)
+                found.append((report, sidecar, layout))
+    return found
+
+
+def _convert(value: float, unit: str | None, entry: M.Metric) -> float:
+    if isinstance(value, str) or math.isnan(value):
+        return value
+    if unit and entry.ncu_unit and unit != entry.ncu_unit:
+        have, want = M.UNIT_FACTORS.get(unit), M.UNIT_FACTORS.get(entry.ncu_unit)
+        if have is not None and want is not None:
+            value = value * have / want
+    return value * entry.scale
+
+
+def _nan(value) -> bool:
+    return isinstance(value, float) and math.isnan(value)
+
+
+def derive(values: dict) -> dict:
+    """Fill the catalogue's derived columns of one row (a dict of columns), in place."""
+    read, write = values.get("dram_bytes_read", math.nan), values.get("dram_bytes_write", math.nan)
+    duration = values.get("duration_us", math.nan)
+    if not _nan(read) and not _nan(write):
+        values["dram_bytes"] = read + write
+    else:
+        per_second = values.get("dram_bytes_per_second", math.nan)
+        values["dram_bytes"] = per_second * duration * 1e-6
+    values["achieved_bandwidth_gbs"] = bandwidth_gbs(values["dram_bytes"], duration)
+    values["shared_mem_per_block_bytes"] = (values.get("shared_mem_static_bytes", math.nan)
+                                            + values.get("shared_mem_dynamic_bytes", math.nan))
+    values["occupancy_limiter"] = occupancy_limiter(values)
+    values["top_stall_reason"], values["top_stall_cycles"] = top_stall(values)
+    return values
+
+
+def bandwidth_gbs(dram_bytes: float, duration_us: float) -> float:
+    """Bytes over microseconds, in GB/s (1e9 bytes per second); NaN without a duration."""
+    if _nan(dram_bytes) or _nan(duration_us) or duration_us <= 0:
+        return math.nan
+    return dram_bytes / (duration_us * 1e-6) / 1e9
+
+
+def occupancy_limiter(values: dict) -> str:
+    """The name of the smallest per-SM block limit: ``blocks``, ``warps``, ``registers``
+    or ``shared_mem`` (ties in that order); ``""`` when none was recorded."""
+    present = [(values.get(col, math.nan), i, name)
+               for i, (col, name) in enumerate(M.BLOCK_LIMITS.items())]
+    present = [p for p in present if not _nan(p[0])]
+    return min(present)[2] if present else ""
+
+
+def top_stall(values: dict) -> tuple[str, float]:
+    """(reason, cycles) of the largest ``stall_*`` column other than ``selected``."""
+    best = ("", math.nan)
+    for reason in M.STALL_REASONS:
+        if reason == "selected":
+            continue
+        value = values.get(f"stall_{reason}", math.nan)
+        if not _nan(value) and (_nan(best[1]) or value > best[1]):
+            best = (reason, value)
+    return best
+
+
+def _missing_section(column: str, values: dict) -> str | None:
+    """The section that would supply a NaN column of this row (None if it is present)."""
+    entry = M.BY_COLUMN[column]
+    value = values.get(column)
+    if entry.text and column != "gpu":
+        return None
+    if not _nan(value) and value != "":
+        return None
+    if not entry.derived:
+        return entry.section
+    if column == "dram_bytes":  # the default path: bytes per second x duration
+        inputs = ("dram_bytes_per_second", "duration_us")
+    else:
+        inputs = entry.inputs
+    sections = M.sections_for([c for c in inputs if _nan(values.get(c, math.nan))])
+    return ", ".join(sections) if sections else None
+
+
+def _action_row(action, entries, report: Path, sidecar: dict | None, layout: dict,
+                index: int, launches: dict, missing: dict, thresholds: Thresholds) -> dict:
+    values: dict = {}
+    for entry in entries:
+        value, unit = read_metric(action, entry.ncu_name, entry.text)
+        values[entry.column] = _convert(value, unit, entry)
+    derive(values)
+    for column, value in values.items():
+        if column not in missing and (value != value or value == ""):  # NaN or empty text
+            section = _missing_section(column, values)
+            if section:
+                missing[column] = section
+
+    kernel = action.name()
+    launch = launches.get(kernel, 0)
+    launches[kernel] = launch + 1
+    side = sidecar or {}
+    stem = report.name
+    for suffix in REPORT_SUFFIXES:
+        if stem.endswith(suffix):
+            stem = stem[: -len(suffix)]
+    values.update(
+        variant=str(side.get("variant") or layout.get("variant") or stem),
+        family=str(side.get("family") or layout.get("family") or ""),
+        kernel=kernel,
+        launch=launch,
+        shape=str(side.get("shape") or (stem if layout else "")),
+        gpu=str(side.get("gpu") or values.get("gpu") or ""),
+        rules=read_rules(action),
+        report_path=str(report),
+        sidecar=sidecar,
+        result_index=index,
+    )
+    values["bottleneck"], values["bottleneck_evidence"] = classify(values, thresholds)
+    return values
+
+
+def _frame(rows: list[dict], missing: dict, order: list[str]) -> pd.DataFrame:
+    """Rows -> a frame of ``order`` columns: numbers float64, counters int64, text str."""
+    data = {}
+    for column in order:
+        values = [row.get(column) for row in rows]
+        if column in _INT_COLUMNS:
+            data[column] = np.asarray(values, dtype="int64")
+        elif column not in _NOT_FLOAT:
+            data[column] = np.asarray(
+                [math.nan if v is None or isinstance(v, str) else v for v in values],
+                dtype="float64")
+        elif column in _TEXT_COLUMNS:
+            data[column] = pd.Series(["" if v is None or _nan(v) else str(v) for v in values],
+                                     dtype=object)
+        else:
+            data[column] = pd.Series(values, dtype=object)
+    df = pd.DataFrame(data, columns=order)
+    df.attrs["missing"] = dict(missing)
+    return df
+
+
+def load_reports(paths, thresholds: Thresholds = DEFAULT_THRESHOLDS) -> pd.DataFrame:
+    """One row per profiled kernel launch of every report in ``paths``.
+
+    ``paths``: a path or an iterable of paths, each an ``.ncu-rep`` file or a folder
+    searched recursively. variant/family/shape/gpu come from the sidecar
+    (``<report>.json``) when present, else from the run store's folder layout, else:
+    variant = the report's file stem, gpu = the device name in the report, family and
+    shape empty. Raises UserError for a file that is not a whole report, a report with
+    no kernels, or a path that does not exist.
+    """
+    entries = M.MEASURED
+    rows: list[dict] = []
+    missing: dict = {}
+    for report, sidecar, layout in _runs(paths):
+        _context, actions = open_report(report)
+        launches: dict = {}
+        for index, action in enumerate(actions):
+            rows.append(_action_row(action, entries, report, sidecar, layout, index,
+                                    launches, missing, thresholds))
+    return _frame(rows, missing, columns())
+
+
+def variant_rows(df: pd.DataFrame, thresholds: Thresholds = DEFAULT_THRESHOLDS
+                 ) -> pd.DataFrame:
+    """One row per (variant, shape, report, launch): the kernels of a multi-kernel variant
+    (same report, same variant) combined, single-kernel variants passed through.
+
+    Durations, cycles and bytes are summed; percentages and rates are weighted by
+    duration; launch configuration, registers and occupancy come from the dominant
+    (longest) kernel (each column's rule is its catalogue ``combine``). ``kernel`` joins
+    the parts' names with " + " and the added ``kernels`` column lists them; ``rules``
+    holds every part's rules (each with a ``kernel`` key); the bottleneck is decided again
+    on the combined row. ``launch`` pairs the n-th launch of each kernel of a report.
+    """
+    keys = ["variant", "shape", "report_path", "launch"]
+    out_columns = list(df.columns) + (["kernels"] if "kernels" not in df.columns else [])
+    rows = []
+    for _, group in df.groupby(keys, sort=False, dropna=False):
+        group = group.sort_values("result_index") if "result_index" in group else group
+        if len(group) == 1:
+            row = group.iloc[0].to_dict()
+            row["kernels"] = [row["kernel"]]
+            rows.append(row)
+            continue
+        rows.append(_combine(group, thresholds))
+    result = _frame(rows, {}, out_columns) if rows else df.iloc[0:0].assign(kernels=[])
+    result.attrs["missing"] = dict(df.attrs.get("missing", {}))
+    return result.reset_index(drop=True)
+
+
+def _combine(group: pd.DataFrame, thresholds: Thresholds) -> dict:
+    durations = group["duration_us"].astype(float)
+    dominant_pos = int(durations.fillna(-1.0).to_numpy().argmax())
+    row = group.iloc[dominant_pos].to_dict()
+    for entry in M.CATALOGUE:
+        column = entry.column
+        if column not in group or entry.text:
+            continue
+        values = group[column].astype(float)
+        if entry.combine == M.SUM:
+            row[column] = values.sum(min_count=1)
+        elif entry.combine == M.WEIGHTED:
+            ok = values.notna() & durations.notna()
+            weight = durations[ok].sum()
+            row[column] = ((values[ok] * durations[ok]).sum() / weight
+                           if ok.any() and weight > 0 else math.nan)
+    row["achieved_bandwidth_gbs"] = bandwidth_gbs(row["dram_bytes"], row["duration_us"])
+    row["top_stall_reason"], row["top_stall_cycles"] = top_stall(row)
+    names = list(group["kernel"])
+    row["kernels"] = names
+    row["kernel"] = " + ".join(names)
+    row["rules"] = [dict(rule, kernel=name) for name, rules in zip(names, group["rules"])
+                    for rule in (rules or [])]
+    row["result_index"] = int(group["result_index"].min())
+    row["bottleneck"], row["bottleneck_evidence"] = classify(row, thresholds)
+    return row

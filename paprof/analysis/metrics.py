@@ -1,0 +1,338 @@
+"""THE metric catalogue: every table column that comes from Nsight Compute.
+
+One :class:`Metric` per column: the ncu metric it reads (or, for a derived column, the
+formula over other columns), its unit, the ncu section that collects it and a one-line
+meaning. The loader, the bottleneck rules, the presets and the reports all read this
+module; no other module spells an ncu metric name.
+
+Every ``ncu_name`` of a metric whose section is in :data:`DEFAULT_SECTIONS` was checked
+against the names ncu 2025.3.1 recorded on the H200 with those sections
+(``tests/data/ncu-2025.3.1-h200-default-sections-metrics.txt``). Note that DRAM
+throughput % is ``gpu__dram_throughput...``, not ``dram__throughput...`` (absent there).
+
+DRAM bytes: the default sections record no byte *counter* for DRAM, only the rate
+``dram__bytes.sum.per_second``. So ``dram_bytes`` is ``dram_bytes_read + dram_bytes_write``
+when the report has those counters (section ``MemoryWorkloadAnalysis_Chart``, in ncu's
+``full`` set), else ``dram_bytes_per_second * duration``. Both count reads plus writes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+#: Sections of ncu's default set (the H200 metric list was recorded with exactly these).
+DEFAULT_SECTIONS = (
+    "SpeedOfLight",
+    "LaunchStats",
+    "Occupancy",
+    "MemoryWorkloadAnalysis",
+    "WorkloadDistribution",
+    "ComputeWorkloadAnalysis",
+    "SchedulerStats",
+    "WarpStateStats",
+)
+
+#: The section name for device attributes, which ncu records with any section.
+DEVICE = "(device attributes)"
+#: The section name for derived columns: computed by paprof from other columns.
+DERIVED = "(derived)"
+
+#: How :func:`paprof.analysis.load.variant_rows` combines the kernels of one variant.
+SUM, WEIGHTED, DOMINANT = "sum", "weighted", "dominant"
+
+
+@dataclass(frozen=True)
+class Metric:
+    """One table column read from an ncu report or derived from other columns."""
+
+    column: str
+    """Column name in the DataFrame (snake_case, unit in the name where not obvious)."""
+
+    ncu_name: str | None
+    """The ncu metric read by name; ``None`` for a derived column."""
+
+    unit: str
+    """Unit of the column's values (after ``scale``): ``us``, ``%``, ``byte``, ``count``..."""
+
+    section: str
+    """The ncu section (``--section`` identifier) that collects the metric; for a derived
+    column :data:`DERIVED`. The loader names it when the metric is absent."""
+
+    meaning: str
+    """One line a user reads in a legend or tooltip."""
+
+    scale: float = 1.0
+    """Factor from ncu's unit (``ncu_unit``) to ``unit``: 1e-3 for ns -> us."""
+
+    ncu_unit: str | None = None
+    """The unit ncu stores the metric in (``nsecond``, ``byte/second``...). When a report
+    says another unit of the same kind, the loader converts (see :data:`UNIT_FACTORS`)."""
+
+    combine: str = DOMINANT
+    """How a multi-kernel variant's row combines its kernels: ``sum`` (durations, cycles,
+    bytes), ``weighted`` (percentages and rates, weighted by duration) or ``dominant``
+    (taken from the longest kernel: launch configuration, occupancy)."""
+
+    formula: str | None = None
+    """For a derived column: how it is computed, in words."""
+
+    inputs: tuple[str, ...] = field(default=())
+    """For a derived column: the columns it is computed from."""
+
+    text: bool = False
+    """True for a string-valued metric (read with ``as_string``), else a float."""
+
+    @property
+    def derived(self) -> bool:
+        """True when paprof computes the column rather than reading one ncu metric."""
+        return self.ncu_name is None
+
+    @property
+    def in_default_sections(self) -> bool:
+        """True when ncu's default sections (or any section, for device attributes)
+        collect the metric."""
+        return self.section in DEFAULT_SECTIONS or self.section == DEVICE
+
+
+SOL, LAUNCH, OCC = "SpeedOfLight", "LaunchStats", "Occupancy"
+MWA, SCHED, WARP = "MemoryWorkloadAnalysis", "SchedulerStats", "WarpStateStats"
+MWA_CHART = "MemoryWorkloadAnalysis_Chart"
+
+_PCT = dict(unit="%", combine=WEIGHTED)
+
+# Measured metrics, in the order of the DataFrame schema where they belong to it.
+_MEASURED = (
+    Metric("gpu", "device__attribute_display_name", "text", DEVICE,
+           "GPU name as the report records it (used when no sidecar names the GPU)",
+           text=True),
+    Metric("duration_us", "gpu__time_duration.sum", "us", SOL,
+           "Kernel duration measured by ncu", scale=1e-3, ncu_unit="nsecond",
+           combine=SUM),
+    Metric("elapsed_cycles", "gpc__cycles_elapsed.max", "cycle", SOL,
+           "Elapsed GPU (GPC) clock cycles of the kernel", ncu_unit="cycle", combine=SUM),
+    Metric("sm_throughput_pct", "sm__throughput.avg.pct_of_peak_sustained_elapsed",
+           section=SOL, meaning="Compute (SM) throughput: the busiest SM sub-unit, % of peak",
+           **_PCT),
+    Metric("memory_throughput_pct",
+           "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed",
+           section=SOL, meaning="Memory throughput: the max over DRAM, L1 and L2, % of peak "
+           "(not by itself evidence of DRAM bounds)", **_PCT),
+    Metric("dram_throughput_pct", "gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed",
+           section=SOL, meaning="DRAM throughput, % of peak", **_PCT),
+    Metric("l1_throughput_pct", "l1tex__throughput.avg.pct_of_peak_sustained_active",
+           section=SOL, meaning="L1/TEX cache throughput, % of peak (of active cycles)",
+           **_PCT),
+    Metric("l2_throughput_pct", "lts__throughput.avg.pct_of_peak_sustained_elapsed",
+           section=SOL, meaning="L2 cache throughput, % of peak", **_PCT),
+    Metric("dram_active_cycles", "dram__cycles_active.avg", "cycle", MWA,
+           "DRAM cycles with a transfer, average per DRAM unit (tracks unique bytes moved)",
+           ncu_unit="cycle", combine=SUM),
+    Metric("registers_per_thread", "launch__registers_per_thread", "register", LAUNCH,
+           "Registers allocated per thread", ncu_unit="register/thread"),
+    Metric("theoretical_occupancy_pct", "sm__maximum_warps_per_active_cycle_pct",
+           "%", OCC, "Theoretical occupancy: resident warps the limits allow, % of max"),
+    Metric("achieved_occupancy_pct", "sm__warps_active.avg.pct_of_peak_sustained_active",
+           "%", OCC, "Achieved occupancy: warps resident on average, % of max"),
+    Metric("block_limit_registers", "launch__occupancy_limit_registers", "block", OCC,
+           "Blocks per SM the register use allows", ncu_unit="block"),
+    Metric("block_limit_shared_mem", "launch__occupancy_limit_shared_mem", "block", OCC,
+           "Blocks per SM the shared memory use allows", ncu_unit="block"),
+    Metric("block_limit_warps", "launch__occupancy_limit_warps", "block", OCC,
+           "Blocks per SM the warps per block allow", ncu_unit="block"),
+    Metric("block_limit_blocks", "launch__occupancy_limit_blocks", "block", OCC,
+           "Blocks per SM the hardware's resident-block limit allows", ncu_unit="block"),
+    Metric("waves_per_sm", "launch__waves_per_multiprocessor", "wave", LAUNCH,
+           "Grid size over the blocks all SMs can hold at once (< 1: the GPU is not full)"),
+    Metric("grid_size", "launch__grid_size", "block", LAUNCH,
+           "Blocks in the grid", ncu_unit="block"),
+    Metric("block_size", "launch__block_size", "thread", LAUNCH,
+           "Threads per block", ncu_unit="thread"),
+    # --- beyond the DESIGN.md schema: inputs of derived columns and of the rules ---
+    Metric("dram_bytes_per_second", "dram__bytes.sum.per_second", "byte/s", MWA,
+           "DRAM bytes (read + write) per second", ncu_unit="byte/second",
+           combine=WEIGHTED),
+    Metric("dram_bytes_read", "dram__bytes_read.sum", "byte", MWA_CHART,
+           "DRAM bytes read (ncu's full set; not in the default sections)",
+           ncu_unit="byte", combine=SUM),
+    Metric("dram_bytes_write", "dram__bytes_write.sum", "byte", MWA_CHART,
+           "DRAM bytes written (ncu's full set; not in the default sections)",
+           ncu_unit="byte", combine=SUM),
+    Metric("shared_mem_static_bytes", "launch__shared_mem_per_block_static", "byte",
+           LAUNCH, "Static shared memory per block", ncu_unit="byte/block"),
+    Metric("shared_mem_dynamic_bytes", "launch__shared_mem_per_block_dynamic", "byte",
+           LAUNCH, "Dynamic shared memory per block", ncu_unit="byte/block"),
+    Metric("sm_count", "launch__sm_count", "SM", LAUNCH,
+           "SMs of the GPU the kernel ran on", ncu_unit="sm"),
+    Metric("sm_active_cycles", "sm__cycles_active.avg", "cycle", SOL,
+           "Cycles an SM had at least one warp resident, average over SMs",
+           ncu_unit="cycle", combine=SUM),
+    Metric("lsu_pipe_pct", "sm__inst_executed_pipe_lsu.avg.pct_of_peak_sustained_elapsed",
+           section=SOL, meaning="LSU pipe (loads, stores, shared memory): instructions "
+           "executed, % of peak", **_PCT),
+    Metric("fma_pipe_pct", "sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_elapsed",
+           section=SOL, meaning="FMA pipe (fp32 multiply-add) busy cycles, % of peak",
+           **_PCT),
+    Metric("alu_pipe_pct", "sm__pipe_alu_cycles_active.avg.pct_of_peak_sustained_elapsed",
+           section=SOL, meaning="ALU pipe (integer, logic, compare) busy cycles, % of peak",
+           **_PCT),
+    Metric("fp64_pipe_pct", "sm__pipe_fp64_cycles_active.avg.pct_of_peak_sustained_elapsed",
+           section=SOL, meaning="FP64 pipe busy cycles, % of peak", **_PCT),
+    Metric("xu_pipe_pct", "sm__inst_executed_pipe_xu.avg.pct_of_peak_sustained_elapsed",
+           section=SOL, meaning="XU pipe (exp, rsqrt, conversions): instructions executed, "
+           "% of peak", **_PCT),
+    Metric("tensor_pipe_pct",
+           "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_elapsed",
+           section=SOL, meaning="Tensor-core pipe busy cycles, % of peak", **_PCT),
+    Metric("issue_slots_busy_pct", "sm__inst_issued.avg.pct_of_peak_sustained_elapsed",
+           section=SOL, meaning="Instructions issued, % of the schedulers' peak issue rate",
+           **_PCT),
+    Metric("issue_active_pct", "smsp__issue_active.avg.pct_of_peak_sustained_active",
+           section=SCHED, meaning="Active cycles in which a scheduler issued an instruction",
+           **_PCT),
+    Metric("warps_active_per_scheduler", "smsp__warps_active.avg.per_cycle_active",
+           "warp", SCHED, "Warps resident per scheduler per active cycle",
+           combine=WEIGHTED),
+    Metric("warps_eligible_per_scheduler", "smsp__warps_eligible.avg.per_cycle_active",
+           "warp", SCHED, "Warps ready to issue per scheduler per active cycle",
+           combine=WEIGHTED),
+    Metric("warp_cycles_per_issue", "smsp__average_warp_latency_per_inst_issued.ratio",
+           "cycle", WARP, "Cycles a warp waits between two issued instructions",
+           combine=WEIGHTED),
+    Metric("l1_hit_rate_pct", "l1tex__t_sector_hit_rate.pct", "%", MWA,
+           "L1/TEX sector hit rate", combine=WEIGHTED),
+    Metric("l2_hit_rate_pct", "lts__t_sector_hit_rate.pct", "%", MWA,
+           "L2 sector hit rate", combine=WEIGHTED),
+)
+
+#: Warp stall reasons ncu's WarpStateStats section records (H200, ncu 2025.3.1), each as
+#: "cycles per issued instruction a warp spends stalled for this reason".
+STALL_REASONS = (
+    "long_scoreboard", "barrier", "short_scoreboard", "mio_throttle", "lg_throttle",
+    "math_pipe_throttle", "wait", "not_selected", "selected", "no_instruction",
+    "branch_resolving", "dispatch_stall", "drain", "imc_miss", "membar", "misc",
+    "sleeping", "tex_throttle", "gmma",
+)
+
+_STALLS = tuple(
+    Metric(f"stall_{reason}",
+           f"smsp__average_warps_issue_stalled_{reason}_per_issue_active.ratio",
+           "cycle", WARP,
+           f"Warp cycles per issued instruction stalled on {reason.replace('_', ' ')}",
+           combine=WEIGHTED)
+    for reason in STALL_REASONS
+)
+
+_DERIVED = (
+    Metric("dram_bytes", None, "byte", DERIVED,
+           "DRAM bytes moved (read + write)", combine=SUM,
+           formula="dram_bytes_read + dram_bytes_write when the report has both, else "
+           "dram_bytes_per_second x duration",
+           inputs=("dram_bytes_read", "dram_bytes_write", "dram_bytes_per_second",
+                   "duration_us")),
+    Metric("achieved_bandwidth_gbs", None, "GB/s", DERIVED,
+           "Achieved DRAM bandwidth (read + write), 1 GB = 1e9 bytes", combine=WEIGHTED,
+           formula="dram_bytes / duration, in 1e9 bytes per second",
+           inputs=("dram_bytes", "duration_us")),
+    Metric("shared_mem_per_block_bytes", None, "byte", DERIVED,
+           "Shared memory per block, static plus dynamic (without the driver's reserve)",
+           formula="shared_mem_static_bytes + shared_mem_dynamic_bytes",
+           inputs=("shared_mem_static_bytes", "shared_mem_dynamic_bytes")),
+    Metric("occupancy_limiter", None, "text", DERIVED,
+           "Which per-SM block limit is smallest: registers, shared_mem, warps or blocks",
+           formula="the name of the smallest of block_limit_blocks, block_limit_warps, "
+           "block_limit_registers, block_limit_shared_mem (ties: in that order, hardware "
+           "caps first); empty when all are missing",
+           inputs=("block_limit_blocks", "block_limit_warps", "block_limit_registers",
+                   "block_limit_shared_mem"),
+           text=True),
+    Metric("top_stall_reason", None, "text", DERIVED,
+           "The stall reason with the most warp cycles per issued instruction",
+           formula="the reason of the largest stall_* column, ignoring 'selected' (that "
+           "is issuing, not stalling); empty when none was recorded",
+           inputs=tuple(m.column for m in _STALLS), text=True),
+    Metric("top_stall_cycles", None, "cycle", DERIVED,
+           "Warp cycles per issued instruction of the top stall reason", combine=WEIGHTED,
+           formula="the value of the stall_* column named by top_stall_reason",
+           inputs=tuple(m.column for m in _STALLS)),
+)
+
+#: The whole catalogue: measured metrics, then stall reasons, then derived columns.
+CATALOGUE: tuple[Metric, ...] = _MEASURED + _STALLS + _DERIVED
+
+#: Catalogue entries by column name.
+BY_COLUMN: dict[str, Metric] = {m.column: m for m in CATALOGUE}
+
+#: The entries read from a report (not derived).
+MEASURED: tuple[Metric, ...] = tuple(m for m in CATALOGUE if not m.derived)
+
+#: Names of the block limits, keyed by column, in tie-break order: the hardware caps
+#: (resident blocks, warps) before the resources a kernel chooses (registers, shared
+#: memory). ncu agrees: 1-warp CTAs on the H200 tie blocks and shared memory at 32 (the
+#: driver's 1 KB per block in a 32 KB carveout) and its rule names the block limit first.
+BLOCK_LIMITS = {
+    "block_limit_blocks": "blocks",
+    "block_limit_warps": "warps",
+    "block_limit_registers": "registers",
+    "block_limit_shared_mem": "shared_mem",
+}
+
+#: Conversion factors between units of one kind, to the first unit of each group: when a
+#: report stores a metric in another unit than ``Metric.ncu_unit`` the loader multiplies
+#: by ``UNIT_FACTORS[report_unit] / UNIT_FACTORS[ncu_unit]``.
+UNIT_FACTORS = {
+    "nsecond": 1.0, "usecond": 1e3, "msecond": 1e6, "second": 1e9,
+    "byte": 1.0, "Kbyte": 1e3, "Mbyte": 1e6, "Gbyte": 1e9, "Tbyte": 1e12,
+    "byte/second": 1.0, "Kbyte/second": 1e3, "Mbyte/second": 1e6,
+    "Gbyte/second": 1e9, "Tbyte/second": 1e12,
+    "cycle": 1.0, "Kcycle": 1e3, "Mcycle": 1e6, "Gcycle": 1e9,
+}
+
+#: The DataFrame's first columns, exactly as DESIGN.md orders them.
+DESIGN_COLUMNS = (
+    "variant", "family", "kernel", "launch", "shape", "gpu",
+    "duration_us", "elapsed_cycles", "sm_throughput_pct", "memory_throughput_pct",
+    "dram_throughput_pct", "l1_throughput_pct", "l2_throughput_pct",
+    "dram_active_cycles", "dram_bytes", "achieved_bandwidth_gbs", "registers_per_thread",
+    "shared_mem_per_block_bytes", "theoretical_occupancy_pct", "achieved_occupancy_pct",
+    "block_limit_registers", "block_limit_shared_mem", "block_limit_warps",
+    "block_limit_blocks", "occupancy_limiter", "waves_per_sm", "grid_size", "block_size",
+    "bottleneck",
+)
+
+#: Columns after the DESIGN.md ones, before the remaining catalogue columns.
+TRAILING_COLUMNS = ("bottleneck_evidence", "rules", "report_path", "sidecar")
+
+
+def metric(column: str) -> Metric:
+    """The catalogue entry of ``column`` (KeyError naming the known columns if none)."""
+    try:
+        return BY_COLUMN[column]
+    except KeyError:
+        raise KeyError(f"no catalogue column {column!r}; known: {', '.join(BY_COLUMN)}")
+
+
+def ncu_metric_names(sections: tuple[str, ...] | None = None) -> list[str]:
+    """The ncu metric names the catalogue reads, optionally only those of ``sections``.
+
+    Presets use this to add ``--metrics`` for catalogue metrics their sections lack.
+    """
+    return [m.ncu_name for m in MEASURED if sections is None or m.section in sections]
+
+
+def sections_for(columns) -> list[str]:
+    """The ncu sections needed to fill ``columns`` (derived columns: their inputs')."""
+    found: list[str] = []
+
+    def visit(column: str) -> None:
+        entry = BY_COLUMN.get(column)
+        if entry is None:
+            return
+        if entry.derived:
+            for name in entry.inputs:
+                visit(name)
+        elif entry.section != DEVICE and entry.section not in found:
+            found.append(entry.section)
+
+    for column in columns:
+        visit(column)
+    return found

@@ -1,0 +1,195 @@
+"""The only module that talks to ``ncu_report``: open a report, list its kernel results,
+read catalogue metrics by name and the rule results.
+
+``ncu_report`` is imported on first use (through ``paprof.profiler.locate``), so importing
+paprof never needs Nsight Compute. ``ncu_report.load_report`` accepts any file and returns
+an empty report for garbage, so :func:`open_report` checks the file's framing itself and
+turns every problem into a :class:`~paprof.errors.UserError` naming the file.
+"""
+
+from __future__ import annotations
+
+import math
+import struct
+from pathlib import Path
+
+from paprof.errors import UserError
+
+#: The first four bytes of every ``.ncu-rep`` file.
+MAGIC = b"NVR\x00"
+
+#: ncu_report's MsgType values, by name (``ncu_report.MsgType_*``).
+_MSG_TYPES = ("NONE", "OK", "OPTIMIZATION", "WARNING", "ERROR")
+
+
+def import_ncu_report():
+    """The ``ncu_report`` module, found by :mod:`paprof.profiler.locate` on first use."""
+    from paprof.profiler.locate import import_ncu_report as locate_import
+
+    return locate_import()
+
+
+def check_framing(path: Path) -> int:
+    """The number of kernel results in ``path``; UserError unless it is a whole report.
+
+    A report is the magic ``NVR\\0``, a length-prefixed file header, then blocks: a
+    length-prefixed block header (a protobuf message: field 1 the number of sources,
+    field 2 the number of results, field 5 the payload size) followed by its payload.
+    Checking that the blocks tile the file exactly catches truncation and garbage
+    without parsing the payloads; only the headers are read.
+    """
+    try:
+        size = path.stat().st_size
+        with open(path, "rb") as handle:
+            return _walk_blocks(path, handle, size)
+    except OSError as err:
+        raise UserError(f"{path}: cannot read: {err.strerror or err}") from err
+
+
+def _walk_blocks(path: Path, handle, size: int) -> int:
+    if handle.read(4) != MAGIC:
+        raise UserError(f"{path}: not an Nsight Compute report (no 'NVR' file signature)")
+    header_len = _u32(handle.read(4), 0)
+    if header_len is None or 8 + header_len > size:
+        raise UserError(f"{path}: truncated Nsight Compute report (file header cut off)")
+    pos = 8 + header_len
+    results = 0
+    while pos < size:
+        handle.seek(pos)
+        block_len = _u32(handle.read(4), 0)
+        if block_len is None or pos + 4 + block_len > size:
+            raise UserError(f"{path}: truncated Nsight Compute report "
+                            f"(a block header at byte {pos} runs past the end, {size} bytes)")
+        header = _block_header(handle.read(block_len))
+        if header is None:
+            raise UserError(f"{path}: corrupt Nsight Compute report "
+                            f"(unreadable block header at byte {pos})")
+        end = pos + 4 + block_len + header.get(_PAYLOAD_SIZE, 0)
+        if end > size:
+            raise UserError(f"{path}: truncated Nsight Compute report "
+                            f"({size} bytes, a block needs {end})")
+        results += header.get(_NUM_RESULTS, 0)
+        pos = end
+    return results
+
+
+def _u32(data: bytes, pos: int) -> int | None:
+    if pos + 4 > len(data):
+        return None
+    return struct.unpack_from("<I", data, pos)[0]
+
+
+def _varint(data: bytes, pos: int) -> tuple[int, int] | None:
+    value = shift = 0
+    while pos < len(data) and shift < 64:
+        byte = data[pos]
+        pos += 1
+        value |= (byte & 0x7F) << shift
+        if not byte & 0x80:
+            return value, pos
+        shift += 7
+    return None
+
+
+#: Protobuf field numbers in a block header: number of results, payload size in bytes.
+_NUM_RESULTS, _PAYLOAD_SIZE = 2, 5
+
+
+def _block_header(header: bytes) -> dict[int, int] | None:
+    """The varint fields of a serialised block header, or None if it does not parse."""
+    pos, found = 0, {}
+    while pos < len(header):
+        key = _varint(header, pos)
+        if key is None:
+            return None
+        tag, pos = key
+        number, wire = tag >> 3, tag & 7
+        if wire == 0:
+            item = _varint(header, pos)
+            if item is None:
+                return None
+            found[number], pos = item
+        elif wire == 1:
+            pos += 8
+        elif wire == 5:
+            pos += 4
+        elif wire == 2:
+            item = _varint(header, pos)
+            if item is None:
+                return None
+            length, pos = item
+            pos += length
+        else:
+            return None
+        if pos > len(header):
+            return None
+    return found
+
+
+def open_report(path: Path):
+    """Load one report: ``(context, actions)``, ``actions`` an iterator over every profiled
+    result in range order. UserError when the file is not a whole report or holds no
+    results."""
+    # .ncu-repz is compressed: its framing is not checked, ncu_report alone reads it.
+    results = None if path.name.endswith(".ncu-repz") else check_framing(path)
+    if results == 0:
+        raise UserError(f"{path}: the report holds no profiled kernels "
+                        "(ncu's kernel filters matched nothing?)")
+    ncu_report = import_ncu_report()
+    try:
+        context = ncu_report.load_report(str(path))
+    except Exception as err:  # the SWIG layer raises assorted types
+        raise UserError(f"{path}: cannot load the report: {err}") from err
+    count = sum(context.range_by_idx(r).num_actions() for r in range(context.num_ranges()))
+    if not count:
+        raise UserError(f"{path}: the report holds no profiled kernels "
+                        "(ncu's kernel filters matched nothing?)")
+    return context, _actions(context)
+
+
+def _actions(context):
+    """Every action in range order, made one at a time (each costs ncu_report ~3 ms)."""
+    for r in range(context.num_ranges()):
+        rng = context.range_by_idx(r)
+        for a in range(rng.num_actions()):
+            yield rng.action_by_idx(a)
+
+
+def read_metric(action, name: str, text: bool = False):
+    """One metric's value by name: ``(value, unit)``; ``(nan, None)`` when absent
+    (``("", None)`` for a text metric)."""
+    metric = action.metric_by_name(name)
+    if metric is None or not metric.has_value():
+        return ("" if text else math.nan), None
+    if text:
+        return metric.as_string() or "", metric.unit()
+    return metric.as_double(), metric.unit()
+
+
+def read_rules(action) -> list[dict]:
+    """The rule results of one action that carry a message, as plain dicts:
+    ``id, title, type, message, speedup_pct`` (``speedup_pct`` NaN without an estimate).
+
+    Reads the results directly rather than through ``rule_results_as_dicts``, which also
+    builds every result table (slow, and not needed here).
+    """
+    rules = []
+    for result in action.rule_results():
+        if not result.has_rule_message():
+            continue
+        message = result.rule_message()
+        text = (message.get("message") or "").strip()
+        kind = message.get("type")
+        if not text:
+            continue
+        speedup = math.nan
+        if result.has_speedup_estimation():
+            speedup = float(result.speedup_estimation()["speedup"])
+        rules.append({
+            "id": result.rule_identifier(),
+            "title": message.get("title") or result.name(),
+            "type": _MSG_TYPES[kind] if isinstance(kind, int) and 0 <= kind < 5 else str(kind),
+            "message": text,
+            "speedup_pct": speedup,
+        })
+    return rules

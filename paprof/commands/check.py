@@ -1,0 +1,178 @@
+"""``paprof check`` (the CI regression gate) and ``paprof baseline update``.
+
+Thin: options become a ``Settings`` and a baseline; ``paprof.analysis.regress`` judges;
+this module prints the table and writes JUnit / Markdown.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from paprof.analysis import regress
+
+_STYLE = {"pass": "green", "improved": "cyan", "regressed": "bold red"}
+
+_METRICS = ", ".join(regress.GATE_RULES)
+_DEFAULT_TOLERANCES = ", ".join(
+    f"{metric}={rule.tolerance.spec()}" for metric, rule in regress.GATE_RULES.items()
+)
+
+
+def _verdict_table(verdict: regress.Verdict) -> Table:
+    shapes = {r.shape for r in verdict.results}
+    one_shape = len(shapes) == 1 and not any(r.shape_now for r in verdict.results)
+    title = "paprof check" + (f" at {escape(next(iter(shapes)))}" if one_shape else "")
+    table = Table(title=title, title_justify="left")
+    table.add_column("variant")
+    if not one_shape:
+        table.add_column("shape")
+    for name in ("metric", "baseline", "now", "change", "allowed", "status"):
+        table.add_column(name, justify="left" if name in ("metric", "status") else "right")
+    for r in verdict.results:
+        cells = [escape(r.name)]
+        if not one_shape:
+            shape = r.shape if r.shape_now is None else f"{r.shape} (now {r.shape_now})"
+            cells.append(escape(shape))
+        cells += [
+            r.metric, r.fmt_stat(r.baseline), r.fmt_stat(r.now), r.delta_text,
+            r.allowed_text, f"[{_STYLE[r.status]}]{r.status}[/]",
+        ]
+        table.add_row(*cells)
+    return table
+
+
+@click.command()
+@click.option(
+    "--baseline", "baseline_path", required=True, metavar="FILE",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Baseline JSON written by 'paprof baseline update'.",
+)
+@click.option(
+    "--runs", type=click.Path(file_okay=False, path_type=Path), default=None,
+    help="Run store to check (default ./runs): the latest run of each baseline variant "
+    "and shape counts. With --profile: where the new runs go, replacing those of the same "
+    "variant, shape and GPU (default: a temporary folder).",
+)
+@click.option(
+    "--profile", is_flag=True,
+    help="Profile the baseline's variants at its shapes now (needs the GPU and ncu).",
+)
+@click.option(
+    "--repeat", type=click.IntRange(min=1), default=None, metavar="N",
+    help="With --profile: profile N launches per variant; their median is compared and "
+    "their spread widens the allowance. Default 1.",
+)
+@click.option("--metric", "metrics", multiple=True,
+              help=f"Metric to gate (repeatable): {_METRICS}. Default: every metric the "
+              "baseline holds.")
+@click.option(
+    "--tolerance", "tolerances", multiple=True, metavar="[METRIC=]VALUE[%]",
+    help="Allowed change for the worse (repeatable). Without '%' in the metric's unit "
+    "(percentage points for a % metric), with '%' relative to the baseline; without "
+    f"METRIC= for every metric. Defaults: {_DEFAULT_TOLERANCES}.",
+)
+@click.option(
+    "--allow-mismatch", is_flag=True,
+    help="Compare even if GPU model, ncu version, clock control or shape differ from "
+    "the baseline's (otherwise exit 2).",
+)
+@click.option("--junit", type=click.Path(dir_okay=False, path_type=Path), metavar="FILE",
+              help="Also write the verdict as JUnit XML.")
+@click.option("--markdown", type=click.Path(dir_okay=False, path_type=Path), metavar="FILE",
+              help='Also write it as Markdown, e.g. --markdown "$GITHUB_STEP_SUMMARY".')
+def check(baseline_path, runs, profile, repeat, metrics, tolerances, allow_mismatch, junit,
+          markdown):
+    """Fail when kernels got slower than a baseline: the CI regression gate.
+
+    A value is a regression when it is worse than the baseline by more than the larger
+    of the tolerance and the measured spread (baseline + current). Higher is better for
+    DRAM throughput and bandwidth, lower for duration and DRAM bytes.
+
+    \b
+    Exit codes: 0 pass, 1 regression (each one named),
+    2 bad input: missing or corrupt baseline, runs from another GPU model,
+      ncu version, clock control or shape (unless --allow-mismatch).
+
+    \b
+    Examples:
+      paprof check --baseline perf/h200.json --runs runs/
+      paprof check --baseline perf/h200.json --profile --repeat 5 \\
+          --junit check.xml --markdown "$GITHUB_STEP_SUMMARY"
+    """
+    if repeat is not None and not profile:
+        raise click.UsageError("--repeat needs --profile (stored runs are not re-measured)")
+    baseline = regress.load_baseline(baseline_path)
+    settings = regress.Settings(
+        metrics=tuple(metrics) or None,
+        tolerances=dict(regress.parse_tolerance(t) for t in tolerances),
+        allow_mismatch=allow_mismatch,
+    )
+    if profile:
+        current = regress.profile_current(baseline, launches=repeat or 1, runs=runs)
+    else:
+        names = sorted({e.name for e in baseline.entries})
+        current = regress.load_table(runs or Path("runs"), variants=names)
+    verdict = regress.compare_to_baseline(baseline, current, settings)
+
+    # Not a terminal (CI logs): wide enough that the table does not wrap.
+    width = None if sys.stdout.isatty() else 160
+    Console(highlight=False, width=width).print(_verdict_table(verdict))
+    for r in verdict.regressions:
+        click.echo(f"REGRESSION {r.message}")
+    for note in verdict.notes:
+        click.echo(f"note: {note}")
+    click.echo(verdict.summary)
+    if junit:
+        from paprof.reports.junit import write_junit
+
+        write_junit(verdict, junit)
+    if markdown:
+        from paprof.reports.check_markdown import write_markdown
+
+        write_markdown(verdict, markdown)
+    sys.exit(verdict.exit_code)
+
+
+@click.group()
+def baseline():
+    """Write the baseline that 'paprof check' compares against."""
+
+
+@baseline.command()
+@click.option("--runs", type=click.Path(path_type=Path), default=Path("runs"),
+              show_default=True, help="Run store (or report) to take the baseline from.")
+@click.option("--variant", "variants", multiple=True,
+              help="Variant to include (repeatable; v3 or paged_decode/v3). Default: all.")
+@click.option("--metric", "metrics", multiple=True,
+              help=f"Metric to record (repeatable): {_METRICS}. Default: "
+              f"{', '.join(regress.DEFAULT_METRICS)}.")
+@click.option("--out", required=True, type=click.Path(dir_okay=False, path_type=Path),
+              metavar="FILE", help="Baseline JSON to write.")
+@click.option("--force", is_flag=True, help="Replace FILE if it exists.")
+def update(runs, variants, metrics, out, force):
+    """Write a baseline from the latest runs: per variant and shape the median and
+    spread of each metric, and the runs' provenance (GPU, ncu version, clocks, sections).
+
+    \b
+    Example:
+      paprof baseline update --runs runs/ --variant v3 --out perf/h200.json
+    """
+    made = regress.make_baseline(
+        runs, metrics=tuple(metrics) or regress.DEFAULT_METRICS, variants=variants
+    )
+    regress.save_baseline(made, out, force=force)
+    for e in made.entries:
+        stats = ", ".join(
+            f"{m} {regress.fmt_value(s.value, regress.unit(m))}" for m, s in e.metrics.items()
+        )
+        click.echo(f"{e.name} at {e.shape} on {e.provenance.gpu or 'unknown GPU'}: {stats}")
+    click.echo(f"wrote {out} ({len(made.entries)} entries)")
+
+
+COMMANDS = [check, baseline]

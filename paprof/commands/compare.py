@@ -1,0 +1,60 @@
+"""``paprof compare``: the comparative report (HTML, optionally Markdown) of 2+ variants."""
+
+from __future__ import annotations
+
+import webbrowser
+from pathlib import Path
+
+import click
+
+from paprof.reports.build import DEFAULT_OUT, DEFAULT_RUNS, STDOUT, write_report
+
+
+@click.command("compare")
+@click.argument("variants", nargs=-1, required=True, metavar="VARIANT VARIANT [VARIANT...]")
+@click.option("--runs", type=click.Path(path_type=Path), default=DEFAULT_RUNS, show_default=True,
+              help="Run store holding the runs of variant ids (the shipped H200 runs: examples/h200).")
+@click.option("--shape", default=None, metavar="SLUG|SPEC",
+              help="Compare runs at this shape (a slug like b64_ctx4096_h32x8_d128_p16_fp32 or "
+              "a --shape spec). Default: the first variant's latest run sets the shape.")
+@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=DEFAULT_OUT,
+              show_default=True,
+              help="HTML report. An earlier paprof report there is replaced (and said so); "
+              "any other file is kept unless --force.")
+@click.option("--markdown", type=click.Path(dir_okay=False, allow_dash=True), default=None,
+              metavar="FILE.md", help="Also write the report as Markdown (a PR comment); '-' prints it.")
+@click.option("--open", "open_browser", is_flag=True, help="Open the HTML report in the web browser.")
+@click.option("--force", is_flag=True, help="Overwrite --out / --markdown even if not paprof reports.")
+def compare(variants, runs, shape, out, markdown, open_browser, force):
+    """Compare VARIANTs in the order given: run-store ids (the latest run of that variant
+    and shape, e.g. v2 or paged_decode/v2) or .ncu-rep paths.
+
+    Each step (v2 -> v3) gets its own story: the bottleneck before and after and the
+    metrics that moved. A split variant (partial + merge kernels) is compared as its sum.
+
+    \b
+    Example, on any machine (the shipped H200 runs):
+      paprof compare v2 v3 --runs examples/h200 --out r.html --markdown r.md
+    """
+    result = write_report(list(variants), runs=runs, out=out, markdown=markdown, shape=shape,
+                          force=force)
+    ctx = result.context
+    for warning in ctx.warnings:
+        click.echo(f"paprof: warning: {warning}", err=True)
+    if markdown == STDOUT:
+        click.echo(result.markdown_text, nl=False)
+    # With the Markdown on stdout, the summary goes to stderr so that stdout stays clean.
+    err = markdown == STDOUT
+    for step in ctx.steps:
+        click.echo(f"{step.title}: {step.headline}; {step.bottleneck_before_text} -> "
+                   f"{step.bottleneck_after_text}", err=err)
+    for path in (result.html, result.markdown):
+        if path is None:
+            continue
+        again = " (replaced the earlier paprof report there)" if path in result.overwrote else ""
+        click.echo(f"wrote {path}{again}", err=err)
+    if open_browser and result.html is not None:
+        webbrowser.open(result.html.resolve().as_uri())
+
+
+COMMANDS = [compare]

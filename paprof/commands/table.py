@@ -1,0 +1,45 @@
+"""``paprof table``: any .ncu-rep as a tidy table with a bottleneck column."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from paprof.analysis import export
+from paprof.analysis.load import load_reports, variant_rows
+
+
+@click.command("table")
+@click.argument("reports", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option("--format", "fmt", type=click.Choice(export.FORMATS), default="text",
+              show_default=True, help="text: key columns; csv/json/parquet: every scalar column.")
+@click.option("--out", type=click.Path(dir_okay=False, path_type=Path),
+              help="Write to FILE instead of stdout (required for parquet).")
+@click.option("--columns", multiple=True, metavar="A,B,...",
+              help="Only these columns, in this order (see --format csv for the names).")
+@click.option("--per-variant", is_flag=True,
+              help="Combine the kernels of a multi-kernel variant into one row.")
+def table(reports, fmt, out, columns, per_variant):
+    """Tabulate REPORT_OR_DIR... (.ncu-rep files, folders searched recursively).
+
+    One row per profiled kernel launch, with the bottleneck label and its evidence.
+    """
+    export.check_output(fmt, out)
+    df = load_reports(reports)
+    if per_variant:
+        df = variant_rows(df)
+    chosen = export.parse_columns(columns, df)
+    text = export.render(df, fmt, chosen, out)
+    if text is not None:
+        click.echo(text, nl=False)
+    shown = chosen if chosen is not None else (
+        [c for c in export.TEXT_COLUMNS if c in df] if fmt == "text" else list(df.columns))
+    note = export.missing_note(df, shown)
+    if note:
+        click.echo(note, err=True)
+    if out is not None:
+        click.echo(f"wrote {len(df)} rows to {out}", err=True)
+
+
+COMMANDS = [table]

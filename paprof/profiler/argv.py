@@ -1,0 +1,140 @@
+"""ncu's command line, built by pure functions from a settings dataclass.
+
+Nothing here runs anything or looks at the disk, so tests can assert exact lists.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from paprof.kernels.problem import Shape
+from paprof.kernels.registry import Variant
+from paprof.profiler.presets import get_preset
+
+REPORT_SUFFIX = ".ncu-rep"
+LAUNCHER_MODULE = "paprof.kernels.launch"
+CLOCK_CONTROLS = ("none", "base")
+
+
+@dataclass(frozen=True)
+class NcuSettings:
+    """How ``paprof run`` profiles one variant."""
+
+    ncu: str | None = None
+    """Path of the ncu executable; None: ``locate.find_ncu()`` when the run starts."""
+    preset: str = "default"
+    """Section preset name (``presets.PRESETS``): ``default``, ``memory`` or ``full``."""
+    clock_control: str = "none"
+    """ncu ``--clock-control``: ``none`` keeps the GPU's own boost clocks (what users get);
+    ``base`` locks them to base clocks (steadier, slower, not what production sees)."""
+    launches: int = 1
+    """Launches of the variant to profile (the launcher's ``--profile-launches``)."""
+    kernels_per_launch: int = 1
+    """Kernels one launch of the variant runs (split-KV: partial + merge). ncu's
+    ``--launch-count`` is ``launches * kernels_per_launch``; ``profile_variant`` fills it
+    in from the verification run."""
+    nvtx_filter: bool = True
+    """Profile only kernels inside the variant's NVTX range (``--nvtx --nvtx-include``)."""
+    kernel_filter: bool = True
+    """Profile only kernels whose name matches the variant's ``kernel_regex`` (``-k``)."""
+    time_launches: int = 20
+    """CUDA-event-timed launches in the verification run (outside ncu)."""
+    seed: int | None = None
+    """Input seed passed to the launcher (``--seed``); None: the launcher's default."""
+    python: str = sys.executable
+    """The Python that runs the launcher."""
+
+    @property
+    def launch_count(self) -> int:
+        return self.launches * max(1, self.kernels_per_launch)
+
+
+def report_path(path: Path | str) -> Path:
+    """``path`` with the ``.ncu-rep`` suffix ncu would otherwise append itself."""
+    path = Path(path)
+    return path if path.name.endswith(REPORT_SUFFIX) else path.with_name(path.name + REPORT_SUFFIX)
+
+
+def launcher_argv(
+    variant: Variant,
+    shape: Shape,
+    *,
+    python: str,
+    result: Path | str,
+    profile_launches: int,
+    time_launches: int,
+    seed: int | None = None,
+) -> list[str]:
+    """``python -m paprof.kernels.launch ...`` for one variant and shape."""
+    argv = [
+        python, "-m", LAUNCHER_MODULE,
+        "--variant", variant.id,
+        "--family", variant.family,
+        "--shape", shape.spec(),
+        "--profile-launches", str(profile_launches),
+        "--result", str(result),
+        "--time", str(time_launches),
+    ]  # fmt: skip
+    if seed is not None:
+        argv += ["--seed", str(seed)]
+    return argv
+
+
+def verify_argv(
+    settings: NcuSettings, variant: Variant, shape: Shape, result: Path | str
+) -> list[str]:
+    """The launcher run WITHOUT ncu: check against the reference and event-time it."""
+    return launcher_argv(
+        variant,
+        shape,
+        python=settings.python,
+        result=result,
+        profile_launches=0,
+        time_launches=settings.time_launches,
+        seed=settings.seed,
+    )
+
+
+def ncu_argv(
+    settings: NcuSettings,
+    variant: Variant,
+    shape: Shape,
+    output: Path | str,
+    result: Path | str,
+) -> list[str]:
+    """ncu profiling the launcher; ``output`` is the (temporary) report path.
+
+    ``--force-overwrite`` is safe because the output is always a fresh temporary name
+    that the run store renames at the end; a stored run is never overwritten by ncu.
+    """
+    if settings.ncu is None:
+        raise ValueError("settings.ncu is None: resolve it with locate.find_ncu() first")
+    if settings.clock_control not in CLOCK_CONTROLS:
+        raise ValueError(
+            f"clock_control must be one of {CLOCK_CONTROLS}, got {settings.clock_control!r}"
+        )
+    argv = [
+        settings.ncu,
+        "-o", str(report_path(output)),
+        "--force-overwrite",
+        "--clock-control", settings.clock_control,
+        "--target-processes", "all",
+    ]  # fmt: skip
+    argv += get_preset(settings.preset).ncu_args()
+    if settings.nvtx_filter:
+        argv += ["--nvtx", "--nvtx-include", f"{variant.nvtx_range}/"]
+    if settings.kernel_filter:
+        argv += ["-k", f"regex:{variant.kernel_regex}"]
+    argv += ["--launch-count", str(settings.launch_count)]
+    argv += launcher_argv(
+        variant,
+        shape,
+        python=settings.python,
+        result=result,
+        profile_launches=settings.launches,
+        time_launches=0,
+        seed=settings.seed,
+    )
+    return argv

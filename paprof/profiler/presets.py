@@ -1,0 +1,67 @@
+"""Named ncu section presets: which sections ``paprof run`` asks ncu to collect.
+
+Section identifiers are ncu's own (``ncu --list-sections``, first column). The
+``default`` list is what the shipped H200 runs were made with under ncu 2025.3.1
+(20 replay passes for one kernel).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from paprof.errors import UserError
+
+
+@dataclass(frozen=True)
+class Preset:
+    """A named choice of what ncu collects."""
+
+    name: str
+    """The ``--preset`` value."""
+    sections: tuple[str, ...] = ()
+    """ncu section identifiers, one ``--section`` each."""
+    section_set: str | None = None
+    """An ncu section set (``--set NAME``) used instead of ``sections``."""
+    summary: str = ""
+    """One line for ``--help``."""
+
+    def ncu_args(self) -> list[str]:
+        """The argv fragment that selects this preset's metrics."""
+        if self.section_set:
+            return ["--set", self.section_set]
+        return [arg for section in self.sections for arg in ("--section", section)]
+
+
+PRESETS: dict[str, Preset] = {
+    p.name: p
+    for p in (
+        Preset(
+            "default",
+            (
+                "SpeedOfLight",
+                "MemoryWorkloadAnalysis",
+                "Occupancy",
+                "LaunchStats",
+                "WorkloadDistribution",
+                "ComputeWorkloadAnalysis",
+                "SchedulerStats",
+                "WarpStateStats",
+            ),
+            summary="throughputs, memory, occupancy, launch, pipes, schedulers and warp stalls",
+        ),
+        Preset(
+            "memory",
+            ("SpeedOfLight", "MemoryWorkloadAnalysis", "Occupancy", "LaunchStats"),
+            summary="throughputs, memory, occupancy and launch only (fewer replay passes)",
+        ),
+        Preset("full", section_set="full", summary="ncu's full set (slow: many replay passes)"),
+    )
+}
+
+
+def get_preset(name: str) -> Preset:
+    """A preset by name; unknown names list the known ones."""
+    try:
+        return PRESETS[name]
+    except KeyError:
+        raise UserError(f"unknown preset {name!r}; known: {', '.join(PRESETS)}") from None

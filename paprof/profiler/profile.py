@@ -1,0 +1,264 @@
+"""Profiling a variant: verify it without ncu, profile it under ncu, store the run.
+
+``profile_variant`` is the library call behind ``paprof run``; ``profile_variants``
+does several with one progress display and keeps going past a failed verification.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Sequence
+
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    SpinnerColumn,
+    TextColumn,
+    TimeElapsedColumn,
+)
+
+from paprof.errors import ShapeError, UserError, VerificationError
+from paprof.kernels.problem import Shape
+from paprof.kernels.registry import Variant
+from paprof.profiler import provenance, store
+from paprof.profiler.argv import NcuSettings, ncu_argv, verify_argv
+from paprof.profiler.locate import find_ncu
+from paprof.profiler.ncu_log import ProfiledKernel
+from paprof.profiler.presets import get_preset
+from paprof.profiler.runner import run_ncu
+
+Status = Callable[[str], None]
+"""Receives one line of progress text ("ncu: paged_decode_v3 launch 0: 50%")."""
+
+
+@dataclass
+class LauncherOutcome:
+    returncode: int
+    output: str
+    """stdout and stderr together."""
+
+
+def run_launcher(argv: Sequence[str], env: dict) -> LauncherOutcome:
+    """Run the launcher without ncu (the GPU step that tests replace)."""
+    done = subprocess.run(
+        list(argv), env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True, check=False
+    )
+    return LauncherOutcome(done.returncode, (done.stdout or "") + (done.stderr or ""))
+
+
+def child_env() -> dict:
+    """The environment for the launcher: ours, with paprof importable."""
+    env = dict(os.environ)
+    root = str(provenance.REPO_ROOT)
+    parts = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
+    env["PYTHONPATH"] = os.pathsep.join([root] + [p for p in parts if p != root])
+    return env
+
+
+def _last_line(text: str) -> str:
+    lines = [s.strip() for s in text.splitlines() if s.strip()]
+    return lines[-1] if lines else ""
+
+
+def verify(variant: Variant, shape: Shape, settings: NcuSettings, result: Path, env: dict) -> dict:
+    """Check and event-time the variant outside ncu; its result JSON as a dict.
+
+    Raises ``VerificationError`` (launcher exit 1: wrong answer) or ``UserError``.
+    """
+    outcome = run_launcher(verify_argv(settings, variant, shape, result), env)
+    said = _last_line(outcome.output)
+    if outcome.returncode == 1:
+        said = said or "output differs from the reference"
+        raise VerificationError(f"{variant.name} failed verification: {said}")
+    if outcome.returncode != 0:
+        code, said = outcome.returncode, said or "no message"
+        raise UserError(f"the launcher for {variant.name} failed (exit {code}): {said}")
+    try:
+        data = json.loads(Path(result).read_text())
+    except (OSError, ValueError) as err:
+        raise UserError(
+            f"the launcher for {variant.name} wrote no readable result ({result}): {err}"
+        ) from None
+    if (data.get("check") or {}).get("passed") is False:
+        raise VerificationError(f"{variant.name} failed verification: {data['check']}")
+    return data
+
+
+def _kernels_per_launch(result: dict) -> int:
+    kernels = result.get("kernels")
+    return max(1, len(kernels)) if isinstance(kernels, list) else 1
+
+
+def _kernel_status(say: Status) -> Callable[[ProfiledKernel], None]:
+    def show(k: ProfiledKernel) -> None:
+        launch = f" launch {k.launch}" if k.launch is not None else ""
+        passes = f", {k.passes} passes" if k.passes is not None else ""
+        say(f"ncu: {k.kernel}{launch}: {k.percent}%{passes}")
+
+    return show
+
+
+def build_sidecar(
+    variant: Variant,
+    shape: Shape,
+    settings: NcuSettings,
+    result: dict,
+    prov: provenance.Provenance,
+    command: list[str],
+    profiled: list[ProfiledKernel],
+    paths: store.RunPaths,
+) -> dict:
+    """The provenance sidecar (schema 1, docs/CONTRACTS.md)."""
+    passes = [k.passes for k in profiled if k.passes is not None]
+    preset = get_preset(settings.preset)
+    return {
+        "schema": store.SCHEMA,
+        "family": variant.family,
+        "variant": variant.id,
+        "kernel_regex": variant.kernel_regex,
+        "idea": variant.idea,
+        "shape": shape.spec(),
+        "shape_slug": shape.slug(),
+        "shape_fields": shape.to_dict(),
+        "gpu": prov.gpu,
+        "gpu_slug": prov.gpu_slug,
+        "driver": prov.driver,
+        "ncu_version": prov.ncu_version,
+        "clock_control": settings.clock_control,
+        "preset": preset.name,
+        "sections": list(preset.sections),
+        "replay_passes": max(passes) if passes else None,
+        "git_commit": prov.git_commit,
+        "git_dirty": prov.git_dirty,
+        "verification": result.get("check"),
+        "duration_us_event": result.get("duration_us_median"),
+        "kv_bytes": result.get("kv_bytes", shape.kv_bytes),
+        "bandwidth_tbs": result.get("bandwidth_tbs"),
+        "command": command,
+        "created": prov.created,
+        "paprof_version": prov.paprof_version,
+        "report": paths.report.name,
+        "profiled_kernels": [k.to_dict() for k in profiled],
+        "launches": settings.launches,
+        "seed": settings.seed,
+        "log": paths.log.name,
+    }
+
+
+def _early_refusal(runs_dir: Path, variant: Variant, shape: Shape, replace: bool) -> None:
+    """Refuse before any GPU work when every GPU has one name and the run exists."""
+    if replace:
+        return
+    names = {name for name, _ in provenance.query_gpus()}
+    if len(names) == 1:
+        gpu_slug = provenance.slug(names.pop())
+        paths = store.run_paths(runs_dir, gpu_slug, variant.family, variant.id, shape.slug())
+        store.refuse_existing(paths, replace)
+
+
+def profile_variant(
+    variant: Variant,
+    shape: Shape,
+    settings: NcuSettings = NcuSettings(),
+    runs_dir: Path | str = "runs",
+    replace: bool = False,
+    progress: Status | None = None,
+) -> store.Run:
+    """Verify ``variant`` at ``shape`` outside ncu, then profile it and store the run.
+
+    Raises ``ShapeError`` (the variant cannot take the shape), ``VerificationError``
+    (wrong answer: nothing is stored) or ``UserError`` (no ncu, no GPU, counters not
+    permitted, the run exists and ``replace`` is False ...).
+    """
+    say = progress or (lambda text: None)
+    runs_dir = Path(runs_dir)
+    variant.check(shape)
+    get_preset(settings.preset)
+    settings = dataclasses.replace(settings, ncu=settings.ncu or find_ncu())
+    _early_refusal(runs_dir, variant, shape, replace)
+    env = child_env()
+    with tempfile.TemporaryDirectory(prefix="paprof-verify-") as scratch:
+        say(f"compiling, checking and timing {settings.time_launches} launches (no ncu)")
+        result = verify(variant, shape, settings, Path(scratch) / "result.json", env)
+    settings = dataclasses.replace(settings, kernels_per_launch=_kernels_per_launch(result))
+    prov = provenance.collect(settings.ncu, gpu=result.get("gpu"))
+    paths = store.run_paths(runs_dir, prov.gpu_slug, variant.family, variant.id, shape.slug())
+    with store.writing(paths, replace) as pending:
+        argv = ncu_argv(settings, variant, shape, pending.report, pending.scratch("result.json"))
+        say("ncu: starting")
+        ncu = run_ncu(argv, paths.log, pending.report, on_kernel=_kernel_status(say), env=env)
+        command = [str(paths.report) if a == str(pending.report) else a for a in argv]
+        sidecar = build_sidecar(
+            variant, shape, settings, result, prov, command, ncu.log.kernels, paths
+        )
+        store.write_sidecar(pending.sidecar, sidecar)
+    return store.Run(paths.report, sidecar)
+
+
+@dataclass
+class Outcome:
+    """One variant's fate in ``profile_variants``."""
+
+    variant: Variant
+    run: store.Run | None = None
+    failed: VerificationError | None = None
+    """Its verification failed: nothing was stored."""
+    skipped: ShapeError | None = None
+    """It cannot take the shape."""
+
+
+def profile_variants(
+    variants: Sequence[Variant],
+    shape: Shape,
+    settings: NcuSettings = NcuSettings(),
+    runs_dir: Path | str = "runs",
+    replace: bool = False,
+    console: Console | None = None,
+) -> list[Outcome]:
+    """Profile each variant in turn under one progress display (on stderr).
+
+    A failed verification or a shape a variant cannot take is recorded and the next
+    variant runs; if every variant was skipped, the first ``ShapeError`` is raised.
+    Other errors (no ncu, no GPU, an existing run) stop the loop.
+    """
+    console = console or Console(stderr=True)
+    if settings.ncu is None:
+        settings = dataclasses.replace(settings, ncu=find_ncu())
+    outcomes: list[Outcome] = []
+    columns = (
+        SpinnerColumn(),
+        TextColumn("[bold]{task.fields[variant]}"),
+        BarColumn(bar_width=20),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TextColumn("{task.description}"),
+    )
+    live = console.is_terminal  # no live display (and no stray newlines) in logs and pipes
+    with Progress(*columns, console=console, transient=True, disable=not live) as bar:
+        task = bar.add_task("", total=len(variants), variant="")
+        for variant in variants:
+            bar.update(task, variant=variant.name, description="")
+
+            def say(text: str) -> None:
+                bar.update(task, description=text)
+
+            outcome = Outcome(variant)
+            try:
+                outcome.run = profile_variant(variant, shape, settings, runs_dir, replace, say)
+            except VerificationError as err:
+                outcome.failed = err
+            except ShapeError as err:
+                outcome.skipped = err
+            outcomes.append(outcome)
+            bar.advance(task)
+    if outcomes and all(o.skipped for o in outcomes):
+        raise outcomes[0].skipped
+    return outcomes

@@ -1,0 +1,230 @@
+"""The run store: ``<runs>/<gpu-slug>/<family>/<variant>/<shape-slug>.ncu-rep`` + ``.json``.
+
+A run is written under temporary names in its own folder and renamed into place at
+the end, so an interrupted or failed run leaves no half-written report or sidecar.
+Existing runs are kept unless the caller asks to replace them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import secrets
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Iterator
+
+from paprof.errors import UserError
+from paprof.profiler.argv import REPORT_SUFFIX
+from paprof.profiler.provenance import slug
+
+SIDECAR_SUFFIX = ".json"
+LOG_SUFFIX = ".ncu.log"
+TEMP_MARK = ".tmp-"
+SCHEMA = 1
+
+
+@dataclass(frozen=True)
+class RunPaths:
+    """Where one run's files live."""
+
+    report: Path
+    sidecar: Path
+    log: Path
+    """ncu's console output of the last attempt at this run (kept on failure too)."""
+
+    @property
+    def folder(self) -> Path:
+        return self.report.parent
+
+
+def run_paths(
+    runs_dir: Path | str, gpu_slug: str, family: str, variant: str, shape_slug: str
+) -> RunPaths:
+    """The final paths of a run in the store."""
+    folder = Path(runs_dir) / gpu_slug / family / variant
+    return RunPaths(
+        report=folder / f"{shape_slug}{REPORT_SUFFIX}",
+        sidecar=folder / f"{shape_slug}{SIDECAR_SUFFIX}",
+        log=folder / f"{shape_slug}{LOG_SUFFIX}",
+    )
+
+
+@dataclass(frozen=True)
+class Run:
+    """A stored report and its sidecar (None for a report paprof did not write)."""
+
+    report: Path
+    sidecar: dict | None
+    layout: dict = field(default_factory=dict)
+    """gpu_slug, family and variant read from the store's folder layout (no sidecar)."""
+
+    def _field(self, key: str, fallback):
+        for source in (self.sidecar or {}, self.layout):
+            if source.get(key) is not None:
+                return source[key]
+        return fallback
+
+    @property
+    def variant(self) -> str:
+        """The variant id; a foreign report's file stem."""
+        return self._field("variant", self.report.name[: -len(REPORT_SUFFIX)])
+
+    @property
+    def family(self) -> str | None:
+        return self._field("family", None)
+
+    @property
+    def name(self) -> str:
+        return f"{self.family}/{self.variant}" if self.family else self.variant
+
+    @property
+    def shape_slug(self) -> str:
+        return self._field("shape_slug", self.report.name[: -len(REPORT_SUFFIX)])
+
+    @property
+    def gpu_slug(self) -> str | None:
+        return self._field("gpu_slug", None)
+
+    @property
+    def created(self) -> str:
+        """The sidecar's ``created``, else the report's modification time (UTC ISO)."""
+        if self.sidecar and self.sidecar.get("created"):
+            return self.sidecar["created"]
+        mtime = datetime.fromtimestamp(self.report.stat().st_mtime, timezone.utc)
+        return mtime.isoformat(timespec="seconds")
+
+
+def _is_temp(path: Path) -> bool:
+    return path.name.startswith(".") or TEMP_MARK in path.name
+
+
+def _read_sidecar(report: Path) -> dict | None:
+    sidecar = report.with_name(report.name[: -len(REPORT_SUFFIX)] + SIDECAR_SUFFIX)
+    if not sidecar.is_file():
+        return None
+    try:
+        data = json.loads(sidecar.read_text())
+    except (OSError, ValueError) as err:
+        raise UserError(f"cannot read the run sidecar {sidecar}: {err}") from None
+    return data if isinstance(data, dict) else None
+
+
+def _load(report: Path, root: Path) -> Run:
+    """A run; without a sidecar, gpu/family/variant come from the store layout if it fits."""
+    sidecar = _read_sidecar(report)
+    layout = {}
+    parts = report.relative_to(root).parts if report.is_relative_to(root) else ()
+    if sidecar is None and len(parts) == 4:
+        layout = {"gpu_slug": parts[0], "family": parts[1], "variant": parts[2]}
+    return Run(report, sidecar, layout)
+
+
+def find_runs(root: Path | str) -> list[Run]:
+    """Every report under ``root`` (or ``root`` itself if it is a report), sorted by path."""
+    root = Path(root)
+    if root.is_file():
+        return [_load(root, root.parent)]
+    if not root.is_dir():
+        raise UserError(f"no such runs folder or report: {root}")
+    reports = sorted(p for p in root.rglob(f"*{REPORT_SUFFIX}") if p.is_file() and not _is_temp(p))
+    return [_load(p, root) for p in reports]
+
+
+def _matches(run: Run, variant: str, shape_slug: str | None, gpu: str | None) -> bool:
+    family, _, vid = variant.rpartition("/")
+    if run.variant != vid or (family and run.family != family):
+        return False
+    if shape_slug and run.shape_slug != shape_slug:
+        return False
+    if gpu and run.gpu_slug != slug(gpu):
+        return False
+    return True
+
+
+def latest(
+    root: Path | str, variant: str, shape_slug: str | None = None, gpu: str | None = None
+) -> Run:
+    """The newest run (by sidecar ``created``) of ``variant`` (``v3`` or ``paged_decode/v3``).
+
+    Narrowed by shape slug and GPU (name or slug) when given. Raises ``UserError``
+    listing what the store holds when nothing matches.
+    """
+    runs = find_runs(root)
+    chosen = [r for r in runs if _matches(r, variant, shape_slug, gpu)]
+    if chosen:
+        return max(chosen, key=lambda r: (r.created, str(r.report)))
+    wanted = variant + (f" at shape {shape_slug}" if shape_slug else "")
+    wanted += f" on {gpu}" if gpu else ""
+    if not runs:
+        raise UserError(
+            f"no run of {wanted}: {root} holds no runs "
+            f"(make one with: paprof run --variant {variant})"
+        )
+    def listed(values) -> str:
+        values = sorted(set(filter(None, values)))
+        more = f" and {len(values) - 12} more" if len(values) > 12 else ""
+        return ", ".join(values[:12]) + more
+
+    raise UserError(
+        f"no run of {wanted} in {root}; it holds {listed(r.name for r in runs)} "
+        f"(shapes: {listed(r.shape_slug for r in runs)}; GPUs: {listed(r.gpu_slug for r in runs)})"
+    )
+
+
+def refuse_existing(paths: RunPaths, replace: bool) -> None:
+    """Raise ``UserError`` if the run exists and ``replace`` is False."""
+    if not replace and (paths.report.exists() or paths.sidecar.exists()):
+        raise UserError(f"a run already exists at {paths.report}; pass --replace to overwrite it")
+
+
+@dataclass(frozen=True)
+class Pending:
+    """Temporary names for a run being written; ``scratch`` files never get kept."""
+
+    report: Path
+    sidecar: Path
+    token: str
+
+    def scratch(self, name: str) -> Path:
+        """A temporary file beside the run (``name`` like ``result.json``), removed at the end."""
+        return self.report.with_name(f"{self.report.name[: -len(REPORT_SUFFIX)]}.{name}")
+
+
+def _temp_names(paths: RunPaths) -> Pending:
+    token = f"{os.getpid()}-{secrets.token_hex(3)}"
+    stem = paths.report.name[: -len(REPORT_SUFFIX)]
+    folder = paths.folder
+    return Pending(
+        report=folder / f".{stem}{TEMP_MARK}{token}{REPORT_SUFFIX}",
+        sidecar=folder / f".{stem}{TEMP_MARK}{token}{SIDECAR_SUFFIX}",
+        token=token,
+    )
+
+
+def write_sidecar(path: Path, data: dict) -> None:
+    path.write_text(json.dumps(data, indent=2) + "\n")
+
+
+@contextlib.contextmanager
+def writing(paths: RunPaths, replace: bool = False) -> Iterator[Pending]:
+    """Write a run under temporary names; rename both files into place on success.
+
+    On any exception (ncu failure, ``KeyboardInterrupt``) every temporary file is
+    removed and the exception continues; the existing run, if any, is untouched.
+    """
+    refuse_existing(paths, replace)
+    paths.folder.mkdir(parents=True, exist_ok=True)
+    pending = _temp_names(paths)
+    try:
+        yield pending
+        if not pending.report.is_file() or not pending.sidecar.is_file():
+            raise RuntimeError(f"run incomplete: {pending.report} or {pending.sidecar} is missing")
+        refuse_existing(paths, replace)
+        os.replace(pending.report, paths.report)
+        os.replace(pending.sidecar, paths.sidecar)
+    finally:
+        for leftover in paths.folder.glob(f".*{TEMP_MARK}{pending.token}*"):
+            leftover.unlink(missing_ok=True)

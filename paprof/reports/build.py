@@ -1,0 +1,203 @@
+"""``paprof compare`` as a library call: variants in, report files out.
+
+``write_report(["v2", "v3"], runs="examples/h200")`` resolves each variant (a run-store id
+or an ``.ncu-rep`` path), loads the reports, compares them, builds the context once and
+writes the HTML report (and the Markdown one when asked).
+
+Overwriting: re-running compare is the normal way to refresh a report, so a file that
+paprof itself wrote (the HTML generator tag, or the Markdown report's first-line marker)
+is replaced and the result says so (``ReportFiles.overwrote``). Any other existing file
+is left alone with a ``UserError`` unless ``force`` is set.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from paprof.errors import UserError
+
+DEFAULT_RUNS = Path("runs")
+DEFAULT_OUT = Path("paprof-report.html")
+REPORT_SUFFIX = ".ncu-rep"
+STDOUT = "-"
+
+
+@dataclass
+class ReportFiles:
+    """What ``write_report`` did."""
+
+    html: Path | None
+    markdown: Path | None
+    """None when not asked for, or when it went to stdout (``markdown_text`` holds it)."""
+    markdown_text: str | None
+    overwrote: list[Path]
+    """Earlier paprof reports that were replaced."""
+    reports: list[Path]
+    """The ``.ncu-rep`` files compared, in order."""
+    comparison: object
+    context: object
+    timings: dict[str, float] = field(default_factory=dict)
+    """Seconds spent per stage: resolve, load, compare, context (with charts), render."""
+
+
+def _shape_slug(shape: str | None) -> str | None:
+    if not shape:
+        return None
+    if "=" not in shape:
+        return shape
+    from paprof.kernels.problem import parse_shape
+
+    return parse_shape(shape).slug()
+
+
+def resolve_variants(specs: list[str], runs: Path | str = DEFAULT_RUNS, shape: str | None = None) -> list[Path]:
+    """Each spec as a report path, in order.
+
+    A spec ending in ``.ncu-rep`` (or naming an existing file) is a path. Anything else is
+    a run-store id (``v3`` or ``paged_decode/v3``): the latest run of it in ``runs``, at
+    ``shape`` (a slug or a ``--shape`` spec) when given; otherwise at the first variant's
+    shape and GPU where the store has that, so that one command compares like with like.
+    """
+    specs = list(specs)
+    if len(specs) < 2:
+        raise UserError(f"compare needs at least 2 variants, got {len(specs)}: "
+                        "e.g. paprof compare v2 v3 --runs examples/h200")
+    from paprof.profiler import store
+
+    wanted_shape = _shape_slug(shape)
+    first_run = None
+    paths: list[Path] = []
+    for spec in specs:
+        path = Path(spec)
+        if spec.endswith(REPORT_SUFFIX) or path.is_file():
+            if not path.is_file():
+                raise UserError(f"no such report: {spec}")
+            paths.append(path)
+            continue
+        if first_run is None:
+            run = store.latest(runs, spec, shape_slug=wanted_shape)
+            first_run = run
+        else:
+            run = None
+            tries = [(wanted_shape or first_run.shape_slug, first_run.gpu_slug),
+                     (wanted_shape or first_run.shape_slug, None)]
+            for shape_slug, gpu in tries:
+                try:
+                    run = store.latest(runs, spec, shape_slug=shape_slug, gpu=gpu)
+                    break
+                except UserError:
+                    continue
+            if run is None:
+                # Not at the first variant's shape: the latest of any shape (the report
+                # then warns that the shapes differ), or the store's own error message.
+                run = store.latest(runs, spec, shape_slug=wanted_shape)
+        paths.append(Path(run.report))
+    seen: dict[str, str] = {}
+    for spec, path in zip(specs, paths):
+        key = os.path.realpath(path)
+        if key in seen:
+            raise UserError(f"{seen[key]} and {spec} name the same report ({path}); compare different runs")
+        seen[key] = spec
+    return paths
+
+
+def _check_target(path: Path, mark: str, force: bool) -> bool:
+    """True if ``path`` holds an earlier paprof report (it will be replaced); raise
+    ``UserError`` for any other existing file unless ``force``."""
+    if not path.exists():
+        if not path.parent.is_dir():
+            raise UserError(f"cannot write {path}: folder {path.parent} does not exist")
+        return False
+    if path.is_dir():
+        raise UserError(f"cannot write the report to {path}: it is a folder")
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(4096).decode("utf-8", "replace")
+    except OSError as err:
+        raise UserError(f"cannot read {path}: {err.strerror or err}") from None
+    if mark in head:
+        return True
+    if force:
+        return True
+    raise UserError(f"{path} exists and is not a paprof report; choose another file or pass --force")
+
+
+def _write(path: Path, text: str) -> None:
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    try:
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, path)
+    except OSError as err:
+        tmp.unlink(missing_ok=True)
+        raise UserError(f"cannot write {path}: {err.strerror or err}") from None
+
+
+def write_report(
+    specs: list[str],
+    runs: Path | str = DEFAULT_RUNS,
+    out: Path | str | None = DEFAULT_OUT,
+    markdown: Path | str | None = None,
+    *,
+    shape: str | None = None,
+    force: bool = False,
+    generated: str | None = None,
+    thresholds=None,
+) -> ReportFiles:
+    """Compare ``specs`` and write the report(s). ``markdown="-"`` returns the Markdown in
+    ``ReportFiles.markdown_text`` instead of writing a file; ``out=None`` writes no HTML."""
+    from paprof.reports.html import GENERATOR_MARK
+    from paprof.reports.markdown import MARK
+
+    timings: dict[str, float] = {}
+    t0 = time.perf_counter()
+    out_path = Path(out) if out is not None else None
+    md_path = Path(markdown) if markdown not in (None, STDOUT) else None
+    if out_path is not None and md_path is not None and os.path.realpath(out_path) == os.path.realpath(md_path):
+        raise UserError(f"--out and --markdown both name {out_path}")
+    replacing = []
+    if out_path is not None and _check_target(out_path, GENERATOR_MARK, force) and out_path.exists():
+        replacing.append(out_path)
+    if md_path is not None and _check_target(md_path, MARK, force) and md_path.exists():
+        replacing.append(md_path)
+
+    paths = resolve_variants(specs, runs, shape)
+    timings["resolve"] = time.perf_counter() - t0
+
+    from paprof.analysis.compare import THRESHOLDS, compare
+    from paprof.analysis.load import load_reports, variant_rows
+
+    t = time.perf_counter()
+    df = load_reports(paths)
+    summed = variant_rows(df)
+    timings["load"] = time.perf_counter() - t
+
+    t = time.perf_counter()
+    cmp = compare(df, summed, order=paths, thresholds=thresholds or THRESHOLDS)
+    if len(cmp.variants) < 2:
+        raise UserError(f"compare needs at least 2 variants; the reports given hold {len(cmp.variants)}")
+    timings["compare"] = time.perf_counter() - t
+
+    from paprof.reports.context import build_context
+
+    t = time.perf_counter()
+    ctx = build_context(cmp, charts=out_path is not None, generated=generated)
+    timings["context"] = time.perf_counter() - t
+
+    t = time.perf_counter()
+    md_text = None
+    if out_path is not None:
+        from paprof.reports.html import render_html
+
+        _write(out_path, render_html(ctx))
+    if markdown is not None:
+        from paprof.reports.markdown import render_markdown
+
+        md_text = render_markdown(ctx)
+        if md_path is not None:
+            _write(md_path, md_text)
+    timings["render"] = time.perf_counter() - t
+    timings["total"] = time.perf_counter() - t0
+    return ReportFiles(out_path, md_path, md_text, replacing, paths, cmp, ctx, timings)

@@ -1,0 +1,277 @@
+"""The report's charts: matplotlib figures rendered to inline PNG data URIs.
+
+All matplotlib lives here. Each chart function takes plain lists (labels, numbers) and
+returns a ``Chart``; none reads a DataFrame. Figures are built with
+``matplotlib.figure.Figure`` on an explicit Agg canvas: no pyplot, no backend switch, no
+figure registry, so importing or calling this module leaves matplotlib's global state
+alone (style settings apply only inside ``_style``) and every figure is released when
+its function returns.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import io
+import math
+from dataclasses import dataclass
+
+UNIT_COLOURS = {
+    "SM": "#0072B2",
+    "Memory": "#8c8c8c",
+    "DRAM": "#D55E00",
+    "L1": "#009E73",
+    "L2": "#CC79A7",
+}
+"""Okabe-Ito colours (safe for colour-blind readers and in greyscale print)."""
+
+BAR = "#0072B2"
+BAR_ALT = "#56B4E9"
+ACCENT = "#D55E00"
+MUTED = "#8c8c8c"
+
+DPI = 144
+WIDTH_IN = 8.0
+
+
+@dataclass
+class Chart:
+    """One rendered chart, ready for an ``<img>``."""
+
+    id: str
+    title: str
+    caption: str
+    alt: str
+    uri: str
+    """``data:image/png;base64,...``"""
+    width: int
+    """Pixels."""
+    height: int
+
+    @property
+    def size_bytes(self) -> int:
+        return len(self.uri)
+
+
+@contextlib.contextmanager
+def _style():
+    import matplotlib
+
+    with matplotlib.rc_context({
+        "font.size": 9,
+        "axes.titlesize": 10,
+        "axes.titleweight": "bold",
+        "axes.spines.top": False,
+        "axes.spines.right": False,
+        "axes.grid": True,
+        "grid.color": "#dddddd",
+        "grid.linewidth": 0.6,
+        "axes.axisbelow": True,
+        "legend.frameon": False,
+        "svg.fonttype": "path",
+    }):
+        yield
+
+
+def _figure(height_in: float, ncols: int = 1, width_ratios=None, *, left_in: float = 0.6,
+            right_in: float = 0.2, top_in: float = 0.35, bottom_in: float = 0.5, wspace: float = 0.08):
+    """A figure with fixed margins (in inches): one layout pass, no constrained layout,
+    which would draw every figure twice."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(WIDTH_IN, height_in), dpi=DPI)
+    FigureCanvasAgg(fig)
+    axes = fig.subplots(1, ncols, gridspec_kw={"width_ratios": width_ratios} if width_ratios else None)
+    fig.subplots_adjust(left=left_in / WIDTH_IN, right=1 - right_in / WIDTH_IN,
+                        top=1 - top_in / height_in, bottom=bottom_in / height_in, wspace=wspace)
+    return fig, axes
+
+
+def _label_margin(labels: list[str]) -> float:
+    """Inches of left margin for horizontal-bar labels at 9 pt."""
+    return 0.25 + 0.075 * max((len(s) for s in labels), default=4)
+
+
+def _log_axis(axis, lo: float, hi: float, steps=(1, 2, 5), formatter=None) -> None:
+    """A log axis with fixed major ticks (1-2-5 per decade) and no minor ticks: matplotlib's
+    automatic log locators cost more than the rest of the chart."""
+    import math as _m
+
+    from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
+
+    axis.axes.set_xscale("log") if axis is axis.axes.xaxis else axis.axes.set_yscale("log")
+    ticks = []
+    for exp in range(_m.floor(_m.log10(lo)), _m.ceil(_m.log10(hi)) + 1):
+        ticks += [m * 10.0 ** exp for m in steps if lo <= m * 10.0 ** exp <= hi]
+    if len(ticks) > 6:
+        ticks = [t for t in ticks if abs(_m.log10(t) - round(_m.log10(t))) < 1e-9] or ticks
+    axis.set_major_locator(FixedLocator(ticks))
+    axis.set_minor_locator(NullLocator())
+    if formatter is not None:
+        axis.set_major_formatter(FuncFormatter(lambda v, _pos: formatter(v)))
+
+
+def _finish(fig, chart_id: str, title: str, caption: str, alt: str) -> Chart:
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=DPI, metadata={"Software": None})
+    width, height = (int(round(v)) for v in fig.get_size_inches() * DPI)
+    fig.clear()
+    data = base64.b64encode(buf.getvalue()).decode("ascii")
+    return Chart(chart_id, title, caption, alt, f"data:image/png;base64,{data}", width, height)
+
+
+def _ok(value) -> bool:
+    return value is not None and not (isinstance(value, float) and math.isnan(value))
+
+
+def _val(value) -> float:
+    return float(value) if _ok(value) else 0.0
+
+
+def speed_of_light(labels: list[str], units: dict[str, list]) -> Chart:
+    """Grouped bars: each unit's throughput (% of peak) per variant."""
+    with _style():
+        fig, ax = _figure(3.2, bottom_in=0.75, left_in=0.6)
+        n = max(len(units), 1)
+        width = 0.8 / n
+        for i, (unit, values) in enumerate(units.items()):
+            xs = [j + (i - (n - 1) / 2) * width for j in range(len(labels))]
+            ax.bar(xs, [_val(v) for v in values], width * 0.92, label=unit,
+                   color=UNIT_COLOURS.get(unit, MUTED))
+        ax.set_xticks(range(len(labels)), labels)
+        ax.set_ylim(0, 100)
+        ax.set_ylabel("% of peak")
+        ax.set_title("Speed of light: throughput per unit")
+        ax.grid(axis="x", visible=False)
+        ax.legend(ncols=len(units), loc="upper center", bbox_to_anchor=(0.5, -0.12), fontsize=8)
+        alt = "; ".join(
+            f"{lab}: " + ", ".join(f"{u} {_val(v[j]):.0f} %" for u, v in units.items())
+            for j, lab in enumerate(labels))
+        return _finish(fig, "speed-of-light", "Speed of light",
+                       "Throughput of each unit as % of its peak. Memory is the max over DRAM, L1 and L2.",
+                       "Speed-of-light throughput per variant: " + alt)
+
+
+def duration(labels: list[str], duration_us: list, speedup_vs_first: list,
+             parts: list[int], event_us: list | None = None) -> Chart:
+    """Left: duration per variant (log scale); right: speedup over the first variant."""
+    from paprof.analysis import fmt
+
+    with _style():
+        fig, (ax, bx) = _figure(0.9 + 0.34 * max(len(labels), 2), ncols=2, width_ratios=(3, 2),
+                                left_in=_label_margin(labels), bottom_in=0.5, wspace=0.05)
+        ys = list(range(len(labels)))[::-1]
+        vals = [_val(v) for v in duration_us]
+        events = [float(e) if _ok(e) else None for e in (event_us or [None] * len(labels))]
+        ax.barh(ys, vals, 0.6, color=[BAR if p <= 1 else BAR_ALT for p in parts])
+        if any(e is not None for e in events):
+            ax.scatter([e for e in events if e is not None], [y for y, e in zip(ys, events) if e is not None],
+                       marker="D", s=14, color="black", zorder=3, label="CUDA events, no profiler")
+            ax.legend(loc="lower right", fontsize=7)
+        positive = [v for v in vals if v > 0] + [e for e in events if e]
+        if positive:
+            lo, hi = min(positive) / 2, max(positive) * 8
+            ax.set_xlim(lo, hi)
+            _log_axis(ax.xaxis, lo, hi, (1,), fmt.duration_us)
+        for y, v, p in zip(ys, vals, parts):
+            if v > 0:
+                ax.text(v * 1.1, y, fmt.duration_us(v) + (f" ({p} kernels)" if p > 1 else ""),
+                        va="center", fontsize=8)
+        ax.set_yticks(ys, labels)
+        ax.set_ylim(-0.6, len(labels) - 0.4)
+        ax.set_xlabel("duration under ncu (log scale)")
+        ax.set_title("Duration")
+        ax.grid(axis="y", visible=False)
+
+        sp = [_val(s) for s in speedup_vs_first]
+        bx.barh(ys, sp, 0.6, color=[ACCENT if s >= 1 else MUTED for s in sp])
+        posit = [s for s in sp if s > 0]
+        if posit:
+            lo, hi = min(min(posit), 1) / 1.5, max(max(posit), 1) * 4
+            bx.set_xlim(lo, hi)
+            _log_axis(bx.xaxis, lo, hi, (1, 2, 5), fmt.ratio)
+        bx.axvline(1, color="black", linewidth=0.8)
+        for y, s in zip(ys, sp):
+            if s > 0:
+                bx.text(s * 1.08, y, fmt.ratio(s), va="center", fontsize=8)
+        bx.set_yticks(ys, [""] * len(ys))
+        bx.set_ylim(-0.6, len(labels) - 0.4)
+        bx.set_xlabel(f"speedup over {labels[0]} (log scale)" if labels else "speedup")
+        bx.set_title("Speedup")
+        bx.grid(axis="y", visible=False)
+        alt = "; ".join(f"{lab}: {fmt.duration_us(v)}, {fmt.ratio(s)}" for lab, v, s in zip(labels, vals, sp))
+        return _finish(fig, "duration", "Duration and speedup",
+                       "Duration of each variant under ncu (a split variant: the sum of its kernels) "
+                       f"and its speedup over {labels[0] if labels else 'the first'}.",
+                       "Duration and speedup per variant: " + alt)
+
+
+def bandwidth(labels: list[str], achieved_gbs: list, ceiling_tbs: list, datasheet_tbs: list,
+              ceiling_label: str) -> Chart:
+    """Achieved DRAM bandwidth per variant against the measured ceiling (and the datasheet)."""
+    from paprof.analysis import fmt
+
+    with _style():
+        fig, ax = _figure(1.2 + 0.32 * max(len(labels), 2), left_in=_label_margin(labels), bottom_in=0.85)
+        ys = list(range(len(labels)))[::-1]
+        tbs = [_val(g) / 1e3 for g in achieved_gbs]
+        ax.barh(ys, tbs, 0.6, color=BAR)
+        ceilings = [float(c) for c in ceiling_tbs if _ok(c)]
+        sheets = [float(c) for c in datasheet_tbs if _ok(c)]
+        if ceilings and len(set(ceilings)) == 1:
+            ax.axvline(ceilings[0], color=ACCENT, linewidth=1.6,
+                       label=f"{ceiling_label} {fmt.sig(ceilings[0])} TB/s")
+        else:
+            for y, c in zip(ys, ceiling_tbs):
+                if _ok(c):
+                    ax.plot([c, c], [y - 0.4, y + 0.4], color=ACCENT, linewidth=1.6)
+        if sheets and len(set(sheets)) == 1 and sheets[0] not in ceilings:
+            ax.axvline(sheets[0], color=MUTED, linewidth=1, linestyle="--",
+                       label=f"datasheet {fmt.sig(sheets[0])} TB/s")
+        right = max([*tbs, *ceilings, *sheets, 0.001]) * 1.25
+        ax.set_xlim(0, right)
+        for y, t, c in zip(ys, tbs, ceiling_tbs):
+            if t > 0:
+                share = f" ({fmt.pct(t / float(c) * 100, 0 if t >= 0.1 * float(c) else 1)})" if _ok(c) else ""
+                ax.text(t + right * 0.01, y, fmt.bandwidth_gbs(t * 1e3) + share, va="center", fontsize=8)
+        ax.set_yticks(ys, labels)
+        ax.set_ylim(-0.6, len(labels) - 0.4)
+        ax.set_xlabel("achieved DRAM bandwidth, TB/s (read + write)")
+        ax.set_title("Achieved bandwidth against the ceiling")
+        ax.grid(axis="y", visible=False)
+        if ceilings or sheets:
+            ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.45 / (0.32 * max(len(labels), 2))),
+                      ncols=2, fontsize=8)
+        alt = "; ".join(f"{lab}: {fmt.bandwidth_gbs(t * 1e3)}" for lab, t in zip(labels, tbs))
+        caption = "DRAM bandwidth each variant achieved under ncu"
+        caption += f", against the {ceiling_label}." if ceilings else " (no ceiling known for this GPU)."
+        return _finish(fig, "bandwidth", "Achieved bandwidth", caption,
+                       "Achieved DRAM bandwidth per variant: " + alt)
+
+
+def occupancy(labels: list[str], theoretical: list, achieved: list, limiters: list[str]) -> Chart:
+    """Theoretical and achieved occupancy per variant; the limiter under each label."""
+    with _style():
+        fig, ax = _figure(3.4, bottom_in=0.8)
+        xs = list(range(len(labels)))
+        ax.bar([x - 0.2 for x in xs], [_val(v) for v in theoretical], 0.38, color=BAR_ALT,
+               label="theoretical")
+        ax.bar([x + 0.2 for x in xs], [_val(v) for v in achieved], 0.38, color=BAR, label="achieved")
+        for x, t, a in zip(xs, theoretical, achieved):
+            for dx, v in ((-0.2, t), (0.2, a)):
+                if _ok(v):
+                    ax.text(x + dx, _val(v) + 1.5, f"{_val(v):.0f}", ha="center", fontsize=7)
+        ax.set_xticks(xs, [f"{lab}\n{lim}" if lim else lab for lab, lim in zip(labels, limiters)],
+                      fontsize=8)
+        ax.set_ylim(0, 105)
+        ax.set_ylabel("% of max warps per SM")
+        ax.set_title("Occupancy and what limits it")
+        ax.grid(axis="x", visible=False)
+        ax.legend(loc="upper right", fontsize=8, ncols=2)
+        alt = "; ".join(f"{lab}: theoretical {_val(t):.0f} %, achieved {_val(a):.0f} %, limited by {lim or 'n/a'}"
+                        for lab, t, a, lim in zip(labels, theoretical, achieved, limiters))
+        return _finish(fig, "occupancy", "Occupancy",
+                       "Theoretical occupancy (what the per-SM limits allow) and achieved occupancy; "
+                       "under each variant, the limit that binds and the blocks per SM it allows.",
+                       "Occupancy per variant: " + alt)

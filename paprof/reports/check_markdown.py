@@ -1,0 +1,64 @@
+"""A regression verdict as GitHub-flavoured Markdown (for ``$GITHUB_STEP_SUMMARY``).
+
+Regressions first (one line each, naming variant, metric, baseline, now and the
+allowance), then every check in one table, then the notes.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from paprof.analysis.regress import Verdict
+
+_STATUS = {"pass": "pass", "improved": "improved", "regressed": "**REGRESSED**"}
+
+
+def _cell(text: str) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def verdict_markdown(verdict: Verdict) -> str:
+    """The Markdown text of ``verdict``."""
+    mark = "PASS" if verdict.passed else "FAIL"
+    lines = [f"## paprof check: {mark}", "", verdict.summary, ""]
+    prov = verdict.provenance
+    where = ", ".join(
+        f"{label} {value}"
+        for label, value in (
+            ("GPU", prov.gpu),
+            ("ncu", prov.ncu_version),
+            ("clock control", prov.clock_control),
+            ("commit", prov.git_commit),
+        )
+        if value
+    )
+    if where:
+        lines += [f"Runs: {where}.", ""]
+    if verdict.regressions:
+        lines += ["### Regressions", ""]
+        lines += [f"- {_cell(r.message)}" for r in verdict.regressions]
+        lines.append("")
+    lines += [
+        "| Variant | Shape | Metric | Baseline | Now | Change | Allowed | Status |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for r in verdict.results:
+        shape = r.shape if r.shape_now is None else f"{r.shape} (now {r.shape_now})"
+        cells = (
+            r.name, shape, f"{r.rule.label} (`{r.metric}`)", r.fmt_stat(r.baseline),
+            r.fmt_stat(r.now), r.delta_text, r.allowed_text, _STATUS[r.status],
+        )
+        lines.append("| " + " | ".join(_cell(c) for c in cells) + " |")
+    if verdict.notes:
+        lines += ["", "### Notes", ""]
+        lines += [f"- {_cell(n)}" for n in verdict.notes]
+    return "\n".join(lines) + "\n"
+
+
+def write_markdown(verdict: Verdict, path: str | os.PathLike) -> Path:
+    """Write ``verdict``'s Markdown to ``path`` (replacing it)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(verdict_markdown(verdict), encoding="utf-8")
+    return path

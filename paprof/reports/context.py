@@ -1,0 +1,621 @@
+"""The one object the report templates display.
+
+``build_context(comparison)`` turns a ``paprof.analysis.compare.Comparison`` into a
+``ReportContext``: plain dataclasses holding, for every number, its raw value (for tests
+and for the charts) and its text (for the templates). The HTML and the Markdown
+templates read the same context; neither computes anything.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+
+from paprof import __version__
+from paprof.analysis import fmt
+from paprof.analysis.compare import (
+    Comparison,
+    RuleChange,
+    VariantResult,
+    binding_limits,
+    bound_words,
+    limiter_name,
+)
+
+# -- the context's parts ----------------------------------------------------------------
+
+
+@dataclass
+class Cell:
+    """One variant's value in one table row, and its change from the previous variant."""
+
+    value: object
+    """Raw value (None where absent)."""
+    text: str
+    delta: float | None = None
+    """Raw change from the previous variant: points for percentages, a ratio - 1 otherwise."""
+    delta_text: str = ""
+    trend: str = ""
+    """``better``, ``worse`` (duration only), ``moved`` (past its threshold) or empty."""
+
+
+@dataclass
+class TableRow:
+    key: str
+    label: str
+    meaning: str
+    cells: list[Cell]
+    text: bool = False
+    """A row of words rather than numbers (the template lets it wrap)."""
+
+
+@dataclass
+class TableSection:
+    title: str
+    rows: list[TableRow]
+
+    def row(self, key: str) -> TableRow:
+        return next(r for r in self.rows if r.key == key)
+
+
+@dataclass
+class KernelView:
+    name: str
+    duration_us: float | None
+    duration: str
+    share: float | None
+    share_text: str
+    grid: str
+    block: str
+    bottleneck: str
+
+
+@dataclass
+class VariantView:
+    label: str
+    variant: str
+    family: str | None
+    idea: str | None
+    shape: str | None
+    gpu: str | None
+    duration_us: float | None
+    duration: str
+    bottleneck: str | None
+    bottleneck_text: str
+    evidence: list[str]
+    kernels: list[KernelView]
+    report: str | None
+
+    @property
+    def multi_kernel(self) -> bool:
+        return len(self.kernels) > 1
+
+
+@dataclass
+class RuleView:
+    kind: str
+    id: str
+    title: str
+    text: str
+    before: str
+    after: str
+    message: str
+
+
+@dataclass
+class StepView:
+    before: str
+    after: str
+    title: str
+    """``v2 -> v3``"""
+    headline: str
+    speedup: float | None
+    speedup_text: str
+    verdict: str
+    """``faster``, ``slower`` or ``same``."""
+    bottleneck_before: str | None
+    bottleneck_after: str | None
+    bottleneck_before_text: str
+    bottleneck_after_text: str
+    sentences: list[str]
+    summary: str
+    evidence_after: list[str]
+    rules: list[RuleView]
+
+
+@dataclass
+class ProvenanceView:
+    columns: list[tuple[str, str]]
+    """(key, heading) of each column of ``rows``."""
+    rows: list[dict]
+    """One per variant: key -> text."""
+    common: list[tuple[str, str]]
+    """(heading, text) of the fields every variant shares."""
+    varying: list[tuple[str, str]]
+    """(key, heading) of the columns worth a per-variant table: those that differ, and
+    the ones that always identify a run (date, commit, verification, report file)."""
+
+
+@dataclass
+class ChartView:
+    id: str
+    title: str
+    caption: str
+    alt: str
+    uri: str
+    width: int
+    height: int
+
+
+@dataclass
+class ReportContext:
+    """Everything the templates show."""
+
+    title: str
+    subtitle: str
+    summary: str
+    generated: str
+    paprof_version: str
+    labels: list[str]
+    variants: list[VariantView]
+    steps: list[StepView]
+    table: list[TableSection]
+    charts: list[ChartView]
+    provenance: ProvenanceView
+    warnings: list[str]
+    notes: list[str]
+    ceiling_text: str
+    thresholds_text: str
+    absent: list[str] = field(default_factory=list)
+    """Table rows left out: no variant's report or sidecar records them."""
+    raw: dict = field(default_factory=dict, repr=False)
+    """Raw per-variant series the charts were drawn from (label -> column -> value)."""
+
+    def section(self, title: str) -> TableSection:
+        return next(s for s in self.table if s.title == title)
+
+    def row(self, key: str) -> TableRow:
+        for s in self.table:
+            for r in s.rows:
+                if r.key == key:
+                    return r
+        raise KeyError(key)
+
+
+# -- the side-by-side table --------------------------------------------------------------
+@dataclass(frozen=True)
+class RowSpec:
+    key: str
+    label: str
+    kind: str
+    """A ``paprof.analysis.fmt.FORMATTERS`` key, or ``text``."""
+    delta: str = "rel"
+    """``rel`` (percent change), ``pts`` (points), ``text`` (changed or not) or ``none``."""
+    better: str | None = None
+    """``lower`` or ``higher`` when one direction is plainly better (duration)."""
+    meaning: str = ""
+    compare_key: str | None = None
+    """For a text row: the series key whose change counts (default: ``key``)."""
+
+
+TABLE: tuple[tuple[str, tuple[RowSpec, ...]], ...] = (
+    ("Time", (
+        RowSpec("duration_us", "Duration (ncu)", "duration_us", better="lower"),
+        RowSpec("duration_us_event", "Duration (CUDA events, no profiler)", "duration_us", better="lower",
+                meaning="Median CUDA-event time of the launch sequence without ncu (from the run's sidecar)"),
+        RowSpec("speedup_prev", "Speedup over the previous variant", "ratio", delta="none",
+                meaning="Previous variant's ncu duration over this one's"),
+        RowSpec("speedup_first", "Speedup over the first variant", "ratio", delta="none",
+                meaning="First variant's ncu duration over this one's"),
+        RowSpec("elapsed_cycles", "Elapsed cycles", "big"),
+    )),
+    ("Speed of light (% of peak)", (
+        RowSpec("sm_throughput_pct", "SM throughput", "pct", "pts"),
+        RowSpec("memory_throughput_pct", "Memory throughput", "pct", "pts"),
+        RowSpec("dram_throughput_pct", "DRAM throughput", "pct", "pts"),
+        RowSpec("l1_throughput_pct", "L1 throughput", "pct", "pts"),
+        RowSpec("l2_throughput_pct", "L2 throughput", "pct", "pts"),
+    )),
+    ("DRAM", (
+        RowSpec("dram_active_cycles", "DRAM active cycles", "big"),
+        RowSpec("dram_bytes", "DRAM bytes", "bytes"),
+        RowSpec("achieved_bandwidth_gbs", "Achieved bandwidth", "bandwidth_gbs"),
+        RowSpec("bandwidth_of_ceiling_pct", "Of the bandwidth ceiling", "pct", "pts",
+                meaning="Achieved bandwidth over the GPU's measured read ceiling (or datasheet)"),
+    )),
+    ("Occupancy", (
+        RowSpec("theoretical_occupancy_pct", "Theoretical occupancy", "pct", "pts"),
+        RowSpec("achieved_occupancy_pct", "Achieved occupancy", "pct", "pts"),
+        RowSpec("limited_by", "Limited by", "text", "text",
+                meaning="The per-SM block limit(s) that bind: the smallest of the four below"),
+        RowSpec("registers_per_thread", "Registers per thread", "count"),
+        RowSpec("shared_mem_per_block_bytes", "Shared memory per block", "bytes_binary"),
+        RowSpec("block_limit_registers", "Block limit: registers", "count"),
+        RowSpec("block_limit_shared_mem", "Block limit: shared memory", "count"),
+        RowSpec("block_limit_warps", "Block limit: warps", "count"),
+        RowSpec("block_limit_blocks", "Block limit: blocks per SM", "count"),
+    )),
+    ("Launch", (
+        RowSpec("grid_size", "Grid size (CTAs)", "count"),
+        RowSpec("block_size", "Block size (threads)", "count"),
+        RowSpec("waves_per_sm", "Waves per SM", "number"),
+    )),
+    ("Warps", (
+        RowSpec("issue_active_pct", "Issue active", "pct", "pts"),
+        RowSpec("top_stall", "Top warp stall", "text", "text",
+                meaning="The stall reason with the most warp cycles per issued instruction "
+                "(in parentheses: those cycles)", compare_key="top_stall_reason"),
+    )),
+    ("Verdict", (
+        RowSpec("bottleneck", "Bottleneck", "text", "text"),
+    )),
+)
+"""The table's sections and rows, in display order."""
+
+
+def _meaning(spec: RowSpec) -> str:
+    if spec.meaning:
+        return spec.meaning
+    try:
+        from paprof.analysis.metrics import BY_COLUMN
+    except ImportError:  # pragma: no cover - the catalogue always ships
+        return ""
+    entry = BY_COLUMN.get(spec.key)
+    return entry.meaning if entry else ""
+
+
+def _series(cmp: Comparison) -> dict[str, dict]:
+    """label -> column -> raw value, including the derived rows of the table."""
+    out: dict[str, dict] = {}
+    first = cmp.variants[0].get("duration_us") if cmp.variants else None
+    prev = None
+    for v in cmp.variants:
+        values = dict(v.values)
+        dur = values.get("duration_us")
+        values["speedup_prev"] = (prev / dur) if (prev and dur) else None
+        values["speedup_first"] = (first / dur) if (first and dur) else None
+        bw = values.get("achieved_bandwidth_gbs")
+        values["bandwidth_of_ceiling_pct"] = (bw / v.ceiling.gbs * 100) if (bw is not None and v.ceiling) else None
+        values["bottleneck"] = v.bottleneck
+        reason, cycles = values.get("top_stall_reason"), values.get("top_stall_cycles")
+        values["top_stall"] = (f"{reason.replace('_', ' ')} ({fmt.number(cycles, 2)})"
+                               if reason else None)
+        names, blocks = binding_limits(v)
+        values["limited_by"] = " + ".join(limiter_short(n) for n in names) or None
+        values["limited_by_blocks"] = blocks
+        out[v.label] = values
+        prev = dur
+    return out
+
+
+def _cell_text(spec: RowSpec, value) -> str:
+    if spec.key == "bottleneck":
+        return bound_words(value)
+    if spec.kind == "text":
+        return fmt.MISSING if value is None else str(value)
+    return fmt.FORMATTERS[spec.kind](value)
+
+
+def _cell(spec: RowSpec, value, before, moved: bool | None) -> Cell:
+    cell = Cell(value=value, text=_cell_text(spec, value))
+    if before is _FIRST or spec.delta == "none":
+        return cell
+    if spec.delta == "text":
+        if value is not None and before is not None and value != before:
+            cell.delta_text = "changed"
+            cell.trend = "moved"
+        return cell
+    if fmt.is_missing(value) or fmt.is_missing(before):
+        return cell
+    value, before = float(value), float(before)
+    if spec.delta == "pts":
+        cell.delta = value - before
+        cell.delta_text = fmt.signed_pts(cell.delta)
+    else:
+        if before == 0:
+            cell.delta = None
+            cell.delta_text = "" if value == 0 else "new"
+        else:
+            cell.delta = value / before - 1
+            cell.delta_text = (fmt.signed_pct(cell.delta * 100) if cell.delta < 1
+                               else f"{fmt.ratio(value / before)}")
+        if value == before:
+            cell.delta_text = "="
+    if moved is None:
+        moved = value != before
+    if moved:
+        if spec.better == "lower":
+            cell.trend = "better" if value < before else "worse"
+        elif spec.better == "higher":
+            cell.trend = "better" if value > before else "worse"
+        else:
+            cell.trend = "moved"
+    return cell
+
+
+_FIRST = object()
+
+
+def build_table(cmp: Comparison, series: dict[str, dict]) -> tuple[list[TableSection], list[str]]:
+    """The side-by-side table, and the labels of rows left out because no variant has them."""
+    sections, absent = [], []
+    for title, specs in TABLE:
+        rows = []
+        for spec in specs:
+            cells = []
+            for i, v in enumerate(cmp.variants):
+                value = series[v.label].get(spec.key)
+                if i == 0:
+                    cells.append(_cell(spec, value, _FIRST, None))
+                    continue
+                prev_values = series[cmp.variants[i - 1].label]
+                if spec.compare_key:
+                    cell = _cell(spec, value, _FIRST, None)
+                    now, then = series[v.label].get(spec.compare_key), prev_values.get(spec.compare_key)
+                    if now is not None and then is not None and now != then:
+                        cell.delta_text, cell.trend = "changed", "moved"
+                    cells.append(cell)
+                    continue
+                delta = cmp.steps[i - 1].deltas.get(spec.key)
+                cells.append(_cell(spec, value, prev_values.get(spec.key), delta.moved if delta else None))
+            if all(c.value is None for c in cells):
+                absent.append(spec.label)
+                continue
+            rows.append(TableRow(spec.key, spec.label, _meaning(spec), cells, spec.kind == "text"))
+        if rows:
+            sections.append(TableSection(title, rows))
+    return sections, absent
+
+
+# -- variants, steps, provenance ----------------------------------------------------------
+def _variant_view(v: VariantResult) -> VariantView:
+    kernels = [
+        KernelView(
+            name=k.kernel,
+            duration_us=k.duration_us,
+            duration=fmt.duration_us(k.duration_us),
+            share=k.share,
+            share_text=fmt.pct(k.share * 100) if k.share is not None else fmt.MISSING,
+            grid=fmt.count(k.grid_size),
+            block=fmt.count(k.block_size),
+            bottleneck=bound_words(k.bottleneck),
+        )
+        for k in v.kernels
+    ]
+    return VariantView(
+        label=v.label,
+        variant=v.variant,
+        family=v.family,
+        idea=v.idea,
+        shape=v.shape,
+        gpu=v.gpu,
+        duration_us=v.get("duration_us"),
+        duration=fmt.duration_us(v.get("duration_us")),
+        bottleneck=v.bottleneck,
+        bottleneck_text=bound_words(v.bottleneck),
+        evidence=list(v.evidence),
+        kernels=kernels,
+        report=v.report_path,
+    )
+
+
+def _rule_view(c: RuleChange) -> RuleView:
+    def est(p):
+        return fmt.pct(p) if p is not None else ("-" if c.kind != "changed" else fmt.MISSING)
+
+    return RuleView(c.kind, c.id, c.title, c.text,
+                    est(c.before_pct) if c.kind != "appeared" else "absent",
+                    est(c.after_pct) if c.kind != "disappeared" else "absent",
+                    c.message)
+
+
+def _step_views(cmp: Comparison) -> list[StepView]:
+    views = []
+    for s in cmp.steps:
+        after = cmp.variant(s.after)
+        if s.speedup is None:
+            verdict = "same"
+        elif not s.deltas["duration_us"].moved:
+            verdict = "same"
+        else:
+            verdict = "faster" if s.speedup >= 1 else "slower"
+        views.append(StepView(
+            before=s.before,
+            after=s.after,
+            title=f"{s.before} -> {s.after}",
+            headline=s.headline,
+            speedup=s.speedup,
+            speedup_text=fmt.ratio(s.speedup),
+            verdict=verdict,
+            bottleneck_before=s.bottleneck_before,
+            bottleneck_after=s.bottleneck_after,
+            bottleneck_before_text=bound_words(s.bottleneck_before),
+            bottleneck_after_text=bound_words(s.bottleneck_after),
+            sentences=list(s.sentences),
+            summary=s.summary,
+            evidence_after=list(after.evidence),
+            rules=[_rule_view(c) for c in s.rule_changes],
+        ))
+    return views
+
+
+PROVENANCE_COLUMNS = (
+    ("gpu", "GPU"),
+    ("driver", "Driver"),
+    ("ncu_version", "ncu"),
+    ("clock_control", "Clock control"),
+    ("shape", "Shape"),
+    ("preset", "Preset"),
+    ("date", "Profiled"),
+    ("git_commit", "Commit"),
+    ("verified", "Verified"),
+    ("report", "Report"),
+)
+
+
+PER_RUN = ("date", "git_commit", "verified", "report")
+"""Provenance columns shown per variant even when they agree."""
+
+
+def _date_text(value) -> str | None:
+    if not value:
+        return None
+    try:
+        when = datetime.fromisoformat(str(value))
+    except ValueError:
+        return str(value)
+    if when.tzinfo is not None:
+        when = when.astimezone(timezone.utc)
+        return when.strftime("%Y-%m-%d %H:%M UTC")
+    return when.strftime("%Y-%m-%d %H:%M")
+
+
+def _provenance_view(cmp: Comparison) -> ProvenanceView:
+    rows = []
+    for p in cmp.provenance:
+        row = {"label": p["label"]}
+        for key, _ in PROVENANCE_COLUMNS:
+            value = p.get(key)
+            if key == "date":
+                value = _date_text(value)
+            elif key == "verified":
+                value = {True: "passed", False: "FAILED", None: None}[value]
+                if p.get("rel_error") is not None and value:
+                    value += f" (rel. error {float(p['rel_error']):.1e})"
+            row[key] = "unknown" if value is None else str(value)
+        rows.append(row)
+    common, varying = [], []
+    for key, heading in PROVENANCE_COLUMNS:
+        values = {r[key] for r in rows}
+        if key not in PER_RUN and len(values) == 1 and rows:
+            common.append((heading, rows[0][key]))
+        else:
+            varying.append((key, heading))
+    dates = sorted({r["date"][:10] for r in rows if r["date"] != "unknown"})
+    if dates:
+        common.append(("Profiled", dates[0] if len(dates) == 1 else f"{dates[0]} to {dates[-1]}"))
+    return ProvenanceView(list(PROVENANCE_COLUMNS), rows, common, varying)
+
+
+SHORT_LIMITERS = {"registers": "registers", "shared memory": "shared mem", "warps": "warps",
+                  "blocks": "blocks/SM"}
+"""Occupancy limiters as a table cell or a chart tick says them."""
+
+
+def limiter_short(raw) -> str | None:
+    name = limiter_name(raw)
+    return None if name is None else SHORT_LIMITERS.get(name, name)
+
+
+# -- charts ------------------------------------------------------------------------------
+TICK_LIMITERS = {"registers": "regs", "shared memory": "smem", "warps": "warps", "blocks": "blocks"}
+"""Occupancy limiters as the occupancy chart's tick labels say them (narrow columns)."""
+
+
+def _limiter_tick(v: VariantResult) -> str:
+    names, blocks = binding_limits(v)
+    if not names:
+        return ""
+    text = "+".join(TICK_LIMITERS.get(n, n) for n in names)
+    return f"{text}\n{fmt.count(blocks)} per SM" if blocks is not None else text
+
+
+def build_charts(cmp: Comparison, series: dict[str, dict]) -> list[ChartView]:
+    from paprof.reports import charts
+
+    labels = [v.label for v in cmp.variants]
+    col = {key: [series[lab].get(key) for lab in labels] for key in (
+        "sm_throughput_pct", "memory_throughput_pct", "dram_throughput_pct", "l1_throughput_pct",
+        "l2_throughput_pct", "duration_us", "duration_us_event", "speedup_first",
+        "achieved_bandwidth_gbs", "theoretical_occupancy_pct", "achieved_occupancy_pct")}
+    ceilings = [v.ceiling for v in cmp.variants]
+    measured = any(c and c.measured for c in ceilings)
+    made = [
+        charts.speed_of_light(labels, {
+            "SM": col["sm_throughput_pct"], "Memory": col["memory_throughput_pct"],
+            "DRAM": col["dram_throughput_pct"], "L1": col["l1_throughput_pct"],
+            "L2": col["l2_throughput_pct"]}),
+        charts.duration(labels, col["duration_us"], col["speedup_first"],
+                        [len(v.kernels) for v in cmp.variants], col["duration_us_event"]),
+        charts.bandwidth(labels, col["achieved_bandwidth_gbs"],
+                         [c.tbs if c else None for c in ceilings],
+                         [c.datasheet_tbs if c else None for c in ceilings],
+                         "measured read ceiling" if measured else "datasheet bandwidth"),
+        charts.occupancy(labels, col["theoretical_occupancy_pct"], col["achieved_occupancy_pct"],
+                         [_limiter_tick(v) for v in cmp.variants]),
+    ]
+    return [ChartView(c.id, c.title, c.caption, c.alt, c.uri, c.width, c.height) for c in made]
+
+
+# -- the whole thing ---------------------------------------------------------------------
+def _summary(cmp: Comparison) -> str:
+    if not cmp.variants:
+        return ""
+    first, last, fastest = cmp.variants[0], cmp.variants[-1], cmp.fastest
+    parts = []
+    if fastest is not None:
+        text = f"Fastest: {fastest.label} ({fmt.duration_us(fastest.get('duration_us'))}, {bound_words(fastest.bottleneck)})"
+        d0 = first.get("duration_us")
+        if fastest is not first and d0:
+            text += f", {fmt.ratio(d0 / fastest.get('duration_us'))} faster than {first.label}"
+        parts.append(text + ".")
+    if len(cmp.variants) > 2 and last is not fastest and first.get("duration_us") and last.get("duration_us"):
+        r = first.get("duration_us") / last.get("duration_us")
+        word = "faster" if r >= 1 else "slower"
+        parts.append(f"{last.label} is {fmt.ratio(r if r >= 1 else 1 / r)} {word} than {first.label}.")
+    return " ".join(parts)
+
+
+def _ceiling_text(cmp: Comparison) -> str:
+    seen = []
+    for v in cmp.variants:
+        c = v.ceiling
+        if c is None:
+            continue
+        text = f"{fmt.sig(c.tbs)} TB/s ({c.source})"
+        if c.datasheet_tbs and c.datasheet_tbs != c.tbs:
+            text += f"; datasheet {fmt.sig(c.datasheet_tbs)} TB/s"
+        if text not in seen:
+            seen.append(text)
+    if not seen:
+        return "No bandwidth ceiling is known for this GPU (add it to paprof/analysis/gpus.py)."
+    return "Bandwidth ceiling: " + " | ".join(seen) + "."
+
+
+def _thresholds_text(cmp: Comparison) -> str:
+    t = cmp.thresholds
+    return (f"A metric counts as moved past: duration {fmt.pct(t.duration_rel * 100)}, throughput "
+            f"{fmt.number(t.throughput_pts)} pts, occupancy {fmt.number(t.occupancy_pts)} pts, "
+            f"DRAM traffic {fmt.pct(t.traffic_rel * 100)}, bandwidth {fmt.pct(t.bandwidth_rel * 100)}, "
+            f"waves {fmt.pct(t.waves_rel * 100)}, rule estimates {fmt.number(t.rule_speedup_pts)} pts.")
+
+
+def build_context(cmp: Comparison, charts: bool = True, generated: str | None = None) -> ReportContext:
+    """The report's context. ``charts=False`` skips matplotlib (the Markdown report has none)."""
+    labels = [v.label for v in cmp.variants]
+    series = _series(cmp)
+    families = sorted({v.family for v in cmp.variants if v.family})
+    shapes = sorted({str(v.shape) for v in cmp.variants if v.shape})
+    gpus = sorted({str(v.gpu) for v in cmp.variants if v.gpu})
+    subtitle = " · ".join(x for x in (
+        ", ".join(families), ", ".join(gpus), ", ".join(shapes)) if x)
+    table, absent = build_table(cmp, series)
+    return ReportContext(
+        title="paprof: " + " -> ".join(labels),
+        subtitle=subtitle,
+        summary=_summary(cmp),
+        generated=generated or datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        paprof_version=__version__,
+        labels=labels,
+        variants=[_variant_view(v) for v in cmp.variants],
+        steps=_step_views(cmp),
+        table=table,
+        charts=build_charts(cmp, series) if charts else [],
+        provenance=_provenance_view(cmp),
+        warnings=list(cmp.warnings),
+        notes=list(cmp.notes),
+        ceiling_text=_ceiling_text(cmp),
+        thresholds_text=_thresholds_text(cmp),
+        absent=absent,
+        raw=series,
+    )

@@ -1,0 +1,72 @@
+"""A regression verdict as JUnit XML, for CI systems that show test results.
+
+One ``<testsuite>`` per kernel variant, one ``<testcase>`` per (shape, metric); a
+regression is a ``<failure type="regression">`` whose message names variant, metric,
+baseline, now and the allowance. Notes (allowed mismatches, runs without a baseline
+entry) go to the suites' ``<system-out>``. Standard library only.
+"""
+
+from __future__ import annotations
+
+import os
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+from paprof.analysis.regress import Verdict
+
+_PROPERTIES = ("gpu", "ncu_version", "clock_control", "git_commit")
+"""Provenance of the current runs shown as each suite's ``<properties>``."""
+
+
+def junit_tree(verdict: Verdict) -> ET.ElementTree:
+    """The ``<testsuites>`` document of ``verdict``."""
+    failures = len(verdict.regressions)
+    root = ET.Element(
+        "testsuites",
+        name="paprof check",
+        tests=str(len(verdict.results)),
+        failures=str(failures),
+        errors="0",
+    )
+    suites: dict[str, ET.Element] = {}
+    for result in verdict.results:
+        suite = suites.get(result.name)
+        if suite is None:
+            suite = suites[result.name] = ET.SubElement(
+                root, "testsuite", name=f"paprof.check.{result.name.replace('/', '.')}"
+            )
+            props = ET.SubElement(suite, "properties")
+            for key in _PROPERTIES:
+                value = getattr(verdict.provenance, key)
+                if value is not None:
+                    ET.SubElement(props, "property", name=key, value=str(value))
+        case = ET.SubElement(
+            suite,
+            "testcase",
+            classname=suite.get("name"),
+            name=f"{result.metric} [{result.shape}]",
+            time="0",
+        )
+        if result.regressed:
+            failure = ET.SubElement(case, "failure", type="regression", message=result.message)
+            failure.text = result.message
+        out = ET.SubElement(case, "system-out")
+        out.text = f"{result.status}: {result.message}"
+    for suite in suites.values():
+        cases = suite.findall("testcase")
+        suite.set("tests", str(len(cases)))
+        suite.set("failures", str(sum(c.find("failure") is not None for c in cases)))
+        suite.set("errors", "0")
+        suite.set("skipped", "0")
+        if verdict.notes:
+            ET.SubElement(suite, "system-out").text = "\n".join(verdict.notes)
+    ET.indent(root)
+    return ET.ElementTree(root)
+
+
+def write_junit(verdict: Verdict, path: str | os.PathLike) -> Path:
+    """Write ``verdict`` as JUnit XML to ``path`` (UTF-8, with an XML declaration)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    junit_tree(verdict).write(path, encoding="utf-8", xml_declaration=True)
+    return path

@@ -1,0 +1,254 @@
+"""The loader on stand-in ncu_report actions: columns, units, provenance, variant rows."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+from paprof.analysis import load
+from paprof.analysis import metrics as M
+from paprof.errors import UserError
+
+try:
+    from test_analysis_fakes import FakeRule, make_action
+except ImportError:  # tests/ as a package
+    from tests.test_analysis_fakes import FakeRule, make_action
+
+
+@pytest.fixture
+def fake_reports(tmp_path, monkeypatch):
+    """``add(relative_path, *actions, sidecar=None)`` makes a report file whose actions
+    the loader will read (open_report is replaced; the file itself is a placeholder)."""
+    actions: dict[Path, list] = {}
+
+    def fake_open(path):
+        return None, actions[Path(path).resolve()]
+
+    monkeypatch.setattr(load, "open_report", fake_open)
+
+    def add(relative, *acts, sidecar=None):
+        path = tmp_path / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(b"NVR\x00")
+        actions[path.resolve()] = list(acts)
+        if sidecar is not None:
+            path.with_name(path.name[: -len(".ncu-rep")] + ".json").write_text(
+                json.dumps(sidecar))
+        return path
+
+    return add
+
+
+def test_one_row_per_action_in_the_contract_column_order(fake_reports):
+    path = fake_reports("v3.ncu-rep", make_action())
+    df = load.load_reports([path])
+    assert len(df) == 1
+    assert list(df.columns[: len(M.DESIGN_COLUMNS)]) == list(M.DESIGN_COLUMNS)
+    after = list(df.columns[len(M.DESIGN_COLUMNS): len(M.DESIGN_COLUMNS) + 4])
+    assert after == ["bottleneck_evidence", "rules", "report_path", "sidecar"]
+    assert list(df.columns) == load.columns()
+    assert df.columns[-1] == "result_index"
+
+
+def test_units_and_derived_columns(fake_reports):
+    row = load.load_reports(fake_reports("v3.ncu-rep", make_action())).iloc[0]
+    assert row["duration_us"] == pytest.approx(600.0)
+    assert row["dram_bytes"] == pytest.approx(3.6e12 * 600e-6)
+    assert row["achieved_bandwidth_gbs"] == pytest.approx(3600.0)
+    assert row["shared_mem_per_block_bytes"] == 16384
+    assert row["occupancy_limiter"] == "shared_mem"
+    assert row["top_stall_reason"] == "long_scoreboard"
+    assert row["bottleneck"] == "dram-bound"
+    assert row["bottleneck_evidence"][0].startswith("DRAM throughput 84.9 % of peak")
+    assert row["dram_throughput_pct"] == pytest.approx(84.9)
+
+
+def test_dram_bytes_prefer_the_read_and_write_counters(fake_reports):
+    action = make_action(dram_bytes_read=2.0e9, dram_bytes_write=1.0e6)
+    row = load.load_reports(fake_reports("v3.ncu-rep", action)).iloc[0]
+    assert row["dram_bytes"] == pytest.approx(2.001e9)
+    assert row["achieved_bandwidth_gbs"] == pytest.approx(2.001e9 / 600e-6 / 1e9)
+
+
+def test_a_report_in_another_unit_is_converted(fake_reports):
+    action = make_action()
+    name = M.BY_COLUMN["duration_us"].ncu_name
+    action._metrics[name]._value, action._metrics[name]._unit = 600.0, "usecond"
+    row = load.load_reports(fake_reports("v3.ncu-rep", action)).iloc[0]
+    assert row["duration_us"] == pytest.approx(600.0)
+
+
+def test_absent_metric_is_nan_and_its_section_is_named(fake_reports):
+    action = make_action(dram_throughput_pct=None, lsu_pipe_pct=None)
+    df = load.load_reports(fake_reports("v3.ncu-rep", action))
+    assert math.isnan(df.loc[0, "dram_throughput_pct"])
+    assert df.attrs["missing"]["dram_throughput_pct"] == "SpeedOfLight"
+    assert df.attrs["missing"]["lsu_pipe_pct"] == "SpeedOfLight"
+    assert df.attrs["missing"]["dram_bytes_read"] == "MemoryWorkloadAnalysis_Chart"
+    assert "duration_us" not in df.attrs["missing"]
+    assert "dram_bytes" not in df.attrs["missing"]  # from bytes/s x duration
+
+
+def test_missing_launch_stats_leave_derived_columns_nan(fake_reports):
+    action = make_action(shared_mem_static_bytes=None, block_limit_registers=None,
+                         block_limit_shared_mem=None, block_limit_warps=None,
+                         block_limit_blocks=None)
+    df = load.load_reports(fake_reports("x.ncu-rep", action))
+    assert math.isnan(df.loc[0, "shared_mem_per_block_bytes"])
+    assert df.loc[0, "occupancy_limiter"] == ""
+    assert df.attrs["missing"]["shared_mem_per_block_bytes"] == "LaunchStats"
+
+
+def test_without_sidecar_variant_is_the_stem_and_gpu_the_device(fake_reports):
+    row = load.load_reports(fake_reports("foreign_kernel.ncu-rep", make_action())).iloc[0]
+    assert (row["variant"], row["family"], row["shape"]) == ("foreign_kernel", "", "")
+    assert row["gpu"] == "NVIDIA H200"
+    assert row["sidecar"] is None
+    assert row["kernel"] == "paged_decode_v3"
+
+
+def test_sidecar_supplies_variant_family_shape_gpu(fake_reports):
+    sidecar = {"schema": 1, "family": "paged_decode", "variant": "v3",
+               "shape": "batch=64,context=4096", "gpu": "NVIDIA H200 (from sidecar)"}
+    path = fake_reports("runs/x/b64.ncu-rep", make_action(), sidecar=sidecar)
+    row = load.load_reports([path]).iloc[0]
+    assert (row["variant"], row["family"], row["shape"]) == (
+        "v3", "paged_decode", "batch=64,context=4096")
+    assert row["gpu"] == "NVIDIA H200 (from sidecar)"
+    assert row["sidecar"]["schema"] == 1
+    assert row["report_path"] == str(path)
+
+
+def test_folders_are_searched_and_the_store_layout_names_the_variant(fake_reports, tmp_path):
+    fake_reports("runs/nvidia-h200/paged_decode/v2/b64_ctx4096.ncu-rep", make_action())
+    fake_reports("runs/nvidia-h200/paged_decode/v3/b64_ctx4096.ncu-rep", make_action())
+    df = load.load_reports([tmp_path / "runs"])
+    assert list(df["variant"]) == ["v2", "v3"]
+    assert set(df["family"]) == {"paged_decode"}
+    assert set(df["shape"]) == {"b64_ctx4096"}
+
+
+def test_the_same_report_twice_loads_once(fake_reports):
+    path = fake_reports("v3.ncu-rep", make_action())
+    assert len(load.load_reports([path, path, path.parent])) == 1
+
+
+def test_rules_are_plain_dicts(fake_reports):
+    rules = [FakeRule("SOLBottleneck", "DRAM is busy. More.", kind=3, title="High Memory",
+                      speedup=12.5),
+             FakeRule("Silent", None), FakeRule("Fine", "All good.", kind=1)]
+    row = load.load_reports(fake_reports("v3.ncu-rep", make_action(rules=rules))).iloc[0]
+    assert row["rules"][0] == {"id": "SOLBottleneck", "title": "High Memory",
+                               "type": "WARNING", "message": "DRAM is busy. More.",
+                               "speedup_pct": 12.5}
+    assert [r["id"] for r in row["rules"]] == ["SOLBottleneck", "Fine"]
+    assert math.isnan(row["rules"][1]["speedup_pct"]) and row["rules"][1]["type"] == "OK"
+    assert "ncu SOLBottleneck: DRAM is busy." in row["bottleneck_evidence"]
+
+
+def test_launch_counts_each_kernels_launches(fake_reports):
+    path = fake_reports("v4.ncu-rep",
+                        make_action("partial"), make_action("merge"),
+                        make_action("partial"), make_action("merge"))
+    df = load.load_reports(path)
+    assert list(zip(df["kernel"], df["launch"], df["result_index"])) == [
+        ("partial", 0, 0), ("merge", 0, 1), ("partial", 1, 2), ("merge", 1, 3)]
+    assert df["launch"].dtype == "int64" and df["grid_size"].dtype == "float64"
+
+
+def test_variant_rows_sum_split_kv_kernels_per_launch(fake_reports):
+    partial = dict(duration_us=3900.0, dram_throughput_pct=73.4, registers_per_thread=64.0,
+                   grid_size=16384.0, dram_bytes_per_second=3.0e12, stall_long_scoreboard=40.0)
+    merge = dict(duration_us=100.0, dram_throughput_pct=85.7, registers_per_thread=30.0,
+                 grid_size=2048.0, dram_bytes_per_second=1.0e12, stall_barrier=50.0,
+                 stall_long_scoreboard=10.0)
+    path = fake_reports("v4.ncu-rep",
+                        make_action("partial", **partial), make_action("merge", **merge),
+                        make_action("partial", **partial), make_action("merge", **merge))
+    v3 = fake_reports("v3.ncu-rep", make_action())
+    df = load.load_reports([path, v3])
+    rows = load.variant_rows(df)
+    assert list(rows["variant"]) == ["v4", "v4", "v3"]
+    first = rows.iloc[0]
+    assert first["kernels"] == ["partial", "merge"]
+    assert first["kernel"] == "partial + merge"
+    assert first["duration_us"] == pytest.approx(4000.0)
+    assert first["dram_throughput_pct"] == pytest.approx((73.4 * 3900 + 85.7 * 100) / 4000)
+    assert first["dram_bytes"] == pytest.approx(3.0e12 * 3900e-6 + 1.0e12 * 100e-6)
+    assert first["achieved_bandwidth_gbs"] == pytest.approx(first["dram_bytes"] / 4000e-6 / 1e9)
+    assert first["registers_per_thread"] == 64 and first["grid_size"] == 16384
+    assert first["top_stall_reason"] == "long_scoreboard"
+    assert first["bottleneck"] == "dram-bound"
+    assert rows.iloc[2]["kernels"] == ["paged_decode_v3"]
+    assert rows.iloc[2]["duration_us"] == pytest.approx(600.0)
+    assert list(rows.columns) == list(df.columns) + ["kernels"]
+    assert rows.attrs["missing"] == df.attrs["missing"]
+
+
+def test_variant_rows_keep_every_part_rule_with_its_kernel(fake_reports):
+    path = fake_reports("v4.ncu-rep",
+                        make_action("partial", rules=[FakeRule("A", "a.")]),
+                        make_action("merge", duration_us=10.0, rules=[FakeRule("B", "b.")]))
+    rows = load.variant_rows(load.load_reports(path))
+    assert [(r["id"], r["kernel"]) for r in rows.iloc[0]["rules"]] == [
+        ("A", "partial"), ("B", "merge")]
+
+
+# -- errors -----------------------------------------------------------------------------
+
+
+def test_nothing_given_or_nothing_found_is_a_user_error(tmp_path):
+    with pytest.raises(UserError, match="no report given"):
+        load.load_reports([])
+    with pytest.raises(UserError, match="no .ncu-rep reports"):
+        load.load_reports([tmp_path])
+    with pytest.raises(UserError, match="nope.ncu-rep"):
+        load.load_reports([tmp_path / "nope.ncu-rep"])
+
+
+@pytest.mark.parametrize("name", ["notes.ncu-rep", "notes.txt"])
+def test_a_text_file_is_a_user_error_naming_it(tmp_path, name):
+    path = tmp_path / name
+    path.write_text("hello, I am not a report\n")
+    with pytest.raises(UserError, match=f"{name}: not an Nsight Compute report"):
+        load.load_reports([path])
+
+
+def test_an_empty_file_is_a_user_error(tmp_path):
+    path = tmp_path / "empty.ncu-rep"
+    path.write_bytes(b"")
+    with pytest.raises(UserError, match="empty.ncu-rep"):
+        load.load_reports([path])
+
+
+def test_a_report_with_no_kernels_is_a_user_error(fake_reports, monkeypatch):
+    from paprof.analysis import ncu_reader
+
+    class Empty:
+        def num_ranges(self):
+            return 0
+
+    class Module:
+        @staticmethod
+        def load_report(path):
+            return Empty()
+
+    path = fake_reports("empty.ncu-rep")
+    path.write_bytes(b"NVR\x00" + (0).to_bytes(4, "little"))
+    monkeypatch.setattr(ncu_reader, "import_ncu_report", lambda: Module)
+    monkeypatch.setattr(load, "open_report", ncu_reader.open_report)
+    with pytest.raises(UserError, match="empty.ncu-rep: the report holds no profiled kernels"):
+        load.load_reports([path])
+
+
+def test_occupancy_limiter_ties_name_the_hardware_cap_first(fake_reports):
+    # v2 on the H200: 1-warp CTAs tie the block limit and the shared-memory limit at 32.
+    action = make_action(block_limit_registers=40.0, block_limit_shared_mem=32.0,
+                         block_limit_warps=64.0, block_limit_blocks=32.0)
+    row = load.load_reports(fake_reports("v2.ncu-rep", action)).iloc[0]
+    assert row["occupancy_limiter"] == "blocks"
+    assert load.occupancy_limiter({"block_limit_registers": 12.0,
+                                   "block_limit_shared_mem": 12.0}) == "registers"

@@ -1,0 +1,127 @@
+"""The metric catalogue: names ncu really records, complete for the DESIGN.md schema."""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import inspect
+from pathlib import Path
+
+import pytest
+
+from paprof.analysis import metrics as M
+
+DATA = Path(__file__).resolve().parent / "data"
+DEFAULT_LIST = DATA / "ncu-2025.3.1-h200-default-sections-metrics.txt"
+PACKAGE = Path(M.__file__).resolve().parents[1]
+
+#: Catalogue metrics outside ncu's default sections, so absent from DEFAULT_LIST. Each is
+#: a documented ncu metric of the section named (the "full" set collects it).
+OUTSIDE_DEFAULT = {
+    "dram__bytes_read.sum": "MemoryWorkloadAnalysis_Chart",
+    "dram__bytes_write.sum": "MemoryWorkloadAnalysis_Chart",
+}
+
+#: DESIGN.md columns that do not come from ncu metrics.
+NOT_FROM_NCU = {"variant", "family", "kernel", "launch", "shape", "bottleneck"}
+
+
+@pytest.fixture(scope="module")
+def recorded() -> set[str]:
+    names = {line.strip() for line in DEFAULT_LIST.read_text().splitlines() if line.strip()}
+    assert len(names) == 798, "the shipped list is ncu 2025.3.1's 798 H200 default metrics"
+    return names
+
+
+def test_every_default_section_metric_is_one_ncu_recorded_on_the_h200(recorded):
+    unknown = [(m.column, m.ncu_name) for m in M.MEASURED
+               if m.in_default_sections and m.ncu_name not in recorded]
+    assert unknown == []
+
+
+def test_metrics_outside_the_default_sections_are_the_documented_few(recorded):
+    outside = {m.ncu_name: m.section for m in M.MEASURED if not m.in_default_sections}
+    assert outside == OUTSIDE_DEFAULT
+    assert not set(outside) & recorded
+
+
+def test_dram_throughput_is_the_gpu_metric_not_dram_throughput():
+    assert M.BY_COLUMN["dram_throughput_pct"].ncu_name.startswith("gpu__dram_throughput.")
+    assert not any(m.ncu_name.startswith("dram__throughput") for m in M.MEASURED)
+
+
+def test_the_design_schema_is_covered_by_the_catalogue():
+    from_ncu = [c for c in M.DESIGN_COLUMNS if c not in NOT_FROM_NCU]
+    assert [c for c in from_ncu if c not in M.BY_COLUMN] == []
+    assert len(M.DESIGN_COLUMNS) == 29 and M.DESIGN_COLUMNS[-1] == "bottleneck"
+
+
+def test_columns_are_unique_and_every_entry_is_complete():
+    columns = [m.column for m in M.CATALOGUE]
+    assert len(columns) == len(set(columns))
+    for m in M.CATALOGUE:
+        assert m.meaning and m.unit and m.section, m
+        assert m.combine in (M.SUM, M.WEIGHTED, M.DOMINANT), m
+        if m.derived:
+            assert m.formula and m.inputs, m
+            assert all(i in M.BY_COLUMN for i in m.inputs), m
+        else:
+            assert m.formula is None and "__" in m.ncu_name, m
+
+
+def test_units_and_scales():
+    assert M.BY_COLUMN["duration_us"].scale == 1e-3
+    assert M.BY_COLUMN["duration_us"].ncu_unit == "nsecond"
+    assert M.metric("achieved_bandwidth_gbs").unit == "GB/s"
+    for m in M.CATALOGUE:
+        if m.column.endswith("_pct"):
+            assert m.unit == "%", m
+    with pytest.raises(KeyError, match="no catalogue column 'nope'"):
+        M.metric("nope")
+
+
+def test_every_metric_field_has_a_docstring():
+    tree = ast.parse(inspect.getsource(M.Metric))
+    body = tree.body[0].body
+    documented = {
+        stmt.target.id for stmt, after in zip(body, body[1:])
+        if isinstance(stmt, ast.AnnAssign) and isinstance(after, ast.Expr)
+        and isinstance(after.value, ast.Constant)
+    }
+    assert documented == {f.name for f in dataclasses.fields(M.Metric)}
+
+
+def test_sections_for_derived_columns_follow_their_inputs():
+    assert M.sections_for(["duration_us", "grid_size"]) == ["SpeedOfLight", "LaunchStats"]
+    assert "LaunchStats" in M.sections_for(["shared_mem_per_block_bytes"])
+    assert M.sections_for(["gpu"]) == []
+
+
+def test_ncu_metric_names_by_section():
+    assert "launch__grid_size" in M.ncu_metric_names(("LaunchStats",))
+    assert "gpu__time_duration.sum" not in M.ncu_metric_names(("LaunchStats",))
+    assert len(M.ncu_metric_names()) == len(M.MEASURED)
+
+
+def _string_constants(tree):
+    """String literals of a module that are code, not documentation (docstrings and the
+    bare strings that document attributes are left out)."""
+    prose = {id(node.value) for node in ast.walk(tree)
+             if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) \
+                and id(node) not in prose:
+            yield node
+
+
+def test_no_ncu_metric_name_is_spelled_outside_the_catalogue():
+    names = {m.ncu_name for m in M.MEASURED}
+    offenders = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        if path.name == "metrics.py" and path.parent.name == "analysis":
+            continue
+        for node in _string_constants(ast.parse(path.read_text())):
+            hits = [n for n in names if n in node.value]
+            if hits:
+                offenders.append(f"{path.relative_to(PACKAGE.parent)}:{node.lineno}: {hits[0]}")
+    assert offenders == []

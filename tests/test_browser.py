@@ -1,0 +1,118 @@
+"""The HTML report in a real browser: headless Chromium (Debian's ``chromium``).
+
+No extra Python packages: Chromium runs as a subprocess. ``--dump-dom`` returns the DOM
+after the load event, where the report's own script has recorded how many charts decoded
+and take space (``data-charts="4/4"``); ``--enable-logging=stderr`` prints every console
+message (errors, CSP violations, uncaught exceptions) as a ``CONSOLE`` line. A canary
+page checks that this detection works on the installed Chromium. The screenshot goes to
+``build/report-screenshot.png`` (printed): look at it.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLES = ROOT / "examples" / "h200"
+SCREENSHOT = ROOT / "build" / "report-screenshot.png"
+CHROMIUM = next((shutil.which(n) for n in ("chromium", "chromium-browser", "google-chrome")
+                 if shutil.which(n)), None)
+CONSOLE = re.compile(r":CONSOLE[:(]")
+WIDTH = 1280
+
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.skipif(CHROMIUM is None, reason="headless Chromium is not installed "
+                       "(apt-get install chromium)"),
+]
+
+
+def chromium(tmp_path: Path, url: str, *extra: str) -> subprocess.CompletedProcess:
+    profile = tmp_path / "chromium-profile"
+    argv = [
+        CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+        "--disable-component-update", "--disable-sync", "--no-first-run", "--hide-scrollbars",
+        f"--user-data-dir={profile}", "--enable-logging=stderr", "--v=0",
+        "--virtual-time-budget=5000", *extra, url,
+    ]
+    return subprocess.run(argv, capture_output=True, text=True, timeout=120)
+
+
+def console_lines(stderr: str) -> list[str]:
+    return [line for line in stderr.splitlines() if CONSOLE.search(line)]
+
+
+def root_attrs(dom: str) -> dict[str, str]:
+    tag = re.search(r"<html\b[^>]*>", dom)
+    assert tag, dom[:300]
+    return dict(re.findall(r'([\w-]+)="([^"]*)"', tag.group(0)))
+
+
+def test_console_detection_works(tmp_path):
+    page = tmp_path / "canary.html"
+    page.write_text('<!doctype html><html><body><script>console.error("canary");'
+                    "notDefined();</script></body></html>")
+    out = chromium(tmp_path, page.as_uri(), "--dump-dom")
+    lines = console_lines(out.stderr)
+    assert any("canary" in x for x in lines), out.stderr[-2000:]
+    assert any("notDefined" in x for x in lines)
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory) -> Path:
+    """The report of every shipped H200 variant, or of synthetic ones before they exist."""
+    from paprof.reports.build import write_report
+
+    out = tmp_path_factory.mktemp("report") / "report.html"
+    if (EXAMPLES / "nvidia-h200" / "paged_decode" / "v6").is_dir():
+        write_report(["baseline", "v1", "v2", "v3", "v4", "handbook", "v5", "v6"], runs=EXAMPLES, out=out)
+    else:  # pragma: no cover - only before the shipped runs exist
+        from paprof.reports.context import build_context
+        from paprof.reports.html import render_html
+        from test_compare import V3, comparison, make_row, split_rows
+
+        ctx = build_context(comparison(make_row("v2"), make_row("v3", **V3), *split_rows("v4")))
+        out.write_text(render_html(ctx))
+    return out
+
+
+def test_report_loads_without_console_errors_and_draws_every_chart(report, tmp_path):
+    out = chromium(tmp_path, report.as_uri(), f"--window-size={WIDTH},2000", "--dump-dom")
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert console_lines(out.stderr) == []
+    attrs = root_attrs(out.stdout)
+    assert attrs.get("data-charts") == "4/4", attrs
+    sizes = dict(item.split(":") for item in attrs["data-chart-sizes"].split())
+    assert set(sizes) == {"chart-speed-of-light", "chart-duration", "chart-bandwidth", "chart-occupancy"}
+    for name, size in sizes.items():
+        w, h = (int(v) for v in size.split("x"))
+        assert w > 300 and h > 100, (name, size)
+    # the page lays out within a laptop's width: nothing wider than the window
+    assert int(attrs["data-width"]) <= WIDTH
+    assert int(attrs["data-height"]) > 1000
+
+
+def test_report_screenshot(report, tmp_path):
+    dom = chromium(tmp_path, report.as_uri(), f"--window-size={WIDTH},2000", "--dump-dom")
+    height = int(root_attrs(dom.stdout).get("data-height", "6000")) + 40
+    SCREENSHOT.parent.mkdir(exist_ok=True)
+    SCREENSHOT.unlink(missing_ok=True)
+    out = chromium(tmp_path, report.as_uri(), f"--window-size={WIDTH},{height}",
+                   f"--screenshot={SCREENSHOT}")
+    assert SCREENSHOT.is_file() and SCREENSHOT.stat().st_size > 50_000, out.stderr[-2000:]
+    assert console_lines(out.stderr) == []
+    print(f"\nreport screenshot: {SCREENSHOT} ({WIDTH}x{height})")
+
+
+def test_report_prints_to_pdf(report, tmp_path):
+    pdf = tmp_path / "report.pdf"
+    out = chromium(tmp_path, report.as_uri(), "--no-pdf-header-footer", f"--print-to-pdf={pdf}")
+    assert pdf.is_file() and pdf.read_bytes()[:5] == b"%PDF-", out.stderr[-2000:]
+    pages = len(re.findall(rb"/Type\s*/Page\b", pdf.read_bytes()))
+    assert 2 <= pages <= 20, pages
+    print(f"\nprinted: {pdf} ({pages} pages)")

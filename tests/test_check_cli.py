@@ -1,0 +1,287 @@
+"""``paprof check`` and ``paprof baseline update`` through the command line.
+
+Two kinds of test: wiring on synthetic tables (``regress.load_table`` and
+``regress.profile_current`` replaced), and the real thing on the shipped H200 runs
+(``examples/h200``), which skip, naming the missing path, until those runs exist.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from conftest_profiler import fake_bin, fake_launcher, paprof_cli  # noqa: F401 (fixtures)
+from paprof.analysis import regress
+from test_regress import make_rows, make_table
+
+ROOT = Path(__file__).resolve().parents[1]
+SHIPPED = ROOT / "examples" / "h200"
+FAMILY_DIR = SHIPPED / "nvidia-h200" / "paged_decode"
+
+
+@pytest.fixture
+def invoke(paprof_cli):
+    """Run ``paprof ARGS...`` in-process; the click ``Result``."""
+
+    def run(*args):
+        return CliRunner().invoke(paprof_cli, [str(a) for a in args], catch_exceptions=False)
+
+    return run
+
+
+# -- wiring, on synthetic tables -------------------------------------------------------
+
+
+@pytest.fixture
+def runs_table(monkeypatch):
+    """Replace the loader: ``runs_table.rows`` is what 'the runs' hold."""
+
+    class Holder:
+        rows = make_rows()
+        seen = []
+
+    def fake_load(paths, variants=None):
+        Holder.seen.append((str(paths), list(variants or [])))
+        return make_table(Holder.rows)
+
+    monkeypatch.setattr(regress, "load_table", fake_load)
+    return Holder
+
+
+@pytest.fixture
+def baseline_file(invoke, tmp_path, runs_table):
+    path = tmp_path / "perf" / "baseline.json"
+    result = invoke("baseline", "update", "--runs", "runs", "--variant", "v3", "--out", path)
+    assert result.exit_code == 0, result.output
+    return path
+
+
+def test_update_writes_a_versioned_baseline(baseline_file, runs_table):
+    data = json.loads(baseline_file.read_text())
+    assert data["schema"] == 1 and data["kind"] == "paprof-baseline"
+    (entry,) = data["entries"]
+    assert set(entry["metrics"]) == {"dram_throughput_pct", "duration_us", "dram_bytes"}
+    assert entry["provenance"]["gpu"] == "NVIDIA H200"
+    assert runs_table.seen == [("runs", ["v3"])]
+
+
+def test_update_refuses_to_overwrite_without_force(invoke, baseline_file):
+    before = baseline_file.read_text()
+    result = invoke("baseline", "update", "--out", baseline_file)
+    assert result.exit_code == 2
+    assert "--force" in result.stderr and "Traceback" not in result.output
+    assert baseline_file.read_text() == before
+    assert invoke("baseline", "update", "--out", baseline_file, "--force").exit_code == 0
+
+
+def test_check_passes_on_the_same_runs(invoke, baseline_file, runs_table, tmp_path):
+    junit, md = tmp_path / "check.xml", tmp_path / "summary.md"
+    result = invoke("check", "--baseline", baseline_file, "--junit", junit, "--markdown", md)
+    assert result.exit_code == 0, result.output
+    assert "PASS" in result.stdout and "dram_throughput_pct" in result.stdout
+    assert runs_table.seen[-1] == ("runs", ["paged_decode/v3"])  # only the baseline's variants
+    assert ET.parse(junit).getroot().get("failures") == "0"
+    assert md.read_text().startswith("## paprof check: PASS")
+
+
+def test_check_fails_with_exit_1_naming_the_regression(invoke, baseline_file, runs_table, tmp_path):
+    runs_table.rows = make_rows(dram=(57.0,))
+    junit = tmp_path / "check.xml"
+    result = invoke("check", "--baseline", baseline_file, "--junit", junit)
+    assert result.exit_code == 1
+    line = next(l for l in result.stdout.splitlines() if l.startswith("REGRESSION"))
+    for part in ("paged_decode/v3", "dram_throughput_pct", "DRAM throughput", "baseline 80 %",
+                 "now 57 %", "allowed >= 77 %"):
+        assert part in line
+    assert ET.parse(junit).getroot().get("failures") == "1"
+
+
+@pytest.mark.parametrize("tolerance, code", [("23", 0), ("22.9375", 1)])
+def test_tolerance_option_edges(invoke, baseline_file, runs_table, tolerance, code):
+    runs_table.rows = make_rows(dram=(57.0,))
+    result = invoke("check", "--baseline", baseline_file, "--metric", "dram_throughput_pct",
+                    "--tolerance", f"dram_throughput_pct={tolerance}")
+    assert result.exit_code == code, result.output
+
+
+def test_mismatched_gpu_is_exit_2_not_a_verdict(invoke, baseline_file, runs_table, tmp_path):
+    runs_table.rows = make_rows(dram=(57.0,), gpu="NVIDIA A100-SXM4-80GB")
+    junit = tmp_path / "check.xml"
+    result = invoke("check", "--baseline", baseline_file, "--junit", junit)
+    assert result.exit_code == 2
+    assert "NVIDIA A100-SXM4-80GB" in result.stderr and "--allow-mismatch" in result.stderr
+    assert "REGRESSION" not in result.output and not junit.exists()
+    allowed = invoke("check", "--baseline", baseline_file, "--allow-mismatch")
+    assert allowed.exit_code == 1
+    assert "mismatch allowed" in allowed.stdout
+
+
+@pytest.mark.parametrize(
+    "args, words",
+    [
+        (["--repeat", "3"], "--repeat needs --profile"),
+        (["--tolerance", "lots"], "is not [METRIC=]NUMBER[%]"),
+        (["--metric", "registers_per_thread"], "no direction declared"),
+        (["--repeat", "0", "--profile"], "--repeat"),
+    ],
+)
+def test_bad_options_exit_2(invoke, baseline_file, runs_table, args, words):
+    result = invoke("check", "--baseline", baseline_file, *args)
+    assert result.exit_code == 2
+    assert words in result.stderr
+
+
+def test_corrupt_and_missing_baselines_exit_2(invoke, tmp_path, runs_table):
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"kind": "paprof-baseline", "schema": 1, "entries": [')
+    result = invoke("check", "--baseline", bad)
+    assert result.exit_code == 2 and "corrupt" in result.stderr
+    bad.write_text('{"kind": "paprof-baseline", "schema": 7, "entries": []}')
+    result = invoke("check", "--baseline", bad)
+    assert result.exit_code == 2 and "schema 7" in result.stderr
+    result = invoke("check", "--baseline", tmp_path / "none.json")
+    assert result.exit_code == 2 and "does not exist" in result.stderr
+
+
+def test_profile_uses_the_profiler_with_repeat_launches(invoke, baseline_file, monkeypatch):
+    calls = []
+
+    def fake_profile(baseline, launches, runs):
+        calls.append((launches, runs, [e.variant for e in baseline.entries]))
+        return make_table(make_rows(dram=(80.5, 80.0, 79.5, 80.25, 79.75)))
+
+    monkeypatch.setattr(regress, "profile_current", fake_profile)
+    result = invoke("check", "--baseline", baseline_file, "--profile", "--repeat", "5")
+    assert result.exit_code == 0, result.output
+    assert calls == [(5, None, ["v3"])]
+    assert "± 0.5 pts" in result.stdout
+
+
+def test_help_documents_exit_codes_and_tolerances(invoke):
+    text = invoke("check", "--help").output
+    for word in ("0 pass", "1 regression", "2 bad input", "dram_throughput_pct=3",
+                 "--allow-mismatch", "GITHUB_STEP_SUMMARY"):
+        assert word in text
+    assert "--out" in invoke("baseline", "update", "--help").output
+
+
+# -- on the shipped H200 runs ----------------------------------------------------------
+
+
+def _shipped(variant: str) -> Path:
+    folder = FAMILY_DIR / variant
+    reports = sorted(folder.glob("*.ncu-rep")) if folder.is_dir() else []
+    if not reports or not reports[0].with_suffix(".json").is_file():
+        pytest.skip(f"shipped H200 run missing: {folder}/<shape>.ncu-rep with its .json sidecar")
+    return reports[0]
+
+
+@pytest.fixture
+def v3_baseline(invoke, tmp_path):
+    _shipped("v3")
+    out = tmp_path / "h200.json"
+    result = invoke("baseline", "update", "--runs", SHIPPED, "--variant", "v3", "--out", out)
+    assert result.exit_code == 0, result.output
+    return out
+
+
+@pytest.fixture
+def v2_as_v3(tmp_path):
+    """A run store where v3's run is v2's report: as if v3's code had regressed to v2."""
+    report = _shipped("v2")
+    folder = tmp_path / "runs" / "nvidia-h200" / "paged_decode" / "v3"
+    folder.mkdir(parents=True)
+    shutil.copy(report, folder / report.name)
+    sidecar = json.loads(report.with_suffix(".json").read_text())
+    sidecar["variant"] = "v3"
+    (folder / report.with_suffix(".json").name).write_text(json.dumps(sidecar))
+    return tmp_path / "runs"
+
+
+def test_shipped_v3_baseline_records_provenance(v3_baseline):
+    data = json.loads(v3_baseline.read_text())
+    (entry,) = data["entries"]
+    assert (entry["family"], entry["variant"]) == ("paged_decode", "v3")
+    assert "batch=64" in entry["shape"] and "context=4096" in entry["shape"]
+    prov = entry["provenance"]
+    assert prov["gpu"] == "NVIDIA H200"
+    assert prov["ncu_version"] and prov["clock_control"] and prov["sections"]
+    for metric in ("dram_throughput_pct", "duration_us", "dram_bytes"):
+        assert entry["metrics"][metric]["value"] > 0
+
+
+def test_shipped_v3_passes_its_own_baseline(invoke, v3_baseline, tmp_path):
+    junit = tmp_path / "check.xml"
+    result = invoke("check", "--baseline", v3_baseline, "--runs", SHIPPED, "--junit", junit)
+    assert result.exit_code == 0, result.output
+    root = ET.parse(junit).getroot()
+    assert (root.get("tests"), root.get("failures")) == ("3", "0")
+
+
+def test_shipped_v2_fails_v3_baseline_naming_dram_throughput(
+    invoke, v3_baseline, v2_as_v3, tmp_path
+):
+    junit, md = tmp_path / "check.xml", tmp_path / "summary.md"
+    result = invoke("check", "--baseline", v3_baseline, "--runs", v2_as_v3, "--junit", junit,
+                    "--markdown", md)
+    assert result.exit_code == 1, result.output
+    regressions = [l for l in result.stdout.splitlines() if l.startswith("REGRESSION")]
+    assert any("dram_throughput_pct (DRAM throughput)" in l and "paged_decode/v3" in l
+               for l in regressions)
+    failures = ET.parse(junit).getroot().findall(".//failure")
+    assert any("dram_throughput_pct" in f.get("message") for f in failures)
+    assert "**REGRESSED**" in md.read_text()
+
+
+def test_shipped_tolerance_edges(invoke, v3_baseline, v2_as_v3):
+    base = json.loads(v3_baseline.read_text())["entries"][0]["metrics"]["dram_throughput_pct"]
+    now = regress.measure(regress.load_table(v2_as_v3), ["dram_throughput_pct"])[0]
+    drop = base["value"] - now.metrics["dram_throughput_pct"].value
+    allowance = drop - base["spread"] - now.metrics["dram_throughput_pct"].spread
+    assert allowance > 1.0, "v2 should lose DRAM throughput against v3 on the H200"
+    for tolerance, code in ((drop + 0.01, 0), (drop - 0.01, 1)):
+        result = invoke("check", "--baseline", v3_baseline, "--runs", v2_as_v3,
+                        "--metric", "dram_throughput_pct",
+                        "--tolerance", f"dram_throughput_pct={tolerance:.6f}")
+        assert result.exit_code == code, (tolerance, result.output)
+
+
+def test_shipped_mismatched_gpu_exits_2(invoke, v3_baseline):
+    data = json.loads(v3_baseline.read_text())
+    data["entries"][0]["provenance"]["gpu"] = "NVIDIA A100-SXM4-80GB"
+    v3_baseline.write_text(json.dumps(data))
+    result = invoke("check", "--baseline", v3_baseline, "--runs", SHIPPED)
+    assert result.exit_code == 2
+    assert "NVIDIA A100-SXM4-80GB" in result.stderr and "NVIDIA H200" in result.stderr
+    allowed = invoke("check", "--baseline", v3_baseline, "--runs", SHIPPED, "--allow-mismatch")
+    assert allowed.exit_code == 0, allowed.output
+
+
+def test_shipped_corrupt_baseline_exits_2(invoke, v3_baseline):
+    v3_baseline.write_text(v3_baseline.read_text()[:-30])
+    result = invoke("check", "--baseline", v3_baseline, "--runs", SHIPPED)
+    assert result.exit_code == 2 and "corrupt" in result.stderr
+
+
+def test_shipped_profile_path_end_to_end_with_fake_ncu(
+    invoke, v3_baseline, fake_bin, fake_launcher, monkeypatch, tmp_path
+):
+    """``check --profile --repeat 3`` drives the real profiler (fake ncu copies v3's report)."""
+    monkeypatch.setenv("FAKE_NCU_REPORT", str(_shipped("v3")))
+    argv_file = tmp_path / "ncu-argv.json"
+    monkeypatch.setenv("FAKE_NCU_ARGV", str(argv_file))
+    runs = tmp_path / "new-runs"
+    result = invoke("check", "--baseline", v3_baseline, "--profile", "--repeat", "3",
+                    "--runs", runs)
+    assert result.exit_code == 0, result.output
+    assert "PASS" in result.stdout
+    ncu_argv = json.loads(argv_file.read_text())
+    assert ncu_argv[ncu_argv.index("--launch-count") + 1] == "3"
+    assert ncu_argv[ncu_argv.index("--clock-control") + 1] == "none"
+    (sidecar,) = runs.rglob("v3/*.json")
+    assert json.loads(sidecar.read_text())["launches"] == 3

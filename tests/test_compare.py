@@ -1,0 +1,335 @@
+"""``paprof.analysis.compare``: deltas and step stories from synthetic frames.
+
+The factories build the loader's frame (one row per kernel) from a few metrics, with
+defaults taken from the sources' v2 (SEED_FACTS.md); ``summed`` goes through the real
+``variant_rows``. Other test modules import them from here.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+import pytest
+
+from paprof.analysis import compare as C
+from paprof.analysis.load import columns, variant_rows
+
+SIDE = {
+    "schema": 1, "family": "paged_decode", "gpu": "NVIDIA H200", "gpu_slug": "nvidia-h200",
+    "driver": "580.159.04", "ncu_version": "2025.3.1.0", "clock_control": "none",
+    "preset": "default", "shape": "batch=64,q_heads=32,kv_heads=8,head_dim=128,page=16,context=4096,dtype=fp32",
+    "shape_slug": "b64_ctx4096_h32x8_d128_p16_fp32", "created": "2026-11-29T13:00:00+00:00",
+    "git_commit": "abc1234", "git_dirty": False,
+    "verification": {"passed": True, "rel_error": 1e-7, "max_abs_error": 1e-6, "tolerance": 1e-5},
+}
+
+V2 = dict(
+    duration_us=4950.0, elapsed_cycles=9.8e6, sm_throughput_pct=17.0, memory_throughput_pct=57.4,
+    dram_throughput_pct=57.4, l1_throughput_pct=30.0, l2_throughput_pct=55.0,
+    dram_active_cycles=39.1e6, dram_bytes=2.147e9, achieved_bandwidth_gbs=2.147e9 / 4950e-6 / 1e9,
+    registers_per_thread=64, shared_mem_per_block_bytes=0, theoretical_occupancy_pct=50.0,
+    achieved_occupancy_pct=37.6, block_limit_registers=32, block_limit_shared_mem=32,
+    block_limit_warps=64, block_limit_blocks=16, occupancy_limiter="blocks", waves_per_sm=0.97,
+    grid_size=2048, block_size=32, bottleneck="latency-bound", sm_count=132,
+    issue_active_pct=20.0, top_stall_reason="long_scoreboard", top_stall_cycles=30.0,
+)
+V3 = dict(
+    V2, duration_us=3350.0, elapsed_cycles=6.6e6, sm_throughput_pct=20.0, memory_throughput_pct=84.9,
+    dram_throughput_pct=84.9, l1_throughput_pct=33.0, l2_throughput_pct=80.0,
+    achieved_bandwidth_gbs=2.147e9 / 3350e-6 / 1e9, registers_per_thread=39,
+    shared_mem_per_block_bytes=16384, theoretical_occupancy_pct=41.7, achieved_occupancy_pct=40.1,
+    block_limit_registers=12, block_limit_shared_mem=5, block_limit_warps=16, block_limit_blocks=16,
+    occupancy_limiter="shared_mem", waves_per_sm=0.78, grid_size=512, block_size=128,
+    bottleneck="dram-bound",
+)
+
+
+def make_row(variant="v2", kernel=None, report=None, sidecar="default", launch=0, rules=(),
+             evidence=None, **metrics) -> dict:
+    """One loader row: V2's numbers overridden by ``metrics``."""
+    row = {c: math.nan for c in columns()}
+    row.update({k: v for k, v in V2.items()})
+    row.update(metrics)
+    side = dict(SIDE, variant=variant) if sidecar == "default" else sidecar
+    row.update(
+        variant=variant, family="paged_decode", kernel=kernel or f"paged_decode_{variant}",
+        launch=launch, shape=(side or {}).get("shape", ""), gpu=(side or {}).get("gpu", "NVIDIA H200"),
+        rules=list(rules), report_path=report or f"/runs/nvidia-h200/paged_decode/{variant}/b64.ncu-rep",
+        sidecar=side, result_index=0,
+        bottleneck_evidence=evidence if evidence is not None else [f"evidence for {metrics.get('bottleneck', V2['bottleneck'])}"],
+    )
+    return row
+
+
+def make_frame(*rows: dict) -> pd.DataFrame:
+    """The loader's frame from rows (result_index numbered per report)."""
+    seen: dict[str, int] = {}
+    for row in rows:
+        row["result_index"] = seen.get(row["report_path"], 0)
+        seen[row["report_path"]] = row["result_index"] + 1
+    df = pd.DataFrame(list(rows), columns=columns())
+    df.attrs["missing"] = {}
+    return df
+
+
+def comparison(*rows: dict, thresholds=C.THRESHOLDS, order=None) -> C.Comparison:
+    df = make_frame(*rows)
+    return C.compare(df, variant_rows(df), order=order, thresholds=thresholds)
+
+
+def split_rows(variant="v4", **kw) -> list[dict]:
+    """A split-KV variant: a partial kernel and a small merge kernel in one report."""
+    report = f"/runs/nvidia-h200/paged_decode/{variant}/b64.ncu-rep"
+    partial = make_row(variant, kernel=f"paged_decode_{variant}_partial", report=report,
+                       **dict(dict(duration_us=3920.0, dram_throughput_pct=73.4, grid_size=8192,
+                                   block_size=32, bottleneck="dram-bound", dram_bytes=2.2e9,
+                                   dram_active_cycles=40e6, waves_per_sm=3.9), **kw))
+    merge = make_row(variant, kernel=f"paged_decode_{variant}_merge", report=report,
+                     duration_us=22.6, dram_throughput_pct=85.7, grid_size=2048, block_size=32,
+                     dram_bytes=0.02e9, dram_active_cycles=0.2e6, bottleneck="dram-bound")
+    return [partial, merge]
+
+
+# -- the v2 -> v3 story ---------------------------------------------------------------------
+@pytest.fixture
+def v2_v3():
+    return comparison(make_row("v2"), make_row("v3", **V3))
+
+
+def test_v2_to_v3_tells_the_sources_story(v2_v3):
+    step = v2_v3.steps[0]
+    assert (step.before, step.after) == ("v2", "v3")
+    assert step.speedup == pytest.approx(4950 / 3350)
+    assert step.headline == "v3 is 1.48x faster than v2"
+    assert (step.bottleneck_before, step.bottleneck_after) == ("latency-bound", "dram-bound")
+    s = step.sentences
+    assert "duration 4.95 ms -> 3.35 ms: 1.48x faster" in s
+    assert "grid 2,048 -> 512 CTAs, block 32 -> 128 threads, waves per SM 0.97 -> 0.78" in s
+    assert "registers 64 -> 39 per thread" in s
+    assert "shared memory 0 B -> 16 KiB per block" in s
+    assert ("theoretical occupancy 50 % -> 41.7 %, now limited by shared memory (5 blocks per SM)"
+            in s)
+    assert "DRAM throughput 57.4 % -> 84.9 %: the kernel is now DRAM-bound" in s
+    assert "L2 throughput 55 % -> 80 %" in s
+    assert "DRAM bytes (2.15 GB) and active cycles (39.1 M) unchanged: the same traffic in less time" in s
+    # the conclusion is drawn once, on the DRAM sentence, not again as its own sentence
+    assert not any(x.startswith("now ") for x in s)
+    assert any(x.startswith("achieved bandwidth 434 GB/s -> 641 GB/s, 9.7 % -> 14.4 % of the "
+                            "measured 4.46 TB/s ceiling") for x in s)
+    # the order of the story: duration first, then launch, resources, occupancy, units
+    assert s.index("duration 4.95 ms -> 3.35 ms: 1.48x faster") == 0
+    assert s.index("registers 64 -> 39 per thread") < s.index(
+        "DRAM throughput 57.4 % -> 84.9 %: the kernel is now DRAM-bound")
+
+
+def test_summary_is_one_paragraph(v2_v3):
+    summary = v2_v3.steps[0].summary
+    assert summary.startswith("Duration 4.95 ms -> 3.35 ms: 1.48x faster; grid 2,048 -> 512 CTAs")
+    assert summary.endswith(".")
+
+
+def test_unmoved_metrics_say_nothing(v2_v3):
+    s = " | ".join(v2_v3.steps[0].sentences)
+    assert "SM throughput" not in s  # 17 -> 20: under the 5-point threshold
+    assert "L1 throughput" not in s  # 30 -> 33
+    assert "achieved occupancy 37.6 % -> 40.1 %" in s  # 2.5 pts: past the 2-point threshold
+
+
+def test_achieved_occupancy_moves_past_its_threshold():
+    cmp = comparison(make_row("a"), make_row("b", achieved_occupancy_pct=40.0))
+    assert "achieved occupancy 37.6 % -> 40 %" in cmp.steps[0].sentences
+
+
+def test_thresholds_are_one_dataclass_that_decides_what_moved():
+    strict = C.Thresholds(throughput_pts=50.0)
+    cmp = comparison(make_row("v2"), make_row("v3", **V3), thresholds=strict)
+    s = cmp.steps[0].sentences
+    assert not any("DRAM throughput" in x for x in s)
+    # without the DRAM sentence the conclusion is its own sentence
+    assert "now DRAM-bound, was latency-bound; evidence for dram-bound" in s
+    assert cmp.thresholds is strict
+
+
+def test_every_threshold_field_has_a_docstring():
+    import inspect
+
+    source = inspect.getsource(C.Thresholds)
+    for name in C.Thresholds.__dataclass_fields__:
+        assert f'{name}:' in source
+        after = source.split(f"{name}:", 1)[1].splitlines()[1].strip()
+        assert after.startswith('"""'), name
+
+
+def test_slower_step_says_slower():
+    cmp = comparison(make_row("v3", **V3), make_row("v4", **dict(V3, duration_us=3920.0)))
+    assert cmp.steps[0].headline == "v4 is 1.17x slower than v3"
+    assert "duration 3.35 ms -> 3.92 ms: 1.17x slower" in cmp.steps[0].sentences
+
+
+def test_within_threshold_is_as_fast():
+    cmp = comparison(make_row("a"), make_row("b", duration_us=4990.0))
+    assert cmp.steps[0].headline == "b is as fast as a (0.992x)"
+    assert cmp.steps[0].sentences[0] == "duration 4.95 ms -> 4.99 ms: as fast (within 2 %)"
+
+
+def test_same_bottleneck_says_still():
+    cmp = comparison(make_row("a", **V3), make_row("b", **dict(V3, duration_us=3000.0)))
+    assert "still DRAM-bound" in cmp.steps[0].sentences
+
+
+def test_limiter_change_without_occupancy_change():
+    cmp = comparison(make_row("a"), make_row("b", occupancy_limiter="registers",
+                                             block_limit_registers=16, block_limit_blocks=24))
+    assert ("theoretical occupancy 50 %, now limited by registers (16 blocks per SM) "
+            "instead of the blocks-per-SM limit") in cmp.steps[0].sentences
+
+
+def test_tied_block_limits_are_named_together():
+    cmp = comparison(make_row("a", **V3), make_row("b", block_limit_shared_mem=16, occupancy_limiter="shared_mem"))
+    assert ("theoretical occupancy 41.7 % -> 50 %, now limited by shared memory and the "
+            "blocks-per-SM limit (16 blocks per SM)") in cmp.steps[0].sentences
+
+
+def test_dram_traffic_that_moved_is_quoted():
+    cmp = comparison(make_row("a", dram_bytes=4.29e9, dram_active_cycles=78e6), make_row("b"))
+    assert "DRAM bytes 4.29 GB -> 2.15 GB, DRAM active cycles 78 M -> 39.1 M" in cmp.steps[0].sentences
+
+
+def test_stall_and_issue_sentence():
+    cmp = comparison(make_row("a"), make_row("b", top_stall_reason="barrier", top_stall_cycles=3.2,
+                                             issue_active_pct=40.0))
+    assert ("top warp stall long scoreboard -> barrier (3.2 cycles per issued instruction), "
+            "schedulers issue in 20 % -> 40 % of active cycles") in cmp.steps[0].sentences
+
+
+# -- several variants, split variants -------------------------------------------------------
+def test_any_number_of_variants_each_step_its_story():
+    cmp = comparison(make_row("v2"), make_row("v3", **V3), *split_rows("v4"))
+    assert [v.label for v in cmp.variants] == ["v2", "v3", "v4"]
+    assert [(s.before, s.after) for s in cmp.steps] == [("v2", "v3"), ("v3", "v4")]
+
+
+def test_split_variant_is_compared_as_its_sum_with_its_kernels():
+    cmp = comparison(make_row("v3", **V3), *split_rows("v4"))
+    v4 = cmp.variant("v4")
+    assert v4.multi_kernel
+    assert v4.get("duration_us") == pytest.approx(3920.0 + 22.6)
+    assert v4.get("dram_bytes") == pytest.approx(2.22e9)
+    assert [k.kernel for k in v4.kernels] == ["paged_decode_v4_partial", "paged_decode_v4_merge"]
+    assert v4.kernels[1].share == pytest.approx(22.6 / 3942.6)
+    # launch configuration comes from the dominant (longest) kernel
+    assert v4.get("grid_size") == 8192
+    step = cmp.steps[0]
+    assert step.headline == "v4 is 1.18x slower than v3"
+    assert ("v4 runs 2 kernels, compared as their sum: paged_decode_v4_partial 3.92 ms (99.4 %) + "
+            "paged_decode_v4_merge 22.6 us (0.6 %)") in step.sentences
+
+
+def test_order_follows_the_paths_given():
+    rows = [make_row("v3", **V3), make_row("v2")]
+    order = [rows[1]["report_path"], rows[0]["report_path"]]
+    cmp = comparison(*rows, order=order)
+    assert [v.label for v in cmp.variants] == ["v2", "v3"]
+
+
+def test_repeated_ids_get_unique_labels():
+    a = make_row("v3", **V3, report="/a/v3.ncu-rep")
+    b = make_row("v3", **V3, report="/b/v3.ncu-rep", sidecar=dict(SIDE, variant="v3", shape="batch=1", shape_slug="b1"))
+    cmp = comparison(a, b)
+    assert [v.label for v in cmp.variants] == [f"v3 [{SIDE['shape']}]", "v3 [batch=1]"]
+
+
+def test_several_launches_of_one_run_show_the_median_one():
+    rows = [make_row("v3", **dict(V3, duration_us=d), launch=i) for i, d in enumerate((3300.0, 3500.0, 3350.0))]
+    cmp = comparison(make_row("v2"), *rows)
+    assert cmp.variant("v3").get("duration_us") == 3350.0
+    assert any("3 profiled launches" in n for n in cmp.notes)
+
+
+# -- rules -----------------------------------------------------------------------------------
+def _rule(rid, pct, title=None):
+    return {"id": rid, "title": title or rid, "type": "OPTIMIZATION", "message": f"{rid} says", "speedup_pct": pct}
+
+
+def test_rules_that_appeared_disappeared_or_changed():
+    before = make_row("a", rules=[_rule("UncoalescedGlobal", 40.0), _rule("Occupancy", 30.0),
+                                  _rule("SOLBottleneck", math.nan)])
+    after = make_row("b", rules=[_rule("Occupancy", 10.0), _rule("DRAMBound", 12.0, "DRAM Bound"),
+                                 _rule("SOLBottleneck", math.nan)])
+    step = comparison(before, after).steps[0]
+    assert [(c.id, c.after_pct) for c in step.rules_appeared] == [("DRAMBound", 12.0)]
+    assert [(c.id, c.before_pct) for c in step.rules_disappeared] == [("UncoalescedGlobal", 40.0)]
+    assert [(c.id, c.before_pct, c.after_pct) for c in step.rules_changed] == [("Occupancy", 30.0, 10.0)]
+    texts = [c.text for c in step.rule_changes]
+    assert "ncu rule appeared: DRAM Bound (estimated speedup 12 %)" in texts
+    assert "ncu rule gone: UncoalescedGlobal (had estimated 40 %)" in texts
+    assert "ncu rule Occupancy: estimated speedup 30 % -> 10 %" in texts
+
+
+def test_a_split_variant_keeps_each_rules_highest_estimate():
+    rows = split_rows("v4")
+    rows[0]["rules"] = [_rule("Occupancy", 5.0)]
+    rows[1]["rules"] = [_rule("Occupancy", 25.0)]
+    cmp = comparison(make_row("v3", **V3), *rows)
+    hit = cmp.variant("v4").rules["Occupancy"]
+    assert (hit.speedup_pct, hit.kernel) == (25.0, "paged_decode_v4_merge")
+
+
+# -- provenance --------------------------------------------------------------------------------
+def test_matching_provenance_gives_no_warning(v2_v3):
+    assert v2_v3.warnings == []
+    assert v2_v3.notes == []
+    row = v2_v3.provenance[0]
+    assert row["gpu"] == "NVIDIA H200" and row["ncu_version"] == "2025.3.1.0"
+    assert row["clock_control"] == "none" and row["verified"] is True
+
+
+@pytest.mark.parametrize("key,value,plural", [
+    ("gpu", "NVIDIA H100 80GB HBM3", "GPUs"),
+    ("ncu_version", "2025.1.0.0", "ncu versions"),
+    ("clock_control", "base", "clock settings"),
+    ("shape_slug", "b1_ctx32768_h32x8_d128_p16_fp32", "shapes"),
+])
+def test_mismatched_provenance_is_a_visible_warning(key, value, plural):
+    other = dict(SIDE, variant="v3", **{key: value})
+    cmp = comparison(make_row("v2"), make_row("v3", sidecar=other, **V3))
+    assert len(cmp.warnings) == 1
+    assert cmp.warnings[0].startswith(f"Profiled with different {plural}: ")
+    shown = other["shape"] if key == "shape_slug" else value
+    assert f"{shown} (v3)" in cmp.warnings[0]
+
+
+def test_failed_verification_is_a_warning():
+    bad = dict(SIDE, variant="v3", verification={"passed": False, "rel_error": 0.3})
+    cmp = comparison(make_row("v2"), make_row("v3", sidecar=bad, **V3))
+    assert any("v3 failed verification" in w for w in cmp.warnings)
+
+
+def test_a_report_without_sidecar_is_a_note_not_a_warning():
+    cmp = comparison(make_row("v2"), make_row("v3", sidecar=None, **V3))
+    assert cmp.warnings == []
+    assert cmp.notes and "no provenance sidecar" in cmp.notes[0]
+
+
+def test_ceiling_comes_from_the_gpu_table_or_the_sidecar():
+    cmp = comparison(make_row("v2"), make_row("v3", sidecar=dict(SIDE, variant="v3", read_ceiling_tbs=4.0), **V3))
+    assert cmp.variant("v2").ceiling.tbs == 4.46
+    assert cmp.variant("v3").ceiling.tbs == 4.0
+    # different ceilings: the sentence quotes the after one only
+    bw = next(x for x in cmp.steps[0].sentences if x.startswith("achieved bandwidth"))
+    assert bw.endswith("16 % of the measured 4 TB/s ceiling")
+
+
+def test_unknown_gpu_has_no_ceiling():
+    side = dict(SIDE, gpu="Some Future GPU")
+    cmp = comparison(make_row("v2", sidecar=dict(side, variant="v2")),
+                     make_row("v3", sidecar=dict(side, variant="v3"), **V3))
+    assert cmp.variant("v3").ceiling is None
+    assert "achieved bandwidth 434 GB/s -> 641 GB/s" in cmp.steps[0].sentences
+
+
+def test_missing_metrics_are_none_and_skipped():
+    cmp = comparison(make_row("a", registers_per_thread=math.nan), make_row("b", registers_per_thread=40))
+    assert cmp.variant("a").get("registers_per_thread") is None
+    assert not any("registers" in x for x in cmp.steps[0].sentences)

@@ -1,0 +1,120 @@
+"""The exact ncu and launcher command lines, and the presets."""
+
+from __future__ import annotations
+
+import pytest
+
+from paprof.errors import UserError
+from paprof.kernels import registry
+from paprof.kernels.problem import parse_shape
+from paprof.profiler.argv import NcuSettings, launcher_argv, ncu_argv, report_path, verify_argv
+from paprof.profiler.presets import PRESETS, get_preset
+
+SHAPE = parse_shape("batch=64,context=4096")
+SPEC = "batch=64,q_heads=32,kv_heads=8,head_dim=128,page=16,context=4096,dtype=fp32"
+DEFAULT_SECTIONS = [
+    "--section", "SpeedOfLight",
+    "--section", "MemoryWorkloadAnalysis",
+    "--section", "Occupancy",
+    "--section", "LaunchStats",
+    "--section", "WorkloadDistribution",
+    "--section", "ComputeWorkloadAnalysis",
+    "--section", "SchedulerStats",
+    "--section", "WarpStateStats",
+]  # fmt: skip
+
+
+def settings(**kw):
+    return NcuSettings(ncu="/opt/ncu", python="/py", **kw)
+
+
+def test_spec_is_what_the_launcher_gets():
+    assert SHAPE.spec() == SPEC
+
+
+def test_ncu_argv_default():
+    argv = ncu_argv(settings(), registry.get("v3"), SHAPE, "/runs/.x.tmp-1.ncu-rep", "/runs/r.json")
+    assert argv == [
+        "/opt/ncu",
+        "-o", "/runs/.x.tmp-1.ncu-rep",
+        "--force-overwrite",
+        "--clock-control", "none",
+        "--target-processes", "all",
+        *DEFAULT_SECTIONS,
+        "--nvtx", "--nvtx-include", "paged_decode.v3/",
+        "-k", "regex:paged_decode_v3",
+        "--launch-count", "1",
+        "/py", "-m", "paprof.kernels.launch",
+        "--variant", "v3", "--family", "paged_decode", "--shape", SPEC,
+        "--profile-launches", "1", "--result", "/runs/r.json", "--time", "0",
+    ]  # fmt: skip
+
+
+def test_ncu_argv_full_set_base_clocks_two_kernels_three_launches_seed():
+    s = settings(preset="full", clock_control="base", launches=3, kernels_per_launch=2, seed=7)
+    argv = ncu_argv(s, registry.get("v4"), SHAPE, "out", "r.json")
+    assert argv == [
+        "/opt/ncu",
+        "-o", "out.ncu-rep",
+        "--force-overwrite",
+        "--clock-control", "base",
+        "--target-processes", "all",
+        "--set", "full",
+        "--nvtx", "--nvtx-include", "paged_decode.v4/",
+        "-k", "regex:paged_decode_v4_(partial|merge)",
+        "--launch-count", "6",
+        "/py", "-m", "paprof.kernels.launch",
+        "--variant", "v4", "--family", "paged_decode", "--shape", SPEC,
+        "--profile-launches", "3", "--result", "r.json", "--time", "0",
+        "--seed", "7",
+    ]  # fmt: skip
+
+
+def test_ncu_argv_memory_preset_without_filters():
+    s = settings(preset="memory", nvtx_filter=False, kernel_filter=False)
+    argv = ncu_argv(s, registry.get("v2"), SHAPE, "o.ncu-rep", "r.json")
+    assert argv[: argv.index("/py")] == [
+        "/opt/ncu", "-o", "o.ncu-rep", "--force-overwrite", "--clock-control", "none",
+        "--target-processes", "all",
+        "--section", "SpeedOfLight", "--section", "MemoryWorkloadAnalysis",
+        "--section", "Occupancy", "--section", "LaunchStats",
+        "--launch-count", "1",
+    ]  # fmt: skip
+
+
+def test_verify_argv_runs_the_launcher_alone():
+    argv = verify_argv(settings(seed=3), registry.get("v3"), SHAPE, "/tmp/v.json")
+    assert argv == [
+        "/py", "-m", "paprof.kernels.launch",
+        "--variant", "v3", "--family", "paged_decode", "--shape", SPEC,
+        "--profile-launches", "0", "--result", "/tmp/v.json", "--time", "20",
+        "--seed", "3",
+    ]  # fmt: skip
+
+
+def test_launcher_argv_ragged_shape_round_trips():
+    shape = parse_shape("context=1:17:1000:4096")
+    argv = launcher_argv(
+        registry.get("v5"), shape, python="py", result="r", profile_launches=1, time_launches=0
+    )
+    assert parse_shape(argv[argv.index("--shape") + 1]) == shape
+
+
+def test_unresolved_ncu_and_bad_clock_control_are_bugs():
+    with pytest.raises(ValueError, match="find_ncu"):
+        ncu_argv(NcuSettings(), registry.get("v3"), SHAPE, "o", "r")
+    with pytest.raises(ValueError, match="clock_control"):
+        ncu_argv(settings(clock_control="max"), registry.get("v3"), SHAPE, "o", "r")
+
+
+def test_report_path_appends_the_suffix_ncu_would():
+    assert str(report_path("a/b")) == "a/b.ncu-rep"
+    assert str(report_path("a/b.ncu-rep")) == "a/b.ncu-rep"
+
+
+def test_presets():
+    assert list(PRESETS) == ["default", "memory", "full"]
+    assert get_preset("full").ncu_args() == ["--set", "full"]
+    assert get_preset("default").ncu_args() == DEFAULT_SECTIONS
+    with pytest.raises(UserError, match="known: default, memory, full"):
+        get_preset("fast")

@@ -1,0 +1,94 @@
+"""``paprof run`` wiring: options, summary, exit codes 0/1/2, one-line errors."""
+
+from __future__ import annotations
+
+import json
+
+from click.testing import CliRunner
+
+from paprof.profiler import profile
+
+try:
+    from conftest_profiler import fake_bin, fake_launcher, paprof_cli  # noqa: F401
+except ImportError:  # tests/ became a package
+    from tests.conftest_profiler import fake_bin, fake_launcher, paprof_cli  # noqa: F401
+
+
+def invoke(cli, *args):
+    return CliRunner().invoke(cli, ["run", *args], catch_exceptions=False)
+
+
+def test_help(paprof_cli):
+    result = invoke(paprof_cli, "--help")
+    assert result.exit_code == 0
+    for option in ("--variant", "--family", "--shape", "--preset", "--runs", "--clock-control",
+                   "--launches", "--replace", "--seed"):  # fmt: skip
+        assert option in result.output
+    assert "default|memory|full" in result.output.replace(" ", "")
+
+
+def test_run_two_variants(paprof_cli, fake_bin, fake_launcher, tmp_path, monkeypatch):
+    monkeypatch.setenv("FAKE_NCU_ARGV", str(tmp_path / "argv.json"))
+    monkeypatch.setenv("COLUMNS", "200")
+    result = invoke(paprof_cli, "--variant", "v2", "--variant", "v3", "--shape", "batch=8,context=1024",
+                    "--runs", str(tmp_path / "runs"), "--preset", "memory", "--clock-control", "base",
+                    "--launches", "2", "--seed", "9")  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert "paged_decode/v2" in result.output and "paged_decode/v3" in result.output
+    assert "3350.0" in result.output and "ok (1.2e-07)" in result.output
+    sidecars = sorted((tmp_path / "runs").rglob("*.json"))
+    assert [json.loads(p.read_text())["variant"] for p in sidecars] == ["v2", "v3"]
+    side = json.loads(sidecars[1].read_text())
+    assert (side["preset"], side["clock_control"], side["launches"], side["seed"]) == ("memory", "base", 2, 9)
+    assert side["shape_fields"]["batch"] == 8
+    ran = json.loads((tmp_path / "argv.json").read_text())
+    assert ran[ran.index("--clock-control") + 1] == "base"
+
+
+def test_existing_run_exits_2_until_replace(paprof_cli, fake_bin, fake_launcher, tmp_path):
+    args = ("--variant", "v3", "--runs", str(tmp_path / "runs"))
+    assert invoke(paprof_cli, *args).exit_code == 0
+    again = invoke(paprof_cli, *args)
+    assert again.exit_code == 2
+    assert again.output.startswith("paprof: error: a run already exists") and "--replace" in again.output
+    assert "Traceback" not in again.output
+    assert invoke(paprof_cli, *args, "--replace").exit_code == 0
+
+
+def test_failed_verification_exits_1_after_the_summary(paprof_cli, fake_bin, fake_launcher, tmp_path, monkeypatch):
+    def launcher(argv, env):
+        if argv[argv.index("--variant") + 1] == "v2":
+            return profile.LauncherOutcome(1, "paprof: error: rel_error 0.3 > 1e-05\n")
+        return fake_launcher(argv, env)
+
+    monkeypatch.setattr(profile, "run_launcher", launcher)
+    result = invoke(paprof_cli, "--variant", "v2", "--variant", "v3", "--runs", str(tmp_path / "runs"))
+    assert result.exit_code == 1
+    assert "FAILED" in result.output
+    assert result.output.rstrip().splitlines()[-1] == (
+        "paprof: error: 1 of 2 variants failed verification: paged_decode/v2"
+    )
+    assert [p.parent.name for p in (tmp_path / "runs").rglob("*.ncu-rep")] == ["v3"]
+
+
+def test_bad_input_exits_2_with_one_line(paprof_cli, fake_bin, fake_launcher, tmp_path):
+    for args, message in (
+        (("--variant", "v99"), "paprof: error: unknown variant 'v99'"),
+        (("--variant", "v3", "--shape", "batch=0"), "paprof: error: batch must be a positive integer"),
+        (("--variant", "v3", "--shape", "dtype=fp16"), "paprof: error: v3 reads fp32 K/V only"),
+    ):
+        result = invoke(paprof_cli, *args, "--runs", str(tmp_path / "runs"))
+        assert result.exit_code == 2, args
+        assert result.output.startswith(message) and result.output.count("\n") == 1, result.output
+    bad_preset = invoke(paprof_cli, "--variant", "v3", "--preset", "fast")
+    assert bad_preset.exit_code == 2 and "Invalid value for '--preset'" in bad_preset.output
+    assert invoke(paprof_cli).exit_code == 2  # --variant is required
+    assert fake_launcher.calls == []
+
+
+def test_environment_errors_exit_2(paprof_cli, fake_bin, fake_launcher, tmp_path, monkeypatch):
+    monkeypatch.setenv("FAKE_NCU_MODE", "perm")
+    result = invoke(paprof_cli, "--variant", "v3", "--runs", str(tmp_path / "runs"))
+    assert result.exit_code == 2
+    assert result.output.startswith("paprof: error: ncu may not read the GPU performance counters")
+    assert result.output.count("\n") == 1 and "ncu log: " in result.output

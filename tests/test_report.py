@@ -1,0 +1,319 @@
+"""The report's context, HTML and Markdown, from synthetic frames (see test_compare.py),
+plus ``write_report`` / ``paprof compare`` wiring with the loader stubbed out."""
+
+from __future__ import annotations
+
+import base64
+import re
+
+import pytest
+from click.testing import CliRunner
+
+from paprof.analysis import load
+from paprof.cli import main
+from paprof.errors import UserError
+from paprof.reports import build
+from paprof.reports.context import build_context
+from paprof.reports.html import render_html
+from paprof.reports.markdown import md_escape, render_markdown
+from test_compare import SIDE, V3, comparison, make_frame, make_row, split_rows
+
+EVIL = "<script>alert('x')</script>"
+
+
+@pytest.fixture(scope="module")
+def cmp():
+    rows = [make_row("v2"), make_row("v3", **V3), *split_rows("v4")]
+    rows[1]["rules"] = [{"id": "DRAMBound", "title": "DRAM Bound", "type": "WARNING",
+                         "message": "DRAM is busy", "speedup_pct": 12.0}]
+    return comparison(*rows)
+
+
+@pytest.fixture(scope="module")
+def ctx(cmp):
+    return build_context(cmp, generated="2026-11-29 14:00 UTC")
+
+
+# -- the context ---------------------------------------------------------------------------
+def test_context_holds_variants_steps_and_raw_values(ctx):
+    assert ctx.labels == ["v2", "v3", "v4"]
+    assert ctx.title == "paprof: v2 -> v3 -> v4"
+    assert [s.title for s in ctx.steps] == ["v2 -> v3", "v3 -> v4"]
+    assert ctx.steps[0].verdict == "faster" and ctx.steps[1].verdict == "slower"
+    assert ctx.steps[0].bottleneck_after_text == "DRAM-bound"
+    assert ctx.raw["v3"]["duration_us"] == 3350.0
+    assert ctx.raw["v4"]["duration_us"] == pytest.approx(3942.6)
+    assert ctx.summary == ("Fastest: v3 (3.35 ms, DRAM-bound), 1.48x faster than v2. "
+                           "v4 is 1.26x faster than v2.")
+
+
+def test_table_cells_keep_raw_value_text_and_delta(ctx):
+    row = ctx.row("duration_us")
+    assert [c.value for c in row.cells][:2] == [4950.0, 3350.0]
+    assert [c.text for c in row.cells] == ["4.95 ms", "3.35 ms", "3.94 ms"]
+    assert row.cells[1].delta == pytest.approx(3350 / 4950 - 1)
+    assert row.cells[1].delta_text == "-32.3 %" and row.cells[1].trend == "better"
+    assert row.cells[2].trend == "worse"
+    dram = ctx.row("dram_throughput_pct")
+    assert dram.cells[1].text == "84.9 %" and dram.cells[1].delta_text == "+27.5 pts"
+    assert dram.cells[1].trend == "moved"
+    grid = ctx.row("grid_size")
+    assert [c.text for c in grid.cells] == ["2,048", "512", "8,192"]
+    assert grid.cells[2].delta_text == "16x"
+    assert ctx.row("limited_by").cells[1].text == "shared mem"
+    assert ctx.row("limited_by").cells[1].delta_text == "changed"
+    assert ctx.row("speedup_prev").cells[1].text == "1.48x"
+    assert ctx.row("bandwidth_of_ceiling_pct").cells[1].value == pytest.approx(
+        2.147e9 / 3350e-6 / 1e9 / 4460 * 100)
+    assert ctx.row("shared_mem_per_block_bytes").cells[1].text == "16 KiB"
+    assert "Registers allocated per thread" == ctx.row("registers_per_thread").meaning
+
+
+def test_every_issue_metric_is_in_the_table(ctx):
+    keys = {r.key for s in ctx.table for r in s.rows}
+    for key in ("duration_us", "speedup_prev", "sm_throughput_pct", "memory_throughput_pct",
+                "dram_throughput_pct", "l1_throughput_pct", "l2_throughput_pct",
+                "dram_active_cycles", "dram_bytes", "achieved_bandwidth_gbs",
+                "theoretical_occupancy_pct", "achieved_occupancy_pct", "limited_by",
+                "registers_per_thread", "shared_mem_per_block_bytes", "block_limit_registers",
+                "block_limit_shared_mem", "block_limit_warps", "block_limit_blocks",
+                "waves_per_sm", "grid_size", "block_size"):
+        assert key in keys
+
+
+def test_split_variant_lists_its_kernels(ctx):
+    v4 = ctx.variants[2]
+    assert v4.multi_kernel
+    assert [k.name for k in v4.kernels] == ["paged_decode_v4_partial", "paged_decode_v4_merge"]
+    assert [k.share_text for k in v4.kernels] == ["99.4 %", "0.6 %"]
+
+
+def test_rule_changes_reach_the_context(ctx):
+    rules = ctx.steps[0].rules
+    assert [(r.kind, r.title, r.before, r.after) for r in rules] == [
+        ("appeared", "DRAM Bound", "absent", "12 %")]
+    assert [(r.kind, r.title) for r in ctx.steps[1].rules] == [("disappeared", "DRAM Bound")]
+
+
+def test_four_charts_as_png_data(ctx):
+    assert [c.id for c in ctx.charts] == ["speed-of-light", "duration", "bandwidth", "occupancy"]
+    for chart in ctx.charts:
+        assert chart.uri.startswith("data:image/png;base64,")
+        png = base64.b64decode(chart.uri.split(",", 1)[1])
+        assert png[:8] == b"\x89PNG\r\n\x1a\n"
+        assert chart.width > 0 and chart.height > 0
+        assert chart.alt
+
+
+def test_charts_leave_matplotlib_global_state_alone(cmp):
+    import matplotlib
+
+    before = (matplotlib.get_backend(), dict(matplotlib.rcParams))
+    build_context(cmp)
+    assert (matplotlib.get_backend(), dict(matplotlib.rcParams)) == before
+
+
+def test_charts_never_import_pyplot():
+    import subprocess
+    import sys
+
+    code = ("import sys; from paprof.reports import charts; "
+            "c = charts.occupancy(['a', 'b'], [50, 40], [30, 35], ['regs', 'smem']); "
+            "print(c.width > 0, 'matplotlib.pyplot' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["True", "False"]
+
+
+def test_provenance_common_fields_and_no_warning(ctx):
+    common = dict(ctx.provenance.common)
+    assert common["GPU"] == "NVIDIA H200"
+    assert common["ncu"] == "2025.3.1.0"
+    assert common["Clock control"] == "none"
+    assert common["Profiled"] == "2026-11-29"
+    assert [k for k, _ in ctx.provenance.varying] == ["date", "git_commit", "verified", "report"]
+    assert ctx.warnings == []
+    assert ctx.ceiling_text.startswith("Bandwidth ceiling: 4.46 TB/s (measured")
+
+
+# -- HTML ----------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def html(ctx):
+    return render_html(ctx)
+
+
+def test_html_has_the_story_the_table_and_the_charts(html):
+    assert "<title>paprof: v2 -&gt; v3 -&gt; v4</title>" in html
+    assert "DRAM throughput 57.4 % -&gt; 84.9 %: the kernel is now DRAM-bound" in html
+    assert "theoretical occupancy 50 % -&gt; 41.7 %, now limited by shared memory (5 blocks per SM)" in html
+    assert html.count('<img class="chart"') == 4
+    assert 'data-key="achieved_bandwidth_gbs"' in html
+    assert "sum of 2 kernels" in html
+    assert "@media print" in html
+    assert '<meta name="generator" content="paprof' in html
+
+
+def test_html_is_self_contained(html):
+    for m in re.finditer(r'\b(?:src|href)="([^"]*)"', html):
+        assert m.group(1).startswith(("data:", "#")), m.group(0)[:80]
+    assert "http://" not in html and "https://" not in html
+    assert "@import" not in html and "url(" not in html
+    assert "default-src 'none'" in html
+
+
+def test_html_autoescapes_names():
+    rows = [make_row("v2", kernel=EVIL), make_row("v3", **V3)]
+    rows[0]["variant"] = rows[0]["sidecar"]["variant"] = "v2<b>"
+    text = render_html(build_context(comparison(*rows), charts=False))
+    assert EVIL not in text and "<b>" not in text
+    assert "&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt;" in text.replace("<wbr>", "")
+    assert text.count("<script>") == 1  # ours: the chart check
+
+
+def test_mismatched_provenance_shows_a_warning_box():
+    other = dict(SIDE, variant="v3", gpu="NVIDIA H100 80GB HBM3", clock_control="base")
+    ctx = build_context(comparison(make_row("v2"), make_row("v3", sidecar=other, **V3)), charts=False)
+    assert len(ctx.warnings) == 2
+    text = render_html(ctx)
+    assert 'class="warnings"' in text and 'role="alert"' in text
+    assert "Profiled with different GPUs" in text and "Profiled with different clock settings" in text
+    md = render_markdown(ctx)
+    assert "> **Warning:** Profiled with different GPUs" in md
+
+
+# -- Markdown ------------------------------------------------------------------------------
+def test_markdown_has_the_same_content(ctx):
+    md = render_markdown(ctx)
+    assert md.startswith("<!-- paprof report")
+    assert "### v2 → v3: v3 is 1.48x faster than v2" in md
+    assert "Bottleneck: **latency-bound** → **DRAM-bound**" in md
+    assert "- theoretical occupancy 50 % -> 41.7 %, now limited by shared memory (5 blocks per SM)" in md
+    assert "| Duration (ncu) | 4.95 ms | 3.35 ms (-32.3 %) | 3.94 ms (+17.7 %) |" in md
+    assert "| DRAM Bound | appeared | absent | 12 % |" in md
+    assert "v4 is the sum of 2 kernels: paged\\_decode\\_v4\\_partial 3.92 ms (99.4 %)" in md
+    assert "<details><summary>Provenance</summary>" in md
+    assert "\n\n\n" not in md
+    # every table row has as many cells as the header
+    widths = {line.count("|") for line in md.splitlines() if line.startswith("| ") and "Metric" not in line
+              and "ncu rule" not in line and "DRAM Bound" not in line and "Variant" not in line
+              and not line.startswith("| v")}
+    assert widths == {5}
+
+
+def test_markdown_escapes_names():
+    assert md_escape(EVIL) == "\\<script\\>alert('x')\\</script\\>".replace("\\>", ">")
+    assert md_escape("a|b_c*d`e[f]") == "a\\|b\\_c\\*d\\`e\\[f\\]"
+    assert md_escape("two\nlines") == "two lines"
+
+
+# -- write_report and the CLI, with the loader stubbed ----------------------------------------
+@pytest.fixture
+def reports(tmp_path, monkeypatch):
+    """Two report files (empty: the stub loader never opens them) and a loader stub."""
+    paths = []
+    rows = []
+    for vid, metrics in (("v2", {}), ("v3", V3)):
+        p = tmp_path / f"{vid}.ncu-rep"
+        p.write_bytes(b"NVR\0")
+        paths.append(p)
+        rows.append(make_row(vid, report=str(p), **metrics))
+    frame = make_frame(*rows)
+
+    def fake_load(given):
+        assert [str(g) for g in given] == [str(p) for p in paths]
+        return frame.copy()
+
+    monkeypatch.setattr(load, "load_reports", fake_load)
+    return paths
+
+
+def test_write_report_writes_html_and_markdown(reports, tmp_path):
+    out, md = tmp_path / "r.html", tmp_path / "r.md"
+    result = build.write_report([str(p) for p in reports], out=out, markdown=md,
+                                generated="2026-11-29 14:00 UTC")
+    assert result.html == out and result.markdown == md and result.overwrote == []
+    assert out.read_text().startswith("<!doctype html>")
+    assert md.read_text().startswith("<!-- paprof report")
+    assert set(result.timings) >= {"resolve", "load", "compare", "context", "render", "total"}
+    # re-running replaces our own report and says so
+    again = build.write_report([str(p) for p in reports], out=out, markdown=md)
+    assert again.overwrote == [out, md]
+
+
+def test_write_report_refuses_a_foreign_file(reports, tmp_path):
+    out = tmp_path / "notes.html"
+    out.write_text("<html>my notes</html>")
+    with pytest.raises(UserError, match="exists and is not a paprof report"):
+        build.write_report([str(p) for p in reports], out=out)
+    assert out.read_text() == "<html>my notes</html>"
+    result = build.write_report([str(p) for p in reports], out=out, force=True)
+    assert result.overwrote == [out]
+
+
+def test_markdown_to_stdout(reports, tmp_path):
+    result = build.write_report([str(p) for p in reports], out=None, markdown="-")
+    assert result.html is None and result.markdown is None
+    assert result.markdown_text.startswith("<!-- paprof report")
+    assert result.context.charts == []  # no HTML, no matplotlib
+
+
+def test_cli_compare_prints_steps_and_the_file(reports, tmp_path):
+    out = tmp_path / "r.html"
+    res = CliRunner().invoke(main, ["compare", *map(str, reports), "--out", str(out)])
+    assert res.exit_code == 0, res.output
+    assert "v2 -> v3: v3 is 1.48x faster than v2; latency-bound -> DRAM-bound" in res.output
+    assert f"wrote {out}\n" in res.output
+    res = CliRunner().invoke(main, ["compare", *map(str, reports), "--out", str(out)])
+    assert f"wrote {out} (replaced the earlier paprof report there)" in res.output
+
+
+def test_cli_open_uses_webbrowser(reports, tmp_path, monkeypatch):
+    opened = []
+    monkeypatch.setattr("webbrowser.open", lambda url: opened.append(url))
+    out = tmp_path / "r.html"
+    res = CliRunner().invoke(main, ["compare", *map(str, reports), "--out", str(out), "--open"])
+    assert res.exit_code == 0, res.output
+    assert opened == [out.resolve().as_uri()]
+
+
+@pytest.mark.parametrize("args,message", [
+    (["v2"], "compare needs at least 2 variants, got 1"),
+    (["missing.ncu-rep", "other.ncu-rep"], "no such report: missing.ncu-rep"),
+    (["v2", "v3", "--runs", "no-such-runs"], "no such runs folder or report: no-such-runs"),
+])
+def test_cli_errors_are_one_line_exit_2(args, message, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    res = CliRunner().invoke(main, ["compare", *args])
+    assert res.exit_code == 2
+    lines = res.output.strip().splitlines()
+    assert lines[-1].startswith(f"paprof: error: {message}")
+    assert len([x for x in lines if x.startswith("paprof: error:")]) == 1
+    assert "Traceback" not in res.output
+
+
+def test_unknown_variant_id_names_what_the_store_holds(tmp_path):
+    folder = tmp_path / "runs" / "nvidia-h200" / "paged_decode" / "v2"
+    folder.mkdir(parents=True)
+    (folder / "b64.ncu-rep").write_bytes(b"NVR\0")
+    res = CliRunner().invoke(main, ["compare", "v2", "v9", "--runs", str(tmp_path / "runs")])
+    assert res.exit_code == 2
+    line = res.output.strip().splitlines()[-1]
+    assert line.startswith("paprof: error: no run of v9") and "paged_decode/v2" in line
+
+
+def test_cli_no_variants_is_a_usage_error():
+    res = CliRunner().invoke(main, ["compare"])
+    assert res.exit_code == 2
+
+
+def test_same_report_twice_is_refused(reports):
+    with pytest.raises(UserError, match="name the same report"):
+        build.resolve_variants([str(reports[0]), str(reports[0])])
+
+
+def test_rows_no_variant_has_are_left_out_and_named(ctx):
+    assert "Duration (CUDA events, no profiler)" in ctx.absent
+    with pytest.raises(KeyError):
+        ctx.row("duration_us_event")
+    timed = [make_row("v2", sidecar=dict(SIDE, variant="v2", duration_us_event=4800.0)), make_row("v3", **V3)]
+    ctx2 = build_context(comparison(*timed), charts=False)
+    assert [c.text for c in ctx2.row("duration_us_event").cells] == ["4.8 ms", "n/a"]

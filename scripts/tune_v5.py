@@ -1,11 +1,11 @@
-"""Sweep v5/v6's compile-time knobs on the GPU: tokens in flight (UNROLL), head split, warps.
+"""Sweep v5/v6's kernel choice and compile-time knobs on the GPU.
 
     python3 scripts/tune_v5.py
 
 Each configuration is checked against the float64 reference, then timed twice with CUDA
 events (median of 50 launches each); bandwidth is against the read ceiling measured in
-the same run. The sweep patches ``fast_defines`` for its own use only; the shipped
-defaults live in paprof/kernels/paged_decode/variants.py.
+the same run. The sweep swaps entries of ``variants.FAST_TUNING`` for its own use only;
+the shipped choice is the table in paprof/kernels/paged_decode/variants.py.
 """
 
 import statistics
@@ -15,49 +15,41 @@ from paprof.kernels.paged_decode import variants
 from paprof.kernels.problem import parse_shape
 
 MAIN = "batch=64,context=4096"
+FAST, MMA = "v5_fast.cu", "v5_mma.cu"
 SWEEP = [
-    # (variant, shape, {define overrides})
-    ("v5", f"{MAIN},dtype=fp32", {"PIPE": 0, "UNROLL": 8}),
-    ("v5", f"{MAIN},dtype=fp32", {"PIPE": 1, "UNROLL": 2, "NSTAGES": 8}),
-    ("v5", f"{MAIN},dtype=fp32", {"PIPE": 1, "UNROLL": 4, "NSTAGES": 12}),
-    ("v5", f"{MAIN},dtype=fp16", {"PIPE": 0, "UNROLL": 4}),
-    ("v5", f"{MAIN},dtype=fp16", {"PIPE": 1, "UNROLL": 2, "NSTAGES": 8}),
-    ("v5", f"{MAIN},dtype=fp16", {"PIPE": 1, "UNROLL": 2, "NSTAGES": 12}),
-    ("v5", f"{MAIN},dtype=fp16", {"PIPE": 1, "UNROLL": 4, "NSTAGES": 8}),
-    ("v5", f"{MAIN},dtype=fp16", {"PIPE": 1, "UNROLL": 4, "NSTAGES": 16}),
-    ("v5", f"{MAIN},dtype=fp16", {"PIPE": 1, "UNROLL": 1, "NSTAGES": 8}),
-    ("v5", f"{MAIN},dtype=bf16", {"PIPE": 1, "UNROLL": 2, "NSTAGES": 8}),
-    ("v6", "batch=4,context=32768,dtype=fp16", {"PIPE": 1, "UNROLL": 2, "NSTAGES": 8}),
-    ("v6", "batch=4,context=32768,dtype=fp16", {"PIPE": 1, "UNROLL": 2, "NSTAGES": 12}),
-    ("v6", "batch=1,context=131072,dtype=fp16", {"PIPE": 1, "UNROLL": 2, "NSTAGES": 8}),
-    ("v6", "batch=1,context=131072,dtype=fp16", {"PIPE": 0, "UNROLL": 4}),
+    # (variant, shape, source, knobs)
+    ("v5", f"{MAIN},dtype=fp32", FAST, {"WARPS": 4, "UNROLL": 8}),
+    ("v5", f"{MAIN},dtype=fp16", FAST, {"WARPS": 4, "UNROLL": 4}),
+    ("v5", f"{MAIN},dtype=fp16", MMA, {"WARPS": 2, "NSTAGES": 2}),
+    ("v5", f"{MAIN},dtype=fp16", MMA, {"WARPS": 2, "NSTAGES": 3}),
+    ("v5", f"{MAIN},dtype=fp16", MMA, {"WARPS": 2, "NSTAGES": 4}),
+    ("v5", f"{MAIN},dtype=fp16", MMA, {"WARPS": 4, "NSTAGES": 2}),
+    ("v5", f"{MAIN},dtype=fp16", MMA, {"WARPS": 4, "NSTAGES": 3}),
+    ("v5", f"{MAIN},dtype=bf16", MMA, {"WARPS": 2, "NSTAGES": 3}),
+    ("v6", "batch=4,context=32768,dtype=fp16", MMA, {"WARPS": 2, "NSTAGES": 3}),
+    ("v6", "batch=4,context=32768,dtype=fp16", MMA, {"WARPS": 4, "NSTAGES": 3}),
+    ("v6", "batch=1,context=131072,dtype=fp16", MMA, {"WARPS": 2, "NSTAGES": 3}),
+    ("v6", "batch=1,context=131072,dtype=fp16", MMA, {"WARPS": 2, "NSTAGES": 4}),
 ]
 
 ceiling = harness.measure_read_ceiling()["tbs"]
 print(f"read ceiling {ceiling:.3f} TB/s")
-original = variants.fast_defines
-for vid, spec, overrides in SWEEP:
+shipped = dict(variants.FAST_TUNING)
+for vid, spec, source, knobs in SWEEP:
     shape = parse_shape(spec)
-
-    def patched(s, split, name, overrides=overrides):
-        d = original(s, split, name)
-        d.update(overrides)
-        d.setdefault("NSTAGES", 8)
-        return d
-
-    variants.fast_defines = patched
+    variants.FAST_TUNING[shape.dtype] = (source, knobs)
     try:
         prep = harness.prepare(registry.get(vid), shape)
         check = harness.verify(prep)
         runs = [statistics.median(harness.time_steps(prep, 50)) for _ in range(2)]
     except Exception as err:  # report and go on with the sweep
-        print(f"{vid} {shape.slug()} {overrides}: {type(err).__name__}: {err}")
+        print(f"{vid} {shape.slug()} {source} {knobs}: {type(err).__name__}: {err}")
         continue
     finally:
-        variants.fast_defines = original
+        variants.FAST_TUNING.update(shipped)
     tbs = shape.kv_bytes / min(runs) / 1e6
     k = prep.launcher.kernels[0]
-    print(f"{vid} {shape.slug():34s} {overrides} regs={k.registers} splits={prep.launcher.num_splits} "
-          f"{runs[0]:8.1f} {runs[1]:8.1f} us {tbs:5.2f} TB/s {100 * tbs / ceiling:5.1f} % "
-          f"rel={check.rel_error:.1e} ok={check.passed}")
+    print(f"{vid} {shape.slug():34s} {source} {knobs} regs={k.registers} smem={k.dynamic_smem} "
+          f"splits={prep.launcher.num_splits} {runs[0]:8.1f} {runs[1]:8.1f} us {tbs:5.2f} TB/s "
+          f"{100 * tbs / ceiling:5.1f} % rel={check.rel_error:.1e} ok={check.passed}")
     del prep

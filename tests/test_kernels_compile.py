@@ -37,5 +37,5 @@ def test_source_compiles(tmp_path, source):
 def test_fast_kernel_compiles_without_spills(tmp_path, dtype, split):
     shape = Shape(dtype=dtype)
     defines = pd_variants.fast_defines(shape, split, "paged_decode_v5").items()
-    log = nvcc(tmp_path, registry.KERNELS_DIR / "paged_decode" / "v5_fast.cu", defines)
+    log = nvcc(tmp_path, pd_variants.fast_source(shape), defines)
     assert " 0 bytes spill stores" in log, log

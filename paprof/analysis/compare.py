@@ -315,13 +315,6 @@ def limiter_name(raw) -> str | None:
     return aliases.get(text, text)
 
 
-def limiter_words(raw) -> str | None:
-    name = limiter_name(raw)
-    if name is None:
-        return None
-    return LIMITERS.get(name, (name, None))[0]
-
-
 def bound_words(label) -> str:
     label = _clean(label)
     if label is None:
@@ -710,8 +703,8 @@ def provenance_of(v: VariantResult) -> dict:
     s = v.sidecar or {}
     verification = s.get("verification") or {}
     commit = s.get("git_commit")
-    if commit and s.get("git_dirty"):
-        commit += " (dirty)"
+    if s.get("git_dirty"):
+        commit = f"{commit or 'unknown'} (dirty)"
     created = s.get("created")
     return {
         "label": v.label,
@@ -726,7 +719,7 @@ def provenance_of(v: VariantResult) -> dict:
         "git_commit": commit,
         "verified": verification.get("passed"),
         "rel_error": verification.get("rel_error"),
-        "report": Path(v.report_path).name if v.report_path else None,
+        "report": "/".join(Path(v.report_path).parts[-3:]) if v.report_path else None,
         "has_sidecar": bool(v.sidecar),
     }
 

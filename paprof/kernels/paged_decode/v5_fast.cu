@@ -4,11 +4,9 @@
 //  - 16-byte loads: a token's K row is read by R = HEAD_DIM * bytes / 16 lanes, one 16-byte
 //    vector each (fp32, fp16 or bf16 storage, converted to fp32 in registers); a warp reads
 //    32 / R tokens per step and a CTA STEP = WARPS * 32 / R.
-//  - Several tokens in flight, two ways (PIPE):
-//      0: registers - UNROLL steps' K and V loads are issued before the first use;
-//      1: a per-thread ring of NSTAGES steps in shared memory filled by cp.async, so the
-//         bytes in flight no longer cost registers (what 16-bit caches need: their query
-//         and accumulator already fill the register budget).
+//  - Several tokens in flight: UNROLL steps' K and V loads are issued before the first
+//    use. (A cp.async ring in shared memory instead of registers measured slower here;
+//    16-bit caches take the tensor-core kernel v5_mma.cu: docs/NOTES.md.)
 //  - Online softmax in base 2 (the query pre-scaled by scale * log2 e) with lazy
 //    rescaling; each lane group keeps its own (m, l, acc); the groups of a warp merge by
 //    shuffles, the warps through shared memory at the end. No score buffer: no context cap.
@@ -18,6 +16,7 @@
 // merge kernel (v6). Shape constants come in as macros: the launcher compiles one module
 // per (dtype, head_dim, group, page_size).
 #include "common.cuh"
+#include "fast_merge.cuh"
 
 #ifndef GROUP
 #define GROUP 4
@@ -31,14 +30,8 @@
 #ifndef WARPS
 #define WARPS 4
 #endif
-#ifndef PIPE
-#define PIPE 0
-#endif
 #ifndef UNROLL
-#define UNROLL 8  // steps computed per batch (and, with PIPE 0, loaded ahead)
-#endif
-#ifndef NSTAGES
-#define NSTAGES 8  // PIPE 1: steps in each thread's ring, a multiple of UNROLL
+#define UNROLL 8  // steps whose loads are in flight together
 #endif
 #ifndef SPLIT
 #define SPLIT 0
@@ -62,12 +55,10 @@
 #define R (HEAD_DIM / E)    // lanes per token row
 #define TPW (32 / R)        // tokens per warp step
 #define STEP (WARPS * TPW)  // tokens per CTA step
-#define NBATCH (NSTAGES / UNROLL)
 #define CHUNK_PAGES 256
 #define LOG2E 1.4426950408889634f
 
 static_assert(R >= 1 && R <= 32 && (R & (R - 1)) == 0, "head_dim * bytes / 16 must be a power of two <= 32");
-static_assert(PIPE == 0 || (NSTAGES % UNROLL == 0 && NBATCH >= 2), "the ring holds at least two batches");
 
 __device__ __forceinline__ uint4 load_stream(const void* ptr) {
     uint4 r;
@@ -75,23 +66,6 @@ __device__ __forceinline__ uint4 load_stream(const void* ptr) {
                  : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w)
                  : "l"(ptr));
     return r;
-}
-
-__device__ __forceinline__ unsigned smem_address(const void* ptr) {
-    unsigned addr;
-    asm("{ .reg .u64 a; cvta.to.shared.u64 a, %1; cvt.u32.u64 %0, a; }" : "=r"(addr) : "l"(ptr));
-    return addr;
-}
-
-__device__ __forceinline__ void copy_async16(void* smem, const void* global) {
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(smem_address(smem)), "l"(global) : "memory");
-}
-
-__device__ __forceinline__ void copy_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
-
-template <int N>
-__device__ __forceinline__ void copy_async_wait() {
-    asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
 }
 
 // The E values of one 16-byte vector as floats.
@@ -181,8 +155,7 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32, MIN_BLOCKS) KERNEL_NAME
     const unsigned char* __restrict__ value_cache, const int* __restrict__ block_tables,
     const int* __restrict__ context_lens, float scale, int q_heads, int kv_heads, int pages_per_seq) {
     __shared__ int s_pages[CHUNK_PAGES];
-    // PIPE 1: the rings, [WARPS][NSTAGES][K, V][32 lanes] 16-byte vectors; then, reused after
-    // the loop: [WARPS][GROUP] m, [WARPS][GROUP] l, [WARPS][GROUP][HEAD_DIM] acc.
+    // The merge of the warps at the end: [WARPS][GROUP] m, l, then [WARPS][GROUP][HEAD_DIM] acc.
     extern __shared__ uint4 s_dyn[];
 
     const int kvh = blockIdx.x;
@@ -249,7 +222,6 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32, MIN_BLOCKS) KERNEL_NAME
                    (rel % PAGE_SIZE) * token_stride + head_offset;
         };
         const int n_batches = (c_end - c_begin + STEP * UNROLL - 1) / (STEP * UNROLL);
-#if PIPE == 0
         for (int batch = 0; batch < n_batches; ++batch) {
             uint4 kraw[UNROLL], vraw[UNROLL];
             bool valid[UNROLL];
@@ -262,38 +234,6 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32, MIN_BLOCKS) KERNEL_NAME
             }
             attend(kraw, vraw, valid, q, m, l, acc);
         }
-#else
-        uint4* ring = s_dyn + static_cast<size_t>(warp) * NSTAGES * 2 * 32 + lane;  // this thread's slots
-        auto produce = [&](int batch) {
-#pragma unroll
-            for (int u = 0; u < UNROLL; ++u) {
-                const long long off = batch < n_batches ? token_offset(batch * UNROLL + u) : -1;
-                const int slot = (batch % NBATCH) * UNROLL + u;
-                if (off >= 0) {
-                    copy_async16(ring + slot * 64, key_cache + off);
-                    copy_async16(ring + slot * 64 + 32, value_cache + off);
-                }
-            }
-            copy_async_commit();  // one group per batch, empty past the end
-        };
-#pragma unroll
-        for (int batch = 0; batch < NBATCH - 1; ++batch) produce(batch);
-        for (int batch = 0; batch < n_batches; ++batch) {
-            produce(batch + NBATCH - 1);
-            copy_async_wait<NBATCH - 1>();  // this thread's copies of `batch` have landed
-            uint4 kraw[UNROLL], vraw[UNROLL];
-            bool valid[UNROLL];
-#pragma unroll
-            for (int u = 0; u < UNROLL; ++u) {
-                const int slot = (batch % NBATCH) * UNROLL + u;
-                valid[u] = c_begin + (batch * UNROLL + u) * STEP + my_offset < c_end;
-                kraw[u] = valid[u] ? ring[slot * 64] : make_uint4(0, 0, 0, 0);
-                vraw[u] = valid[u] ? ring[slot * 64 + 32] : make_uint4(0, 0, 0, 0);
-            }
-            attend(kraw, vraw, valid, q, m, l, acc);
-        }
-        copy_async_wait<0>();
-#endif
     }
 
     // Merge the lane groups of this warp (they saw different tokens).
@@ -316,8 +256,7 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32, MIN_BLOCKS) KERNEL_NAME
         }
     }
 
-    // Merge the warps through shared memory (the rings are no longer needed).
-    __syncthreads();
+    // Merge the warps through shared memory.
     float* s_m = reinterpret_cast<float*>(s_dyn);
     float* s_l = s_m + WARPS * GROUP;
     float* s_acc = s_l + WARPS * GROUP;
@@ -333,31 +272,11 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32, MIN_BLOCKS) KERNEL_NAME
         }
     }
     __syncthreads();
-    for (int idx = threadIdx.x; idx < GROUP * HEAD_DIM; idx += WARPS * 32) {
-        const int g = idx / HEAD_DIM, d = idx % HEAD_DIM;
-        float mx = NEG_INF;
-#pragma unroll
-        for (int w = 0; w < WARPS; ++w)
-            if (s_l[w * GROUP + g] > 0.f) mx = fmaxf(mx, s_m[w * GROUP + g]);
-        float lsum = 0.f, o = 0.f;
-#pragma unroll
-        for (int w = 0; w < WARPS; ++w) {
-            const float lw = s_l[w * GROUP + g];
-            if (!(lw > 0.f)) continue;
-            const float wt = exp2f(s_m[w * GROUP + g] - mx);
-            lsum += lw * wt;
-            o += s_acc[(w * GROUP + g) * HEAD_DIM + d] * wt;
-        }
-        const int h = kvh * GROUP + g;
 #if SPLIT
-        const size_t row = (static_cast<size_t>(b) * q_heads + h) * num_splits + split;
-        if (d == 0) {
-            part_m[row] = mx;  // base-2 max; -inf with l = 0 for an empty split
-            part_l[row] = lsum;
-        }
-        part_o[row * HEAD_DIM + d] = o;
+    merge_warps_and_store<WARPS, GROUP, HEAD_DIM, true>(s_m, s_l, s_acc, part_o, part_m, part_l, b, kvh, q_heads,
+                                                         split, num_splits);
 #else
-        out[(static_cast<size_t>(b) * q_heads + h) * HEAD_DIM + d] = o / lsum;
+    merge_warps_and_store<WARPS, GROUP, HEAD_DIM, false>(s_m, s_l, s_acc, out, nullptr, nullptr, b, kvh, q_heads,
+                                                          0, 1);
 #endif
-    }
 }

@@ -19,12 +19,12 @@ from paprof.kernels.problem import Inputs, Shape
 
 HERE = Path(__file__).resolve().parent
 
-V5_WARPS = 4
 FAST_TUNING = {
-    # K/V dtype -> how v5/v6 keep tokens in flight (measured on the H200: docs/NOTES.md)
-    "fp32": {"PIPE": 0, "UNROLL": 8, "NSTAGES": 8},
-    "fp16": {"PIPE": 1, "UNROLL": 2, "NSTAGES": 8},
-    "bf16": {"PIPE": 1, "UNROLL": 2, "NSTAGES": 8},
+    # K/V dtype -> (source, compile-time knobs) of v5/v6, measured on the H200 (docs/NOTES.md):
+    # fp32 keeps 8 steps of loads in flight in registers; 16-bit caches go to the tensor cores.
+    "fp32": ("v5_fast.cu", {"WARPS": 4, "UNROLL": 8}),
+    "fp16": ("v5_mma.cu", {"WARPS": 2, "NSTAGES": 3}),
+    "bf16": ("v5_mma.cu", {"WARPS": 2, "NSTAGES": 3}),
 }
 MIN_PAGES_PER_SPLIT = 8
 """v6 never gives a split fewer pages than this (the merge would cost more than it hides)."""
@@ -61,7 +61,7 @@ class Launcher:
 
 
 def _launch(kernel, name, grid, block, smem=0) -> KernelLaunch:
-    if smem > 48 * 1024:
+    if smem + int(kernel.shared_size_bytes) > 48 * 1024:  # past the default needs an opt-in
         kernel.max_dynamic_shared_size_bytes = smem
     return KernelLaunch(
         name=name,
@@ -194,28 +194,38 @@ def _build_v4(variant, shape, device):
     return Launcher(variant.id, infos, run, num_splits=splits)
 
 
+def fast_source(shape: Shape) -> Path:
+    return HERE / FAST_TUNING[shape.dtype][0]
+
+
 def fast_defines(shape: Shape, split: bool, name: str) -> dict:
-    """Compile-time constants of ``v5_fast.cu`` for this shape."""
-    wide = shape.group > 4 and shape.elem_bytes == 2
+    """Compile-time constants of v5/v6's kernel for this shape."""
     return {
         "HEAD_DIM": shape.head_dim,
         "GROUP": shape.group,
         "KV_DTYPE": _DTYPE_CODE[shape.dtype],
         "PAGE_SIZE": shape.page_size,
-        "WARPS": V5_WARPS,
-        **FAST_TUNING[shape.dtype],
-        "MIN_BLOCKS": 2 if wide else 4,  # fp16 with 8 heads needs more than 128 registers
+        **FAST_TUNING[shape.dtype][1],
+        # the CUDA-core kernel with fp16 and 8 heads needs more than 128 registers
+        "MIN_BLOCKS": 2 if shape.group > 4 and shape.elem_bytes == 2 else 4,
         "SPLIT": int(split),
         "KERNEL_NAME": name,
     }
 
 
 def fast_smem(defines: dict) -> int:
-    """Dynamic shared memory of ``v5_fast.cu``: the cp.async rings, reused for the merge."""
+    """Dynamic shared memory of v5/v6's kernel: the cp.async rings (tensor-core path),
+    reused for the merge of the warps at the end."""
     warps, group, head_dim = defines["WARPS"], defines["GROUP"], defines["HEAD_DIM"]
     merge = (2 * warps * group + warps * group * head_dim) * 4
-    ring = warps * defines["NSTAGES"] * 2 * 32 * 16 if defines["PIPE"] else 0
+    ring = warps * defines.get("NSTAGES", 0) * 2 * 16 * (head_dim * 2 + 16) if "NSTAGES" in defines else 0
     return max(merge, ring)
+
+
+def _fast_kernel(shape: Shape, split: bool, name: str):
+    defines = fast_defines(shape, split, name)
+    kernel = gpu.compile_module([fast_source(shape)], defines).get_function(name)
+    return kernel, (defines["WARPS"] * 32,), fast_smem(defines)
 
 
 def choose_splits(shape: Shape, device, resident_blocks_per_sm: int) -> int:
@@ -237,9 +247,8 @@ def choose_splits(shape: Shape, device, resident_blocks_per_sm: int) -> int:
 
 def _build_v5(variant, shape, device):
     name = "paged_decode_v5"
-    defines = fast_defines(shape, False, name)
-    kernel = gpu.compile_module([HERE / "v5_fast.cu"], defines).get_function(name)
-    grid, block, smem = (shape.kv_heads, shape.batch), (V5_WARPS * 32,), fast_smem(defines)
+    kernel, block, smem = _fast_kernel(shape, False, name)
+    grid = (shape.kv_heads, shape.batch)
     info = _launch(kernel, name, grid, block, smem)
 
     def run(inputs, out):
@@ -250,14 +259,11 @@ def _build_v5(variant, shape, device):
 
 
 def _build_v6(variant, shape, device):
-    defines = fast_defines(shape, True, "paged_decode_v6_partial")
-    smem = fast_smem(defines)
-    block = (V5_WARPS * 32,)
-    probe = gpu.compile_module([HERE / "v5_fast.cu"], defines).get_function("paged_decode_v6_partial")
-    splits = choose_splits(shape, device, gpu.blocks_per_sm(probe, block[0], smem, device))
+    partial, block, smem = _fast_kernel(shape, True, "paged_decode_v6_partial")
+    splits = choose_splits(shape, device, gpu.blocks_per_sm(partial, block[0], smem, device))
     if splits == 1:
         name = "paged_decode_v6_nosplit"
-        kernel = gpu.compile_module([HERE / "v5_fast.cu"], fast_defines(shape, False, name)).get_function(name)
+        kernel, block, smem = _fast_kernel(shape, False, name)
         grid = (shape.kv_heads, shape.batch)
         info = _launch(kernel, name, grid, block, smem)
 
@@ -273,13 +279,13 @@ def _build_v6(variant, shape, device):
     part_m, part_l, part_o = _split_buffers(shape, splits)
     grid_p, grid_m = (shape.kv_heads, shape.batch, splits), (shape.q_heads, shape.batch)
     infos = [
-        _launch(probe, "paged_decode_v6_partial", grid_p, block, smem),
+        _launch(partial, "paged_decode_v6_partial", grid_p, block, smem),
         _launch(merge, "paged_decode_v6_merge", grid_m, (32,)),
     ]
 
     def run_split(inputs, out):
-        probe(grid_p, block, (part_m, part_l, part_o, *_common_args(inputs, shape),
-                              np.int32(shape.pages_per_seq)), shared_mem=smem)
+        partial(grid_p, block, (part_m, part_l, part_o, *_common_args(inputs, shape),
+                                np.int32(shape.pages_per_seq)), shared_mem=smem)
         merge(grid_m, (32,), (out, part_m, part_l, part_o, np.int32(shape.q_heads), np.int32(splits)))
 
     return Launcher(variant.id, infos, run_split, num_splits=splits)

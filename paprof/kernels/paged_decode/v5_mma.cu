@@ -1,0 +1,312 @@
+// v5 / v6 for fp16 and bf16 caches: the work of v5_fast.cu on the tensor cores.
+//
+// On CUDA cores a 16-bit cache costs twice the arithmetic per byte of an fp32 one (every
+// element feeds GROUP multiply-adds twice, plus a conversion), and v5_fast.cu stalls at
+// about 80 % of the read ceiling. Here each warp streams 16-token tiles of K and V
+// through its own ring of shared-memory stages (16-byte cp.async, zero-filled past the
+// end), and:
+//   S = Q K^T   mma.m16n8k16, A = the group's queries (rows = heads, padded to 16; fp32
+//               query split into a hi and a lo 16-bit part, so the scores keep fp32-level
+//               accuracy), B = K read with ldmatrix;
+//   P = exp2(S - m)   lazy-rescaled online softmax on the accumulator fragments; S's
+//               fragments are exactly P's A fragments (no shuffles);
+//   O += P V    B = V read with ldmatrix.trans; bf16 P is split hi + lo as well.
+// Rows are padded by 16 bytes so ldmatrix's 8 rows fall in distinct banks.
+// Same parameters, partial layout and merge as v5_fast.cu (SPLIT, KERNEL_NAME).
+#include "common.cuh"
+#include "fast_merge.cuh"
+
+#ifndef GROUP
+#define GROUP 4
+#endif
+#ifndef KV_DTYPE
+#define KV_DTYPE 1  // 1 fp16, 2 bf16
+#endif
+#ifndef PAGE_SIZE
+#define PAGE_SIZE 16
+#endif
+#ifndef WARPS
+#define WARPS 2
+#endif
+#ifndef NSTAGES
+#define NSTAGES 3  // tiles in each warp's ring
+#endif
+#ifndef SPLIT
+#define SPLIT 0
+#endif
+#ifndef KERNEL_NAME
+#define KERNEL_NAME paged_decode_v5
+#endif
+#ifndef MIN_BLOCKS
+#define MIN_BLOCKS 4
+#endif
+#ifndef RESCALE_THRESHOLD
+#define RESCALE_THRESHOLD 8.f
+#endif
+
+#define TILE 16
+#define ROW_BYTES (HEAD_DIM * 2)
+#define PITCH (ROW_BYTES + 16)
+#define CHUNKS (ROW_BYTES / 16)
+#define TILE_BYTES (TILE * PITCH)
+#define COPIES (TILE * CHUNKS / 32)
+#define KSTEPS (HEAD_DIM / 16)
+#define NBLK (HEAD_DIM / 8)
+#define CHUNK_PAGES 256
+#define LOG2E 1.4426950408889634f
+
+static_assert(KV_DTYPE == 1 || KV_DTYPE == 2, "the tensor-core path reads 16-bit caches");
+static_assert(GROUP >= 1 && GROUP <= 8, "a group's heads fill at most the 8 real rows of an m16 tile");
+static_assert(HEAD_DIM % 16 == 0 && (TILE * CHUNKS) % 32 == 0, "head_dim must be a multiple of 16");
+
+__device__ __forceinline__ unsigned smem_u32(const void* ptr) {
+    unsigned addr;
+    asm("{ .reg .u64 a; cvta.to.shared.u64 a, %1; cvt.u32.u64 %0, a; }" : "=r"(addr) : "l"(ptr));
+    return addr;
+}
+
+// 16 bytes global -> shared, bypassing L1; src_bytes = 0 writes zeros and reads nothing.
+__device__ __forceinline__ void copy16(unsigned dst, const void* src, int src_bytes) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(dst), "l"(src), "r"(src_bytes) : "memory");
+}
+
+__device__ __forceinline__ void ldsm_x4(unsigned (&r)[4], unsigned addr) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(addr));
+}
+
+__device__ __forceinline__ void ldsm_x4_trans(unsigned (&r)[4], unsigned addr) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(addr));
+}
+
+// d += A B for one m16n8k16 tile; rows 8..15 of A are zero (padding), so a1 = a3 = 0.
+__device__ __forceinline__ void mma(float (&d)[4], unsigned a0, unsigned a2, unsigned b0, unsigned b1) {
+#if KV_DTYPE == 1
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
+                 "{%8, %9}, {%0, %1, %2, %3};"
+#else
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
+                 "{%8, %9}, {%0, %1, %2, %3};"
+#endif
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                 : "r"(a0), "r"(0u), "r"(a2), "r"(0u), "r"(b0), "r"(b1));
+}
+
+// Two floats as one 16-bit pair (x0 in the low half), rounded to nearest.
+__device__ __forceinline__ unsigned pack2(float x0, float x1) {
+    unsigned r;
+#if KV_DTYPE == 1
+    asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(x1), "f"(x0));
+#else
+    asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(x1), "f"(x0));
+#endif
+    return r;
+}
+
+__device__ __forceinline__ float2 unpack2(unsigned w) {
+#if KV_DTYPE == 1
+    float lo, hi;
+    asm("{.reg .b16 a, b; mov.b32 {a, b}, %2; cvt.f32.f16 %0, a; cvt.f32.f16 %1, b;}" : "=f"(lo), "=f"(hi) : "r"(w));
+    return make_float2(lo, hi);
+#else
+    return make_float2(__uint_as_float(w << 16), __uint_as_float(w & 0xffff0000u));
+#endif
+}
+
+// x = hi + lo with both parts 16-bit: about 22 (fp16) or 16 (bf16) significant bits.
+__device__ __forceinline__ void split2(float x0, float x1, unsigned& hi, unsigned& lo) {
+    hi = pack2(x0, x1);
+    const float2 h = unpack2(hi);
+    lo = pack2(x0 - h.x, x1 - h.y);
+}
+
+extern "C" __global__ void __launch_bounds__(WARPS * 32, MIN_BLOCKS) KERNEL_NAME(
+#if SPLIT
+    float* __restrict__ part_m, float* __restrict__ part_l, float* __restrict__ part_o,
+#else
+    float* __restrict__ out,
+#endif
+    const float* __restrict__ query, const unsigned char* __restrict__ key_cache,
+    const unsigned char* __restrict__ value_cache, const int* __restrict__ block_tables,
+    const int* __restrict__ context_lens, float scale, int q_heads, int kv_heads, int pages_per_seq) {
+    __shared__ int s_pages[CHUNK_PAGES];
+    // [WARPS][NSTAGES][K, V] tiles of TILE rows x PITCH bytes; reused for the merge at the end.
+    extern __shared__ uint4 s_dyn[];
+
+    const int kvh = blockIdx.x;
+    const int b = blockIdx.y;
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const int g = lane >> 2, t4 = lane & 3;  // fragment row (head) and column pair
+    const int* table = block_tables + static_cast<size_t>(b) * pages_per_seq;
+    const int ctx = context_lens[b];
+    const int num_pages = (ctx + PAGE_SIZE - 1) / PAGE_SIZE;
+#if SPLIT
+    const int split = blockIdx.z, num_splits = gridDim.z;
+    const int pages_per_split = (num_pages + num_splits - 1) / num_splits;
+    const int p_begin = min(num_pages, split * pages_per_split);
+    const int p_end = min(num_pages, p_begin + pages_per_split);
+#else
+    const int p_begin = 0, p_end = num_pages;
+#endif
+    const int t_end = min(ctx, p_end * PAGE_SIZE);
+
+    // A fragments of the queries (row g = head g of the group), pre-scaled for exp2.
+    unsigned qa_hi[KSTEPS][2], qa_lo[KSTEPS][2];
+    {
+        const float qscale = scale * LOG2E;
+        const float* qrow = query + (static_cast<size_t>(b) * q_heads + kvh * GROUP + min(g, GROUP - 1)) * HEAD_DIM;
+#pragma unroll
+        for (int kk = 0; kk < KSTEPS; ++kk) {
+#pragma unroll
+            for (int half = 0; half < 2; ++half) {
+                float2 x = *reinterpret_cast<const float2*>(qrow + 16 * kk + 8 * half + 2 * t4);
+                if (g >= GROUP) x = make_float2(0.f, 0.f);
+                split2(x.x * qscale, x.y * qscale, qa_hi[kk][half], qa_lo[kk][half]);
+            }
+        }
+    }
+
+    float o[NBLK][4];
+#pragma unroll
+    for (int j = 0; j < NBLK; ++j) o[j][0] = o[j][1] = o[j][2] = o[j][3] = 0.f;
+    float m = NEG_INF, l = 0.f;  // row g; l is this thread's share until the end
+
+    const size_t token_stride = static_cast<size_t>(kv_heads) * HEAD_DIM * 2;
+    const size_t page_stride = token_stride * PAGE_SIZE;
+    const size_t head_offset = static_cast<size_t>(kvh) * HEAD_DIM * 2;
+    const unsigned ring = smem_u32(s_dyn) + warp * NSTAGES * 2 * TILE_BYTES;
+    // ldmatrix row addresses of this lane within a tile (see the fragment layouts).
+    const int mat = lane >> 3, mrow = lane & 7;
+    const unsigned k_lane = (8 * (mat >> 1) + mrow) * PITCH + (mat & 1) * 16;  // + kk * 32
+    const unsigned v_lane = (8 * (mat & 1) + mrow) * PITCH + (mat >> 1) * 16;  // + pair * 32
+
+    for (int chunk = p_begin; chunk < p_end; chunk += CHUNK_PAGES) {
+        const int chunk_pages = min(CHUNK_PAGES, p_end - chunk);
+        __syncthreads();
+        for (int i = threadIdx.x; i < chunk_pages; i += WARPS * 32) s_pages[i] = table[chunk + i];
+        __syncthreads();
+        const int c_begin = chunk * PAGE_SIZE;
+        const int c_end = min(t_end, (chunk + chunk_pages) * PAGE_SIZE);
+        const int n_tiles = (c_end - c_begin + TILE - 1) / TILE;
+        const int n_mine = warp < n_tiles ? (n_tiles - warp + WARPS - 1) / WARPS : 0;  // tiles warp, warp+WARPS, ...
+
+        auto produce = [&](int j) {
+            if (j < n_mine) {
+                const int first = (j * WARPS + warp) * TILE;  // relative to c_begin
+                const unsigned k_dst = ring + (j % NSTAGES) * 2 * TILE_BYTES;
+#pragma unroll
+                for (int c = 0; c < COPIES; ++c) {
+                    const int idx = lane + 32 * c;
+                    const int row = idx / CHUNKS, piece = idx % CHUNKS;
+                    const int rel = first + row;
+                    const bool valid = c_begin + rel < c_end;
+                    const size_t off = valid ? static_cast<size_t>(s_pages[rel / PAGE_SIZE]) * page_stride +
+                                                   (rel % PAGE_SIZE) * token_stride + head_offset + piece * 16
+                                             : 0;
+                    const unsigned dst = k_dst + row * PITCH + piece * 16;
+                    copy16(dst, key_cache + off, valid ? 16 : 0);
+                    copy16(dst + TILE_BYTES, value_cache + off, valid ? 16 : 0);
+                }
+            }
+            asm volatile("cp.async.commit_group;" ::: "memory");  // one group per tile, maybe empty
+        };
+
+#pragma unroll
+        for (int j = 0; j < NSTAGES - 1; ++j) produce(j);
+        for (int j = 0; j < n_mine; ++j) {
+            produce(j + NSTAGES - 1);
+            asm volatile("cp.async.wait_group %0;" ::"n"(NSTAGES - 1) : "memory");
+            __syncwarp();  // every lane's copies of tile j are visible to the warp
+            const unsigned k_tile = ring + (j % NSTAGES) * 2 * TILE_BYTES;
+            const unsigned v_tile = k_tile + TILE_BYTES;
+
+            float s[2][4] = {{0.f, 0.f, 0.f, 0.f}, {0.f, 0.f, 0.f, 0.f}};
+#pragma unroll
+            for (int kk = 0; kk < KSTEPS; ++kk) {
+                unsigned kb[4];
+                ldsm_x4(kb, k_tile + k_lane + kk * 32);
+                mma(s[0], qa_hi[kk][0], qa_hi[kk][1], kb[0], kb[1]);
+                mma(s[1], qa_hi[kk][0], qa_hi[kk][1], kb[2], kb[3]);
+                mma(s[0], qa_lo[kk][0], qa_lo[kk][1], kb[0], kb[1]);
+                mma(s[1], qa_lo[kk][0], qa_lo[kk][1], kb[2], kb[3]);
+            }
+
+            // Scores of row g for tokens 2*t4 + {0, 1} and 8 + 2*t4 + {0, 1} of the tile.
+            const int first_tok = c_begin + (j * WARPS + warp) * TILE;
+            float x[4] = {s[0][0], s[0][1], s[1][0], s[1][1]};
+#pragma unroll
+            for (int i = 0; i < 4; ++i)
+                if (first_tok + 8 * (i >> 1) + 2 * t4 + (i & 1) >= c_end) x[i] = NEG_INF;
+            float mx = fmaxf(fmaxf(x[0], x[1]), fmaxf(x[2], x[3]));
+            mx = fmaxf(mx, __shfl_xor_sync(FULL_MASK, mx, 1));
+            mx = fmaxf(mx, __shfl_xor_sync(FULL_MASK, mx, 2));
+            if (mx > m + RESCALE_THRESHOLD) {  // lazy rescaling, as in v5_fast.cu
+                const float correction = exp2f(m - mx);
+                l *= correction;
+#pragma unroll
+                for (int jb = 0; jb < NBLK; ++jb) {
+                    o[jb][0] *= correction;
+                    o[jb][1] *= correction;
+                }
+                m = mx;
+            }
+            const float m_ref = (m == NEG_INF) ? 0.f : m;
+#pragma unroll
+            for (int i = 0; i < 4; ++i) {
+                x[i] = exp2f(x[i] - m_ref);
+                l += x[i];
+            }
+
+            // P as A fragments: a0 = tokens 2*t4.., a2 = tokens 8 + 2*t4..
+            unsigned pa0 = pack2(x[0], x[1]), pa2 = pack2(x[2], x[3]);
+#if KV_DTYPE == 2
+            unsigned pl0, pl2;
+            split2(x[0], x[1], pa0, pl0);
+            split2(x[2], x[3], pa2, pl2);
+#endif
+#pragma unroll
+            for (int pair = 0; pair < NBLK / 2; ++pair) {
+                unsigned vb[4];
+                ldsm_x4_trans(vb, v_tile + v_lane + pair * 32);
+                mma(o[2 * pair], pa0, pa2, vb[0], vb[1]);
+                mma(o[2 * pair + 1], pa0, pa2, vb[2], vb[3]);
+#if KV_DTYPE == 2
+                mma(o[2 * pair], pl0, pl2, vb[0], vb[1]);
+                mma(o[2 * pair + 1], pl0, pl2, vb[2], vb[3]);
+#endif
+            }
+            __syncwarp();  // the tile is read before its slot is refilled
+        }
+        asm volatile("cp.async.wait_group 0;" ::: "memory");
+    }
+
+    l += __shfl_xor_sync(FULL_MASK, l, 1);
+    l += __shfl_xor_sync(FULL_MASK, l, 2);
+
+    __syncthreads();  // the rings become the merge area
+    float* s_m = reinterpret_cast<float*>(s_dyn);
+    float* s_l = s_m + WARPS * GROUP;
+    float* s_acc = s_l + WARPS * GROUP;
+    if (g < GROUP) {
+        if (t4 == 0) {
+            s_m[warp * GROUP + g] = m;
+            s_l[warp * GROUP + g] = l;
+        }
+#pragma unroll
+        for (int jb = 0; jb < NBLK; ++jb) {
+            s_acc[(warp * GROUP + g) * HEAD_DIM + 8 * jb + 2 * t4] = o[jb][0];
+            s_acc[(warp * GROUP + g) * HEAD_DIM + 8 * jb + 2 * t4 + 1] = o[jb][1];
+        }
+    }
+    __syncthreads();
+#if SPLIT
+    merge_warps_and_store<WARPS, GROUP, HEAD_DIM, true>(s_m, s_l, s_acc, part_o, part_m, part_l, b, kvh, q_heads,
+                                                         split, num_splits);
+#else
+    merge_warps_and_store<WARPS, GROUP, HEAD_DIM, false>(s_m, s_l, s_acc, out, nullptr, nullptr, b, kvh, q_heads,
+                                                          0, 1);
+#endif
+}

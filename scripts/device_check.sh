@@ -7,6 +7,7 @@
 #   runs     paprof run --variant all  -> $OUT/h200-runs.tar (the shipped examples/h200)
 #   bench    paprof bench at the issue's shapes -> $OUT/bench-*.json
 #   tune     sweep v5's warps / unroll / prefetch (scripts/tune_v5.py)
+#   diag     load the shipped runs with ncu's own Python module (faulthandler on)
 #   tests    the GPU test suite (pytest -m gpu)
 #   check    paprof baseline update + paprof check --profile --repeat 5, twice
 # Results land in $OUT (the device tool brings it back): logs.tar with every log.
@@ -51,22 +52,34 @@ from paprof.kernels import gpu; print(gpu.current_device())
   runs)
     stamp runs
     rm -rf /tmp/runs
+    start=$(date +%s)
     timeout 300 python3 -m paprof run --variant all --shape "$MAIN" --runs /tmp/runs 2>&1 | tee "$OUT/logs/runs.log"
+    echo "paprof run --variant all: $(( $(date +%s) - start )) s wall" | tee -a "$OUT/logs/runs.log"
     timeout 120 python3 -m paprof run --variant v5 --variant v6 --shape "$MAIN,dtype=fp16" --runs /tmp/runs 2>&1 | tee -a "$OUT/logs/runs.log"
+    timeout 120 python3 -m paprof run --variant v5 --variant v6 --shape "batch=4,context=32768,dtype=fp16" --runs /tmp/runs 2>&1 | tee -a "$OUT/logs/runs.log"
+    timeout 60 python3 -m paprof run --variant v6 --shape "batch=1,context=131072,dtype=fp16" --runs /tmp/runs 2>&1 | tee -a "$OUT/logs/runs.log"
     (cd /tmp && tar cf "$OUT/h200-runs.tar" runs)
     ;;
   bench)
     stamp bench
-    python3 -c "import sys; from paprof.commands.bench import bench; bench(sys.argv[1:])" --variant all --shape "$MAIN" --json > "$OUT/bench-main-fp32.json" 2> "$OUT/logs/bench-main-fp32.log"
+    python3 -m paprof bench --variant all --shape "$MAIN" --json > "$OUT/bench-main-fp32.json" 2> "$OUT/logs/bench-main-fp32.log"
     for spec in "$MAIN,dtype=fp16" "$MAIN,dtype=bf16" "batch=1,context=131072,dtype=fp16" "batch=4,context=32768,dtype=fp16"; do
       name=$(echo "$spec" | sed 's/batch=64,context=4096,q_heads=32,kv_heads=8,head_dim=128,page=16/main/' | tr ',=' '_-')
-      python3 -c "import sys; from paprof.commands.bench import bench; bench(sys.argv[1:])" --variant v5 --variant v6 --variant v3 --shape "$spec" --json > "$OUT/bench-$name.json" 2> "$OUT/logs/bench-$name.log"
+      python3 -m paprof bench --variant v5 --variant v6 --variant v3 --shape "$spec" --json > "$OUT/bench-$name.json" 2> "$OUT/logs/bench-$name.log"
     done
     python3 scripts/bench_table.py "$OUT"/bench-*.json | tee "$OUT/logs/bench-table.txt"
     ;;
   tune)
     stamp tune
     timeout 300 python3 scripts/tune_v5.py 2>&1 | tee "$OUT/logs/tune.log"
+    ;;
+  diag)
+    stamp diag
+    python3 -c "from paprof.profiler.locate import import_ncu_report as f; m = f(); print('ncu_report from', m.__file__)"
+    runs=examples/h200; [ -d /tmp/runs ] && runs=/tmp/runs
+    python3 -X faulthandler -m paprof table $runs --format csv > "$OUT/logs/diag-table.csv" 2> "$OUT/logs/diag-table.log"; echo "table exit $?"
+    tail -5 "$OUT/logs/diag-table.log"
+    python3 -X faulthandler -m paprof baseline update --runs $runs --out /tmp/diag-baseline.json 2>&1 | tail -3; echo "baseline exit ${PIPESTATUS[0]}"
     ;;
   tests)
     stamp tests

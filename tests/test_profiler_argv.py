@@ -46,7 +46,7 @@ def test_ncu_argv_default():
         "--launch-count", "1",
         "/py", "-m", "paprof.kernels.launch",
         "--variant", "v3", "--family", "paged_decode", "--shape", SPEC,
-        "--profile-launches", "1", "--result", "/runs/r.json", "--time", "0",
+        "--profile-launches", "1", "--result", "/runs/r.json", "--time", "0", "--no-check",
     ]  # fmt: skip
 
 
@@ -66,7 +66,7 @@ def test_ncu_argv_full_set_base_clocks_two_kernels_three_launches_seed():
         "/py", "-m", "paprof.kernels.launch",
         "--variant", "v4", "--family", "paged_decode", "--shape", SPEC,
         "--profile-launches", "3", "--result", "r.json", "--time", "0",
-        "--seed", "7",
+        "--seed", "7", "--no-check",
     ]  # fmt: skip
 
 
@@ -118,3 +118,18 @@ def test_presets():
     assert get_preset("default").ncu_args() == DEFAULT_SECTIONS
     with pytest.raises(UserError, match="known: default, memory, full"):
         get_preset("fast")
+
+
+def test_progress_finished_on_its_own_line_after_a_warning():
+    from paprof.profiler.ncu_log import NcuLog
+
+    log = NcuLog()
+    for line in [
+        '==PROF== Profiling "paged_decode_baseline": 0%.',
+        "==WARNING== Launching the workload is taking more time than expected.",
+        "...50%....100% - 20 passes",
+    ]:
+        log.add_line(line)
+    assert [k.passes for k in log.kernels] == [20]
+    assert log.replay_passes == 20
+    assert not log.program

@@ -151,7 +151,8 @@ def _action_row(action, entries, report: Path, sidecar: dict | None, layout: dic
                 index: int, launches: dict, missing: dict, thresholds: Thresholds) -> dict:
     values: dict = {}
     for entry in entries:
-        value, unit = read_metric(action, entry.ncu_name, entry.text)
+        value, unit = read_metric(action, entry.ncu_name, entry.text,
+                                  with_unit=entry.ncu_unit in M.UNIT_FACTORS)
         values[entry.column] = _convert(value, unit, entry)
     derive(values)
     for column, value in values.items():

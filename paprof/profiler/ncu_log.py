@@ -18,6 +18,9 @@ PROFILING_RE = re.compile(
     r"(?:\s*-\s*(?P<passes>\d+)\s+pass(?:es)?)?"
 )
 PERCENT_RE = re.compile(r"(\d+)%")
+# ncu finishes a progress line on a line of its own when a warning cut in:
+# "...50%....100% - 20 passes"
+CONTINUATION_RE = re.compile(r"^[.0-9%]*\s*-\s*(?P<passes>\d+)\s+pass(?:es)?\s*$")
 APP_EXIT_RE = re.compile(r"The application returned an error code \((\d+)\)")
 
 PERMISSION_HELP = (
@@ -93,6 +96,10 @@ class NcuLog:
             tail = line[PROFILING_RE.search(line).end() :].strip()
             if tail:
                 self.program.append(tail)
+        elif self.kernels and self.kernels[-1].passes is None and CONTINUATION_RE.match(line.strip()):
+            last = self.kernels[-1]
+            last.passes = int(CONTINUATION_RE.match(line.strip())["passes"])
+            last.percent = 100
         elif line.startswith("==ERROR=="):
             self.errors.append(line)
         elif line.startswith("==WARNING=="):

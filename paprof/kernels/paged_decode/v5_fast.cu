@@ -12,8 +12,8 @@
 //    shuffles, the warps through shared memory at the end. No score buffer: no context cap.
 //  - The block table is staged in shared memory CHUNK_PAGES entries at a time, so a K/V
 //    address never waits on a global load.
-// SPLIT = 0 writes the output; SPLIT = 1 writes (m, l, unnormalised O) per split for the
-// merge kernel (v6). Shape constants come in as macros: the launcher compiles one module
+// SPLIT = 0 writes the output; SPLIT = 1 writes (m, l, unnormalised O) per split, and the
+// last split of each (sequence, KV head) to finish merges them (v6, fast_merge.cuh). Shape constants come in as macros: the launcher compiles one module
 // per (dtype, head_dim, group, page_size).
 #include "common.cuh"
 #include "fast_merge.cuh"
@@ -148,9 +148,9 @@ __device__ __forceinline__ void attend(const uint4 (&kraw)[UNROLL], const uint4 
 extern "C" __global__ void __launch_bounds__(WARPS * 32, MIN_BLOCKS) KERNEL_NAME(
 #if SPLIT
     float* __restrict__ part_m, float* __restrict__ part_l, float* __restrict__ part_o,
-#else
-    float* __restrict__ out,
+    int* __restrict__ counters,
 #endif
+    float* __restrict__ out,
     const float* __restrict__ query, const unsigned char* __restrict__ key_cache,
     const unsigned char* __restrict__ value_cache, const int* __restrict__ block_tables,
     const int* __restrict__ context_lens, float scale, int q_heads, int kv_heads, int pages_per_seq) {
@@ -274,7 +274,7 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32, MIN_BLOCKS) KERNEL_NAME
     __syncthreads();
 #if SPLIT
     merge_warps_and_store<WARPS, GROUP, HEAD_DIM, true>(s_m, s_l, s_acc, part_o, part_m, part_l, b, kvh, q_heads,
-                                                         split, num_splits);
+                                                         split, num_splits, out, counters);
 #else
     merge_warps_and_store<WARPS, GROUP, HEAD_DIM, false>(s_m, s_l, s_acc, out, nullptr, nullptr, b, kvh, q_heads,
                                                           0, 1);

@@ -43,6 +43,9 @@
 #ifndef RESCALE_THRESHOLD
 #define RESCALE_THRESHOLD 8.f
 #endif
+#ifndef COPY_HINT
+#define COPY_HINT 0  // 0: cp.async.cg; 1: + L2::128B prefetch; 2: + L2::256B; 3: cp.async.ca
+#endif
 
 #define TILE 16
 #define ROW_BYTES (HEAD_DIM * 2)
@@ -67,7 +70,15 @@ __device__ __forceinline__ unsigned smem_u32(const void* ptr) {
 
 // 16 bytes global -> shared, bypassing L1; src_bytes = 0 writes zeros and reads nothing.
 __device__ __forceinline__ void copy16(unsigned dst, const void* src, int src_bytes) {
+#if COPY_HINT == 1
+    asm volatile("cp.async.cg.shared.global.L2::128B [%0], [%1], 16, %2;" ::"r"(dst), "l"(src), "r"(src_bytes) : "memory");
+#elif COPY_HINT == 2
+    asm volatile("cp.async.cg.shared.global.L2::256B [%0], [%1], 16, %2;" ::"r"(dst), "l"(src), "r"(src_bytes) : "memory");
+#elif COPY_HINT == 3
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 16, %2;" ::"r"(dst), "l"(src), "r"(src_bytes) : "memory");
+#else
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(dst), "l"(src), "r"(src_bytes) : "memory");
+#endif
 }
 
 __device__ __forceinline__ void ldsm_x4(unsigned (&r)[4], unsigned addr) {
@@ -126,9 +137,9 @@ __device__ __forceinline__ void split2(float x0, float x1, unsigned& hi, unsigne
 extern "C" __global__ void __launch_bounds__(WARPS * 32, MIN_BLOCKS) KERNEL_NAME(
 #if SPLIT
     float* __restrict__ part_m, float* __restrict__ part_l, float* __restrict__ part_o,
-#else
-    float* __restrict__ out,
+    int* __restrict__ counters,
 #endif
+    float* __restrict__ out,
     const float* __restrict__ query, const unsigned char* __restrict__ key_cache,
     const unsigned char* __restrict__ value_cache, const int* __restrict__ block_tables,
     const int* __restrict__ context_lens, float scale, int q_heads, int kv_heads, int pages_per_seq) {
@@ -304,7 +315,7 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32, MIN_BLOCKS) KERNEL_NAME
     __syncthreads();
 #if SPLIT
     merge_warps_and_store<WARPS, GROUP, HEAD_DIM, true>(s_m, s_l, s_acc, part_o, part_m, part_l, b, kvh, q_heads,
-                                                         split, num_splits);
+                                                         split, num_splits, out, counters);
 #else
     merge_warps_and_store<WARPS, GROUP, HEAD_DIM, false>(s_m, s_l, s_acc, out, nullptr, nullptr, b, kvh, q_heads,
                                                           0, 1);

@@ -23,8 +23,8 @@ FAST_TUNING = {
     # K/V dtype -> (source, compile-time knobs) of v5/v6, measured on the H200 (docs/NOTES.md):
     # fp32 keeps 8 steps of loads in flight in registers; 16-bit caches go to the tensor cores.
     "fp32": ("v5_fast.cu", {"WARPS": 4, "UNROLL": 8}),
-    "fp16": ("v5_mma.cu", {"WARPS": 2, "NSTAGES": 3}),
-    "bf16": ("v5_mma.cu", {"WARPS": 2, "NSTAGES": 3}),
+    "fp16": ("v5_mma.cu", {"WARPS": 3, "NSTAGES": 2, "COPY_HINT": 1}),
+    "bf16": ("v5_mma.cu", {"WARPS": 3, "NSTAGES": 2, "COPY_HINT": 1}),
 }
 MIN_PAGES_PER_SPLIT = 8
 """v6 never gives a split fewer pages than this (the merge would cost more than it hides)."""
@@ -259,7 +259,7 @@ def _build_v5(variant, shape, device):
 
 
 def _build_v6(variant, shape, device):
-    partial, block, smem = _fast_kernel(shape, True, "paged_decode_v6_partial")
+    partial, block, smem = _fast_kernel(shape, True, "paged_decode_v6_split")
     splits = choose_splits(shape, device, gpu.blocks_per_sm(partial, block[0], smem, device))
     if splits == 1:
         name = "paged_decode_v6_nosplit"
@@ -273,20 +273,16 @@ def _build_v6(variant, shape, device):
 
         return Launcher(variant.id, [info], run_direct, num_splits=1)
 
-    merge = gpu.compile_module([HERE / "v6_merge.cu"], {"HEAD_DIM": shape.head_dim}).get_function(
-        "paged_decode_v6_merge"
-    )
+    cp = gpu.cupy()
+    smem = max(smem, 4 * shape.group * splits)  # the merging CTA keeps its weights there
     part_m, part_l, part_o = _split_buffers(shape, splits)
-    grid_p, grid_m = (shape.kv_heads, shape.batch, splits), (shape.q_heads, shape.batch)
-    infos = [
-        _launch(partial, "paged_decode_v6_partial", grid_p, block, smem),
-        _launch(merge, "paged_decode_v6_merge", grid_m, (32,)),
-    ]
+    counters = cp.zeros(shape.batch * shape.kv_heads, dtype=cp.int32)  # the kernel leaves them at 0
+    grid = (shape.kv_heads, shape.batch, splits)
+    infos = [_launch(partial, "paged_decode_v6_split", grid, block, smem)]
 
     def run_split(inputs, out):
-        partial(grid_p, block, (part_m, part_l, part_o, *_common_args(inputs, shape),
-                                np.int32(shape.pages_per_seq)), shared_mem=smem)
-        merge(grid_m, (32,), (out, part_m, part_l, part_o, np.int32(shape.q_heads), np.int32(splits)))
+        partial(grid, block, (part_m, part_l, part_o, counters, out, *_common_args(inputs, shape),
+                              np.int32(shape.pages_per_seq)), shared_mem=smem)
 
     return Launcher(variant.id, infos, run_split, num_splits=splits)
 

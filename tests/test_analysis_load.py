@@ -73,14 +73,6 @@ def test_dram_bytes_prefer_the_read_and_write_counters(fake_reports):
     assert row["achieved_bandwidth_gbs"] == pytest.approx(2.001e9 / 600e-6 / 1e9)
 
 
-def test_a_report_in_another_unit_is_converted(fake_reports):
-    action = make_action()
-    name = M.BY_COLUMN["duration_us"].ncu_name
-    action._metrics[name]._value, action._metrics[name]._unit = 600.0, "usecond"
-    row = load.load_reports(fake_reports("v3.ncu-rep", action)).iloc[0]
-    assert row["duration_us"] == pytest.approx(600.0)
-
-
 def test_absent_metric_is_nan_and_its_section_is_named(fake_reports):
     action = make_action(dram_throughput_pct=None, lsu_pipe_pct=None)
     df = load.load_reports(fake_reports("v3.ncu-rep", action))

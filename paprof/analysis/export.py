@@ -106,13 +106,25 @@ def to_text(df: pd.DataFrame, columns: list[str] | None = None, why: bool = True
     lines = [text.to_string(index=False)]
     if why and "bottleneck_evidence" in df and "bottleneck" in df:
         lines.append("")
-        counts = df["variant"].value_counts()
-        for _, row in df.iterrows():
+        several_shapes = df["shape"].nunique() > 1
+        per_case = df.groupby(["variant", "shape"])["kernel"].transform("nunique")
+        for (_, row), kernels in zip(df.iterrows(), per_case):
             evidence = row["bottleneck_evidence"] or []
-            name = row["variant"] if counts[row["variant"]] == 1 else (
-                f"{row['variant']}/{_format_value('kernel', row['kernel'])}")
+            name = row["variant"]
+            if several_shapes:
+                name += f" [{_short_shape(row)}]"
+            if kernels > 1:
+                name += f"/{_format_value('kernel', row['kernel'])}"
             lines.append(f"{name}: {row['bottleneck']}: " + "; ".join(evidence[:2]))
     return "\n".join(lines) + "\n"
+
+
+def _short_shape(row) -> str:
+    """The run store's shape slug when the sidecar has one, else the shape text."""
+    side = row.get("sidecar") if hasattr(row, "get") else None
+    if isinstance(side, dict) and side.get("shape_slug"):
+        return str(side["shape_slug"])
+    return str(row["shape"])
 
 
 def missing_note(df: pd.DataFrame, columns: list[str] | None = None) -> str | None:

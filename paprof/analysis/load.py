@@ -70,13 +70,9 @@ def _runs(paths: Iterable) -> list[tuple[Path, dict | None, dict]]:
     return found
 
 
-def _convert(value: float, unit: str | None, entry: M.Metric) -> float:
+def _convert(value: float, entry: M.Metric) -> float:
     if isinstance(value, str) or math.isnan(value):
         return value
-    if unit and entry.ncu_unit and unit != entry.ncu_unit:
-        have, want = M.UNIT_FACTORS.get(unit), M.UNIT_FACTORS.get(entry.ncu_unit)
-        if have is not None and want is not None:
-            value = value * have / want
     return value * entry.scale
 
 
@@ -151,9 +147,7 @@ def _action_row(action, entries, report: Path, sidecar: dict | None, layout: dic
                 index: int, launches: dict, missing: dict, thresholds: Thresholds) -> dict:
     values: dict = {}
     for entry in entries:
-        value, unit = read_metric(action, entry.ncu_name, entry.text,
-                                  with_unit=entry.ncu_unit in M.UNIT_FACTORS)
-        values[entry.column] = _convert(value, unit, entry)
+        values[entry.column] = _convert(read_metric(action, entry.ncu_name, entry.text), entry)
     derive(values)
     for column, value in values.items():
         if column not in missing and (value != value or value == ""):  # NaN or empty text

@@ -65,8 +65,8 @@ class Metric:
     """Factor from ncu's unit (``ncu_unit``) to ``unit``: 1e-3 for ns -> us."""
 
     ncu_unit: str | None = None
-    """The unit ncu stores the metric in (``nsecond``, ``byte/second``...). When a report
-    says another unit of the same kind, the loader converts (see :data:`UNIT_FACTORS`)."""
+    """The base unit ncu stores the metric in (``nsecond``, ``byte/second``...); the loader
+    reads raw values and never asks the report (see ``ncu_reader.read_metric``)."""
 
     combine: str = DOMINANT
     """How a multi-kernel variant's row combines its kernels: ``sum`` (durations, cycles,
@@ -276,16 +276,6 @@ BLOCK_LIMITS = {
     "block_limit_shared_mem": "shared_mem",
 }
 
-#: Conversion factors between units of one kind, to the first unit of each group: when a
-#: report stores a metric in another unit than ``Metric.ncu_unit`` the loader multiplies
-#: by ``UNIT_FACTORS[report_unit] / UNIT_FACTORS[ncu_unit]``.
-UNIT_FACTORS = {
-    "nsecond": 1.0, "usecond": 1e3, "msecond": 1e6, "second": 1e9,
-    "byte": 1.0, "Kbyte": 1e3, "Mbyte": 1e6, "Gbyte": 1e9, "Tbyte": 1e12,
-    "byte/second": 1.0, "Kbyte/second": 1e3, "Mbyte/second": 1e6,
-    "Gbyte/second": 1e9, "Tbyte/second": 1e12,
-    "cycle": 1.0, "Kcycle": 1e3, "Mcycle": 1e6, "Gcycle": 1e9,
-}
 
 #: The DataFrame's first columns, exactly as DESIGN.md orders them.
 DESIGN_COLUMNS = (

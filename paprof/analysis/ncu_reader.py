@@ -155,21 +155,20 @@ def _actions(context):
             yield rng.action_by_idx(a)
 
 
-def read_metric(action, name: str, text: bool = False, with_unit: bool = False):
-    """One metric's value by name: ``(value, unit)``; ``(nan, None)`` when absent
-    (``("", None)`` for a text metric).
+def read_metric(action, name: str, text: bool = False):
+    """One metric's value by name, in the base unit ncu stores (ns, bytes, cycles); NaN
+    when absent (``""`` for a text metric).
 
-    The unit is read only when asked for (``with_unit``, for metrics whose unit may need
-    converting) and never for text metrics: the ncu_report module of Nsight Compute
-    2025.3.1 (``extras/python``) crashes the process in ``IMetric.unit()`` on some metrics
-    (seen on the H200, 2026-11-29).
+    The metric's unit is never asked for: ``IMetric.unit()`` of the ncu_report module that
+    Nsight Compute 2025.3.1 ships (``extras/python``) crashes the process (seen on the
+    H200 under Python 3.12, 2026-11-29). The catalogue's ``ncu_unit`` says what is stored.
     """
     metric = action.metric_by_name(name)
     if metric is None or not metric.has_value():
-        return ("" if text else math.nan), None
+        return "" if text else math.nan
     if text:
-        return metric.as_string() or "", None
-    return metric.as_double(), (metric.unit() if with_unit else None)
+        return metric.as_string() or ""
+    return metric.as_double()
 
 
 def read_rules(action) -> list[dict]:

@@ -42,14 +42,14 @@ def test_missing_prints_na(missing):
 
 def test_gpu_table_lookup_by_any_spelling():
     spec = gpus.lookup("NVIDIA H200")
-    assert (spec.sms, spec.l2_mb, spec.read_ceiling_tbs, spec.dram_datasheet_tbs) == (132, 60, 4.46, 4.8)
+    assert (spec.sms, spec.l2_mb, spec.read_ceiling_tbs, spec.dram_datasheet_tbs) == (132, 60, 4.53, 4.8)
     assert gpus.lookup("nvidia-h200") is spec and gpus.lookup("  nvidia h200 ") is spec
     assert gpus.lookup("Unknown GPU") is None and gpus.lookup(None) is None
 
 
 def test_ceiling_measured_from_table_or_sidecar():
     c = gpus.ceiling_for("NVIDIA H200")
-    assert (c.tbs, c.measured, c.datasheet_tbs, c.gbs) == (4.46, True, 4.8, 4460.0)
+    assert (c.tbs, c.measured, c.datasheet_tbs, c.gbs) == (4.53, True, 4.8, 4530.0)
     assert gpus.ceiling_for("NVIDIA H200", {"read_ceiling_tbs": 4.3}).tbs == 4.3
     assert gpus.ceiling_for("Mystery", {"read_ceiling_tbs": 2.0}).tbs == 2.0
     assert gpus.ceiling_for("Mystery") is None

@@ -64,7 +64,7 @@ def test_table_cells_keep_raw_value_text_and_delta(ctx):
     assert ctx.row("limited_by").cells[1].delta_text == "changed"
     assert ctx.row("speedup_prev").cells[1].text == "1.48x"
     assert ctx.row("bandwidth_of_ceiling_pct").cells[1].value == pytest.approx(
-        2.147e9 / 3350e-6 / 1e9 / 4460 * 100)
+        2.147e9 / 3350e-6 / 1e9 / 4530 * 100)
     assert ctx.row("shared_mem_per_block_bytes").cells[1].text == "16 KiB"
     assert "Registers allocated per thread" == ctx.row("registers_per_thread").meaning
 
@@ -132,7 +132,7 @@ def test_provenance_common_fields_and_no_warning(ctx):
     assert common["Profiled"] == "2026-11-29"
     assert [k for k, _ in ctx.provenance.varying] == ["date", "git_commit", "verified", "report"]
     assert ctx.warnings == []
-    assert ctx.ceiling_text.startswith("Bandwidth ceiling: 4.46 TB/s (measured")
+    assert ctx.ceiling_text.startswith("Bandwidth ceiling: 4.53 TB/s (measured")
 
 
 # -- HTML ----------------------------------------------------------------------------------

@@ -46,8 +46,9 @@ GPUS: tuple[GpuSpec, ...] = (
         sms=132,
         l2_mb=60,
         dram_datasheet_tbs=4.8,
-        read_ceiling_tbs=4.46,
-        ceiling_note="read-only streaming kernel on the project's H200, 2026-11-29",
+        read_ceiling_tbs=4.53,
+        ceiling_note=("median of 10 runs of paprof's streaming-read kernel (2 GiB, 16-byte "
+                      "loads) on the project's H200, 2026-11-29: 4.52 to 4.62 TB/s"),
         aliases=("H200", "NVIDIA H200 SXM", "NVIDIA H200 141GB HBM3e"),
     ),
 )

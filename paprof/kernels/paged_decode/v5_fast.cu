@@ -13,10 +13,10 @@
 //  - The block table is staged in shared memory CHUNK_PAGES entries at a time, so a K/V
 //    address never waits on a global load.
 // SPLIT = 0 writes the output; SPLIT = 1 writes (m, l, unnormalised O) per split, and the
-// last split of each (sequence, KV head) to finish merges them (v6, fast_merge.cuh). Shape constants come in as macros: the launcher compiles one module
-// per (dtype, head_dim, group, page_size).
+// last split of each (sequence, KV head) to finish merges them (v6, fast_common.cuh).
+// Shape constants come in as macros: the launcher compiles one module per (dtype,
+// head_dim, group, page_size).
 #include "common.cuh"
-#include "fast_merge.cuh"
 
 #ifndef GROUP
 #define GROUP 4
@@ -36,6 +36,7 @@
 #ifndef SPLIT
 #define SPLIT 0
 #endif
+#include "fast_common.cuh"
 #ifndef KERNEL_NAME
 #define KERNEL_NAME paged_decode_v5
 #endif
@@ -145,15 +146,7 @@ __device__ __forceinline__ void attend(const uint4 (&kraw)[UNROLL], const uint4 
     }
 }
 
-extern "C" __global__ void __launch_bounds__(WARPS * 32, MIN_BLOCKS) KERNEL_NAME(
-#if SPLIT
-    float* __restrict__ part_m, float* __restrict__ part_l, float* __restrict__ part_o,
-    int* __restrict__ counters,
-#endif
-    float* __restrict__ out,
-    const float* __restrict__ query, const unsigned char* __restrict__ key_cache,
-    const unsigned char* __restrict__ value_cache, const int* __restrict__ block_tables,
-    const int* __restrict__ context_lens, float scale, int q_heads, int kv_heads, int pages_per_seq) {
+extern "C" __global__ void __launch_bounds__(WARPS * 32, MIN_BLOCKS) KERNEL_NAME(FAST_KERNEL_PARAMS) {
     __shared__ int s_pages[CHUNK_PAGES];
     // The merge of the warps at the end: [WARPS][GROUP] m, l, then [WARPS][GROUP][HEAD_DIM] acc.
     extern __shared__ uint4 s_dyn[];
@@ -165,16 +158,8 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32, MIN_BLOCKS) KERNEL_NAME
     const int r = lane % R;    // which 16-byte vector of the row
     const int* table = block_tables + static_cast<size_t>(b) * pages_per_seq;
     const int ctx = context_lens[b];
-    const int num_pages = (ctx + PAGE_SIZE - 1) / PAGE_SIZE;
-#if SPLIT
-    const int split = blockIdx.z, num_splits = gridDim.z;
-    const int pages_per_split = (num_pages + num_splits - 1) / num_splits;
-    const int p_begin = min(num_pages, split * pages_per_split);
-    const int p_end = min(num_pages, p_begin + pages_per_split);
-#else
-    const int p_begin = 0, p_end = num_pages;
-#endif
-    const int t_end = min(ctx, p_end * PAGE_SIZE);
+    const PageRange range = page_range<SPLIT, PAGE_SIZE>(ctx);
+    const int p_begin = range.p_begin, p_end = range.p_end, t_end = range.t_end;
 
     // The group's queries, this lane's E dims of each, pre-scaled for exp2.
     float q[GROUP][E];
@@ -209,9 +194,7 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32, MIN_BLOCKS) KERNEL_NAME
 
     for (int chunk = p_begin; chunk < p_end; chunk += CHUNK_PAGES) {
         const int chunk_pages = min(CHUNK_PAGES, p_end - chunk);
-        __syncthreads();
-        for (int i = threadIdx.x; i < chunk_pages; i += WARPS * 32) s_pages[i] = table[chunk + i];
-        __syncthreads();
+        stage_pages<WARPS * 32>(s_pages, table, chunk, chunk_pages);
         const int c_begin = chunk * PAGE_SIZE;
         const int c_end = min(t_end, (chunk + chunk_pages) * PAGE_SIZE);
         // Byte offset of step `step`'s token for this lane in the caches, or -1 past the end.
@@ -274,7 +257,7 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32, MIN_BLOCKS) KERNEL_NAME
     __syncthreads();
 #if SPLIT
     merge_warps_and_store<WARPS, GROUP, HEAD_DIM, true>(s_m, s_l, s_acc, part_o, part_m, part_l, b, kvh, q_heads,
-                                                         split, num_splits, out, counters);
+                                                         blockIdx.z, gridDim.z, out, counters);
 #else
     merge_warps_and_store<WARPS, GROUP, HEAD_DIM, false>(s_m, s_l, s_acc, out, nullptr, nullptr, b, kvh, q_heads,
                                                           0, 1);

@@ -14,7 +14,6 @@
 // Rows are padded by 16 bytes so ldmatrix's 8 rows fall in distinct banks.
 // Same parameters, partial layout and merge as v5_fast.cu (SPLIT, KERNEL_NAME).
 #include "common.cuh"
-#include "fast_merge.cuh"
 
 #ifndef GROUP
 #define GROUP 4
@@ -34,6 +33,7 @@
 #ifndef SPLIT
 #define SPLIT 0
 #endif
+#include "fast_common.cuh"
 #ifndef KERNEL_NAME
 #define KERNEL_NAME paged_decode_v5
 #endif
@@ -134,15 +134,7 @@ __device__ __forceinline__ void split2(float x0, float x1, unsigned& hi, unsigne
     lo = pack2(x0 - h.x, x1 - h.y);
 }
 
-extern "C" __global__ void __launch_bounds__(WARPS * 32, MIN_BLOCKS) KERNEL_NAME(
-#if SPLIT
-    float* __restrict__ part_m, float* __restrict__ part_l, float* __restrict__ part_o,
-    int* __restrict__ counters,
-#endif
-    float* __restrict__ out,
-    const float* __restrict__ query, const unsigned char* __restrict__ key_cache,
-    const unsigned char* __restrict__ value_cache, const int* __restrict__ block_tables,
-    const int* __restrict__ context_lens, float scale, int q_heads, int kv_heads, int pages_per_seq) {
+extern "C" __global__ void __launch_bounds__(WARPS * 32, MIN_BLOCKS) KERNEL_NAME(FAST_KERNEL_PARAMS) {
     __shared__ int s_pages[CHUNK_PAGES];
     // [WARPS][NSTAGES][K, V] tiles of TILE rows x PITCH bytes; reused for the merge at the end.
     extern __shared__ uint4 s_dyn[];
@@ -153,16 +145,8 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32, MIN_BLOCKS) KERNEL_NAME
     const int g = lane >> 2, t4 = lane & 3;  // fragment row (head) and column pair
     const int* table = block_tables + static_cast<size_t>(b) * pages_per_seq;
     const int ctx = context_lens[b];
-    const int num_pages = (ctx + PAGE_SIZE - 1) / PAGE_SIZE;
-#if SPLIT
-    const int split = blockIdx.z, num_splits = gridDim.z;
-    const int pages_per_split = (num_pages + num_splits - 1) / num_splits;
-    const int p_begin = min(num_pages, split * pages_per_split);
-    const int p_end = min(num_pages, p_begin + pages_per_split);
-#else
-    const int p_begin = 0, p_end = num_pages;
-#endif
-    const int t_end = min(ctx, p_end * PAGE_SIZE);
+    const PageRange range = page_range<SPLIT, PAGE_SIZE>(ctx);
+    const int p_begin = range.p_begin, p_end = range.p_end, t_end = range.t_end;
 
     // A fragments of the queries (row g = head g of the group), pre-scaled for exp2.
     unsigned qa_hi[KSTEPS][2], qa_lo[KSTEPS][2];
@@ -196,9 +180,7 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32, MIN_BLOCKS) KERNEL_NAME
 
     for (int chunk = p_begin; chunk < p_end; chunk += CHUNK_PAGES) {
         const int chunk_pages = min(CHUNK_PAGES, p_end - chunk);
-        __syncthreads();
-        for (int i = threadIdx.x; i < chunk_pages; i += WARPS * 32) s_pages[i] = table[chunk + i];
-        __syncthreads();
+        stage_pages<WARPS * 32>(s_pages, table, chunk, chunk_pages);
         const int c_begin = chunk * PAGE_SIZE;
         const int c_end = min(t_end, (chunk + chunk_pages) * PAGE_SIZE);
         const int n_tiles = (c_end - c_begin + TILE - 1) / TILE;
@@ -315,7 +297,7 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32, MIN_BLOCKS) KERNEL_NAME
     __syncthreads();
 #if SPLIT
     merge_warps_and_store<WARPS, GROUP, HEAD_DIM, true>(s_m, s_l, s_acc, part_o, part_m, part_l, b, kvh, q_heads,
-                                                         split, num_splits, out, counters);
+                                                         blockIdx.z, gridDim.z, out, counters);
 #else
     merge_warps_and_store<WARPS, GROUP, HEAD_DIM, false>(s_m, s_l, s_acc, out, nullptr, nullptr, b, kvh, q_heads,
                                                           0, 1);

@@ -1,8 +1,50 @@
-// The end of v5/v6's kernels: every warp has left its (m, l, acc) for each head of the
-// group in shared memory; combine the warps and write the output (SPLIT 0), or the split's
-// partial (m, l, unnormalised O) and then, in the last CTA of the (sequence, KV head) to
-// finish, the merge of every split (SPLIT 1: no second kernel). m is a base-2 max.
+// What v5_fast.cu (CUDA cores) and v5_mma.cu (tensor cores) share: their parameters, the
+// pages a CTA attends over, the block-table staging, and the end: every warp has left its
+// (m, l, acc) for each head of the group in shared memory; combine the warps and write the
+// output (SPLIT 0), or the split's partial (m, l, unnormalised O) and then, in the last CTA
+// of the (sequence, KV head) to finish, the merge of every split (SPLIT 1: no second
+// kernel). m is a base-2 max. Include it after SPLIT is defined.
 #pragma once
+
+#if SPLIT
+#define FAST_SPLIT_PARAMS                                                                    \
+    float *__restrict__ part_m, float *__restrict__ part_l, float *__restrict__ part_o,     \
+        int *__restrict__ counters,
+#else
+#define FAST_SPLIT_PARAMS
+#endif
+// The parameters of every v5/v6 kernel; the launcher passes them in this order.
+#define FAST_KERNEL_PARAMS                                                                   \
+    FAST_SPLIT_PARAMS float *__restrict__ out, const float *__restrict__ query,                \
+        const unsigned char *__restrict__ key_cache, const unsigned char *__restrict__ value_cache, \
+        const int *__restrict__ block_tables, const int *__restrict__ context_lens, float scale, \
+        int q_heads, int kv_heads, int pages_per_seq
+
+// The pages [p_begin, p_end) of the sequence this CTA attends over (its split's slice with
+// SPLIT_, grid z = split), and the end of its tokens.
+struct PageRange {
+    int p_begin, p_end, t_end;
+};
+
+template <bool SPLIT_, int PAGE>
+__device__ __forceinline__ PageRange page_range(int ctx) {
+    const int num_pages = (ctx + PAGE - 1) / PAGE;
+    int p_begin = 0, p_end = num_pages;
+    if (SPLIT_) {
+        const int per_split = (num_pages + gridDim.z - 1) / gridDim.z;
+        p_begin = min(num_pages, static_cast<int>(blockIdx.z) * per_split);
+        p_end = min(num_pages, p_begin + per_split);
+    }
+    return {p_begin, p_end, min(ctx, p_end * PAGE)};
+}
+
+// Block-table entries [chunk, chunk + n) into shared memory, for the whole CTA.
+template <int THREADS>
+__device__ __forceinline__ void stage_pages(int* s_pages, const int* table, int chunk, int n) {
+    __syncthreads();  // every thread is done with the previous chunk
+    for (int i = threadIdx.x; i < n; i += THREADS) s_pages[i] = table[chunk + i];
+    __syncthreads();
+}
 
 __device__ __forceinline__ float load_l2(const float* p) {  // ld.global.cg: skip L1
     float v;

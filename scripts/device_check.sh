@@ -15,6 +15,9 @@ set -uo pipefail
 OUT=${OUT:-/tmp/paprof-out}
 mkdir -p "$OUT/logs"
 export PYTHONPATH=$PWD PYTHONUNBUFFERED=1
+# the copy of the tree on the GPU machine has no .git: name the commit for the sidecars
+# (before the call: git rev-parse --short HEAD > .paprof-commit, and carry that file)
+[ -f .paprof-commit ] && export PAPROF_GIT_COMMIT=$(cat .paprof-commit)
 NCU=${NCU:-$(ls -d /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | sort -V | tail -1)}
 export NCU
 export PATH="$(dirname "${NCU:-/usr/bin/ncu}"):$PATH"

@@ -68,3 +68,10 @@ def test_collect_without_any_tool(tmp_path):
     assert (prov.gpu, prov.gpu_slug, prov.driver, prov.ncu_version, prov.git_commit) == (
         "unknown GPU", "unknown-gpu", None, None, None,
     )  # fmt: skip
+
+
+def test_git_commit_from_the_environment_outside_a_checkout(tmp_path):
+    from paprof.profiler import provenance
+
+    assert provenance.git_state(tmp_path, environ={"PAPROF_GIT_COMMIT": "abc1234"}) == ("abc1234", None)
+    assert provenance.git_state(tmp_path, environ={}) == (None, None)

@@ -6,6 +6,8 @@ records None instead.
 
 from __future__ import annotations
 
+import os
+
 import re
 import subprocess
 from dataclasses import asdict, dataclass
@@ -51,11 +53,14 @@ def ncu_version(ncu: str) -> str | None:
     return match[1] if match else None
 
 
-def git_state(repo: Path = REPO_ROOT) -> tuple[str | None, bool | None]:
-    """(short commit, dirty) of the checkout at ``repo``; (None, None) outside git."""
+def git_state(repo: Path = REPO_ROOT, environ=None) -> tuple[str | None, bool | None]:
+    """(short commit, dirty) of the checkout at ``repo``. Outside git (a copy of the tree
+    sent to a GPU machine, say) ``$PAPROF_GIT_COMMIT`` names the commit, dirty unknown;
+    else (None, None)."""
     commit = _output(["git", "rev-parse", "--short", "HEAD"], cwd=repo)
     if commit is None:
-        return None, None
+        given = (os.environ if environ is None else environ).get("PAPROF_GIT_COMMIT", "").strip()
+        return (given or None), None
     status = _output(["git", "status", "--porcelain"], cwd=repo)
     return commit.strip(), (bool(status.strip()) if status is not None else None)
 

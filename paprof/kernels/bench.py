@@ -90,7 +90,6 @@ def run_bench(variants, shape: Shape, launches: int = 100, rounds: int = 2, seed
     ceiling = harness.measure_read_ceiling()["tbs"]
     sets = harness.input_sets_for(shape, device.l2_bytes)
     rows: dict[str, BenchRow] = {}
-    prepared = {}
     for v in variants:
         row = rows.setdefault(v.id, BenchRow(v.id))
         try:
@@ -115,5 +114,4 @@ def run_bench(variants, shape: Shape, launches: int = 100, rounds: int = 2, seed
             del prep
             gc.collect()
             cp.get_default_memory_pool().free_all_blocks()
-    del prepared
     return BenchResult(shape, device.name, ceiling, launches, sets, [rows[v.id] for v in variants])

@@ -1,8 +1,9 @@
 """How fast paprof's loader turns Nsight Compute kernel results into table rows.
 
-Two measurements, both printed with the share of time spent inside ``ncu_report``
-(opening the report and materialising each result) versus paprof's own work (reading
-the catalogue metrics by name, rules, derived columns, bottleneck, the DataFrame):
+Two measurements, both printed with the share of time spent reading the report (the
+fast reader of :mod:`paprof.analysis.ncu_fastread` decoding the file, or ``ncu_report``
+opening it and materialising each result) versus paprof's own work (looking up the
+catalogue metrics, rules, derived columns, bottleneck, the DataFrame):
 
 1. one report holding ``--results`` kernel results, made in a temporary folder by
    repeating the kernel-result block of a shipped report (a report with many kernels,
@@ -14,6 +15,9 @@ The target is 1,000 results within ``--budget`` seconds (2 s) on a 2-core machin
 exit status is 1 when measurement 1 misses it.
 
     python benchmarks/bench_load.py [REPORT_OR_DIR ...] [--results 1000] [--budget 2.0]
+                                    [--ncu-report]
+
+``--ncu-report`` turns the fast reader off (``ncu_report`` reads every file), to compare.
 """
 
 from __future__ import annotations
@@ -65,7 +69,8 @@ def repeat_results(source: Path, target: Path, count: int) -> int:
 
 
 class Timer:
-    """Wraps ``load.open_report`` to add up the time spent inside ncu_report."""
+    """Wraps ``load.open_report`` to add up the time spent reading reports (opening,
+    and making or decoding each result)."""
 
     def __init__(self):
         self.seconds = 0.0
@@ -106,7 +111,8 @@ def measure(label: str, paths: list[Path]) -> float:
         elapsed = time.perf_counter() - start
     n = len(df)
     print(f"{label}: {n} kernel results in {elapsed:.2f} s ({elapsed / n * 1e3:.2f} ms each)")
-    print(f"    inside ncu_report (load_report + action_by_idx): {timer.seconds:.2f} s "
+    reader = "fast reader" if ncu_reader.FAST_READER else "ncu_report"
+    print(f"    reading ({reader}; open + each result): {timer.seconds:.2f} s "
           f"({timer.seconds / n * 1e3:.2f} ms each); paprof: {elapsed - timer.seconds:.2f} s "
           f"({(elapsed - timer.seconds) / n * 1e3:.2f} ms each)")
     return elapsed * 1000 / n
@@ -119,7 +125,11 @@ def main(argv=None) -> int:
                         help="kernel results per measurement (default 1000)")
     parser.add_argument("--budget", type=float, default=2.0,
                         help="seconds allowed per 1,000 results (default 2.0)")
+    parser.add_argument("--ncu-report", action="store_true",
+                        help="read through ncu_report only (the fast reader off)")
     args = parser.parse_args(argv)
+    if args.ncu_report:
+        ncu_reader.FAST_READER = False
 
     try:
         reports = [report for report, _, _ in load._runs(args.paths)]
@@ -127,7 +137,7 @@ def main(argv=None) -> int:
         print(f"bench_load: {err}", file=sys.stderr)
         return 2
     print(f"{os.cpu_count()} CPUs; {len(reports)} shipped reports")
-    load.load_reports(reports[:1])  # ncu_report's one-time start-up, not per result
+    load.load_reports(reports[:1])  # one-time start-up (imports), not per result
 
     with tempfile.TemporaryDirectory(prefix="paprof-bench-") as tmp:
         big = Path(tmp) / "many.ncu-rep"

@@ -168,3 +168,15 @@ def test_a_shape_the_store_lacks_is_a_user_error():
 
     with pytest.raises(UserError, match="no run of v2 at shape b1_ctx16"):
         resolve_variants(["v2", "v3"], EXAMPLES, shape="b1_ctx16")
+
+
+def test_split_story_at_batch_4_names_the_grid_and_skips_equal_looking_changes():
+    from paprof.analysis.compare import compare_reports
+
+    runs = ROOT / "examples" / "h200" / "nvidia-h200" / "paged_decode"
+    shape = "b4_ctx32768_h32x8_d128_p16_fp16.ncu-rep"
+    cmp = compare_reports([runs / "v5" / shape, runs / "v6" / shape])
+    step = cmp.steps[0]
+    assert (step.bottleneck_before, step.bottleneck_after) == ("occupancy/launch-bound", "dram-bound")
+    assert any(s.startswith("grid 32 -> 512 CTAs") for s in step.sentences)
+    assert not any(s.startswith("shared memory 52 KiB -> 52 KiB") for s in step.sentences)

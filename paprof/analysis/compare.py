@@ -450,7 +450,10 @@ def shared_memory_sentence(before, after, d, t) -> str | None:
     s = d["shared_mem_per_block_bytes"]
     if not s.moved or s.change is None:
         return None
-    return f"shared memory {fmt.bytes_binary(s.before)} -> {fmt.bytes_binary(s.after)} per block"
+    before, after = fmt.bytes_binary(s.before), fmt.bytes_binary(s.after)
+    if before == after:  # a few bytes (v6's merge flag): nothing a reader should weigh
+        return None
+    return f"shared memory {before} -> {after} per block"
 
 
 def binding_limits(v: VariantResult) -> tuple[list[str], float | None]:

@@ -70,10 +70,15 @@ def bytes_decimal(value) -> str:
     if is_missing(value):
         return MISSING
     b = float(value)
-    for unit, scale in (("TB", 1e12), ("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+    return _scaled(b, (("TB", 1e12), ("GB", 1e9), ("MB", 1e6), ("kB", 1e3))) or f"{sig(b)} B"
+
+
+def _scaled(b: float, units) -> str | None:
+    """``b`` in the first of ``units`` ((name, scale), largest first) it reaches, else None."""
+    for unit, scale in units:
         if abs(b) >= scale:
             return f"{sig(b / scale)} {unit}"
-    return f"{sig(b)} B"
+    return None
 
 
 def bytes_binary(value) -> str:
@@ -81,10 +86,7 @@ def bytes_binary(value) -> str:
     if is_missing(value):
         return MISSING
     b = float(value)
-    for unit, scale in (("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if abs(b) >= scale:
-            return f"{sig(b / scale)} {unit}"
-    return f"{round(b):,} B"
+    return _scaled(b, (("MiB", 1 << 20), ("KiB", 1 << 10))) or f"{round(b):,} B"
 
 
 def bandwidth_gbs(value) -> str:

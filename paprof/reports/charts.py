@@ -1,7 +1,7 @@
 """The report's charts: matplotlib figures rendered to inline PNG data URIs.
 
 All matplotlib lives here. Each chart function takes plain lists (labels, numbers) and
-returns a ``Chart``; none reads a DataFrame. Figures are built with
+returns a ``ChartView``; none reads a DataFrame. Figures are built with
 ``matplotlib.figure.Figure`` on an explicit Agg canvas: no pyplot, no backend switch, no
 figure registry, so importing or calling this module leaves matplotlib's global state
 alone (style settings apply only inside ``_style``) and every figure is released when
@@ -14,7 +14,8 @@ import base64
 import contextlib
 import io
 import math
-from dataclasses import dataclass
+
+from paprof.reports.context import ChartView
 
 UNIT_COLOURS = {
     "SM": "#0072B2",
@@ -32,25 +33,6 @@ MUTED = "#8c8c8c"
 
 DPI = 144
 WIDTH_IN = 8.0
-
-
-@dataclass
-class Chart:
-    """One rendered chart, ready for an ``<img>``."""
-
-    id: str
-    title: str
-    caption: str
-    alt: str
-    uri: str
-    """``data:image/png;base64,...``"""
-    width: int
-    """Pixels."""
-    height: int
-
-    @property
-    def size_bytes(self) -> int:
-        return len(self.uri)
 
 
 @contextlib.contextmanager
@@ -112,13 +94,13 @@ def _log_axis(axis, lo: float, hi: float, steps=(1, 2, 5), formatter=None) -> No
         axis.set_major_formatter(FuncFormatter(lambda v, _pos: formatter(v)))
 
 
-def _finish(fig, chart_id: str, title: str, caption: str, alt: str) -> Chart:
+def _finish(fig, chart_id: str, title: str, caption: str, alt: str) -> ChartView:
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=DPI, metadata={"Software": None})
     width, height = (int(round(v)) for v in fig.get_size_inches() * DPI)
     fig.clear()
     data = base64.b64encode(buf.getvalue()).decode("ascii")
-    return Chart(chart_id, title, caption, alt, f"data:image/png;base64,{data}", width, height)
+    return ChartView(chart_id, title, caption, alt, f"data:image/png;base64,{data}", width, height)
 
 
 def _ok(value) -> bool:
@@ -129,7 +111,7 @@ def _val(value) -> float:
     return float(value) if _ok(value) else 0.0
 
 
-def speed_of_light(labels: list[str], units: dict[str, list]) -> Chart:
+def speed_of_light(labels: list[str], units: dict[str, list]) -> ChartView:
     """Grouped bars: each unit's throughput (% of peak) per variant."""
     with _style():
         fig, ax = _figure(3.2, bottom_in=0.75, left_in=0.6)
@@ -154,7 +136,7 @@ def speed_of_light(labels: list[str], units: dict[str, list]) -> Chart:
 
 
 def duration(labels: list[str], duration_us: list, speedup_vs_first: list,
-             parts: list[int], event_us: list | None = None) -> Chart:
+             parts: list[int], event_us: list | None = None) -> ChartView:
     """Left: duration per variant (log scale); right: speedup over the first variant."""
     from paprof.analysis import fmt
 
@@ -208,7 +190,7 @@ def duration(labels: list[str], duration_us: list, speedup_vs_first: list,
 
 
 def bandwidth(labels: list[str], achieved_gbs: list, ceiling_tbs: list, datasheet_tbs: list,
-              ceiling_label: str) -> Chart:
+              ceiling_label: str) -> ChartView:
     """Achieved DRAM bandwidth per variant against the measured ceiling (and the datasheet)."""
     from paprof.analysis import fmt
 
@@ -250,7 +232,7 @@ def bandwidth(labels: list[str], achieved_gbs: list, ceiling_tbs: list, datashee
                        "Achieved DRAM bandwidth per variant: " + alt)
 
 
-def occupancy(labels: list[str], theoretical: list, achieved: list, limiters: list[str]) -> Chart:
+def occupancy(labels: list[str], theoretical: list, achieved: list, limiters: list[str]) -> ChartView:
     """Theoretical and achieved occupancy per variant; the limiter under each label."""
     with _style():
         fig, ax = _figure(3.4, bottom_in=0.8)

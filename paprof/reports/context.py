@@ -138,12 +138,16 @@ class ProvenanceView:
 
 @dataclass
 class ChartView:
+    """One rendered chart, ready for an ``<img>`` (made by ``reports.charts``)."""
+
     id: str
     title: str
     caption: str
     alt: str
     uri: str
+    """``data:image/png;base64,...``"""
     width: int
+    """Pixels."""
     height: int
 
 
@@ -544,7 +548,7 @@ def build_charts(cmp: Comparison, series: dict[str, dict]) -> list[ChartView]:
         charts.occupancy(labels, col["theoretical_occupancy_pct"], col["achieved_occupancy_pct"],
                          [_limiter_tick(v) for v in cmp.variants]),
     ]
-    return [ChartView(c.id, c.title, c.caption, c.alt, c.uri, c.width, c.height) for c in made]
+    return made
 
 
 # -- the whole thing ---------------------------------------------------------------------

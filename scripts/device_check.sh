@@ -7,6 +7,7 @@
 #   runs     paprof run --variant all  -> $OUT/h200-runs.tar (the shipped examples/h200)
 #   bench    paprof bench at the issue's shapes -> $OUT/bench-*.json
 #   tune     sweep v5's warps / unroll / prefetch (scripts/tune_v5.py)
+#   probe    ncu memory counters of sweep entries $PROBE (default "0 1")
 #   diag     load the shipped runs with ncu's own Python module (faulthandler on)
 #   tests    the GPU test suite (pytest -m gpu)
 #   check    paprof baseline update + paprof check --profile --repeat 5, twice
@@ -75,6 +76,16 @@ from paprof.kernels import gpu; print(gpu.current_device())
   tune)
     stamp tune
     timeout 300 python3 scripts/tune_v5.py 2>&1 | tee "$OUT/logs/tune.log"
+    ;;
+  probe)
+    # a few memory counters of chosen sweep entries: PROBE="0 1" bash scripts/device_check.sh probe
+    stamp probe
+    METRICS=gpu__time_duration.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed,dram__bytes_read.sum,lts__t_sector_hit_rate.pct,lts__t_tag_requests.avg.pct_of_peak_sustained_elapsed,lts__t_sectors.avg.pct_of_peak_sustained_elapsed,l1tex__m_xbar2l1tex_read_sectors.sum,lts__t_sectors_srcunit_tex_op_read.sum,sm__warps_active.avg.pct_of_peak_sustained_active
+    for i in ${PROBE:-0 1}; do
+      timeout 120 "$NCU" --clock-control none --metrics $METRICS -k regex:paged_decode -c 1 \
+        python3 scripts/tune_v5.py --only "$i" --no-timing --launches 1 > "$OUT/logs/probe-$i.log" 2>&1
+      echo "probe $i rc=$?"; grep -E "paged_decode|__|rel=" "$OUT/logs/probe-$i.log" | tail -12
+    done
     ;;
   diag)
     stamp diag

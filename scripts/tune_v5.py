@@ -1,6 +1,7 @@
 """Sweep v5/v6's kernel choice and compile-time knobs on the GPU.
 
-    python3 scripts/tune_v5.py
+    python3 scripts/tune_v5.py                # the whole sweep
+    python3 scripts/tune_v5.py --only 3 --launches 2   # one entry, no timing (to run under ncu)
 
 Each configuration is checked against the float64 reference, then timed twice with CUDA
 events (median of 50 launches each); bandwidth is against the read ceiling measured in
@@ -8,40 +9,113 @@ the same run. The sweep swaps entries of ``variants.FAST_TUNING`` for its own us
 the shipped choice is the table in paprof/kernels/paged_decode/variants.py.
 """
 
+import argparse
 import statistics
 
-from paprof.kernels import harness, registry
+import numpy as np
+
+from paprof.kernels import gpu, harness, registry
 from paprof.kernels.paged_decode import variants
 from paprof.kernels.problem import parse_shape
 
 MAIN = "batch=64,context=4096"
+B4, B1 = "batch=4,context=32768", "batch=1,context=131072"
 FAST, MMA = "v5_fast.cu", "v5_mma.cu"
+CP_ASYNC = {"WARPS": 3, "NSTAGES": 2, "COPY_HINT": 1, "COPY_MODE": 0}
+BULK = {"WARPS": 3, "NSTAGES": 2, "COPY_MODE": 1}
+PAIR = {**BULK, "KV_PER_CTA": 2, "MIN_BLOCKS": 2}
+W2S3 = {"WARPS": 2, "NSTAGES": 3, "COPY_HINT": 1, "COPY_MODE": 0, "MIN_BLOCKS": 4}
 SWEEP = [
-    # (variant, shape, source, knobs): the shipped choices, as a re-check after a change
-    ("v5", f"{MAIN},dtype=fp32", FAST, {"WARPS": 4, "UNROLL": 8}),
-    ("v5", f"{MAIN},dtype=fp16", MMA, {"WARPS": 3, "NSTAGES": 2, "COPY_HINT": 1}),
-    ("v6", "batch=4,context=32768,dtype=fp16", MMA, {"WARPS": 3, "NSTAGES": 2, "COPY_HINT": 1}),
-    ("v6", "batch=4,context=32768,dtype=fp32", FAST, {"WARPS": 4, "UNROLL": 8}),
+    # (variant, shape, source, knobs); TIMELINE=1 also prints when the CTAs start and end
+    ("v5", f"{MAIN},dtype=fp16", MMA, CP_ASYNC),
+    ("v7", f"{MAIN},dtype=fp16", MMA, {**W2S3, "CLAIM_BATCH": 4, "TIMELINE": 1}),
+    ("v7", f"{MAIN},dtype=fp16", MMA, {**W2S3, "CLAIM_BATCH": 2}),
+    ("v7", f"{MAIN},dtype=fp16", MMA, {**W2S3, "CLAIM_BATCH": 8}),
+    ("v6", f"{B4},dtype=fp16", MMA, CP_ASYNC),
+    ("v7", f"{B4},dtype=fp16", MMA, {**W2S3, "CLAIM_BATCH": 4, "TIMELINE": 1}),
+    ("v6", f"{B1},dtype=fp16", MMA, {**CP_ASYNC, "TIMELINE": 1}),
+    ("v7", f"{B1},dtype=fp16", MMA, {**W2S3, "CLAIM_BATCH": 4, "TIMELINE": 1}),
+    ("v7", "context=100:5000:33:1:17,dtype=fp16", MMA, W2S3),
+    ("v7", "batch=64,context=1000,dtype=fp16,page=8,head_dim=64", MMA, W2S3),
+    ("v7", f"{MAIN},dtype=bf16", MMA, W2S3),
 ]
 
-ceiling = harness.measure_read_ceiling()["tbs"]
-print(f"read ceiling {ceiling:.3f} TB/s")
-shipped = dict(variants.FAST_TUNING)
-for vid, spec, source, knobs in SWEEP:
+
+def timeline(prep, shape, vid) -> str:
+    """When the CTAs of one more launch started and ended, in us from the first start."""
+    name = prep.launcher.kernels[0].name
+    split = 2 if name.endswith("v7") else int(prep.launcher.num_splits > 1)
+    module = gpu.compile_module([variants.fast_source(shape)], variants.fast_defines(shape, split, name))
+    cp = gpu.cupy()
+    prep.step(0)
+    cp.cuda.runtime.deviceSynchronize()
+    grid = prep.launcher.kernels[0].grid
+    n = grid[0] * grid[1] * grid[2]
+    ptr = module.get_global("paprof_timeline")
+    rec = cp.ndarray((n, 4), dtype=cp.uint64, memptr=ptr).get().astype(float)
+    t0 = rec[:, 0].min()
+    start, end = (rec[:, 0] - t0) / 1e3, (rec[:, 1] - t0) / 1e3
+    q = lambda a: " ".join(f"{x:6.1f}" for x in np.percentile(a, [0, 10, 50, 90, 99, 100]))
+    merge = rec[:, 1] - rec[:, 3]  # the last split's merge (and the warps' merge everywhere)
+    sm = rec[:, 2].astype(int)
+    per_sm = np.bincount(sm)[sm]  # CTAs that ran on each CTA's SM
+    by_load = " ".join(f"{k}/SM: {np.mean(end[per_sm == k]):.1f} (n={np.sum(per_sm == k)})" for k in np.unique(per_sm))
+    finish = np.zeros(sm.max() + 1)
+    np.maximum.at(finish, sm, end)
+    ctas = np.bincount(sm)
+    rate = ctas * (shape.kv_bytes / n) / finish / 1e3  # GB/s of each SM, if its CTAs share it
+    per_sm = " ".join(f"{r:.0f}" for r in rate)
+    per_sm_end = " ".join(f"{e:.0f}" for e in finish)
+    first = np.full(sm.max() + 1, np.inf)
+    np.minimum.at(first, sm, end)
+    spread = finish - first  # how far apart the CTAs of one SM end
+    per_sm_end += f"\n    within-SM end spread us (0/50/90/100 %): {np.percentile(spread[ctas > 0], [0, 50, 90, 100]).round(1)}"
+    return (f"    SM GB/s by smid: {per_sm}\n    SM finish us by smid: {per_sm_end}\n"
+            f"    CTAs {n}: start us (0/10/50/90/99/100 %) {q(start)} | end {q(end)}\n"
+            f"    work end {q((rec[:, 3] - t0) / 1e3)} | merge us {q(merge / 1e3)}\n"
+            f"    mean end by CTAs per SM: {by_load}")
+
+
+def run(entry, launches: int, ceiling: float | None) -> None:
+    vid, spec, source, knobs = entry
     shape = parse_shape(spec)
+    shipped = dict(variants.FAST_TUNING)
     variants.FAST_TUNING[shape.dtype] = (source, knobs)
     try:
         prep = harness.prepare(registry.get(vid), shape)
         check = harness.verify(prep)
-        runs = [statistics.median(harness.time_steps(prep, 50)) for _ in range(2)]
+        if ceiling is None:  # under ncu: a few launches, nothing timed
+            for i in range(launches):
+                prep.step(0)
+            gpu.cupy().cuda.runtime.deviceSynchronize()
+            print(f"{vid} {shape.slug()} {knobs} rel={check.rel_error:.1e} ok={check.passed}")
+            return
+        runs = [statistics.median(harness.time_steps(prep, launches)) for _ in range(2)]
+        spans = timeline(prep, shape, vid) if knobs.get("TIMELINE") else None  # while the knobs hold
     except Exception as err:  # report and go on with the sweep
         print(f"{vid} {shape.slug()} {source} {knobs}: {type(err).__name__}: {err}")
-        continue
+        return
     finally:
         variants.FAST_TUNING.update(shipped)
     tbs = shape.kv_bytes / min(runs) / 1e6
     k = prep.launcher.kernels[0]
     print(f"{vid} {shape.slug():34s} {source} {knobs} regs={k.registers} smem={k.dynamic_smem} "
           f"splits={prep.launcher.num_splits} {runs[0]:8.1f} {runs[1]:8.1f} us {tbs:5.2f} TB/s "
-          f"{100 * tbs / ceiling:5.1f} % rel={check.rel_error:.1e} ok={check.passed}")
-    del prep
+          f"{100 * tbs / ceiling:5.1f} % rel={check.rel_error:.1e} ok={check.passed}", flush=True)
+    if spans:
+        print(spans, flush=True)
+
+
+parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+parser.add_argument("--only", type=int, action="append", help="index into SWEEP (repeatable)")
+parser.add_argument("--launches", type=int, default=50)
+parser.add_argument("--no-timing", action="store_true", help="for ncu: verify and launch, no ceiling")
+args = parser.parse_args()
+ceiling = None if args.no_timing else harness.measure_read_ceiling()["tbs"]
+if ceiling:
+    print(f"read ceiling {ceiling:.3f} TB/s")
+    for gib in (0.5, 1, 2):  # its own fixed cost: time against size
+        c = harness.measure_read_ceiling(int(gib * (1 << 30)))
+        print(f"  stream read {gib} GiB: {c}")
+for i in args.only or range(len(SWEEP)):
+    run(SWEEP[i], args.launches, ceiling)

@@ -26,16 +26,22 @@ struct PageRange {
     int p_begin, p_end, t_end;
 };
 
+template <int PAGE>
+__device__ __forceinline__ PageRange split_pages(int ctx, int split, int splits) {
+    const int num_pages = (ctx + PAGE - 1) / PAGE;
+    const int per_split = (num_pages + splits - 1) / splits;
+    const int p_begin = min(num_pages, split * per_split);
+    const int p_end = min(num_pages, p_begin + per_split);
+    return {p_begin, p_end, min(ctx, p_end * PAGE)};
+}
+
 template <bool SPLIT_, int PAGE>
 __device__ __forceinline__ PageRange page_range(int ctx) {
-    const int num_pages = (ctx + PAGE - 1) / PAGE;
-    int p_begin = 0, p_end = num_pages;
-    if (SPLIT_) {
-        const int per_split = (num_pages + gridDim.z - 1) / gridDim.z;
-        p_begin = min(num_pages, static_cast<int>(blockIdx.z) * per_split);
-        p_end = min(num_pages, p_begin + per_split);
-    }
-    return {p_begin, p_end, min(ctx, p_end * PAGE)};
+    return SPLIT_ ? split_pages<PAGE>(ctx, blockIdx.z, gridDim.z) : split_pages<PAGE>(ctx, 0, 1);
+}
+
+__device__ __forceinline__ int load_volatile(const int* p) {  // what other CTAs wrote last
+    return *reinterpret_cast<const volatile int*>(p);
 }
 
 // Block-table entries [chunk, chunk + n) into shared memory, for the whole CTA.
@@ -52,105 +58,229 @@ __device__ __forceinline__ float load_l2(const float* p) {  // ld.global.cg: ski
     return v;
 }
 
-// Split-KV merge of one (sequence, KV head): m = max m_s over non-empty splits,
-// w_s = exp2(m_s - m) / sum_s exp2(m_s - m) l_s, out = sum_s w_s O_s. Empty splits
-// (l_s = 0) get w_s = 0. The weights go through shared memory (`scratch`, GROUP x
-// num_splits floats), so the loop over O_s has independent loads. The partials were
-// written by other SMs: read them from L2 (ld.global.cg), never from a stale L1.
-template <int WARPS_, int GROUP_, int HEAD_DIM_>
-__device__ __forceinline__ void merge_splits(float* out, const float* part_m, const float* part_l,
-                                             const float* part_o, int b, int kvh, int q_heads, int num_splits,
-                                             float* scratch) {
-    const size_t head0 = static_cast<size_t>(b) * q_heads + kvh * GROUP_;
-    for (int i = threadIdx.x; i < GROUP_ * num_splits; i += WARPS_ * 32) {
-        const float l = load_l2(part_l + head0 * num_splits + i);
-        scratch[i] = l > 0.f ? load_l2(part_m + head0 * num_splits + i) : NEG_INF;
+__device__ __forceinline__ float4 load_l2(const float4* p) {
+    float4 v;
+    asm("ld.global.cg.v4.f32 {%0, %1, %2, %3}, [%4];" : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w) : "l"(p));
+    return v;
+}
+
+// Where a CTA's partials of one (sequence, KV head block) live: part (m, l) of row g of
+// part s at index first + g * row_stride + s * part_stride, its O at that index x HEAD_DIM.
+// v6 lays them out [head][split] (row_stride = splits, part_stride = 1); v7 [part][row].
+struct PartLayout {
+    size_t first;
+    int row_stride, part_stride, parts;
+    __device__ __forceinline__ size_t at(int g, int s) const {
+        return first + static_cast<size_t>(g) * row_stride + static_cast<size_t>(s) * part_stride;
+    }
+};
+
+// Shared memory merge_parts needs: the weights (2 floats a row and part) and the warps'
+// partial sums (a float4 per warp and output vector).
+__host__ __device__ constexpr int merge_parts_smem(int warps, int rows, int head_dim, int parts) {
+    return 8 * rows * parts + 4 * warps * rows * head_dim;
+}
+
+// The split-KV merge of one (sequence, KV head block): m = max m_s over non-empty parts,
+// w_s = exp2(m_s - m) / sum_s exp2(m_s - m) l_s, out_g = sum_s w_s O_s (empty parts, l_s = 0,
+// get w_s = 0). Built for latency: every (row, part)'s (m, l) is loaded in one go, a warp
+// per row turns them into weights, then each warp sums a share of the parts for every
+// output vector, four parts (4 x ROWS x HEAD_DIM / 128 float4 loads a lane) in flight, and
+// the warps' sums meet in shared memory. Partials were written by other SMs: read them
+// from L2 (ld.global.cg), never from a stale L1. `out_rows` = the rows' first output.
+template <int WARPS_, int ROWS_, int HEAD_DIM_>
+__device__ __noinline__ void merge_parts(float* out_rows, const float* part_m, const float* part_l,
+                                            const float* part_o, PartLayout lay, float* scratch) {
+    static_assert(HEAD_DIM_ % 4 == 0, "float4 rows");
+    constexpr int THREADS = WARPS_ * 32, VECS = ROWS_ * HEAD_DIM_ / 4, PER_LANE = (VECS + 31) / 32;
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const int parts = lay.parts, n = ROWS_ * parts;
+    float* w = scratch;             // [ROWS][parts]: m, then the weight
+    float* l_of = scratch + n;      // [ROWS][parts]; then the non-empty parts' indices
+    float4* red = reinterpret_cast<float4*>(scratch + 2 * n);  // [WARPS][VECS]
+    __shared__ int s_used;
+    for (int base = threadIdx.x; base < n; base += 4 * THREADS) {
+        float mv[4], lv[4];
+#pragma unroll
+        for (int k = 0; k < 4; ++k) {
+            const int i = base + k * THREADS;
+            if (i < n) {
+                const size_t idx = lay.at(i / parts, i % parts);
+                mv[k] = load_l2(part_m + idx);
+                lv[k] = load_l2(part_l + idx);
+            }
+        }
+#pragma unroll
+        for (int k = 0; k < 4; ++k) {
+            const int i = base + k * THREADS;
+            if (i < n) {
+                w[i] = lv[k] > 0.f ? mv[k] : NEG_INF;
+                l_of[i] = lv[k];
+            }
+        }
     }
     __syncthreads();
-    if (threadIdx.x < GROUP_) {
-        float* w = scratch + threadIdx.x * num_splits;
+    for (int g = warp; g < ROWS_; g += WARPS_) {
+        float* wg = w + g * parts;
+        const float* lg = l_of + g * parts;
         float mx = NEG_INF;
-        for (int s = 0; s < num_splits; ++s) mx = fmaxf(mx, w[s]);
+        for (int s = lane; s < parts; s += 32) mx = fmaxf(mx, wg[s]);
+#pragma unroll
+        for (int off = 16; off > 0; off >>= 1) mx = fmaxf(mx, __shfl_xor_sync(FULL_MASK, mx, off));
         float lsum = 0.f;
-        for (int s = 0; s < num_splits; ++s) {
-            w[s] = exp2f(w[s] - mx);  // 0 for empty splits
-            lsum += w[s] * load_l2(part_l + (head0 + threadIdx.x) * num_splits + s);
+        for (int s = lane; s < parts; s += 32) {
+            wg[s] = exp2f(wg[s] - mx);  // 0 for empty parts
+            lsum += wg[s] * lg[s];
         }
+#pragma unroll
+        for (int off = 16; off > 0; off >>= 1) lsum += __shfl_xor_sync(FULL_MASK, lsum, off);
         const float inv = 1.f / lsum;
-        for (int s = 0; s < num_splits; ++s) w[s] *= inv;
+        for (int s = lane; s < parts; s += 32) wg[s] *= inv;
     }
+    // A part is empty for every row or for none (no token of its range): list the others.
+    int* used = reinterpret_cast<int*>(l_of);
+    if (threadIdx.x == 0) s_used = 0;
     __syncthreads();
-    for (int idx = threadIdx.x; idx < GROUP_ * HEAD_DIM_; idx += WARPS_ * 32) {
-        const int g = idx / HEAD_DIM_, d = idx % HEAD_DIM_;
-        const float* w = scratch + g * num_splits;
-        const float* o_s = part_o + (head0 + g) * num_splits * HEAD_DIM_ + d;
-        float o0 = 0.f, o1 = 0.f, o2 = 0.f, o3 = 0.f;  // four chains: loads in flight together
-        int s = 0;
-        for (; s + 4 <= num_splits; s += 4) {
-            const float a = load_l2(o_s + static_cast<size_t>(s) * HEAD_DIM_);
-            const float c = load_l2(o_s + static_cast<size_t>(s + 1) * HEAD_DIM_);
-            const float e = load_l2(o_s + static_cast<size_t>(s + 2) * HEAD_DIM_);
-            const float f = load_l2(o_s + static_cast<size_t>(s + 3) * HEAD_DIM_);
-            o0 += w[s] * a;
-            o1 += w[s + 1] * c;
-            o2 += w[s + 2] * e;
-            o3 += w[s + 3] * f;
+    for (int s = threadIdx.x; s < parts; s += THREADS)
+        if (w[s] > 0.f) used[atomicAdd(&s_used, 1)] = s;
+    __syncthreads();
+    const int n_used = s_used;
+    float4 acc[PER_LANE];
+#pragma unroll
+    for (int k = 0; k < PER_LANE; ++k) acc[k] = make_float4(0.f, 0.f, 0.f, 0.f);
+    constexpr int VPR = HEAD_DIM_ / 4;  // float4 vectors a row
+    for (int i0 = warp; i0 < n_used; i0 += 4 * WARPS_) {
+        float4 v[4][PER_LANE];
+#pragma unroll
+        for (int u = 0; u < 4; ++u) {
+            const int s = i0 + u * WARPS_ < n_used ? used[i0 + u * WARPS_] : 0;
+#pragma unroll
+            for (int k = 0; k < PER_LANE; ++k) {
+                const int vec = lane + 32 * k;
+                if (i0 + u * WARPS_ < n_used && vec < VECS)
+                    v[u][k] = load_l2(reinterpret_cast<const float4*>(part_o + lay.at(vec / VPR, s) * HEAD_DIM_) +
+                                      vec % VPR);
+            }
         }
-        for (; s < num_splits; ++s) o0 += w[s] * load_l2(o_s + static_cast<size_t>(s) * HEAD_DIM_);
-        const float o = (o0 + o1) + (o2 + o3);
-        out[(head0 + g) * HEAD_DIM_ + d] = o;
+#pragma unroll
+        for (int u = 0; u < 4; ++u) {
+            const int s = i0 + u * WARPS_ < n_used ? used[i0 + u * WARPS_] : 0;
+#pragma unroll
+            for (int k = 0; k < PER_LANE; ++k) {
+                const int vec = lane + 32 * k;
+                if (i0 + u * WARPS_ < n_used && vec < VECS) {
+                    float wt = w[(vec / VPR) * parts + s];
+                    if (!(wt > 0.f)) wt = 0.f, v[u][k] = make_float4(0.f, 0.f, 0.f, 0.f);  // (not expected)
+                    acc[k].x += wt * v[u][k].x;
+                    acc[k].y += wt * v[u][k].y;
+                    acc[k].z += wt * v[u][k].z;
+                    acc[k].w += wt * v[u][k].w;
+                }
+            }
+        }
+    }
+#pragma unroll
+    for (int k = 0; k < PER_LANE; ++k)
+        if (lane + 32 * k < VECS) red[warp * VECS + lane + 32 * k] = acc[k];
+    __syncthreads();
+    for (int vec = threadIdx.x; vec < VECS; vec += THREADS) {
+        float4 o = red[vec];
+#pragma unroll
+        for (int ww = 1; ww < WARPS_; ++ww) {
+            const float4 r = red[ww * VECS + vec];
+            o.x += r.x;
+            o.y += r.y;
+            o.z += r.z;
+            o.w += r.w;
+        }
+        reinterpret_cast<float4*>(out_rows)[vec] = o;
     }
 }
 
-// SPLIT_: out_or_o is the partial O; `out` and the per-(sequence, KV head) arrival
-// counters (zero before the launch, zero again after it) serve the fused merge.
+// v7: the items of a unit (state[s * stride], s < splits) that got a helper; the unit is
+// complete when splits + (that many) partials are in.
+struct HelpedItems {
+    const int* state;
+    int stride, splits;
+};
+
+// The end of a CTA's work on one (sequence, KV head block): every warp has left its
+// (m, l, acc) for each of the ROWS query heads in shared memory. Combine the warps, then
+// either write the output rows (`lay.parts` = 0) or write part `part` and count it in
+// `*counter` (zero before the launch, zero again after it); the CTA that brings the count
+// to lay.parts merges every part into the output (no second kernel). m is a base-2 max.
+template <int WARPS_, int ROWS_, int HEAD_DIM_>
+__device__ __forceinline__ void finish_segment(const float* s_m, const float* s_l, const float* s_acc, float* out_rows,
+                                               float* part_m, float* part_l, float* part_o, PartLayout lay,
+                                               int part, int* counter, float* scratch,
+                                               const HelpedItems* helped = nullptr) {
+    const bool direct = lay.parts == 0;
+    for (int idx = threadIdx.x; idx < ROWS_ * HEAD_DIM_; idx += WARPS_ * 32) {
+        const int g = idx / HEAD_DIM_, d = idx % HEAD_DIM_;
+        float mx = NEG_INF;
+#pragma unroll
+        for (int w = 0; w < WARPS_; ++w)
+            if (s_l[w * ROWS_ + g] > 0.f) mx = fmaxf(mx, s_m[w * ROWS_ + g]);
+        float lsum = 0.f, o = 0.f;
+#pragma unroll
+        for (int w = 0; w < WARPS_; ++w) {
+            const float lw = s_l[w * ROWS_ + g];
+            if (!(lw > 0.f)) continue;  // a warp that saw no token carries no weight
+            const float wt = exp2f(s_m[w * ROWS_ + g] - mx);
+            lsum += lw * wt;
+            o += s_acc[(w * ROWS_ + g) * HEAD_DIM_ + d] * wt;
+        }
+        if (direct) {
+            out_rows[idx] = o / lsum;
+        } else {
+            const size_t row = lay.at(g, part);
+            if (d == 0) {
+                part_m[row] = mx;  // -inf with l = 0 for an empty part
+                part_l[row] = lsum;
+            }
+            part_o[row * HEAD_DIM_ + d] = o;
+        }
+    }
+    if (direct) return;
+    __shared__ int s_last;
+    __threadfence();  // this CTA's partials are visible device-wide before it is counted
+    __syncthreads();
+    if (helped == nullptr) {
+        if (threadIdx.x == 0) s_last = atomicAdd(counter, 1) == lay.parts - 1;
+    } else if (threadIdx.x < 32) {  // expected: every split, plus the helpers registered
+        int arrived = 0;
+        if (threadIdx.x == 0) arrived = atomicAdd(counter, 1) + 1;
+        __threadfence();
+        int n = 0;
+        for (int s = threadIdx.x; s < helped->splits; s += 32) n += load_volatile(helped->state + s * helped->stride) == 2;
+#pragma unroll
+        for (int off = 16; off > 0; off >>= 1) n += __shfl_xor_sync(FULL_MASK, n, off);
+        if (threadIdx.x == 0) s_last = arrived == helped->splits + n;
+    }
+    __syncthreads();
+    if (s_last) {
+        __threadfence();
+        merge_parts<WARPS_, ROWS_, HEAD_DIM_>(out_rows, part_m, part_l, part_o, lay, scratch);
+        if (threadIdx.x == 0 && helped == nullptr) *counter = 0;  // ready for the next launch (v7: at exit)
+    }
+}
+
+// v5/v6's end (one segment a CTA): SPLIT_ writes split `split` of `num_splits` in v6's
+// [head][split] layout and merges in the last CTA; otherwise the output. The merge's
+// scratch starts at s_m (the warps' values are read before it is overwritten).
 template <int WARPS_, int GROUP_, int HEAD_DIM_, bool SPLIT_>
 __device__ __forceinline__ void merge_warps_and_store(const float* s_m, const float* s_l, const float* s_acc,
                                                       float* out_or_o, float* part_m, float* part_l, int b,
                                                       int kvh, int q_heads, int split, int num_splits,
                                                       float* out = nullptr, int* counters = nullptr) {
-    for (int idx = threadIdx.x; idx < GROUP_ * HEAD_DIM_; idx += WARPS_ * 32) {
-        const int g = idx / HEAD_DIM_, d = idx % HEAD_DIM_;
-        float mx = NEG_INF;
-#pragma unroll
-        for (int w = 0; w < WARPS_; ++w)
-            if (s_l[w * GROUP_ + g] > 0.f) mx = fmaxf(mx, s_m[w * GROUP_ + g]);
-        float lsum = 0.f, o = 0.f;
-#pragma unroll
-        for (int w = 0; w < WARPS_; ++w) {
-            const float lw = s_l[w * GROUP_ + g];
-            if (!(lw > 0.f)) continue;  // a warp that saw no token carries no weight
-            const float wt = exp2f(s_m[w * GROUP_ + g] - mx);
-            lsum += lw * wt;
-            o += s_acc[(w * GROUP_ + g) * HEAD_DIM_ + d] * wt;
-        }
-        const int h = kvh * GROUP_ + g;
-        if (SPLIT_) {
-            const size_t row = (static_cast<size_t>(b) * q_heads + h) * num_splits + split;
-            if (d == 0) {
-                part_m[row] = mx;  // -inf with l = 0 for an empty split
-                part_l[row] = lsum;
-            }
-            out_or_o[row * HEAD_DIM_ + d] = o;
-        } else {
-            out_or_o[(static_cast<size_t>(b) * q_heads + h) * HEAD_DIM_ + d] = o / lsum;
-        }
-    }
+    const size_t head0 = static_cast<size_t>(b) * q_heads + kvh * GROUP_;
     if (SPLIT_) {
-        __shared__ int s_last;
-        __threadfence();  // this CTA's partials are visible device-wide before it is counted
-        __syncthreads();
-        if (threadIdx.x == 0) {
-            const int arrived = atomicAdd(counters + b * gridDim.x + kvh, 1);
-            s_last = arrived == num_splits - 1;
-        }
-        __syncthreads();
-        if (s_last) {
-            __threadfence();
-            // the warps' scratch (s_m onwards) is free again: reuse it for the weights
-            merge_splits<WARPS_, GROUP_, HEAD_DIM_>(out, part_m, part_l, out_or_o, b, kvh, q_heads, num_splits,
-                                                    const_cast<float*>(s_m));
-            if (threadIdx.x == 0) counters[b * gridDim.x + kvh] = 0;  // ready for the next launch
-        }
+        const PartLayout lay{head0 * num_splits, num_splits, 1, num_splits};
+        finish_segment<WARPS_, GROUP_, HEAD_DIM_>(s_m, s_l, s_acc, out + head0 * HEAD_DIM_, part_m, part_l, out_or_o,
+                                                  lay, split, counters + b * gridDim.x + kvh,
+                                                  const_cast<float*>(s_m));
+    } else {
+        finish_segment<WARPS_, GROUP_, HEAD_DIM_>(s_m, s_l, s_acc, out_or_o + head0 * HEAD_DIM_, nullptr, nullptr,
+                                                  nullptr, PartLayout{0, 0, 0, 0}, 0, nullptr, nullptr);
     }
 }

@@ -116,12 +116,6 @@ def check_v6(shape: Shape) -> None:
     check_fast(shape, "v6")
 
 
-def check_v7(shape: Shape) -> None:
-    if shape.dtype == "fp32":
-        raise ShapeError("v7 is the tensor-core kernel: it reads fp16/bf16 K/V (dtype=fp16 or bf16); for fp32 use v5/v6")
-    check_fast(shape, "v7")
-
-
 VARIANTS = [
     Variant(
         family=FAMILY,
@@ -202,15 +196,5 @@ VARIANTS = [
         launch="grid (kv_heads, batch, splits) x v5's block; the last split of each (batch, kv_head) to finish merges",
         check=check_v6,
         order=7,
-    ),
-    Variant(
-        family=FAMILY,
-        id="v7",
-        idea="v6 with dynamic balance: warps claim tiles from their item's atomic counter, and a CTA whose item is done helps the open item with the most tiles left (its partial merged by the last to finish); the faster SMs no longer idle at the end",
-        kernel_regex=r"paged_decode_v7",
-        sources=("v5_mma.cu",),
-        launch="v6's grid (kv_heads, batch, splits) x 3 warps; per-item tile counters and one helper slot an item",
-        check=check_v7,
-        order=8,
     ),
 ]

@@ -40,9 +40,6 @@ __device__ __forceinline__ PageRange page_range(int ctx) {
     return SPLIT_ ? split_pages<PAGE>(ctx, blockIdx.z, gridDim.z) : split_pages<PAGE>(ctx, 0, 1);
 }
 
-__device__ __forceinline__ int load_volatile(const int* p) {  // what other CTAs wrote last
-    return *reinterpret_cast<const volatile int*>(p);
-}
 
 // Block-table entries [chunk, chunk + n) into shared memory, for the whole CTA.
 template <int THREADS>
@@ -64,9 +61,9 @@ __device__ __forceinline__ float4 load_l2(const float4* p) {
     return v;
 }
 
-// Where a CTA's partials of one (sequence, KV head block) live: part (m, l) of row g of
-// part s at index first + g * row_stride + s * part_stride, its O at that index x HEAD_DIM.
-// v6 lays them out [head][split] (row_stride = splits, part_stride = 1); v7 [part][row].
+// Where the partials of one (sequence, KV head) live: part (m, l) of row g of part s at
+// index first + g * row_stride + s * part_stride, its O at that index x HEAD_DIM (v6: the
+// layout [head][split], row_stride = splits, part_stride = 1).
 struct PartLayout {
     size_t first;
     int row_stride, part_stride, parts;
@@ -81,7 +78,7 @@ __host__ __device__ constexpr int merge_parts_smem(int warps, int rows, int head
     return 8 * rows * parts + 4 * warps * rows * head_dim;
 }
 
-// The split-KV merge of one (sequence, KV head block): m = max m_s over non-empty parts,
+// The split-KV merge of one (sequence, KV head): m = max m_s over non-empty parts,
 // w_s = exp2(m_s - m) / sum_s exp2(m_s - m) l_s, out_g = sum_s w_s O_s (empty parts, l_s = 0,
 // get w_s = 0). Built for latency: every (row, part)'s (m, l) is loaded in one go, a warp
 // per row turns them into weights, then each warp sums a share of the parts for every
@@ -137,12 +134,20 @@ __device__ __noinline__ void merge_parts(float* out_rows, const float* part_m, c
         const float inv = 1.f / lsum;
         for (int s = lane; s < parts; s += 32) wg[s] *= inv;
     }
-    // A part is empty for every row or for none (no token of its range): list the others.
-    int* used = reinterpret_cast<int*>(l_of);
-    if (threadIdx.x == 0) s_used = 0;
+    // A part is empty for every row or for none (no token of its range): list the others,
+    // in order (warp 0, a ballot per 32 parts).
     __syncthreads();
-    for (int s = threadIdx.x; s < parts; s += THREADS)
-        if (w[s] > 0.f) used[atomicAdd(&s_used, 1)] = s;
+    int* used = reinterpret_cast<int*>(l_of);
+    if (warp == 0) {
+        int count = 0;
+        for (int base = 0; base < parts; base += 32) {
+            const bool keep = base + lane < parts && w[base + lane] > 0.f;
+            const unsigned mask = __ballot_sync(FULL_MASK, keep);
+            if (keep) used[count + __popc(mask & ((1u << lane) - 1))] = base + lane;
+            count += __popc(mask);
+        }
+        if (lane == 0) s_used = count;
+    }
     __syncthreads();
     const int n_used = s_used;
     float4 acc[PER_LANE];
@@ -169,8 +174,7 @@ __device__ __noinline__ void merge_parts(float* out_rows, const float* part_m, c
             for (int k = 0; k < PER_LANE; ++k) {
                 const int vec = lane + 32 * k;
                 if (i0 + u * WARPS_ < n_used && vec < VECS) {
-                    float wt = w[(vec / VPR) * parts + s];
-                    if (!(wt > 0.f)) wt = 0.f, v[u][k] = make_float4(0.f, 0.f, 0.f, 0.f);  // (not expected)
+                    const float wt = w[(vec / VPR) * parts + s];
                     acc[k].x += wt * v[u][k].x;
                     acc[k].y += wt * v[u][k].y;
                     acc[k].z += wt * v[u][k].z;
@@ -197,14 +201,7 @@ __device__ __noinline__ void merge_parts(float* out_rows, const float* part_m, c
     }
 }
 
-// v7: the items of a unit (state[s * stride], s < splits) that got a helper; the unit is
-// complete when splits + (that many) partials are in.
-struct HelpedItems {
-    const int* state;
-    int stride, splits;
-};
-
-// The end of a CTA's work on one (sequence, KV head block): every warp has left its
+// The end of a CTA's work on one (sequence, KV head): every warp has left its
 // (m, l, acc) for each of the ROWS query heads in shared memory. Combine the warps, then
 // either write the output rows (`lay.parts` = 0) or write part `part` and count it in
 // `*counter` (zero before the launch, zero again after it); the CTA that brings the count
@@ -212,8 +209,7 @@ struct HelpedItems {
 template <int WARPS_, int ROWS_, int HEAD_DIM_>
 __device__ __forceinline__ void finish_segment(const float* s_m, const float* s_l, const float* s_acc, float* out_rows,
                                                float* part_m, float* part_l, float* part_o, PartLayout lay,
-                                               int part, int* counter, float* scratch,
-                                               const HelpedItems* helped = nullptr) {
+                                               int part, int* counter, float* scratch) {
     const bool direct = lay.parts == 0;
     for (int idx = threadIdx.x; idx < ROWS_ * HEAD_DIM_; idx += WARPS_ * 32) {
         const int g = idx / HEAD_DIM_, d = idx % HEAD_DIM_;
@@ -245,23 +241,12 @@ __device__ __forceinline__ void finish_segment(const float* s_m, const float* s_
     __shared__ int s_last;
     __threadfence();  // this CTA's partials are visible device-wide before it is counted
     __syncthreads();
-    if (helped == nullptr) {
-        if (threadIdx.x == 0) s_last = atomicAdd(counter, 1) == lay.parts - 1;
-    } else if (threadIdx.x < 32) {  // expected: every split, plus the helpers registered
-        int arrived = 0;
-        if (threadIdx.x == 0) arrived = atomicAdd(counter, 1) + 1;
-        __threadfence();
-        int n = 0;
-        for (int s = threadIdx.x; s < helped->splits; s += 32) n += load_volatile(helped->state + s * helped->stride) == 2;
-#pragma unroll
-        for (int off = 16; off > 0; off >>= 1) n += __shfl_xor_sync(FULL_MASK, n, off);
-        if (threadIdx.x == 0) s_last = arrived == helped->splits + n;
-    }
+    if (threadIdx.x == 0) s_last = atomicAdd(counter, 1) == lay.parts - 1;
     __syncthreads();
     if (s_last) {
         __threadfence();
         merge_parts<WARPS_, ROWS_, HEAD_DIM_>(out_rows, part_m, part_l, part_o, lay, scratch);
-        if (threadIdx.x == 0 && helped == nullptr) *counter = 0;  // ready for the next launch (v7: at exit)
+        if (threadIdx.x == 0) *counter = 0;  // ready for the next launch
     }
 }
 

@@ -198,73 +198,51 @@ def fast_source(shape: Shape) -> Path:
     return HERE / FAST_TUNING[shape.dtype][0]
 
 
-def kv_per_cta(shape: Shape) -> int:
-    """KV heads one v5/v6 CTA reads together: the tuning's KV_PER_CTA where it divides the
-    KV heads and their query heads fill at most the 8 rows of an mma tile, else 1."""
-    want = FAST_TUNING[shape.dtype][1].get("KV_PER_CTA", 1)
-    if want > 1 and shape.kv_heads % want == 0 and want * shape.group <= 8:
-        return want
-    return 1
-
-
-def fast_defines(shape: Shape, split: int, name: str) -> dict:
-    """Compile-time constants of v5/v6/v7's kernel for this shape (split: 0 none, 1 v6's
-    splits, 2 v7's plan)."""
-    knobs = dict(FAST_TUNING[shape.dtype][1])
-    defines = {
+def fast_defines(shape: Shape, split: bool, name: str) -> dict:
+    """Compile-time constants of v5/v6's kernel for this shape."""
+    return {
         "HEAD_DIM": shape.head_dim,
         "GROUP": shape.group,
         "KV_DTYPE": _DTYPE_CODE[shape.dtype],
         "PAGE_SIZE": shape.page_size,
         # the CUDA-core kernel with fp16 and 8 heads needs more than 128 registers
         "MIN_BLOCKS": 2 if shape.group > 4 and shape.elem_bytes == 2 else 4,
-        **knobs,
+        **FAST_TUNING[shape.dtype][1],
         "SPLIT": int(split),
         "KERNEL_NAME": name,
     }
-    if "KV_PER_CTA" in knobs:
-        defines["KV_PER_CTA"] = kv_per_cta(shape)
-    return defines
 
 
 def fast_smem(defines: dict) -> int:
     """Dynamic shared memory of v5/v6's kernel: the cp.async rings (tensor-core path),
     reused for the merge of the warps at the end."""
-    warps, head_dim = defines["WARPS"], defines["HEAD_DIM"]
-    heads = defines.get("KV_PER_CTA", 1)
-    rows = heads * defines["GROUP"]
-    merge = (2 * warps * rows + warps * rows * head_dim) * 4
-    ring = warps * defines["NSTAGES"] * 2 * 16 * (heads * head_dim * 2 + 16) if "NSTAGES" in defines else 0
+    warps, group, head_dim = defines["WARPS"], defines["GROUP"], defines["HEAD_DIM"]
+    merge = (2 * warps * group + warps * group * head_dim) * 4
+    ring = warps * defines["NSTAGES"] * 2 * 16 * (head_dim * 2 + 16) if "NSTAGES" in defines else 0
     return max(merge, ring)
 
 
 def merge_smem(warps: int, rows: int, head_dim: int, parts: int) -> int:
-    """Shared memory of the merge in the last CTA (merge_parts_smem in fast_common.cuh)."""
+    """Shared memory of v6's merge in the last CTA (merge_parts_smem in fast_common.cuh)."""
     return 8 * rows * parts + 4 * warps * rows * head_dim
 
 
-def _fast_kernel(shape: Shape, split: int, name: str):
+def _fast_kernel(shape: Shape, split: bool, name: str):
     defines = fast_defines(shape, split, name)
     kernel = gpu.compile_module([fast_source(shape)], defines).get_function(name)
     return kernel, (defines["WARPS"] * 32,), fast_smem(defines)
 
 
-def fast_grid(shape: Shape, splits: int = 1) -> tuple[int, ...]:
-    """v5/v6's grid: (blocks of KV heads, batch[, splits])."""
-    xy = (shape.kv_heads // kv_per_cta(shape), shape.batch)
-    return xy + (splits,) if splits > 1 else xy
-
-
 def choose_splits(shape: Shape, device, resident_blocks_per_sm: int) -> int:
     """Splits for v6: enough CTAs for one full wave, none when the batch fills the GPU.
 
-    capacity = SMs x resident CTAs per SM; with the unsplit grid already filling at
+    capacity = SMs x resident CTAs per SM; with batch x kv_heads CTAs already filling at
     least half of it, splitting only adds a merge. Otherwise split each sequence so the
     grid fills the capacity, keeping at least MIN_PAGES_PER_SPLIT pages per split.
     """
     if shape.num_splits:
         return shape.num_splits
-    base = shape.batch * shape.kv_heads // kv_per_cta(shape)
+    base = shape.batch * shape.kv_heads
     capacity = device.sm_count * max(1, resident_blocks_per_sm)
     if 2 * base > capacity:
         return 1
@@ -275,7 +253,7 @@ def choose_splits(shape: Shape, device, resident_blocks_per_sm: int) -> int:
 def _build_v5(variant, shape, device):
     name = "paged_decode_v5"
     kernel, block, smem = _fast_kernel(shape, False, name)
-    grid = fast_grid(shape)
+    grid = (shape.kv_heads, shape.batch)
     info = _launch(kernel, name, grid, block, smem)
 
     def run(inputs, out):
@@ -291,7 +269,7 @@ def _build_v6(variant, shape, device):
     if splits == 1:
         name = "paged_decode_v6_nosplit"
         kernel, block, smem = _fast_kernel(shape, False, name)
-        grid = fast_grid(shape)
+        grid = (shape.kv_heads, shape.batch)
         info = _launch(kernel, name, grid, block, smem)
 
         def run_direct(inputs, out):
@@ -301,10 +279,10 @@ def _build_v6(variant, shape, device):
         return Launcher(variant.id, [info], run_direct, num_splits=1)
 
     cp = gpu.cupy()
-    smem = max(smem, merge_smem(block[0] // 32, shape.group * kv_per_cta(shape), shape.head_dim, splits))
+    smem = max(smem, merge_smem(block[0] // 32, shape.group, shape.head_dim, splits))  # the merging CTA's
     part_m, part_l, part_o = _split_buffers(shape, splits)
     counters = cp.zeros(shape.batch * shape.kv_heads, dtype=cp.int32)  # the kernel leaves them at 0
-    grid = fast_grid(shape, splits)
+    grid = (shape.kv_heads, shape.batch, splits)
     infos = [_launch(partial, "paged_decode_v6_split", grid, block, smem)]
 
     def run_split(inputs, out):
@@ -312,29 +290,6 @@ def _build_v6(variant, shape, device):
                               np.int32(shape.pages_per_seq)), shared_mem=smem)
 
     return Launcher(variant.id, infos, run_split, num_splits=splits)
-
-
-def _build_v7(variant, shape, device):
-    name = "paged_decode_v7"
-    kernel, block, smem = _fast_kernel(shape, 2, name)
-    splits = choose_splits(shape, device, gpu.blocks_per_sm(kernel, block[0], smem, device))
-    smem = max(smem, merge_smem(block[0] // 32, shape.group, shape.head_dim, 2 * splits))
-    cp = gpu.cupy()
-    rows = shape.batch * shape.q_heads * 2 * splits  # a slot for each split and one for its helper
-    part_m, part_l = cp.empty(rows, dtype=cp.float32), cp.empty(rows, dtype=cp.float32)
-    part_o = cp.empty(rows * shape.head_dim, dtype=cp.float32)
-    units = shape.batch * shape.kv_heads
-    # tiles handed out and state of each item, partials in of each unit, CTAs done: the
-    # kernel leaves them at 0
-    counters = cp.zeros(2 * units * splits + units + 1, dtype=cp.int32)
-    grid = (shape.kv_heads, shape.batch, splits)
-    info = _launch(kernel, name, grid, block, smem)
-
-    def run(inputs, out):
-        kernel(grid, block, (part_m, part_l, part_o, counters, out, *_common_args(inputs, shape),
-                             np.int32(shape.pages_per_seq)), shared_mem=smem)
-
-    return Launcher(variant.id, [info], run, num_splits=splits)
 
 
 _BUILDERS = {
@@ -346,7 +301,6 @@ _BUILDERS = {
     "handbook": _build_handbook,
     "v5": _build_v5,
     "v6": _build_v6,
-    "v7": _build_v7,
 }
 
 

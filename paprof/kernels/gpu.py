@@ -7,6 +7,7 @@ Nothing here runs at import; a machine without CuPy or a GPU gets a one-line
 from __future__ import annotations
 
 import functools
+import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -77,7 +78,12 @@ def compile_module(sources: list[Path], defines: dict[str, object] | None = None
     """
     cp = cupy()
     code = "\n".join(Path(s).read_text() for s in sources)
-    options = ["-std=c++17", f"-I{Path(sources[0]).parent}"]
+    # CuPy's on-disk cache keys on the source text only: name the headers' contents too,
+    # so that an edited .cuh recompiles
+    include = Path(sources[0]).parent
+    headers = hashlib.sha256(b"".join(h.read_bytes() for h in sorted(include.glob("*.cuh")))).hexdigest()
+    code += f"\n// headers {headers}\n"
+    options = ["-std=c++17", f"-I{include}"]
     options += [f"-D{k}={v}" for k, v in sorted((defines or {}).items())]
     key = (code, tuple(options))
     if key not in _MODULES:

@@ -72,19 +72,14 @@ struct PartLayout {
     }
 };
 
-// Shared memory merge_parts needs: the weights (2 floats a row and part) and the warps'
-// partial sums (a float4 per warp and output vector).
-__host__ __device__ constexpr int merge_parts_smem(int warps, int rows, int head_dim, int parts) {
-    return 8 * rows * parts + 4 * warps * rows * head_dim;
-}
-
 // The split-KV merge of one (sequence, KV head): m = max m_s over non-empty parts,
 // w_s = exp2(m_s - m) / sum_s exp2(m_s - m) l_s, out_g = sum_s w_s O_s (empty parts, l_s = 0,
 // get w_s = 0). Built for latency: every (row, part)'s (m, l) is loaded in one go, a warp
 // per row turns them into weights, then each warp sums a share of the parts for every
 // output vector, four parts (4 x ROWS x HEAD_DIM / 128 float4 loads a lane) in flight, and
-// the warps' sums meet in shared memory. Partials were written by other SMs: read them
-// from L2 (ld.global.cg), never from a stale L1. `out_rows` = the rows' first output.
+// the warps' sums meet in shared memory (`scratch`: merge_smem in variants.py bytes).
+// Partials were written by other SMs: read them from L2 (ld.global.cg), never from a stale
+// L1. `out_rows` = the rows' first output.
 template <int WARPS_, int ROWS_, int HEAD_DIM_>
 __device__ __noinline__ void merge_parts(float* out_rows, const float* part_m, const float* part_l,
                                             const float* part_o, PartLayout lay, float* scratch) {
@@ -94,7 +89,7 @@ __device__ __noinline__ void merge_parts(float* out_rows, const float* part_m, c
     const int parts = lay.parts, n = ROWS_ * parts;
     float* w = scratch;             // [ROWS][parts]: m, then the weight
     float* l_of = scratch + n;      // [ROWS][parts]; then the non-empty parts' indices
-    float4* red = reinterpret_cast<float4*>(scratch + 2 * n);  // [WARPS][VECS]
+    float4* red = reinterpret_cast<float4*>(scratch + (2 * n + 3) / 4 * 4);  // [WARPS][VECS], 16-byte aligned
     __shared__ int s_used;
     for (int base = threadIdx.x; base < n; base += 4 * THREADS) {
         float mv[4], lv[4];

@@ -223,8 +223,9 @@ def fast_smem(defines: dict) -> int:
 
 
 def merge_smem(warps: int, rows: int, head_dim: int, parts: int) -> int:
-    """Shared memory of v6's merge in the last CTA (merge_parts_smem in fast_common.cuh)."""
-    return 8 * rows * parts + 4 * warps * rows * head_dim
+    """Shared memory of v6's merge in the last CTA (merge_parts in fast_common.cuh): two
+    floats a row and part, padded to 16 bytes, then a float4 a warp and output vector."""
+    return 4 * (-(-2 * rows * parts // 4) * 4) + 4 * warps * rows * head_dim
 
 
 def _fast_kernel(shape: Shape, split: bool, name: str):

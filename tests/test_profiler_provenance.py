@@ -75,3 +75,12 @@ def test_git_commit_from_the_environment_outside_a_checkout(tmp_path):
 
     assert provenance.git_state(tmp_path, environ={"PAPROF_GIT_COMMIT": "abc1234"}) == ("abc1234", None)
     assert provenance.git_state(tmp_path, environ={}) == (None, None)
+
+
+def test_git_commit_from_the_environment_wins_over_a_stale_checkout():
+    """The GPU machine's copy of the tree can hold an older .git than the tree it runs."""
+    from paprof.profiler import provenance
+
+    assert provenance.git_state(provenance.REPO_ROOT, environ={"PAPROF_GIT_COMMIT": "abc1234"}) == ("abc1234", None)
+    commit, _ = provenance.git_state(provenance.REPO_ROOT, environ={})
+    assert commit != "abc1234"

@@ -54,13 +54,16 @@ def ncu_version(ncu: str) -> str | None:
 
 
 def git_state(repo: Path = REPO_ROOT, environ=None) -> tuple[str | None, bool | None]:
-    """(short commit, dirty) of the checkout at ``repo``. Outside git (a copy of the tree
-    sent to a GPU machine, say) ``$PAPROF_GIT_COMMIT`` names the commit, dirty unknown;
-    else (None, None)."""
+    """(short commit, dirty) of the checkout at ``repo``. ``$PAPROF_GIT_COMMIT``, when set,
+    names the commit and wins (dirty unknown): a copy of the tree sent to a GPU machine may
+    carry no ``.git``, or an older one than the tree it runs. Else git's answer, or
+    (None, None) outside a checkout."""
+    given = (os.environ if environ is None else environ).get("PAPROF_GIT_COMMIT", "").strip()
+    if given:
+        return given, None
     commit = _output(["git", "rev-parse", "--short", "HEAD"], cwd=repo)
     if commit is None:
-        given = (os.environ if environ is None else environ).get("PAPROF_GIT_COMMIT", "").strip()
-        return (given or None), None
+        return None, None
     status = _output(["git", "status", "--porcelain"], cwd=repo)
     return commit.strip(), (bool(status.strip()) if status is not None else None)
 

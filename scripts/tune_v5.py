@@ -1,12 +1,15 @@
 """Sweep v5/v6's kernel choice and compile-time knobs on the GPU.
 
-    python3 scripts/tune_v5.py                # the whole sweep
-    python3 scripts/tune_v5.py --only 3 --launches 2   # one entry, no timing (to run under ncu)
+    python3 scripts/tune_v5.py                          # the whole sweep
+    python3 scripts/tune_v5.py --only 3 --no-timing --launches 1   # one entry, for ncu
 
 Each configuration is checked against the float64 reference, then timed twice with CUDA
 events (median of 50 launches each); bandwidth is against the read ceiling measured in
-the same run. The sweep swaps entries of ``variants.FAST_TUNING`` for its own use only;
-the shipped choice is the table in paprof/kernels/paged_decode/variants.py.
+the same run (and the streaming-read kernel at 0.5, 1 and 2 GiB, for its fixed cost).
+Entries with TIMELINE=1 (tensor-core kernel only) also print, for one more launch, when
+the CTAs started and ended, each SM's finish time and rate: how the work spread over the
+SMs (docs/NOTES.md, item 10). The sweep swaps entries of ``variants.FAST_TUNING`` for its
+own use only; the shipped choice is the table in paprof/kernels/paged_decode/variants.py.
 """
 
 import argparse
@@ -35,39 +38,42 @@ SWEEP = [
 ]
 
 
-def timeline(prep, shape, vid) -> str:
-    """When the CTAs of one more launch started and ended, in us from the first start."""
-    name = prep.launcher.kernels[0].name
-    split = prep.launcher.num_splits > 1
-    module = gpu.compile_module([variants.fast_source(shape)], variants.fast_defines(shape, split, name))
+def timeline(prep, shape) -> str:
+    """When the CTAs of one more launch started and ended (us from the first start), and
+    how each SM fared: the time its last CTA ended and the rate that implies."""
     cp = gpu.cupy()
+    name = prep.launcher.kernels[0].name
+    module = gpu.compile_module(
+        [variants.fast_source(shape)], variants.fast_defines(shape, prep.launcher.num_splits > 1, name)
+    )
     prep.step(0)
     cp.cuda.runtime.deviceSynchronize()
     grid = prep.launcher.kernels[0].grid
     n = grid[0] * grid[1] * grid[2]
-    ptr = module.get_global("paprof_timeline")
-    rec = cp.ndarray((n, 4), dtype=cp.uint64, memptr=ptr).get().astype(float)
+    rec = cp.ndarray((n, 4), dtype=cp.uint64, memptr=module.get_global("paprof_timeline")).get().astype(float)
     t0 = rec[:, 0].min()
-    start, end = (rec[:, 0] - t0) / 1e3, (rec[:, 1] - t0) / 1e3
-    q = lambda a: " ".join(f"{x:6.1f}" for x in np.percentile(a, [0, 10, 50, 90, 99, 100]))
-    merge = rec[:, 1] - rec[:, 3]  # the last split's merge (and the warps' merge everywhere)
+    start, end, work_end = ((rec[:, i] - t0) / 1e3 for i in (0, 1, 3))
     sm = rec[:, 2].astype(int)
-    per_sm = np.bincount(sm)[sm]  # CTAs that ran on each CTA's SM
-    by_load = " ".join(f"{k}/SM: {np.mean(end[per_sm == k]):.1f} (n={np.sum(per_sm == k)})" for k in np.unique(per_sm))
-    finish = np.zeros(sm.max() + 1)
-    np.maximum.at(finish, sm, end)
     ctas = np.bincount(sm)
-    rate = ctas * (shape.kv_bytes / n) / finish / 1e3  # GB/s of each SM, if its CTAs share it
-    per_sm = " ".join(f"{r:.0f}" for r in rate)
-    per_sm_end = " ".join(f"{e:.0f}" for e in finish)
-    first = np.full(sm.max() + 1, np.inf)
+    last = np.zeros(len(ctas))
+    np.maximum.at(last, sm, end)
+    first = np.full(len(ctas), np.inf)
     np.minimum.at(first, sm, end)
-    spread = finish - first  # how far apart the CTAs of one SM end
-    per_sm_end += f"\n    within-SM end spread us (0/50/90/100 %): {np.percentile(spread[ctas > 0], [0, 50, 90, 100]).round(1)}"
-    return (f"    SM GB/s by smid: {per_sm}\n    SM finish us by smid: {per_sm_end}\n"
-            f"    CTAs {n}: start us (0/10/50/90/99/100 %) {q(start)} | end {q(end)}\n"
-            f"    work end {q((rec[:, 3] - t0) / 1e3)} | merge us {q(merge / 1e3)}\n"
-            f"    mean end by CTAs per SM: {by_load}")
+    used = ctas > 0
+    rate = ctas[used] * (shape.kv_bytes / n) / last[used] / 1e3  # GB/s an SM streamed
+    by_load = " ".join(f"{k}/SM: {end[ctas[sm] == k].mean():.1f} (n={(ctas[sm] == k).sum()})" for k in np.unique(ctas[sm]))
+
+    def q(a):
+        return " ".join(f"{x:6.1f}" for x in np.percentile(a, [0, 10, 50, 90, 99, 100]))
+
+    return "\n".join([
+        f"    SM GB/s by smid: {' '.join(f'{r:.0f}' for r in rate)}",
+        f"    SM finish us by smid: {' '.join(f'{e:.0f}' for e in last[used])}",
+        f"    within-SM end spread us (0/50/90/100 %): {np.percentile((last - first)[used], [0, 50, 90, 100]).round(1)}",
+        f"    CTAs {n}: start us (0/10/50/90/99/100 %) {q(start)} | end {q(end)}",
+        f"    work end {q(work_end)} | merge us {q(end - work_end)}",
+        f"    mean end by CTAs per SM: {by_load}",
+    ])
 
 
 def run(entry, launches: int, ceiling: float | None) -> None:
@@ -85,7 +91,7 @@ def run(entry, launches: int, ceiling: float | None) -> None:
             print(f"{vid} {shape.slug()} {knobs} rel={check.rel_error:.1e} ok={check.passed}")
             return
         runs = [statistics.median(harness.time_steps(prep, launches)) for _ in range(2)]
-        spans = timeline(prep, shape, vid) if knobs.get("TIMELINE") else None  # while the knobs hold
+        spans = timeline(prep, shape) if knobs.get("TIMELINE") else None  # while the knobs hold
     except Exception as err:  # report and go on with the sweep
         print(f"{vid} {shape.slug()} {source} {knobs}: {type(err).__name__}: {err}")
         return

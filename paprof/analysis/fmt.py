@@ -58,11 +58,7 @@ def duration_us(value) -> str:
     if is_missing(value):
         return MISSING
     us = float(value)
-    if abs(us) < 1e3:
-        return f"{sig(us)} us"
-    if abs(us) < 1e6:
-        return f"{sig(us / 1e3)} ms"
-    return f"{sig(us / 1e6)} s"
+    return _scaled(us, (("s", 1e6), ("ms", 1e3))) or f"{sig(us)} us"
 
 
 def bytes_decimal(value) -> str:
@@ -94,9 +90,7 @@ def bandwidth_gbs(value) -> str:
     if is_missing(value):
         return MISSING
     gbs = float(value)
-    if abs(gbs) >= 1e3:
-        return f"{sig(gbs / 1e3)} TB/s"
-    return f"{sig(gbs)} GB/s"
+    return _scaled(gbs, (("TB/s", 1e3),)) or f"{sig(gbs)} GB/s"
 
 
 def big(value) -> str:
@@ -104,10 +98,7 @@ def big(value) -> str:
     if is_missing(value):
         return MISSING
     v = float(value)
-    for unit, scale in (("G", 1e9), ("M", 1e6), ("k", 1e3)):
-        if abs(v) >= scale:
-            return f"{sig(v / scale)} {unit}"
-    return sig(v)
+    return _scaled(v, (("G", 1e9), ("M", 1e6), ("k", 1e3))) or sig(v)
 
 
 def number(value, digits: int = 3) -> str:

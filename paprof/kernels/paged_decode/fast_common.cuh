@@ -3,8 +3,21 @@
 // (m, l, acc) for each head of the group in shared memory; combine the warps and write the
 // output (SPLIT 0), or the split's partial (m, l, unnormalised O) and then, in the last CTA
 // of the (sequence, KV head) to finish, the merge of every split (SPLIT 1: no second
-// kernel). m is a base-2 max. Include it after SPLIT is defined.
+// kernel). m is a base-2 max. It also gives both kernels' shared knobs their defaults.
 #pragma once
+
+#ifndef SPLIT
+#define SPLIT 0  // 0: write the output; 1: v6, one split of gridDim.z a CTA
+#endif
+#ifndef KERNEL_NAME
+#define KERNEL_NAME paged_decode_v5
+#endif
+#ifndef MIN_BLOCKS
+#define MIN_BLOCKS 4  // __launch_bounds__: resident CTAs a SM the registers must allow
+#endif
+#ifndef RESCALE_THRESHOLD
+#define RESCALE_THRESHOLD 8.f  // log2 units: rescale (l, acc) only when the max grows by more
+#endif
 
 #if SPLIT
 #define FAST_SPLIT_PARAMS                                                                    \
@@ -61,32 +74,22 @@ __device__ __forceinline__ float4 load_l2(const float4* p) {
     return v;
 }
 
-// Where the partials of one (sequence, KV head) live: part (m, l) of row g of part s at
-// index first + g * row_stride + s * part_stride, its O at that index x HEAD_DIM (v6: the
-// layout [head][split], row_stride = splits, part_stride = 1).
-struct PartLayout {
-    size_t first;
-    int row_stride, part_stride, parts;
-    __device__ __forceinline__ size_t at(int g, int s) const {
-        return first + static_cast<size_t>(g) * row_stride + static_cast<size_t>(s) * part_stride;
-    }
-};
-
 // The split-KV merge of one (sequence, KV head): m = max m_s over non-empty parts,
 // w_s = exp2(m_s - m) / sum_s exp2(m_s - m) l_s, out_g = sum_s w_s O_s (empty parts, l_s = 0,
 // get w_s = 0). Built for latency: every (row, part)'s (m, l) is loaded in one go, a warp
 // per row turns them into weights, then each warp sums a share of the parts for every
 // output vector, four parts (4 x ROWS x HEAD_DIM / 128 float4 loads a lane) in flight, and
 // the warps' sums meet in shared memory (`scratch`: merge_smem in variants.py bytes).
-// Partials were written by other SMs: read them from L2 (ld.global.cg), never from a stale
-// L1. `out_rows` = the rows' first output.
+// Row g's part s sits at index (first + g) * parts + s of part_m / part_l, times HEAD_DIM
+// in part_o (v6's [head][split] layout; `first` = the group's first head). Partials were
+// written by other SMs: read them from L2 (ld.global.cg), never from a stale L1.
 template <int WARPS_, int ROWS_, int HEAD_DIM_>
 __device__ __noinline__ void merge_parts(float* out_rows, const float* part_m, const float* part_l,
-                                            const float* part_o, PartLayout lay, float* scratch) {
+                                         const float* part_o, size_t first, int parts, float* scratch) {
     static_assert(HEAD_DIM_ % 4 == 0, "float4 rows");
     constexpr int THREADS = WARPS_ * 32, VECS = ROWS_ * HEAD_DIM_ / 4, PER_LANE = (VECS + 31) / 32;
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    const int parts = lay.parts, n = ROWS_ * parts;
+    const int n = ROWS_ * parts;  // part_m[first * parts + i], i < n
     float* w = scratch;             // [ROWS][parts]: m, then the weight
     float* l_of = scratch + n;      // [ROWS][parts]; then the non-empty parts' indices
     float4* red = reinterpret_cast<float4*>(scratch + (2 * n + 3) / 4 * 4);  // [WARPS][VECS], 16-byte aligned
@@ -97,9 +100,8 @@ __device__ __noinline__ void merge_parts(float* out_rows, const float* part_m, c
         for (int k = 0; k < 4; ++k) {
             const int i = base + k * THREADS;
             if (i < n) {
-                const size_t idx = lay.at(i / parts, i % parts);
-                mv[k] = load_l2(part_m + idx);
-                lv[k] = load_l2(part_l + idx);
+                mv[k] = load_l2(part_m + first * parts + i);
+                lv[k] = load_l2(part_l + first * parts + i);
             }
         }
 #pragma unroll
@@ -150,26 +152,27 @@ __device__ __noinline__ void merge_parts(float* out_rows, const float* part_m, c
     for (int k = 0; k < PER_LANE; ++k) acc[k] = make_float4(0.f, 0.f, 0.f, 0.f);
     constexpr int VPR = HEAD_DIM_ / 4;  // float4 vectors a row
     for (int i0 = warp; i0 < n_used; i0 += 4 * WARPS_) {
+        int s[4];  // this round's parts (-1: past the list)
         float4 v[4][PER_LANE];
 #pragma unroll
         for (int u = 0; u < 4; ++u) {
-            const int s = i0 + u * WARPS_ < n_used ? used[i0 + u * WARPS_] : 0;
+            s[u] = i0 + u * WARPS_ < n_used ? used[i0 + u * WARPS_] : -1;
 #pragma unroll
             for (int k = 0; k < PER_LANE; ++k) {
                 const int vec = lane + 32 * k;
-                if (i0 + u * WARPS_ < n_used && vec < VECS)
-                    v[u][k] = load_l2(reinterpret_cast<const float4*>(part_o + lay.at(vec / VPR, s) * HEAD_DIM_) +
+                if (s[u] >= 0 && vec < VECS)
+                    v[u][k] = load_l2(reinterpret_cast<const float4*>(
+                                          part_o + ((first + vec / VPR) * parts + s[u]) * HEAD_DIM_) +
                                       vec % VPR);
             }
         }
 #pragma unroll
         for (int u = 0; u < 4; ++u) {
-            const int s = i0 + u * WARPS_ < n_used ? used[i0 + u * WARPS_] : 0;
 #pragma unroll
             for (int k = 0; k < PER_LANE; ++k) {
                 const int vec = lane + 32 * k;
-                if (i0 + u * WARPS_ < n_used && vec < VECS) {
-                    const float wt = w[(vec / VPR) * parts + s];
+                if (s[u] >= 0 && vec < VECS) {
+                    const float wt = w[(vec / VPR) * parts + s[u]];
                     acc[k].x += wt * v[u][k].x;
                     acc[k].y += wt * v[u][k].y;
                     acc[k].z += wt * v[u][k].z;
@@ -196,71 +199,56 @@ __device__ __noinline__ void merge_parts(float* out_rows, const float* part_m, c
     }
 }
 
-// The end of a CTA's work on one (sequence, KV head): every warp has left its
-// (m, l, acc) for each of the ROWS query heads in shared memory. Combine the warps, then
-// either write the output rows (`lay.parts` = 0) or write part `part` and count it in
-// `*counter` (zero before the launch, zero again after it); the CTA that brings the count
-// to lay.parts merges every part into the output (no second kernel). m is a base-2 max.
-template <int WARPS_, int ROWS_, int HEAD_DIM_>
-__device__ __forceinline__ void finish_segment(const float* s_m, const float* s_l, const float* s_acc, float* out_rows,
-                                               float* part_m, float* part_l, float* part_o, PartLayout lay,
-                                               int part, int* counter, float* scratch) {
-    const bool direct = lay.parts == 0;
-    for (int idx = threadIdx.x; idx < ROWS_ * HEAD_DIM_; idx += WARPS_ * 32) {
-        const int g = idx / HEAD_DIM_, d = idx % HEAD_DIM_;
-        float mx = NEG_INF;
-#pragma unroll
-        for (int w = 0; w < WARPS_; ++w)
-            if (s_l[w * ROWS_ + g] > 0.f) mx = fmaxf(mx, s_m[w * ROWS_ + g]);
-        float lsum = 0.f, o = 0.f;
-#pragma unroll
-        for (int w = 0; w < WARPS_; ++w) {
-            const float lw = s_l[w * ROWS_ + g];
-            if (!(lw > 0.f)) continue;  // a warp that saw no token carries no weight
-            const float wt = exp2f(s_m[w * ROWS_ + g] - mx);
-            lsum += lw * wt;
-            o += s_acc[(w * ROWS_ + g) * HEAD_DIM_ + d] * wt;
-        }
-        if (direct) {
-            out_rows[idx] = o / lsum;
-        } else {
-            const size_t row = lay.at(g, part);
-            if (d == 0) {
-                part_m[row] = mx;  // -inf with l = 0 for an empty part
-                part_l[row] = lsum;
-            }
-            part_o[row * HEAD_DIM_ + d] = o;
-        }
-    }
-    if (direct) return;
-    __shared__ int s_last;
-    __threadfence();  // this CTA's partials are visible device-wide before it is counted
-    __syncthreads();
-    if (threadIdx.x == 0) s_last = atomicAdd(counter, 1) == lay.parts - 1;
-    __syncthreads();
-    if (s_last) {
-        __threadfence();
-        merge_parts<WARPS_, ROWS_, HEAD_DIM_>(out_rows, part_m, part_l, part_o, lay, scratch);
-        if (threadIdx.x == 0) *counter = 0;  // ready for the next launch
-    }
-}
-
-// v5/v6's end (one segment a CTA): SPLIT_ writes split `split` of `num_splits` in v6's
-// [head][split] layout and merges in the last CTA; otherwise the output. The merge's
-// scratch starts at s_m (the warps' values are read before it is overwritten).
+// The end of a CTA (v5, v6): every warp has left its (m, l, acc) for each head of the group
+// in s_m / s_l / s_acc. Combine the warps, then write the output (SPLIT_ false), or split
+// `split`'s partial in the [head][split] layout and count it in the (sequence, KV head)'s
+// counter (zero before the launch, zero again after it); the CTA that brings the count to
+// num_splits merges every split into `out` (no second kernel), with s_m onwards as its
+// scratch (the warps' values are read before). m is a base-2 max.
 template <int WARPS_, int GROUP_, int HEAD_DIM_, bool SPLIT_>
 __device__ __forceinline__ void merge_warps_and_store(const float* s_m, const float* s_l, const float* s_acc,
                                                       float* out_or_o, float* part_m, float* part_l, int b,
                                                       int kvh, int q_heads, int split, int num_splits,
                                                       float* out = nullptr, int* counters = nullptr) {
     const size_t head0 = static_cast<size_t>(b) * q_heads + kvh * GROUP_;
+    for (int idx = threadIdx.x; idx < GROUP_ * HEAD_DIM_; idx += WARPS_ * 32) {
+        const int g = idx / HEAD_DIM_, d = idx % HEAD_DIM_;
+        float mx = NEG_INF;
+#pragma unroll
+        for (int w = 0; w < WARPS_; ++w)
+            if (s_l[w * GROUP_ + g] > 0.f) mx = fmaxf(mx, s_m[w * GROUP_ + g]);
+        float lsum = 0.f, o = 0.f;
+#pragma unroll
+        for (int w = 0; w < WARPS_; ++w) {
+            const float lw = s_l[w * GROUP_ + g];
+            if (!(lw > 0.f)) continue;  // a warp that saw no token carries no weight
+            const float wt = exp2f(s_m[w * GROUP_ + g] - mx);
+            lsum += lw * wt;
+            o += s_acc[(w * GROUP_ + g) * HEAD_DIM_ + d] * wt;
+        }
+        if (SPLIT_) {
+            const size_t row = (head0 + g) * num_splits + split;
+            if (d == 0) {
+                part_m[row] = mx;  // -inf with l = 0 for an empty split
+                part_l[row] = lsum;
+            }
+            out_or_o[row * HEAD_DIM_ + d] = o;
+        } else {
+            out_or_o[(head0 + g) * HEAD_DIM_ + d] = o / lsum;
+        }
+    }
     if (SPLIT_) {
-        const PartLayout lay{head0 * num_splits, num_splits, 1, num_splits};
-        finish_segment<WARPS_, GROUP_, HEAD_DIM_>(s_m, s_l, s_acc, out + head0 * HEAD_DIM_, part_m, part_l, out_or_o,
-                                                  lay, split, counters + b * gridDim.x + kvh,
-                                                  const_cast<float*>(s_m));
-    } else {
-        finish_segment<WARPS_, GROUP_, HEAD_DIM_>(s_m, s_l, s_acc, out_or_o + head0 * HEAD_DIM_, nullptr, nullptr,
-                                                  nullptr, PartLayout{0, 0, 0, 0}, 0, nullptr, nullptr);
+        __shared__ int s_last;
+        int* counter = counters + b * gridDim.x + kvh;
+        __threadfence();  // this CTA's partials are visible device-wide before it is counted
+        __syncthreads();
+        if (threadIdx.x == 0) s_last = atomicAdd(counter, 1) == num_splits - 1;
+        __syncthreads();
+        if (s_last) {
+            __threadfence();
+            merge_parts<WARPS_, GROUP_, HEAD_DIM_>(out + head0 * HEAD_DIM_, part_m, part_l, out_or_o, head0,
+                                                   num_splits, const_cast<float*>(s_m));
+            if (threadIdx.x == 0) *counter = 0;  // ready for the next launch
+        }
     }
 }

@@ -33,19 +33,7 @@
 #ifndef UNROLL
 #define UNROLL 8  // steps whose loads are in flight together
 #endif
-#ifndef SPLIT
-#define SPLIT 0
-#endif
 #include "fast_common.cuh"
-#ifndef KERNEL_NAME
-#define KERNEL_NAME paged_decode_v5
-#endif
-#ifndef MIN_BLOCKS
-#define MIN_BLOCKS 4
-#endif
-#ifndef RESCALE_THRESHOLD
-#define RESCALE_THRESHOLD 8.f  // log2 units: rescale (l, acc) only when the max grows by more
-#endif
 
 #if KV_DTYPE == 0
 #define ESIZE 4

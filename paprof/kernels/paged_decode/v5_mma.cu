@@ -32,19 +32,7 @@
 #ifndef NSTAGES
 #define NSTAGES 3  // tiles in each warp's ring
 #endif
-#ifndef SPLIT
-#define SPLIT 0
-#endif
 #include "fast_common.cuh"
-#ifndef KERNEL_NAME
-#define KERNEL_NAME paged_decode_v5
-#endif
-#ifndef MIN_BLOCKS
-#define MIN_BLOCKS 4
-#endif
-#ifndef RESCALE_THRESHOLD
-#define RESCALE_THRESHOLD 8.f
-#endif
 #ifndef COPY_HINT
 #define COPY_HINT 0  // 0: cp.async.cg; 1: + L2::128B prefetch; 2: + L2::256B; 3: cp.async.ca
 #endif

@@ -35,6 +35,44 @@ SWEEP = [
     ("v6", f"{B1},dtype=fp16", MMA, {**CP_ASYNC, "TIMELINE": 1}),
     ("v5", f"{MAIN},dtype=fp32", FAST, {"WARPS": 4, "UNROLL": 8}),
     ("v6", f"{B4},dtype=fp32", FAST, {"WARPS": 4, "UNROLL": 8}),
+    # 7..: experiments: the KV heads of a sequence in one cluster (one GPC); streaming only
+    ("v5", f"{MAIN},dtype=fp16", MMA, {**CP_ASYNC, "CLUSTER": 8, "TIMELINE": 1}),
+    ("v5", f"{MAIN},dtype=fp16", MMA, {**CP_ASYNC, "READ_ONLY": 1, "TIMELINE": 1}),
+    ("v5", f"{MAIN},dtype=fp16", MMA, {**CP_ASYNC, "READ_ONLY": 1, "CLUSTER": 8, "TIMELINE": 1}),
+    ("v6", f"{B4},dtype=fp16", MMA, {**CP_ASYNC, "CLUSTER": 8, "TIMELINE": 1}),
+    ("v6", f"{B1},dtype=fp16", MMA, {**CP_ASYNC, "CLUSTER": 8, "TIMELINE": 1}),
+    ("v5", f"{MAIN},dtype=fp16", MMA, {**CP_ASYNC, "CLUSTER": 4}),
+    ("v5", f"{MAIN},dtype=fp16", MMA, {**CP_ASYNC, "CLUSTER": 2}),
+    # 14..: streaming only, other access patterns over the same bytes: each (page, head)
+    # contiguous; pages in order (SEQ_PAGES = pages a sequence); both
+    ("v5", f"{MAIN},dtype=fp16", MMA, {**CP_ASYNC, "READ_ONLY": 1, "FAKE_LAYOUT": 1, "TIMELINE": 1}),
+    ("v5", f"{MAIN},dtype=fp16", MMA, {**CP_ASYNC, "READ_ONLY": 1, "SEQ_PAGES": 256, "TIMELINE": 1}),
+    ("v5", f"{MAIN},dtype=fp16", MMA, {**CP_ASYNC, "READ_ONLY": 1, "FAKE_LAYOUT": 1, "SEQ_PAGES": 256, "TIMELINE": 1}),
+    # 17..: streaming only, fewer bytes in flight a SM
+    ("v5", f"{MAIN},dtype=fp16", MMA, {**CP_ASYNC, "READ_ONLY": 1, "WARPS": 2, "TIMELINE": 1}),
+    ("v5", f"{MAIN},dtype=fp16", MMA, {**CP_ASYNC, "READ_ONLY": 1, "NSTAGES": 1, "TIMELINE": 1}),
+    ("v5", f"{MAIN},dtype=fp16", MMA, {**CP_ASYNC, "READ_ONLY": 1, "WARPS": 1, "NSTAGES": 2}),
+    ("v5", f"{MAIN},dtype=fp16", MMA, {**CP_ASYNC, "READ_ONLY": 1, "WARPS": 1, "NSTAGES": 4}),
+    ("v5", f"{MAIN},dtype=fp16", MMA, {**CP_ASYNC, "READ_ONLY": 1, "WARPS": 2, "NSTAGES": 3}),
+    ("v5", f"{MAIN},dtype=fp16", MMA, {**CP_ASYNC, "READ_ONLY": 1, "COPY_HINT": 0}),
+    # 23..: 528 CTAs (batch 66): every SM holds 4
+    ("v5", "batch=66,context=4096,dtype=fp16", MMA, {**CP_ASYNC, "READ_ONLY": 1, "TIMELINE": 1}),
+    ("v5", "batch=66,context=4096,dtype=fp16", MMA, {**CP_ASYNC, "TIMELINE": 1}),
+    ("v5", "batch=66,context=4096,dtype=fp32", FAST, {"WARPS": 4, "UNROLL": 8}),
+    ("v5", "batch=64,context=4096,dtype=fp16", MMA, {**CP_ASYNC}),
+    # 27..: streaming only through registers (ld.global.nc, one tile a warp in flight)
+    ("v5", f"{MAIN},dtype=fp16", MMA, {**CP_ASYNC, "READ_ONLY": 2, "NSTAGES": 1, "TIMELINE": 1}),
+    ("v5", f"{MAIN},dtype=fp16", MMA, {**CP_ASYNC, "READ_ONLY": 2, "NSTAGES": 1, "WARPS": 4}),
+    ("v5", f"{MAIN},dtype=fp16", MMA, {**CP_ASYNC, "READ_ONLY": 1}),
+    # 30..: K/V straight into registers (FEED 1)
+    ("v5", f"{MAIN},dtype=fp16", MMA, {"WARPS": 3, "FEED": 1}),
+    ("v5", f"{MAIN},dtype=fp16", MMA, {"WARPS": 3, "FEED": 1, "TIMELINE": 1}),
+    ("v6", f"{B4},dtype=fp16", MMA, {"WARPS": 3, "FEED": 1}),
+    ("v6", f"{B1},dtype=fp16", MMA, {"WARPS": 3, "FEED": 1}),
+    ("v5", f"{MAIN},dtype=bf16", MMA, {"WARPS": 3, "FEED": 1}),
+    ("v5", f"{MAIN},dtype=fp16", MMA, {"WARPS": 3, "FEED": 1, "FEED_HINT": 1}),
+    ("v5", f"{MAIN},dtype=fp16", MMA, {"WARPS": 2, "FEED": 1}),
+    ("v6", f"{B4},dtype=fp16", MMA, {"WARPS": 3, "FEED": 1, "TIMELINE": 1}),
 ]
 
 
@@ -50,9 +88,9 @@ def timeline(prep, shape) -> str:
     cp.cuda.runtime.deviceSynchronize()
     grid = prep.launcher.kernels[0].grid
     n = grid[0] * grid[1] * grid[2]
-    rec = cp.ndarray((n, 4), dtype=cp.uint64, memptr=module.get_global("paprof_timeline")).get().astype(float)
+    rec = cp.ndarray((n, 8), dtype=cp.uint64, memptr=module.get_global("paprof_timeline")).get().astype(float)
     t0 = rec[:, 0].min()
-    start, end, work_end = ((rec[:, i] - t0) / 1e3 for i in (0, 1, 3))
+    start, end, work_end, q1, q2, q3, counted = ((rec[:, i] - t0) / 1e3 for i in (0, 1, 3, 4, 5, 6, 7))
     sm = rec[:, 2].astype(int)
     ctas = np.bincount(sm)
     last = np.zeros(len(ctas))
@@ -73,7 +111,39 @@ def timeline(prep, shape) -> str:
         f"    CTAs {n}: start us (0/10/50/90/99/100 %) {q(start)} | end {q(end)}",
         f"    work end {q(work_end)} | merge us {q(end - work_end)}",
         f"    mean end by CTAs per SM: {by_load}",
+        *progress(sm, last, ctas, start, q1, q2, q3, work_end),
+        *merges(start, work_end, counted, end, prep.launcher.num_splits > 1),
     ])
+
+
+def progress(sm, last, ctas, start, q1, q2, q3, work_end) -> list[str]:
+    """Mean times (us) at which warp 0 of a CTA passed 1/4, 1/2, 3/4 of its tiles, by the
+    class of its SM (the SM's finish time in thirds of the spread, and its CTA count)."""
+    lo, hi = last[ctas > 0].min(), last[ctas > 0].max()
+    cls = np.minimum(2, ((last[sm] - lo) / max(hi - lo, 1e-9) * 3).astype(int))
+    lines = []
+    for c in range(3):
+        for k in np.unique(ctas[sm]):
+            sel = (cls == c) & (ctas[sm] == k)
+            if sel.any():
+                marks = " ".join(f"{a[sel].mean():6.1f}" for a in (start, q1, q2, q3, work_end))
+                lines.append(f"    SMs ending in third {c}, {k}/SM ({len(np.unique(sm[sel]))} SMs): start/q1/q2/q3/work {marks}")
+    return lines
+
+
+def merges(start, work_end, counted, end, split) -> list[str]:
+    """For v6: when each merging CTA (the last of its item) stopped streaming, was counted
+    and ended; and when the last CTA that did not merge ended."""
+    if not split:
+        return []
+    merge = (end - work_end) > 2 * np.median(end - work_end)
+    order = np.argsort(end[merge])[-8:]
+    rows = " | ".join(f"{w:.1f}/{c:.1f}/{e:.1f}" for w, c, e in zip(work_end[merge][order], counted[merge][order], end[merge][order]))
+    return [
+        f"    non-merging CTAs: counted - work (0/50/100 %) {np.percentile((counted - work_end)[~merge], [0, 50, 100]).round(2)}, "
+        f"last end {end[~merge].max():.1f}",
+        f"    {merge.sum()} merging CTAs, last 8 work/counted/end us: {rows}",
+    ]
 
 
 def run(entry, launches: int, ceiling: float | None) -> None:

@@ -19,6 +19,22 @@
 #define RESCALE_THRESHOLD 8.f  // log2 units: rescale (l, acc) only when the max grows by more
 #endif
 
+#ifndef TIMELINE
+#define TIMELINE 0  // 1: record each CTA's start, end (globaltimer), SM, progress and end of its
+                    // streaming in paprof_timeline (read by scripts/tune_v5.py)
+#endif
+#if TIMELINE
+// per CTA: start, end (ns), SM, end of streaming, warp 0 at 1/4, 1/2, 3/4 of its tiles, counted (v6)
+#define TL_SLOTS 8
+extern "C" __device__ unsigned long long paprof_timeline[TL_SLOTS * 65536];
+
+__device__ __forceinline__ unsigned long long global_ns() {
+    unsigned long long t;
+    asm volatile("mov.u64 %0, %globaltimer;" : "=l"(t));
+    return t;
+}
+#endif
+
 #if SPLIT
 #define FAST_SPLIT_PARAMS                                                                    \
     float *__restrict__ part_m, float *__restrict__ part_l, float *__restrict__ part_o,     \
@@ -58,7 +74,11 @@ __device__ __forceinline__ PageRange page_range(int ctx) {
 template <int THREADS>
 __device__ __forceinline__ void stage_pages(int* s_pages, const int* table, int chunk, int n) {
     __syncthreads();  // every thread is done with the previous chunk
+#if defined(SEQ_PAGES) && SEQ_PAGES
+    for (int i = threadIdx.x; i < n; i += THREADS) s_pages[i] = blockIdx.y * SEQ_PAGES + chunk + i;
+#else
     for (int i = threadIdx.x; i < n; i += THREADS) s_pages[i] = table[chunk + i];
+#endif
     __syncthreads();
 }
 
@@ -244,6 +264,10 @@ __device__ __forceinline__ void merge_warps_and_store(const float* s_m, const fl
         __syncthreads();
         if (threadIdx.x == 0) s_last = atomicAdd(counter, 1) == num_splits - 1;
         __syncthreads();
+#if TIMELINE
+        if (threadIdx.x == 0)
+            paprof_timeline[TL_SLOTS * (blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z)) + 7] = global_ns();
+#endif
         if (s_last) {
             __threadfence();
             merge_parts<WARPS_, GROUP_, HEAD_DIM_>(out + head0 * HEAD_DIM_, part_m, part_l, out_or_o, head0,

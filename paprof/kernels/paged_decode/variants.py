@@ -194,6 +194,10 @@ def _build_v4(variant, shape, device):
     return Launcher(variant.id, infos, run, num_splits=splits)
 
 
+FEED_DIMS = (64, 128)
+"""head_dim values v5_mma.cu's register feed (FEED 1) handles; others use its cp.async ring."""
+
+
 def fast_source(shape: Shape) -> Path:
     return HERE / FAST_TUNING[shape.dtype][0]
 
@@ -208,6 +212,7 @@ def fast_defines(shape: Shape, split: bool, name: str) -> dict:
         # the CUDA-core kernel with fp16 and 8 heads needs more than 128 registers
         "MIN_BLOCKS": 2 if shape.group > 4 and shape.elem_bytes == 2 else 4,
         **FAST_TUNING[shape.dtype][1],
+        **({"FEED": 0} if shape.head_dim not in FEED_DIMS else {}),
         "SPLIT": int(split),
         "KERNEL_NAME": name,
     }
@@ -218,7 +223,7 @@ def fast_smem(defines: dict) -> int:
     reused for the merge of the warps at the end."""
     warps, group, head_dim = defines["WARPS"], defines["GROUP"], defines["HEAD_DIM"]
     merge = (2 * warps * group + warps * group * head_dim) * 4
-    ring = warps * defines["NSTAGES"] * 2 * 16 * (head_dim * 2 + 16) if "NSTAGES" in defines else 0
+    ring = warps * defines["NSTAGES"] * 2 * 16 * (head_dim * 2 + 16) if "NSTAGES" in defines and not defines.get("FEED") else 0
     return max(merge, ring)
 
 

@@ -1,0 +1,88 @@
+"""Per-SM finish times of the streaming-read kernel (the ceiling): is it balanced?"""
+import numpy as np
+
+from paprof.kernels import gpu
+
+SRC = r'''
+extern "C" __global__ void __launch_bounds__(256) tl_read(const uint4* __restrict__ src, unsigned long long n,
+        unsigned int* __restrict__ sink, unsigned long long* __restrict__ rec) {
+    unsigned long long t0; asm volatile("mov.u64 %0, %globaltimer;" : "=l"(t0));
+    unsigned int fold = 0;
+    const unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
+    unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
+    for (; i + 3 * stride < n; i += 4 * stride) {
+        uint4 a, b, c, d;
+        asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0,%1,%2,%3}, [%4];" : "=r"(a.x), "=r"(a.y), "=r"(a.z), "=r"(a.w) : "l"(src + i));
+        asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0,%1,%2,%3}, [%4];" : "=r"(b.x), "=r"(b.y), "=r"(b.z), "=r"(b.w) : "l"(src + i + stride));
+        asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0,%1,%2,%3}, [%4];" : "=r"(c.x), "=r"(c.y), "=r"(c.z), "=r"(c.w) : "l"(src + i + 2 * stride));
+        asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0,%1,%2,%3}, [%4];" : "=r"(d.x), "=r"(d.y), "=r"(d.z), "=r"(d.w) : "l"(src + i + 3 * stride));
+        fold ^= a.x ^ a.y ^ a.z ^ a.w ^ b.x ^ b.y ^ b.z ^ b.w ^ c.x ^ c.y ^ c.z ^ c.w ^ d.x ^ d.y ^ d.z ^ d.w;
+    }
+    if (fold == 0x9e3779b9u) sink[0] = fold;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        unsigned long long t1; asm volatile("mov.u64 %0, %globaltimer;" : "=l"(t1));
+        unsigned sm; asm volatile("mov.u32 %0, %smid;" : "=r"(sm));
+        rec[3 * blockIdx.x] = t0; rec[3 * blockIdx.x + 1] = t1; rec[3 * blockIdx.x + 2] = sm;
+    }
+}
+'''
+cp = gpu.cupy()
+k = cp.RawModule(code=SRC).get_function("tl_read")
+nbytes = 1 << 30
+buf = cp.random.default_rng(7).integers(0, 2**31, size=nbytes // 4, dtype=cp.int32)
+sink = cp.zeros(1, dtype=cp.uint32)
+for per_sm in (8, 4):
+    grid = 132 * per_sm
+    rec = cp.zeros(3 * grid, dtype=cp.uint64)
+    for _ in range(3):
+        k((grid,), (256,), (buf, np.uint64(nbytes // 16), sink, rec))
+    cp.cuda.runtime.deviceSynchronize()
+    r = rec.get().reshape(-1, 3).astype(float)
+    t0 = r[:, 0].min()
+    end = (r[:, 1] - t0) / 1e3
+    sm = r[:, 2].astype(int)
+    last = np.zeros(sm.max() + 1)
+    np.maximum.at(last, sm, end)
+    print(f"{per_sm} CTAs/SM: end us by smid: {' '.join(f'{e:.0f}' for e in last)}")
+    print(f"  end percentiles 0/10/50/90/100: {np.percentile(end, [0, 10, 50, 90, 100]).round(1)}")
+
+# The same bytes read as independent contiguous streams (each CTA or each warp its own
+# region, 16-byte vectors, four loads in flight a thread): does the number of streams
+# the DRAM sees at once cost bandwidth?
+SRC2 = r'''
+extern "C" __global__ void __launch_bounds__(256) chunk_read(const uint4* __restrict__ src, unsigned long long per,
+        int per_warp, unsigned int* __restrict__ sink) {
+    unsigned int fold = 0;
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const uint4* base;
+    int step, first;
+    if (per_warp) { base = src + (blockIdx.x * 8ull + warp) * per; step = 32; first = lane; }
+    else { base = src + blockIdx.x * per; step = 256; first = threadIdx.x; }
+    unsigned long long i = first;
+    for (; i + 3 * step < per; i += 4 * step) {
+        uint4 a, b, c, d;
+        asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0,%1,%2,%3}, [%4];" : "=r"(a.x), "=r"(a.y), "=r"(a.z), "=r"(a.w) : "l"(base + i));
+        asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0,%1,%2,%3}, [%4];" : "=r"(b.x), "=r"(b.y), "=r"(b.z), "=r"(b.w) : "l"(base + i + step));
+        asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0,%1,%2,%3}, [%4];" : "=r"(c.x), "=r"(c.y), "=r"(c.z), "=r"(c.w) : "l"(base + i + 2 * step));
+        asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0,%1,%2,%3}, [%4];" : "=r"(d.x), "=r"(d.y), "=r"(d.z), "=r"(d.w) : "l"(base + i + 3 * step));
+        fold ^= a.x ^ a.y ^ a.z ^ a.w ^ b.x ^ b.y ^ b.z ^ b.w ^ c.x ^ c.y ^ c.z ^ c.w ^ d.x ^ d.y ^ d.z ^ d.w;
+    }
+    if (fold == 0x9e3779b9u) sink[0] = fold;
+}
+'''
+k2 = cp.RawModule(code=SRC2).get_function("chunk_read")
+g = k.__class__  # noqa: F841  (keep flake quiet about unused names in this script)
+for per_sm, per_warp in ((8, 0), (8, 1), (4, 0), (4, 1), (2, 1)):
+    grid = 132 * per_sm
+    streams = grid * (8 if per_warp else 1)
+    per = np.uint64(nbytes // 16 // streams)
+    ev = [cp.cuda.Event() for _ in range(22)]
+    for i in range(11):
+        ev[2 * i].record()
+        k2((grid,), (256,), (buf, per, np.int32(per_warp), sink))
+        ev[2 * i + 1].record()
+    ev[-1].synchronize()
+    us = sorted(cp.cuda.get_elapsed_time(ev[2 * i], ev[2 * i + 1]) * 1e3 for i in range(1, 11))
+    print(f"chunk_read {per_sm} CTAs/SM, {streams} streams of {int(per) * 16 / 1e3:.0f} kB: {us[5]:.1f} us, "
+          f"{nbytes / us[5] / 1e6:.2f} TB/s")

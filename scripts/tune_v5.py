@@ -7,8 +7,9 @@ Each configuration is checked against the float64 reference, then timed twice wi
 events (median of 50 launches each); bandwidth is against the read ceiling measured in
 the same run (and the streaming-read kernel at 0.5, 1 and 2 GiB, for its fixed cost).
 Entries with TIMELINE=1 (tensor-core kernel only) also print, for one more launch, when
-the CTAs started and ended, each SM's finish time and rate: how the work spread over the
-SMs (docs/NOTES.md, item 10). The sweep swaps entries of ``variants.FAST_TUNING`` for its
+the CTAs started and ended, when warp 0 of each passed 1/4, 1/2 and 3/4 of its tiles, each
+SM's finish time and rate, and for v6 the merges: how the work spread over the SMs
+(docs/NOTES.md, items 10 and 18). The sweep swaps entries of ``variants.FAST_TUNING`` for its
 own use only; the shipped choice is the table in paprof/kernels/paged_decode/variants.py.
 """
 
@@ -24,55 +25,20 @@ from paprof.kernels.problem import parse_shape
 MAIN = "batch=64,context=4096"
 B4, B1 = "batch=4,context=32768", "batch=1,context=131072"
 FAST, MMA = "v5_fast.cu", "v5_mma.cu"
-CP_ASYNC = {"WARPS": 3, "NSTAGES": 2, "COPY_HINT": 1}
+SHIPPED = {"WARPS": 3, "FEED": 1, "FEED_HINT": 1}  # K/V straight into registers
+RING = {"WARPS": 3, "FEED": 0, "NSTAGES": 2, "COPY_HINT": 1}  # the cp.async ring (head_dim 32, 256)
 SWEEP = [
-    # (variant, shape, source, knobs): the shipped choices; TIMELINE=1 also prints when the
-    # CTAs start and end, and how fast each SM streamed
-    ("v5", f"{MAIN},dtype=fp16", MMA, {**CP_ASYNC, "TIMELINE": 1}),
-    ("v5", f"{MAIN},dtype=fp16", MMA, {**CP_ASYNC, "WARPS": 2, "NSTAGES": 3}),
-    ("v5", f"{MAIN},dtype=bf16", MMA, CP_ASYNC),
-    ("v6", f"{B4},dtype=fp16", MMA, {**CP_ASYNC, "TIMELINE": 1}),
-    ("v6", f"{B1},dtype=fp16", MMA, {**CP_ASYNC, "TIMELINE": 1}),
+    # (variant, shape, source, knobs): the shipped choices and the alternatives they beat;
+    # TIMELINE=1 also prints when the CTAs start and end, and how fast each SM streamed
+    ("v5", f"{MAIN},dtype=fp16", MMA, {**SHIPPED, "TIMELINE": 1}),
+    ("v5", f"{MAIN},dtype=fp16", MMA, {**RING, "TIMELINE": 1}),
+    ("v5", f"{MAIN},dtype=fp16", MMA, {**SHIPPED, "FEED_HINT": 0}),
+    ("v5", f"{MAIN},dtype=bf16", MMA, SHIPPED),
+    ("v6", f"{B4},dtype=fp16", MMA, {**SHIPPED, "TIMELINE": 1}),
+    ("v6", f"{B1},dtype=fp16", MMA, {**SHIPPED, "TIMELINE": 1}),
+    ("v6", f"{B1},dtype=fp16", MMA, RING),
     ("v5", f"{MAIN},dtype=fp32", FAST, {"WARPS": 4, "UNROLL": 8}),
     ("v6", f"{B4},dtype=fp32", FAST, {"WARPS": 4, "UNROLL": 8}),
-    # 7..: experiments: the KV heads of a sequence in one cluster (one GPC); streaming only
-    ("v5", f"{MAIN},dtype=fp16", MMA, {**CP_ASYNC, "CLUSTER": 8, "TIMELINE": 1}),
-    ("v5", f"{MAIN},dtype=fp16", MMA, {**CP_ASYNC, "READ_ONLY": 1, "TIMELINE": 1}),
-    ("v5", f"{MAIN},dtype=fp16", MMA, {**CP_ASYNC, "READ_ONLY": 1, "CLUSTER": 8, "TIMELINE": 1}),
-    ("v6", f"{B4},dtype=fp16", MMA, {**CP_ASYNC, "CLUSTER": 8, "TIMELINE": 1}),
-    ("v6", f"{B1},dtype=fp16", MMA, {**CP_ASYNC, "CLUSTER": 8, "TIMELINE": 1}),
-    ("v5", f"{MAIN},dtype=fp16", MMA, {**CP_ASYNC, "CLUSTER": 4}),
-    ("v5", f"{MAIN},dtype=fp16", MMA, {**CP_ASYNC, "CLUSTER": 2}),
-    # 14..: streaming only, other access patterns over the same bytes: each (page, head)
-    # contiguous; pages in order (SEQ_PAGES = pages a sequence); both
-    ("v5", f"{MAIN},dtype=fp16", MMA, {**CP_ASYNC, "READ_ONLY": 1, "FAKE_LAYOUT": 1, "TIMELINE": 1}),
-    ("v5", f"{MAIN},dtype=fp16", MMA, {**CP_ASYNC, "READ_ONLY": 1, "SEQ_PAGES": 256, "TIMELINE": 1}),
-    ("v5", f"{MAIN},dtype=fp16", MMA, {**CP_ASYNC, "READ_ONLY": 1, "FAKE_LAYOUT": 1, "SEQ_PAGES": 256, "TIMELINE": 1}),
-    # 17..: streaming only, fewer bytes in flight a SM
-    ("v5", f"{MAIN},dtype=fp16", MMA, {**CP_ASYNC, "READ_ONLY": 1, "WARPS": 2, "TIMELINE": 1}),
-    ("v5", f"{MAIN},dtype=fp16", MMA, {**CP_ASYNC, "READ_ONLY": 1, "NSTAGES": 1, "TIMELINE": 1}),
-    ("v5", f"{MAIN},dtype=fp16", MMA, {**CP_ASYNC, "READ_ONLY": 1, "WARPS": 1, "NSTAGES": 2}),
-    ("v5", f"{MAIN},dtype=fp16", MMA, {**CP_ASYNC, "READ_ONLY": 1, "WARPS": 1, "NSTAGES": 4}),
-    ("v5", f"{MAIN},dtype=fp16", MMA, {**CP_ASYNC, "READ_ONLY": 1, "WARPS": 2, "NSTAGES": 3}),
-    ("v5", f"{MAIN},dtype=fp16", MMA, {**CP_ASYNC, "READ_ONLY": 1, "COPY_HINT": 0}),
-    # 23..: 528 CTAs (batch 66): every SM holds 4
-    ("v5", "batch=66,context=4096,dtype=fp16", MMA, {**CP_ASYNC, "READ_ONLY": 1, "TIMELINE": 1}),
-    ("v5", "batch=66,context=4096,dtype=fp16", MMA, {**CP_ASYNC, "TIMELINE": 1}),
-    ("v5", "batch=66,context=4096,dtype=fp32", FAST, {"WARPS": 4, "UNROLL": 8}),
-    ("v5", "batch=64,context=4096,dtype=fp16", MMA, {**CP_ASYNC}),
-    # 27..: streaming only through registers (ld.global.nc, one tile a warp in flight)
-    ("v5", f"{MAIN},dtype=fp16", MMA, {**CP_ASYNC, "READ_ONLY": 2, "NSTAGES": 1, "TIMELINE": 1}),
-    ("v5", f"{MAIN},dtype=fp16", MMA, {**CP_ASYNC, "READ_ONLY": 2, "NSTAGES": 1, "WARPS": 4}),
-    ("v5", f"{MAIN},dtype=fp16", MMA, {**CP_ASYNC, "READ_ONLY": 1}),
-    # 30..: K/V straight into registers (FEED 1)
-    ("v5", f"{MAIN},dtype=fp16", MMA, {"WARPS": 3, "FEED": 1}),
-    ("v5", f"{MAIN},dtype=fp16", MMA, {"WARPS": 3, "FEED": 1, "TIMELINE": 1}),
-    ("v6", f"{B4},dtype=fp16", MMA, {"WARPS": 3, "FEED": 1}),
-    ("v6", f"{B1},dtype=fp16", MMA, {"WARPS": 3, "FEED": 1}),
-    ("v5", f"{MAIN},dtype=bf16", MMA, {"WARPS": 3, "FEED": 1}),
-    ("v5", f"{MAIN},dtype=fp16", MMA, {"WARPS": 3, "FEED": 1, "FEED_HINT": 1}),
-    ("v5", f"{MAIN},dtype=fp16", MMA, {"WARPS": 2, "FEED": 1}),
-    ("v6", f"{B4},dtype=fp16", MMA, {"WARPS": 3, "FEED": 1, "TIMELINE": 1}),
 ]
 
 

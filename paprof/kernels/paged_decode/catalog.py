@@ -180,7 +180,7 @@ VARIANTS = [
     Variant(
         family=FAMILY,
         id="v5",
-        idea="GQA packed, 16-byte loads of fp32/fp16/bf16 K/V, several tokens in flight per warp (registers for fp32, a cp.async ring and tensor cores for fp16/bf16), online softmax (no context cap)",
+        idea="GQA packed, 16-byte loads of fp32/fp16/bf16 K/V, several tokens in flight per warp in registers, tensor cores for fp16/bf16 fed straight from those registers, online softmax (no context cap)",
         kernel_regex=r"paged_decode_v5",
         sources=("v5_fast.cu", "v5_mma.cu"),
         launch="grid (kv_heads, batch) x 4 warps (fp32) or 3 warps with tensor cores (fp16/bf16)",

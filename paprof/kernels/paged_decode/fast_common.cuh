@@ -74,11 +74,7 @@ __device__ __forceinline__ PageRange page_range(int ctx) {
 template <int THREADS>
 __device__ __forceinline__ void stage_pages(int* s_pages, const int* table, int chunk, int n) {
     __syncthreads();  // every thread is done with the previous chunk
-#if defined(SEQ_PAGES) && SEQ_PAGES
-    for (int i = threadIdx.x; i < n; i += THREADS) s_pages[i] = blockIdx.y * SEQ_PAGES + chunk + i;
-#else
     for (int i = threadIdx.x; i < n; i += THREADS) s_pages[i] = table[chunk + i];
-#endif
     __syncthreads();
 }
 

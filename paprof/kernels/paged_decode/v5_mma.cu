@@ -2,18 +2,25 @@
 //
 // On CUDA cores a 16-bit cache costs twice the arithmetic per byte of an fp32 one (every
 // element feeds GROUP multiply-adds twice, plus a conversion), and v5_fast.cu stalls at
-// about 80 % of the read ceiling. Here each warp streams 16-token tiles of K and V
-// through its own ring of shared-memory stages (16-byte cp.async, zero-filled past the
-// end), and:
+// about 80 % of the read ceiling. Here each warp takes 16-token tiles of K and V, and:
 //   S = Q K^T   mma.m16n8k16, A = the group's queries, fp32 split into a hi (rows 0..7)
 //               and a lo (rows 8..15) 16-bit part: one product gives both shares of a
-//               score, which keeps fp32-level accuracy; B = K read with ldmatrix;
+//               score, which keeps fp32-level accuracy; B = K;
 //   P = exp2(S - m)   lazy-rescaled online softmax on the accumulator fragments; S's
-//               fragments are exactly P's A fragments (no shuffles);
-//   O += P V    B = V read with ldmatrix.trans; bf16 P is split hi + lo as well. Rows
-//               8..15 of A are zero there and their results are dropped, so an
-//               accumulator costs 2 registers, not 4.
-// Rows are padded by 16 bytes so ldmatrix's 8 rows fall in distinct banks.
+//               fragments are exactly the fragments P V needs (no shuffles);
+//   O += P V    bf16 P is split hi + lo as well.
+// Two ways to feed the tensor cores (FEED):
+//   1 (head_dim 64, 128; shipped): 16-byte ld.global.nc straight into the registers the
+//     mma reads. The dot product does not care which dim is which k index, so each
+//     thread's K vectors are its B fragments as loaded; V is paired across tokens with
+//     byte permutes and the product runs transposed (O^T += V^T P^T: no wasted rows, P's
+//     fragments are B as they are). The query fragments wait in shared memory. One tile
+//     a warp in flight (K of the next tile is requested once S is done, V once P V is).
+//   0 (any head_dim, e.g. 32, 256): a per-warp ring of shared-memory stages filled with
+//     cp.async (zero-filled past the end), read with ldmatrix / ldmatrix.trans (rows padded
+//     by 16 bytes against bank conflicts); P V with rows 8..15 of A zero, results dropped.
+//     With no arithmetic at all this path streams at ~91.5 % of the read ceiling against
+//     ~96 % for register loads over the same addresses (docs/NOTES.md, item 18).
 // Same parameters, partial layout and merge as v5_fast.cu (SPLIT, KERNEL_NAME).
 #include "common.cuh"
 
@@ -33,28 +40,11 @@
 #define NSTAGES 3  // tiles in each warp's ring
 #endif
 #include "fast_common.cuh"
-#ifndef CLUSTER
-#define CLUSTER 0  // > 0: clusters of CLUSTER CTAs along x (the KV heads of one sequence, one GPC)
-#endif
 #ifndef FEED
 #define FEED 0  // 0: K/V through a cp.async ring and ldmatrix; 1: straight into registers
 #endif
 #ifndef FEED_HINT
 #define FEED_HINT 0  // FEED 1: 1 adds an L2::128B prefetch hint to the loads, 2 L2::256B
-#endif
-#ifndef FAKE_LAYOUT
-#define FAKE_LAYOUT 0
-#endif
-#ifndef SEQ_PAGES
-#define SEQ_PAGES 0  // READ_ONLY experiments: pages in order (b * pages_per_seq + p), no table
-#endif
-#ifndef READ_ONLY
-#define READ_ONLY 0  // 1: stream the tiles and compute nothing (a ceiling for this access pattern)
-#endif
-#if CLUSTER > 0
-#define CLUSTER_ATTR __cluster_dims__(CLUSTER, 1, 1)
-#else
-#define CLUSTER_ATTR
 #endif
 #ifndef COPY_HINT
 #define COPY_HINT 0  // 0: cp.async.cg; 1: + L2::128B prefetch; 2: + L2::256B; 3: cp.async.ca
@@ -206,7 +196,7 @@ __device__ __forceinline__ uint4 load16(const unsigned char* p) {
     return v;
 }
 
-extern "C" __global__ void CLUSTER_ATTR __launch_bounds__(WARPS * 32, MIN_BLOCKS) KERNEL_NAME(FAST_KERNEL_PARAMS) {
+extern "C" __global__ void __launch_bounds__(WARPS * 32, MIN_BLOCKS) KERNEL_NAME(FAST_KERNEL_PARAMS) {
 #if TIMELINE
     const unsigned long long t_start = global_ns();
     unsigned long long t_quarter[3] = {0, 0, 0};
@@ -262,20 +252,9 @@ extern "C" __global__ void CLUSTER_ATTR __launch_bounds__(WARPS * 32, MIN_BLOCKS
 #endif
     float m = NEG_INF, l = 0.f;  // row g; l is this thread's share until the end
 
-#if FAKE_LAYOUT  // READ_ONLY experiments: each (page, KV head) read as one contiguous block
-    const size_t token_stride = HEAD_DIM * 2;
-    const size_t page_stride = static_cast<size_t>(kv_heads) * HEAD_DIM * 2 * PAGE_SIZE;
-    const size_t head_offset = static_cast<size_t>(kvh) * HEAD_DIM * 2 * PAGE_SIZE;
-#else
     const size_t token_stride = static_cast<size_t>(kv_heads) * HEAD_DIM * 2;
     const size_t page_stride = token_stride * PAGE_SIZE;
     const size_t head_offset = static_cast<size_t>(kvh) * HEAD_DIM * 2;
-#endif
-    const unsigned ring = smem_u32(s_dyn) + warp * NSTAGES * 2 * TILE_BYTES;
-    // ldmatrix row addresses of this lane within a tile (see the fragment layouts).
-    const int mat = lane >> 3, mrow = lane & 7;
-    const unsigned k_lane = (8 * (mat >> 1) + mrow) * PITCH + (mat & 1) * 16;  // + kk * 32
-    const unsigned v_lane = (8 * (mat & 1) + mrow) * PITCH + (mat >> 1) * 16;  // + pair * 32
 
 #if FEED
     // Each warp's tiles go straight into registers (16-byte ld.global.nc): thread (g, t4)
@@ -415,9 +394,12 @@ extern "C" __global__ void CLUSTER_ATTR __launch_bounds__(WARPS * 32, MIN_BLOCKS
         }
     }
 #else
-#if READ_ONLY == 2
-    unsigned ro_fold = 0;
-#endif
+    const unsigned ring = smem_u32(s_dyn) + warp * NSTAGES * 2 * TILE_BYTES;
+    // ldmatrix row addresses of this lane within a tile (see the fragment layouts).
+    const int mat = lane >> 3, mrow = lane & 7;
+    const unsigned k_lane = (8 * (mat >> 1) + mrow) * PITCH + (mat & 1) * 16;  // + kk * 32
+    const unsigned v_lane = (8 * (mat & 1) + mrow) * PITCH + (mat >> 1) * 16;  // + pair * 32
+
     for (int chunk = p_begin; chunk < p_end; chunk += CHUNK_PAGES) {
         const int chunk_pages = min(CHUNK_PAGES, p_end - chunk);
         stage_pages<WARPS * 32>(s_pages, table, chunk, chunk_pages);
@@ -440,17 +422,8 @@ extern "C" __global__ void CLUSTER_ATTR __launch_bounds__(WARPS * 32, MIN_BLOCKS
                                                    (rel % PAGE_SIZE) * token_stride + head_offset + piece * 16
                                              : 0;
                     const unsigned dst = k_dst + row * PITCH + piece * 16;
-#if READ_ONLY == 2  // registers instead of cp.async: 16-byte loads, folded at once
-                    uint4 ka, va;
-                    asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0,%1,%2,%3}, [%4];"
-                                 : "=r"(ka.x), "=r"(ka.y), "=r"(ka.z), "=r"(ka.w) : "l"(key_cache + off));
-                    asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0,%1,%2,%3}, [%4];"
-                                 : "=r"(va.x), "=r"(va.y), "=r"(va.z), "=r"(va.w) : "l"(value_cache + off));
-                    ro_fold ^= ka.x ^ ka.y ^ ka.z ^ ka.w ^ va.x ^ va.y ^ va.z ^ va.w ^ dst;
-#else
                     copy16(dst, key_cache + off, valid ? 16 : 0);
                     copy16(dst + TILE_BYTES, value_cache + off, valid ? 16 : 0);
-#endif
                 }
             }
             asm volatile("cp.async.commit_group;" ::: "memory");  // one group per tile, maybe empty
@@ -467,9 +440,6 @@ extern "C" __global__ void CLUSTER_ATTR __launch_bounds__(WARPS * 32, MIN_BLOCKS
 #endif
             asm volatile("cp.async.wait_group %0;" ::"n"(NSTAGES - 1) : "memory");
             __syncwarp();  // every lane's copies of tile j are visible to the warp
-#if READ_ONLY
-            continue;
-#endif
             const unsigned k_tile = ring + (j % NSTAGES) * 2 * TILE_BYTES;
             const unsigned v_tile = k_tile + TILE_BYTES;
 
@@ -535,9 +505,6 @@ extern "C" __global__ void CLUSTER_ATTR __launch_bounds__(WARPS * 32, MIN_BLOCKS
 
     l += __shfl_xor_sync(FULL_MASK, l, 1);
     l += __shfl_xor_sync(FULL_MASK, l, 2);
-#if READ_ONLY == 2
-    if (ro_fold == 0x9e3779b9u) l += 1.f;  // keeps the loads
-#endif
 
 #if TIMELINE
     const unsigned long long t_work = global_ns();

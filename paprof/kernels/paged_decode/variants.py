@@ -21,11 +21,16 @@ HERE = Path(__file__).resolve().parent
 
 FAST_TUNING = {
     # K/V dtype -> (source, compile-time knobs) of v5/v6, measured on the H200 (docs/NOTES.md):
-    # fp32 keeps 8 steps of loads in flight in registers; 16-bit caches go to the tensor cores.
+    # fp32 keeps 8 steps of loads in flight in registers; 16-bit caches go to the tensor cores,
+    # fed straight from 16-byte register loads with an L2::128B hint (FEED 1).
     "fp32": ("v5_fast.cu", {"WARPS": 4, "UNROLL": 8}),
-    "fp16": ("v5_mma.cu", {"WARPS": 3, "NSTAGES": 2, "COPY_HINT": 1}),
-    "bf16": ("v5_mma.cu", {"WARPS": 3, "NSTAGES": 2, "COPY_HINT": 1}),
+    "fp16": ("v5_mma.cu", {"WARPS": 3, "FEED": 1, "FEED_HINT": 1}),
+    "bf16": ("v5_mma.cu", {"WARPS": 3, "FEED": 1, "FEED_HINT": 1}),
 }
+RING_TUNING = {"FEED": 0, "NSTAGES": 2, "COPY_HINT": 1}
+"""v5_mma.cu's cp.async ring, for head_dim values the register feed does not handle."""
+FEED_DIMS = (64, 128)
+"""head_dim values v5_mma.cu's register feed (FEED 1) handles."""
 MIN_PAGES_PER_SPLIT = 8
 """v6 never gives a split fewer pages than this (the merge would cost more than it hides)."""
 
@@ -194,10 +199,6 @@ def _build_v4(variant, shape, device):
     return Launcher(variant.id, infos, run, num_splits=splits)
 
 
-FEED_DIMS = (64, 128)
-"""head_dim values v5_mma.cu's register feed (FEED 1) handles; others use its cp.async ring."""
-
-
 def fast_source(shape: Shape) -> Path:
     return HERE / FAST_TUNING[shape.dtype][0]
 
@@ -212,18 +213,18 @@ def fast_defines(shape: Shape, split: bool, name: str) -> dict:
         # the CUDA-core kernel with fp16 and 8 heads needs more than 128 registers
         "MIN_BLOCKS": 2 if shape.group > 4 and shape.elem_bytes == 2 else 4,
         **FAST_TUNING[shape.dtype][1],
-        **({"FEED": 0} if shape.head_dim not in FEED_DIMS else {}),
+        **(RING_TUNING if FAST_TUNING[shape.dtype][1].get("FEED") and shape.head_dim not in FEED_DIMS else {}),
         "SPLIT": int(split),
         "KERNEL_NAME": name,
     }
 
 
 def fast_smem(defines: dict) -> int:
-    """Dynamic shared memory of v5/v6's kernel: the cp.async rings (tensor-core path),
+    """Dynamic shared memory of v5/v6's kernel: the cp.async rings (tensor-core path, FEED 0),
     reused for the merge of the warps at the end."""
     warps, group, head_dim = defines["WARPS"], defines["GROUP"], defines["HEAD_DIM"]
     merge = (2 * warps * group + warps * group * head_dim) * 4
-    ring = warps * defines["NSTAGES"] * 2 * 16 * (head_dim * 2 + 16) if "NSTAGES" in defines and not defines.get("FEED") else 0
+    ring = 0 if defines.get("FEED") or "NSTAGES" not in defines else warps * defines["NSTAGES"] * 2 * 16 * (head_dim * 2 + 16)
     return max(merge, ring)
 
 

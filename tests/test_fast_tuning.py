@@ -1,0 +1,26 @@
+"""v5/v6's compile-time choices per shape (no GPU): which feed of the tensor-core kernel a
+16-bit cache gets, and the shared memory each needs."""
+
+import pytest
+
+from paprof.kernels.paged_decode import variants
+from paprof.kernels.problem import Shape
+
+
+@pytest.mark.parametrize("dtype", ["fp16", "bf16"])
+@pytest.mark.parametrize("head_dim, feed", [(32, 0), (64, 1), (128, 1), (256, 0)])
+def test_half_caches_take_the_register_feed_where_it_fits(dtype, head_dim, feed):
+    defines = variants.fast_defines(Shape(dtype=dtype, head_dim=head_dim), False, "k")
+    assert defines["FEED"] == feed
+    ring = defines["WARPS"] * defines.get("NSTAGES", 0) * 2 * 16 * (head_dim * 2 + 16)
+    warp_merge = (2 + head_dim) * defines["WARPS"] * defines["GROUP"] * 4
+    if feed:  # registers only: shared memory is the warps' merge area
+        assert variants.fast_smem(defines) == warp_merge
+    else:  # the cp.async ring, reused for the merge
+        assert defines["NSTAGES"] >= 2 and variants.fast_smem(defines) == max(ring, warp_merge)
+
+
+def test_fp32_keeps_its_cuda_core_kernel():
+    defines = variants.fast_defines(Shape(dtype="fp32"), True, "k")
+    assert variants.fast_source(Shape(dtype="fp32")).name == "v5_fast.cu"
+    assert "FEED" not in defines and defines["SPLIT"] == 1

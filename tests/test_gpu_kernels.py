@@ -87,3 +87,32 @@ def test_fresh_inputs_differ_between_runs():
     a = harness.prepare(registry.get("v2"), Shape(batch=2, context=64))
     b = harness.prepare(registry.get("v2"), Shape(batch=2, context=64))
     assert float(abs(a.inputs[0].key_cache - b.inputs[0].key_cache).max()) > 0
+
+
+@pytest.mark.parametrize("vid", ["v5", "v6"])
+@pytest.mark.parametrize("dtype", ["fp16", "bf16"])
+@pytest.mark.parametrize("page", [4, 8, 32])
+def test_half_caches_page_sizes(vid, dtype, page):
+    # page 16 is the tensor-core tile: smaller pages split a tile over pages (a table
+    # lookup a token), larger ones hold two tiles
+    check(vid, Shape(batch=4, page_size=page, context=(1, page - 1, page + 1, 999), dtype=dtype))
+
+
+@pytest.mark.parametrize("vid", ["v5", "v6"])
+@pytest.mark.parametrize("dtype", ["fp16", "bf16"])
+@pytest.mark.parametrize("q_heads, kv_heads", [(8, 8), (16, 8), (64, 8)])
+def test_half_caches_gqa_ratios(vid, dtype, q_heads, kv_heads):
+    # groups of 1, 2 and 8 heads: the O^T columns past the group are never stored
+    check(vid, Shape(batch=3, q_heads=q_heads, kv_heads=kv_heads, context=(700, 1, 129), dtype=dtype))
+
+
+@pytest.mark.parametrize("vid", ["v5", "v6"])
+def test_half_caches_head_dim_32(vid):
+    # the cp.async ring (the register feed takes head_dim 64 and 128)
+    check(vid, Shape(batch=4, context=(5, 300, 33, 1024), head_dim=32, dtype="fp16"))
+
+
+@pytest.mark.parametrize("splits", [3, 16])
+def test_half_cache_splits_including_more_than_pages(splits):
+    prep = check("v6", Shape(batch=4, context=(1, 17, 200, 2000), num_splits=splits, dtype="fp16"))
+    assert prep.launcher.num_splits == splits

@@ -202,7 +202,8 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32, MIN_BLOCKS) KERNEL_NAME
     unsigned long long t_quarter[3] = {0, 0, 0};
 #endif
     __shared__ int s_pages[CHUNK_PAGES];
-    // [WARPS][NSTAGES][K, V] tiles of TILE rows x PITCH bytes; reused for the merge at the end.
+    // FEED 0: [WARPS][NSTAGES][K, V] tiles of TILE rows x PITCH bytes. Either feed: the merge
+    // of the warps (and of v6's splits) at the end.
     extern __shared__ uint4 s_dyn[];
 
     const int kvh = blockIdx.x;
@@ -259,8 +260,8 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32, MIN_BLOCKS) KERNEL_NAME
 #if FEED
     // Each warp's tiles go straight into registers (16-byte ld.global.nc): thread (g, t4)
     // holds K of tokens g and g + 8 (bytes 64 s + 16 t4 of the row: its B fragments of S
-    // as they are) and V of tokens 2 t4 + {0, 1, 8, 9} (bytes 128 c + 16 g: paired into
-    // B fragments of P V with byte permutes). K of tile j + 1 is requested as soon as S of
+    // as they are) and V of tokens 2 t4 + {0, 1, 8, 9} (bytes 128 c + 16 g: paired across
+    // tokens into A fragments of V^T with byte permutes). K of tile j + 1 is requested once S of
     // tile j is done, V of tile j + 1 after P V of tile j: one tile a warp in flight and no
     // shared memory. (cp.async into shared memory left the SMs reading unevenly: 91.5 % of
     // the ceiling with no arithmetic at all against 96 % through registers; NOTES item 18.)

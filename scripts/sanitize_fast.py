@@ -1,0 +1,20 @@
+"""v5/v6's tensor-core kernel under compute-sanitizer (memcheck), on the shapes where the
+register feed clamps, splits a tile over pages or leaves splits empty:
+
+    compute-sanitizer --tool memcheck python3 scripts/sanitize_fast.py
+"""
+
+from paprof.kernels import harness, registry
+from paprof.kernels.problem import Shape
+
+SHAPES = [
+    Shape(batch=4, page_size=8, context=(1, 7, 9, 999), dtype="fp16"),
+    Shape(batch=4, page_size=32, context=(1, 31, 33, 999), dtype="bf16"),
+    Shape(batch=5, head_dim=64, context=(15, 16, 17, 1000, 4096), dtype="bf16"),
+    Shape(batch=3, q_heads=64, kv_heads=8, context=(700, 1, 129), dtype="fp16"),
+    Shape(batch=4, context=(1, 17, 200, 2000), num_splits=16, dtype="fp16"),
+]
+for shape in SHAPES:
+    for vid in ("v5", "v6"):
+        check = harness.verify(harness.prepare(registry.get(vid, "paged_decode"), shape))
+        print(f"{vid} {shape.slug()}: rel {check.rel_error:.1e} ok={check.passed}", flush=True)

@@ -10,6 +10,7 @@
 #   probe    ncu memory counters of sweep entries $PROBE (default "0 1")
 #   diag     load the shipped runs with ncu's own Python module (faulthandler on)
 #   tests    the GPU test suite (pytest -m gpu)
+#   sanitize v5/v6's tensor-core kernel under compute-sanitizer memcheck (scripts/sanitize_fast.py)
 #   check    paprof baseline update + paprof check --profile --repeat 5, twice
 # Results land in $OUT (the device tool brings it back): logs.tar with every log.
 set -uo pipefail
@@ -98,6 +99,11 @@ from paprof.kernels import gpu; print(gpu.current_device())
   tests)
     stamp tests
     timeout 280 python3 -m pytest -m gpu tests -q -p no:cacheprovider 2>&1 | tail -40 | tee "$OUT/logs/gpu-tests.log"
+    ;;
+  sanitize)
+    stamp sanitize
+    SAN=$(ls -d /usr/local/cuda*/bin/compute-sanitizer 2>/dev/null | sort -V | tail -1)
+    timeout 300 "${SAN:-compute-sanitizer}" --tool memcheck --print-limit 5 python3 scripts/sanitize_fast.py 2>&1 | tee "$OUT/logs/sanitize.log" | tail -12
     ;;
   check)
     stamp check

@@ -39,6 +39,14 @@ SWEEP = [
     ("v6", f"{B1},dtype=fp16", MMA, RING),
     ("v5", f"{MAIN},dtype=fp32", FAST, {"WARPS": 4, "UNROLL": 8}),
     ("v6", f"{B4},dtype=fp32", FAST, {"WARPS": 4, "UNROLL": 8}),
+    # 9..: groups of 8 heads (64 query heads): resident CTAs a SM the registers must allow
+    # (NOTES item 19: 2 for fp32, 4 for the register feed)
+    ("v5", f"{MAIN},q_heads=64,dtype=fp32", FAST, {"WARPS": 4, "UNROLL": 8, "MIN_BLOCKS": 4}),
+    ("v5", f"{MAIN},q_heads=64,dtype=fp32", FAST, {"WARPS": 4, "UNROLL": 8, "MIN_BLOCKS": 2}),
+    ("v5", f"{MAIN},q_heads=64,dtype=fp16", MMA, {**SHIPPED, "MIN_BLOCKS": 4}),
+    ("v5", f"{MAIN},q_heads=64,dtype=fp16", MMA, {**SHIPPED, "MIN_BLOCKS": 2}),
+    ("v5", f"{MAIN},q_heads=64,dtype=bf16", MMA, {**SHIPPED, "MIN_BLOCKS": 4}),
+    ("v5", f"{MAIN},q_heads=64,dtype=bf16", MMA, {**SHIPPED, "MIN_BLOCKS": 2}),
 ]
 
 

@@ -35,11 +35,13 @@ def test_source_compiles(tmp_path, source):
 
 @pytest.mark.parametrize("dtype", ["fp32", "fp16", "bf16"])
 @pytest.mark.parametrize("split", [False, True])
-def test_fast_kernel_compiles_within_its_register_budget(tmp_path, dtype, split):
-    """v5/v6 as shipped (head_dim 128: the tensor cores fed from registers for fp16/bf16):
-    no spills at the 168-register cap of 3 warps x 4 CTAs. The spill stores of the kernel
+@pytest.mark.parametrize("q_heads", [32, 64])
+def test_fast_kernel_compiles_within_its_register_budget(tmp_path, dtype, split, q_heads):
+    """v5/v6 as shipped (head_dim 128: the tensor cores fed from registers for fp16/bf16),
+    groups of 4 and 8: no spills (3 warps x 4 CTAs: 168 registers; fp32 with groups of 8
+    heads asks for 2 CTAs of 4 warps, 255 registers). The spill stores of the kernel
     itself are counted: the merge is a function of its own."""
-    shape = Shape(dtype=dtype)
+    shape = Shape(dtype=dtype, q_heads=q_heads)  # groups of 4 and 8 heads
     defines = pd_variants.fast_defines(shape, split, "paged_decode_v5").items()
     log = nvcc(tmp_path, pd_variants.fast_source(shape), defines)
     kernel = re.search(r"Function properties for paged_decode_v5\n\s*\d+ bytes stack frame, (\d+) bytes spill stores", log)

@@ -205,15 +205,20 @@ def fast_source(shape: Shape) -> Path:
 
 def fast_defines(shape: Shape, split: bool, name: str) -> dict:
     """Compile-time constants of v5/v6's kernel for this shape."""
+    tuning = dict(FAST_TUNING[shape.dtype][1])
+    if tuning.get("FEED") and shape.head_dim not in FEED_DIMS:
+        tuning.update(RING_TUNING)
+    # Resident CTAs a SM the registers must allow. Groups of 8 heads on the H200 (docs/NOTES.md,
+    # item 19): the fp32 kernel at 4 spills 928 bytes (1,479 us) and at 2 does not (903 us);
+    # the register feed fits 4 with any group (252 us against 269 at 2); the ring keeps 2.
+    big_group_at_2 = shape.group > 4 and not tuning.get("FEED")
     return {
         "HEAD_DIM": shape.head_dim,
         "GROUP": shape.group,
         "KV_DTYPE": _DTYPE_CODE[shape.dtype],
         "PAGE_SIZE": shape.page_size,
-        # the CUDA-core kernel with fp16 and 8 heads needs more than 128 registers
-        "MIN_BLOCKS": 2 if shape.group > 4 and shape.elem_bytes == 2 else 4,
-        **FAST_TUNING[shape.dtype][1],
-        **(RING_TUNING if FAST_TUNING[shape.dtype][1].get("FEED") and shape.head_dim not in FEED_DIMS else {}),
+        "MIN_BLOCKS": 2 if big_group_at_2 else 4,
+        **tuning,
         "SPLIT": int(split),
         "KERNEL_NAME": name,
     }

@@ -160,6 +160,47 @@ __device__ __forceinline__ int q_dim(int kk, int half, int t4) {
 #endif
 }
 
+// Row g's scores of a tile from S's fragments (hi + lo shares): tokens 2 t4 + {0, 1} and
+// 8 + 2 t4 + {0, 1}, -inf from c_end on (the tile starts at token first_tok). Returns the
+// row's max over its four lanes.
+__device__ __forceinline__ float row_scores(const float (&sc)[2][4], int first_tok, int c_end, int t4, float (&x)[4]) {
+    x[0] = sc[0][0] + sc[0][2];
+    x[1] = sc[0][1] + sc[0][3];
+    x[2] = sc[1][0] + sc[1][2];
+    x[3] = sc[1][1] + sc[1][3];
+#pragma unroll
+    for (int i = 0; i < 4; ++i)
+        if (first_tok + 8 * (i >> 1) + 2 * t4 + (i & 1) >= c_end) x[i] = NEG_INF;
+    float mx = fmaxf(fmaxf(x[0], x[1]), fmaxf(x[2], x[3]));
+    mx = fmaxf(mx, __shfl_xor_sync(FULL_MASK, mx, 1));
+    return fmaxf(mx, __shfl_xor_sync(FULL_MASK, mx, 2));
+}
+
+// P = exp2(x - m) for row g's four tokens as 16-bit pairs (tokens 2 t4.. and 8 + 2 t4..),
+// which both feeds take as they are; bf16 also the lo parts. Adds P to l.
+struct PFrags {
+    unsigned hi0, hi1, lo0, lo1;
+};
+
+__device__ __forceinline__ PFrags row_probs(float (&x)[4], float m, float& l) {
+    const float m_ref = (m == NEG_INF) ? 0.f : m;
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+        x[i] = exp2f(x[i] - m_ref);
+        l += x[i];
+    }
+    PFrags p;
+#if KV_DTYPE == 2
+    split2(x[0], x[1], p.hi0, p.lo0);
+    split2(x[2], x[3], p.hi1, p.lo1);
+#else
+    p.hi0 = pack2(x[0], x[1]);
+    p.hi1 = pack2(x[2], x[3]);
+    p.lo0 = p.lo1 = 0u;
+#endif
+    return p;
+}
+
 #define MBLK (HEAD_DIM / 16)
 
 // FEED: the dim of row g + 8 hi of m-block mb of O^T. Thread g's V vectors hold dims
@@ -333,15 +374,8 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32, MIN_BLOCKS) KERNEL_NAME
             }
             if (j + 1 < n_mine) load_k(j + 1);
 
-            // Scores of row g for tokens 2*t4 + {0, 1} and 8 + 2*t4 + {0, 1} of the tile.
-            const int first_tok = c_begin + (j * WARPS + warp) * TILE;
-            float x[4] = {sc[0][0] + sc[0][2], sc[0][1] + sc[0][3], sc[1][0] + sc[1][2], sc[1][1] + sc[1][3]};
-#pragma unroll
-            for (int i = 0; i < 4; ++i)
-                if (first_tok + 8 * (i >> 1) + 2 * t4 + (i & 1) >= c_end) x[i] = NEG_INF;
-            float mx = fmaxf(fmaxf(x[0], x[1]), fmaxf(x[2], x[3]));
-            mx = fmaxf(mx, __shfl_xor_sync(FULL_MASK, mx, 1));
-            mx = fmaxf(mx, __shfl_xor_sync(FULL_MASK, mx, 2));
+            float x[4];
+            const float mx = row_scores(sc, c_begin + (j * WARPS + warp) * TILE, c_end, t4, x);
             // Lazy rescaling as in v5_fast.cu, decided for the whole warp: O^T's columns are
             // heads 2 t4 and 2 t4 + 1, whose factors live in the lanes of rows 2 t4, 2 t4 + 1.
             if (__any_sync(FULL_MASK, mx > m + RESCALE_THRESHOLD)) {
@@ -359,21 +393,10 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32, MIN_BLOCKS) KERNEL_NAME
                     ot[mb][3] *= c1;
                 }
             }
-            const float m_ref = (m == NEG_INF) ? 0.f : m;
-#pragma unroll
-            for (int i = 0; i < 4; ++i) {
-                x[i] = exp2f(x[i] - m_ref);
-                l += x[i];
-            }
+            const PFrags p = row_probs(x, m, l);
 
             // O^T += V^T P^T: A = V^T (16 dims x 16 tokens), B = P^T, whose fragments are
             // this thread's P values as they are (tokens 2 t4.. in b0, 8 + 2 t4.. in b1).
-            unsigned pb0 = pack2(x[0], x[1]), pb1 = pack2(x[2], x[3]);
-#if KV_DTYPE == 2
-            unsigned pl0, pl1;
-            split2(x[0], x[1], pb0, pl0);
-            split2(x[2], x[3], pb1, pl1);
-#endif
 #pragma unroll
             for (int mb = 0; mb < MBLK; ++mb) {
                 // rows g and g + 8 of m-block mb are dims v_dim(mb, 0 | 1, g): halves of this
@@ -386,9 +409,9 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32, MIN_BLOCKS) KERNEL_NAME
                     a[hi] = __byte_perm(word(vr[0][c], w), word(vr[1][c], w), sel);
                     a[2 + hi] = __byte_perm(word(vr[2][c], w), word(vr[3][c], w), sel);
                 }
-                mma16(ot[mb], a[0], a[1], a[2], a[3], pb0, pb1);
+                mma16(ot[mb], a[0], a[1], a[2], a[3], p.hi0, p.hi1);
 #if KV_DTYPE == 2
-                mma16(ot[mb], a[0], a[1], a[2], a[3], pl0, pl1);
+                mma16(ot[mb], a[0], a[1], a[2], a[3], p.lo0, p.lo1);
 #endif
             }
             if (j + 1 < n_mine) load_v(j + 1);
@@ -454,15 +477,8 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32, MIN_BLOCKS) KERNEL_NAME
                 mma16(sc[1], qa_hi[kk][0], qa_lo[kk][0], qa_hi[kk][1], qa_lo[kk][1], kb[2], kb[3]);
             }
 
-            // Scores of row g for tokens 2*t4 + {0, 1} and 8 + 2*t4 + {0, 1} of the tile.
-            const int first_tok = c_begin + (j * WARPS + warp) * TILE;
-            float x[4] = {sc[0][0] + sc[0][2], sc[0][1] + sc[0][3], sc[1][0] + sc[1][2], sc[1][1] + sc[1][3]};
-#pragma unroll
-            for (int i = 0; i < 4; ++i)
-                if (first_tok + 8 * (i >> 1) + 2 * t4 + (i & 1) >= c_end) x[i] = NEG_INF;
-            float mx = fmaxf(fmaxf(x[0], x[1]), fmaxf(x[2], x[3]));
-            mx = fmaxf(mx, __shfl_xor_sync(FULL_MASK, mx, 1));
-            mx = fmaxf(mx, __shfl_xor_sync(FULL_MASK, mx, 2));
+            float x[4];
+            const float mx = row_scores(sc, c_begin + (j * WARPS + warp) * TILE, c_end, t4, x);
             if (mx > m + RESCALE_THRESHOLD) {  // lazy rescaling, as in v5_fast.cu
                 const float correction = exp2f(m - mx);
                 l *= correction;
@@ -473,29 +489,18 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32, MIN_BLOCKS) KERNEL_NAME
                 }
                 m = mx;
             }
-            const float m_ref = (m == NEG_INF) ? 0.f : m;
-#pragma unroll
-            for (int i = 0; i < 4; ++i) {
-                x[i] = exp2f(x[i] - m_ref);
-                l += x[i];
-            }
+            const PFrags p = row_probs(x, m, l);
 
             // P as A fragments: a0 = tokens 2*t4.., a2 = tokens 8 + 2*t4..
-            unsigned pa0 = pack2(x[0], x[1]), pa2 = pack2(x[2], x[3]);
-#if KV_DTYPE == 2
-            unsigned pl0, pl2;
-            split2(x[0], x[1], pa0, pl0);
-            split2(x[2], x[3], pa2, pl2);
-#endif
 #pragma unroll
             for (int pair = 0; pair < NBLK / 2; ++pair) {
                 unsigned vb[4];
                 ldsm_x4_trans(vb, v_tile + v_lane + pair * 32);
-                mma8(o[2 * pair][0], o[2 * pair][1], pa0, pa2, vb[0], vb[1]);
-                mma8(o[2 * pair + 1][0], o[2 * pair + 1][1], pa0, pa2, vb[2], vb[3]);
+                mma8(o[2 * pair][0], o[2 * pair][1], p.hi0, p.hi1, vb[0], vb[1]);
+                mma8(o[2 * pair + 1][0], o[2 * pair + 1][1], p.hi0, p.hi1, vb[2], vb[3]);
 #if KV_DTYPE == 2
-                mma8(o[2 * pair][0], o[2 * pair][1], pl0, pl2, vb[0], vb[1]);
-                mma8(o[2 * pair + 1][0], o[2 * pair + 1][1], pl0, pl2, vb[2], vb[3]);
+                mma8(o[2 * pair][0], o[2 * pair][1], p.lo0, p.lo1, vb[0], vb[1]);
+                mma8(o[2 * pair + 1][0], o[2 * pair + 1][1], p.lo0, p.lo1, vb[2], vb[3]);
 #endif
             }
             __syncwarp();  // the tile is read before its slot is refilled

@@ -17,6 +17,10 @@ class UserError(PaprofError):
     exit_code = 2
 
 
+class UsageError(UserError):
+    """Options that do not go together, or are missing."""
+
+
 class ShapeError(UserError):
     """A problem shape that a variant (or the problem itself) cannot take."""
 

@@ -4,8 +4,9 @@ register feed clamps, splits a tile over pages or leaves splits empty:
     compute-sanitizer --tool memcheck python3 scripts/sanitize_fast.py
 """
 
-from paprof.kernels import harness, registry
-from paprof.kernels.problem import Shape
+from paprof import registry
+from paprof.kernels import harness
+from paprof.families.paged_decode.problem import Shape
 
 SHAPES = [
     Shape(batch=4, page_size=8, context=(1, 7, 9, 999), dtype="fp16"),
@@ -16,5 +17,5 @@ SHAPES = [
 ]
 for shape in SHAPES:
     for vid in ("v5", "v6"):
-        check = harness.verify(harness.prepare(registry.get(vid, "paged_decode"), shape))
+        check = harness.verify(harness.prepare(registry.family("paged_decode"), registry.get(vid, "paged_decode"), shape))
         print(f"{vid} {shape.slug()}: rel {check.rel_error:.1e} ok={check.passed}", flush=True)

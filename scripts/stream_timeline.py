@@ -11,11 +11,12 @@
 """
 import numpy as np
 
-from paprof.kernels import gpu, registry
+from paprof.kernels import harness
+from paprof.kernels import gpu
 
 # The ceiling kernel's own loop (stream_fold in stream_read.cu), timed per CTA or run over
 # one contiguous region a CTA or a warp.
-SRC = (registry.KERNELS_DIR / "common" / "stream_read.cu").read_text() + r'''
+SRC = harness.STREAM_READ_SOURCE.read_text() + r'''
 extern "C" __global__ void __launch_bounds__(256) tl_read(const uint4* __restrict__ src, unsigned long long n,
         unsigned int* __restrict__ sink, unsigned long long* __restrict__ rec) {
     unsigned long long t0; asm volatile("mov.u64 %0, %globaltimer;" : "=l"(t0));

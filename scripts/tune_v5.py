@@ -18,9 +18,10 @@ import statistics
 
 import numpy as np
 
-from paprof.kernels import gpu, harness, registry
-from paprof.kernels.paged_decode import variants
-from paprof.kernels.problem import parse_shape
+from paprof import registry
+from paprof.kernels import gpu, harness
+from paprof.families.paged_decode import variants
+from paprof.families.paged_decode.problem import parse_shape
 
 MAIN = "batch=64,context=4096"
 B4, B1 = "batch=4,context=32768", "batch=1,context=131072"
@@ -56,7 +57,7 @@ def timeline(prep, shape) -> str:
     cp = gpu.cupy()
     name = prep.launcher.kernels[0].name
     module = gpu.compile_module(
-        [variants.fast_source(shape)], variants.fast_defines(shape, prep.launcher.num_splits > 1, name)
+        [variants.fast_source(shape)], variants.fast_defines(shape, prep.launcher.details.get("num_splits", 1) > 1, name)
     )
     prep.step(0)
     cp.cuda.runtime.deviceSynchronize()
@@ -86,7 +87,7 @@ def timeline(prep, shape) -> str:
         f"    work end {q(work_end)} | merge us {q(end - work_end)}",
         f"    mean end by CTAs per SM: {by_load}",
         *progress(sm, last, ctas, start, q1, q2, q3, work_end),
-        *merges(start, work_end, counted, end, prep.launcher.num_splits > 1),
+        *merges(start, work_end, counted, end, prep.launcher.details.get("num_splits", 1) > 1),
     ])
 
 
@@ -126,7 +127,7 @@ def run(entry, launches: int, ceiling: float | None) -> None:
     shipped = dict(variants.FAST_TUNING)
     variants.FAST_TUNING[shape.dtype] = (source, knobs)
     try:
-        prep = harness.prepare(registry.get(vid), shape)
+        prep = harness.prepare(registry.family("paged_decode"), registry.get(vid, "paged_decode"), shape)
         check = harness.verify(prep)
         if ceiling is None:  # under ncu: a few launches, nothing timed
             for i in range(launches):
@@ -144,7 +145,7 @@ def run(entry, launches: int, ceiling: float | None) -> None:
     tbs = shape.kv_bytes / min(runs) / 1e6
     k = prep.launcher.kernels[0]
     print(f"{vid} {shape.slug():34s} {source} {knobs} regs={k.registers} smem={k.dynamic_smem} "
-          f"splits={prep.launcher.num_splits} {runs[0]:8.1f} {runs[1]:8.1f} us {tbs:5.2f} TB/s "
+          f"splits={prep.launcher.details.get('num_splits', 1)} {runs[0]:8.1f} {runs[1]:8.1f} us {tbs:5.2f} TB/s "
           f"{100 * tbs / ceiling:5.1f} % rel={check.rel_error:.1e} ok={check.passed}", flush=True)
     if spans:
         print(spans, flush=True)

@@ -74,7 +74,7 @@ class FakeLauncher:
             "kernels": [f"{_arg(argv, '--family')}_{_arg(argv, '--variant')}"],
             "check": {"passed": True, "rel_error": 1.2e-7, "max_abs_error": 3.0e-7, "tolerance": 1e-5},
             "duration_us_median": 3350.0,
-            "kv_bytes": 2147483648,
+            "work": {"bytes": 2147483648, "flops": 4294967296, "flop_kind": "fp32"},
             "bandwidth_tbs": 4.1,
         }
         data.update(self.result)

@@ -11,7 +11,8 @@ import pytest
 from click.testing import CliRunner
 
 from paprof.cli import main
-from paprof.kernels import gpu, registry
+from paprof import registry
+from paprof.kernels import gpu
 
 
 def run(*args):
@@ -22,15 +23,21 @@ def test_list_json_names_every_variant_with_its_idea():
     result = run("list", "--json")
     assert result.exit_code == 0
     data = json.loads(result.stdout)
-    assert [d["variant"] for d in data] == ["baseline", "v1", "v2", "v3", "v4", "handbook", "v5", "v6"]
-    assert all(d["family"] == "paged_decode" and d["idea"] for d in data)
-    assert all(set(d) >= {"family", "variant", "idea", "kernel_regex"} for d in data)
+    assert [f["family"] for f in data] == ["paged_decode"]
+    fam = data[0]
+    assert fam["origin"] == "built-in" and fam["module"] == "paprof.families.paged_decode"
+    assert [p["name"] for p in fam["params"]][:3] == ["batch", "q_heads", "kv_heads"]
+    variants = fam["variants"]
+    assert [d["variant"] for d in variants] == ["baseline", "v1", "v2", "v3", "v4", "handbook", "v5", "v6"]
+    assert all(d["family"] == "paged_decode" and d["idea"] and d["kind"] == "cuda" for d in variants)
+    assert all(set(d) >= {"family", "variant", "idea", "kernel_regex", "sources"} for d in variants)
 
 
 def test_list_text_groups_by_family():
     result = run("list")
     assert result.exit_code == 0
-    assert result.stdout.startswith("paged_decode\n")
+    assert result.stdout.startswith("paged_decode  (built-in)")
+    assert "--shape batch=64,q_heads=32" in result.stdout
     assert "  v3 " in result.stdout and "launch: grid (kv_heads, batch)" in result.stdout
 
 
@@ -38,7 +45,7 @@ def test_list_text_groups_by_family():
     "args, message",
     [
         (["--shape", "q_heads=30,kv_heads=8"], "q_heads (30) must be a multiple of kv_heads (8)"),
-        (["--shape", "batch=0"], "batch must be a positive integer"),
+        (["--shape", "batch=0"], "batch must be at least 1, got 0"),
         (["--variant", "v9"], "unknown variant 'v9'"),
         (["--shape", "context=100,page=16,max_pages=2"], "beyond the block table's 2 pages"),
     ],

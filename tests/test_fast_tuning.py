@@ -3,8 +3,8 @@
 
 import pytest
 
-from paprof.kernels.paged_decode import variants
-from paprof.kernels.problem import Shape
+from paprof.families.paged_decode import variants
+from paprof.families.paged_decode.problem import Shape
 
 
 @pytest.mark.parametrize("dtype", ["fp16", "bf16"])

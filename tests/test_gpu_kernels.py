@@ -8,8 +8,9 @@ from __future__ import annotations
 import pytest
 
 from paprof.errors import ShapeError
-from paprof.kernels import harness, registry
-from paprof.kernels.problem import Shape
+from paprof import registry
+from paprof.kernels import harness
+from paprof.families.paged_decode.problem import Shape
 
 pytestmark = pytest.mark.gpu
 

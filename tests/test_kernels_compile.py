@@ -8,15 +8,16 @@ import subprocess
 
 import pytest
 
-from paprof.kernels import registry
-from paprof.kernels.paged_decode import variants as pd_variants
-from paprof.kernels.problem import Shape
+from paprof import registry
+from paprof.kernels import harness
+from paprof.families.paged_decode import variants as pd_variants
+from paprof.families.paged_decode.problem import Shape
 
 NVCC = shutil.which("nvcc")
 pytestmark = pytest.mark.skipif(NVCC is None, reason="nvcc is not on PATH")
 
 SOURCES = sorted({p for v in registry.variants() for p in v.source_paths()}) + [
-    registry.KERNELS_DIR / "common" / "stream_read.cu"
+    harness.STREAM_READ_SOURCE
 ]
 
 

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from paprof.errors import ShapeError
-from paprof.kernels import problem
-from paprof.kernels.problem import Shape, parse_shape
+from paprof.families.paged_decode import problem
+from paprof.families.paged_decode.problem import Shape, parse_shape
 
 
 def plain_attention(inputs, shape):
@@ -18,13 +18,13 @@ def plain_attention(inputs, shape):
     for b, ctx in enumerate(shape.context_lens):
         for h in range(shape.q_heads):
             kvh = h // shape.group
-            q = inputs.query[b, h].astype(np.float64)
+            q = inputs["query"][b, h].astype(np.float64)
             ks, vs = [], []
             for t in range(ctx):
-                page = inputs.block_tables[b, t // shape.page_size]
-                ks.append(problem.from_storage(np, inputs.key_cache[page, t % shape.page_size, kvh], shape.dtype))
-                vs.append(problem.from_storage(np, inputs.value_cache[page, t % shape.page_size, kvh], shape.dtype))
-            s = np.array([q @ k for k in ks]) * inputs.scale
+                page = inputs["block_tables"][b, t // shape.page_size]
+                ks.append(problem.from_storage(np, inputs["key_cache"][page, t % shape.page_size, kvh], shape.dtype))
+                vs.append(problem.from_storage(np, inputs["value_cache"][page, t % shape.page_size, kvh], shape.dtype))
+            s = np.array([q @ k for k in ks]) * shape.scale
             w = np.exp(s - s.max())
             w /= w.sum()
             out[b, h] = w @ np.array(vs)
@@ -35,7 +35,7 @@ def plain_attention(inputs, shape):
 def test_reference_matches_plain_softmax(dtype):
     shape = Shape(batch=4, q_heads=8, kv_heads=2, head_dim=16, page_size=4, context=(1, 5, 8, 13), dtype=dtype)
     inputs = problem.make_inputs(shape, seed=1)
-    np.testing.assert_allclose(problem.reference(inputs, shape), plain_attention(inputs, shape), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(problem.reference(shape, inputs), plain_attention(inputs, shape), rtol=1e-10, atol=1e-12)
 
 
 def test_worked_online_softmax_example():
@@ -76,10 +76,10 @@ def test_block_tables_use_each_page_once_and_pad_with_minus_one():
 def test_inputs_are_random_not_zero():
     shape = Shape(batch=2, q_heads=4, kv_heads=2, head_dim=8, page_size=4, context=9)
     inputs = problem.make_inputs(shape, seed=5)
-    for arr in (inputs.query, inputs.key_cache, inputs.value_cache):
+    for arr in (inputs["query"], inputs["key_cache"], inputs["value_cache"]):
         assert np.count_nonzero(arr) == arr.size
     other = problem.make_inputs(shape, seed=6)
-    assert not np.array_equal(inputs.key_cache, other.key_cache)
+    assert not np.array_equal(inputs["key_cache"], other["key_cache"])
 
 
 def test_bf16_storage_rounds_to_nearest_even():
@@ -110,13 +110,13 @@ def test_parse_shape_round_trip_and_aliases():
     "text, message",
     [
         ("q_heads=30,kv_heads=8", "multiple of kv_heads"),
-        ("batch=0", "batch must be a positive integer"),
-        ("head_dim=-4", "head_dim must be a positive integer"),
-        ("context=0", "context length must be positive"),
+        ("batch=0", "batch must be at least 1, got 0"),
+        ("head_dim=-4", "head_dim must be at least 1, got -4"),
+        ("context=0", "context must be at least 1, got 0"),
         ("context=100,page=16,max_pages=4", "beyond the block table"),
         ("batch=3,context=1:2", "2 context lengths given for batch 3"),
         ("dtype=fp8", "dtype must be one of"),
-        ("colour=blue", "unknown shape key"),
+        ("colour=blue", "unknown parameter .colour."),
         ("batch", "not KEY=VALUE"),
         ("batch=abc", "must be an integer"),
     ],

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from paprof.errors import UserError
-from paprof.kernels import registry
-from paprof.kernels.problem import parse_shape
+from paprof import registry
+from paprof.families.paged_decode.problem import parse_shape
 from paprof.profiler.argv import NcuSettings, launcher_argv, ncu_argv, report_path, verify_argv
 from paprof.profiler.presets import PRESETS, get_preset
 

@@ -40,7 +40,7 @@ def test_run_two_variants(paprof_cli, fake_bin, fake_launcher, tmp_path, monkeyp
     assert [json.loads(p.read_text())["variant"] for p in sidecars] == ["v2", "v3"]
     side = json.loads(sidecars[1].read_text())
     assert (side["preset"], side["clock_control"], side["launches"], side["seed"]) == ("memory", "base", 2, 9)
-    assert side["shape_fields"]["batch"] == 8
+    assert side["params"]["batch"] == 8
     ran = json.loads((tmp_path / "argv.json").read_text())
     assert ran[ran.index("--clock-control") + 1] == "base"
 
@@ -74,7 +74,7 @@ def test_failed_verification_exits_1_after_the_summary(paprof_cli, fake_bin, fak
 def test_bad_input_exits_2_with_one_line(paprof_cli, fake_bin, fake_launcher, tmp_path):
     for args, message in (
         (("--variant", "v99"), "paprof: error: unknown variant 'v99'"),
-        (("--variant", "v3", "--shape", "batch=0"), "paprof: error: batch must be a positive integer"),
+        (("--variant", "v3", "--shape", "batch=0"), "paprof: error: batch must be at least 1, got 0"),
         (("--variant", "v3", "--shape", "dtype=fp16"), "paprof: error: v3 reads fp32 K/V only"),
     ):
         result = invoke(paprof_cli, *args, "--runs", str(tmp_path / "runs"))

@@ -7,8 +7,8 @@ import json
 import pytest
 
 from paprof.errors import ShapeError, UserError, VerificationError
-from paprof.kernels import registry
-from paprof.kernels.problem import parse_shape
+from paprof import registry
+from paprof.families.paged_decode.problem import parse_shape
 from paprof.profiler import locate, profile, store
 from paprof.profiler.argv import NcuSettings
 from paprof.profiler.locate import import_ncu_report
@@ -21,10 +21,11 @@ except ImportError:  # tests/ became a package
 
 SHAPE = parse_shape("batch=64,context=4096")
 CONTRACT_KEYS = {
-    "schema", "family", "variant", "kernel_regex", "idea", "shape", "shape_slug", "shape_fields",
-    "gpu", "gpu_slug", "driver", "ncu_version", "clock_control", "preset", "sections",
-    "replay_passes", "git_commit", "git_dirty", "verification", "duration_us_event", "kv_bytes",
-    "bandwidth_tbs", "command", "created", "paprof_version", "report",
+    "schema", "family", "variant", "kind", "kernel_regex", "idea", "shape", "shape_slug", "params",
+    "work", "gpu", "gpu_slug", "driver", "ncu_version", "clock_control", "preset", "sections",
+    "replay_passes", "git_commit", "git_dirty", "source", "verified", "verification",
+    "duration_us_event", "bandwidth_tbs", "tflops", "launch_details", "nvtx_range", "command",
+    "created", "paprof_version", "report",
 }  # fmt: skip
 
 
@@ -50,17 +51,21 @@ def test_profile_variant_stores_report_and_sidecar(fake_bin, fake_launcher, tmp_
     sidecar = json.loads(run.report.with_suffix(".json").read_text())
     assert sidecar == run.sidecar
     assert CONTRACT_KEYS <= set(sidecar)
-    assert sidecar["schema"] == 1
+    assert sidecar["schema"] == 2 and sidecar["kind"] == "cuda" and sidecar["verified"] is True
     assert (sidecar["family"], sidecar["variant"], sidecar["kernel_regex"]) == ("paged_decode", "v3", "paged_decode_v3")
     assert (sidecar["shape"], sidecar["shape_slug"]) == (SHAPE.spec(), slug)
-    assert sidecar["shape_fields"]["batch"] == 64
+    assert sidecar["params"]["batch"] == 64 and sidecar["params"]["page_size"] == 16
+    # the work model is the family's, computed for these parameters (not taken from the GPU)
+    assert sidecar["work"] == {"bytes": SHAPE.kv_bytes, "flops": 4 * 64 * 4096 * 32 * 128, "flop_kind": "fp32"}
+    # the variant's own source: here paprof's checkout (the built-in family's folder)
+    assert sidecar["source"]["path"].endswith("paprof/families/paged_decode")
     assert (sidecar["gpu"], sidecar["gpu_slug"], sidecar["driver"]) == ("NVIDIA H200", "nvidia-h200", "580.159.04")
     assert sidecar["ncu_version"] == "2025.3.1.0"
     assert (sidecar["clock_control"], sidecar["preset"]) == ("none", "default")
     assert sidecar["sections"][0] == "SpeedOfLight" and len(sidecar["sections"]) == 8
     assert sidecar["replay_passes"] == 20
     assert sidecar["verification"] == {"passed": True, "rel_error": 1.2e-7, "max_abs_error": 3.0e-7, "tolerance": 1e-5}
-    assert (sidecar["duration_us_event"], sidecar["kv_bytes"], sidecar["bandwidth_tbs"]) == (3350.0, 2147483648, 4.1)
+    assert (sidecar["duration_us_event"], sidecar["bandwidth_tbs"]) == (3350.0, 4.1)
     assert sidecar["report"] == f"{slug}.ncu-rep"
     assert sidecar["profiled_kernels"] == [{"kernel": "paged_decode_v3", "launch": 0, "passes": 20}]
 

@@ -8,8 +8,8 @@ import time
 import pytest
 
 from paprof.errors import UserError, VerificationError
-from paprof.kernels import registry
-from paprof.kernels.problem import parse_shape
+from paprof import registry
+from paprof.families.paged_decode.problem import parse_shape
 from paprof.profiler.argv import NcuSettings, ncu_argv
 from paprof.profiler.locate import find_ncu
 from paprof.profiler.ncu_log import NcuLog, parse_profiling

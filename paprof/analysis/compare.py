@@ -799,7 +799,7 @@ def _variant_result(summed: dict, kernels: list[dict]) -> VariantResult:
     rules = _rules_of(kernels) if any("rules" in k for k in kernels) else _rules_of([summed])
     gpu = _clean(summed.get("gpu"))
     variant = str(_clean(summed.get("variant")) or "?")
-    idea = (sidecar or {}).get("idea") or _registry_idea(_clean(summed.get("family")), variant)
+    idea = (sidecar or {}).get("idea")  # a foreign report has no sidecar, so no idea line
     return VariantResult(
         label=variant,
         variant=variant,
@@ -816,15 +816,6 @@ def _variant_result(summed: dict, kernels: list[dict]) -> VariantResult:
         idea=idea,
         ceiling=ceiling_for(gpu, sidecar),
     )
-
-
-def _registry_idea(family, variant: str) -> str | None:
-    try:
-        from paprof.kernels import registry
-
-        return registry.get(f"{family}/{variant}" if family else variant).idea
-    except Exception:  # a foreign report: no registry entry, no idea line
-        return None
 
 
 def _unique_labels(variants: list[VariantResult]) -> None:

@@ -538,8 +538,7 @@ def profile_current(baseline: Baseline, launches: int = 1, runs=None):
     """
     import tempfile
 
-    from paprof.kernels import registry
-    from paprof.kernels.problem import parse_shape
+    from paprof import registry
     from paprof.profiler.argv import NcuSettings
     from paprof.profiler.profile import profile_variants
 
@@ -559,8 +558,9 @@ def profile_current(baseline: Baseline, launches: int = 1, runs=None):
         for (shape, preset, clocks), entries in groups.items():
             settings = NcuSettings(preset=preset, clock_control=clocks, launches=launches)
             variants = [registry.get(e.variant, e.family) for e in entries]
+            family = registry.family_of(variants[0])
             for outcome in profile_variants(
-                variants, parse_shape(shape), settings, runs_dir, replace=True
+                variants, family.parse(shape), settings, runs_dir, replace=True, family=family
             ):
                 if outcome.failed or outcome.skipped:
                     raise outcome.failed or outcome.skipped

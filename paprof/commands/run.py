@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
+import shlex
 from pathlib import Path
 
 import click
 from rich.console import Console
 from rich.table import Table
 
-from paprof.errors import VerificationError
-from paprof.kernels import registry
-from paprof.kernels.problem import parse_shape
+from paprof import registry
+from paprof.errors import UsageError, VerificationError
 from paprof.profiler.argv import CLOCK_CONTROLS, NcuSettings
 from paprof.profiler.presets import PRESETS
 from paprof.profiler.profile import Outcome, profile_variants
@@ -21,6 +21,8 @@ def _check_cell(outcome: Outcome) -> str:
         return f"skipped: {outcome.skipped}"
     if outcome.failed:
         return f"[red]FAILED[/red]: {outcome.failed}"
+    if not outcome.variant.verified:
+        return "not verified (a command)"
     check = outcome.run.sidecar.get("verification") or {}
     rel = check.get("rel_error")
     return f"ok ({rel:.1e})" if isinstance(rel, (int, float)) else "ok"
@@ -52,12 +54,39 @@ def summary_table(outcomes: list[Outcome]) -> Table:
     return table
 
 
+def _command_variant(cmd, nvtx_range, name, kernel_regex):
+    if not nvtx_range or not name:
+        raise UsageError("--cmd needs --nvtx-range NAME (the program's NVTX range to profile) "
+                         "and --name ID (what to call it in the run store)")
+    try:
+        argv = shlex.split(cmd)
+    except ValueError as err:
+        raise UsageError(f"--cmd is not a valid command line: {err}") from None
+    if not argv:
+        raise UsageError("--cmd is empty")
+    try:
+        return registry.command_variant(argv, nvtx_range, name, kernel_regex)
+    except ValueError as err:
+        raise UsageError(f"--name {name!r}: {err}") from None
+
+
 @click.command("run")
-@click.option("--variant", "variants", multiple=True, required=True,
+@click.option("--variant", "variants", multiple=True,
               help="Variant id (v3) or family/id; repeat for several, or 'all'.")
-@click.option("--family", default=None, help="Kernel family (default: every family).")
-@click.option("--shape", default=None,
-              help="Problem shape, e.g. batch=64,context=4096,heads=32,kv_heads=8,d=128,page=16.")
+@click.option("--family", default=None, help="Kernel family (needed for 'all' when several are visible).")
+@click.option("--shape", default=None, metavar="KEY=VALUE,...",
+              help="The family's parameters (paprof list shows them), e.g. "
+                   "batch=64,context=4096,dtype=fp16.")
+@click.option("--cmd", default=None, metavar="'PROGRAM ARGS'",
+              help="Profile an external program instead of a variant (with --nvtx-range "
+                   "and --name); it is not verified.")
+@click.option("--nvtx-range", default=None, metavar="NAME",
+              help="With --cmd: the NVTX push/pop range whose kernels are profiled "
+                   "(domain@range for a named domain).")
+@click.option("--name", default=None, metavar="ID",
+              help="With --cmd: the variant id it is stored under (family 'command').")
+@click.option("--kernel-regex", default=None, metavar="REGEX",
+              help="With --cmd: profile only kernels whose names match.")
 @click.option("--preset", type=click.Choice(list(PRESETS)), default="default", show_default=True,
               help="ncu sections: default (8 sections), memory (4, faster), "
                    "full (--set full, slow).")
@@ -71,25 +100,41 @@ def summary_table(outcomes: list[Outcome]) -> Table:
 @click.option("--replace", is_flag=True,
               help="Overwrite an existing run of the same variant, shape and GPU.")
 @click.option("--seed", type=int, default=None, help="Seed for the random inputs.")
-def run(variants, family, shape, preset, runs_dir, clock_control, launches, replace, seed):
+def run(variants, family, shape, cmd, nvtx_range, name, kernel_regex, preset, runs_dir,
+        clock_control, launches, replace, seed):
     """Verify each variant against the float64 reference, then profile it under ncu.
 
     Each variant first runs without ncu (checked, then CUDA-event timed), then under
     ncu with the chosen sections. Runs are stored as
     RUNS/<gpu>/<family>/<variant>/<shape>.ncu-rep with a .json provenance sidecar.
-    Needs an NVIDIA GPU and Nsight Compute (ncu on PATH, or NCU=/path/to/ncu).
+    With --cmd, an external program is profiled inside its NVTX range instead (stored
+    under family 'command'; not verified). Needs an NVIDIA GPU and Nsight Compute (ncu
+    on PATH, or NCU=/path/to/ncu).
 
     \b
     Examples:
       paprof run --variant v3
       paprof run --variant v2 --variant v3 --shape batch=8,context=32768
-      paprof run --variant all --preset memory --replace
+      paprof run --family softmax --variant all --replace
+      paprof run --cmd 'python train_step.py' --nvtx-range step --name mine
 
     Exit codes: 0 ok, 1 a variant failed verification, 2 bad input or environment.
     """
-    chosen = registry.resolve(variants, family)
     settings = NcuSettings(preset=preset, clock_control=clock_control, launches=launches, seed=seed)
-    outcomes = profile_variants(chosen, parse_shape(shape), settings, runs_dir, replace)
+    if cmd is not None:
+        if variants or shape:
+            raise UsageError("--cmd profiles a program: give neither --variant nor --shape with it")
+        chosen, params, fam = [_command_variant(cmd, nvtx_range, name, kernel_regex)], None, None
+    else:
+        if nvtx_range or name or kernel_regex:
+            raise UsageError("--nvtx-range, --name and --kernel-regex go with --cmd")
+        if not variants:
+            raise UsageError("name a variant (--variant v3, or --variant all), or a program (--cmd)")
+        chosen = registry.resolve(variants, family)
+        fam = registry.family_of(chosen[0])
+        params = fam.parse(shape)
+        registry.check_params(chosen, params)
+    outcomes = profile_variants(chosen, params, settings, runs_dir, replace, family=fam)
     Console().print(summary_table(outcomes))
     failed = [o for o in outcomes if o.failed]
     if failed:

@@ -1,8 +1,10 @@
 """``paprof bench``: CUDA-event timings of variants against the measured read ceiling.
 
-For each variant: verify on fresh inputs, then time ``launches`` decode steps (inputs
-rotated when the K/V bytes would fit in a few L2s), in ``rounds`` separate rounds so the
+For each variant: verify on fresh inputs, then time ``launches`` steps (inputs rotated
+when the bytes they read would fit in a few L2s), in ``rounds`` separate rounds so the
 round-to-round spread shows the noise. The read ceiling is measured in the same process.
+Throughput comes from the family's work model: its bytes (TB/s, % of the read ceiling)
+and its FLOPs (TFLOP/s) over the median time.
 """
 
 from __future__ import annotations
@@ -12,8 +14,8 @@ import statistics
 from dataclasses import dataclass, field
 
 from paprof.errors import ShapeError
+from paprof.family import Family, Work, throughput
 from paprof.kernels import gpu, harness
-from paprof.kernels.problem import Shape
 
 
 @dataclass
@@ -21,8 +23,9 @@ class BenchRow:
     """One variant's timing."""
 
     variant: str
+    kind: str = ""
     kernels: list[str] = field(default_factory=list)
-    num_splits: int = 1
+    details: dict = field(default_factory=dict)
     medians_us: list[float] = field(default_factory=list)
     rel_error: float | None = None
     passed: bool | None = None
@@ -43,7 +46,9 @@ class BenchRow:
 class BenchResult:
     """All rows of one bench run, with the ceiling measured in it."""
 
-    shape: Shape
+    family: str
+    params: object
+    work: Work
     gpu: str
     ceiling_tbs: float
     launches: int
@@ -52,15 +57,18 @@ class BenchResult:
 
     def row_dict(self, row: BenchRow) -> dict:
         med = row.median_us
-        tbs = self.shape.kv_bytes / med / 1e6 if med else None
+        rates = throughput(self.work, med)
+        tbs = rates["tbs"]
         return {
             "variant": row.variant,
+            "kind": row.kind,
             "kernels": row.kernels,
-            "num_splits": row.num_splits,
+            "details": row.details,
             "median_us": med,
             "round_medians_us": row.medians_us,
             "round_spread_pct": row.spread_pct,
             "tbs": tbs,
+            "tflops": rates["tflops"],
             "pct_of_ceiling": 100.0 * tbs / self.ceiling_tbs if tbs else None,
             "rel_error": row.rel_error,
             "passed": row.passed,
@@ -70,9 +78,11 @@ class BenchResult:
     def to_dict(self) -> dict:
         return {
             "gpu": self.gpu,
-            "shape": self.shape.spec(),
-            "shape_slug": self.shape.slug(),
-            "kv_bytes": self.shape.kv_bytes,
+            "family": self.family,
+            "shape": self.params.spec(),
+            "shape_slug": self.params.slug(),
+            "params": self.params.to_dict(),
+            "work": self.work.to_dict(),
             "read_ceiling_tbs": self.ceiling_tbs,
             "launches": self.launches,
             "input_sets": self.input_sets,
@@ -80,20 +90,22 @@ class BenchResult:
         }
 
 
-def run_bench(variants, shape: Shape, launches: int = 100, rounds: int = 2, seed=None,
+def run_bench(family: Family, variants, params, launches: int = 100, rounds: int = 2, seed=None,
               progress=None) -> BenchResult:
-    """Verify and time ``variants`` on ``shape``; ``progress(text)`` is told each step."""
+    """Verify and time ``variants`` of ``family`` at ``params``; ``progress(text)`` is told
+    each step."""
     cp = gpu.cupy()
     device = gpu.current_device()
     say = progress or (lambda text: None)
     say("measuring the read ceiling")
     ceiling = harness.measure_read_ceiling()["tbs"]
-    sets = harness.input_sets_for(shape, device.l2_bytes)
+    work = family.work(params)
+    sets = harness.input_sets_for(work.bytes, device.l2_bytes)
     rows: dict[str, BenchRow] = {}
     for v in variants:
-        row = rows.setdefault(v.id, BenchRow(v.id))
+        row = rows.setdefault(v.id, BenchRow(v.id, v.kind))
         try:
-            v.check(shape)
+            v.check(params)
         except ShapeError as err:
             row.skipped = str(err)
     for rnd in range(rounds):
@@ -102,16 +114,17 @@ def run_bench(variants, shape: Shape, launches: int = 100, rounds: int = 2, seed
             if row.skipped or row.passed is False:
                 continue
             say(f"round {rnd + 1}/{rounds}: {v.id}")
-            prep = harness.prepare(v, shape, seed=seed, input_sets=sets)
+            prep = harness.prepare(family, v, params, seed=seed, input_sets=sets)
             if rnd == 0:
                 check = harness.verify(prep)
                 row.rel_error, row.passed = check.rel_error, check.passed
                 row.kernels = [k.name for k in prep.launcher.kernels]
-                row.num_splits = prep.launcher.num_splits
+                row.details = dict(prep.launcher.details)
                 if not check.passed:
                     continue
             row.medians_us.append(statistics.median(harness.time_steps(prep, launches)))
             del prep
             gc.collect()
             cp.get_default_memory_pool().free_all_blocks()
-    return BenchResult(shape, device.name, ceiling, launches, sets, [rows[v.id] for v in variants])
+    return BenchResult(family.name, params, work, device.name, ceiling, launches, sets,
+                       [rows[v.id] for v in variants])

@@ -95,6 +95,23 @@ def compile_module(sources: list[Path], defines: dict[str, object] | None = None
     return _MODULES[key]
 
 
+def kernel_launch(kernel, name: str, grid, block, smem: int = 0):
+    """What a launch of ``kernel`` is (a ``paprof.family.KernelLaunch``); raises the
+    kernel's dynamic shared-memory limit when ``smem`` needs more than the default 48 KiB."""
+    from paprof.family import KernelLaunch
+
+    if smem + int(kernel.shared_size_bytes) > 48 * 1024:  # past the default needs an opt-in
+        kernel.max_dynamic_shared_size_bytes = smem
+    return KernelLaunch(
+        name=name,
+        grid=tuple(grid) + (1,) * (3 - len(grid)),
+        block=tuple(block) + (1,) * (3 - len(block)),
+        dynamic_smem=int(smem),
+        registers=int(kernel.num_regs),
+        static_smem=int(kernel.shared_size_bytes),
+    )
+
+
 def blocks_per_sm(kernel, threads: int, dynamic_smem: int, device: Device) -> int:
     """Resident blocks per SM by the register, shared-memory, warp and block limits."""
     warps = -(-threads // 32)

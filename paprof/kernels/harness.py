@@ -13,14 +13,14 @@ from pathlib import Path
 
 import numpy as np
 
-from paprof.kernels import gpu, problem
-from paprof.kernels.problem import Shape
+from paprof.family import Family, relative_error
+from paprof.kernels import gpu, kinds
 
-TOLERANCE = {"fp32": 1e-5, "fp16": 2e-3, "bf16": 2e-3}
-"""Largest accepted ||out - ref|| / ||ref|| per K/V dtype."""
+STREAM_READ_SOURCE = Path(__file__).resolve().parent / "common" / "stream_read.cu"
+"""The streaming-read kernel that measures the read ceiling."""
 
 ROTATE_FACTOR = 5
-"""Timed launches rotate over input sets until the K/V bytes are this many times the L2."""
+"""Timed launches rotate over input sets until the bytes they read are this many times the L2."""
 MAX_INPUT_SETS = 16
 
 
@@ -44,54 +44,64 @@ class Check:
 
 @dataclass
 class Prepared:
-    """A compiled variant with its inputs and output on the device."""
+    """A built variant with its inputs and output on the device.
 
+    ``inputs`` and ``out`` are CuPy arrays (what the reference and the check read);
+    ``args`` and ``out_arg`` the same memory as the launcher takes it (PyTorch tensors for
+    a callable that asked for them)."""
+
+    family: Family
     variant: object
-    shape: Shape
+    params: object
     device: gpu.Device
     launcher: object
     inputs: list = field(default_factory=list)
     out: object = None
+    args: list = field(default_factory=list)
+    out_arg: object = None
 
     def step(self, i: int = 0) -> None:
-        self.launcher(self.inputs[i % len(self.inputs)], self.out)
+        self.launcher(self.args[i % len(self.args)], self.out_arg)
 
 
-def prepare(variant, shape: Shape, seed: int | None = None, input_sets: int = 1) -> Prepared:
+def prepare(family: Family, variant, params, seed: int | None = None, input_sets: int = 1) -> Prepared:
     cp = gpu.cupy()
-    variant.check(shape)
+    variant.check(params)
     device = gpu.current_device()
-    launcher = variant.build(shape, device)
+    launcher = kinds.build(variant, params, device)
     rng = np.random.default_rng(seed)
-    inputs = [problem.make_inputs(shape, int(rng.integers(2**31)), xp=cp) for _ in range(input_sets)]
-    out = cp.empty((shape.batch, shape.q_heads, shape.head_dim), dtype=cp.float32)
-    return Prepared(variant, shape, device, launcher, inputs, out)
+    inputs = [family.inputs(params, int(rng.integers(2**31)), cp) for _ in range(input_sets)]
+    out = family.output(params, cp)
+    convert = launcher.convert or (lambda a: a)
+    args = [{k: convert(a) for k, a in i.items()} for i in inputs]
+    return Prepared(family, variant, params, device, launcher, inputs, out, args, convert(out))
 
 
-def input_sets_for(shape: Shape, l2_bytes: int) -> int:
-    """How many K/V copies keep timed launches from being served by the L2."""
+def input_sets_for(nbytes: int, l2_bytes: int) -> int:
+    """How many input copies keep timed launches that move ``nbytes`` out of the L2."""
     need = ROTATE_FACTOR * l2_bytes
-    return max(1, min(MAX_INPUT_SETS, -(-need // max(1, shape.kv_bytes))))
+    return max(1, min(MAX_INPUT_SETS, -(-need // max(1, nbytes))))
 
 
 def verify(prep: Prepared) -> Check:
     """Poison, run once on input set 0, compare with the float64 reference (on the GPU)."""
     cp = gpu.cupy()
-    prep.out.fill(cp.nan)
+    prep.out.fill(cp.nan if prep.out.dtype.kind in "fc" else -1)  # poison: unwritten fails
     prep.step(0)
     cp.cuda.runtime.deviceSynchronize()
-    ref = problem.reference(prep.inputs[0], prep.shape, xp=cp)
-    out = prep.out.astype(cp.float64)
-    tol = TOLERANCE[prep.shape.dtype]
-    if not bool(cp.isfinite(out).all()):
+    ref = cp.asarray(prep.family.reference(prep.params, prep.inputs[0], cp))
+    tol = prep.family.tolerance_for(prep.params)
+    if ref.shape != prep.out.shape:
+        raise ValueError(f"{prep.family.name}: reference shape {ref.shape} != output {prep.out.shape}")
+    rel = relative_error(prep.out, ref, cp)
+    if not math.isfinite(rel):
         return Check(False, math.inf, math.inf, tol)
-    rel = float(cp.linalg.norm(out - ref) / cp.linalg.norm(ref))
-    max_abs = float(cp.abs(out - ref).max())
+    max_abs = float(cp.abs(prep.out.astype(cp.float64) - ref).max())
     return Check(rel <= tol, rel, max_abs, tol)
 
 
 def time_steps(prep: Prepared, launches: int, warmup: int = 3) -> list[float]:
-    """Per-launch durations in microseconds, CUDA events around each decode step."""
+    """Per-launch durations in microseconds, CUDA events around each step."""
     cp = gpu.cupy()
     for i in range(warmup):
         prep.step(i)
@@ -109,7 +119,7 @@ def measure_read_ceiling(nbytes: int = 2 << 30, launches: int = 20) -> dict:
     """Median bandwidth (TB/s) of the streaming-read kernel over ``nbytes`` of random data."""
     cp = gpu.cupy()
     device = gpu.current_device()
-    module = gpu.compile_module([Path(__file__).resolve().parent / "common" / "stream_read.cu"])
+    module = gpu.compile_module([STREAM_READ_SOURCE])
     kernel = module.get_function("stream_read")
     words = nbytes // 4
     buf = cp.random.default_rng(7).integers(0, 2**31, size=words, dtype=cp.int32)

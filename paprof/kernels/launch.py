@@ -1,9 +1,11 @@
 """The process ncu profiles: ``python -m paprof.kernels.launch --variant v3 --shape ...``.
 
-Compile, check against the float64 reference on fresh random inputs (exit 1 on a
-mismatch), optionally time with CUDA events, then make the launches to profile inside
-an NVTX push/pop range named after the variant (``paged_decode.v3``), so that
-``ncu --nvtx --nvtx-include paged_decode.v3/`` sees only those.
+Find the variant's family (built-in, installed, or the ``[tool.paprof]`` of the current
+folder's repository), build the variant, check it against the family's float64 reference
+on fresh random inputs (exit 1 on a mismatch), optionally time it with CUDA events, then
+make the launches to profile inside an NVTX push/pop range named after the variant
+(``paged_decode.v3``), so that ``ncu --nvtx --nvtx-include paged_decode.v3/`` sees only
+those: compiling, autotuning and warm-up stay outside.
 Exit codes: 0 ok, 1 verification failed, 2 bad shape or environment.
 """
 
@@ -25,29 +27,33 @@ def _nvtx(cp):
 
 
 def run(args) -> dict:
-    from paprof.kernels import gpu, harness, registry
-    from paprof.kernels.problem import parse_shape
+    from paprof import registry
+    from paprof.family import throughput
+    from paprof.kernels import gpu, harness
 
     variant = registry.get(args.variant, args.family)
-    shape = parse_shape(args.shape)
-    variant.check(shape)
+    family = registry.family_of(variant)
+    params = family.parse(args.shape)
+    variant.check(params)
+    work = family.work(params)
     cp = gpu.cupy()
-    sets = harness.input_sets_for(shape, gpu.current_device().l2_bytes) if args.time else 1
-    prep = harness.prepare(variant, shape, seed=args.seed, input_sets=sets)
+    sets = harness.input_sets_for(work.bytes, gpu.current_device().l2_bytes) if args.time else 1
+    prep = harness.prepare(family, variant, params, seed=args.seed, input_sets=sets)
     result = {
         "family": variant.family,
         "variant": variant.id,
+        "kind": variant.kind,
         "idea": variant.idea,
         "kernel_regex": variant.kernel_regex,
-        "shape": shape.spec(),
-        "shape_slug": shape.slug(),
-        "shape_fields": shape.to_dict(),
+        "shape": params.spec(),
+        "shape_slug": params.slug(),
+        "params": params.to_dict(),
+        "work": work.to_dict(),
         "gpu": prep.device.name,
         "sm_count": prep.device.sm_count,
         "kernels": [k.name for k in prep.launcher.kernels],
         "launches": [k.to_dict() for k in prep.launcher.kernels],
-        "num_splits": prep.launcher.num_splits,
-        "kv_bytes": shape.kv_bytes,
+        "launch_details": dict(prep.launcher.details),
         "nvtx_range": variant.nvtx_range,
         "input_sets": sets,
     }
@@ -59,15 +65,18 @@ def run(args) -> dict:
     if args.time:
         times = harness.time_steps(prep, args.time)
         median = statistics.median(times)
+        rates = throughput(work, median)
         result.update(
             duration_us_median=median,
             duration_us_all=times,
             timed_launches=args.time,
-            bandwidth_tbs=shape.kv_bytes / median / 1e6,
+            bandwidth_tbs=rates["tbs"],
+            tflops=rates["tflops"],
         )
     if args.profile_launches:
         if args.no_check and not args.time:
-            prep.step(0)  # one launch outside the range: module loading stays out of it
+            prep.step(0)  # one launch outside the range: compiling, autotuning, module loading
+            cp.cuda.runtime.deviceSynchronize()
         nvtx = _nvtx(cp)
         result["nvtx"] = nvtx is not None
         if nvtx is not None:
@@ -85,7 +94,7 @@ def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m paprof.kernels.launch", description=__doc__.split("\n")[0])
     p.add_argument("--variant", required=True, help="variant id, e.g. v3 or paged_decode/v3")
     p.add_argument("--family", default=None, help="kernel family (default: any)")
-    p.add_argument("--shape", default="", help="e.g. batch=64,context=4096,dtype=fp16")
+    p.add_argument("--shape", default="", help="the family's parameters, KEY=VALUE,...")
     p.add_argument("--seed", type=int, default=None, help="input seed (default: fresh)")
     p.add_argument("--time", type=int, default=0, metavar="N", help="CUDA-event-timed launches (0: none)")
     p.add_argument("--profile-launches", type=int, default=1, metavar="N",

@@ -9,8 +9,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from paprof.kernels.problem import Shape
-from paprof.kernels.registry import Variant
+from paprof.family import CommandVariant, Variant
 from paprof.profiler.presets import get_preset
 
 REPORT_SUFFIX = ".ncu-rep"
@@ -31,10 +30,11 @@ class NcuSettings:
     ``base`` locks them to base clocks (steadier, slower, not what production sees)."""
     launches: int = 1
     """Launches of the variant to profile (the launcher's ``--profile-launches``)."""
-    kernels_per_launch: int = 1
+    kernels_per_launch: int | None = 1
     """Kernels one launch of the variant runs (split-KV: partial + merge). ncu's
     ``--launch-count`` is ``launches * kernels_per_launch``; ``profile_variant`` fills it
-    in from the verification run."""
+    in from the verification run. None (a callable or a command, whose kernels paprof
+    does not know): no ``--launch-count``, every kernel in the NVTX range is profiled."""
     nvtx_filter: bool = True
     """Profile only kernels inside the variant's NVTX range (``--nvtx --nvtx-include``)."""
     kernel_filter: bool = True
@@ -47,7 +47,9 @@ class NcuSettings:
     """The Python that runs the launcher."""
 
     @property
-    def launch_count(self) -> int:
+    def launch_count(self) -> int | None:
+        if self.kernels_per_launch is None:
+            return None
         return self.launches * max(1, self.kernels_per_launch)
 
 
@@ -59,7 +61,7 @@ def report_path(path: Path | str) -> Path:
 
 def launcher_argv(
     variant: Variant,
-    shape: Shape,
+    params,
     *,
     python: str,
     result: Path | str,
@@ -68,7 +70,7 @@ def launcher_argv(
     seed: int | None = None,
     check: bool = True,
 ) -> list[str]:
-    """``python -m paprof.kernels.launch ...`` for one variant and shape.
+    """``python -m paprof.kernels.launch ...`` for one variant and its parameters.
 
     ``check=False`` skips the float64 reference: the run under ncu does, because the
     verification run just before checked the same kernel (and under ncu every CuPy
@@ -78,7 +80,7 @@ def launcher_argv(
         python, "-m", LAUNCHER_MODULE,
         "--variant", variant.id,
         "--family", variant.family,
-        "--shape", shape.spec(),
+        "--shape", params.spec(),
         "--profile-launches", str(profile_launches),
         "--result", str(result),
         "--time", str(time_launches),
@@ -91,12 +93,12 @@ def launcher_argv(
 
 
 def verify_argv(
-    settings: NcuSettings, variant: Variant, shape: Shape, result: Path | str
+    settings: NcuSettings, variant: Variant, params, result: Path | str
 ) -> list[str]:
     """The launcher run WITHOUT ncu: check against the reference and event-time it."""
     return launcher_argv(
         variant,
-        shape,
+        params,
         python=settings.python,
         result=result,
         profile_launches=0,
@@ -105,14 +107,20 @@ def verify_argv(
     )
 
 
+def nvtx_include(range_name: str) -> str:
+    """ncu's ``--nvtx-include`` for a push/pop range: ``NAME/`` (``domain@NAME/`` kept)."""
+    return range_name if range_name.endswith("/") else f"{range_name}/"
+
+
 def ncu_argv(
     settings: NcuSettings,
     variant: Variant,
-    shape: Shape,
+    params,
     output: Path | str,
-    result: Path | str,
+    result: Path | str | None,
 ) -> list[str]:
-    """ncu profiling the launcher; ``output`` is the (temporary) report path.
+    """ncu profiling the launcher (or, for a command variant, the user's program);
+    ``output`` is the (temporary) report path.
 
     ``--force-overwrite`` is safe because the output is always a fresh temporary name
     that the run store renames at the end; a stored run is never overwritten by ncu.
@@ -132,13 +140,16 @@ def ncu_argv(
     ]  # fmt: skip
     argv += get_preset(settings.preset).ncu_args()
     if settings.nvtx_filter:
-        argv += ["--nvtx", "--nvtx-include", f"{variant.nvtx_range}/"]
-    if settings.kernel_filter:
+        argv += ["--nvtx", "--nvtx-include", nvtx_include(variant.nvtx_range)]
+    if settings.kernel_filter and variant.kernel_regex:
         argv += ["-k", f"regex:{variant.kernel_regex}"]
-    argv += ["--launch-count", str(settings.launch_count)]
+    if settings.launch_count is not None:
+        argv += ["--launch-count", str(settings.launch_count)]
+    if isinstance(variant, CommandVariant):
+        return argv + list(variant.command)
     argv += launcher_argv(
         variant,
-        shape,
+        params,
         python=settings.python,
         result=result,
         profile_launches=settings.launches,

@@ -26,8 +26,7 @@ from rich.progress import (
 )
 
 from paprof.errors import ShapeError, UserError, VerificationError
-from paprof.kernels.problem import Shape
-from paprof.kernels.registry import Variant
+from paprof.family import CommandVariant, Variant
 from paprof.profiler import provenance, store
 from paprof.profiler.argv import NcuSettings, ncu_argv, verify_argv
 from paprof.profiler.locate import find_ncu
@@ -68,12 +67,12 @@ def _last_line(text: str) -> str:
     return lines[-1] if lines else ""
 
 
-def verify(variant: Variant, shape: Shape, settings: NcuSettings, result: Path, env: dict) -> dict:
+def verify(variant: Variant, params, settings: NcuSettings, result: Path, env: dict) -> dict:
     """Check and event-time the variant outside ncu; its result JSON as a dict.
 
     Raises ``VerificationError`` (launcher exit 1: wrong answer) or ``UserError``.
     """
-    outcome = run_launcher(verify_argv(settings, variant, shape, result), env)
+    outcome = run_launcher(verify_argv(settings, variant, params, result), env)
     said = _last_line(outcome.output)
     if outcome.returncode == 1:
         said = said or "output differs from the reference"
@@ -92,9 +91,11 @@ def verify(variant: Variant, shape: Shape, settings: NcuSettings, result: Path, 
     return data
 
 
-def _kernels_per_launch(result: dict) -> int:
+def _kernels_per_launch(result: dict) -> int | None:
+    """Kernels per launch as the launcher listed them; None when it could not know (a
+    callable launches whatever its framework launches)."""
     kernels = result.get("kernels")
-    return max(1, len(kernels)) if isinstance(kernels, list) else 1
+    return len(kernels) if isinstance(kernels, list) and kernels else None
 
 
 def _kernel_status(say: Status) -> Callable[[ProfiledKernel], None]:
@@ -106,28 +107,46 @@ def _kernel_status(say: Status) -> Callable[[ProfiledKernel], None]:
     return show
 
 
+def source_state(variant: Variant, source_dir: Path | None) -> dict:
+    """The repository and commit of the variant's own source (the user's, not paprof's).
+
+    ``source_dir`` is the family's folder (a command: the current folder). Inside paprof's
+    own checkout ``$PAPROF_GIT_COMMIT`` may name the commit (a copy without ``.git``)."""
+    folder = Path(source_dir or Path.cwd()).resolve()
+    inside_paprof = folder.is_relative_to(provenance.REPO_ROOT)
+    commit, dirty = provenance.git_state(folder, environ=None if inside_paprof else {})
+    top = provenance.git_toplevel(folder)
+    return {"repo": str(top) if top else None, "path": str(folder), "commit": commit,
+            "dirty": dirty}
+
+
 def build_sidecar(
     variant: Variant,
-    shape: Shape,
+    params,
+    work: dict | None,
     settings: NcuSettings,
     result: dict,
     prov: provenance.Provenance,
     command: list[str],
     profiled: list[ProfiledKernel],
     paths: store.RunPaths,
+    source: dict,
 ) -> dict:
-    """The provenance sidecar (schema 1, docs/CONTRACTS.md)."""
+    """The provenance sidecar (schema 2, docs/CONTRACTS.md)."""
     passes = [k.passes for k in profiled if k.passes is not None]
     preset = get_preset(settings.preset)
+    check = result.get("check")
     return {
         "schema": store.SCHEMA,
         "family": variant.family,
         "variant": variant.id,
+        "kind": variant.kind,
         "kernel_regex": variant.kernel_regex,
         "idea": variant.idea,
-        "shape": shape.spec(),
-        "shape_slug": shape.slug(),
-        "shape_fields": shape.to_dict(),
+        "shape": params.spec() if params is not None else "",
+        "shape_slug": params.slug() if params is not None else store.COMMAND_SLUG,
+        "params": params.to_dict() if params is not None else {},
+        "work": work,
         "gpu": prov.gpu,
         "gpu_slug": prov.gpu_slug,
         "driver": prov.driver,
@@ -138,10 +157,14 @@ def build_sidecar(
         "replay_passes": max(passes) if passes else None,
         "git_commit": prov.git_commit,
         "git_dirty": prov.git_dirty,
-        "verification": result.get("check"),
+        "source": source,
+        "verified": bool(check and check.get("passed")),
+        "verification": check,
         "duration_us_event": result.get("duration_us_median"),
-        "kv_bytes": result.get("kv_bytes", shape.kv_bytes),
         "bandwidth_tbs": result.get("bandwidth_tbs"),
+        "tflops": result.get("tflops"),
+        "launch_details": result.get("launch_details") or {},
+        "nvtx_range": variant.nvtx_range,
         "command": command,
         "created": prov.created,
         "paprof_version": prov.paprof_version,
@@ -153,52 +176,72 @@ def build_sidecar(
     }
 
 
-def _early_refusal(runs_dir: Path, variant: Variant, shape: Shape, replace: bool) -> None:
+def _slug_of(params) -> str:
+    return params.slug() if params is not None else store.COMMAND_SLUG
+
+
+def _early_refusal(runs_dir: Path, variant: Variant, params, replace: bool) -> None:
     """Refuse before any GPU work when every GPU has one name and the run exists."""
     if replace:
         return
     names = {name for name, _ in provenance.query_gpus()}
     if len(names) == 1:
         gpu_slug = provenance.slug(names.pop())
-        paths = store.run_paths(runs_dir, gpu_slug, variant.family, variant.id, shape.slug())
+        paths = store.run_paths(runs_dir, gpu_slug, variant.family, variant.id, _slug_of(params))
         store.refuse_existing(paths, replace)
 
 
 def profile_variant(
     variant: Variant,
-    shape: Shape,
+    params,
     settings: NcuSettings = NcuSettings(),
     runs_dir: Path | str = "runs",
     replace: bool = False,
     progress: Status | None = None,
+    family=None,
 ) -> store.Run:
-    """Verify ``variant`` at ``shape`` outside ncu, then profile it and store the run.
+    """Verify ``variant`` at ``params`` outside ncu, then profile it and store the run.
 
-    Raises ``ShapeError`` (the variant cannot take the shape), ``VerificationError``
+    ``family`` (the variant's ``Family``) gives the work model and the source folder; a
+    ``CommandVariant`` has neither (``params`` None) and is profiled unverified.
+    Raises ``ShapeError`` (the variant cannot take the parameters), ``VerificationError``
     (wrong answer: nothing is stored) or ``UserError`` (no ncu, no GPU, counters not
     permitted, the run exists and ``replace`` is False ...).
     """
     say = progress or (lambda text: None)
     runs_dir = Path(runs_dir)
-    variant.check(shape)
+    is_command = isinstance(variant, CommandVariant)
+    if not is_command:
+        variant.check(params)
+        if family is None:
+            from paprof import registry
+
+            family = registry.family_of(variant)
     get_preset(settings.preset)
     settings = dataclasses.replace(settings, ncu=settings.ncu or find_ncu())
-    _early_refusal(runs_dir, variant, shape, replace)
+    _early_refusal(runs_dir, variant, params, replace)
     env = child_env()
-    with tempfile.TemporaryDirectory(prefix="paprof-verify-") as scratch:
-        say(f"compiling, checking and timing {settings.time_launches} launches (no ncu)")
-        result = verify(variant, shape, settings, Path(scratch) / "result.json", env)
-    settings = dataclasses.replace(settings, kernels_per_launch=_kernels_per_launch(result))
+    if is_command:
+        say("running the command under ncu (not verified: paprof has no reference for it)")
+        result: dict = {}
+        settings = dataclasses.replace(settings, kernels_per_launch=None)
+    else:
+        with tempfile.TemporaryDirectory(prefix="paprof-verify-") as scratch:
+            say(f"compiling, checking and timing {settings.time_launches} launches (no ncu)")
+            result = verify(variant, params, settings, Path(scratch) / "result.json", env)
+        settings = dataclasses.replace(settings, kernels_per_launch=_kernels_per_launch(result))
+    work = family.work(params).to_dict() if family is not None else None
+    source = source_state(variant, getattr(family, "folder", None))
     prov = provenance.collect(settings.ncu, gpu=result.get("gpu"))
-    paths = store.run_paths(runs_dir, prov.gpu_slug, variant.family, variant.id, shape.slug())
+    paths = store.run_paths(runs_dir, prov.gpu_slug, variant.family, variant.id, _slug_of(params))
     with store.writing(paths, replace) as pending:
-        argv = ncu_argv(settings, variant, shape, pending.report, pending.scratch("result.json"))
+        scratch_result = None if is_command else pending.scratch("result.json")
+        argv = ncu_argv(settings, variant, params, pending.report, scratch_result)
         say("ncu: starting")
         ncu = run_ncu(argv, paths.log, pending.report, on_kernel=_kernel_status(say), env=env)
         command = [str(paths.report) if a == str(pending.report) else a for a in argv]
-        sidecar = build_sidecar(
-            variant, shape, settings, result, prov, command, ncu.log.kernels, paths
-        )
+        sidecar = build_sidecar(variant, params, work, settings, result, prov, command,
+                                ncu.log.kernels, paths, source)
         store.write_sidecar(pending.sidecar, sidecar)
     return store.Run(paths.report, sidecar)
 
@@ -217,11 +260,12 @@ class Outcome:
 
 def profile_variants(
     variants: Sequence[Variant],
-    shape: Shape,
+    params,
     settings: NcuSettings = NcuSettings(),
     runs_dir: Path | str = "runs",
     replace: bool = False,
     console: Console | None = None,
+    family=None,
 ) -> list[Outcome]:
     """Profile each variant in turn under one progress display (on stderr).
 
@@ -252,7 +296,8 @@ def profile_variants(
 
             outcome = Outcome(variant)
             try:
-                outcome.run = profile_variant(variant, shape, settings, runs_dir, replace, say)
+                outcome.run = profile_variant(variant, params, settings, runs_dir, replace, say,
+                                              family=family)
             except VerificationError as err:
                 outcome.failed = err
             except ShapeError as err:

@@ -7,7 +7,6 @@ records None instead.
 from __future__ import annotations
 
 import os
-
 import re
 import subprocess
 from dataclasses import asdict, dataclass
@@ -66,6 +65,12 @@ def git_state(repo: Path = REPO_ROOT, environ=None) -> tuple[str | None, bool | 
         return None, None
     status = _output(["git", "status", "--porcelain"], cwd=repo)
     return commit.strip(), (bool(status.strip()) if status is not None else None)
+
+
+def git_toplevel(folder: Path) -> Path | None:
+    """The root of the git checkout holding ``folder``, or None outside one."""
+    top = _output(["git", "rev-parse", "--show-toplevel"], cwd=folder)
+    return Path(top.strip()) if top else None
 
 
 def now() -> str:

@@ -23,7 +23,11 @@ from paprof.profiler.provenance import slug
 SIDECAR_SUFFIX = ".json"
 LOG_SUFFIX = ".ncu.log"
 TEMP_MARK = ".tmp-"
-SCHEMA = 1
+SCHEMA = 2
+"""Sidecar schema written now. Schema 1 (before families: ``shape_fields`` and the
+family's byte count, no ``params``/``work``/``source``) still loads everywhere."""
+COMMAND_SLUG = "command"
+"""The parameter slug of a run of an external command (it has no parameters)."""
 
 
 @dataclass(frozen=True)

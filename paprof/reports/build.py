@@ -43,14 +43,29 @@ class ReportFiles:
     """Seconds spent per stage: resolve, load, compare, context (with charts), render."""
 
 
-def _shape_slug(shape: str | None) -> str | None:
+def _shape_slug(shape: str | None, runs, specs) -> str | None:
+    """A ``--shape`` value as the store's slug: a slug as it is; ``KEY=VALUE,...`` parsed
+    by the family of the first run-store id (found in the store, so only its parameters
+    class is imported, never kernel code)."""
     if not shape:
         return None
     if "=" not in shape:
         return shape
-    from paprof.kernels.problem import parse_shape
+    from paprof import registry
+    from paprof.profiler import store
 
-    return parse_shape(shape).slug()
+    family = None
+    for spec in specs:
+        if spec.endswith(REPORT_SUFFIX) or Path(spec).is_file():
+            continue
+        fam, _, vid = spec.rpartition("/")
+        held = [r for r in store.find_runs(runs) if r.variant == vid and (not fam or r.family == fam)]
+        family = fam or next((r.family for r in held if r.family), None)
+        break
+    if family is None:
+        raise UserError(f"--shape {shape}: give the shape as its slug (the file name in the "
+                        "run store), or name a run-store variant whose family can parse it")
+    return registry.family(family).parse(shape).slug()
 
 
 def resolve_variants(specs: list[str], runs: Path | str = DEFAULT_RUNS, shape: str | None = None) -> list[Path]:
@@ -67,7 +82,7 @@ def resolve_variants(specs: list[str], runs: Path | str = DEFAULT_RUNS, shape: s
                         "e.g. paprof compare v2 v3 --runs examples/h200")
     from paprof.profiler import store
 
-    wanted_shape = _shape_slug(shape)
+    wanted_shape = _shape_slug(shape, runs, specs)
     first_run = None
     paths: list[Path] = []
     for spec in specs:

@@ -6,10 +6,17 @@ Nothing here needs a GPU. The launch code is in ``variants.py``.
 from __future__ import annotations
 
 from paprof.errors import ShapeError
-from paprof.kernels.problem import Shape
-from paprof.kernels.registry import Variant
+from paprof.families.paged_decode.problem import Shape
+from paprof.family import CudaVariant
 
 FAMILY = "paged_decode"
+
+
+def _build(variant, shape, device):
+    """The GPU side, imported only when a variant is built."""
+    from paprof.families.paged_decode import variants
+
+    return variants.build(variant, shape, device)
 
 HANDBOOK_SMEM_BYTES = 48 * 1024
 """The handbook kernel keeps every score in (non-opt-in) shared memory."""
@@ -117,84 +124,84 @@ def check_v6(shape: Shape) -> None:
 
 
 VARIANTS = [
-    Variant(
-        family=FAMILY,
+    CudaVariant(
         id="baseline",
         idea="one CTA per (batch, q_head), one thread per output dim; every thread recomputes every full Q.K dot product",
         kernel_regex=r"paged_decode_baseline",
         sources=("baseline.cu",),
         launch="grid (q_heads, batch) x head_dim threads",
-        check=check_baseline,
+        build=_build,
+        accepts=check_baseline,
         order=0,
     ),
-    Variant(
-        family=FAMILY,
+    CudaVariant(
         id="v1",
         idea="fused: each thread one dim of the dot product, warp-shuffle reduce, warp partials through shared memory (two barriers per token)",
         kernel_regex=r"paged_decode_v1",
         sources=("v1_fused.cu",),
         launch="grid (q_heads, batch) x head_dim threads",
-        check=check_v1,
+        build=_build,
+        accepts=check_v1,
         order=1,
     ),
-    Variant(
-        family=FAMILY,
+    CudaVariant(
         id="v2",
         idea="vectorized: one warp per (batch, q_head), each lane owns head_dim/32 dims as one vector load, warp-only reductions",
         kernel_regex=r"paged_decode_v2",
         sources=("v2_vectorized.cu",),
         launch="grid (q_heads, batch) x 32 threads",
-        check=check_v2,
+        build=_build,
+        accepts=check_v2,
         order=2,
     ),
-    Variant(
-        family=FAMILY,
+    CudaVariant(
         id="v3",
         idea="GQA reuse: one CTA per (batch, kv_head), a warp per query head; each K/V page staged once in shared memory for the group",
         kernel_regex=r"paged_decode_v3",
         sources=("v3_gqa.cu",),
         launch="grid (kv_heads, batch) x (q_per_kv x 32) threads, 2 x page x head_dim x 4 B shared",
-        check=check_v3,
+        build=_build,
+        accepts=check_v3,
         order=3,
     ),
-    Variant(
-        family=FAMILY,
+    CudaVariant(
         id="v4",
         idea="split-KV: v2's warp over a slice of the pages (grid z = splits) writing (m, l, O), then a merge kernel",
         kernel_regex=r"paged_decode_v4_(partial|merge)",
         sources=("v4_split.cu",),
         launch="grid (q_heads, batch, splits) x 32, then (q_heads, batch) x 32",
-        check=check_v4,
+        build=_build,
+        accepts=check_v4,
         order=4,
     ),
-    Variant(
-        family=FAMILY,
+    CudaVariant(
         id="handbook",
         idea="teaching kernel: 4 warps score tokens round-robin into shared memory, block softmax, then thread d sums p_t V_t[d]",
         kernel_regex=r"paged_decode_handbook",
         sources=("handbook.cu",),
         launch="grid (q_heads, batch) x 128 threads, context x 4 B shared",
-        check=check_handbook,
+        build=_build,
+        accepts=check_handbook,
         order=5,
     ),
-    Variant(
-        family=FAMILY,
+    CudaVariant(
         id="v5",
         idea="GQA packed, 16-byte loads of fp32/fp16/bf16 K/V, several tokens in flight per warp in registers, tensor cores for fp16/bf16 fed straight from those registers, online softmax (no context cap)",
         kernel_regex=r"paged_decode_v5",
         sources=("v5_fast.cu", "v5_mma.cu"),
         launch="grid (kv_heads, batch) x 4 warps (fp32) or 3 warps with tensor cores (fp16/bf16)",
-        check=check_fast,
+        build=_build,
+        accepts=check_fast,
         order=6,
     ),
-    Variant(
-        family=FAMILY,
+    CudaVariant(
         id="v6",
         idea="v5 with split-KV, the split count chosen from SM count and occupancy (none when batch x kv_heads fills the GPU); the last split to finish merges, so one kernel",
         kernel_regex=r"paged_decode_v6_(split|nosplit)",
         sources=("v5_fast.cu", "v5_mma.cu"),
         launch="grid (kv_heads, batch, splits) x v5's block; the last split of each (batch, kv_head) to finish merges",
-        check=check_v6,
+        build=_build,
+        accepts=check_v6,
         order=7,
     ),
 ]

@@ -6,16 +6,15 @@ returns a ``Launcher``: calling it enqueues every kernel of one decode step.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 
 from paprof.errors import ShapeError
+from paprof.families.paged_decode import catalog
+from paprof.families.paged_decode.problem import Shape
+from paprof.family import KernelLaunch, Launcher
 from paprof.kernels import gpu
-from paprof.kernels.paged_decode import catalog
-from paprof.kernels.problem import Inputs, Shape
 
 HERE = Path(__file__).resolve().parent
 
@@ -37,55 +36,18 @@ MIN_PAGES_PER_SPLIT = 8
 _DTYPE_CODE = {"fp32": 0, "fp16": 1, "bf16": 2}
 
 
-@dataclass
-class KernelLaunch:
-    """One kernel of a variant: what it is and how it is launched."""
-
-    name: str
-    grid: tuple[int, int, int]
-    block: tuple[int, int, int]
-    dynamic_smem: int
-    registers: int
-    static_smem: int
-
-    def to_dict(self) -> dict:
-        return dict(self.__dict__)
-
-
-@dataclass
-class Launcher:
-    """Enqueues one decode step: ``launcher(inputs, out)``."""
-
-    variant: str
-    kernels: list[KernelLaunch]
-    _run: Callable = field(repr=False)
-    num_splits: int = 1
-
-    def __call__(self, inputs: Inputs, out) -> None:
-        self._run(inputs, out)
-
-
 def _launch(kernel, name, grid, block, smem=0) -> KernelLaunch:
-    if smem + int(kernel.shared_size_bytes) > 48 * 1024:  # past the default needs an opt-in
-        kernel.max_dynamic_shared_size_bytes = smem
-    return KernelLaunch(
-        name=name,
-        grid=tuple(grid) + (1,) * (3 - len(grid)),
-        block=tuple(block) + (1,) * (3 - len(block)),
-        dynamic_smem=int(smem),
-        registers=int(kernel.num_regs),
-        static_smem=int(kernel.shared_size_bytes),
-    )
+    return gpu.kernel_launch(kernel, name, grid, block, smem)
 
 
-def _common_args(inputs: Inputs, shape: Shape):
+def _common_args(inputs: dict, shape: Shape):
     return (
-        inputs.query,
-        inputs.key_cache,
-        inputs.value_cache,
-        inputs.block_tables,
-        inputs.context_lens,
-        np.float32(inputs.scale),
+        inputs["query"],
+        inputs["key_cache"],
+        inputs["value_cache"],
+        inputs["block_tables"],
+        inputs["context_lens"],
+        np.float32(shape.scale),
         np.int32(shape.q_heads),
         np.int32(shape.kv_heads),
     )
@@ -196,7 +158,7 @@ def _build_v4(variant, shape, device):
                                 np.int32(shape.page_size), np.int32(shape.pages_per_seq)))
         merge(grid_m, block, (out, part_m, part_l, part_o, np.int32(shape.q_heads), np.int32(splits)))
 
-    return Launcher(variant.id, infos, run, num_splits=splits)
+    return Launcher(variant.id, infos, run, details={"num_splits": splits})
 
 
 def fast_source(shape: Shape) -> Path:
@@ -288,7 +250,7 @@ def _build_v6(variant, shape, device):
             kernel(grid, block, (out, *_common_args(inputs, shape), np.int32(shape.pages_per_seq)),
                    shared_mem=smem)
 
-        return Launcher(variant.id, [info], run_direct, num_splits=1)
+        return Launcher(variant.id, [info], run_direct, details={"num_splits": 1})
 
     cp = gpu.cupy()
     smem = max(smem, merge_smem(block[0] // 32, shape.group, shape.head_dim, splits))  # the merging CTA's
@@ -301,7 +263,7 @@ def _build_v6(variant, shape, device):
         partial(grid, block, (part_m, part_l, part_o, counters, out, *_common_args(inputs, shape),
                               np.int32(shape.pages_per_seq)), shared_mem=smem)
 
-    return Launcher(variant.id, infos, run_split, num_splits=splits)
+    return Launcher(variant.id, infos, run_split, details={"num_splits": splits})
 
 
 _BUILDERS = {

@@ -8,7 +8,6 @@ checks small shapes in CI and full-size shapes on the device.
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import math
 from dataclasses import dataclass
@@ -16,31 +15,17 @@ from dataclasses import dataclass
 import numpy as np
 
 from paprof.errors import ShapeError
+from paprof.family import Params, param
 
 DTYPES = {"fp32": 4, "fp16": 2, "bf16": 2}
 """K/V cache element types and their size in bytes. Query and output stay fp32."""
 
-_KEYS = {
-    "batch": "batch",
-    "b": "batch",
-    "q_heads": "q_heads",
-    "heads": "q_heads",
-    "kv_heads": "kv_heads",
-    "head_dim": "head_dim",
-    "d": "head_dim",
-    "page_size": "page_size",
-    "page": "page_size",
-    "context": "context",
-    "ctx": "context",
-    "splits": "num_splits",
-    "num_splits": "num_splits",
-    "dtype": "dtype",
-    "max_pages": "max_pages",
-}
+MAX_KV_BYTES = 1 << 40
+"""Shapes whose K/V cache would exceed this (1 TiB) are refused: no GPU holds them."""
 
 
 @dataclass(frozen=True)
-class Shape:
+class Shape(Params):
     """One decode step's problem size.
 
     ``context`` is one length for every sequence, or a tuple with one length per
@@ -49,20 +34,18 @@ class Shape:
     just wide enough for the longest sequence.
     """
 
-    batch: int = 64
-    q_heads: int = 32
-    kv_heads: int = 8
-    head_dim: int = 128
-    page_size: int = 16
-    context: int | tuple[int, ...] = 4096
-    num_splits: int = 0
-    dtype: str = "fp32"
-    max_pages: int = 0
-
-    def __post_init__(self):
-        if isinstance(self.context, (list, tuple)):
-            object.__setattr__(self, "context", tuple(int(c) for c in self.context))
-        self.validate()
+    batch: int = param(64, aliases=("b",), min=1, max=65535, help="sequences in the batch")
+    q_heads: int = param(32, aliases=("heads",), min=1, max=65535, help="query heads")
+    kv_heads: int = param(8, min=1, max=65535, help="K/V heads (q_heads / kv_heads share one: GQA)")
+    head_dim: int = param(128, aliases=("d",), min=1, max=1024)
+    page_size: int = param(16, key="page", min=1, max=4096, help="tokens per cache page")
+    context: int | tuple[int, ...] = param(
+        4096, aliases=("ctx",), min=1, help="tokens per sequence, or one length each as a:b:c")
+    num_splits: int = param(0, key="splits", min=0, max=4096, omit_default=True,
+                            help="split-KV parts (0: the variant decides)")
+    dtype: str = param("fp32", choices=tuple(DTYPES), help="K/V cache type (query and output: fp32)")
+    max_pages: int = param(0, min=0, omit_default=True,
+                           help="block-table width in pages (0: just enough)")
 
     # -- derived sizes ---------------------------------------------------------------
     @property
@@ -90,6 +73,10 @@ class Shape:
         return DTYPES[self.dtype]
 
     @property
+    def scale(self) -> float:
+        return 1.0 / math.sqrt(self.head_dim)
+
+    @property
     def kv_bytes(self) -> int:
         """Unique K and V bytes one decode step must read (ragged lengths counted exactly)."""
         tokens = sum(self.context_lens)
@@ -102,14 +89,6 @@ class Shape:
 
     # -- checks ------------------------------------------------------------------------
     def validate(self) -> None:
-        for name in ("batch", "q_heads", "kv_heads", "head_dim", "page_size"):
-            value = getattr(self, name)
-            if not isinstance(value, int) or value <= 0:
-                raise ShapeError(f"{name} must be a positive integer, got {value!r}")
-        if self.num_splits < 0:
-            raise ShapeError(f"splits must be 0 (automatic) or positive, got {self.num_splits}")
-        if self.dtype not in DTYPES:
-            raise ShapeError(f"dtype must be one of {', '.join(DTYPES)}, got {self.dtype!r}")
         if self.q_heads % self.kv_heads:
             raise ShapeError(
                 f"q_heads ({self.q_heads}) must be a multiple of kv_heads ({self.kv_heads})"
@@ -119,16 +98,26 @@ class Shape:
             raise ShapeError(
                 f"{len(lens)} context lengths given for batch {self.batch}; give one per sequence"
             )
-        if min(lens) <= 0:
-            raise ShapeError(f"every context length must be positive, got {min(lens)}")
-        if self.max_pages < 0:
-            raise ShapeError(f"max_pages must be positive, got {self.max_pages}")
         needed = -(-self.max_context // self.page_size)
         if self.max_pages and needed > self.max_pages:
             raise ShapeError(
                 f"context {self.max_context} needs {needed} pages of {self.page_size} tokens, "
                 f"beyond the block table's {self.max_pages} pages"
             )
+        if self.kv_bytes > MAX_KV_BYTES:
+            raise ShapeError(f"this shape's K/V cache would take {self.kv_bytes / 1e12:.1f} TB; "
+                             "no GPU holds that")
+
+    @classmethod
+    def resolve(cls, values: dict, given: set[str]) -> dict:
+        """``context=1:15:16:17`` gives one length per sequence: batch then defaults to their
+        count; a batch given over a ragged base keeps its longest length for every sequence."""
+        values["dtype"] = str(values["dtype"]).lower()
+        if isinstance(values["context"], tuple) and "batch" not in given:
+            values["batch"] = len(values["context"])
+        elif "batch" in given and "context" not in given and isinstance(values["context"], tuple):
+            values["context"] = max(values["context"])
+        return values
 
     # -- naming ------------------------------------------------------------------------
     def slug(self) -> str:
@@ -150,74 +139,10 @@ class Shape:
             text += f"_mp{self.max_pages}"
         return text
 
-    def spec(self) -> str:
-        """The ``--shape`` text that parses back into this shape."""
-        ctx = (
-            ":".join(str(c) for c in self.context)
-            if isinstance(self.context, tuple)
-            else str(self.context)
-        )
-        parts = [
-            f"batch={self.batch}",
-            f"q_heads={self.q_heads}",
-            f"kv_heads={self.kv_heads}",
-            f"head_dim={self.head_dim}",
-            f"page={self.page_size}",
-            f"context={ctx}",
-            f"dtype={self.dtype}",
-        ]
-        if self.num_splits:
-            parts.append(f"splits={self.num_splits}")
-        if self.max_pages:
-            parts.append(f"max_pages={self.max_pages}")
-        return ",".join(parts)
-
-    def to_dict(self) -> dict:
-        d = dataclasses.asdict(self)
-        if isinstance(self.context, tuple):
-            d["context"] = list(self.context)
-        return d
-
 
 def parse_shape(text: str | None, base: Shape | None = None) -> Shape:
-    """Parse ``batch=64,context=4096,...`` (keys may be abbreviated, see ``_KEYS``).
-
-    ``context=1:15:16:17`` gives one length per sequence; batch then defaults to their
-    count. Keys not named keep ``base``'s values (the default shape when None).
-    """
-    base = base or Shape()
-    fields = base.to_dict()
-    if isinstance(base.context, tuple):
-        fields["context"] = tuple(base.context)
-    given: set[str] = set()
-    for item in (text or "").split(","):
-        item = item.strip()
-        if not item:
-            continue
-        if "=" not in item:
-            raise ShapeError(f"shape item {item!r} is not KEY=VALUE (e.g. batch=64,context=4096)")
-        key, value = (s.strip() for s in item.split("=", 1))
-        if key not in _KEYS:
-            raise ShapeError(
-                f"unknown shape key {key!r}; known: {', '.join(sorted(set(_KEYS.values())))}"
-            )
-        name = _KEYS[key]
-        given.add(name)
-        if name == "dtype":
-            fields[name] = value.lower()
-            continue
-        try:
-            if name == "context" and ":" in value:
-                fields[name] = tuple(int(v) for v in value.split(":"))
-            else:
-                fields[name] = int(value)
-        except ValueError:
-            raise ShapeError(f"shape value for {key} must be an integer, got {value!r}") from None
-    if isinstance(fields["context"], tuple) and "batch" not in given:
-        fields["batch"] = len(fields["context"])
-    elif "batch" in given and "context" not in given and isinstance(fields["context"], tuple):
-        fields["context"] = max(fields["context"])
-    return Shape(**fields)
+    """``Shape.parse``: ``batch=64,context=4096,...`` (any key's alias)."""
+    return Shape.parse(text, base)
 
 
 # ---------------------------------------------------------------------------------------
@@ -225,16 +150,12 @@ def parse_shape(text: str | None, base: Shape | None = None) -> Shape:
 # ---------------------------------------------------------------------------------------
 
 
-@dataclass
-class Inputs:
-    """The arrays of one problem, on the host (NumPy) or the device (CuPy)."""
-
-    query: object  # [batch, q_heads, head_dim] float32
-    key_cache: object  # [num_pages, page_size, kv_heads, head_dim] dtype
-    value_cache: object  # same
-    block_tables: object  # [batch, pages_per_seq] int32, -1 beyond the sequence
-    context_lens: object  # [batch] int32
-    scale: float
+INPUT_NAMES = ("query", "key_cache", "value_cache", "block_tables", "context_lens")
+"""The arrays of one problem (``make_inputs``' dict), on the host (NumPy) or device (CuPy):
+query ``[batch, q_heads, head_dim]`` float32; key_cache and value_cache
+``[num_pages, page_size, kv_heads, head_dim]`` of the dtype; block_tables
+``[batch, pages_per_seq]`` int32, -1 beyond the sequence; context_lens ``[batch]`` int32.
+The softmax scale is ``shape.scale`` (1 / sqrt(head_dim))."""
 
 
 def _kv_dtype(xp, dtype: str):
@@ -277,7 +198,7 @@ def make_block_tables(shape: Shape, rng: np.random.Generator) -> np.ndarray:
     return table
 
 
-def make_inputs(shape: Shape, seed: int | None = None, xp=np) -> Inputs:
+def make_inputs(shape: Shape, seed: int | None = None, xp=np) -> dict:
     """Fresh random inputs (normal values, never zeros) on the array module ``xp``.
 
     The page mapping is drawn on the host; the large K/V caches are drawn with ``xp``'s
@@ -291,14 +212,18 @@ def make_inputs(shape: Shape, seed: int | None = None, xp=np) -> Inputs:
     def draw(size):
         return xrng.standard_normal(size, dtype=xp.float32)
 
-    return Inputs(
-        query=draw((shape.batch, shape.q_heads, shape.head_dim)),
-        key_cache=to_storage(xp, draw(cache_shape), shape.dtype),
-        value_cache=to_storage(xp, draw(cache_shape), shape.dtype),
-        block_tables=xp.asarray(tables),
-        context_lens=xp.asarray(np.asarray(shape.context_lens, dtype=np.int32)),
-        scale=1.0 / math.sqrt(shape.head_dim),
-    )
+    return {
+        "query": draw((shape.batch, shape.q_heads, shape.head_dim)),
+        "key_cache": to_storage(xp, draw(cache_shape), shape.dtype),
+        "value_cache": to_storage(xp, draw(cache_shape), shape.dtype),
+        "block_tables": xp.asarray(tables),
+        "context_lens": xp.asarray(np.asarray(shape.context_lens, dtype=np.int32)),
+    }
+
+
+def make_output(shape: Shape, xp=np):
+    """The output array the kernels write: ``[batch, q_heads, head_dim]`` float32."""
+    return xp.empty((shape.batch, shape.q_heads, shape.head_dim), dtype=xp.float32)
 
 
 # ---------------------------------------------------------------------------------------
@@ -306,26 +231,26 @@ def make_inputs(shape: Shape, seed: int | None = None, xp=np) -> Inputs:
 # ---------------------------------------------------------------------------------------
 
 
-def gather_sequence(xp, inputs: Inputs, shape: Shape, b: int):
+def gather_sequence(xp, inputs: dict, shape: Shape, b: int):
     """Sequence ``b``'s keys and values in token order, float64, ``[ctx, kv_heads, d]``."""
     ctx = int(shape.context_lens[b])
     n = -(-ctx // shape.page_size)
-    pages = xp.asarray(inputs.block_tables[b, :n])
-    k = from_storage(xp, inputs.key_cache[pages], shape.dtype)
-    v = from_storage(xp, inputs.value_cache[pages], shape.dtype)
+    pages = xp.asarray(inputs["block_tables"][b, :n])
+    k = from_storage(xp, inputs["key_cache"][pages], shape.dtype)
+    v = from_storage(xp, inputs["value_cache"][pages], shape.dtype)
     k = k.reshape(n * shape.page_size, shape.kv_heads, shape.head_dim)[:ctx]
     v = v.reshape(n * shape.page_size, shape.kv_heads, shape.head_dim)[:ctx]
     return k, v
 
 
-def reference(inputs: Inputs, shape: Shape, xp=np):
+def reference(shape: Shape, inputs: dict, xp=np):
     """Decode attention in float64 with a stable softmax: ``[batch, q_heads, head_dim]``."""
     g = shape.group
     out = xp.empty((shape.batch, shape.q_heads, shape.head_dim), dtype=xp.float64)
     for b in range(shape.batch):
         k, v = gather_sequence(xp, inputs, shape, b)
-        q = inputs.query[b].astype(xp.float64).reshape(shape.kv_heads, g, shape.head_dim)
-        scores = xp.einsum("kgd,tkd->kgt", q, k) * inputs.scale
+        q = inputs["query"][b].astype(xp.float64).reshape(shape.kv_heads, g, shape.head_dim)
+        scores = xp.einsum("kgd,tkd->kgt", q, k) * shape.scale
         scores -= scores.max(axis=-1, keepdims=True)
         p = xp.exp(scores)
         p /= p.sum(axis=-1, keepdims=True)
@@ -371,12 +296,3 @@ def merge_splits(ms, ls, accs):
     w = np.exp(ms[live] - m)
     l = float((w * ls[live]).sum())
     return (w[:, None] * accs[live]).sum(axis=0) / l
-
-
-def relative_error(out, ref) -> float:
-    """``||out - ref|| / ||ref||`` in float64; NaN anywhere gives inf (never passes)."""
-    out = np.asarray(out, dtype=np.float64)
-    ref = np.asarray(ref, dtype=np.float64)
-    if not np.isfinite(out).all():
-        return math.inf
-    return float(np.linalg.norm(out - ref) / np.linalg.norm(ref))

@@ -1,0 +1,751 @@
+"""The family interface: everything paprof needs to know about a family of kernels.
+
+A *family* is one problem (paged-attention decode, a row softmax, a GEMM ...) and the
+kernels that solve it, in the order of their story. paprof's profiler, run store,
+bench, gate and reports know a family only through what this module defines:
+
+``Params``
+    the problem's parameters, a frozen dataclass per family. Each field is declared with
+    :func:`param` (default, aliases, bounds, choices, help) and typed with ``int``,
+    ``float``, ``str``, ``bool``, ``tuple[int, ...]`` or ``int | tuple[int, ...]``.
+    ``Params.parse("rows=4096,cols=1024")`` reads the ``--shape`` text (duplicate keys,
+    unknown keys, values out of bounds: one-line :class:`ParamError`), ``spec()`` writes
+    text that parses back, ``slug()`` a file-safe id, ``to_dict()`` plain JSON values.
+    Cross-field rules go in ``validate()``.
+``Work``
+    the work model: the bytes that must move through device memory and the FLOPs that
+    must be done for given parameters. Throughput (TB/s, TFLOP/s) and the share of the
+    measured ceilings are derived from it.
+``CudaVariant`` / ``CallableVariant`` / ``CommandVariant``
+    the three kinds of variant: a CUDA source compiled at run time, a Python callable that
+    launches on the current stream (Triton, PyTorch, CuPy), an external program profiled
+    inside its NVTX range (no reference check: "not verified").
+``Family``
+    the parameters class, the variants, and three functions of the parameters: ``inputs``
+    (fresh random arrays from a seed), ``output`` (the array the variant writes; paprof
+    poisons it with NaN before every check) and ``reference`` (the expected output in
+    float64), with a tolerance on ``||out - ref|| / ||ref||``.
+
+A family module must import without a GPU: CuPy, PyTorch or Triton are imported inside
+the functions that launch, never at module level. The functions receive ``xp``, the array
+module (NumPy in tests, CuPy on the GPU). See ``examples/custom_family/`` for a complete
+family in a user's repository, and ``paprof/families/paged_decode/`` for the built-in one.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import math
+import re
+import sys
+import types
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, ClassVar, Sequence
+
+from paprof.errors import ShapeError, UserError
+
+ParamError = ShapeError
+"""Bad parameters, or parameters a variant cannot take: one line, exit 2."""
+
+INT_LIMIT = 2**31 - 1
+"""The largest integer parameter accepted unless a field sets its own ``max``."""
+
+_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+-]*$")
+
+
+# ---------------------------------------------------------------------------------------
+# Parameters
+# ---------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ParamInfo:
+    """What :func:`param` records about one field (kept in the field's metadata)."""
+
+    aliases: tuple[str, ...] = ()
+    help: str = ""
+    min: float | None = None
+    max: float | None = None
+    choices: tuple | None = None
+    omit_default: bool = False
+    """Leave the field out of ``spec()`` while it has its default (an optional knob)."""
+    key: str | None = None
+    """The key ``spec()``, help and errors use, when it is not the field's name
+    (``page_size`` written ``page``); the field's name is then accepted as an alias."""
+
+
+def param(default, *, aliases: Sequence[str] = (), help: str = "", min=None, max=None,
+          choices: Sequence | None = None, omit_default: bool = False, key: str | None = None):
+    """Declare a parameter field: ``batch: int = param(64, aliases=("b",), min=1)``."""
+    info = ParamInfo(tuple(aliases), help, min, max, tuple(choices) if choices else None,
+                     omit_default, key)
+    return field(default=default, metadata={"paprof": info})
+
+
+def _kind_of(hint) -> str:
+    """``int``, ``float``, ``str``, ``bool``, ``ints`` (tuple of ints) or ``int|ints``."""
+    if hint in (int, float, str, bool):
+        return hint.__name__
+    origin = typing.get_origin(hint)
+    args = typing.get_args(hint)
+    if origin is tuple and args in ((int, ...),):
+        return "ints"
+    if origin in (typing.Union, types.UnionType) and set(args) == {int, tuple[int, ...]}:
+        return "int|ints"
+    raise TypeError(f"parameter type {hint!r} is not supported; use int, float, str, bool, "
+                    "tuple[int, ...] or int | tuple[int, ...]")
+
+
+@dataclass(frozen=True)
+class Field:
+    """One parameter as the parser sees it."""
+
+    name: str
+    kind: str
+    default: Any
+    info: ParamInfo
+
+    @property
+    def key(self) -> str:
+        """The key as written in ``spec()``, help and errors."""
+        return self.info.key or self.name
+
+    @property
+    def keys(self) -> tuple[str, ...]:
+        """Every key that names the field: its key, its name, its aliases."""
+        return tuple(dict.fromkeys((self.key, self.name, *self.info.aliases)))
+
+    def describe(self) -> str:
+        """``batch (int, default 64, aliases b)``: for ``--help`` and ``paprof list``."""
+        bits = [self.kind.replace("ints", "ints a:b:c"), f"default {format_value(self.default)}"]
+        if self.info.choices:
+            bits.append("one of " + "/".join(map(str, self.info.choices)))
+        if len(self.keys) > 1:
+            bits.append("also " + ", ".join(self.keys[1:]))
+        text = f"{self.key} ({', '.join(bits)})"
+        return f"{text}: {self.info.help}" if self.info.help else text
+
+
+def format_value(value) -> str:
+    """A parameter value as ``--shape`` text: tuples as ``1:17:4096``, booleans lower-case."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (tuple, list)):
+        return ":".join(str(v) for v in value)
+    if isinstance(value, float):
+        return repr(value)
+    return str(value)
+
+
+_TRUE, _FALSE = {"1", "true", "yes", "on"}, {"0", "false", "no", "off"}
+
+
+def _parse_int(key: str, text: str) -> int:
+    try:
+        return int(text.strip().replace("_", ""), 10)
+    except ValueError:
+        raise ParamError(f"{key} must be an integer, got {text!r}") from None
+
+
+def _parse_value(f: Field, key: str, text: str):
+    if f.kind == "int":
+        return _parse_int(key, text)
+    if f.kind == "float":
+        try:
+            value = float(text)
+        except ValueError:
+            raise ParamError(f"{key} must be a number, got {text!r}") from None
+        return value
+    if f.kind == "bool":
+        low = text.strip().lower()
+        if low in _TRUE | _FALSE:
+            return low in _TRUE
+        raise ParamError(f"{key} must be true or false, got {text!r}")
+    if f.kind == "str":
+        return text.strip()
+    # ints, or int|ints
+    if ":" in text or f.kind == "ints":
+        return tuple(_parse_int(key, part) for part in text.split(":"))
+    return _parse_int(key, text)
+
+
+class Params:
+    """Base of a family's parameters. Subclass it as a frozen dataclass::
+
+        @dataclass(frozen=True)
+        class Size(Params):
+            rows: int = param(4096, min=1, help="rows of the matrix")
+            cols: int = param(1024, min=32, max=65536)
+
+    Values are checked on construction (types, bounds, choices, then ``validate()``).
+    """
+
+    # -- the fields ----------------------------------------------------------------------
+    @classmethod
+    def fields(cls) -> list[Field]:
+        cached = cls.__dict__.get("_paprof_fields")
+        if cached is not None:
+            return cached
+        if not dataclasses.is_dataclass(cls):
+            raise TypeError(f"{cls.__name__} must be a @dataclass(frozen=True)")
+        hints = typing.get_type_hints(cls)
+        out = []
+        for f in dataclasses.fields(cls):
+            if f.default is dataclasses.MISSING:
+                raise TypeError(f"{cls.__name__}.{f.name} needs a default (use param(...))")
+            out.append(Field(f.name, _kind_of(hints[f.name]), f.default,
+                             f.metadata.get("paprof", ParamInfo())))
+        keys: dict[str, str] = {}
+        for f in out:
+            for key in f.keys:
+                if key in keys:
+                    raise TypeError(f"{cls.__name__}: key {key!r} names both {keys[key]} and {f.name}")
+                keys[key] = f.name
+        setattr(cls, "_paprof_fields", out)
+        return out
+
+    @classmethod
+    def _keys(cls) -> dict[str, Field]:
+        return {key: f for f in cls.fields() for key in f.keys}
+
+    # -- checks ----------------------------------------------------------------------------
+    def __post_init__(self):
+        for f in self.fields():
+            value = getattr(self, f.name)
+            if isinstance(value, list):
+                value = tuple(value)
+                object.__setattr__(self, f.name, value)
+            self._check_field(f, value)
+        self.validate()
+
+    def _check_field(self, f: Field, value) -> None:
+        kind, info = f.kind, f.info
+        values = value if isinstance(value, tuple) else (value,)
+        if kind == "bool":
+            ok = isinstance(value, bool)
+        elif kind == "float":
+            ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+            if ok and not math.isfinite(value):
+                raise ParamError(f"{f.key} must be a finite number, got {value!r}")
+        elif kind == "str":
+            ok = isinstance(value, str)
+        elif kind == "int":
+            ok = isinstance(value, int) and not isinstance(value, bool)
+        else:
+            is_tuple = isinstance(value, tuple)
+            if kind == "ints" and not is_tuple:
+                ok = False
+            else:
+                ok = all(isinstance(v, int) and not isinstance(v, bool) for v in values)
+                ok = ok and (not is_tuple or len(values) > 0)
+        if not ok:
+            raise ParamError(f"{f.key} must be {f.kind.replace('|', ' or ').replace('ints', 'integers a:b:c')}, "
+                             f"got {value!r}")
+        if info.choices is not None and value not in info.choices:
+            raise ParamError(f"{f.key} must be one of {', '.join(map(str, info.choices))}, got {value!r}")
+        if kind in ("int", "float", "ints", "int|ints"):
+            low = info.min
+            high = info.max if info.max is not None else (INT_LIMIT if kind != "float" else None)
+            for v in values:
+                if low is not None and v < low:
+                    raise ParamError(f"{f.key} must be at least {low}, got {v}")
+                if high is not None and v > high:
+                    raise ParamError(f"{f.key} must be at most {high}, got {v}")
+
+    def validate(self) -> None:
+        """Cross-field rules (``q_heads`` a multiple of ``kv_heads`` ...): raise ``ParamError``."""
+
+    # -- text ------------------------------------------------------------------------------
+    @classmethod
+    def resolve(cls, values: dict, given: set[str]) -> dict:
+        """Adjust parsed values before construction (``given``: the fields named in the
+        text). The default changes nothing; a family may derive one field from another."""
+        return values
+
+    @classmethod
+    def parse(cls, text: str | None = None, base: "Params | None" = None):
+        """``key=value,...`` (any alias of a key) over ``base`` (the defaults when None)."""
+        keys = cls._keys()
+        values = (base if base is not None else cls()).to_values()
+        given: dict[str, str] = {}
+        for item in (text or "").split(","):
+            item = item.strip()
+            if not item:
+                continue
+            if "=" not in item:
+                example = ",".join(f"{f.key}={format_value(f.default)}" for f in cls.fields()[:2])
+                raise ParamError(f"parameter {item!r} is not KEY=VALUE (e.g. {example})")
+            key, value = (s.strip() for s in item.split("=", 1))
+            f = keys.get(key)
+            if f is None:
+                raise ParamError(f"unknown parameter {key!r}; known: "
+                                 + ", ".join(g.key for g in cls.fields()))
+            if f.name in given:
+                raise ParamError(f"parameter {f.key} is given twice ({given[f.name]}=..., {key}=...)")
+            if not value:
+                raise ParamError(f"parameter {key} has no value")
+            given[f.name] = key
+            values[f.name] = _parse_value(f, key, value)
+        values = cls.resolve(values, set(given))
+        return cls(**values)
+
+    def to_values(self) -> dict:
+        """Field name -> value (tuples kept), in declaration order."""
+        return {f.name: getattr(self, f.name) for f in self.fields()}
+
+    def to_dict(self) -> dict:
+        """Field name -> JSON value (tuples as lists)."""
+        return {k: list(v) if isinstance(v, tuple) else v for k, v in self.to_values().items()}
+
+    @classmethod
+    def from_dict(cls, data: dict):
+        """The inverse of ``to_dict`` (unknown keys are an error)."""
+        names = {f.name for f in cls.fields()}
+        unknown = sorted(set(data) - names)
+        if unknown:
+            raise ParamError(f"unknown parameter {unknown[0]!r}; known: {', '.join(sorted(names))}")
+        return cls(**data)
+
+    def spec(self) -> str:
+        """The ``--shape`` text that parses back into these parameters."""
+        parts = []
+        for f in self.fields():
+            value = getattr(self, f.name)
+            if f.info.omit_default and value == f.default:
+                continue
+            parts.append(f"{f.key}={format_value(value)}")
+        return ",".join(parts)
+
+    def slug(self) -> str:
+        """A file-name-safe id, ``rows4096_cols1024``; long tuples become a digest."""
+        parts = []
+        for f in self.fields():
+            value = getattr(self, f.name)
+            if f.info.omit_default and value == f.default:
+                continue
+            if isinstance(value, tuple):
+                text = "-".join(map(str, value))
+                if len(text) > 40:
+                    text = f"{len(value)}x-max{max(value)}-{hashlib.sha1(text.encode()).hexdigest()[:8]}"
+            else:
+                text = format_value(value)
+            text = re.sub(r"[^A-Za-z0-9.+-]+", "-", text)
+            parts.append(text if f.kind == "str" else f"{f.key.replace('_', '')}{text}")
+        return "_".join(parts) or "default"
+
+
+# ---------------------------------------------------------------------------------------
+# The work model
+# ---------------------------------------------------------------------------------------
+
+FLOP_KINDS = ("fp32", "tensor", "fp64")
+"""Which compute roof the FLOPs are measured against: CUDA-core fp32, tensor cores, fp64."""
+
+
+@dataclass(frozen=True)
+class Work:
+    """What the problem costs at the least, whatever the kernel does."""
+
+    bytes: int
+    """Bytes that must move through device memory: each input read once, each output
+    written once (re-reads are the kernel's own cost, not the problem's)."""
+    flops: int = 0
+    """Floating-point operations that must be done (a multiply-add counts two)."""
+    flop_kind: str = "fp32"
+    """The unit that does them (``FLOP_KINDS``): which compute ceiling they are held to."""
+
+    def __post_init__(self):
+        if self.bytes < 0 or self.flops < 0:
+            raise ValueError(f"work must not be negative: {self}")
+        if self.flop_kind not in FLOP_KINDS:
+            raise ValueError(f"flop_kind must be one of {FLOP_KINDS}, got {self.flop_kind!r}")
+
+    @property
+    def intensity(self) -> float | None:
+        """FLOPs per byte (None without bytes)."""
+        return self.flops / self.bytes if self.bytes else None
+
+    def to_dict(self) -> dict:
+        return {"bytes": int(self.bytes), "flops": int(self.flops), "flop_kind": self.flop_kind}
+
+    @classmethod
+    def from_dict(cls, data: dict | None) -> "Work | None":
+        if not isinstance(data, dict) or data.get("bytes") is None:
+            return None
+        return cls(int(data["bytes"]), int(data.get("flops") or 0), data.get("flop_kind") or "fp32")
+
+
+def throughput(work: "Work | dict | None", duration_us: float | None) -> dict:
+    """``{"tbs": ..., "tflops": ...}`` for work done in ``duration_us`` (None where unknown)."""
+    if isinstance(work, dict):
+        work = Work.from_dict(work)
+    if work is None or not duration_us or duration_us <= 0:
+        return {"tbs": None, "tflops": None}
+    return {"tbs": work.bytes / duration_us / 1e6,
+            "tflops": work.flops / duration_us / 1e6 if work.flops else None}
+
+
+# ---------------------------------------------------------------------------------------
+# Variants
+# ---------------------------------------------------------------------------------------
+
+
+def _accept_all(params) -> None:
+    return None
+
+
+@dataclass(frozen=True)
+class Variant:
+    """What every kind of variant has. Use one of the three kinds below."""
+
+    id: str
+    """Unique within the family (``baseline``, ``v1`` ...): also a folder of the run store."""
+    idea: str
+    """One line: what this version changes and why it should be faster."""
+    kernel_regex: str | None = None
+    """Matches the names of the kernels it launches (ncu's kernel filter, the grouping of
+    a report's rows). None: every kernel inside the variant's NVTX range."""
+    launch: str = ""
+    """Grid and block in words, for ``paprof list`` and the reports."""
+    accepts: Callable[[Any], None] = field(default=_accept_all, repr=False, compare=False)
+    """Raises ``ParamError`` (one line, why) for parameters the variant cannot take."""
+    order: int | None = None
+    """Position in the story; None: the position in the family's list."""
+    family: str = ""
+    """Set by the family that holds the variant."""
+
+    kind: ClassVar[str] = ""
+
+    def __post_init__(self):
+        if not _ID.match(self.id or ""):
+            raise ValueError(f"variant id {self.id!r}: letters, digits, '_', '.', '+', '-' only")
+
+    @property
+    def name(self) -> str:
+        return f"{self.family}/{self.id}" if self.family else self.id
+
+    @property
+    def nvtx_range(self) -> str:
+        """The NVTX push/pop range the launcher wraps the profiled launches in."""
+        return f"{self.family}.{self.id}"
+
+    @property
+    def verified(self) -> bool:
+        """True when paprof checks this kind against the family's reference."""
+        return True
+
+    def check(self, params) -> None:
+        """Raise ``ParamError`` when the variant cannot take ``params``."""
+        self.accepts(params)
+
+    def to_dict(self) -> dict:
+        return {"family": self.family, "variant": self.id, "kind": self.kind, "idea": self.idea,
+                "kernel_regex": self.kernel_regex, "launch": self.launch}
+
+
+ArgsFn = Callable[[Any, dict, Any], tuple]
+
+
+@dataclass(frozen=True)
+class CudaVariant(Variant):
+    """A CUDA source compiled at run time (CuPy ``RawModule``, cached on disk).
+
+    Either declare one kernel (``kernel``, ``grid``, ``block``, ``args`` and optionally
+    ``shared_mem`` and ``defines``, each a value or a function of the parameters) or give
+    ``build(variant, params, device) -> Launcher`` for anything more (several kernels,
+    scratch buffers, a choice of code path).
+    """
+
+    sources: tuple[str, ...] = ()
+    """``.cu`` files, relative to the family's folder (``Family.folder``) or absolute."""
+    kernel: str | None = None
+    """The ``extern "C" __global__`` function to launch (declarative form)."""
+    grid: Any = None
+    """``(x, y, z)`` or ``fn(params) -> tuple``."""
+    block: Any = None
+    """``(x, y, z)`` or ``fn(params) -> tuple``."""
+    args: ArgsFn | None = field(default=None, repr=False, compare=False)
+    """``fn(params, inputs, out) -> tuple`` of kernel arguments (NumPy scalars for values)."""
+    shared_mem: Any = 0
+    """Dynamic shared memory in bytes, or ``fn(params) -> int``."""
+    defines: Any = None
+    """``-D`` macros: a dict, or ``fn(params) -> dict``."""
+    build: Callable | None = field(default=None, repr=False, compare=False)
+    """``fn(variant, params, device) -> Launcher``: replaces the declarative form."""
+    folder: Path | None = None
+    """Set by the family: where ``sources`` live."""
+
+    kind: ClassVar[str] = "cuda"
+
+    def __post_init__(self):
+        super().__post_init__()
+        if self.build is None and not (self.kernel and self.grid and self.block and self.args):
+            raise ValueError(f"CUDA variant {self.id}: give build=..., or kernel, grid, block and args")
+        if not self.sources:
+            raise ValueError(f"CUDA variant {self.id}: name its .cu sources")
+        if self.kernel_regex is None and self.kernel:
+            object.__setattr__(self, "kernel_regex", re.escape(self.kernel))
+
+    def source_paths(self) -> list[Path]:
+        base = self.folder or Path.cwd()
+        return [Path(s) if Path(s).is_absolute() else base / s for s in self.sources]
+
+    def to_dict(self) -> dict:
+        return {**super().to_dict(), "sources": [str(p) for p in self.source_paths()]}
+
+
+@dataclass(frozen=True)
+class CallableVariant(Variant):
+    """A Python function that launches on the current stream: ``fn(inputs, out, params)``.
+
+    ``inputs`` is the family's dict of arrays and ``out`` the output, as CuPy arrays or
+    (``arrays="torch"``) as PyTorch tensors sharing the same memory (DLPack, no copy).
+    ``fn`` is a function or ``"module:function"``, imported when the variant is built, so
+    the family module itself need not import Triton or PyTorch. The first call (compiling,
+    autotuning) happens before timing and outside the profiled range.
+    """
+
+    fn: Any = None
+    arrays: str = "cupy"
+
+    kind: ClassVar[str] = "callable"
+
+    def __post_init__(self):
+        super().__post_init__()
+        if self.fn is None:
+            raise ValueError(f"callable variant {self.id}: give fn=function or 'module:function'")
+        if self.arrays not in ("cupy", "torch"):
+            raise ValueError(f"callable variant {self.id}: arrays must be 'cupy' or 'torch'")
+
+    @property
+    def fn_ref(self) -> str:
+        if isinstance(self.fn, str):
+            return self.fn
+        return f"{getattr(self.fn, '__module__', '?')}:{getattr(self.fn, '__qualname__', '?')}"
+
+    def resolve_fn(self) -> Callable:
+        return self.fn if callable(self.fn) else load_object(self.fn, what=f"variant {self.id}'s fn")
+
+    def to_dict(self) -> dict:
+        return {**super().to_dict(), "fn": self.fn_ref, "arrays": self.arrays}
+
+
+@dataclass(frozen=True)
+class CommandVariant(Variant):
+    """An external program, profiled inside its own NVTX range; never verified.
+
+    Made by ``paprof run --cmd '...' --nvtx-range NAME --name ID``: paprof knows neither
+    its inputs nor a reference, so every report says "not verified".
+    """
+
+    command: tuple[str, ...] = ()
+    range_name: str = ""
+    """The program's NVTX range (``domain@range`` where it uses a domain)."""
+
+    kind: ClassVar[str] = "command"
+
+    def __post_init__(self):
+        super().__post_init__()
+        if not self.command:
+            raise ValueError("command variant: give the command to run")
+
+    @property
+    def nvtx_range(self) -> str:
+        return self.range_name
+
+    @property
+    def verified(self) -> bool:
+        return False
+
+    def to_dict(self) -> dict:
+        return {**super().to_dict(), "command": list(self.command), "nvtx_range": self.range_name}
+
+
+# ---------------------------------------------------------------------------------------
+# What building a variant gives (GPU side fills these in; the classes need no GPU)
+# ---------------------------------------------------------------------------------------
+
+
+@dataclass
+class KernelLaunch:
+    """One kernel a variant launches, as it is configured."""
+
+    name: str
+    grid: tuple[int, int, int]
+    block: tuple[int, int, int]
+    dynamic_smem: int = 0
+    registers: int | None = None
+    static_smem: int | None = None
+
+    def to_dict(self) -> dict:
+        return dict(self.__dict__)
+
+
+@dataclass
+class Launcher:
+    """Enqueues one step of a variant: ``launcher(inputs, out)``.
+
+    ``kernels`` lists what it launches where that is known (a CUDA variant); ``details``
+    holds the choices it made for these parameters (``{"num_splits": 16}``), which the
+    run records and the reports show. ``convert``, when set, turns each array into what
+    ``run`` takes (a PyTorch tensor over the same memory): the harness applies it once.
+    """
+
+    variant: str
+    kernels: list[KernelLaunch]
+    run: Callable = field(repr=False)
+    details: dict = field(default_factory=dict)
+    convert: Callable | None = field(default=None, repr=False)
+
+    def __call__(self, inputs, out) -> None:
+        self.run(inputs, out)
+
+
+# ---------------------------------------------------------------------------------------
+# The family
+# ---------------------------------------------------------------------------------------
+
+
+@dataclass
+class Family:
+    """A kernel family: parameters, variants, inputs, reference, tolerance, work model."""
+
+    name: str
+    """Family id: ``[a-z_][a-z0-9_]*``, also a folder of the run store."""
+    params: type
+    """The family's ``Params`` subclass."""
+    variants: Sequence[Variant]
+    """In story order (or ordered by their ``order``)."""
+    inputs: Callable[[Any, int | None, Any], dict]
+    """``inputs(params, seed, xp) -> {name: array}``: fresh random values, never zeros."""
+    output: Callable[[Any, Any], Any]
+    """``output(params, xp) -> array`` the variant writes into."""
+    reference: Callable[[Any, dict, Any], Any]
+    """``reference(params, inputs, xp) -> array``, the expected output in float64."""
+    work: Callable[[Any], Work]
+    """``work(params) -> Work``: bytes that must move, FLOPs that must be done."""
+    tolerance: float | Callable[[Any], float] = 1e-5
+    """Largest accepted ``||out - ref|| / ||ref||``: a number or ``fn(params)``."""
+    summary: str = ""
+    """One line: what the family computes."""
+    folder: Path | None = None
+    """Where relative CUDA sources live; default: the folder of the module defining it."""
+    gate_metrics: tuple[str, ...] = ()
+    """The regression gate's default metrics (empty: the gate's own defaults)."""
+    notes: tuple[str, ...] = ()
+    """Extra sentences for the reports' story (one idea each)."""
+    origin: str = "built-in"
+    """Where discovery found it (``built-in``, ``entry point NAME``, ``pyproject PATH``)."""
+    module: str = ""
+    """The module that defines it (recorded with runs; set automatically)."""
+
+    def __post_init__(self):
+        if not re.match(r"^[a-z_][a-z0-9_]*$", self.name or ""):
+            raise ValueError(f"family name {self.name!r}: lower-case letters, digits and '_'")
+        if not (isinstance(self.params, type) and issubclass(self.params, Params)):
+            raise ValueError(f"family {self.name}: params must be a Params subclass")
+        self.params.fields()  # type errors surface when the family is defined
+        caller = sys._getframe(2).f_globals  # the module that writes Family(...)
+        if not self.module:
+            self.module = caller.get("__name__", "")
+        if self.folder is None and caller.get("__file__"):
+            self.folder = Path(caller["__file__"]).resolve().parent
+        ids, attached = set(), []
+        for i, v in enumerate(self.variants):
+            if not isinstance(v, Variant):
+                raise ValueError(f"family {self.name}: {v!r} is not a Variant")
+            if v.id in ids:
+                raise ValueError(f"family {self.name}: variant id {v.id!r} appears twice")
+            ids.add(v.id)
+            changes: dict = {"family": self.name, "order": i if v.order is None else v.order}
+            if isinstance(v, CudaVariant) and v.folder is None:
+                changes["folder"] = self.folder
+            attached.append(dataclasses.replace(v, **changes))
+        self.variants = sorted(attached, key=lambda v: v.order)
+
+    # -- parameters --------------------------------------------------------------------
+    def parse(self, text: str | None = None):
+        return self.params.parse(text)
+
+    def tolerance_for(self, params) -> float:
+        return float(self.tolerance(params) if callable(self.tolerance) else self.tolerance)
+
+    def variant(self, vid: str) -> Variant:
+        for v in self.variants:
+            if v.id == vid:
+                return v
+        raise UserError(f"family {self.name} has no variant {vid!r}; it has: "
+                        + ", ".join(v.id for v in self.variants))
+
+    def describe(self) -> dict:
+        """What ``paprof list --json`` shows of the family."""
+        return {
+            "family": self.name,
+            "summary": self.summary,
+            "origin": self.origin,
+            "module": self.module,
+            "params": [{"name": f.key, "field": f.name, "kind": f.kind,
+                        "default": _jsonable(f.default), "aliases": list(f.keys[1:]),
+                        "help": f.info.help}
+                       for f in self.params.fields()],
+            "default_shape": self.params().spec(),
+            "gate_metrics": list(self.gate_metrics),
+        }
+
+
+def _jsonable(value):
+    return list(value) if isinstance(value, tuple) else value
+
+
+# ---------------------------------------------------------------------------------------
+# Verification: shared by every family
+# ---------------------------------------------------------------------------------------
+
+
+def relative_error(out, ref, xp=None) -> float:
+    """``||out - ref|| / ||ref||`` in float64; a non-finite value anywhere gives inf."""
+    import numpy as np
+
+    xp = xp or np
+    out = out.astype(xp.float64)
+    ref = ref.astype(xp.float64)
+    if not bool(xp.isfinite(out).all()):
+        return math.inf
+    norm = float(xp.linalg.norm(ref))
+    diff = float(xp.linalg.norm(out - ref))
+    return diff / norm if norm else (0.0 if diff == 0 else math.inf)
+
+
+# ---------------------------------------------------------------------------------------
+# Loading user code
+# ---------------------------------------------------------------------------------------
+
+
+def import_module(name: str, what: str = "module"):
+    """Import a user's module; a one-line ``UserError`` naming it when that fails."""
+    import importlib
+
+    try:
+        return importlib.import_module(name)
+    except Exception as err:  # any failure in a user's module is the user's to fix
+        detail = f"{type(err).__name__}: {err}".splitlines()[0]
+        raise UserError(f"{what}: importing module {name!r} failed ({detail})") from None
+
+
+def load_object(ref: str, what: str = "object"):
+    """``module:attr`` (``attr`` may be dotted) -> the object; one-line ``UserError``
+    naming the module and what is missing when it cannot be had."""
+    module_name, sep, attr = ref.partition(":")
+    if not sep or not module_name or not attr:
+        raise UserError(f"{what}: {ref!r} is not 'module:attribute'")
+    obj = import_module(module_name, what)
+    for part in attr.split("."):
+        try:
+            obj = getattr(obj, part)
+        except AttributeError:
+            raise UserError(f"{what}: module {module_name!r} has no attribute {attr!r}") from None
+    return obj

@@ -1,0 +1,227 @@
+"""Finding kernel families: built-in, installed packages', and the user's own repository's.
+
+Three sources, in this order:
+
+1. the families paprof ships (``BUILTIN``);
+2. installed packages that declare an entry point in the group ``paprof.families``::
+
+       [project.entry-points."paprof.families"]
+       softmax = "my_kernels.softmax:family"
+
+3. the repository you run paprof in: the nearest ``pyproject.toml`` above the current
+   folder with a ``[tool.paprof]`` table::
+
+       [tool.paprof]
+       families = ["softmax_family:family"]   # module:attribute (a Family object)
+       path = ["."]                           # folders put on the import path (default ".")
+
+A reference may name the module only (``softmax_family``): its ``FAMILY`` or ``family``
+attribute is used. A family that cannot be loaded is a one-line error naming its module
+and what is missing (exit 2). Nothing here imports CuPy or any GPU code.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from paprof.errors import ShapeError, UserError
+from paprof.family import CommandVariant, Family, Variant, import_module, load_object
+
+BUILTIN = ("paprof.families.paged_decode:FAMILY",)
+ENTRY_POINT_GROUP = "paprof.families"
+CONFIG_TABLE = "paprof"
+
+
+@dataclass(frozen=True)
+class ProjectConfig:
+    """The ``[tool.paprof]`` table of a repository's ``pyproject.toml``."""
+
+    pyproject: Path
+    families: tuple[str, ...]
+    path: tuple[Path, ...]
+
+    @property
+    def root(self) -> Path:
+        return self.pyproject.parent
+
+
+def _read_toml(path: Path) -> dict:
+    try:
+        import tomllib
+    except ModuleNotFoundError:  # Python 3.10
+        import tomli as tomllib
+    try:
+        with open(path, "rb") as fh:
+            return tomllib.load(fh)
+    except (OSError, ValueError) as err:
+        raise UserError(f"cannot read {path}: {err}") from None
+
+
+def project_config(start: Path | str | None = None) -> ProjectConfig | None:
+    """The nearest ``pyproject.toml`` at or above ``start`` (the current folder) that has a
+    ``[tool.paprof]`` table; None when there is none."""
+    here = Path(start or Path.cwd()).resolve()
+    for folder in (here, *here.parents):
+        pyproject = folder / "pyproject.toml"
+        if not pyproject.is_file():
+            continue
+        table = _read_toml(pyproject).get("tool", {}).get(CONFIG_TABLE)
+        if table is None:
+            continue
+        if not isinstance(table, dict):
+            raise UserError(f"{pyproject}: [tool.paprof] must be a table")
+        fams = table.get("families", [])
+        paths = table.get("path", ["."])
+        if isinstance(fams, str):
+            fams = [fams]
+        if isinstance(paths, str):
+            paths = [paths]
+        if not all(isinstance(f, str) for f in fams) or not all(isinstance(p, str) for p in paths):
+            raise UserError(f"{pyproject}: [tool.paprof] families and path are lists of strings")
+        return ProjectConfig(pyproject, tuple(fams), tuple((folder / p).resolve() for p in paths))
+    return None
+
+
+def _load_family(ref: str, origin: str) -> Family:
+    module_name, _, attr = ref.partition(":")
+    what = f"the paprof family {ref!r} ({origin})"
+    if attr:
+        obj = load_object(ref, what)
+    else:
+        module = import_module(module_name, what)
+        obj = getattr(module, "FAMILY", None) or getattr(module, "family", None)
+        if obj is None:
+            raise UserError(f"{what}: module {module_name!r} defines neither FAMILY nor family")
+    if not isinstance(obj, Family):
+        raise UserError(f"{what}: {ref} is a {type(obj).__name__}, not a paprof.family.Family")
+    obj.origin = origin
+    return obj
+
+
+def _entry_points():
+    from importlib.metadata import entry_points
+
+    return list(entry_points(group=ENTRY_POINT_GROUP))
+
+
+_CACHE: dict[str, dict[str, Family]] = {}
+
+
+def clear() -> None:
+    """Forget what was discovered (tests change folders and installed entry points)."""
+    _CACHE.clear()
+
+
+def discover(start: Path | str | None = None) -> dict[str, Family]:
+    """Every visible family by name, built-in first. Cached per starting folder."""
+    key = str(Path(start or Path.cwd()).resolve())
+    if key in _CACHE:
+        return _CACHE[key]
+    found: dict[str, Family] = {}
+
+    def add(fam: Family) -> None:
+        old = found.get(fam.name)
+        if old is not None and old is not fam:
+            raise UserError(f"two families are named {fam.name!r}: {old.origin} ({old.module}) "
+                            f"and {fam.origin} ({fam.module}); rename one")
+        found[fam.name] = fam
+
+    for ref in BUILTIN:
+        add(_load_family(ref, "built-in"))
+    for ep in _entry_points():
+        add(_load_family(ep.value, f"entry point {ep.name} of {getattr(ep.dist, 'name', '?')}"))
+    config = project_config(start)
+    if config is not None:
+        for folder in reversed(config.path):
+            if str(folder) not in sys.path:
+                sys.path.insert(0, str(folder))
+        for ref in config.families:
+            add(_load_family(ref, f"[tool.paprof] of {config.pyproject}"))
+    _CACHE[key] = found
+    return found
+
+
+def families() -> tuple[str, ...]:
+    return tuple(discover())
+
+
+def family(name: str) -> Family:
+    fams = discover()
+    if name not in fams:
+        raise UserError(f"unknown kernel family {name!r}; known: {', '.join(fams)}")
+    return fams[name]
+
+
+def variants(family_name: str | None = None) -> list[Variant]:
+    """All variants, or one family's, in story order."""
+    fams = [family(family_name)] if family_name else list(discover().values())
+    return [v for f in fams for v in f.variants]
+
+
+def get(name: str, family_name: str | None = None) -> Variant:
+    """A variant by ``id`` or ``family/id``; unknown names list the known ones."""
+    if "/" in name:
+        family_name, name = name.split("/", 1)
+    candidates = [v for v in variants(family_name) if v.id == name]
+    if not candidates:
+        known = ", ".join(v.id if family_name else v.name for v in variants(family_name))
+        raise UserError(f"unknown variant {name!r}; known: {known} (or 'all')")
+    if len(candidates) > 1:
+        raise UserError(f"variant {name!r} exists in several families; say which: "
+                        + ", ".join(v.name for v in candidates))
+    return candidates[0]
+
+
+def resolve(names, family_name: str | None = None) -> list[Variant]:
+    """Expand ``all`` and drop repeats, keeping the order given. The variants of one run
+    share their parameters, so they must come from one family."""
+    names = list(names or ())
+    if not names:
+        raise UserError("name at least one variant (--variant v3, or --variant all)")
+    if "all" in names and family_name is None:
+        named = [get(n) for n in names if n != "all"]
+        fams = {v.family for v in named} or set(discover())
+        if len(fams) > 1:
+            raise UserError("--variant all needs one family; say which with --family: "
+                            + ", ".join(sorted(fams)))
+        family_name = fams.pop()
+    out: list[Variant] = []
+    for name in names:
+        chosen = variants(family_name) if name == "all" else [get(name, family_name)]
+        out.extend(v for v in chosen if v not in out)
+    fams = sorted({v.family for v in out})
+    if len(fams) > 1:
+        raise UserError("the variants of one run share their parameters, so they must be of "
+                        f"one family; these are of {', '.join(fams)}")
+    return out
+
+
+def check_params(variants, params) -> None:
+    """Raise the first variant's ``ShapeError`` when none of ``variants`` takes ``params``
+    (before any GPU or ncu is looked for)."""
+    errors = []
+    for v in variants:
+        try:
+            v.check(params)
+            return
+        except ShapeError as err:
+            errors.append(err)
+    raise errors[0]
+
+
+def family_of(variant: Variant) -> Family:
+    return family(variant.family)
+
+
+def command_variant(command: list[str], nvtx_range: str, name: str,
+                    kernel_regex: str | None = None) -> CommandVariant:
+    """The variant ``paprof run --cmd`` profiles (family ``command``)."""
+    return CommandVariant(id=name, idea=f"external command: {' '.join(command)}",
+                          kernel_regex=kernel_regex, launch="the program's own launches",
+                          family=COMMAND_FAMILY, command=tuple(command), range_name=nvtx_range)
+
+
+COMMAND_FAMILY = "command"
+"""The run-store family of variants profiled with ``paprof run --cmd``."""

@@ -97,6 +97,31 @@ def derive(values: dict) -> dict:
     return values
 
 
+def work_model(sidecar: dict | None) -> tuple[float, float]:
+    """(bytes, FLOPs) of the run's work model: schema 2's ``work``; NaN where unknown
+    (a schema-1 sidecar, a foreign report)."""
+    work = (sidecar or {}).get("work")
+    if not isinstance(work, dict):
+        return math.nan, math.nan
+    def number(key):
+        value = work.get(key)
+        return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else math.nan
+    return number("bytes"), number("flops")
+
+
+def work_rates(values: dict) -> None:
+    """``work_tbs`` and ``work_tflops`` of a row from its work model and duration."""
+    duration = values.get("duration_us", math.nan)
+    ok = not _nan(duration) and duration > 0
+    for column, rate in (("work_bytes", "work_tbs"), ("work_flops", "work_tflops")):
+        amount = values.get(column, math.nan)
+        values[rate] = amount / duration / 1e6 if ok and not _nan(amount) and amount > 0 else math.nan
+
+
+def _kernel_names(sidecar: dict | None) -> set:
+    return {k.get("kernel") for k in (sidecar or {}).get("profiled_kernels") or () if isinstance(k, dict)}
+
+
 def bandwidth_gbs(dram_bytes: float, duration_us: float) -> float:
     """Bytes over microseconds, in GB/s (1e9 bytes per second); NaN without a duration."""
     if _nan(dram_bytes) or _nan(duration_us) or duration_us <= 0:
@@ -129,7 +154,7 @@ def _missing_section(column: str, values: dict) -> str | None:
     """The section that would supply a NaN column of this row (None if it is present)."""
     entry = M.BY_COLUMN[column]
     value = values.get(column)
-    if entry.text and column != "gpu":
+    if (entry.text and column != "gpu") or entry.section == M.WORK:
         return None
     if not _nan(value) and value != "":
         return None
@@ -175,6 +200,11 @@ def _action_row(action, entries, report: Path, sidecar: dict | None, layout: dic
         sidecar=sidecar,
         result_index=index,
     )
+    values["work_bytes"], values["work_flops"] = work_model(sidecar)
+    if len(_kernel_names(sidecar)) > 1:  # one kernel of several: the work is the variant's
+        values["work_tbs"] = values["work_tflops"] = math.nan
+    else:
+        work_rates(values)
     values["bottleneck"], values["bottleneck_evidence"] = classify(values, thresholds)
     return values
 
@@ -267,6 +297,7 @@ def _combine(group: pd.DataFrame, thresholds: Thresholds) -> dict:
             row[column] = ((values[ok] * durations[ok]).sum() / weight
                            if ok.any() and weight > 0 else math.nan)
     row["achieved_bandwidth_gbs"] = bandwidth_gbs(row["dram_bytes"], row["duration_us"])
+    work_rates(row)
     row["top_stall_reason"], row["top_stall_cycles"] = top_stall(row)
     names = list(group["kernel"])
     row["kernels"] = names

@@ -36,6 +36,9 @@ DEFAULT_SECTIONS = (
 DEVICE = "(device attributes)"
 #: The section name for derived columns: computed by paprof from other columns.
 DERIVED = "(derived)"
+#: The section name for the work model: the family's bytes and FLOPs, from the run's
+#: sidecar (schema 2); absent for a report paprof did not write.
+WORK = "(work model)"
 
 #: How :func:`paprof.analysis.load.variant_rows` combines the kernels of one variant.
 SUM, WEIGHTED, DOMINANT = "sum", "weighted", "dominant"
@@ -256,13 +259,30 @@ _DERIVED = (
            inputs=tuple(m.column for m in _STALLS)),
 )
 
-#: The whole catalogue: measured metrics, then stall reasons, then derived columns.
-CATALOGUE: tuple[Metric, ...] = _MEASURED + _STALLS + _DERIVED
+_WORK = (
+    Metric("work_bytes", None, "byte", WORK,
+           "Bytes the problem must move at the least (the family's work model)",
+           formula="the sidecar's work.bytes"),
+    Metric("work_flops", None, "FLOP", WORK,
+           "FLOPs the problem must do (the family's work model)",
+           formula="the sidecar's work.flops"),
+    Metric("work_tbs", None, "TB/s", WORK,
+           "Useful bandwidth: the bytes the problem must move over the variant's duration",
+           combine=WEIGHTED, formula="work_bytes / duration (a variant of several kernels: "
+           "over their summed duration)", inputs=("work_bytes", "duration_us")),
+    Metric("work_tflops", None, "TFLOP/s", WORK,
+           "Useful arithmetic rate: the FLOPs the problem must do over the variant's duration",
+           combine=WEIGHTED, formula="work_flops / duration (a variant of several kernels: "
+           "over their summed duration)", inputs=("work_flops", "duration_us")),
+)
+
+#: The whole catalogue: measured metrics, stall reasons, derived columns, the work model.
+CATALOGUE: tuple[Metric, ...] = _MEASURED + _STALLS + _DERIVED + _WORK
 
 #: Catalogue entries by column name.
 BY_COLUMN: dict[str, Metric] = {m.column: m for m in CATALOGUE}
 
-#: The entries read from a report (not derived).
+#: The entries read from a report (not derived, not the work model).
 MEASURED: tuple[Metric, ...] = tuple(m for m in CATALOGUE if not m.derived)
 
 #: Names of the block limits, keyed by column, in tie-break order: the hardware caps

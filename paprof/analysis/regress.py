@@ -115,6 +115,10 @@ GATE_RULES: dict[str, GateRule] = {
     "elapsed_cycles": GateRule("elapsed cycles", False, Tolerance(relative=0.05)),
     # Deterministic counts: the same code on the same shape moves the same bytes.
     "dram_bytes": GateRule("DRAM bytes", False, Tolerance(relative=0.005)),
+    # The family's work model over the duration: what a compute-bound family gates on.
+    "work_tbs": GateRule("useful bandwidth (work model)", True, Tolerance(relative=0.05)),
+    "work_tflops": GateRule("useful FLOP rate (work model)", True, Tolerance(relative=0.05)),
+    "tensor_pipe_pct": GateRule("tensor-pipe utilisation", True, Tolerance(absolute=3.0)),
 }
 """Direction and default tolerance per gateable metric, keyed by the catalogue's columns
 (whose ``unit`` says what an absolute tolerance is in)."""
@@ -430,8 +434,11 @@ def _provenance(row) -> Provenance:
     )
 
 
-def measure(table, metrics: Sequence[str], missing_ok: bool = False) -> list[Entry]:
+def measure(table, metrics: Sequence[str] | None, missing_ok: bool = False) -> list[Entry]:
     """One ``Entry`` per (family, variant, shape) of ``table``.
+
+    ``metrics`` None: each entry's family's own gate metrics (its sidecar's
+    ``gate_metrics``, the family's hint), else ``DEFAULT_METRICS``.
 
     ``table`` has one row per profiled launch of a variant (``variant_rows``'s output):
     columns ``variant``, ``shape``, the metric columns and, where known, ``family``,
@@ -461,7 +468,9 @@ def measure(table, metrics: Sequence[str], missing_ok: bool = False) -> list[Ent
             key=lambda g: _created(g.iloc[0]["report_path"], _sidecar(g.iloc[0])),
         )
         stats = {}
-        for metric in metrics:
+        hinted = (_sidecar(latest.iloc[0]) or {}).get("gate_metrics")
+        chosen = metrics or [m for m in (hinted or DEFAULT_METRICS) if m in GATE_RULES]
+        for metric in chosen:
             values = latest[metric].dropna() if metric in latest else []
             if len(values):
                 stats[metric] = Stat.of(values)
@@ -476,15 +485,17 @@ def measure(table, metrics: Sequence[str], missing_ok: bool = False) -> list[Ent
 
 
 def make_baseline(
-    source, metrics: Sequence[str] = DEFAULT_METRICS, variants: Sequence[str] | None = None
+    source, metrics: Sequence[str] | None = None, variants: Sequence[str] | None = None
 ) -> Baseline:
     """A ``Baseline`` from a runs table (``variant_rows`` output) or report/runs paths.
+
+    ``metrics`` None: each family's gate metrics (``measure``).
 
     ``variants`` keeps only those (``v3`` or ``paged_decode/v3``; ``all`` or None keeps
     every variant); a name matching nothing is a ``UserError``.
     """
-    metrics = tuple(dict.fromkeys(metrics))
-    for metric in metrics:
+    metrics = tuple(dict.fromkeys(metrics or ())) or None
+    for metric in metrics or ():
         rule(metric)
     table = source if hasattr(source, "columns") else load_table(source, variants)
     entries = select_variants(measure(table, metrics), variants)

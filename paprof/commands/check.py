@@ -150,8 +150,8 @@ def baseline():
 @click.option("--variant", "variants", multiple=True,
               help="Variant to include (repeatable; v3 or paged_decode/v3). Default: all.")
 @click.option("--metric", "metrics", multiple=True,
-              help=f"Metric to record (repeatable): {_METRICS}. Default: "
-              f"{', '.join(regress.DEFAULT_METRICS)}.")
+              help=f"Metric to record (repeatable): {_METRICS}. Default: the family's own "
+              f"gate metrics (its hint), else {', '.join(regress.DEFAULT_METRICS)}.")
 @click.option("--out", required=True, type=click.Path(dir_okay=False, path_type=Path),
               metavar="FILE", help="Baseline JSON to write.")
 @click.option("--force", is_flag=True, help="Replace FILE if it exists.")
@@ -164,7 +164,7 @@ def update(runs, variants, metrics, out, force):
       paprof baseline update --runs runs/ --variant v3 --out perf/h200.json
     """
     made = regress.make_baseline(
-        runs, metrics=tuple(metrics) or regress.DEFAULT_METRICS, variants=variants
+        runs, metrics=tuple(metrics) or None, variants=variants
     )
     regress.save_baseline(made, out, force=force)
     for e in made.entries:

@@ -131,6 +131,7 @@ def build_sidecar(
     profiled: list[ProfiledKernel],
     paths: store.RunPaths,
     source: dict,
+    gate_metrics=(),
 ) -> dict:
     """The provenance sidecar (schema 2, docs/CONTRACTS.md)."""
     passes = [k.passes for k in profiled if k.passes is not None]
@@ -147,6 +148,7 @@ def build_sidecar(
         "shape_slug": params.slug() if params is not None else store.COMMAND_SLUG,
         "params": params.to_dict() if params is not None else {},
         "work": work,
+        "gate_metrics": list(gate_metrics),
         "gpu": prov.gpu,
         "gpu_slug": prov.gpu_slug,
         "driver": prov.driver,
@@ -241,7 +243,8 @@ def profile_variant(
         ncu = run_ncu(argv, paths.log, pending.report, on_kernel=_kernel_status(say), env=env)
         command = [str(paths.report) if a == str(pending.report) else a for a in argv]
         sidecar = build_sidecar(variant, params, work, settings, result, prov, command,
-                                ncu.log.kernels, paths, source)
+                                ncu.log.kernels, paths, source,
+                                getattr(family, "gate_metrics", ()))
         store.write_sidecar(pending.sidecar, sidecar)
     return store.Run(paths.report, sidecar)
 

@@ -131,7 +131,8 @@ def discover(start: Path | str | None = None) -> dict[str, Family]:
     for ref in BUILTIN:
         add(_load_family(ref, "built-in"))
     for ep in _entry_points():
-        add(_load_family(ep.value, f"entry point {ep.name} of {getattr(ep.dist, 'name', '?')}"))
+        dist = getattr(getattr(ep, "dist", None), "name", None)
+        add(_load_family(ep.value, f"entry point {ep.name}" + (f" of {dist}" if dist else "")))
     config = project_config(start)
     if config is not None:
         for folder in reversed(config.path):

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from paprof.profiler import profile
@@ -92,3 +94,54 @@ def test_environment_errors_exit_2(paprof_cli, fake_bin, fake_launcher, tmp_path
     assert result.exit_code == 2
     assert result.output.startswith("paprof: error: ncu may not read the GPU performance counters")
     assert result.output.count("\n") == 1 and "ncu log: " in result.output
+
+
+def test_run_cmd_profiles_an_external_program_unverified(paprof_cli, fake_bin, fake_launcher, tmp_path, monkeypatch):
+    """The command kind end to end with the fake ncu: stored under family 'command', the
+    launcher never runs, the sidecar and every report say 'not verified'."""
+    from conftest_profiler import real_report
+
+    monkeypatch.setenv("FAKE_NCU_ARGV", str(tmp_path / "argv.json"))
+    monkeypatch.setenv("FAKE_NCU_REPORT", str(real_report()))
+    monkeypatch.setenv("COLUMNS", "200")
+    runs = tmp_path / "runs"
+    result = invoke(paprof_cli, "--cmd", "python3 train.py --steps '3 4'", "--nvtx-range", "step",
+                    "--name", "mine", "--runs", str(runs))
+    assert result.exit_code == 0, result.output
+    assert "command/mine" in result.output and "not verified" in result.output
+    assert fake_launcher.calls == []  # no reference check: nothing runs outside ncu
+    ran = json.loads((tmp_path / "argv.json").read_text())
+    assert ran[-4:] == ["python3", "train.py", "--steps", "3 4"]
+    assert ran[ran.index("--nvtx-include") + 1] == "step/"
+    assert "-k" not in ran and "--launch-count" not in ran
+    (sidecar,) = runs.rglob("*.json")
+    assert sidecar.relative_to(runs).as_posix() == "nvidia-h200/command/mine/command.json"
+    side = json.loads(sidecar.read_text())
+    assert (side["kind"], side["verified"], side["verification"], side["params"]) == ("command", False, None, {})
+    assert side["nvtx_range"] == "step" and side["source"]["path"] == str(Path.cwd().resolve())
+
+    other = invoke(paprof_cli, "--cmd", "python3 other.py", "--nvtx-range", "step", "--name", "theirs",
+                   "--runs", str(runs))
+    assert other.exit_code == 0, other.output
+    compare = CliRunner().invoke(paprof_cli, ["compare", "mine", "theirs", "--runs", str(runs),
+                                              "--markdown", str(tmp_path / "r.md")])
+    assert compare.exit_code == 0, compare.output
+    text = (tmp_path / "r.md").read_text()
+    assert "mine is not verified: an external command was profiled without a reference check" in text
+    assert "not verified" in text
+
+
+@pytest.mark.parametrize("args, message", [
+    (("--cmd", "python3 x.py", "--name", "a"), "--cmd needs --nvtx-range NAME"),
+    (("--cmd", "python3 x.py", "--nvtx-range", "r"), "--cmd needs --nvtx-range NAME"),
+    (("--cmd", "'unclosed", "--nvtx-range", "r", "--name", "a"), "--cmd is not a valid command line"),
+    (("--cmd", "python3", "--nvtx-range", "r", "--name", "a b"), "--name 'a b'"),
+    (("--cmd", "python3", "--nvtx-range", "r", "--name", "a", "--variant", "v3"), "give neither --variant"),
+    (("--variant", "v3", "--nvtx-range", "r"), "--nvtx-range, --name and --kernel-regex go with --cmd"),
+    ((), "name a variant (--variant v3, or --variant all), or a program (--cmd)"),
+])
+def test_run_cmd_option_errors_are_one_line(paprof_cli, args, message):
+    result = invoke(paprof_cli, *args)
+    assert result.exit_code == 2
+    (line,) = result.output.splitlines()
+    assert line.startswith("paprof: error: ") and message in line

@@ -721,6 +721,8 @@ def provenance_of(v: VariantResult) -> dict:
         "date": created,
         "git_commit": commit,
         "verified": verification.get("passed"),
+        "unverified": bool(s) and s.get("verified") is False and not verification,
+        "kind": s.get("kind"),
         "rel_error": verification.get("rel_error"),
         "report": "/".join(Path(v.report_path).parts[-3:]) if v.report_path else None,
         "has_sidecar": bool(v.sidecar),
@@ -745,6 +747,10 @@ def provenance_warnings(rows: list[dict]) -> tuple[list[str], list[str]]:
         if r["verified"] is False:
             warnings.append(f"{r['label']} failed verification against the float64 reference "
                             f"(relative error {r['rel_error']}): its timing is of a wrong kernel.")
+        if r.get("unverified"):
+            what = "an external command" if r.get("kind") == "command" else "this run"
+            warnings.append(f"{r['label']} is not verified: {what} was profiled without a "
+                            "reference check, so nothing says its output is right.")
         if not r["has_sidecar"]:
             notes.append(f"{r['label']}: no provenance sidecar beside {r['report'] or 'the report'}; "
                          "its ncu version and clock control are unknown and were not checked.")

@@ -484,6 +484,8 @@ def _provenance_view(cmp: Comparison) -> ProvenanceView:
                 value = _date_text(value)
             elif key == "verified":
                 value = {True: "passed", False: "FAILED", None: None}[value]
+                if p.get("unverified"):
+                    value = "not verified"
                 if p.get("rel_error") is not None and value:
                     value += f" (rel. error {float(p['rel_error']):.1e})"
             row[key] = "unknown" if value is None else str(value)

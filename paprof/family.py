@@ -75,7 +75,7 @@ class ParamInfo:
     """Leave the field out of ``spec()`` while it has its default (an optional knob)."""
     key: str | None = None
     """The key ``spec()``, help and errors use, when it is not the field's name
-    (``page_size`` written ``page``); the field's name is then accepted as an alias."""
+    (``num_elements`` written ``n``); the field's name is then accepted as an alias."""
 
 
 def param(default, *, aliases: Sequence[str] = (), help: str = "", min=None, max=None,
@@ -257,7 +257,7 @@ class Params:
                     raise ParamError(f"{f.key} must be at most {high}, got {v}")
 
     def validate(self) -> None:
-        """Cross-field rules (``q_heads`` a multiple of ``kv_heads`` ...): raise ``ParamError``."""
+        """Cross-field rules (``rows`` a multiple of ``tile`` ...): raise ``ParamError``."""
 
     # -- text ------------------------------------------------------------------------------
     @classmethod
@@ -590,7 +590,7 @@ class Launcher:
     """Enqueues one step of a variant: ``launcher(inputs, out)``.
 
     ``kernels`` lists what it launches where that is known (a CUDA variant); ``details``
-    holds the choices it made for these parameters (``{"num_splits": 16}``), which the
+    holds the choices it made for these parameters (``{"splits": 16}``), which the
     run records and the reports show. ``convert``, when set, turns each array into what
     ``run`` takes (a PyTorch tensor over the same memory): the harness applies it once.
     """

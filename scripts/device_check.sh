@@ -12,6 +12,9 @@
 #   tests    the GPU test suite (pytest -m gpu)
 #   sanitize v5/v6's tensor-core kernel under compute-sanitizer memcheck (scripts/sanitize_fast.py)
 #   check    paprof baseline update + paprof check --profile --repeat 5, twice
+#   custom   examples/custom_family: bench, run --variant all, compare (-> $OUT/custom-runs.tar)
+#   readme   the README's own family (scripts/readme_example.py): bench, run, compare, check
+#   cmd      paprof run --cmd on a whole program with an NVTX range (the command kind)
 # Results land in $OUT (the device tool brings it back): logs.tar with every log.
 set -uo pipefail
 OUT=${OUT:-/tmp/paprof-out}
@@ -98,7 +101,7 @@ from paprof.kernels import gpu; print(gpu.current_device())
     ;;
   tests)
     stamp tests
-    timeout 280 python3 -m pytest -m gpu tests -q -p no:cacheprovider 2>&1 | tail -40 | tee "$OUT/logs/gpu-tests.log"
+    timeout 300 python3 -m pytest -m gpu tests -q -p no:cacheprovider 2>&1 | tail -40 | tee "$OUT/logs/gpu-tests.log"
     ;;
   sanitize)
     stamp sanitize
@@ -115,6 +118,40 @@ from paprof.kernels import gpu; print(gpu.current_device())
       echo "check $i exit ${PIPESTATUS[0]}"
     done
     cp /tmp/baseline.json "$OUT/logs/" 2>/dev/null
+    ;;
+  custom)
+    stamp custom
+    ( cd examples/custom_family && rm -rf runs &&
+      python3 -m paprof list --family softmax &&
+      for shape in "rows=16384,cols=4096" "rows=4096,cols=1000" "rows=1024,cols=32768"; do
+        python3 -m paprof bench --family softmax --variant all --shape "$shape" --json > "$OUT/custom-bench-$(echo $shape | tr ',=' '_-').json" 2> "$OUT/logs/custom-bench.log"
+        python3 "$OLDPWD/scripts/bench_table.py" "$OUT/custom-bench-$(echo $shape | tr ',=' '_-').json"
+      done
+      start=$(date +%s)
+      timeout 240 python3 -m paprof run --family softmax --variant all --runs runs 2>&1 | tee "$OUT/logs/custom-run.log"
+      echo "paprof run --family softmax --variant all: $(( $(date +%s) - start )) s wall" | tee -a "$OUT/logs/custom-run.log"
+      python3 -m paprof compare naive block fused torch triton --runs runs --markdown "$OUT/logs/custom-compare.md" --out "$OUT/logs/custom-compare.html" 2>&1 | tail -3
+      tar cf "$OUT/custom-runs.tar" runs )
+    ;;
+  readme)
+    stamp readme
+    rm -rf /tmp/readme && python3 scripts/readme_example.py /tmp/readme > /dev/null
+    ( cd /tmp/readme/my-kernels &&
+      python3 -m paprof bench --family vadd --variant all 2>&1 | tail -4 &&
+      python3 -m paprof run --family vadd --variant all --shape n=67108864 2>&1 | tail -8 &&
+      python3 -m paprof compare simple vec4 --markdown "$OUT/logs/readme-compare.md" 2>&1 | tail -2 &&
+      python3 -m paprof baseline update --runs runs --out perf/vadd.json 2>&1 | tail -3 &&
+      python3 -m paprof check --baseline perf/vadd.json --runs runs 2>&1 | tail -4; echo "readme check exit $?"
+      python3 -m paprof check --baseline perf/vadd.json --profile --repeat 3 2>&1 | tail -4; echo "readme check --profile exit ${PIPESTATUS[0]}"
+      tar cf "$OUT/readme-runs.tar" runs perf )
+    ;;
+  cmd)
+    stamp cmd
+    ( cd examples/custom_family &&
+      python3 -m paprof run --cmd "python3 whole_program.py --steps 3" --nvtx-range softmax_step \
+        --name whole_program --runs runs 2>&1 | tail -6
+      python3 -m paprof table runs/*/command 2>&1 | tail -6
+      tar cf "$OUT/cmd-runs.tar" runs/*/command )
     ;;
   *) echo "unknown stage $stage"; exit 2;;
   esac

@@ -23,7 +23,7 @@ def _details(row) -> str:
 @click.option("--family", default=None, help="Kernel family (needed for 'all' when several are visible).")
 @click.option("--shape", default="", metavar="KEY=VALUE,...",
               help="The family's parameters (paprof list shows them), e.g. "
-                   "batch=64,context=4096,dtype=fp16.")
+                   "batch=8,dtype=fp16.")
 @click.option("--launches", default=100, show_default=True, type=click.IntRange(5),
               help="Timed launches per round; the median is reported.")
 @click.option("--rounds", default=2, show_default=True, type=click.IntRange(1),

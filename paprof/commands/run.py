@@ -76,7 +76,7 @@ def _command_variant(cmd, nvtx_range, name, kernel_regex):
 @click.option("--family", default=None, help="Kernel family (needed for 'all' when several are visible).")
 @click.option("--shape", default=None, metavar="KEY=VALUE,...",
               help="The family's parameters (paprof list shows them), e.g. "
-                   "batch=64,context=4096,dtype=fp16.")
+                   "batch=8,dtype=fp16.")
 @click.option("--cmd", default=None, metavar="'PROGRAM ARGS'",
               help="Profile an external program instead of a variant (with --nvtx-range "
                    "and --name); it is not verified.")
@@ -114,7 +114,7 @@ def run(variants, family, shape, cmd, nvtx_range, name, kernel_regex, preset, ru
     \b
     Examples:
       paprof run --variant v3
-      paprof run --variant v2 --variant v3 --shape batch=8,context=32768
+      paprof run --variant v2 --variant v3 --shape batch=8,dtype=fp32
       paprof run --family softmax --variant all --replace
       paprof run --cmd 'python train_step.py' --nvtx-range step --name mine
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from paprof.errors import ShapeError
 from paprof import registry
+from paprof.errors import ShapeError
 from paprof.kernels import harness
 from paprof.families.paged_decode.problem import Shape
 
@@ -24,7 +24,7 @@ def check(variant_id, shape):
         variant.check(shape)
     except ShapeError as err:
         pytest.skip(f"{variant_id} does not take this shape: {err}")
-    prep = harness.prepare(variant, shape)
+    prep = harness.prepare(registry.family("paged_decode"), variant, shape)
     result = harness.verify(prep)
     assert result.passed, f"{variant_id} {shape.slug()}: rel {result.rel_error} max abs {result.max_abs_error}"
     return prep
@@ -63,7 +63,7 @@ def test_page_sizes(vid, page):
 def test_splits_including_more_than_pages(vid, splits):
     # context 17 at page 16 has 2 pages: most splits are empty for the short sequences
     prep = check(vid, Shape(batch=4, context=(1, 17, 200, 2000), num_splits=splits))
-    assert prep.launcher.num_splits == splits
+    assert prep.launcher.details["num_splits"] == splits
 
 
 @pytest.mark.parametrize("vid", ["v5", "v6"])
@@ -76,18 +76,19 @@ def test_half_caches(vid, dtype, head_dim):
 @pytest.mark.parametrize("context, batch", [(32768, 4), (131072, 1)])
 def test_v6_splits_small_batches(context, batch):
     prep = check("v6", Shape(batch=batch, context=context, dtype="fp16"))
-    assert prep.launcher.num_splits > 1
+    assert prep.launcher.details["num_splits"] > 1
 
 
 def test_v6_does_not_split_a_full_batch():
     prep = check("v6", Shape(batch=64, context=4096, dtype="fp16"))
-    assert prep.launcher.num_splits == 1
+    assert prep.launcher.details["num_splits"] == 1
 
 
 def test_fresh_inputs_differ_between_runs():
-    a = harness.prepare(registry.get("v2"), Shape(batch=2, context=64))
-    b = harness.prepare(registry.get("v2"), Shape(batch=2, context=64))
-    assert float(abs(a.inputs[0].key_cache - b.inputs[0].key_cache).max()) > 0
+    fam = registry.family("paged_decode")
+    a = harness.prepare(fam, registry.get("v2"), Shape(batch=2, context=64))
+    b = harness.prepare(fam, registry.get("v2"), Shape(batch=2, context=64))
+    assert float(abs(a.inputs[0]["key_cache"] - b.inputs[0]["key_cache"]).max()) > 0
 
 
 @pytest.mark.parametrize("vid", ["v5", "v6"])
@@ -116,4 +117,4 @@ def test_half_caches_head_dim_32(vid):
 @pytest.mark.parametrize("splits", [3, 16])
 def test_half_cache_splits_including_more_than_pages(splits):
     prep = check("v6", Shape(batch=4, context=(1, 17, 200, 2000), num_splits=splits, dtype="fp16"))
-    assert prep.launcher.num_splits == splits
+    assert prep.launcher.details["num_splits"] == splits

@@ -5,7 +5,7 @@
 #   env      GPU, driver, ncu, CuPy, NVTX
 #   raw      ncu on every variant straight from the launcher (no paprof run), reports in raw/
 #   runs     paprof run --variant all  -> $OUT/h200-runs.tar (the shipped examples/h200)
-#   bench    paprof bench at the issue's shapes -> $OUT/bench-*.json
+#   bench    paprof bench at the issue's shapes -> logs/bench-*.json
 #   tune     sweep v5's warps / unroll / prefetch (scripts/tune_v5.py)
 #   probe    ncu memory counters of sweep entries $PROBE (default "0 1")
 #   diag     load the shipped runs with ncu's own Python module (faulthandler on)
@@ -70,12 +70,12 @@ from paprof.kernels import gpu; print(gpu.current_device())
     ;;
   bench)
     stamp bench
-    python3 -m paprof bench --variant all --shape "$MAIN" --json > "$OUT/bench-main-fp32.json" 2> "$OUT/logs/bench-main-fp32.log"
+    python3 -m paprof bench --variant all --shape "$MAIN" --json > "$OUT/logs/bench-main-fp32.json" 2> "$OUT/logs/bench-main-fp32.log"
     for spec in "$MAIN,dtype=fp16" "$MAIN,dtype=bf16" "batch=1,context=131072,dtype=fp16" "batch=4,context=32768,dtype=fp16"; do
       name=$(echo "$spec" | sed 's/batch=64,context=4096,q_heads=32,kv_heads=8,head_dim=128,page=16/main/' | tr ',=' '_-')
-      python3 -m paprof bench --variant v5 --variant v6 --variant v3 --shape "$spec" --json > "$OUT/bench-$name.json" 2> "$OUT/logs/bench-$name.log"
+      python3 -m paprof bench --variant v5 --variant v6 --variant v3 --shape "$spec" --json > "$OUT/logs/bench-$name.json" 2> "$OUT/logs/bench-$name.log"
     done
-    python3 scripts/bench_table.py "$OUT"/bench-*.json | tee "$OUT/logs/bench-table.txt"
+    python3 scripts/bench_table.py "$OUT"/logs/bench-*.json | tee "$OUT/logs/bench-table.txt"
     ;;
   tune)
     stamp tune
@@ -124,8 +124,8 @@ from paprof.kernels import gpu; print(gpu.current_device())
     ( cd examples/custom_family && rm -rf runs &&
       python3 -m paprof list --family softmax &&
       for shape in "rows=16384,cols=4096" "rows=4096,cols=1000" "rows=1024,cols=32768"; do
-        python3 -m paprof bench --family softmax --variant all --shape "$shape" --json > "$OUT/custom-bench-$(echo $shape | tr ',=' '_-').json" 2> "$OUT/logs/custom-bench.log"
-        python3 "$OLDPWD/scripts/bench_table.py" "$OUT/custom-bench-$(echo $shape | tr ',=' '_-').json"
+        python3 -m paprof bench --family softmax --variant all --shape "$shape" --json > "$OUT/logs/custom-bench-$(echo $shape | tr ',=' '_-').json" 2>> "$OUT/logs/custom-bench.log"
+        python3 "$OLDPWD/scripts/bench_table.py" "$OUT/logs/custom-bench-$(echo $shape | tr ',=' '_-').json"
       done
       start=$(date +%s)
       timeout 240 python3 -m paprof run --family softmax --variant all --runs runs 2>&1 | tee "$OUT/logs/custom-run.log"

@@ -1,0 +1,61 @@
+"""The example family's H200 runs shipped in examples/custom_family/runs: real schema-2
+sidecars, the work model in the table, a story in compare, a command run "not verified"."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from paprof.analysis import load
+from paprof.reports.build import write_report
+
+RUNS = Path(__file__).resolve().parents[1] / "examples" / "custom_family" / "runs"
+SOFTMAX = RUNS / "nvidia-h200" / "softmax"
+MATRIX_BYTES = 2 * 4 * 16384 * 4096
+
+
+@pytest.fixture(scope="module")
+def table():
+    return load.variant_rows(load.load_reports(RUNS))
+
+
+def test_every_variant_and_the_command_run_are_shipped_with_schema_2_sidecars():
+    kinds = {}
+    for side_path in RUNS.rglob("*.json"):
+        side = json.loads(side_path.read_text())
+        assert side["schema"] == 2 and side["gpu"] == "NVIDIA H200"
+        assert side_path.with_suffix(".ncu-rep").is_file()
+        kinds[side["variant"]] = (side["kind"], side["verified"])
+    assert kinds == {"naive": ("cuda", True), "block": ("cuda", True), "fused": ("cuda", True),
+                     "torch": ("callable", True), "triton": ("callable", True),
+                     "whole_program": ("command", False)}
+
+
+def test_labels_follow_the_story(table):
+    labels = dict(zip(table["variant"], table["bottleneck"]))
+    assert labels["naive"] == "occupancy/launch-bound"
+    assert labels["block"] == "latency-bound"
+    assert labels["fused"] == labels["triton"] == "dram-bound"
+    assert labels["whole_program"] == labels["torch"]  # the same ATen kernel either way
+
+
+def test_the_work_model_gives_useful_bandwidth(table):
+    fused = table[table["variant"] == "fused"].iloc[0]
+    assert fused["work_bytes"] == MATRIX_BYTES
+    assert fused["work_tbs"] == pytest.approx(MATRIX_BYTES / fused["duration_us"] / 1e6)
+    assert 3.5 < fused["work_tbs"] < 4.8  # near the H200's ceiling
+    naive = table[table["variant"] == "naive"].iloc[0]
+    # naive moves twice the bytes it must: its second and third passes miss the caches
+    assert naive["dram_bytes"] / naive["work_bytes"] == pytest.approx(2.0, rel=0.05)
+    command = table[table["variant"] == "whole_program"]
+    assert command["work_tbs"].isna().all()  # a program has no work model
+
+
+def test_compare_tells_the_story_and_flags_the_command(tmp_path):
+    text = write_report(["naive", "block", "fused"], runs=RUNS, out=None, markdown="-").markdown_text
+    assert "**occupancy/launch-bound** → **latency-bound**" in text
+    assert "**latency-bound** → **DRAM-bound**" in text
+    text = write_report(["torch", "whole_program"], runs=RUNS, out=None, markdown="-").markdown_text
+    assert "whole\\_program is not verified" in text

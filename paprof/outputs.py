@@ -64,13 +64,13 @@ def _holds(path: Path, mark: str) -> bool:
     return mark in head
 
 
-def check_target(path, *, what: str = "a paprof output", mark: str | None = None,
+def check_target(path, *, what: str | None = None, mark: str | None = None,
                  force: bool = False, inputs: Iterable = (), parents: bool = False) -> bool:
     """Whether writing ``path`` replaces an existing file (True) or makes a new one.
 
     ``UserError`` when it may not be written: not a regular file, one of ``inputs``, its
     folder missing (unless ``parents``: it will be made), or an existing non-empty file
-    without ``mark`` (``what`` names the kind) and without ``force``.
+    without ``mark`` (``what`` names its kind, e.g. "a paprof report") and without ``force``.
     """
     path = Path(path)
     try:
@@ -88,7 +88,8 @@ def check_target(path, *, what: str = "a paprof output", mark: str | None = None
         raise UserError(f"cannot write {path}: it is one of this command's inputs")
     if force or st.st_size == 0 or (mark is not None and _holds(path, mark)):
         return True
-    raise UserError(f"{path} exists and is not {what}; choose another file or pass --force")
+    kind = f" and is not {what}" if what else ""
+    raise UserError(f"{path} exists{kind}; choose another file or pass --force")
 
 
 def _umask() -> int:

@@ -214,3 +214,49 @@ def test_compare_on_a_read_only_file_system_is_one_line(tmp_path, monkeypatch):
     line = one_line_error(invoke("compare", V2, V3, "--out", tmp_path / "r.html"))
     assert "Read-only file system" in line
     assert list(tmp_path.iterdir()) == []
+
+
+# -- table --out ---------------------------------------------------------------------------
+
+
+@pytest.fixture
+def shipped_copy(tmp_path):
+    """The shipped v3 report and its sidecar, copied (tests never touch the originals)."""
+    folder = tmp_path / "runs"
+    folder.mkdir()
+    for suffix in (".ncu-rep", ".json"):
+        (folder / f"v3{suffix}").write_bytes(V3.with_suffix(suffix).read_bytes())
+    return folder / "v3.ncu-rep"
+
+
+@pytest.mark.parametrize("fmt", ["csv", "json", "text", "parquet"])
+@pytest.mark.parametrize("force", [[], ["--force"]])
+def test_table_never_writes_over_a_report_it_reads(shipped_copy, fmt, force):
+    before = shipped_copy.read_bytes()
+    for args in ([shipped_copy], [shipped_copy.parent]):
+        for target in (shipped_copy, shipped_copy.with_suffix(".json")):
+            line = one_line_error(invoke("table", *args, "--format", fmt, "--out", target, *force))
+            assert "inputs" in line
+    assert shipped_copy.read_bytes() == before
+    assert leftovers(shipped_copy.parent) == []
+
+
+def test_table_keeps_an_existing_file_unless_force(shipped_copy, tmp_path):
+    out = tmp_path / "t.csv"
+    out.write_text("my spreadsheet\n")
+    line = one_line_error(invoke("table", shipped_copy, "--format", "csv", "--out", out))
+    assert "--force" in line and out.read_text() == "my spreadsheet\n"
+    result = invoke("table", shipped_copy, "--format", "csv", "--out", out, "--force")
+    assert result.exit_code == 0, result.output
+    assert out.read_text().startswith("variant,") and leftovers(tmp_path) == []
+
+
+def test_table_disk_full_is_one_line_and_no_file(shipped_copy, tmp_path, monkeypatch):
+    def full(fd):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(outputs.os, "fsync", full)
+    out = tmp_path / "t.json"
+    line = one_line_error(invoke("table", shipped_copy, "--format", "json", "--out", out))
+    assert "No space left on device" in line
+    assert not out.exists() and leftovers(tmp_path) == []

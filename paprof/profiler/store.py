@@ -101,8 +101,26 @@ def _is_temp(path: Path) -> bool:
     return path.name.startswith(".") or TEMP_MARK in path.name
 
 
+def sidecar_path(report: Path) -> Path:
+    """The provenance sidecar beside ``report`` (``x.ncu-rep`` -> ``x.json``)."""
+    return report.with_name(report.name[: -len(REPORT_SUFFIX)] + SIDECAR_SUFFIX)
+
+
+def input_files(paths) -> list[Path]:
+    """The files a command reading ``paths`` (reports, or folders searched for them) reads:
+    each report and its sidecar. Outputs must never be written over one of them."""
+    found: list[Path] = []
+    for path in map(Path, paths):
+        reports = [r.report for r in find_runs(path)] if path.is_dir() else [path]
+        for report in reports:
+            found.append(report)
+            if report.name.endswith(REPORT_SUFFIX):
+                found.append(sidecar_path(report))
+    return found
+
+
 def _read_sidecar(report: Path) -> dict | None:
-    sidecar = report.with_name(report.name[: -len(REPORT_SUFFIX)] + SIDECAR_SUFFIX)
+    sidecar = sidecar_path(report)
     if not sidecar.is_file():
         return None
     try:

@@ -106,13 +106,6 @@ def resolve_variants(specs: list[str], runs: Path | str = DEFAULT_RUNS, shape: s
     return paths
 
 
-def _inputs(paths: list[Path]) -> list[Path]:
-    """The files a comparison reads: each report and its provenance sidecar."""
-    from paprof.profiler.store import SIDECAR_SUFFIX
-
-    return [q for p in paths for q in (p, p.with_suffix(SIDECAR_SUFFIX))]
-
-
 def write_report(
     specs: list[str],
     runs: Path | str = DEFAULT_RUNS,
@@ -136,10 +129,12 @@ def write_report(
     if out_path is not None and md_path is not None and os.path.realpath(out_path) == os.path.realpath(md_path):
         raise UserError(f"--out and --markdown both name {out_path}")
     paths = resolve_variants(specs, runs, shape)
+    from paprof.profiler.store import input_files
+
     replacing = [
         path for path, mark in ((out_path, GENERATOR_MARK), (md_path, MARK))
         if path is not None and outputs.check_target(
-            path, what="a paprof report", mark=mark, force=force, inputs=_inputs(paths))
+            path, what="a paprof report", mark=mark, force=force, inputs=input_files(paths))
     ]
     timings["resolve"] = time.perf_counter() - t0
 

@@ -367,17 +367,23 @@ def load_baseline(path: str | os.PathLike) -> Baseline:
     return Baseline.from_dict(data, source=f"baseline {path}")
 
 
-def save_baseline(baseline: Baseline, path: str | os.PathLike, force: bool = False) -> Path:
-    """Write ``baseline`` as JSON; refuse (``UserError``) to replace a file unless ``force``."""
-    path = Path(path)
-    if path.exists() and not force:
-        raise UserError(f"{path} exists; pass --force to replace the baseline")
+def save_baseline(baseline: Baseline, path: str | os.PathLike, force: bool = False,
+                  inputs: Iterable = ()) -> Path:
+    """Write ``baseline`` as JSON, atomically (``paprof.outputs``); refuse (``UserError``)
+    to replace a file unless ``force``, and one of ``inputs`` (the reports read) always."""
+    from paprof import outputs
+
+    check_baseline_target(path, force, inputs)
     text = json.dumps(baseline.to_dict(), indent=2, allow_nan=False) + "\n"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
-    return path
+    return outputs.write(path, text, parents=True)
+
+
+def check_baseline_target(path: str | os.PathLike, force: bool = False,
+                          inputs: Iterable = ()) -> None:
+    """``UserError`` now when ``save_baseline(..., path, force)`` would refuse."""
+    from paprof import outputs
+
+    outputs.check_target(path, force=force, inputs=inputs, parents=True)
 
 
 # ---------------------------------------------------------------------------------------

@@ -15,6 +15,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from paprof.analysis import regress
+from paprof.profiler.store import input_files
 
 _STYLE = {"pass": "green", "improved": "cyan", "regressed": "bold red"}
 
@@ -86,8 +87,11 @@ def _verdict_table(verdict: regress.Verdict) -> Table:
               help="Also write the verdict as JUnit XML.")
 @click.option("--markdown", type=click.Path(dir_okay=False, path_type=Path), metavar="FILE",
               help='Also write it as Markdown, e.g. --markdown "$GITHUB_STEP_SUMMARY".')
+@click.option("--force", is_flag=True,
+              help="Replace --junit / --markdown files that are not earlier paprof check "
+              "outputs (empty files and earlier outputs are replaced anyway).")
 def check(baseline_path, runs, profile, repeat, metrics, tolerances, allow_mismatch, junit,
-          markdown):
+          markdown, force):
     """Fail when kernels got slower than a baseline: the CI regression gate.
 
     A value is a regression when it is worse than the baseline by more than the larger
@@ -107,6 +111,12 @@ def check(baseline_path, runs, profile, repeat, metrics, tolerances, allow_misma
     """
     if repeat is not None and not profile:
         raise click.UsageError("--repeat needs --profile (stored runs are not re-measured)")
+    from paprof.reports import check_markdown, junit as junit_xml
+
+    inputs = [baseline_path, *input_files([runs or Path("runs")])]
+    for path, writer in ((junit, junit_xml), (markdown, check_markdown)):
+        if path:  # before any work: profiling can take minutes
+            writer.check_target(path, force, inputs)
     baseline = regress.load_baseline(baseline_path)
     settings = regress.Settings(
         metrics=tuple(metrics) or None,
@@ -129,13 +139,9 @@ def check(baseline_path, runs, profile, repeat, metrics, tolerances, allow_misma
         click.echo(f"note: {note}")
     click.echo(verdict.summary)
     if junit:
-        from paprof.reports.junit import write_junit
-
-        write_junit(verdict, junit)
+        junit_xml.write_junit(verdict, junit, force, inputs)
     if markdown:
-        from paprof.reports.check_markdown import write_markdown
-
-        write_markdown(verdict, markdown)
+        check_markdown.write_markdown(verdict, markdown, force, inputs)
     sys.exit(verdict.exit_code)
 
 
@@ -163,10 +169,12 @@ def update(runs, variants, metrics, out, force):
     Example:
       paprof baseline update --runs runs/ --variant v3 --out perf/h200.json
     """
+    inputs = input_files([runs])
+    regress.check_baseline_target(out, force, inputs)  # before reading the runs
     made = regress.make_baseline(
         runs, metrics=tuple(metrics) or regress.DEFAULT_METRICS, variants=variants
     )
-    regress.save_baseline(made, out, force=force)
+    regress.save_baseline(made, out, force=force, inputs=inputs)
     for e in made.entries:
         stats = ", ".join(
             f"{m} {regress.fmt_value(s.value, regress.unit(m))}" for m, s in e.metrics.items()

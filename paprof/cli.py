@@ -2,26 +2,43 @@
 
 Each verb lives in ``paprof/commands/<verb>.py`` and only converts options, calls one
 library function and prints. User-facing errors (``paprof.errors.PaprofError``) are
-caught here, once: one line on stderr and the error's exit code, no traceback.
+caught here, once: one line on stderr and the error's exit code, no traceback. So is
+an interrupt: one line and exit 130 (``paprof.entry`` covers the imports before this).
 """
 
 from __future__ import annotations
 
 import sys
+from contextlib import contextmanager
 
 import click
 
 from paprof import __version__
+from paprof.entry import interrupted
 from paprof.errors import PaprofError
 
 
+@contextmanager
+def _interrupts():
+    """Ctrl-C as one line and exit 130 (click would print "Aborted!" and exit 1)."""
+    try:
+        yield
+    except KeyboardInterrupt:
+        raise SystemExit(interrupted()) from None
+
+
 class _Group(click.Group):
+    def make_context(self, *args, **kwargs):
+        with _interrupts():
+            return super().make_context(*args, **kwargs)
+
     def invoke(self, ctx):
-        try:
-            return super().invoke(ctx)
-        except PaprofError as err:
-            click.echo(f"paprof: error: {err}", err=True)
-            sys.exit(err.exit_code)
+        with _interrupts():
+            try:
+                return super().invoke(ctx)
+            except PaprofError as err:
+                click.echo(f"paprof: error: {err}", err=True)
+                sys.exit(err.exit_code)
 
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
@@ -39,7 +56,7 @@ def main():
       paprof check --baseline b.json      the DRAM-throughput regression gate
 
     Exit codes: 0 ok, 1 a finding (regression, failed verification),
-    2 bad input or environment.
+    2 bad input or environment, 130 interrupted.
     """
 
 

@@ -11,15 +11,19 @@ baseline, ``check --junit/--markdown``) goes through this module:
 - ``write`` puts the data in a temporary file in the same folder (a name unique to the
   call, so concurrent commands cannot collide), then renames it over the target with
   ``os.replace``. A failure (read-only file system, permission denied, disk full) or an
-  interrupt removes the temporary file and leaves the target as it was; failures become
-  a one-line ``UserError`` (exit 2).
+  exception removes the temporary file and leaves the target as it was; failures become
+  a one-line ``UserError`` (exit 2). Ctrl-C during a write takes effect when the write is
+  done (the file is then whole), so no moment of it leaves a temporary file behind.
 """
 
 from __future__ import annotations
 
 import os
+import signal
 import stat
 import tempfile
+import threading
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Callable, Iterable, Union
 
@@ -98,9 +102,32 @@ def _umask() -> int:
     return mask
 
 
+@contextmanager
+def _interrupt_after():
+    """Hold SIGINT until the block is done, then deliver it (main thread only: Python
+    runs signal handlers there and nowhere else)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    caught = []
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: caught.append(frame))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        if caught and callable(previous):
+            previous(signal.SIGINT, caught[0])
+        elif caught and previous == signal.SIG_DFL:
+            signal.raise_signal(signal.SIGINT)
+
+
 def write(path, data: Data, *, parents: bool = False) -> Path:
     """Write ``data`` to ``path`` atomically (see the module docstring); ``path``."""
-    path = Path(path)
+    with _interrupt_after():
+        return _write(Path(path), data, parents)
+
+
+def _write(path: Path, data: Data, parents: bool) -> Path:
     try:
         if parents:
             path.parent.mkdir(parents=True, exist_ok=True)

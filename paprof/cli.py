@@ -27,7 +27,36 @@ def _interrupts():
         raise SystemExit(interrupted()) from None
 
 
+_NoArgsIsHelp = getattr(click.exceptions, "NoArgsIsHelpError", ())
+"""click >= 8.2 raises it for a group called without a command."""
+
+
+def _usage_line(err: click.ClickException) -> str:
+    """A click error as paprof's one line (click prints usage, a hint and the error)."""
+    message = " ".join(err.format_message().split())
+    if isinstance(err, click.UsageError):
+        words = err.ctx.command_path.split()[1:] if err.ctx is not None else []
+        message += f" (see {' '.join(['paprof', *words, '--help'])})"
+    return f"paprof: error: {message}"
+
+
 class _Group(click.Group):
+    def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True,
+             **extra):
+        try:
+            code = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+        except _NoArgsIsHelp as err:  # bare 'paprof' or 'paprof baseline': the help
+            click.echo(err.ctx.get_help())
+            code = err.exit_code
+        except click.ClickException as err:
+            click.echo(_usage_line(err), err=True)
+            code = err.exit_code
+        except click.Abort:  # end of input at a prompt
+            code = 1
+        if not standalone_mode:
+            return code
+        sys.exit(code if isinstance(code, int) else 0)
+
     def make_context(self, *args, **kwargs):
         with _interrupts():
             return super().make_context(*args, **kwargs)
@@ -41,7 +70,7 @@ class _Group(click.Group):
                 sys.exit(err.exit_code)
 
 
-@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
+@click.group("paprof", cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="paprof")
 def main():
     """Profile GPU kernel variants under Nsight Compute and explain why one is faster.

@@ -35,6 +35,7 @@ import re
 from dataclasses import dataclass
 from typing import Mapping
 
+from paprof.analysis import fmt
 from paprof.analysis import metrics as M
 
 DRAM_BOUND = "dram-bound"
@@ -143,8 +144,7 @@ def _pct(value: float) -> str:
 
 
 def _first_sentence(text: str, limit: int = 220) -> str:
-    text = re.sub(r"@\w+:[^:@]*:([^@]*)@", r"\1", text)  # ncu's @section:id:text@ links
-    text = " ".join(text.split())
+    text = " ".join(fmt.ncu_plain(text).split())
     match = re.match(r"(.+?[.!?])(\s|$)", text)
     sentence = match.group(1) if match else text
     return sentence if len(sentence) <= limit else sentence[: limit - 1] + "…"

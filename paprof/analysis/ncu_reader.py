@@ -22,7 +22,7 @@ import os
 import struct
 from pathlib import Path
 
-from paprof.analysis import ncu_fastread
+from paprof.analysis import fmt, ncu_fastread
 from paprof.errors import UserError
 
 log = logging.getLogger(__name__)
@@ -227,13 +227,14 @@ def read_metric(action, name: str, text: bool = False):
 
 def read_rules(action) -> list[dict]:
     """The rule results of one action that carry a message, as plain dicts:
-    ``id, title, type, message, speedup_pct`` (``speedup_pct`` NaN without an estimate).
+    ``id, title, type, message, speedup_pct`` (``speedup_pct`` NaN without an estimate;
+    title and message as plain text, without ncu's link markup).
 
     Reads the results directly rather than through ``rule_results_as_dicts``, which also
     builds every result table (slow, and not needed here).
     """
     if isinstance(action, ncu_fastread.FastResult):
-        return [dict(rule) for rule in action.rules]
+        return [_plain(dict(rule)) for rule in action.rules]
     rules = []
     for result in action.rule_results():
         if not result.has_rule_message():
@@ -246,11 +247,19 @@ def read_rules(action) -> list[dict]:
         speedup = math.nan
         if result.has_speedup_estimation():
             speedup = float(result.speedup_estimation()["speedup"])
-        rules.append({
+        rules.append(_plain({
             "id": result.rule_identifier(),
             "title": message.get("title") or result.name(),
             "type": _MSG_TYPES[kind] if isinstance(kind, int) and 0 <= kind < 5 else str(kind),
             "message": text,
             "speedup_pct": speedup,
-        })
+        }))
     return rules
+
+
+def _plain(rule: dict) -> dict:
+    """``rule`` with ncu's ``@url:...@`` / ``@section:...@`` markup as plain text."""
+    for key in ("title", "message"):
+        if isinstance(rule.get(key), str):
+            rule[key] = fmt.ncu_plain(rule[key])
+    return rule

@@ -150,6 +150,15 @@ def test_corrupt_and_missing_baselines_exit_2(invoke, tmp_path, runs_table):
     assert result.exit_code == 2 and "does not exist" in result.stderr
 
 
+def test_impossible_baseline_is_exit_2_not_a_regression(invoke, baseline_file, runs_table):
+    data = json.loads(baseline_file.read_text())
+    data["entries"][0]["metrics"]["duration_us"]["value"] = -1.0
+    baseline_file.write_text(json.dumps(data))
+    result = invoke("check", "--baseline", baseline_file)
+    assert result.exit_code == 2 and "REGRESSION" not in result.output
+    assert "corrupt" in result.stderr and "cannot be negative" in result.stderr
+
+
 def _fail_with(monkeypatch, call: str, code: int) -> None:
     from paprof import outputs
 

@@ -410,6 +410,33 @@ def test_bad_baselines_are_user_errors(tmp_path, baseline_v3, mangle, message):
         load_baseline(path)
 
 
+@pytest.mark.parametrize("metric, field, value, words", [
+    ("duration_us", "value", -3350.0, "cannot be negative"),
+    ("dram_bytes", "value", -1.0, "cannot be negative"),
+    ("dram_throughput_pct", "value", -0.5, "cannot be negative"),
+    ("dram_throughput_pct", "value", 100.5, "over 100"),
+    ("dram_throughput_pct", "spread", 150.0, "over 100"),
+    ("duration_us", "spread", -1.0, "cannot be negative"),
+])
+def test_impossible_values_make_the_baseline_corrupt(tmp_path, baseline_v3, metric, field,
+                                                     value, words):
+    data = baseline_v3.to_dict()
+    data["entries"][0]["metrics"][metric][field] = value
+    path = tmp_path / "b.json"
+    path.write_text(json.dumps(data))
+    with pytest.raises(UserError, match=f"corrupt: entry 0: {metric}.{field} .* impossible: .*{words}"):
+        load_baseline(path)
+
+
+def test_possible_edges_are_accepted(tmp_path, baseline_v3):
+    data = baseline_v3.to_dict()
+    data["entries"][0]["metrics"]["dram_throughput_pct"]["value"] = 100.0
+    data["entries"][0]["metrics"]["dram_bytes"]["value"] = 0.0
+    path = tmp_path / "b.json"
+    path.write_text(json.dumps(data))
+    assert load_baseline(path).entries[0].metrics["dram_bytes"].value == 0.0
+
+
 def test_truncated_and_missing_baselines(tmp_path, baseline_v3):
     path = save_baseline(baseline_v3, tmp_path / "b.json")
     path.write_text(path.read_text()[:40])

@@ -318,6 +318,21 @@ def _finite(value: object, what: str) -> float:
     return float(value)
 
 
+_NON_NEGATIVE_UNITS = ("%", "us", "byte", "GB/s", "cycle")
+"""Units of quantities that cannot be negative (durations, bytes, rates, percentages)."""
+
+
+def _possible(metric: str, value: float, what: str) -> float:
+    """``value`` if a measurement of ``metric`` can have it; ``ValueError`` otherwise."""
+    entry = BY_COLUMN.get(metric)
+    unit = entry.unit if entry else None
+    if value < 0 and (what == "spread" or unit in _NON_NEGATIVE_UNITS):
+        raise ValueError(f"{metric}.{what} {value:g} is impossible: it cannot be negative")
+    if unit == "%" and value > 100:
+        raise ValueError(f"{metric}.{what} {value:g} is impossible: a percentage over 100")
+    return value
+
+
 def _entry_from_dict(d: object) -> Entry:
     if not isinstance(d, dict):
         raise TypeError("an entry must be an object")
@@ -334,10 +349,8 @@ def _entry_from_dict(d: object) -> Entry:
         n = s["n"]
         if isinstance(n, bool) or not isinstance(n, int) or n < 1:
             raise ValueError(f"{m}.n must be a positive integer, got {n!r}")
-        spread = _finite(s["spread"], f"{m}.spread")
-        if spread < 0:
-            raise ValueError(f"{m}.spread must not be negative")
-        metrics[m] = Stat(_finite(s["value"], f"{m}.value"), spread, n)
+        spread = _possible(m, _finite(s["spread"], f"{m}.spread"), "spread")
+        metrics[m] = Stat(_possible(m, _finite(s["value"], f"{m}.value"), "value"), spread, n)
     prov = d.get("provenance") or {}
     if not isinstance(prov, dict):
         raise TypeError("'provenance' must be an object")

@@ -488,3 +488,32 @@ def test_markdown_lists_regressions_and_the_table(baseline_v3):
     assert len(table_rows) == 3
     passing = verdict_markdown(verdict_for(baseline_v3, make_rows()))
     assert passing.startswith("## paprof check: PASS") and "Regressions" not in passing
+
+
+def test_a_floor_below_zero_is_said_to_be_a_check_that_cannot_fail():
+    """v1-like: DRAM 0.9 % with the 3-point default gives allowed >= -2.1 %."""
+    from paprof.reports.check_markdown import verdict_markdown
+    from paprof.reports.junit import junit_tree
+
+    base = make_baseline(make_table(make_rows(dram=(0.9,))))
+    verdict = compare_to_baseline(base, make_table(make_rows(dram=(0.0,))))
+    (dram,) = [r for r in verdict.results if r.metric == "dram_throughput_pct"]
+    assert dram.status == "pass" and dram.cannot_fail
+    assert dram.allowed_text == ">= -2.1 % (-3 pts): cannot fail"
+    (note,) = [n for n in verdict.notes if "cannot fail" in n]
+    assert "dram_throughput_pct" in note and "--tolerance dram_throughput_pct=50%" in note
+    assert "cannot fail" in verdict_markdown(verdict) and "cannot fail" in ET.tostring(
+        junit_tree(verdict).getroot(), encoding="unicode")
+    # a relative tolerance makes it a real check again
+    strict = compare_to_baseline(base, make_table(make_rows(dram=(0.0,))),
+                                 Settings(tolerances={"dram_throughput_pct": Tolerance(relative=0.5)}))
+    (dram,) = [r for r in strict.results if r.metric == "dram_throughput_pct"]
+    assert dram.regressed and not dram.cannot_fail
+    assert not any("cannot fail" in n for n in strict.notes)
+
+
+def test_a_floor_above_zero_is_an_ordinary_check():
+    verdict = compare_to_baseline(make_baseline(make_table(make_rows(dram=(80.0,)))),
+                                  make_table(make_rows(dram=(80.0,))))
+    assert not any(r.cannot_fail for r in verdict.results)
+    assert not any("cannot fail" in n for n in verdict.notes)

@@ -12,6 +12,11 @@ compares the latest runs against it, metric by metric:
   two measured ranges no longer touch). Exactly at the allowed delta passes;
 - better by more than the same allowance is reported as ``improved`` (it passes; the
   baseline is then stale and worth updating);
+- a check that cannot fail is said so, not silently passed: for a kernel that barely
+  uses DRAM (0.9 %) the default 3-point allowance puts the floor below zero (``>= -2.1 %``),
+  which no measurement can cross. The tolerance is not scaled (a rescaled one would
+  fail on noise); the result's allowance reads "cannot fail" and the verdict gets a note
+  suggesting a relative tolerance or the duration gate instead;
 - a baseline from another GPU model, ncu version, clock control or shape gives no
   verdict (``BaselineMismatch``, exit 2) unless mismatches are allowed.
 
@@ -633,6 +638,12 @@ class Result:
     def regressed(self) -> bool:
         return self.status == "regressed"
 
+    @property
+    def cannot_fail(self) -> bool:
+        """The worst value that passes is one no measurement can go beyond (a floor
+        below zero for a quantity that cannot be negative)."""
+        return self.rule.higher_is_better and self.unit in _NON_NEGATIVE_UNITS and self.limit < 0
+
     # -- text shared by the terminal table, JUnit and Markdown ---------------------------
     @property
     def unit(self) -> str:
@@ -661,7 +672,8 @@ class Result:
         op = ">=" if self.rule.higher_is_better else "<="
         sign = "-" if self.rule.higher_is_better else "+"
         allowance = fmt_delta(self.allowed, self.unit, sign=False)
-        return f"{op} {self.fmt(self.limit)} ({sign}{allowance})"
+        text = f"{op} {self.fmt(self.limit)} ({sign}{allowance})"
+        return text + ": cannot fail" if self.cannot_fail else text
 
     @property
     def message(self) -> str:
@@ -784,6 +796,14 @@ def compare_to_baseline(baseline: Baseline, current, settings: Settings | None =
     for e in now_entries:
         if e.key not in known:
             notes.append(f"{e.name} at {e.shape} has no baseline entry; not checked")
+    for r in results:
+        if r.cannot_fail:
+            notes.append(
+                f"{r.name} {r.metric} at {r.shape}: the allowance "
+                f"({fmt_delta(r.allowed, r.unit, sign=False)}) is more than the baseline "
+                f"({r.fmt(r.baseline.value)}), so this check cannot fail; give a relative "
+                f"tolerance (--tolerance {r.metric}=50%) or rely on the duration_us check"
+            )
     if any(r.status == "improved" for r in results):
         notes.append("some metrics improved beyond tolerance: consider 'paprof baseline update'")
     return Verdict(results, notes, pairs[0][1].provenance)

@@ -397,3 +397,14 @@ def test_shipped_profile_path_end_to_end_with_fake_ncu(
     assert ncu_argv[ncu_argv.index("--clock-control") + 1] == "none"
     (sidecar,) = runs.rglob("v3/*.json")
     assert json.loads(sidecar.read_text())["launches"] == 3
+
+
+def test_check_table_keeps_the_dtype_of_each_shape(invoke, tmp_path):
+    """v5 runs at fp16 and fp32: the rows must not look the same (the shape was cut)."""
+    out = tmp_path / "v5.json"
+    assert invoke("baseline", "update", "--runs", SHIPPED, "--variant", "v5", "--out", out).exit_code == 0
+    result = invoke("check", "--baseline", out, "--runs", SHIPPED)
+    assert result.exit_code == 0, result.output
+    rows = [line for line in result.stdout.splitlines() if "paged_decode/v5" in line]
+    assert sum("b64_ctx4096_h32x8_d128_p16_fp16" in r for r in rows) == 3
+    assert sum("b64_ctx4096_h32x8_d128_p16_fp32" in r for r in rows) == 3

@@ -25,6 +25,18 @@ _DEFAULT_TOLERANCES = ", ".join(
 )
 
 
+def _slug(shape: str) -> str:
+    """The short name of a shape (``b64_ctx4096_h32x8_d128_p16_fp16``: the dtype stays in
+    view); a shape paprof cannot parse (a foreign report's) as it is."""
+    from paprof.errors import UserError
+    from paprof.kernels.problem import parse_shape
+
+    try:
+        return parse_shape(shape).slug() if "=" in shape else shape
+    except (UserError, ValueError):
+        return shape
+
+
 def _verdict_table(verdict: regress.Verdict) -> Table:
     shapes = {r.shape for r in verdict.results}
     one_shape = len(shapes) == 1 and not any(r.shape_now for r in verdict.results)
@@ -32,13 +44,13 @@ def _verdict_table(verdict: regress.Verdict) -> Table:
     table = Table(title=title, title_justify="left")
     table.add_column("variant")
     if not one_shape:
-        table.add_column("shape")
+        table.add_column("shape", overflow="fold")  # never cut: the dtype is at its end
     for name in ("metric", "baseline", "now", "change", "allowed", "status"):
         table.add_column(name, justify="left" if name in ("metric", "status") else "right")
     for r in verdict.results:
         cells = [escape(r.name)]
         if not one_shape:
-            shape = r.shape if r.shape_now is None else f"{r.shape} (now {r.shape_now})"
+            shape = _slug(r.shape) + ("" if r.shape_now is None else f" (now {_slug(r.shape_now)})")
             cells.append(escape(shape))
         cells += [
             r.metric, r.fmt_stat(r.baseline), r.fmt_stat(r.now), r.delta_text,

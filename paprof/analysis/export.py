@@ -152,7 +152,8 @@ def check_output(fmt: str, out: Path | None, force: bool = False, inputs=()) -> 
         if out is None:
             raise UserError("--format parquet writes a binary file: give --out FILE.parquet")
         if importlib.util.find_spec("pyarrow") is None:
-            raise UserError("--format parquet needs pyarrow: pip install pyarrow")
+            raise UserError("--format parquet needs pyarrow, a paprof dependency missing here "
+                            "(installed with --no-deps?): pip install pyarrow")
     if out is not None:
         outputs.check_target(out, force=force, inputs=inputs)
 

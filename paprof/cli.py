@@ -81,7 +81,9 @@ def main():
       paprof bench --variant all          CUDA-event timings and bandwidth (GPU)
       paprof run --variant v2 --variant v3  verify, then profile under ncu (GPU)
       paprof table runs/                  any .ncu-rep as a table with its bottleneck
-      paprof compare v2 v3 --out r.html   the comparative report
+      paprof compare v2 v3 --runs examples/h200
+                                          the comparative report (of the H200
+                                          runs shipped in examples/h200)
       paprof check --baseline b.json      the DRAM-throughput regression gate
 
     Exit codes: 0 ok, 1 a finding (regression, failed verification),

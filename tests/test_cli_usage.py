@@ -52,3 +52,25 @@ def test_help_and_version_still_exit_0(args):
 def test_a_bare_group_shows_its_help():
     result = CliRunner().invoke(main, ["baseline"])
     assert result.stdout.startswith("Usage: paprof baseline")
+
+
+def test_the_compare_example_in_help_works_on_a_fresh_clone(tmp_path, monkeypatch):
+    help_text = CliRunner().invoke(main, ["--help"]).stdout
+    (line,) = [l.strip() for l in help_text.splitlines() if l.strip().startswith("paprof compare")]
+    assert line == "paprof compare v2 v3 --runs examples/h200"
+    monkeypatch.chdir(ROOT)  # a clone's root
+    out = tmp_path / "r.html"
+    result = CliRunner().invoke(main, [*line.split()[1:], "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    assert out.read_text().startswith("<!doctype html>")
+
+
+def test_a_missing_default_run_store_points_at_the_shipped_runs(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(main, ["compare", "v2", "v3"])
+    assert result.exit_code == 2
+    (line,) = result.stderr.splitlines()
+    assert line.startswith("paprof: error: no such runs folder or report: runs")
+    assert "--runs examples/h200" in line
+    other = CliRunner().invoke(main, ["compare", "v2", "v3", "--runs", "elsewhere"])
+    assert "examples/h200" not in other.stderr  # only the default store gets the hint

@@ -21,6 +21,10 @@ from paprof.profiler.argv import REPORT_SUFFIX
 from paprof.profiler.provenance import slug
 
 SIDECAR_SUFFIX = ".json"
+DEFAULT_ROOT = "runs"
+"""The run store every command uses unless told otherwise (relative to the working folder)."""
+SHIPPED_RUNS = "examples/h200"
+"""Where a clone of paprof holds the real H200 runs it ships (relative to the clone)."""
 LOG_SUFFIX = ".ncu.log"
 TEMP_MARK = ".tmp-"
 SCHEMA = 1
@@ -146,7 +150,9 @@ def find_runs(root: Path | str) -> list[Run]:
     if root.is_file():
         return [_load(root, root.parent)]
     if not root.is_dir():
-        raise UserError(f"no such runs folder or report: {root}")
+        hint = (" (the default run store, which 'paprof run' fills; the H200 runs shipped "
+                f"with paprof: --runs {SHIPPED_RUNS})") if root == Path(DEFAULT_ROOT) else ""
+        raise UserError(f"no such runs folder or report: {root}{hint}")
     reports = sorted(p for p in root.rglob(f"*{REPORT_SUFFIX}") if p.is_file() and not _is_temp(p))
     return [_load(p, root) for p in reports]
 

@@ -1,7 +1,7 @@
 """``paprof.analysis.compare``: deltas and step stories from synthetic frames.
 
 The factories build the loader's frame (one row per kernel) from a few metrics, with
-defaults taken from the sources' v2 (SEED_FACTS.md); ``summed`` goes through the real
+defaults taken from the source documents' v2; ``summed`` goes through the real
 ``variant_rows``. Other test modules import them from here.
 """
 

@@ -1,0 +1,35 @@
+"""What the README and the shipped files promise a new user on a fresh clone."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+README = (ROOT / "README.md").read_text()
+SHIPPED = ("README.md", "pyproject.toml", "docs", "paprof", "scripts", "tests", "benchmarks",
+           "examples")
+TEXT = {".md", ".py", ".toml", ".sh", ".cu", ".cuh", ".j2", ".json", ".log", ".txt", ".yml"}
+
+
+def _shipped_text_files():
+    for name in SHIPPED:
+        path = ROOT / name
+        files = [path] if path.is_file() else sorted(path.rglob("*"))
+        for f in files:
+            if f.is_file() and f.suffix in TEXT and "__pycache__" not in f.parts:
+                yield f
+
+
+def test_nothing_shipped_points_outside_the_repository():
+    outside = re.compile(r"\.\./" + "shared" + r"|SEED_" + "FACTS")
+    hits = [str(f.relative_to(ROOT)) for f in _shipped_text_files()
+            if outside.search(f.read_text(errors="replace"))]
+    assert hits == []
+
+
+def test_readme_starts_with_a_virtual_environment():
+    commands = [l for l in README.split("```bash", 1)[1].split("```", 1)[0].splitlines()
+                if l and not l.startswith("#")]
+    assert commands[0] == "python3 -m venv .venv && . .venv/bin/activate"
+    assert commands[1].startswith("python3 -m pip install -e . && paprof compare")

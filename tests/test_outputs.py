@@ -260,3 +260,30 @@ def test_table_disk_full_is_one_line_and_no_file(shipped_copy, tmp_path, monkeyp
     line = one_line_error(invoke("table", shipped_copy, "--format", "json", "--out", out))
     assert "No space left on device" in line
     assert not out.exists() and leftovers(tmp_path) == []
+
+
+# -- every command, pointed at /dev/full -----------------------------------------------------
+
+
+@pytest.fixture
+def baseline_json(tmp_path, shipped_copy):
+    path = tmp_path / "b.json"
+    result = invoke("baseline", "update", "--runs", shipped_copy.parent, "--out", path)
+    assert result.exit_code == 0, result.output
+    return path
+
+
+@pytest.mark.parametrize("args", [
+    ["table", "{report}", "--format", "csv", "--out", "/dev/full", "--force"],
+    ["compare", V2, V3, "--out", "/dev/full", "--force"],
+    ["compare", V2, V3, "--markdown", "/dev/full", "--force"],
+    ["baseline", "update", "--runs", "{runs}", "--out", "/dev/full", "--force"],
+    ["check", "--baseline", "{baseline}", "--runs", "{runs}", "--junit", "/dev/full", "--force"],
+    ["check", "--baseline", "{baseline}", "--runs", "{runs}", "--markdown", "/dev/full"],
+])
+def test_every_output_refuses_a_device(args, shipped_copy, baseline_json, guarded):
+    fill = {"report": shipped_copy, "runs": shipped_copy.parent, "baseline": baseline_json}
+    args = [str(a).format(**fill) for a in args]
+    line = one_line_error(invoke(*args))
+    assert "/dev/full" in line and "not a regular file" in line
+    assert Path("/dev/full").is_char_device()

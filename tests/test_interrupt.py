@@ -97,7 +97,7 @@ def test_interrupt_at_several_moments_of_python_m_paprof(tmp_path):
         if proc.returncode == 0:  # it finished first: nothing to interrupt
             continue
         interrupted += 1
-        assert (proc.returncode, err) == (130, ONE_LINE), err
+        assert (proc.returncode, err) == (130, ONE_LINE), f"SIGINT after {delay} s: {err}"
         assert not out.exists() or out.read_text().rstrip().endswith("</html>")  # never partial
     assert interrupted >= 2
     assert [p for p in tmp_path.iterdir() if p.suffix == ".tmp"] == []

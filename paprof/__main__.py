@@ -1,5 +1,7 @@
 """``python -m paprof`` is the ``paprof`` command."""
 
-from paprof.cli import main
+import sys
 
-main()
+from paprof.entry import main
+
+sys.exit(main())

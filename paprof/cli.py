@@ -2,29 +2,75 @@
 
 Each verb lives in ``paprof/commands/<verb>.py`` and only converts options, calls one
 library function and prints. User-facing errors (``paprof.errors.PaprofError``) are
-caught here, once: one line on stderr and the error's exit code, no traceback.
+caught here, once: one line on stderr and the error's exit code, no traceback. So is
+an interrupt: one line and exit 130 (``paprof.entry`` covers the imports before this).
 """
 
 from __future__ import annotations
 
 import sys
+from contextlib import contextmanager
 
 import click
 
 from paprof import __version__
+from paprof.entry import interrupted
 from paprof.errors import PaprofError
 
 
+@contextmanager
+def _interrupts():
+    """Ctrl-C as one line and exit 130 (click would print "Aborted!" and exit 1)."""
+    try:
+        yield
+    except KeyboardInterrupt:
+        raise SystemExit(interrupted()) from None
+
+
+_NoArgsIsHelp = getattr(click.exceptions, "NoArgsIsHelpError", ())
+"""click >= 8.2 raises it for a group called without a command."""
+
+
+def _usage_line(err: click.ClickException) -> str:
+    """A click error as paprof's one line (click prints usage, a hint and the error)."""
+    message = " ".join(err.format_message().split())
+    if isinstance(err, click.UsageError):
+        words = err.ctx.command_path.split()[1:] if err.ctx is not None else []
+        message += f" (see {' '.join(['paprof', *words, '--help'])})"
+    return f"paprof: error: {message}"
+
+
 class _Group(click.Group):
-    def invoke(self, ctx):
+    def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True,
+             **extra):
         try:
-            return super().invoke(ctx)
-        except PaprofError as err:
-            click.echo(f"paprof: error: {err}", err=True)
-            sys.exit(err.exit_code)
+            code = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+        except _NoArgsIsHelp as err:  # bare 'paprof' or 'paprof baseline': the help
+            click.echo(err.ctx.get_help())
+            code = err.exit_code
+        except click.ClickException as err:
+            click.echo(_usage_line(err), err=True)
+            code = err.exit_code
+        except click.Abort:  # end of input at a prompt
+            code = 1
+        if not standalone_mode:
+            return code
+        sys.exit(code if isinstance(code, int) else 0)
+
+    def make_context(self, *args, **kwargs):
+        with _interrupts():
+            return super().make_context(*args, **kwargs)
+
+    def invoke(self, ctx):
+        with _interrupts():
+            try:
+                return super().invoke(ctx)
+            except PaprofError as err:
+                click.echo(f"paprof: error: {err}", err=True)
+                sys.exit(err.exit_code)
 
 
-@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
+@click.group("paprof", cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="paprof")
 def main():
     """Profile GPU kernel variants under Nsight Compute and explain why one is faster.
@@ -35,11 +81,13 @@ def main():
       paprof bench --variant all          CUDA-event timings and bandwidth (GPU)
       paprof run --variant v2 --variant v3  verify, then profile under ncu (GPU)
       paprof table runs/                  any .ncu-rep as a table with its bottleneck
-      paprof compare v2 v3 --out r.html   the comparative report
+      paprof compare v2 v3 --runs examples/h200
+                                          the comparative report (of the H200
+                                          runs shipped in examples/h200)
       paprof check --baseline b.json      the DRAM-throughput regression gate
 
     Exit codes: 0 ok, 1 a finding (regression, failed verification),
-    2 bad input or environment.
+    2 bad input or environment, 130 interrupted.
     """
 
 

@@ -10,7 +10,7 @@ Entries with TIMELINE=1 (tensor-core kernel only) also print, for one more launc
 the CTAs started and ended, when warp 0 of each passed 1/4, 1/2 and 3/4 of its tiles, each
 SM's finish time and rate, and for v6 the merges: how the work spread over the SMs
 (docs/NOTES.md, items 10 and 18). The sweep swaps entries of ``variants.FAST_TUNING`` for its
-own use only; the shipped choice is the table in paprof/kernels/paged_decode/variants.py.
+own use only; the shipped choice is the table in paprof/families/paged_decode/variants.py.
 """
 
 import argparse

@@ -189,3 +189,22 @@ def test_ncus_notes_about_its_own_collection_are_not_evidence():
     _, evidence = classify(make_metrics(rules=rules))
     assert [e for e in evidence if e.startswith("ncu ")] == [
         "ncu CPIStall: On average, each warp spends 9.6 cycles stalled."]
+
+
+@pytest.mark.parametrize("pipe", ["tensor_pct", "fma_pct", "alu_pct", "fp64_pipe_pct"])
+def test_a_math_pipe_near_peak_is_compute_bound_even_with_l1_busier(pipe):
+    """A tuned Hopper GEMM: tensor pipe ~80 %, L1/shared ~95 % (its operand path)."""
+    name, evidence = classify(make_metrics(l1_pct=95, lsu_pct=70, dram_pct=10, **{pipe: 80}))
+    assert name == "compute-bound"
+    assert evidence[0].endswith("80.0 % of peak (at or above 60 %)")
+    both = next(e for e in evidence if "L1/TEX throughput 95.0 %" in e)
+    assert "LSU pipe 70.0 %" in both and "operands" in both
+
+
+def test_l1_near_peak_without_a_busy_math_pipe_stays_cache_bound():
+    assert label(l1_pct=95, tensor_pct=50) == "l2/l1-bound"
+    assert label(l1_pct=95, issue_pct=70) == "l2/l1-bound"  # issue slots are not a math pipe
+
+
+def test_l2_busier_than_the_math_pipe_still_wins():
+    assert label(l2_pct=95, l1_pct=90, tensor_pct=80, l2_hit_rate_pct=90) == "l2/l1-bound"

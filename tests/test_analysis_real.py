@@ -213,3 +213,30 @@ def test_table_command_on_the_shipped_runs():
     assert "v5 [b64_ctx4096_h32x8_d128_p16_fp32]: dram-bound: " in text.stdout
     assert "v5 [b4_ctx32768_h32x8_d128_p16_fp16]: occupancy/launch-bound: " in text.stdout
     assert sum(line.startswith("v4 [") for line in lines) == 1  # summed: one line
+
+
+def test_no_ncu_markup_reaches_rules_evidence_or_the_report(tmp_path):
+    """The shipped reports' rule messages carry @url:...@ and @section:...@ links."""
+    import re
+
+    from paprof.analysis.load import load_reports
+    from paprof.reports import build
+
+    markup = re.compile(r"@(url|section):")
+    df = load_reports([EXAMPLES])
+    messages = [r["message"] + r["title"] for rules in df["rules"] for r in rules]
+    assert any("CUDA Best Practices Guide (https://docs.nvidia.com/" in m for m in messages)
+    assert not any(markup.search(m) for m in messages)
+    assert not any(markup.search(e) for ev in df["bottleneck_evidence"] for e in ev)
+    result = build.write_report(["v1", "v2", "v3"], runs=EXAMPLES, out=tmp_path / "r.html",
+                                markdown=tmp_path / "r.md")
+    for path in (result.html, result.markdown):
+        assert not markup.search(path.read_text())
+
+
+def test_ncu_plain_text():
+    from paprof.analysis.fmt import ncu_plain
+
+    assert ncu_plain("See the @url:Guide:https://x.org/a.html#b@ and the "
+                     "@section:SourceCounters:Warp Stall Sampling (All Samples)@ table.") == (
+        "See the Guide (https://x.org/a.html#b) and the Warp Stall Sampling (All Samples) table.")

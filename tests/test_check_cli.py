@@ -7,7 +7,9 @@ Two kinds of test: wiring on synthetic tables (``regress.load_table`` and
 
 from __future__ import annotations
 
+import errno
 import json
+import os
 import shutil
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -148,6 +150,116 @@ def test_corrupt_and_missing_baselines_exit_2(invoke, tmp_path, runs_table):
     assert result.exit_code == 2 and "does not exist" in result.stderr
 
 
+def test_impossible_baseline_is_exit_2_not_a_regression(invoke, baseline_file, runs_table):
+    data = json.loads(baseline_file.read_text())
+    data["entries"][0]["metrics"]["duration_us"]["value"] = -1.0
+    baseline_file.write_text(json.dumps(data))
+    result = invoke("check", "--baseline", baseline_file)
+    assert result.exit_code == 2 and "REGRESSION" not in result.output
+    assert "corrupt" in result.stderr and "cannot be negative" in result.stderr
+
+
+def _fail_with(monkeypatch, call: str, code: int) -> None:
+    from paprof import outputs
+
+    def fail(*args, **kwargs):
+        raise OSError(code, os.strerror(code))
+
+    monkeypatch.setattr(outputs.tempfile if call == "mkstemp" else outputs.os, call, fail)
+
+
+def _one_line(result, code=2) -> str:
+    assert result.exit_code == code, result.output
+    assert "Traceback" not in result.output
+    (line,) = result.stderr.splitlines()
+    assert line.startswith("paprof: error: ")
+    return line
+
+
+@pytest.mark.parametrize("call, code, words", [
+    ("mkstemp", errno.EROFS, "Read-only file system"),
+    ("fsync", errno.ENOSPC, "No space left on device"),
+    ("replace", errno.EACCES, "Permission denied"),
+])
+def test_failed_baseline_write_is_one_line_exit_2(invoke, runs_table, tmp_path, monkeypatch,
+                                                   call, code, words):
+    _fail_with(monkeypatch, call, code)
+    out = tmp_path / "b.json"
+    assert words in _one_line(invoke("baseline", "update", "--variant", "v3", "--out", out))
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_baseline_under_a_regular_file_is_one_line_exit_2(invoke, runs_table, tmp_path):
+    (tmp_path / "file").write_text("x")
+    line = _one_line(invoke("baseline", "update", "--out", tmp_path / "file" / "b.json"))
+    assert "cannot write" in line
+
+
+def test_concurrent_baseline_updates_do_not_collide(baseline_v3_entries, tmp_path, monkeypatch):
+    """Both updates' temporary files exist at once (the renames wait for each other)."""
+    import threading
+
+    from paprof import outputs
+
+    barrier, real, errors = threading.Barrier(2, timeout=10), os.replace, []
+
+    def replace(src, dst):
+        barrier.wait()
+        return real(src, dst)
+
+    monkeypatch.setattr(outputs.os, "replace", replace)
+    path = tmp_path / "b.json"
+
+    def save():
+        try:
+            regress.save_baseline(baseline_v3_entries, path, force=True)
+        except BaseException as err:  # noqa: BLE001 (reported below)
+            errors.append(err)
+
+    threads = [threading.Thread(target=save) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    assert regress.load_baseline(path) == baseline_v3_entries
+    assert [p.name for p in tmp_path.iterdir()] == ["b.json"]
+
+
+@pytest.fixture
+def baseline_v3_entries(runs_table):
+    return regress.make_baseline(make_table(runs_table.rows), variants=["v3"])
+
+
+@pytest.mark.parametrize("option", ["--junit", "--markdown"])
+def test_check_outputs_fail_as_one_line_before_any_work(invoke, baseline_file, runs_table,
+                                                        tmp_path, monkeypatch, option):
+    runs_table.seen.clear()
+    (tmp_path / "file").write_text("x")
+    line = _one_line(invoke("check", "--baseline", baseline_file, option, tmp_path / "file" / "x"))
+    assert "cannot write" in line and runs_table.seen == []  # refused before loading the runs
+    line = _one_line(invoke("check", "--baseline", baseline_file, option, baseline_file, "--force"))
+    assert "inputs" in line and json.loads(baseline_file.read_text())["kind"] == "paprof-baseline"
+    _fail_with(monkeypatch, "fsync", errno.ENOSPC)
+    out = tmp_path / "out"
+    assert "No space left" in _one_line(invoke("check", "--baseline", baseline_file, option, out))
+    assert not out.exists() and [p.name for p in tmp_path.iterdir()] == ["file", "perf"]
+
+
+@pytest.mark.parametrize("option", ["--junit", "--markdown"])
+def test_check_outputs_replace_only_empty_own_or_forced_files(invoke, baseline_file, runs_table,
+                                                              tmp_path, option):
+    out = tmp_path / "summary"
+    out.write_text("")  # as $GITHUB_STEP_SUMMARY is at the start of a step
+    assert invoke("check", "--baseline", baseline_file, option, out).exit_code == 0
+    assert invoke("check", "--baseline", baseline_file, option, out).exit_code == 0  # our own
+    out.write_text("someone's notes")
+    assert "--force" in _one_line(invoke("check", "--baseline", baseline_file, option, out))
+    assert out.read_text() == "someone's notes"
+    assert invoke("check", "--baseline", baseline_file, option, out, "--force").exit_code == 0
+    assert "paprof check" in out.read_text()
+
+
 def test_profile_uses_the_profiler_with_repeat_launches(invoke, baseline_file, monkeypatch):
     calls = []
 
@@ -285,3 +397,14 @@ def test_shipped_profile_path_end_to_end_with_fake_ncu(
     assert ncu_argv[ncu_argv.index("--clock-control") + 1] == "none"
     (sidecar,) = runs.rglob("v3/*.json")
     assert json.loads(sidecar.read_text())["launches"] == 3
+
+
+def test_check_table_keeps_the_dtype_of_each_shape(invoke, tmp_path):
+    """v5 runs at fp16 and fp32: the rows must not look the same (the shape was cut)."""
+    out = tmp_path / "v5.json"
+    assert invoke("baseline", "update", "--runs", SHIPPED, "--variant", "v5", "--out", out).exit_code == 0
+    result = invoke("check", "--baseline", out, "--runs", SHIPPED)
+    assert result.exit_code == 0, result.output
+    rows = [line for line in result.stdout.splitlines() if "paged_decode/v5" in line]
+    assert sum("b64_ctx4096_h32x8_d128_p16_fp16" in r for r in rows) == 3
+    assert sum("b64_ctx4096_h32x8_d128_p16_fp32" in r for r in rows) == 3

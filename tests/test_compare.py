@@ -1,7 +1,7 @@
 """``paprof.analysis.compare``: deltas and step stories from synthetic frames.
 
 The factories build the loader's frame (one row per kernel) from a few metrics, with
-defaults taken from the sources' v2 (SEED_FACTS.md); ``summed`` goes through the real
+defaults taken from the source documents' v2; ``summed`` goes through the real
 ``variant_rows``. Other test modules import them from here.
 """
 
@@ -333,3 +333,13 @@ def test_missing_metrics_are_none_and_skipped():
     cmp = comparison(make_row("a", registers_per_thread=math.nan), make_row("b", registers_per_thread=40))
     assert cmp.variant("a").get("registers_per_thread") is None
     assert not any("registers" in x for x in cmp.steps[0].sentences)
+
+
+def test_labels_read_the_same_in_table_and_compare():
+    """``table`` prints the label, ``compare`` its sentence form: one spelling."""
+    from paprof.analysis.bottleneck import LABELS, UNKNOWN
+    from paprof.analysis.compare import BOUND_WORDS
+
+    assert set(BOUND_WORDS) == set(LABELS) - {UNKNOWN}
+    for label, words in BOUND_WORDS.items():
+        assert words.lower() == label

@@ -2,7 +2,7 @@
 receive and the text they make of it.
 
 Launch configurations, shared memory and the bytes moved follow from the kernels' design
-(SEED_FACTS.md) and are asserted exactly; timings and throughputs are asserted as the
+(the source documents' ideas) and are asserted exactly; timings and throughputs are asserted as the
 directions and ranges the sources describe, so that a re-capture on the same GPU passes.
 """
 

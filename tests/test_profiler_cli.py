@@ -145,3 +145,29 @@ def test_run_cmd_option_errors_are_one_line(paprof_cli, args, message):
     assert result.exit_code == 2
     (line,) = result.output.splitlines()
     assert line.startswith("paprof: error: ") and message in line
+
+
+def test_run_summary_fits_80_columns_with_whole_report_paths():
+    """In a CI log (80 columns) each report path is on one line, copyable whole."""
+    import io
+
+    from rich.console import Console
+
+    from paprof.commands.run import report_lines, summary_table
+    from paprof import registry
+    from paprof.profiler.profile import Outcome
+    from paprof.profiler.store import Run
+
+    outcomes = []
+    for vid in ("v3", "v5", "handbook"):
+        report = Path(f"runs/nvidia-h200/paged_decode/{vid}/b64_ctx4096_h32x8_d128_p16_fp32.ncu-rep")
+        side = {"verification": {"rel_error": 6.4e-7}, "duration_us_event": 485.3,
+                "bandwidth_tbs": 4.42, "replay_passes": 20}
+        outcomes.append(Outcome(registry.get(vid), run=Run(report, side, {})))
+    out = io.StringIO()
+    Console(file=out, width=80).print(summary_table(outcomes))
+    assert max(map(len, out.getvalue().splitlines())) <= 80  # the table does not wrap
+    text = out.getvalue() + "\n".join(report_lines(outcomes))
+    for o in outcomes:
+        assert f"{o.variant.name}: {o.run.report}" in text.splitlines()
+    assert "485.3" in text and "4.42" in text

@@ -410,6 +410,33 @@ def test_bad_baselines_are_user_errors(tmp_path, baseline_v3, mangle, message):
         load_baseline(path)
 
 
+@pytest.mark.parametrize("metric, field, value, words", [
+    ("duration_us", "value", -3350.0, "cannot be negative"),
+    ("dram_bytes", "value", -1.0, "cannot be negative"),
+    ("dram_throughput_pct", "value", -0.5, "cannot be negative"),
+    ("dram_throughput_pct", "value", 100.5, "over 100"),
+    ("dram_throughput_pct", "spread", 150.0, "over 100"),
+    ("duration_us", "spread", -1.0, "cannot be negative"),
+])
+def test_impossible_values_make_the_baseline_corrupt(tmp_path, baseline_v3, metric, field,
+                                                     value, words):
+    data = baseline_v3.to_dict()
+    data["entries"][0]["metrics"][metric][field] = value
+    path = tmp_path / "b.json"
+    path.write_text(json.dumps(data))
+    with pytest.raises(UserError, match=f"corrupt: entry 0: {metric}.{field} .* impossible: .*{words}"):
+        load_baseline(path)
+
+
+def test_possible_edges_are_accepted(tmp_path, baseline_v3):
+    data = baseline_v3.to_dict()
+    data["entries"][0]["metrics"]["dram_throughput_pct"]["value"] = 100.0
+    data["entries"][0]["metrics"]["dram_bytes"]["value"] = 0.0
+    path = tmp_path / "b.json"
+    path.write_text(json.dumps(data))
+    assert load_baseline(path).entries[0].metrics["dram_bytes"].value == 0.0
+
+
 def test_truncated_and_missing_baselines(tmp_path, baseline_v3):
     path = save_baseline(baseline_v3, tmp_path / "b.json")
     path.write_text(path.read_text()[:40])
@@ -461,3 +488,32 @@ def test_markdown_lists_regressions_and_the_table(baseline_v3):
     assert len(table_rows) == 3
     passing = verdict_markdown(verdict_for(baseline_v3, make_rows()))
     assert passing.startswith("## paprof check: PASS") and "Regressions" not in passing
+
+
+def test_a_floor_below_zero_is_said_to_be_a_check_that_cannot_fail():
+    """v1-like: DRAM 0.9 % with the 3-point default gives allowed >= -2.1 %."""
+    from paprof.reports.check_markdown import verdict_markdown
+    from paprof.reports.junit import junit_tree
+
+    base = make_baseline(make_table(make_rows(dram=(0.9,))))
+    verdict = compare_to_baseline(base, make_table(make_rows(dram=(0.0,))))
+    (dram,) = [r for r in verdict.results if r.metric == "dram_throughput_pct"]
+    assert dram.status == "pass" and dram.cannot_fail
+    assert dram.allowed_text == ">= -2.1 % (-3 pts): cannot fail"
+    (note,) = [n for n in verdict.notes if "cannot fail" in n]
+    assert "dram_throughput_pct" in note and "--tolerance dram_throughput_pct=50%" in note
+    assert "cannot fail" in verdict_markdown(verdict) and "cannot fail" in ET.tostring(
+        junit_tree(verdict).getroot(), encoding="unicode")
+    # a relative tolerance makes it a real check again
+    strict = compare_to_baseline(base, make_table(make_rows(dram=(0.0,))),
+                                 Settings(tolerances={"dram_throughput_pct": Tolerance(relative=0.5)}))
+    (dram,) = [r for r in strict.results if r.metric == "dram_throughput_pct"]
+    assert dram.regressed and not dram.cannot_fail
+    assert not any("cannot fail" in n for n in strict.notes)
+
+
+def test_a_floor_above_zero_is_an_ordinary_check():
+    verdict = compare_to_baseline(make_baseline(make_table(make_rows(dram=(80.0,)))),
+                                  make_table(make_rows(dram=(80.0,))))
+    assert not any(r.cannot_fail for r in verdict.results)
+    assert not any("cannot fail" in n for n in verdict.notes)

@@ -268,11 +268,29 @@ def test_cli_compare_prints_steps_and_the_file(reports, tmp_path):
 
 def test_cli_open_uses_webbrowser(reports, tmp_path, monkeypatch):
     opened = []
-    monkeypatch.setattr("webbrowser.open", lambda url: opened.append(url))
+    monkeypatch.setattr("webbrowser.open", lambda url: opened.append(url) or True)
     out = tmp_path / "r.html"
     res = CliRunner().invoke(main, ["compare", *map(str, reports), "--out", str(out), "--open"])
     assert res.exit_code == 0, res.output
     assert opened == [out.resolve().as_uri()]
+    assert "warning" not in res.stderr
+
+
+@pytest.mark.parametrize("no_browser", ["returns False", "raises"])
+def test_cli_open_without_a_browser_says_so(reports, tmp_path, monkeypatch, no_browser):
+    import webbrowser
+
+    def fail(url):
+        if no_browser == "raises":
+            raise webbrowser.Error("could not locate runnable browser")
+        return False
+
+    monkeypatch.setattr("webbrowser.open", fail)
+    out = tmp_path / "r.html"
+    res = CliRunner().invoke(main, ["compare", *map(str, reports), "--out", str(out), "--open"])
+    assert res.exit_code == 0, res.output  # the report is written; only opening failed
+    assert res.stderr.splitlines() == [
+        f"paprof: warning: --open: no web browser found on this machine; open {out} yourself"]
 
 
 @pytest.mark.parametrize("args,message", [

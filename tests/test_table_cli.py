@@ -150,3 +150,12 @@ def test_a_text_file_exits_2_naming_it(tmp_path):
 def test_no_argument_is_a_usage_error():
     result = run()
     assert result.exit_code == 2
+
+
+def test_parquet_works_after_a_plain_install():
+    """pyarrow is a dependency, not only in the test extra: 'pip install -e .' suffices."""
+    import tomllib
+
+    project = tomllib.loads((Path(__file__).resolve().parents[1] / "pyproject.toml").read_text())
+    deps = [d.split(">")[0].split("=")[0].strip() for d in project["project"]["dependencies"]]
+    assert "pyarrow" in deps

@@ -17,7 +17,10 @@ The decision, in order (all numbers in :class:`Thresholds`):
    wins unless another unit is more than ``dram_top_margin_pct`` busier; L2 does not
    count against DRAM when its hit rate is under ``l2_reuse_hit_rate_pct``, because then
    its traffic is the DRAM traffic passing through (a streaming kernel on the H200 shows
-   L2 ~87 % with DRAM ~75 %).
+   L2 ~87 % with DRAM ~75 %). A math pipe (tensor, FMA, ALU, FP64) at its mark makes
+   ``compute-bound`` even when L1/TEX or the LSU pipe is busier: on Hopper the tensor
+   cores read their operands through shared memory, so a well-tuned GEMM shows both
+   near peak, and the evidence names both.
 4. ``occupancy/launch-bound``: less than ``min_waves`` waves, or achieved occupancy under
    ``min_achieved_occupancy_pct`` (too few warps to fill the GPU).
 5. ``latency-bound``: every unit well under its peak with enough blocks; the evidence
@@ -35,6 +38,7 @@ import re
 from dataclasses import dataclass
 from typing import Mapping
 
+from paprof.analysis import fmt
 from paprof.analysis import metrics as M
 
 DRAM_BOUND = "dram-bound"
@@ -108,6 +112,12 @@ _PIPE_UNITS = (
 )
 _SM_FALLBACK = (("sm_throughput_pct", "SM throughput", "compute_bound_pct"),)
 
+_MATH_PIPES = ("fma_pipe_pct", "alu_pipe_pct", "fp64_pipe_pct", "tensor_pipe_pct")
+"""Pipes that do arithmetic: at their mark they out-rank the units feeding them."""
+_OPERAND_UNITS = ("l1_throughput_pct", "lsu_pipe_pct")
+"""L1/shared memory and the pipe that loads from it: where the math pipes' operands come
+from, so busy alongside a busy math pipe rather than instead of it."""
+
 #: The SpeedOfLight columns of which at least one must be present to decide anything.
 REQUIRED_ANY = ("dram_throughput_pct", "l1_throughput_pct", "l2_throughput_pct",
                 "sm_throughput_pct")
@@ -143,8 +153,7 @@ def _pct(value: float) -> str:
 
 
 def _first_sentence(text: str, limit: int = 220) -> str:
-    text = re.sub(r"@\w+:[^:@]*:([^@]*)@", r"\1", text)  # ncu's @section:id:text@ links
-    text = " ".join(text.split())
+    text = " ".join(fmt.ncu_plain(text).split())
     match = re.match(r"(.+?[.!?])(\s|$)", text)
     sentence = match.group(1) if match else text
     return sentence if len(sentence) <= limit else sentence[: limit - 1] + "…"
@@ -260,9 +269,18 @@ def _decide(row: Mapping, units, th: Thresholds) -> tuple[str, list[str]]:
             return DRAM_BOUND, evidence
 
     bound = [u for u in units if u[3] != DRAM_BOUND and u[0] >= u[2]]
+    math_pipe = next((u for u in bound if u[4] in _MATH_PIPES), None)
+    feeding = [u for u in bound if math_pipe and u[4] in _OPERAND_UNITS]
+    if feeding:  # the math pipe decides; the busy operand path is evidence, not the label
+        bound = [u for u in bound if u not in feeding]
     if bound:
         value, name, limit, label, _ = bound[0]
         evidence = [f"{name} {_pct(value)} of peak (at or above {limit:g} %)"]
+        if feeding and label == COMPUTE_BOUND:
+            evidence.append(
+                " and ".join(f"{n} {_pct(v)}" for v, n, *_ in feeding)
+                + " near peak too: the math pipes read their operands through L1/shared "
+                "memory (on Hopper the tensor cores do)")
         dram_value = _num(row, "dram_throughput_pct")
         if not math.isnan(dram_value):
             evidence.append(f"DRAM throughput {_pct(dram_value)}"

@@ -67,12 +67,12 @@ out of the sentences: it is the max over DRAM, L1 and L2, so it says nothing new
 
 BOUND_WORDS = {
     "dram-bound": "DRAM-bound",
-    "l2/l1-bound": "L1/L2-bound",
+    "l2/l1-bound": "L2/L1-bound",
     "compute-bound": "compute-bound",
     "latency-bound": "latency-bound",
     "occupancy/launch-bound": "occupancy/launch-bound",
 }
-"""How a bottleneck label reads in a sentence."""
+"""How a bottleneck label reads in a sentence: the label itself, only capitalised."""
 
 BOUND_UNITS = {
     "dram-bound": ("dram_throughput_pct",),

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from paprof import outputs
 from paprof.analysis import metrics as M
 from paprof.errors import UserError
 
@@ -142,22 +143,30 @@ def missing_note(df: pd.DataFrame, columns: list[str] | None = None) -> str | No
     return "note: not recorded in these reports, shown as NaN/-: " + "; ".join(parts)
 
 
-def check_output(fmt: str, out: Path | None) -> None:
-    """UserError now (before any loading) for an output ``fmt`` cannot be written to."""
+def check_output(fmt: str, out: Path | None, force: bool = False, inputs=()) -> None:
+    """UserError now (before any loading) for an output ``fmt`` cannot be written to:
+    see ``paprof.outputs.check_target`` (an existing ``out`` needs ``force``)."""
     if fmt not in FORMATS:
         raise UserError(f"unknown format {fmt!r}; known: {', '.join(FORMATS)}")
     if fmt == "parquet":
         if out is None:
             raise UserError("--format parquet writes a binary file: give --out FILE.parquet")
         if importlib.util.find_spec("pyarrow") is None:
-            raise UserError("--format parquet needs pyarrow: pip install pyarrow")
+            raise UserError("--format parquet needs pyarrow, a paprof dependency missing here "
+                            "(installed with --no-deps?): pip install pyarrow")
+    if out is not None:
+        outputs.check_target(out, force=force, inputs=inputs)
 
 
 def render(df: pd.DataFrame, fmt: str, columns: list[str] | None = None,
-           out: Path | None = None) -> str | None:
-    """The table in ``fmt``; written to ``out`` when given (then returns None), else
+           out: Path | None = None, force: bool = False) -> str | None:
+    """The table in ``fmt``; written to ``out`` when given (then returns None; atomically,
+    never over one of the reports read, an existing file only with ``force``), else
     returned as text. Parquet needs ``out`` and pyarrow (UserError otherwise)."""
-    check_output(fmt, out)
+    from paprof.profiler.store import input_files
+
+    reports = df["report_path"].dropna().unique() if "report_path" in df else []
+    check_output(fmt, out, force, input_files(reports))
     if fmt == "text":
         text = to_text(df, columns)
     elif fmt == "csv":
@@ -165,15 +174,10 @@ def render(df: pd.DataFrame, fmt: str, columns: list[str] | None = None,
     elif fmt == "json":
         text = scalar_frame(df, columns).to_json(orient="records", indent=1) + "\n"
     else:
-        try:
-            scalar_frame(df, columns).to_parquet(out, index=False, engine="pyarrow")
-        except OSError as err:
-            raise UserError(f"cannot write {out}: {err}") from err
+        frame = scalar_frame(df, columns)
+        outputs.write(out, lambda tmp: frame.to_parquet(tmp, index=False, engine="pyarrow"))
         return None
     if out is None:
         return text
-    try:
-        Path(out).write_text(text)
-    except OSError as err:
-        raise UserError(f"cannot write {out}: {err.strerror or err}") from err
+    outputs.write(out, text)
     return None

@@ -8,6 +8,7 @@ as ``n/a``.
 from __future__ import annotations
 
 import math
+import re
 
 MISSING = "n/a"
 
@@ -148,3 +149,13 @@ FORMATTERS = {
     "ratio": ratio,
 }
 """Formatter by kind name, for the report's metric table."""
+
+
+_NCU_URL = re.compile(r"@url:([^@]*?):((?:https?|ftp)://[^@\s]*)@")
+_NCU_LINK = re.compile(r"@\w+:[^:@]*:([^@]*)@")
+
+
+def ncu_plain(text: str) -> str:
+    """ncu's rule-message markup as plain text: ``@url:Guide:https://...@`` becomes
+    ``Guide (https://...)``, ``@section:Id:Memory Workload Analysis@`` its title."""
+    return _NCU_LINK.sub(r"\1", _NCU_URL.sub(r"\1 (\2)", text))

@@ -16,13 +16,16 @@ turns every problem into a :class:`~paprof.errors.UserError` naming the file.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
 import os
 import struct
+import sys
+import tempfile
 from pathlib import Path
 
-from paprof.analysis import ncu_fastread
+from paprof.analysis import fmt, ncu_fastread
 from paprof.errors import UserError
 
 log = logging.getLogger(__name__)
@@ -182,7 +185,8 @@ def open_report(path: Path, numeric=None, text=None):
                       "block headers %d", path, len(fast), results)
     ncu_report = import_ncu_report()
     try:
-        context = ncu_report.load_report(str(path))
+        with _native_stderr_to_log(path):
+            context = ncu_report.load_report(str(path))
     except Exception as err:  # the SWIG layer raises assorted types
         raise UserError(f"{path}: cannot load the report: {err}") from err
     count = sum(context.range_by_idx(r).num_actions() for r in range(context.num_ranges()))
@@ -192,12 +196,38 @@ def open_report(path: Path, numeric=None, text=None):
     return context, _actions(context)
 
 
+@contextlib.contextmanager
+def _native_stderr_to_log(path):
+    """Whatever ncu_report's C++ layer writes to file descriptor 2 while loading (protobuf
+    complaints about a damaged report) goes to the debug log, not the user's terminal:
+    paprof's own messages are one line each."""
+    try:
+        sys.stderr.flush()
+        saved = os.dup(2)
+    except (OSError, ValueError, AttributeError):
+        yield
+        return
+    with tempfile.TemporaryFile() as sink:
+        os.dup2(sink.fileno(), 2)
+        try:
+            yield
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+            sink.seek(0)
+            said = sink.read().decode("utf-8", "replace").strip()
+            if said:
+                log.debug("%s: ncu_report said: %s", path, said)
+
+
 def _actions(context):
     """Every action in range order, made one at a time (each costs ncu_report ~3 ms)."""
     for r in range(context.num_ranges()):
         rng = context.range_by_idx(r)
         for a in range(rng.num_actions()):
-            yield rng.action_by_idx(a)
+            with _native_stderr_to_log(f"{context} range {r} action {a}"):
+                action = rng.action_by_idx(a)
+            yield action
 
 
 def read_metric(action, name: str, text: bool = False):
@@ -227,13 +257,14 @@ def read_metric(action, name: str, text: bool = False):
 
 def read_rules(action) -> list[dict]:
     """The rule results of one action that carry a message, as plain dicts:
-    ``id, title, type, message, speedup_pct`` (``speedup_pct`` NaN without an estimate).
+    ``id, title, type, message, speedup_pct`` (``speedup_pct`` NaN without an estimate;
+    title and message as plain text, without ncu's link markup).
 
     Reads the results directly rather than through ``rule_results_as_dicts``, which also
     builds every result table (slow, and not needed here).
     """
     if isinstance(action, ncu_fastread.FastResult):
-        return [dict(rule) for rule in action.rules]
+        return [_plain(dict(rule)) for rule in action.rules]
     rules = []
     for result in action.rule_results():
         if not result.has_rule_message():
@@ -246,11 +277,19 @@ def read_rules(action) -> list[dict]:
         speedup = math.nan
         if result.has_speedup_estimation():
             speedup = float(result.speedup_estimation()["speedup"])
-        rules.append({
+        rules.append(_plain({
             "id": result.rule_identifier(),
             "title": message.get("title") or result.name(),
             "type": _MSG_TYPES[kind] if isinstance(kind, int) and 0 <= kind < 5 else str(kind),
             "message": text,
             "speedup_pct": speedup,
-        })
+        }))
     return rules
+
+
+def _plain(rule: dict) -> dict:
+    """``rule`` with ncu's ``@url:...@`` / ``@section:...@`` markup as plain text."""
+    for key in ("title", "message"):
+        if isinstance(rule.get(key), str):
+            rule[key] = fmt.ncu_plain(rule[key])
+    return rule

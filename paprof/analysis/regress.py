@@ -12,6 +12,11 @@ compares the latest runs against it, metric by metric:
   two measured ranges no longer touch). Exactly at the allowed delta passes;
 - better by more than the same allowance is reported as ``improved`` (it passes; the
   baseline is then stale and worth updating);
+- a check that cannot fail is said so, not silently passed: for a kernel that barely
+  uses DRAM (0.9 %) the default 3-point allowance puts the floor below zero (``>= -2.1 %``),
+  which no measurement can cross. The tolerance is not scaled (a rescaled one would
+  fail on noise); the result's allowance reads "cannot fail" and the verdict gets a note
+  suggesting a relative tolerance or the duration gate instead;
 - a baseline from another GPU model, ncu version, clock control or shape gives no
   verdict (``BaselineMismatch``, exit 2) unless mismatches are allowed.
 
@@ -322,6 +327,21 @@ def _finite(value: object, what: str) -> float:
     return float(value)
 
 
+_NON_NEGATIVE_UNITS = ("%", "us", "byte", "GB/s", "cycle")
+"""Units of quantities that cannot be negative (durations, bytes, rates, percentages)."""
+
+
+def _possible(metric: str, value: float, what: str) -> float:
+    """``value`` if a measurement of ``metric`` can have it; ``ValueError`` otherwise."""
+    entry = BY_COLUMN.get(metric)
+    unit = entry.unit if entry else None
+    if value < 0 and (what == "spread" or unit in _NON_NEGATIVE_UNITS):
+        raise ValueError(f"{metric}.{what} {value:g} is impossible: it cannot be negative")
+    if unit == "%" and value > 100:
+        raise ValueError(f"{metric}.{what} {value:g} is impossible: a percentage over 100")
+    return value
+
+
 def _entry_from_dict(d: object) -> Entry:
     if not isinstance(d, dict):
         raise TypeError("an entry must be an object")
@@ -338,10 +358,8 @@ def _entry_from_dict(d: object) -> Entry:
         n = s["n"]
         if isinstance(n, bool) or not isinstance(n, int) or n < 1:
             raise ValueError(f"{m}.n must be a positive integer, got {n!r}")
-        spread = _finite(s["spread"], f"{m}.spread")
-        if spread < 0:
-            raise ValueError(f"{m}.spread must not be negative")
-        metrics[m] = Stat(_finite(s["value"], f"{m}.value"), spread, n)
+        spread = _possible(m, _finite(s["spread"], f"{m}.spread"), "spread")
+        metrics[m] = Stat(_possible(m, _finite(s["value"], f"{m}.value"), "value"), spread, n)
     prov = d.get("provenance") or {}
     if not isinstance(prov, dict):
         raise TypeError("'provenance' must be an object")
@@ -371,17 +389,23 @@ def load_baseline(path: str | os.PathLike) -> Baseline:
     return Baseline.from_dict(data, source=f"baseline {path}")
 
 
-def save_baseline(baseline: Baseline, path: str | os.PathLike, force: bool = False) -> Path:
-    """Write ``baseline`` as JSON; refuse (``UserError``) to replace a file unless ``force``."""
-    path = Path(path)
-    if path.exists() and not force:
-        raise UserError(f"{path} exists; pass --force to replace the baseline")
+def save_baseline(baseline: Baseline, path: str | os.PathLike, force: bool = False,
+                  inputs: Iterable = ()) -> Path:
+    """Write ``baseline`` as JSON, atomically (``paprof.outputs``); refuse (``UserError``)
+    to replace a file unless ``force``, and one of ``inputs`` (the reports read) always."""
+    from paprof import outputs
+
+    check_baseline_target(path, force, inputs)
     text = json.dumps(baseline.to_dict(), indent=2, allow_nan=False) + "\n"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
-    return path
+    return outputs.write(path, text, parents=True)
+
+
+def check_baseline_target(path: str | os.PathLike, force: bool = False,
+                          inputs: Iterable = ()) -> None:
+    """``UserError`` now when ``save_baseline(..., path, force)`` would refuse."""
+    from paprof import outputs
+
+    outputs.check_target(path, force=force, inputs=inputs, parents=True)
 
 
 # ---------------------------------------------------------------------------------------
@@ -625,6 +649,12 @@ class Result:
     def regressed(self) -> bool:
         return self.status == "regressed"
 
+    @property
+    def cannot_fail(self) -> bool:
+        """The worst value that passes is one no measurement can go beyond (a floor
+        below zero for a quantity that cannot be negative)."""
+        return self.rule.higher_is_better and self.unit in _NON_NEGATIVE_UNITS and self.limit < 0
+
     # -- text shared by the terminal table, JUnit and Markdown ---------------------------
     @property
     def unit(self) -> str:
@@ -653,7 +683,8 @@ class Result:
         op = ">=" if self.rule.higher_is_better else "<="
         sign = "-" if self.rule.higher_is_better else "+"
         allowance = fmt_delta(self.allowed, self.unit, sign=False)
-        return f"{op} {self.fmt(self.limit)} ({sign}{allowance})"
+        text = f"{op} {self.fmt(self.limit)} ({sign}{allowance})"
+        return text + ": cannot fail" if self.cannot_fail else text
 
     @property
     def message(self) -> str:
@@ -776,6 +807,14 @@ def compare_to_baseline(baseline: Baseline, current, settings: Settings | None =
     for e in now_entries:
         if e.key not in known:
             notes.append(f"{e.name} at {e.shape} has no baseline entry; not checked")
+    for r in results:
+        if r.cannot_fail:
+            notes.append(
+                f"{r.name} {r.metric} at {r.shape}: the allowance "
+                f"({fmt_delta(r.allowed, r.unit, sign=False)}) is more than the baseline "
+                f"({r.fmt(r.baseline.value)}), so this check cannot fail; give a relative "
+                f"tolerance (--tolerance {r.metric}=50%) or rely on the duration_us check"
+            )
     if any(r.status == "improved" for r in results):
         notes.append("some metrics improved beyond tolerance: consider 'paprof baseline update'")
     return Verdict(results, notes, pairs[0][1].provenance)

@@ -15,6 +15,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from paprof.analysis import regress
+from paprof.profiler.store import input_files
 
 _STYLE = {"pass": "green", "improved": "cyan", "regressed": "bold red"}
 
@@ -24,6 +25,19 @@ _DEFAULT_TOLERANCES = ", ".join(
 )
 
 
+def _slug(family: str, shape: str) -> str:
+    """The short name of a shape (``b64_ctx4096_h32x8_d128_p16_fp16``: the dtype stays in
+    view), as its family writes it; a shape paprof cannot parse (a foreign report's, a
+    family not visible here) as it is."""
+    from paprof import registry
+    from paprof.errors import UserError
+
+    try:
+        return registry.family(family).parse(shape).slug() if "=" in shape and family else shape
+    except (UserError, ValueError):
+        return shape
+
+
 def _verdict_table(verdict: regress.Verdict) -> Table:
     shapes = {r.shape for r in verdict.results}
     one_shape = len(shapes) == 1 and not any(r.shape_now for r in verdict.results)
@@ -31,13 +45,13 @@ def _verdict_table(verdict: regress.Verdict) -> Table:
     table = Table(title=title, title_justify="left")
     table.add_column("variant")
     if not one_shape:
-        table.add_column("shape")
+        table.add_column("shape", overflow="fold")  # never cut: the dtype is at its end
     for name in ("metric", "baseline", "now", "change", "allowed", "status"):
         table.add_column(name, justify="left" if name in ("metric", "status") else "right")
     for r in verdict.results:
         cells = [escape(r.name)]
         if not one_shape:
-            shape = r.shape if r.shape_now is None else f"{r.shape} (now {r.shape_now})"
+            shape = _slug(r.family, r.shape) + ("" if r.shape_now is None else f" (now {_slug(r.family, r.shape_now)})")
             cells.append(escape(shape))
         cells += [
             r.metric, r.fmt_stat(r.baseline), r.fmt_stat(r.now), r.delta_text,
@@ -86,13 +100,18 @@ def _verdict_table(verdict: regress.Verdict) -> Table:
               help="Also write the verdict as JUnit XML.")
 @click.option("--markdown", type=click.Path(dir_okay=False, path_type=Path), metavar="FILE",
               help='Also write it as Markdown, e.g. --markdown "$GITHUB_STEP_SUMMARY".')
+@click.option("--force", is_flag=True,
+              help="Replace --junit / --markdown files that are not earlier paprof check "
+              "outputs (empty files and earlier outputs are replaced anyway).")
 def check(baseline_path, runs, profile, repeat, metrics, tolerances, allow_mismatch, junit,
-          markdown):
+          markdown, force):
     """Fail when kernels got slower than a baseline: the CI regression gate.
 
     A value is a regression when it is worse than the baseline by more than the larger
     of the tolerance and the measured spread (baseline + current). Higher is better for
-    DRAM throughput and bandwidth, lower for duration and DRAM bytes.
+    DRAM throughput and bandwidth, lower for duration and DRAM bytes. A check whose
+    allowance reaches below zero (the 3-point DRAM tolerance for a kernel that barely
+    uses DRAM) cannot fail: its row says so and a note suggests a relative tolerance.
 
     \b
     Exit codes: 0 pass, 1 regression (each one named),
@@ -107,6 +126,12 @@ def check(baseline_path, runs, profile, repeat, metrics, tolerances, allow_misma
     """
     if repeat is not None and not profile:
         raise click.UsageError("--repeat needs --profile (stored runs are not re-measured)")
+    from paprof.reports import check_markdown, junit as junit_xml
+
+    inputs = [baseline_path, *input_files([runs or Path("runs")])]
+    for path, writer in ((junit, junit_xml), (markdown, check_markdown)):
+        if path:  # before any work: profiling can take minutes
+            writer.check_target(path, force, inputs)
     baseline = regress.load_baseline(baseline_path)
     settings = regress.Settings(
         metrics=tuple(metrics) or None,
@@ -129,13 +154,9 @@ def check(baseline_path, runs, profile, repeat, metrics, tolerances, allow_misma
         click.echo(f"note: {note}")
     click.echo(verdict.summary)
     if junit:
-        from paprof.reports.junit import write_junit
-
-        write_junit(verdict, junit)
+        junit_xml.write_junit(verdict, junit, force, inputs)
     if markdown:
-        from paprof.reports.check_markdown import write_markdown
-
-        write_markdown(verdict, markdown)
+        check_markdown.write_markdown(verdict, markdown, force, inputs)
     sys.exit(verdict.exit_code)
 
 
@@ -163,10 +184,12 @@ def update(runs, variants, metrics, out, force):
     Example:
       paprof baseline update --runs runs/ --variant v3 --out perf/h200.json
     """
+    inputs = input_files([runs])
+    regress.check_baseline_target(out, force, inputs)  # before reading the runs
     made = regress.make_baseline(
         runs, metrics=tuple(metrics) or None, variants=variants
     )
-    regress.save_baseline(made, out, force=force)
+    regress.save_baseline(made, out, force=force, inputs=inputs)
     for e in made.entries:
         stats = ", ".join(
             f"{m} {regress.fmt_value(s.value, regress.unit(m))}" for m, s in e.metrics.items()

@@ -54,7 +54,18 @@ def compare(variants, runs, shape, out, markdown, open_browser, force):
         again = " (replaced the earlier paprof report there)" if path in result.overwrote else ""
         click.echo(f"wrote {path}{again}", err=err)
     if open_browser and result.html is not None:
-        webbrowser.open(result.html.resolve().as_uri())
+        _open(result.html)
+
+
+def _open(path: Path) -> None:
+    """Open ``path`` in the web browser, or say in one line that none could."""
+    try:
+        opened = webbrowser.open(path.resolve().as_uri())
+    except webbrowser.Error:
+        opened = False
+    if not opened:
+        click.echo(f"paprof: warning: --open: no web browser found on this machine; "
+                   f"open {path} yourself", err=True)
 
 
 COMMANDS = [compare]

@@ -33,14 +33,14 @@ def _number(value, fmt: str) -> str:
 
 
 def summary_table(outcomes: list[Outcome]) -> Table:
-    """One row per variant: check, event-timed duration, bandwidth, replay passes, report."""
+    """One row per variant: check, event-timed duration, bandwidth, replay passes. The
+    reports are listed after it (``report_lines``), where a path is copied whole."""
     table = Table(title="paprof run")
     table.add_column("variant", no_wrap=True)
     table.add_column("check (rel. error)")
     table.add_column("event µs", justify="right")
     table.add_column("TB/s", justify="right")
     table.add_column("passes", justify="right")
-    table.add_column("report", overflow="fold")
     for o in outcomes:
         side = o.run.sidecar if o.run else {}
         table.add_row(
@@ -49,7 +49,6 @@ def summary_table(outcomes: list[Outcome]) -> Table:
             _number(side.get("duration_us_event"), ".1f"),
             _number(side.get("bandwidth_tbs"), ".2f"),
             _number(side.get("replay_passes"), "d"),
-            str(o.run.report) if o.run else "-",
         )
     return table
 
@@ -68,6 +67,11 @@ def _command_variant(cmd, nvtx_range, name, kernel_regex):
         return registry.command_variant(argv, nvtx_range, name, kernel_regex)
     except ValueError as err:
         raise UsageError(f"--name {name!r}: {err}") from None
+
+
+def report_lines(outcomes: list[Outcome]) -> list[str]:
+    """``variant: path`` of each stored report, one line each, never wrapped."""
+    return [f"{o.variant.name}: {o.run.report}" for o in outcomes if o.run]
 
 
 @click.command("run")
@@ -136,6 +140,8 @@ def run(variants, family, shape, cmd, nvtx_range, name, kernel_regex, preset, ru
         registry.check_params(chosen, params)
     outcomes = profile_variants(chosen, params, settings, runs_dir, replace, family=fam)
     Console().print(summary_table(outcomes))
+    for line in report_lines(outcomes):
+        click.echo(line)
     failed = [o for o in outcomes if o.failed]
     if failed:
         raise VerificationError(

@@ -8,6 +8,7 @@ import click
 
 from paprof.analysis import export
 from paprof.analysis.load import load_reports, variant_rows
+from paprof.profiler.store import input_files
 
 
 @click.command("table")
@@ -15,22 +16,24 @@ from paprof.analysis.load import load_reports, variant_rows
 @click.option("--format", "fmt", type=click.Choice(export.FORMATS), default="text",
               show_default=True, help="text: key columns; csv/json/parquet: every scalar column.")
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path),
-              help="Write to FILE instead of stdout (required for parquet).")
+              help="Write to FILE instead of stdout (required for parquet). An existing "
+              "FILE is kept unless --force; one of the reports read, always.")
 @click.option("--columns", multiple=True, metavar="A,B,...",
               help="Only these columns, in this order (see --format csv for the names).")
 @click.option("--per-variant", is_flag=True,
               help="Combine the kernels of a multi-kernel variant into one row.")
-def table(reports, fmt, out, columns, per_variant):
+@click.option("--force", is_flag=True, help="Replace an existing --out FILE.")
+def table(reports, fmt, out, columns, per_variant, force):
     """Tabulate REPORT_OR_DIR... (.ncu-rep files, folders searched recursively).
 
     One row per profiled kernel launch, with the bottleneck label and its evidence.
     """
-    export.check_output(fmt, out)
+    export.check_output(fmt, out, force, inputs=input_files(reports))
     df = load_reports(reports)
     if per_variant:
         df = variant_rows(df)
     chosen = export.parse_columns(columns, df)
-    text = export.render(df, fmt, chosen, out)
+    text = export.render(df, fmt, chosen, out, force)
     if text is not None:
         click.echo(text, nl=False)
     shown = chosen if chosen is not None else (

@@ -21,6 +21,10 @@ from paprof.profiler.argv import REPORT_SUFFIX
 from paprof.profiler.provenance import slug
 
 SIDECAR_SUFFIX = ".json"
+DEFAULT_ROOT = "runs"
+"""The run store every command uses unless told otherwise (relative to the working folder)."""
+SHIPPED_RUNS = "examples/h200"
+"""Where a clone of paprof holds the real H200 runs it ships (relative to the clone)."""
 LOG_SUFFIX = ".ncu.log"
 TEMP_MARK = ".tmp-"
 SCHEMA = 2
@@ -105,8 +109,26 @@ def _is_temp(path: Path) -> bool:
     return path.name.startswith(".") or TEMP_MARK in path.name
 
 
+def sidecar_path(report: Path) -> Path:
+    """The provenance sidecar beside ``report`` (``x.ncu-rep`` -> ``x.json``)."""
+    return report.with_name(report.name[: -len(REPORT_SUFFIX)] + SIDECAR_SUFFIX)
+
+
+def input_files(paths) -> list[Path]:
+    """The files a command reading ``paths`` (reports, or folders searched for them) reads:
+    each report and its sidecar. Outputs must never be written over one of them."""
+    found: list[Path] = []
+    for path in map(Path, paths):
+        reports = [r.report for r in find_runs(path)] if path.is_dir() else [path]
+        for report in reports:
+            found.append(report)
+            if report.name.endswith(REPORT_SUFFIX):
+                found.append(sidecar_path(report))
+    return found
+
+
 def _read_sidecar(report: Path) -> dict | None:
-    sidecar = report.with_name(report.name[: -len(REPORT_SUFFIX)] + SIDECAR_SUFFIX)
+    sidecar = sidecar_path(report)
     if not sidecar.is_file():
         return None
     try:
@@ -132,7 +154,9 @@ def find_runs(root: Path | str) -> list[Run]:
     if root.is_file():
         return [_load(root, root.parent)]
     if not root.is_dir():
-        raise UserError(f"no such runs folder or report: {root}")
+        hint = (" (the default run store, which 'paprof run' fills; the H200 runs shipped "
+                f"with paprof: --runs {SHIPPED_RUNS})") if root == Path(DEFAULT_ROOT) else ""
+        raise UserError(f"no such runs folder or report: {root}{hint}")
     reports = sorted(p for p in root.rglob(f"*{REPORT_SUFFIX}") if p.is_file() and not _is_temp(p))
     return [_load(p, root) for p in reports]
 

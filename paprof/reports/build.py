@@ -7,7 +7,8 @@ writes the HTML report (and the Markdown one when asked).
 Overwriting: re-running compare is the normal way to refresh a report, so a file that
 paprof itself wrote (the HTML generator tag, or the Markdown report's first-line marker)
 is replaced and the result says so (``ReportFiles.overwrote``). Any other existing file
-is left alone with a ``UserError`` unless ``force`` is set.
+is left alone with a ``UserError`` unless ``force`` is set; so is anything that is not a
+regular file, and the compared reports themselves (``paprof.outputs``).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from paprof import outputs
 from paprof.errors import UserError
 
 DEFAULT_RUNS = Path("runs")
@@ -119,37 +121,6 @@ def resolve_variants(specs: list[str], runs: Path | str = DEFAULT_RUNS, shape: s
     return paths
 
 
-def _check_target(path: Path, mark: str, force: bool) -> bool:
-    """True if ``path`` holds an earlier paprof report (it will be replaced); raise
-    ``UserError`` for any other existing file unless ``force``."""
-    if not path.exists():
-        if not path.parent.is_dir():
-            raise UserError(f"cannot write {path}: folder {path.parent} does not exist")
-        return False
-    if path.is_dir():
-        raise UserError(f"cannot write the report to {path}: it is a folder")
-    try:
-        with open(path, "rb") as fh:
-            head = fh.read(4096).decode("utf-8", "replace")
-    except OSError as err:
-        raise UserError(f"cannot read {path}: {err.strerror or err}") from None
-    if mark in head:
-        return True
-    if force:
-        return True
-    raise UserError(f"{path} exists and is not a paprof report; choose another file or pass --force")
-
-
-def _write(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    try:
-        tmp.write_text(text, encoding="utf-8")
-        os.replace(tmp, path)
-    except OSError as err:
-        tmp.unlink(missing_ok=True)
-        raise UserError(f"cannot write {path}: {err.strerror or err}") from None
-
-
 def write_report(
     specs: list[str],
     runs: Path | str = DEFAULT_RUNS,
@@ -172,13 +143,14 @@ def write_report(
     md_path = Path(markdown) if markdown not in (None, STDOUT) else None
     if out_path is not None and md_path is not None and os.path.realpath(out_path) == os.path.realpath(md_path):
         raise UserError(f"--out and --markdown both name {out_path}")
-    replacing = []
-    if out_path is not None and _check_target(out_path, GENERATOR_MARK, force) and out_path.exists():
-        replacing.append(out_path)
-    if md_path is not None and _check_target(md_path, MARK, force) and md_path.exists():
-        replacing.append(md_path)
-
     paths = resolve_variants(specs, runs, shape)
+    from paprof.profiler.store import input_files
+
+    replacing = [
+        path for path, mark in ((out_path, GENERATOR_MARK), (md_path, MARK))
+        if path is not None and outputs.check_target(
+            path, what="a paprof report", mark=mark, force=force, inputs=input_files(paths))
+    ]
     timings["resolve"] = time.perf_counter() - t0
 
     from paprof.analysis.compare import THRESHOLDS, compare
@@ -206,13 +178,13 @@ def write_report(
     if out_path is not None:
         from paprof.reports.html import render_html
 
-        _write(out_path, render_html(ctx))
+        outputs.write(out_path, render_html(ctx))
     if markdown is not None:
         from paprof.reports.markdown import render_markdown
 
         md_text = render_markdown(ctx)
         if md_path is not None:
-            _write(md_path, md_text)
+            outputs.write(md_path, md_text)
     timings["render"] = time.perf_counter() - t
     timings["total"] = time.perf_counter() - t0
     return ReportFiles(out_path, md_path, md_text, replacing, paths, cmp, ctx, timings)

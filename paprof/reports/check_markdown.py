@@ -8,8 +8,14 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Iterable
+
+from paprof import outputs
 
 from paprof.analysis.regress import Verdict
+
+MARK = "## paprof check: "
+"""The first line of every check summary: such a file is replaced without --force."""
 
 _STATUS = {"pass": "pass", "improved": "improved", "regressed": "**REGRESSED**"}
 
@@ -21,7 +27,7 @@ def _cell(text: str) -> str:
 def verdict_markdown(verdict: Verdict) -> str:
     """The Markdown text of ``verdict``."""
     mark = "PASS" if verdict.passed else "FAIL"
-    lines = [f"## paprof check: {mark}", "", verdict.summary, ""]
+    lines = [f"{MARK}{mark}", "", verdict.summary, ""]
     prov = verdict.provenance
     where = ", ".join(
         f"{label} {value}"
@@ -56,9 +62,15 @@ def verdict_markdown(verdict: Verdict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write_markdown(verdict: Verdict, path: str | os.PathLike) -> Path:
-    """Write ``verdict``'s Markdown to ``path`` (replacing it)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(verdict_markdown(verdict), encoding="utf-8")
-    return path
+def write_markdown(verdict: Verdict, path: str | os.PathLike, force: bool = False,
+                   inputs: Iterable = ()) -> Path:
+    """Write ``verdict``'s Markdown to ``path``, atomically; see ``paprof.outputs`` for
+    what may be replaced."""
+    check_target(path, force, inputs)
+    return outputs.write(path, verdict_markdown(verdict), parents=True)
+
+
+def check_target(path: str | os.PathLike, force: bool = False, inputs: Iterable = ()) -> None:
+    """``UserError`` now when ``write_markdown`` would refuse ``path``."""
+    outputs.check_target(path, what="a paprof check summary", mark=MARK, force=force,
+                         inputs=inputs, parents=True)

@@ -11,6 +11,9 @@ from __future__ import annotations
 import os
 import xml.etree.ElementTree as ET
 from pathlib import Path
+from typing import Iterable
+
+from paprof import outputs
 
 from paprof.analysis.regress import Verdict
 
@@ -64,9 +67,21 @@ def junit_tree(verdict: Verdict) -> ET.ElementTree:
     return ET.ElementTree(root)
 
 
-def write_junit(verdict: Verdict, path: str | os.PathLike) -> Path:
-    """Write ``verdict`` as JUnit XML to ``path`` (UTF-8, with an XML declaration)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    junit_tree(verdict).write(path, encoding="utf-8", xml_declaration=True)
-    return path
+MARK = '<testsuites name="paprof check"'
+"""Near the top of every JUnit file paprof writes: such a file is replaced without --force."""
+
+
+def write_junit(verdict: Verdict, path: str | os.PathLike, force: bool = False,
+                inputs: Iterable = ()) -> Path:
+    """Write ``verdict`` as JUnit XML to ``path`` (UTF-8, with an XML declaration),
+    atomically; see ``paprof.outputs`` for what may be replaced."""
+    check_target(path, force, inputs)
+    root = junit_tree(verdict).getroot()
+    return outputs.write(path, ET.tostring(root, encoding="utf-8", xml_declaration=True),
+                         parents=True)
+
+
+def check_target(path: str | os.PathLike, force: bool = False, inputs: Iterable = ()) -> None:
+    """``UserError`` now when ``write_junit`` would refuse ``path``."""
+    outputs.check_target(path, what="a paprof check JUnit file", mark=MARK, force=force,
+                         inputs=inputs, parents=True)

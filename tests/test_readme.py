@@ -1,0 +1,52 @@
+"""What the README and the shipped files promise a new user on a fresh clone."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+README = (ROOT / "README.md").read_text()
+SHIPPED = ("README.md", "pyproject.toml", "docs", "paprof", "scripts", "tests", "benchmarks",
+           "examples")
+TEXT = {".md", ".py", ".toml", ".sh", ".cu", ".cuh", ".j2", ".json", ".log", ".txt", ".yml"}
+
+
+def _shipped_text_files():
+    for name in SHIPPED:
+        path = ROOT / name
+        files = [path] if path.is_file() else sorted(path.rglob("*"))
+        for f in files:
+            if f.is_file() and f.suffix in TEXT and "__pycache__" not in f.parts:
+                yield f
+
+
+def test_nothing_shipped_points_outside_the_repository():
+    outside = re.compile(r"\.\./" + "shared" + r"|SEED_" + "FACTS")
+    hits = [str(f.relative_to(ROOT)) for f in _shipped_text_files()
+            if outside.search(f.read_text(errors="replace"))]
+    assert hits == []
+
+
+def test_readme_starts_with_a_virtual_environment():
+    commands = [l for l in README.split("```bash", 1)[1].split("```", 1)[0].splitlines()
+                if l and not l.startswith("#")]
+    assert commands[0] == "python3 -m venv .venv && . .venv/bin/activate"
+    assert commands[1].startswith("python3 -m pip install -e . && paprof compare")
+
+
+def test_the_readme_quotes_the_reports_figures_for_v5():
+    """README and report tell one story: the report's v5 figures are the README's."""
+    from paprof.reports.build import write_report
+
+    md = write_report(["v4", "v5"], runs=ROOT / "examples" / "h200", out=None, markdown="-",
+                      shape="b64_ctx4096_h32x8_d128_p16_fp32").markdown_text
+    line = next(l for l in md.splitlines() if l.startswith("- achieved bandwidth"))
+    assert line.endswith("-> 4.44 TB/s, 32.9 % -> 98.1 % of the measured 4.53 TB/s ceiling")
+    assert "Bandwidth ceiling: 4.53 TB/s (measured: median of 10 runs" in md
+    assert "4.52 to 4.62 TB/s" in md
+    story = " ".join(README.split())
+    for words in ("v5 486 us: 4.42 TB/s, 95.7 % of the 4.62 TB/s",
+                  "(v5: 484 us, 4.44 TB/s)", "median of ten streaming-read calls, 4.53 TB/s",
+                  "shows v5 at 98.1 %", "measured in its own call, 4.62 TB/s"):
+        assert words in story

@@ -232,3 +232,19 @@ def writing(paths: RunPaths, replace: bool = False) -> Iterator[Pending]:
     finally:
         for leftover in paths.folder.glob(f".*{TEMP_MARK}{pending.token}*"):
             leftover.unlink(missing_ok=True)
+
+
+def write_json_atomic(path: Path, data, replace: bool = True) -> None:
+    """Write ``data`` as JSON at ``path`` under a temporary name, then rename it into place:
+    a reader sees the old file or the whole new one, never half of it. With ``replace``
+    False an existing file is a ``UserError``."""
+    path = Path(path)
+    if not replace and path.exists():
+        raise UserError(f"{path} exists; pass --force to overwrite it")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}{TEMP_MARK}{os.getpid()}-{secrets.token_hex(3)}")
+    try:
+        tmp.write_text(json.dumps(data, indent=2) + "\n")
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)

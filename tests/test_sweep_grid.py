@@ -58,6 +58,7 @@ def test_ranges_mix_with_values_and_repeats_drop():
     (["batch=0,4"], None, "--grid batch=0: batch must be at least 1, got 0"),
     (["dtype=fp16,fp8"], None, "--grid dtype=fp8: dtype must be one of"),
     (["batch=x"], None, "batch must be an integer"),
+    (["batch=1,2", "page=0"], None, "--grid page=0: page must be at least 1"),  # not batch=1
     (["kv_heads=8,64"], "q_heads=32", "--grid kv_heads=64: q_heads (32) must be a multiple of kv_heads (64)"),
     (["batch=1"], "batch=0", "--shape batch=0: batch must be at least 1"),
 ])

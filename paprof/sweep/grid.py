@@ -207,6 +207,7 @@ def make_grid(params_cls: type, grid: list[str] | tuple[str, ...], fixed: str | 
     axes: list[Axis] = []
     seen: dict[str, str] = {}
     raw: list[list] = []
+    alone: list[list] = []  # each value's error at the fixed parameters (None: fine there)
     for text in grid:
         key, values = split_axis(text)
         f = keys.get(key)
@@ -219,14 +220,16 @@ def make_grid(params_cls: type, grid: list[str] | tuple[str, ...], fixed: str | 
             raise UsageError(f"{f.key} is both swept (--grid {text}) and fixed (--shape "
                              f"{fixed_fields[f.name]}=...); drop one")
         seen[f.name] = text
-        parsed, texts = [], []
+        parsed, texts, errors = [], [], []
         for value in values:
-            got, _err = _parse_value(params_cls, base, key, value)
+            got, err = _parse_value(params_cls, base, key, value)
             if got not in parsed:
                 parsed.append(got)
                 texts.append(value)
+                errors.append(err)
         axes.append(Axis(f.key, tuple(parsed), text))
         raw.append(texts)
+        alone.append(errors)
     total = math.prod(len(a.values) for a in axes)
     if total > MAX_POINTS:
         raise UsageError(f"the grid has {total:,} points, more than {MAX_POINTS:,}; narrow it")
@@ -246,10 +249,13 @@ def make_grid(params_cls: type, grid: list[str] | tuple[str, ...], fixed: str | 
             else:
                 first_error[i].setdefault(j, error)
         points.append(Point(index, coords, params, error))
-    for i, axis in enumerate(axes):
-        for j, value in enumerate(axis.values):
-            if j not in works[i]:
-                raise ShapeError(f"--grid {axis.key}={raw[i][j]}: {first_error[i][j]}")
+    # A value no point accepts is an error: blame first a value refused on its own.
+    for own in (True, False):
+        for i, axis in enumerate(axes):
+            for j in range(len(axis.values)):
+                if j not in works[i] and (alone[i][j] is not None) == own:
+                    why = alone[i][j] if own else first_error[i][j]
+                    raise ShapeError(f"--grid {axis.key}={raw[i][j]}: {why}")
     return Grid(tuple(axes), base, fixed or "", tuple(points))
 
 

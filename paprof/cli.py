@@ -92,9 +92,9 @@ def main():
 
 
 def _register():
-    from paprof.commands import bench, check, compare, list_variants, run, table
+    from paprof.commands import bench, check, compare, list_variants, run, sweep, table
 
-    for module in (list_variants, bench, run, table, compare, check):
+    for module in (list_variants, bench, run, table, compare, check, sweep):
         for command in module.COMMANDS:
             main.add_command(command)
 

@@ -256,3 +256,15 @@ def writing(paths: RunPaths, replace: bool = False) -> Iterator[Pending]:
     finally:
         for leftover in paths.folder.glob(f".*{TEMP_MARK}{pending.token}*"):
             leftover.unlink(missing_ok=True)
+
+
+def write_json_atomic(path: Path, data, replace: bool = True) -> None:
+    """Write ``data`` as JSON at ``path`` atomically (``paprof.outputs.write``): a reader
+    sees the old file or the whole new one. With ``replace`` False an existing file is a
+    ``UserError``."""
+    from paprof import outputs
+
+    path = Path(path)
+    if not replace and path.exists():
+        raise UserError(f"{path} exists; pass --force to overwrite it")
+    outputs.write(path, json.dumps(data, indent=2) + "\n", parents=True)

@@ -15,6 +15,8 @@
 #   custom   examples/custom_family: bench, run --variant all, compare (-> $OUT/custom-runs.tar)
 #   readme   the README's own family (scripts/readme_example.py): bench, run, compare, check
 #   cmd      paprof run --cmd on a whole program with an NVTX range (the command kind)
+#   sweep    paprof sweep of v5/v6 fp16 over batch x context (12 points), bench and profile
+#            modes, with their reports (-> $OUT/sweeps.tar)
 # Results land in $OUT (the device tool brings it back): logs.tar with every log.
 set -uo pipefail
 OUT=${OUT:-/tmp/paprof-out}
@@ -152,6 +154,16 @@ from paprof.kernels import gpu; print(gpu.current_device())
         --name whole_program --runs runs 2>&1 | tail -6
       python3 -m paprof table runs/*/command 2>&1 | tail -6
       tar cf "$OUT/cmd-runs.tar" runs/*/command )
+    ;;
+  sweep)
+    stamp sweep
+    GRID="--variant v5 --variant v6 --grid batch=1,4,16,64 --grid context=4096..65536x4 --shape dtype=fp16"
+    for mode in bench profile; do
+      start=$(date +%s)
+      timeout 420 python3 -m paprof sweep $GRID --$mode --runs sweeps/h200-$mode --report sweeps/h200-$mode.html 2>&1 | tail -25 | tee "$OUT/logs/sweep-$mode.log"
+      echo "sweep --$mode: $(( $(date +%s) - start )) s wall" | tee -a "$OUT/logs/sweep-$mode.log"
+    done
+    tar cf "$OUT/sweeps.tar" sweeps
     ;;
   *) echo "unknown stage $stage"; exit 2;;
   esac

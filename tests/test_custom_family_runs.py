@@ -59,3 +59,23 @@ def test_compare_tells_the_story_and_flags_the_command(tmp_path):
     assert "**latency-bound** → **DRAM-bound**" in text
     text = write_report(["torch", "whole_program"], runs=RUNS, out=None, markdown="-").markdown_text
     assert "whole\\_program is not verified" in text
+
+
+def test_compare_says_the_useful_bandwidth_from_the_work_model():
+    text = write_report(["block", "fused"], runs=RUNS, out=None, markdown="-").markdown_text
+    assert ("useful bandwidth (the work model's 537 MB) 2.35 TB/s -> 4.2 TB/s, 51.8 % -> 92.7 % "
+            "of the measured 4.53 TB/s ceiling; useful FLOP rate 1.47 TFLOP/s -> 2.62 TFLOP/s") in text
+    assert "| Useful bandwidth | 2.35 TB/s | 4.2 TB/s (+78.9 %) |" in text
+
+
+def test_family_notes_reach_the_report(tmp_path):
+    import shutil
+
+    store = tmp_path / "runs"
+    shutil.copytree(SOFTMAX, store / "nvidia-h200" / "softmax")
+    for side_path in store.rglob("*.json"):
+        side = json.loads(side_path.read_text())
+        side["family_notes"] = ["rows are independent", "  "]
+        side_path.write_text(json.dumps(side))
+    text = write_report(["block", "fused"], runs=store, out=None, markdown="-").markdown_text
+    assert text.count("softmax: rows are independent") == 1

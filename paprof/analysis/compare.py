@@ -53,6 +53,10 @@ EXTRA_COLUMNS = (
     "top_stall_reason",
     "top_stall_cycles",
     "sm_count",
+    "work_bytes",
+    "work_flops",
+    "work_tbs",
+    "work_tflops",
 )
 """Catalogue columns beyond DESIGN.md that the stories and the table use when present."""
 
@@ -365,6 +369,8 @@ def movers(t: Thresholds) -> dict[str, Callable[[float, float], bool]]:
         "dram_active_cycles": traffic,
         "dram_bytes": traffic,
         "achieved_bandwidth_gbs": _rel_moved(t.bandwidth_rel),
+        "work_tbs": _rel_moved(t.bandwidth_rel),
+        "work_tflops": _rel_moved(t.bandwidth_rel),
         "theoretical_occupancy_pct": occ,
         "achieved_occupancy_pct": occ,
         "waves_per_sm": _rel_moved(t.waves_rel),
@@ -614,6 +620,27 @@ def bandwidth_sentence(before, after, d, t) -> str | None:
     return text
 
 
+def work_sentence(before, after, d, t) -> str | None:
+    """The family's work model over the duration: "useful bandwidth (the work model's
+    537 MB) 2.3 -> 4.2 TB/s, 51 % -> 92.7 % of the measured 4.53 TB/s ceiling; useful FLOP
+    rate 1.4 -> 2.6 TFLOP/s". Said when both variants have a work model (schema-2 runs)."""
+    tbs = d["work_tbs"]
+    if tbs.before is None or tbs.after is None:
+        return None
+    amount = _num(after.get("work_bytes"))
+    text = (f"useful bandwidth (the work model's {fmt.bytes_decimal(amount)}) "
+            f"{fmt.bandwidth_gbs(tbs.before * 1e3)} -> {fmt.bandwidth_gbs(tbs.after * 1e3)}")
+    cb, ca = before.ceiling, after.ceiling
+    if ca is not None and cb is not None and cb.tbs == ca.tbs:
+        kind = "measured" if ca.measured else "datasheet"
+        text += (f", {_of_ceiling(tbs.before * 1e3, cb)} -> {_of_ceiling(tbs.after * 1e3, ca)} "
+                 f"of the {kind} {fmt.sig(ca.tbs)} TB/s ceiling")
+    fl = d["work_tflops"]
+    if fl.before is not None and fl.after is not None:
+        text += f"; useful FLOP rate {fmt.flop_rate(fl.before)} -> {fmt.flop_rate(fl.after)}"
+    return text
+
+
 def rule_sentences(before, after, d, t) -> list[str]:
     """One line per ncu rule that appeared, disappeared or whose estimate moved."""
     return [c.text for c in rule_changes(before, after, t)]
@@ -631,6 +658,7 @@ STORY: tuple[Callable, ...] = (
     stall_sentence,
     dram_traffic_sentence,
     bandwidth_sentence,
+    work_sentence,
 )
 """The sentence functions, in the order a step tells them. Rule changes are listed apart
 (``Step.rules_*``); ``rule_sentences`` gives them as text for callers that want them inline."""
@@ -903,7 +931,20 @@ def compare(df, summed=None, order: Iterable | None = None, thresholds: Threshol
     steps = [tell(a, b, thresholds) for a, b in zip(variants, variants[1:])]
     provenance = [provenance_of(v) for v in variants]
     warnings, notes = provenance_warnings(provenance)
-    return Comparison(variants, steps, provenance, warnings, notes + launch_notes, thresholds)
+    return Comparison(variants, steps, provenance, warnings,
+                      family_notes(variants) + notes + launch_notes, thresholds)
+
+
+def family_notes(variants: list[VariantResult]) -> list[str]:
+    """The families' own sentences for the story (``Family.notes``, kept in the sidecars),
+    once each: "softmax: the read ceiling is a read-only kernel's ..."."""
+    seen: dict[str, None] = {}
+    for v in variants:
+        side = v.sidecar or {}
+        for note in side.get("family_notes") or ():
+            if isinstance(note, str) and note.strip():
+                seen.setdefault(f"{side.get('family') or v.family}: {note.strip()}")
+    return list(seen)
 
 
 def compare_reports(paths: list, thresholds: Thresholds = THRESHOLDS) -> Comparison:

@@ -94,6 +94,14 @@ def bandwidth_gbs(value) -> str:
     return _scaled(gbs, (("TB/s", 1e3),)) or f"{sig(gbs)} GB/s"
 
 
+def flop_rate(tflops) -> str:
+    """A FLOP rate given in TFLOP/s: ``2.49 TFLOP/s``, ``830 GFLOP/s``."""
+    if is_missing(tflops):
+        return MISSING
+    t = float(tflops)
+    return f"{sig(t)} TFLOP/s" if t >= 1 else f"{sig(t * 1e3)} GFLOP/s"
+
+
 def big(value) -> str:
     """A large count (cycles): ``39.1 M``, ``812 k``, ``1.2 G``."""
     if is_missing(value):
@@ -144,6 +152,7 @@ FORMATTERS = {
     "bytes": bytes_decimal,
     "bytes_binary": bytes_binary,
     "bandwidth_gbs": bandwidth_gbs,
+    "flop_rate": flop_rate,
     "big": big,
     "number": number,
     "ratio": ratio,

@@ -132,6 +132,7 @@ def build_sidecar(
     paths: store.RunPaths,
     source: dict,
     gate_metrics=(),
+    family_notes=(),
 ) -> dict:
     """The provenance sidecar (schema 2, docs/CONTRACTS.md)."""
     passes = [k.passes for k in profiled if k.passes is not None]
@@ -149,6 +150,7 @@ def build_sidecar(
         "params": params.to_dict() if params is not None else {},
         "work": work,
         "gate_metrics": list(gate_metrics),
+        "family_notes": list(family_notes),
         "gpu": prov.gpu,
         "gpu_slug": prov.gpu_slug,
         "driver": prov.driver,
@@ -244,7 +246,7 @@ def profile_variant(
         command = [str(paths.report) if a == str(pending.report) else a for a in argv]
         sidecar = build_sidecar(variant, params, work, settings, result, prov, command,
                                 ncu.log.kernels, paths, source,
-                                getattr(family, "gate_metrics", ()))
+                                getattr(family, "gate_metrics", ()), getattr(family, "notes", ()))
         store.write_sidecar(pending.sidecar, sidecar)
     return store.Run(paths.report, sidecar)
 

@@ -227,6 +227,15 @@ TABLE: tuple[tuple[str, tuple[RowSpec, ...]], ...] = (
         RowSpec("bandwidth_of_ceiling_pct", "Of the bandwidth ceiling", "pct", "pts",
                 meaning="Achieved bandwidth over the GPU's measured read ceiling (or datasheet)"),
     )),
+    ("Work model (the family's bytes and FLOPs over the duration)", (
+        RowSpec("work_bytes", "Bytes that must move", "bytes"),
+        RowSpec("work_gbs", "Useful bandwidth", "bandwidth_gbs",
+                meaning="The bytes the problem must move over the duration (ncu's): what the "
+                "kernel achieves of the work, whatever extra traffic it makes"),
+        RowSpec("work_of_ceiling_pct", "Useful bandwidth, of the ceiling", "pct", "pts",
+                meaning="Useful bandwidth over the GPU's measured read ceiling (or datasheet)"),
+        RowSpec("work_tflops", "Useful FLOP rate", "flop_rate"),
+    )),
     ("Occupancy", (
         RowSpec("theoretical_occupancy_pct", "Theoretical occupancy", "pct", "pts"),
         RowSpec("achieved_occupancy_pct", "Achieved occupancy", "pct", "pts"),
@@ -280,6 +289,10 @@ def _series(cmp: Comparison) -> dict[str, dict]:
         values["speedup_first"] = (first / dur) if (first and dur) else None
         bw = values.get("achieved_bandwidth_gbs")
         values["bandwidth_of_ceiling_pct"] = (bw / v.ceiling.gbs * 100) if (bw is not None and v.ceiling) else None
+        work = values.get("work_tbs")
+        values["work_gbs"] = work * 1e3 if work is not None else None
+        values["work_of_ceiling_pct"] = (work * 1e3 / v.ceiling.gbs * 100
+                                         if (work is not None and v.ceiling) else None)
         values["bottleneck"] = v.bottleneck
         reason, cycles = values.get("top_stall_reason"), values.get("top_stall_cycles")
         values["top_stall"] = (f"{reason.replace('_', ' ')} ({fmt.number(cycles, 2)})"

@@ -31,8 +31,10 @@ def test_nothing_shipped_points_outside_the_repository():
 def test_readme_starts_with_a_virtual_environment():
     commands = [l for l in README.split("```bash", 1)[1].split("```", 1)[0].splitlines()
                 if l and not l.startswith("#")]
-    assert commands[0] == "python3 -m venv .venv && . .venv/bin/activate"
-    assert commands[1].startswith("python3 -m pip install -e . && paprof compare")
+    assert len(commands) == 2  # the main job, then the tests
+    assert commands[0].startswith("python3 -m venv .venv && . .venv/bin/activate && "
+                                  "python3 -m pip install -e . && paprof compare")
+    assert commands[1] == "python3 -m pip install -e '.[test]' && python3 -m pytest"
 
 
 def test_the_readme_quotes_the_reports_figures_for_v5():

@@ -77,14 +77,20 @@ def main():
 
     \b
     Typical session:
-      paprof list                         the kernel variants and their ideas
+      paprof list                         the families (built-in, installed, this
+                                          repository's [tool.paprof]) and variants
       paprof bench --variant all          CUDA-event timings and bandwidth (GPU)
       paprof run --variant v2 --variant v3  verify, then profile under ncu (GPU)
       paprof table runs/                  any .ncu-rep as a table with its bottleneck
       paprof compare v2 v3 --runs examples/h200
                                           the comparative report (of the H200
                                           runs shipped in examples/h200)
-      paprof check --baseline b.json      the DRAM-throughput regression gate
+      paprof check --baseline b.json      the regression gate
+      paprof sweep --variant v5 --variant v6 --grid batch=1,4,16,64 --bench
+                                          a grid of shapes, the regime map (GPU)
+
+    Your own kernels: a family in your repository (README, "Profile your own
+    kernels"); a whole program: paprof run --cmd '...' --nvtx-range R --name ID.
 
     Exit codes: 0 ok, 1 a finding (regression, failed verification),
     2 bad input or environment, 130 interrupted.

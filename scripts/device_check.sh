@@ -17,6 +17,8 @@
 #   cmd      paprof run --cmd on a whole program with an NVTX range (the command kind)
 #   sweep    paprof sweep of v5/v6 fp16 over batch x context (12 points), bench and profile
 #            modes, with their reports (-> $OUT/sweeps.tar)
+#   shards   the same bench sweep as two shards run one after the other on this GPU, merged,
+#            and once through --gpus 0 (the worker path) (-> $OUT/shards.tar)
 # Results land in $OUT (the device tool brings it back): logs.tar with every log.
 set -uo pipefail
 OUT=${OUT:-/tmp/paprof-out}
@@ -164,6 +166,22 @@ from paprof.kernels import gpu; print(gpu.current_device())
       echo "sweep --$mode: $(( $(date +%s) - start )) s wall" | tee -a "$OUT/logs/sweep-$mode.log"
     done
     tar cf "$OUT/sweeps.tar" sweeps
+    ;;
+  shards)
+    stamp shards
+    GRID="--variant v5 --variant v6 --grid batch=1,4,16,64 --grid context=4096..65536x4 --shape dtype=fp16 --bench"
+    rm -rf shards && mkdir -p shards
+    start=$(date +%s)
+    for k in 1 2; do
+      python3 -m paprof sweep $GRID --shard $k/2 --runs shards/shard-$k 2>&1 | tail -2
+    done
+    python3 -m paprof merge shards/shard-1 shards/shard-2 --out shards/merged 2>&1 | tail -3
+    python3 -m paprof sweep-report --runs shards/merged --out shards/merged.html 2>&1 | tail -4
+    echo "two shards + merge: $(( $(date +%s) - start )) s wall"
+    start=$(date +%s)
+    python3 -m paprof sweep $GRID --gpus 0 --runs shards/gpus0 2>&1 | tail -3
+    echo "--gpus 0: $(( $(date +%s) - start )) s wall"
+    tar cf "$OUT/shards.tar" shards
     ;;
   *) echo "unknown stage $stage"; exit 2;;
   esac

@@ -65,7 +65,7 @@ def baseline_file(invoke, tmp_path, runs_table):
 
 def test_update_writes_a_versioned_baseline(baseline_file, runs_table):
     data = json.loads(baseline_file.read_text())
-    assert data["schema"] == 1 and data["kind"] == "paprof-baseline"
+    assert data["schema"] == 2 and data["kind"] == "paprof-baseline"
     (entry,) = data["entries"]
     assert set(entry["metrics"]) == {"dram_throughput_pct", "duration_us", "dram_bytes"}
     assert entry["provenance"]["gpu"] == "NVIDIA H200"
@@ -128,7 +128,7 @@ def test_mismatched_gpu_is_exit_2_not_a_verdict(invoke, baseline_file, runs_tabl
     [
         (["--repeat", "3"], "--repeat needs --profile"),
         (["--tolerance", "lots"], "is not [METRIC=]NUMBER[%]"),
-        (["--metric", "registers_per_thread"], "no direction declared"),
+        (["--metric", "grid_size"], "no direction declared"),
         (["--repeat", "0", "--profile"], "--repeat"),
     ],
 )

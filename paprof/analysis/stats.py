@@ -14,8 +14,10 @@ higher-is-better metric through its reciprocal, so that a ratio above 1 is alway
 with ``e`` the minimum effect and ``alpha = 1 - confidence``:
 
 - ``regressed``: the test says now is worse than the baseline scaled by ``1 + e``
-  (``p < alpha``): slower by more than the minimum effect, with confidence;
-- ``improved``: symmetrically, better than the baseline scaled by ``1 - e``;
+  (``p < alpha``): slower by more than the minimum effect, with confidence, and the
+  interval of the ratio lies above 1 (a few wild launches cannot carry the test alone);
+- ``improved``: symmetrically, better than the baseline scaled by ``1 - e`` and the
+  interval below 1;
 - ``same``: neither, and the confidence interval of the ratio lies within ``[1 - e, 1 + e]``;
 - ``ambiguous``: neither, and the interval reaches past ``1 +- e``: too few or too noisy
   samples to tell. ``decide_until`` then asks its caller for more samples (``remeasure()``)
@@ -153,9 +155,9 @@ def decide(base: Sequence[float], now: Sequence[float], min_effect: float,
     p_better = mann_whitney_greater(b, n / (1 - min_effect))
     low, high = median_ratio_ci(b, n, confidence)
     ratio = float(np.median(n) / np.median(b))
-    if p_worse < alpha and ratio > 1:
+    if p_worse < alpha and low > 1:
         verdict = "regressed"
-    elif p_better < alpha and ratio < 1:
+    elif p_better < alpha and high < 1:
         verdict = "improved"
     elif 1 - min_effect <= low and high <= 1 + min_effect:
         verdict = "same"

@@ -17,7 +17,8 @@ from rich.table import Table
 from paprof.analysis import regress
 from paprof.profiler.store import input_files
 
-_STYLE = {"pass": "green", "improved": "cyan", "regressed": "bold red"}
+_STYLE = {"same": "green", "improved": "cyan", "regressed": "bold red", "changed": "bold red",
+          "ambiguous": "yellow"}
 
 _METRICS = ", ".join(regress.GATE_RULES)
 _DEFAULT_TOLERANCES = ", ".join(
@@ -55,7 +56,7 @@ def _verdict_table(verdict: regress.Verdict) -> Table:
             cells.append(escape(shape))
         cells += [
             r.metric, r.fmt_stat(r.baseline), r.fmt_stat(r.now), r.delta_text,
-            r.allowed_text, f"[{_STYLE[r.status]}]{r.status}[/]",
+            r.allowed_text, f"[{_STYLE[r.outcome]}]{r.outcome}[/]",
         ]
         table.add_row(*cells)
     return table

@@ -83,6 +83,22 @@ def _verdict_table(verdict: regress.Verdict) -> Table:
     help="With --profile: profile N launches per variant; their median is compared and "
     "their spread widens the allowance. Default 1.",
 )
+@click.option(
+    "--timed", type=click.IntRange(min=1), default=30, show_default=True, metavar="N",
+    help="With --profile: CUDA-event-timed launches before ncu, the samples of "
+    "duration_us_event (the cheap, many-sample path).",
+)
+@click.option(
+    "--rounds", type=click.IntRange(min=1), default=3, show_default=True, metavar="N",
+    help="With --profile: measurements of now, at most, for an ambiguous statistical "
+    "decision (each re-measurement profiles the variant again and pools the samples).",
+)
+@click.option("--ratchet", is_flag=True,
+              help="Let two-sided counts (registers, shared memory, instruction mix) fall "
+              "(reported improved); only a rise fails. Without it a change either way fails.")
+@click.option("--fail-ambiguous", is_flag=True,
+              help="Count a decision still ambiguous after its rounds as a regression "
+              "(exit 1). Default: it passes, with its own status and a note.")
 @click.option("--metric", "metrics", multiple=True,
               help=f"Metric to gate (repeatable): {_METRICS}. Default: every metric the "
               "baseline holds.")
@@ -104,8 +120,8 @@ def _verdict_table(verdict: regress.Verdict) -> Table:
 @click.option("--force", is_flag=True,
               help="Replace --junit / --markdown files that are not earlier paprof check "
               "outputs (empty files and earlier outputs are replaced anyway).")
-def check(baseline_path, runs, profile, repeat, metrics, tolerances, allow_mismatch, junit,
-          markdown, force):
+def check(baseline_path, runs, profile, repeat, timed, rounds, ratchet, fail_ambiguous,
+          metrics, tolerances, allow_mismatch, junit, markdown, force):
     """Fail when kernels got slower than a baseline: the CI regression gate.
 
     A value is a regression when it is worse than the baseline by more than the larger
@@ -138,13 +154,19 @@ def check(baseline_path, runs, profile, repeat, metrics, tolerances, allow_misma
         metrics=tuple(metrics) or None,
         tolerances=dict(regress.parse_tolerance(t) for t in tolerances),
         allow_mismatch=allow_mismatch,
+        ratchet=ratchet,
+        rounds=rounds,
+        fail_ambiguous=fail_ambiguous,
     )
+    remeasure = None
     if profile:
-        current = regress.profile_current(baseline, launches=repeat or 1, runs=runs)
+        current = regress.profile_current(baseline, launches=repeat or 1, runs=runs,
+                                          time_launches=timed)
+        remeasure = regress.remeasure_by_profiling(repeat or 1, timed)
     else:
         names = sorted({e.name for e in baseline.entries})
         current = regress.load_table(runs or Path("runs"), variants=names)
-    verdict = regress.compare_to_baseline(baseline, current, settings)
+    verdict = regress.compare_to_baseline(baseline, current, settings, remeasure=remeasure)
 
     # Not a terminal (CI logs): wide enough that the table does not wrap.
     width = None if sys.stdout.isatty() else 160

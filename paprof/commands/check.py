@@ -15,6 +15,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from paprof.analysis import regress
+from paprof.errors import UserError
 from paprof.profiler.store import input_files
 
 _STYLE = {"same": "green", "improved": "cyan", "regressed": "bold red", "changed": "bold red",
@@ -31,7 +32,6 @@ def _slug(family: str, shape: str) -> str:
     view), as its family writes it; a shape paprof cannot parse (a foreign report's, a
     family not visible here) as it is."""
     from paprof import registry
-    from paprof.errors import UserError
 
     try:
         return registry.family(family).parse(shape).slug() if "=" in shape and family else shape
@@ -76,7 +76,14 @@ def _verdict_table(verdict: regress.Verdict) -> Table:
 )
 @click.option(
     "--profile", is_flag=True,
-    help="Profile the baseline's variants at its shapes now (needs the GPU and ncu).",
+    help="Profile the baseline's variants at its shapes now (needs the GPU and ncu), "
+    "measuring the read ceiling in the same call.",
+)
+@click.option(
+    "--static", "static_gate", is_flag=True,
+    help="No GPU: compile the baseline's variants with nvcc and gate registers, spills, "
+    "shared, local and constant memory and the SASS instruction mix against a baseline "
+    "written by 'paprof baseline update --static'.",
 )
 @click.option(
     "--repeat", type=click.IntRange(min=1), default=None, metavar="N",
@@ -120,8 +127,8 @@ def _verdict_table(verdict: regress.Verdict) -> Table:
 @click.option("--force", is_flag=True,
               help="Replace --junit / --markdown files that are not earlier paprof check "
               "outputs (empty files and earlier outputs are replaced anyway).")
-def check(baseline_path, runs, profile, repeat, timed, rounds, ratchet, fail_ambiguous,
-          metrics, tolerances, allow_mismatch, junit, markdown, force):
+def check(baseline_path, runs, profile, static_gate, repeat, timed, rounds, ratchet,
+          fail_ambiguous, metrics, tolerances, allow_mismatch, junit, markdown, force):
     """Fail when kernels got slower than a baseline: the CI regression gate.
 
     A value is a regression when it is worse than the baseline by more than the larger
@@ -143,6 +150,8 @@ def check(baseline_path, runs, profile, repeat, timed, rounds, ratchet, fail_amb
     """
     if repeat is not None and not profile:
         raise click.UsageError("--repeat needs --profile (stored runs are not re-measured)")
+    if static_gate and (profile or runs):
+        raise click.UsageError("--static compiles the sources: it takes no --profile or --runs")
     from paprof.reports import check_markdown, junit as junit_xml
 
     inputs = [baseline_path, *input_files([runs or Path("runs")])]
@@ -159,7 +168,13 @@ def check(baseline_path, runs, profile, repeat, timed, rounds, ratchet, fail_amb
         fail_ambiguous=fail_ambiguous,
     )
     remeasure = None
-    if profile:
+    if static_gate:
+        from paprof import static
+
+        current, said = static.current_for(baseline)
+    elif baseline.gate == "static":
+        raise UserError(f"{baseline_path} is a static baseline: check it with --static")
+    elif profile:
         current = regress.profile_current(baseline, launches=repeat or 1, runs=runs,
                                           time_launches=timed)
         remeasure = regress.remeasure_by_profiling(repeat or 1, timed)
@@ -167,6 +182,8 @@ def check(baseline_path, runs, profile, repeat, timed, rounds, ratchet, fail_amb
         names = sorted({e.name for e in baseline.entries})
         current = regress.load_table(runs or Path("runs"), variants=names)
     verdict = regress.compare_to_baseline(baseline, current, settings, remeasure=remeasure)
+    if static_gate:
+        verdict.notes.extend(said)
 
     # Not a terminal (CI logs): wide enough that the table does not wrap.
     width = None if sys.stdout.isatty() else 160
@@ -199,7 +216,13 @@ def baseline():
 @click.option("--out", required=True, type=click.Path(dir_okay=False, path_type=Path),
               metavar="FILE", help="Baseline JSON to write.")
 @click.option("--force", is_flag=True, help="Replace FILE if it exists.")
-def update(runs, variants, metrics, out, force):
+@click.option("--static", "static_gate", is_flag=True,
+              help="No GPU, no runs: compile the family's CUDA variants with nvcc at --shape "
+              "and record per kernel what 'check --static' gates.")
+@click.option("--family", default=None, help="With --static: the family (default paged_decode).")
+@click.option("--shape", default=None, metavar="KEY=VALUE,...",
+              help="With --static: the family's parameters (default: its defaults).")
+def update(runs, variants, metrics, out, force, static_gate, family, shape):
     """Write a baseline from the latest runs: per variant and shape the median and
     spread of each metric, and the runs' provenance (GPU, ncu version, clocks, sections).
 
@@ -207,6 +230,10 @@ def update(runs, variants, metrics, out, force):
     Example:
       paprof baseline update --runs runs/ --variant v3 --out perf/h200.json
     """
+    if static_gate:
+        return _update_static(variants, out, force, family, shape)
+    if family or shape:
+        raise click.UsageError("--family and --shape go with --static (runs know theirs)")
     inputs = input_files([runs])
     regress.check_baseline_target(out, force, inputs)  # before reading the runs
     made = regress.make_baseline(
@@ -219,6 +246,23 @@ def update(runs, variants, metrics, out, force):
         )
         click.echo(f"{e.name} at {e.shape} on {e.provenance.gpu or 'unknown GPU'}: {stats}")
     click.echo(f"wrote {out} ({len(made.entries)} entries)")
+
+
+def _update_static(variants, out, force, family, shape):
+    from paprof import registry, static
+
+    regress.check_baseline_target(out, force)
+    fam = registry.family(family or "paged_decode")
+    made, notes = static.make_static_baseline(fam, fam.parse(shape), variants)
+    regress.save_baseline(made, out, force=force)
+    for e in made.entries:
+        m = e.metrics
+        click.echo(f"{e.name} at {e.shape}: {m['registers_per_thread'].value:g} registers, "
+                   f"{m['spill_stores_bytes'].value:g} bytes spilled, "
+                   f"{m['shared_mem_static_bytes'].value:g} bytes static shared memory")
+    for note in notes:
+        click.echo(f"note: {note}")
+    click.echo(f"wrote {out} ({len(made.entries)} kernels, {made.entries[0].provenance.compiler})")
 
 
 COMMANDS = [check, baseline]

@@ -131,22 +131,40 @@ def check(baseline_path, runs, profile, static_gate, repeat, timed, rounds, ratc
           fail_ambiguous, metrics, tolerances, allow_mismatch, junit, markdown, force):
     """Fail when kernels got slower than a baseline: the CI regression gate.
 
-    A value is a regression when it is worse than the baseline by more than the larger
-    of the tolerance and the measured spread (baseline + current). Higher is better for
-    DRAM throughput and bandwidth, lower for duration and DRAM bytes. A check whose
-    allowance reaches below zero (the 3-point DRAM tolerance for a kernel that barely
-    uses DRAM) cannot fail: its row says so and a note suggests a relative tolerance.
+    With 5+ per-launch samples on both sides (--profile --repeat N; duration_us_event:
+    the CUDA-event-timed launches, --timed N) a timing or throughput metric is decided
+    statistically: regressed when a one-sided Mann-Whitney U test says it is worse than
+    the baseline by more than the minimum effect (99 % confidence) and the bootstrap
+    interval of the median ratio lies beyond 1; improved symmetrically; same when the
+    interval lies within +-min effect; else ambiguous, re-measured (with --profile) up
+    to --rounds measurements, then reported as ambiguous. Minimum effects: 2 % for
+    duration_us_event, 3 % under ncu; --tolerance METRIC=X% sets one.
+
+    Otherwise a value is a regression when it is worse than the baseline by more than
+    the larger of the tolerance and the measured spread (baseline + current). Counts
+    (DRAM bytes, registers, shared memory, instructions, spills) are exact: no spread
+    allowance; registers, shared memory and the instruction mix fail when they move
+    either way ("changed") unless --ratchet lets them fall. Higher is better for
+    throughput and bandwidth, lower for duration and counts. A check whose allowance
+    reaches below zero cannot fail: its row says so.
+
+    --static needs no GPU: nvcc compiles the baseline's variants and the cubin's
+    registers, spills, stack, shared/local/constant memory and SASS mix are gated.
 
     \b
-    Exit codes: 0 pass, 1 regression (each one named),
-    2 bad input: missing or corrupt baseline, runs from another GPU model,
-      ncu version, clock control or shape (unless --allow-mismatch).
+    Exit codes: 0 pass (ambiguous decisions pass, noted: after the re-measurements
+      they mean the runner's noise exceeds the minimum effect, and a red build on
+      noise teaches people to ignore the gate; --fail-ambiguous makes them 1),
+    1 regression (each one named), 2 bad input: missing or corrupt baseline, runs
+      from another GPU model, ncu version, clock control, compiler or shape (unless
+      --allow-mismatch), no nvcc for --static.
 
     \b
     Examples:
       paprof check --baseline perf/h200.json --runs runs/
       paprof check --baseline perf/h200.json --profile --repeat 5 \\
           --junit check.xml --markdown "$GITHUB_STEP_SUMMARY"
+      paprof check --static --baseline perf/static.json
     """
     if repeat is not None and not profile:
         raise click.UsageError("--repeat needs --profile (stored runs are not re-measured)")

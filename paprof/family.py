@@ -476,6 +476,10 @@ class CudaVariant(Variant):
     """``-D`` macros: a dict, or ``fn(params) -> dict``."""
     build: Callable | None = field(default=None, repr=False, compare=False)
     """``fn(variant, params, device) -> Launcher``: replaces the declarative form."""
+    compile_units: Callable | None = field(default=None, repr=False, compare=False)
+    """``fn(params) -> [(sources, defines), ...]``: what a ``build`` hook compiles for these
+    parameters (sources as in ``sources``), for the static gate (``paprof check
+    --static``). The declarative form needs none: its ``sources`` and ``defines``."""
     folder: Path | None = None
     """Set by the family: where ``sources`` live."""
 

@@ -14,6 +14,7 @@ import shutil
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+import numpy as np
 import pytest
 from click.testing import CliRunner
 
@@ -65,7 +66,7 @@ def baseline_file(invoke, tmp_path, runs_table):
 
 def test_update_writes_a_versioned_baseline(baseline_file, runs_table):
     data = json.loads(baseline_file.read_text())
-    assert data["schema"] == 1 and data["kind"] == "paprof-baseline"
+    assert data["schema"] == 2 and data["kind"] == "paprof-baseline"
     (entry,) = data["entries"]
     assert set(entry["metrics"]) == {"dram_throughput_pct", "duration_us", "dram_bytes"}
     assert entry["provenance"]["gpu"] == "NVIDIA H200"
@@ -128,7 +129,7 @@ def test_mismatched_gpu_is_exit_2_not_a_verdict(invoke, baseline_file, runs_tabl
     [
         (["--repeat", "3"], "--repeat needs --profile"),
         (["--tolerance", "lots"], "is not [METRIC=]NUMBER[%]"),
-        (["--metric", "registers_per_thread"], "no direction declared"),
+        (["--metric", "grid_size"], "no direction declared"),
         (["--repeat", "0", "--profile"], "--repeat"),
     ],
 )
@@ -263,7 +264,7 @@ def test_check_outputs_replace_only_empty_own_or_forced_files(invoke, baseline_f
 def test_profile_uses_the_profiler_with_repeat_launches(invoke, baseline_file, monkeypatch):
     calls = []
 
-    def fake_profile(baseline, launches, runs):
+    def fake_profile(baseline, launches, runs=None, **kwargs):
         calls.append((launches, runs, [e.variant for e in baseline.entries]))
         return make_table(make_rows(dram=(80.5, 80.0, 79.5, 80.25, 79.75)))
 
@@ -272,6 +273,51 @@ def test_profile_uses_the_profiler_with_repeat_launches(invoke, baseline_file, m
     assert result.exit_code == 0, result.output
     assert calls == [(5, None, ["v3"])]
     assert "± 0.5 pts" in result.stdout
+
+
+def _event_rows(center, n=30, seed=0, **sidecar):
+    times = list(np.random.default_rng(seed).normal(center, 0.5, n))
+    return make_rows(duration_us_event=float(np.median(times)), duration_us_event_all=times,
+                     gate_metrics=["duration_us_event", "dram_bytes"], **sidecar)
+
+
+@pytest.mark.parametrize("factor, code, word", [(1.0, 0, "same"), (1.10, 1, "regressed"),
+                                                (0.9, 0, "improved")])
+def test_event_timed_samples_from_the_sidecar_are_gated(invoke, runs_table, tmp_path, factor,
+                                                        code, word):
+    runs_table.rows = _event_rows(300)
+    path = tmp_path / "b.json"
+    assert invoke("baseline", "update", "--out", path).exit_code == 0
+    stored = json.loads(path.read_text())["entries"][0]["metrics"]["duration_us_event"]
+    assert len(stored["samples"]) == 30
+    runs_table.rows = _event_rows(300 * factor, seed=1)
+    result = invoke("check", "--baseline", path)
+    assert result.exit_code == code, result.output
+    assert word in result.stdout
+    if code:
+        assert "REGRESSION softmax" not in result.stdout and "% CI)" in result.stdout
+
+
+def test_profile_remeasures_an_ambiguous_decision(invoke, runs_table, tmp_path, monkeypatch):
+    runs_table.rows = _event_rows(300)
+    path = tmp_path / "b.json"
+    assert invoke("baseline", "update", "--out", path).exit_code == 0
+    tables = [make_table(_event_rows(306, n=6, seed=s)) for s in (3, 4, 5)]  # 2 % slower
+    calls = []
+
+    def fake_profile(baseline, launches, runs=None, time_launches=None, ceiling=True):
+        calls.append((launches, time_launches, ceiling))
+        return tables[len(calls) - 1]
+
+    monkeypatch.setattr(regress, "profile_current", fake_profile)
+    result = invoke("check", "--baseline", path, "--profile", "--timed", "6", "--rounds", "3")
+    assert result.exit_code == 0, result.output
+    assert calls == [(1, 6, True)] * 3
+    assert "ambiguous after 3 measurements" in result.stdout
+    calls.clear()
+    result = invoke("check", "--baseline", path, "--profile", "--timed", "6", "--rounds", "2",
+                    "--fail-ambiguous")
+    assert result.exit_code == 1 and len(calls) == 2, result.output
 
 
 def test_help_documents_exit_codes_and_tolerances(invoke):

@@ -117,7 +117,7 @@ def test_stat_is_median_and_half_range():
 
 def test_every_gated_metric_is_a_catalogue_column_with_a_direction():
     for metric, rule in regress.GATE_RULES.items():
-        assert metric in BY_COLUMN
+        assert metric in BY_COLUMN or metric in regress.UNITS
     assert regress.GATE_RULES["dram_throughput_pct"].higher_is_better
     assert regress.GATE_RULES["achieved_bandwidth_gbs"].higher_is_better
     assert not regress.GATE_RULES["duration_us"].higher_is_better
@@ -196,7 +196,7 @@ def test_parse_tolerance_rejects(text):
 
 def test_ungateable_metric_is_a_user_error():
     with pytest.raises(UserError, match="no direction declared"):
-        make_baseline(make_table(make_rows()), metrics=("registers_per_thread",))
+        make_baseline(make_table(make_rows()), metrics=("grid_size",))
 
 
 # -- comparing tables --------------------------------------------------------------------
@@ -354,7 +354,7 @@ def test_foreign_reports_without_sidecar_round_trip(tmp_path):
 def test_baseline_round_trip(tmp_path, baseline_v3):
     path = save_baseline(baseline_v3, tmp_path / "b.json")
     data = json.loads(path.read_text())
-    assert data["kind"] == "paprof-baseline" and data["schema"] == 1
+    assert data["kind"] == "paprof-baseline" and data["schema"] == 2
     (entry,) = data["entries"]
     assert entry["variant"] == "v3" and entry["shape"] == SHAPE
     assert entry["metrics"]["dram_throughput_pct"] == {"value": 80.0, "spread": 0.0, "n": 1}
@@ -393,7 +393,8 @@ def _duplicate(data):
 @pytest.mark.parametrize(
     "mangle, message",
     [
-        (lambda d: {**d, "schema": 2}, "schema 2"),
+        (lambda d: {**d, "schema": 3}, "schema 3"),
+        (lambda d: {**d, "gate": "guess"}, "gate"),
         (lambda d: {k: v for k, v in d.items() if k != "schema"}, "schema None"),
         (lambda d: {k: v for k, v in d.items() if k != "kind"}, "not a paprof baseline"),
         (lambda d: [d], "not a paprof baseline"),

@@ -201,6 +201,13 @@ _MEASURED = (
     Metric("warp_cycles_per_issue", "smsp__average_warp_latency_per_inst_issued.ratio",
            "cycle", WARP, "Cycles a warp waits between two issued instructions",
            combine=WEIGHTED),
+    # Deterministic counts the regression gate takes exactly (recorded with the default
+    # sections on the H200: tests/data's list).
+    Metric("instructions_executed", "inst_executed", "inst", WARP,
+           "Warp-level SASS instructions executed", combine=SUM),
+    Metric("spill_instructions", "sass__inst_executed_register_spilling", "inst", WARP,
+           "Warp-level instructions executed that spill or restore registers (local or "
+           "shared memory)", combine=SUM),
     Metric("l1_hit_rate_pct", "l1tex__t_sector_hit_rate.pct", "%", MWA,
            "L1/TEX sector hit rate", combine=WEIGHTED),
     Metric("l2_hit_rate_pct", "lts__t_sector_hit_rate.pct", "%", MWA,

@@ -25,12 +25,22 @@ variant (the loader's ``variant_rows``, which sums split-KV kernels into one row
 launch), the latest report per (family, variant, shape), the median over its launches
 and the half-range ``(max - min) / 2`` as spread (0 for a single launch).
 
-The baseline file is JSON, ``{"kind": "paprof-baseline", "schema": 1, ...}``; see
-``Baseline`` and ``docs/ci-gpu-runner.md``.
+With per-launch samples on both sides (``MIN_SAMPLES`` or more each: ``--profile
+--repeat N``, or the CUDA-event-timed launches of ``duration_us_event``) a metric with a
+minimum effect (``GateRule.min_effect``) is decided statistically instead
+(``paprof.analysis.stats``): ``same``, ``regressed``, ``improved`` or ``ambiguous``, the
+last re-measured up to a bound when the caller can (``remeasure``). Deterministic counts
+(``GateRule.count``: registers, shared memory, spills, instructions, DRAM bytes) are
+gated exactly, with no spread allowance; a two-sided count fails when it moves either
+way, unless ``Settings.ratchet`` lets it fall (a one-way ratchet).
+
+The baseline file is JSON, ``{"kind": "paprof-baseline", "schema": 2, ...}`` (schema 1,
+without samples, still loads); see ``Baseline`` and ``docs/ci-gpu-runner.md``.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import os
@@ -41,12 +51,17 @@ from pathlib import Path
 from typing import Iterable, Sequence
 
 from paprof import __version__
-from paprof.analysis import fmt
+from paprof.analysis import fmt, stats
 from paprof.analysis.metrics import BY_COLUMN
 from paprof.errors import UserError
 
-SCHEMA = 1
-"""Version of the baseline file format this module writes and reads."""
+SCHEMA = 2
+"""Version of the baseline file format this module writes (schema 2 adds per-launch
+``samples`` to each metric, the ``gate`` kind and the ``compiler`` provenance)."""
+READS = (1, 2)
+"""Baseline schemas this module reads."""
+GATES = ("profile", "static")
+"""What a baseline was measured by: profiled runs, or compiled cubins (``--static``)."""
 KIND = "paprof-baseline"
 """The ``kind`` field that marks a JSON file as a paprof baseline."""
 
@@ -106,32 +121,121 @@ class GateRule:
     """Direction: True for throughput and bandwidth, False for time and bytes."""
     tolerance: Tolerance
     """Default tolerance (``Settings.tolerances`` overrides it)."""
+    min_effect: float | None = None
+    """Smallest relative change worth failing for, when both sides have per-launch samples
+    (the statistical decision); None: never decided statistically. A ``--tolerance``
+    given for the metric replaces it (relative, or absolute over the baseline value)."""
+    count: bool = False
+    """A deterministic count (registers, bytes, instructions): gated exactly, no spread
+    allowance, no statistics."""
+    two_sided: bool = False
+    """A count whose fall is also a change to look at (registers, shared memory, the
+    instruction mix): it fails either way unless ``Settings.ratchet`` lets it fall."""
 
+
+# Minimum effects of the statistical decision: chosen before the power measurement of
+# scripts/gate_power.py on the H200 (docs/NOTES.md) and to be confirmed by its table.
+# Event-timed launches of one process differ by ~0.3 %; 2 % leaves room for the drift
+# between the baseline's process and now's, and still resolves a 3 % slowdown.
+EVENT_MIN_EFFECT = 0.02
+NCU_MIN_EFFECT = 0.03
+"""Under ncu (caches flushed before each replay, one replay pass a metric) launches vary
+more than under CUDA events: 3 %."""
+
+SASS_CLASSES = (
+    "total", "ldg", "ldg_128", "stg", "stg_128", "lds", "lds_128", "sts", "sts_128",
+    "ldl", "stl", "ldgsts", "hmma", "hgmma", "ffma", "fmul", "fadd", "mufu", "bar", "shfl",
+    "bra",
+)
+"""The SASS instruction classes the static gate counts (``sass_<class>``, per kernel):
+all instructions, global/shared/local loads and stores (and their 128-bit share), async
+copies, tensor-core MMAs (``HMMA``, Hopper's ``HGMMA``), fp32 arithmetic, the special
+function unit, barriers, shuffles and branches."""
 
 GATE_RULES: dict[str, GateRule] = {
     # Percent of peak: an absolute allowance in percentage points. 3 pp is about 3.5 %
     # of a DRAM-bound kernel's ~85 %: well above launch-to-launch noise under ncu (which
     # flushes caches before each replay), well below a lost optimisation (v3 -> v2 ~25 pp).
-    "dram_throughput_pct": GateRule("DRAM throughput", True, Tolerance(absolute=3.0)),
+    "dram_throughput_pct": GateRule("DRAM throughput", True, Tolerance(absolute=3.0),
+                                    NCU_MIN_EFFECT),
     # Bandwidth and time: relative. Time varies more than throughput % across processes
     # when clocks are not locked (--clock-control none), hence 5 %.
-    "achieved_bandwidth_gbs": GateRule("achieved DRAM bandwidth", True, Tolerance(relative=0.03)),
-    "duration_us": GateRule("duration", False, Tolerance(relative=0.05)),
-    "elapsed_cycles": GateRule("elapsed cycles", False, Tolerance(relative=0.05)),
-    # Deterministic counts: the same code on the same shape moves the same bytes.
-    "dram_bytes": GateRule("DRAM bytes", False, Tolerance(relative=0.005)),
+    "achieved_bandwidth_gbs": GateRule("achieved DRAM bandwidth", True,
+                                       Tolerance(relative=0.03), NCU_MIN_EFFECT),
+    "duration_us": GateRule("duration", False, Tolerance(relative=0.05), NCU_MIN_EFFECT),
+    # The launcher's CUDA-event-timed launches (outside ncu, 20 by default): the cheap,
+    # many-sample path; always decided statistically when both sides have the samples.
+    "duration_us_event": GateRule("duration (CUDA events)", False, Tolerance(relative=0.05),
+                                  EVENT_MIN_EFFECT),
+    "elapsed_cycles": GateRule("elapsed cycles", False, Tolerance(relative=0.05),
+                               NCU_MIN_EFFECT),
+    # Deterministic counts: the same code on the same shape moves the same bytes (0.5 %:
+    # ncu's DRAM counters see a few refresh and page-table bytes more or less).
+    "dram_bytes": GateRule("DRAM bytes", False, Tolerance(relative=0.005), count=True),
+    "registers_per_thread": GateRule("registers per thread", False, Tolerance(), count=True,
+                                     two_sided=True),
+    "shared_mem_per_block_bytes": GateRule("shared memory per block", False, Tolerance(),
+                                           count=True, two_sided=True),
+    "shared_mem_static_bytes": GateRule("static shared memory per block", False, Tolerance(),
+                                        count=True, two_sided=True),
+    # Executed instructions: deterministic for a kernel whose control flow depends on the
+    # shape only; 0.1 % for the few that branch on data.
+    "instructions_executed": GateRule("instructions executed", False,
+                                      Tolerance(relative=0.001), count=True, two_sided=True),
+    "spill_instructions": GateRule("spilling instructions executed", False, Tolerance(),
+                                   count=True),
     # The family's work model over the duration: what a compute-bound family gates on.
-    "work_tbs": GateRule("useful bandwidth (work model)", True, Tolerance(relative=0.05)),
-    "work_tflops": GateRule("useful FLOP rate (work model)", True, Tolerance(relative=0.05)),
-    "tensor_pipe_pct": GateRule("tensor-pipe utilisation", True, Tolerance(absolute=3.0)),
+    "work_tbs": GateRule("useful bandwidth (work model)", True, Tolerance(relative=0.05),
+                         NCU_MIN_EFFECT),
+    "work_tflops": GateRule("useful FLOP rate (work model)", True, Tolerance(relative=0.05),
+                            NCU_MIN_EFFECT),
+    "tensor_pipe_pct": GateRule("tensor-pipe utilisation", True, Tolerance(absolute=3.0),
+                                NCU_MIN_EFFECT),
+    # Calibrated to the machine: a share of the read ceiling measured in the same call
+    # (check --profile), so a slower or faster card of the same model does not fail.
+    "work_tbs_pct_of_ceiling": GateRule("useful bandwidth, % of the read ceiling", True,
+                                        Tolerance(absolute=3.0), NCU_MIN_EFFECT),
+    "dram_bandwidth_pct_of_ceiling": GateRule("DRAM bandwidth, % of the read ceiling", True,
+                                              Tolerance(absolute=3.0), NCU_MIN_EFFECT),
+    # The static gate (check --static): from ptxas and the cubin, exact.
+    "spill_stores_bytes": GateRule("spill stores", False, Tolerance(), count=True),
+    "spill_loads_bytes": GateRule("spill loads", False, Tolerance(), count=True),
+    "stack_frame_bytes": GateRule("stack frame", False, Tolerance(), count=True),
+    "local_mem_bytes": GateRule("local memory per thread", False, Tolerance(), count=True),
+    "const_mem_bytes": GateRule("constant memory (bank 0)", False, Tolerance(), count=True,
+                                two_sided=True),
+    # The instruction mix: 10 % either way (ptxas of another CUDA release schedules a
+    # little differently; a lost vector width or an added loop moves far more).
+    **{f"sass_{c}": GateRule(f"SASS {c.upper().replace('_', '.')} instructions", False,
+                             Tolerance(relative=0.10), count=True, two_sided=True)
+       for c in SASS_CLASSES},
 }
 """Direction and default tolerance per gateable metric, keyed by the catalogue's columns
-(whose ``unit`` says what an absolute tolerance is in)."""
+(whose ``unit`` says what an absolute tolerance is in) and the gate's own (``UNITS``)."""
+
+UNITS = {
+    "duration_us_event": "us",
+    "work_tbs_pct_of_ceiling": "%",
+    "dram_bandwidth_pct_of_ceiling": "%",
+    "spill_stores_bytes": "byte",
+    "spill_loads_bytes": "byte",
+    "stack_frame_bytes": "byte",
+    "local_mem_bytes": "byte",
+    "const_mem_bytes": "byte",
+    **{f"sass_{c}": "inst" for c in SASS_CLASSES},
+}
+"""Units of the gated metrics that are not catalogue columns."""
+
+STATIC_METRICS = ("registers_per_thread", "spill_stores_bytes", "spill_loads_bytes",
+                  "stack_frame_bytes", "shared_mem_static_bytes", "local_mem_bytes",
+                  "const_mem_bytes") + tuple(f"sass_{c}" for c in SASS_CLASSES)
+"""What ``paprof baseline update --static`` records per kernel (the ``sass_`` mix only
+where cuobjdump is found)."""
 
 
 def unit(metric: str) -> str:
-    """The catalogue's unit of ``metric`` (``%``, ``us``, ``byte``, ``GB/s``, ``cycle``)."""
-    return BY_COLUMN[metric].unit
+    """The unit of ``metric`` (``%``, ``us``, ``byte``, ``GB/s``, ``cycle``, ``inst``)."""
+    return UNITS[metric] if metric in UNITS else BY_COLUMN[metric].unit
 
 
 def rule(metric: str) -> GateRule:
@@ -185,6 +289,18 @@ class Settings:
     allow_mismatch: bool = False
     """Compare anyway when GPU model, ncu version, clock control or shape differ
     (each difference becomes a note in the verdict) instead of refusing with exit 2."""
+    ratchet: bool = False
+    """Two-sided counts (registers, shared memory, instruction mix) may fall (reported
+    ``improved``) but not rise; without it a change either way fails."""
+    confidence: float = 0.99
+    """Of the statistical decision: the test's level (alpha = 1 - confidence) and the
+    bootstrap interval."""
+    rounds: int = 3
+    """Measurements of now, at most, for an ``ambiguous`` decision (1 + re-measurements)
+    when the caller can re-measure."""
+    fail_ambiguous: bool = False
+    """Count a decision still ``ambiguous`` after the rounds as a regression (exit 1);
+    by default it passes with its own status and a note."""
 
     def tolerance(self, metric: str) -> Tolerance:
         return self.tolerances.get(metric) or self.tolerances.get("*") or rule(metric).tolerance
@@ -205,11 +321,18 @@ class Stat:
     """Half-range ``(max - min) / 2`` over the launches; 0 for one launch."""
     n: int
     """Number of launches measured."""
+    samples: tuple[float, ...] = field(default=(), compare=False)
+    """The per-launch values (schema 2; empty for one launch or a schema-1 baseline)."""
 
     @classmethod
     def of(cls, values: Iterable[float]) -> "Stat":
         vals = [float(v) for v in values]
-        return cls(statistics.median(vals), (max(vals) - min(vals)) / 2, len(vals))
+        keep = tuple(vals) if len(vals) > 1 else ()
+        return cls(statistics.median(vals), (max(vals) - min(vals)) / 2, len(vals), keep)
+
+    def pooled(self, more: Sequence[float]) -> "Stat":
+        """This stat with ``more`` samples added (a re-measurement)."""
+        return Stat.of([*(self.samples or (self.value,)), *more])
 
 
 @dataclass(frozen=True)
@@ -228,6 +351,8 @@ class Provenance:
     git_commit: str | None = None
     report: str | None = None
     created: str | None = None
+    compiler: str | None = None
+    """The static gate's ``nvcc`` release and target (``nvcc 13.0.88 sm_90``)."""
 
 
 @dataclass(frozen=True)
@@ -259,11 +384,14 @@ class Baseline:
     created: str = ""
     paprof_version: str = __version__
     schema: int = SCHEMA
+    gate: str = "profile"
+    """``profile`` (runs, ``paprof check``) or ``static`` (cubins, ``check --static``)."""
 
     def to_dict(self) -> dict:
         return {
             "kind": KIND,
             "schema": self.schema,
+            "gate": self.gate,
             "created": self.created,
             "paprof_version": self.paprof_version,
             "spread": "half-range (max - min) / 2 over the launches of one report",
@@ -276,11 +404,14 @@ class Baseline:
         if not isinstance(data, dict) or data.get("kind") != KIND:
             raise UserError(f"{source} is not a paprof baseline (no \"kind\": \"{KIND}\")")
         schema = data.get("schema")
-        if schema != SCHEMA:
+        if schema not in READS:
             raise UserError(
-                f"{source} has baseline schema {schema!r}; this paprof reads schema {SCHEMA} "
-                "(rebuild it with 'paprof baseline update --force')"
+                f"{source} has baseline schema {schema!r}; this paprof reads schemas "
+                f"{', '.join(map(str, READS))} (rebuild it with 'paprof baseline update --force')"
             )
+        gate = data.get("gate", "profile")
+        if gate not in GATES:
+            raise UserError(f"{source} is corrupt: \"gate\" must be one of {', '.join(GATES)}")
         raw = data.get("entries")
         if not isinstance(raw, list) or not raw:
             raise UserError(f"{source} is corrupt: \"entries\" must be a non-empty list")
@@ -299,6 +430,7 @@ class Baseline:
             created=str(data.get("created", "")),
             paprof_version=str(data.get("paprof_version", "")),
             schema=SCHEMA,
+            gate=gate,
         )
 
 
@@ -315,7 +447,9 @@ def _entry_to_dict(e: Entry) -> dict:
         "variant": e.variant,
         "shape": e.shape,
         "metrics": {
-            m: {"value": s.value, "spread": s.spread, "n": s.n} for m, s in e.metrics.items()
+            m: {"value": s.value, "spread": s.spread, "n": s.n,
+                **({"samples": list(s.samples)} if s.samples else {})}
+            for m, s in e.metrics.items()
         },
         "provenance": prov,
     }
@@ -327,14 +461,13 @@ def _finite(value: object, what: str) -> float:
     return float(value)
 
 
-_NON_NEGATIVE_UNITS = ("%", "us", "byte", "GB/s", "cycle")
+_NON_NEGATIVE_UNITS = ("%", "us", "byte", "GB/s", "cycle", "inst", "register")
 """Units of quantities that cannot be negative (durations, bytes, rates, percentages)."""
 
 
 def _possible(metric: str, value: float, what: str) -> float:
     """``value`` if a measurement of ``metric`` can have it; ``ValueError`` otherwise."""
-    entry = BY_COLUMN.get(metric)
-    unit = entry.unit if entry else None
+    unit = UNITS.get(metric) or (BY_COLUMN[metric].unit if metric in BY_COLUMN else None)
     if value < 0 and (what == "spread" or unit in _NON_NEGATIVE_UNITS):
         raise ValueError(f"{metric}.{what} {value:g} is impossible: it cannot be negative")
     if unit == "%" and value > 100:
@@ -359,7 +492,12 @@ def _entry_from_dict(d: object) -> Entry:
         if isinstance(n, bool) or not isinstance(n, int) or n < 1:
             raise ValueError(f"{m}.n must be a positive integer, got {n!r}")
         spread = _possible(m, _finite(s["spread"], f"{m}.spread"), "spread")
-        metrics[m] = Stat(_possible(m, _finite(s["value"], f"{m}.value"), "value"), spread, n)
+        raw = s.get("samples", [])
+        if not isinstance(raw, list):
+            raise TypeError(f"{m}.samples must be a list")
+        samples = tuple(_possible(m, _finite(v, f"{m}.samples"), "value") for v in raw)
+        metrics[m] = Stat(_possible(m, _finite(s["value"], f"{m}.value"), "value"), spread, n,
+                          samples)
     prov = d.get("provenance") or {}
     if not isinstance(prov, dict):
         raise TypeError("'provenance' must be an object")
@@ -495,7 +633,7 @@ def measure(table, metrics: Sequence[str] | None, missing_ok: bool = False) -> l
         hinted = (_sidecar(latest.iloc[0]) or {}).get("gate_metrics")
         chosen = metrics or [m for m in (hinted or DEFAULT_METRICS) if m in GATE_RULES]
         for metric in chosen:
-            values = latest[metric].dropna() if metric in latest else []
+            values = _values(latest, metric)
             if len(values):
                 stats[metric] = Stat.of(values)
             elif not missing_ok:
@@ -506,6 +644,39 @@ def measure(table, metrics: Sequence[str] | None, missing_ok: bool = False) -> l
             Entry(str(family), str(variant), str(shape), stats, _provenance(latest.iloc[0]))
         )
     return entries
+
+
+def _event_samples(side: dict) -> list[float]:
+    """The launcher's CUDA-event-timed durations the sidecar kept (``duration_us_all``),
+    else its median alone."""
+    samples = side.get("duration_us_event_all")
+    if isinstance(samples, list) and samples:
+        return [float(v) for v in samples]
+    median = side.get("duration_us_event")
+    return [float(median)] if isinstance(median, (int, float)) and median > 0 else []
+
+
+def _ceiling_tbs(row) -> float | None:
+    from paprof.analysis.gpus import ceiling_for
+
+    ceiling = ceiling_for(_text(row.get("gpu")), _sidecar(row))
+    return ceiling.tbs if ceiling else None
+
+
+def _values(rows, metric: str) -> list[float]:
+    """One report's per-launch values of ``metric``: a table column, or one the gate
+    derives (the sidecar's event-timed samples; a throughput as % of the read ceiling,
+    the one recorded with the run when ``check --profile`` measured it)."""
+    if metric == "duration_us_event":
+        return _event_samples(_sidecar(rows.iloc[0]))
+    if metric in ("work_tbs_pct_of_ceiling", "dram_bandwidth_pct_of_ceiling"):
+        column, scale = (("work_tbs", 1.0) if metric.startswith("work")
+                         else ("achieved_bandwidth_gbs", 1e-3))
+        ceiling = _ceiling_tbs(rows.iloc[0])
+        if column not in rows or not ceiling:
+            return []
+        return [float(v) * scale / ceiling * 100 for v in rows[column].dropna()]
+    return [float(v) for v in rows[metric].dropna()] if metric in rows else []
 
 
 def make_baseline(
@@ -562,9 +733,15 @@ def load_table(paths, variants: Sequence[str] | None = None):
     return variant_rows(load_reports(paths))
 
 
-def profile_current(baseline: Baseline, launches: int = 1, runs=None):
+def profile_current(baseline: Baseline, launches: int = 1, runs=None,
+                    time_launches: int | None = None, ceiling: bool = True):
     """Profile the baseline's variants at its shapes now, with its preset and clock
     control, ``launches`` launches each; their per-launch table (as ``load_table``).
+
+    The verification run before ncu times ``time_launches`` launches with CUDA events
+    (default: as ``paprof run``; the samples of ``duration_us_event``) and, with
+    ``ceiling``, measures the read ceiling in the same call (the ``*_pct_of_ceiling``
+    metrics are shares of it).
 
     The runs go to ``runs`` (replacing runs of the same variant, shape and GPU there) or
     to a temporary folder. A variant that fails verification raises
@@ -591,7 +768,10 @@ def profile_current(baseline: Baseline, launches: int = 1, runs=None):
         runs_dir = Path(runs) if runs is not None else Path(scratch)
         reports = []
         for (shape, preset, clocks), entries in groups.items():
-            settings = NcuSettings(preset=preset, clock_control=clocks, launches=launches)
+            settings = NcuSettings(preset=preset, clock_control=clocks, launches=launches,
+                                   measure_ceiling=ceiling)
+            if time_launches:
+                settings = dataclasses.replace(settings, time_launches=time_launches)
             variants = [registry.get(e.variant, e.family) for e in entries]
             family = registry.family_of(variants[0])
             for outcome in profile_variants(
@@ -601,6 +781,19 @@ def profile_current(baseline: Baseline, launches: int = 1, runs=None):
                     raise outcome.failed or outcome.skipped
                 reports.append(outcome.run.report)
         return load_table(reports)
+
+
+def remeasure_by_profiling(launches: int = 1, time_launches: int | None = None,
+                           ceiling: bool = True):
+    """``remeasure(entry) -> Entry`` for ``compare_to_baseline``: profile that entry's
+    variant again at its shape (a fresh process: fresh samples of every metric)."""
+
+    def remeasure(entry: Entry) -> Entry:
+        table = profile_current(Baseline([entry]), launches=launches,
+                                time_launches=time_launches, ceiling=ceiling)
+        return measure(table, list(entry.metrics), missing_ok=True)[0]
+
+    return remeasure
 
 
 # ---------------------------------------------------------------------------------------
@@ -625,6 +818,17 @@ class Result:
     """``pass``, ``regressed`` or ``improved`` (better by more than ``allowed``)."""
     shape_now: str | None = None
     """The shape actually compared when it differs from the baseline's (allowed mismatch)."""
+    verdict: str = ""
+    """``same``, ``regressed``, ``improved``, ``ambiguous`` (the statistical decision could
+    not tell after its rounds) or ``changed`` (a two-sided count fell: it fails, status
+    ``regressed``); empty: read from ``status``."""
+    decision: stats.Decision | None = None
+    """The statistical decision, when the metric was decided on samples."""
+
+    @property
+    def outcome(self) -> str:
+        """The verdict in words: ``verdict``, else ``same`` for a plain ``pass``."""
+        return self.verdict or ("same" if self.status == "pass" else self.status)
 
     @property
     def rule(self) -> GateRule:
@@ -679,22 +883,33 @@ class Result:
 
     @property
     def allowed_text(self) -> str:
-        """``>= 81.9 % (-3 pts)``: the worst value that passes and the allowance."""
+        """``>= 81.9 % (-3 pts)``: the worst value that passes and the allowance; a
+        two-sided count ``= 64 (+-0)``; a statistical decision names its minimum effect."""
+        allowance = fmt_delta(self.allowed, self.unit, sign=False)
+        if self.verdict == "changed" or (self.rule.two_sided and self.status == "pass"
+                                         and not self.decision):
+            return f"= {self.fmt(self.baseline.value)} (±{allowance})"
         op = ">=" if self.rule.higher_is_better else "<="
         sign = "-" if self.rule.higher_is_better else "+"
-        allowance = fmt_delta(self.allowed, self.unit, sign=False)
         text = f"{op} {self.fmt(self.limit)} ({sign}{allowance})"
+        if self.decision:
+            text += f", min effect {self.decision.min_effect * 100:g} %"
         return text + ": cannot fail" if self.cannot_fail else text
 
     @property
     def message(self) -> str:
         """One line naming variant, metric, baseline, now and the allowance."""
         shape = self.shape if self.shape_now is None else f"{self.shape} (now {self.shape_now})"
-        return (
+        text = (
             f"{self.name} {self.metric} ({self.rule.label}) at {shape}: "
             f"baseline {self.fmt_stat(self.baseline)}, now {self.fmt_stat(self.now)}, "
             f"change {self.delta_text}, allowed {self.allowed_text}"
         )
+        if self.decision:
+            text += f"; {self.outcome}: {self.decision.describe()}"
+        elif self.verdict == "changed":
+            text += "; changed: a count that must stay put fell (--ratchet lets it fall)"
+        return text
 
 
 @dataclass
@@ -712,6 +927,11 @@ class Verdict:
         return [r for r in self.results if r.regressed]
 
     @property
+    def ambiguous(self) -> list[Result]:
+        """Statistical decisions that could not tell, after their re-measurements."""
+        return [r for r in self.results if r.verdict == "ambiguous"]
+
+    @property
     def passed(self) -> bool:
         return not self.regressions
 
@@ -726,6 +946,8 @@ class Verdict:
         if self.passed:
             improved = sum(r.status == "improved" for r in self.results)
             extra = f", {improved} improved" if improved else ""
+            if self.ambiguous:
+                extra += f", {len(self.ambiguous)} ambiguous"
             return f"PASS: {checked} variant/shape pairs, {metrics} metrics within tolerance{extra}"
         return (
             f"FAIL: {len(self.regressions)} regression(s) in "
@@ -747,12 +969,93 @@ def judge(baseline: Stat, now: Stat, metric: str, tolerance: Tolerance) -> tuple
     return allowed, "pass"
 
 
-_COMPARED = ("gpu", "ncu_version", "clock_control")
-_COMPARED_WORDS = {"gpu": "GPU", "ncu_version": "ncu version", "clock_control": "clock control"}
+def min_effect(metric: str, baseline: Stat, settings: Settings) -> float | None:
+    """The statistical decision's minimum effect for ``metric`` (a fraction): a
+    ``--tolerance`` given for it (relative; absolute over the baseline value), else
+    ``GateRule.min_effect``. None: the metric is not decided statistically."""
+    base_rule = rule(metric)
+    if base_rule.min_effect is None:
+        return None
+    given = settings.tolerances.get(metric) or settings.tolerances.get("*")
+    if given is None:
+        return base_rule.min_effect
+    effect = given.relative or (given.absolute / abs(baseline.value) if baseline.value else 0)
+    return min(effect, 0.99)
 
 
-def compare_to_baseline(baseline: Baseline, current, settings: Settings | None = None) -> Verdict:
+_VERDICT_STATUS = {"same": "pass", "regressed": "regressed", "improved": "improved"}
+
+
+def assess(baseline: Stat, now: Stat, metric: str, settings: Settings | None = None,
+           remeasure=None) -> tuple[float, str, str, "stats.Decision | None"]:
+    """``(allowed, status, verdict, decision)`` for one metric.
+
+    A count (``GateRule.count``): exact within its tolerance, no spread allowance. With
+    ``MIN_SAMPLES`` per-launch samples on both sides and a minimum effect: the statistical
+    decision (``stats.decide_until``, pooling ``remeasure()``'s samples while ambiguous).
+    Otherwise ``judge``'s tolerance-and-spread rule.
+    """
+    settings = settings or Settings()
+    the_rule = rule(metric)
+    tol = settings.tolerance(metric)
+    if the_rule.count:
+        allowed = tol.allowed(baseline.value)
+        worse = now.value - baseline.value
+        if the_rule.higher_is_better:
+            worse = -worse
+        slack = _EDGE * max(1.0, abs(baseline.value))
+        if worse > allowed + slack:
+            return allowed, "regressed", "regressed", None
+        if -worse > allowed + slack:
+            if the_rule.two_sided and not settings.ratchet:
+                return allowed, "regressed", "changed", None
+            return allowed, "improved", "improved", None
+        return allowed, "pass", "same", None
+    effect = min_effect(metric, baseline, settings)
+    if (effect is not None and len(baseline.samples) >= stats.MIN_SAMPLES
+            and len(now.samples) >= stats.MIN_SAMPLES):
+        d = stats.decide_until(baseline.samples, now.samples, effect, remeasure,
+                               settings.rounds, settings.confidence, the_rule.higher_is_better)
+        status = _VERDICT_STATUS.get(d.verdict) or (
+            "regressed" if settings.fail_ambiguous else "pass")
+        return effect * abs(baseline.value), status, d.verdict, d
+    allowed, status = judge(baseline, now, metric, tol)
+    return allowed, status, {"pass": "same"}.get(status, status), None
+
+
+class _Again:
+    """Fresh measurements of one entry, made on demand and shared by its metrics: the
+    n-th re-measurement of any metric reads the n-th fresh entry."""
+
+    def __init__(self, base: Entry, remeasure):
+        self.base, self.remeasure, self.fresh = base, remeasure, []
+
+    def samples_of(self, metric: str):
+        taken = []
+
+        def again() -> list[float]:
+            if len(taken) == len(self.fresh):
+                self.fresh.append(self.remeasure(self.base))
+            stat = self.fresh[len(taken)].metrics.get(metric)
+            got = list(stat.samples or (stat.value,)) if stat else []
+            taken.append(got)
+            return got
+
+        return again, taken
+
+
+_COMPARED = ("gpu", "ncu_version", "clock_control", "compiler")
+_COMPARED_WORDS = {"gpu": "GPU", "ncu_version": "ncu version", "clock_control": "clock control",
+                   "compiler": "compiler"}
+
+
+def compare_to_baseline(baseline: Baseline, current, settings: Settings | None = None,
+                        remeasure=None) -> Verdict:
     """Compare the current runs with ``baseline``.
+
+    ``remeasure(entry) -> Entry``, when given, measures a baseline entry's variant again
+    (fresh samples): a statistical decision still ``ambiguous`` pools them and decides
+    again, up to ``settings.rounds`` measurements in all.
 
     ``current`` is a runs table (``variant_rows`` output, measured with ``measure``) or a
     list of ``Entry``. Each baseline entry needs a current (family, variant, shape): a
@@ -786,6 +1089,7 @@ def compare_to_baseline(baseline: Baseline, current, settings: Settings | None =
 
     results = []
     for base, now in pairs:
+        again = _Again(base, remeasure) if remeasure is not None else None
         for metric in metrics:
             if metric not in base.metrics:
                 continue
@@ -795,12 +1099,19 @@ def compare_to_baseline(baseline: Baseline, current, settings: Settings | None =
                     f"profile with the baseline's preset ({base.provenance.preset or 'default'})"
                 )
             tol = settings.tolerance(metric)
-            allowed, status = judge(base.metrics[metric], now.metrics[metric], metric, tol)
+            fn, taken = again.samples_of(metric) if again else (None, [])
+            allowed, status, verdict, decision = assess(
+                base.metrics[metric], now.metrics[metric], metric, settings, fn
+            )
+            stat_now = now.metrics[metric]
+            if taken:
+                stat_now = stat_now.pooled([v for got in taken for v in got])
             results.append(
                 Result(
                     base.family, base.variant, base.shape, metric, base.metrics[metric],
-                    now.metrics[metric], allowed, tol, status,
+                    stat_now, allowed, tol, status,
                     shape_now=None if now.shape == base.shape else now.shape,
+                    verdict=verdict, decision=decision,
                 )
             )
     known = {b.key for b, _ in pairs} | {n.key for _, n in pairs}
@@ -817,6 +1128,16 @@ def compare_to_baseline(baseline: Baseline, current, settings: Settings | None =
             )
     if any(r.status == "improved" for r in results):
         notes.append("some metrics improved beyond tolerance: consider 'paprof baseline update'")
+    for r in results:
+        if r.verdict == "ambiguous":
+            rounds = f" after {r.decision.rounds} measurements" if r.decision.rounds > 1 else ""
+            notes.append(
+                f"{r.name} {r.metric} at {r.shape}: ambiguous{rounds} (the interval "
+                f"[{r.decision.low:.3f}, {r.decision.high:.3f}] reaches past "
+                f"±{r.decision.min_effect * 100:g} %); "
+                + ("counted as a regression (--fail-ambiguous)" if r.regressed
+                   else "not counted as a regression; --repeat more launches to decide")
+            )
     return Verdict(results, notes, pairs[0][1].provenance)
 
 

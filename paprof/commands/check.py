@@ -15,9 +15,11 @@ from rich.markup import escape
 from rich.table import Table
 
 from paprof.analysis import regress
+from paprof.errors import UserError
 from paprof.profiler.store import input_files
 
-_STYLE = {"pass": "green", "improved": "cyan", "regressed": "bold red"}
+_STYLE = {"same": "green", "improved": "cyan", "regressed": "bold red", "changed": "bold red",
+          "ambiguous": "yellow"}
 
 _METRICS = ", ".join(regress.GATE_RULES)
 _DEFAULT_TOLERANCES = ", ".join(
@@ -30,7 +32,6 @@ def _slug(family: str, shape: str) -> str:
     view), as its family writes it; a shape paprof cannot parse (a foreign report's, a
     family not visible here) as it is."""
     from paprof import registry
-    from paprof.errors import UserError
 
     try:
         return registry.family(family).parse(shape).slug() if "=" in shape and family else shape
@@ -55,7 +56,7 @@ def _verdict_table(verdict: regress.Verdict) -> Table:
             cells.append(escape(shape))
         cells += [
             r.metric, r.fmt_stat(r.baseline), r.fmt_stat(r.now), r.delta_text,
-            r.allowed_text, f"[{_STYLE[r.status]}]{r.status}[/]",
+            r.allowed_text, f"[{_STYLE[r.outcome]}]{r.outcome}[/]",
         ]
         table.add_row(*cells)
     return table
@@ -75,13 +76,36 @@ def _verdict_table(verdict: regress.Verdict) -> Table:
 )
 @click.option(
     "--profile", is_flag=True,
-    help="Profile the baseline's variants at its shapes now (needs the GPU and ncu).",
+    help="Profile the baseline's variants at its shapes now (needs the GPU and ncu), "
+    "measuring the read ceiling in the same call.",
+)
+@click.option(
+    "--static", "static_gate", is_flag=True,
+    help="No GPU: compile the baseline's variants with nvcc and gate registers, spills, "
+    "shared, local and constant memory and the SASS instruction mix against a baseline "
+    "written by 'paprof baseline update --static'.",
 )
 @click.option(
     "--repeat", type=click.IntRange(min=1), default=None, metavar="N",
     help="With --profile: profile N launches per variant; their median is compared and "
     "their spread widens the allowance. Default 1.",
 )
+@click.option(
+    "--timed", type=click.IntRange(min=1), default=30, show_default=True, metavar="N",
+    help="With --profile: CUDA-event-timed launches before ncu, the samples of "
+    "duration_us_event (the cheap, many-sample path).",
+)
+@click.option(
+    "--rounds", type=click.IntRange(min=1), default=3, show_default=True, metavar="N",
+    help="With --profile: measurements of now, at most, for an ambiguous statistical "
+    "decision (each re-measurement profiles the variant again and pools the samples).",
+)
+@click.option("--ratchet", is_flag=True,
+              help="Let two-sided counts (registers, shared memory, instruction mix) fall "
+              "(reported improved); only a rise fails. Without it a change either way fails.")
+@click.option("--fail-ambiguous", is_flag=True,
+              help="Count a decision still ambiguous after its rounds as a regression "
+              "(exit 1). Default: it passes, with its own status and a note.")
 @click.option("--metric", "metrics", multiple=True,
               help=f"Metric to gate (repeatable): {_METRICS}. Default: every metric the "
               "baseline holds.")
@@ -103,29 +127,49 @@ def _verdict_table(verdict: regress.Verdict) -> Table:
 @click.option("--force", is_flag=True,
               help="Replace --junit / --markdown files that are not earlier paprof check "
               "outputs (empty files and earlier outputs are replaced anyway).")
-def check(baseline_path, runs, profile, repeat, metrics, tolerances, allow_mismatch, junit,
-          markdown, force):
+def check(baseline_path, runs, profile, static_gate, repeat, timed, rounds, ratchet,
+          fail_ambiguous, metrics, tolerances, allow_mismatch, junit, markdown, force):
     """Fail when kernels got slower than a baseline: the CI regression gate.
 
-    A value is a regression when it is worse than the baseline by more than the larger
-    of the tolerance and the measured spread (baseline + current). Higher is better for
-    DRAM throughput and bandwidth, lower for duration and DRAM bytes. A check whose
-    allowance reaches below zero (the 3-point DRAM tolerance for a kernel that barely
-    uses DRAM) cannot fail: its row says so and a note suggests a relative tolerance.
+    With 5+ per-launch samples on both sides (--profile --repeat N; duration_us_event:
+    the CUDA-event-timed launches, --timed N) a timing or throughput metric is decided
+    statistically: regressed when a one-sided Mann-Whitney U test says it is worse than
+    the baseline by more than the minimum effect (99 % confidence) and the bootstrap
+    interval of the median ratio lies beyond 1; improved symmetrically; same when the
+    interval lies within +-min effect; else ambiguous, re-measured (with --profile) up
+    to --rounds measurements, then reported as ambiguous. Minimum effects: 2 % for
+    duration_us_event, 3 % under ncu; --tolerance METRIC=X% sets one.
+
+    Otherwise a value is a regression when it is worse than the baseline by more than
+    the larger of the tolerance and the measured spread (baseline + current). Counts
+    (DRAM bytes, registers, shared memory, instructions, spills) are exact: no spread
+    allowance; registers, shared memory and the instruction mix fail when they move
+    either way ("changed") unless --ratchet lets them fall. Higher is better for
+    throughput and bandwidth, lower for duration and counts. A check whose allowance
+    reaches below zero cannot fail: its row says so.
+
+    --static needs no GPU: nvcc compiles the baseline's variants and the cubin's
+    registers, spills, stack, shared/local/constant memory and SASS mix are gated.
 
     \b
-    Exit codes: 0 pass, 1 regression (each one named),
-    2 bad input: missing or corrupt baseline, runs from another GPU model,
-      ncu version, clock control or shape (unless --allow-mismatch).
+    Exit codes: 0 pass (ambiguous decisions pass, noted: after the re-measurements
+      they mean the runner's noise exceeds the minimum effect, and a red build on
+      noise teaches people to ignore the gate; --fail-ambiguous makes them 1),
+    1 regression (each one named), 2 bad input: missing or corrupt baseline, runs
+      from another GPU model, ncu version, clock control, compiler or shape (unless
+      --allow-mismatch), no nvcc for --static.
 
     \b
     Examples:
       paprof check --baseline perf/h200.json --runs runs/
       paprof check --baseline perf/h200.json --profile --repeat 5 \\
           --junit check.xml --markdown "$GITHUB_STEP_SUMMARY"
+      paprof check --static --baseline perf/static.json
     """
     if repeat is not None and not profile:
         raise click.UsageError("--repeat needs --profile (stored runs are not re-measured)")
+    if static_gate and (profile or runs):
+        raise click.UsageError("--static compiles the sources: it takes no --profile or --runs")
     from paprof.reports import check_markdown, junit as junit_xml
 
     inputs = [baseline_path, *input_files([runs or Path("runs")])]
@@ -137,13 +181,27 @@ def check(baseline_path, runs, profile, repeat, metrics, tolerances, allow_misma
         metrics=tuple(metrics) or None,
         tolerances=dict(regress.parse_tolerance(t) for t in tolerances),
         allow_mismatch=allow_mismatch,
+        ratchet=ratchet,
+        rounds=rounds,
+        fail_ambiguous=fail_ambiguous,
     )
-    if profile:
-        current = regress.profile_current(baseline, launches=repeat or 1, runs=runs)
+    remeasure = None
+    if static_gate:
+        from paprof import static
+
+        current, said = static.current_for(baseline)
+    elif baseline.gate == "static":
+        raise UserError(f"{baseline_path} is a static baseline: check it with --static")
+    elif profile:
+        current = regress.profile_current(baseline, launches=repeat or 1, runs=runs,
+                                          time_launches=timed)
+        remeasure = regress.remeasure_by_profiling(repeat or 1, timed)
     else:
         names = sorted({e.name for e in baseline.entries})
         current = regress.load_table(runs or Path("runs"), variants=names)
-    verdict = regress.compare_to_baseline(baseline, current, settings)
+    verdict = regress.compare_to_baseline(baseline, current, settings, remeasure=remeasure)
+    if static_gate:
+        verdict.notes.extend(said)
 
     # Not a terminal (CI logs): wide enough that the table does not wrap.
     width = None if sys.stdout.isatty() else 160
@@ -176,7 +234,13 @@ def baseline():
 @click.option("--out", required=True, type=click.Path(dir_okay=False, path_type=Path),
               metavar="FILE", help="Baseline JSON to write.")
 @click.option("--force", is_flag=True, help="Replace FILE if it exists.")
-def update(runs, variants, metrics, out, force):
+@click.option("--static", "static_gate", is_flag=True,
+              help="No GPU, no runs: compile the family's CUDA variants with nvcc at --shape "
+              "and record per kernel what 'check --static' gates.")
+@click.option("--family", default=None, help="With --static: the family (default paged_decode).")
+@click.option("--shape", default=None, metavar="KEY=VALUE,...",
+              help="With --static: the family's parameters (default: its defaults).")
+def update(runs, variants, metrics, out, force, static_gate, family, shape):
     """Write a baseline from the latest runs: per variant and shape the median and
     spread of each metric, and the runs' provenance (GPU, ncu version, clocks, sections).
 
@@ -184,6 +248,10 @@ def update(runs, variants, metrics, out, force):
     Example:
       paprof baseline update --runs runs/ --variant v3 --out perf/h200.json
     """
+    if static_gate:
+        return _update_static(variants, out, force, family, shape)
+    if family or shape:
+        raise click.UsageError("--family and --shape go with --static (runs know theirs)")
     inputs = input_files([runs])
     regress.check_baseline_target(out, force, inputs)  # before reading the runs
     made = regress.make_baseline(
@@ -196,6 +264,23 @@ def update(runs, variants, metrics, out, force):
         )
         click.echo(f"{e.name} at {e.shape} on {e.provenance.gpu or 'unknown GPU'}: {stats}")
     click.echo(f"wrote {out} ({len(made.entries)} entries)")
+
+
+def _update_static(variants, out, force, family, shape):
+    from paprof import registry, static
+
+    regress.check_baseline_target(out, force)
+    fam = registry.family(family or "paged_decode")
+    made, notes = static.make_static_baseline(fam, fam.parse(shape), variants)
+    regress.save_baseline(made, out, force=force)
+    for e in made.entries:
+        m = e.metrics
+        click.echo(f"{e.name} at {e.shape}: {m['registers_per_thread'].value:g} registers, "
+                   f"{m['spill_stores_bytes'].value:g} bytes spilled, "
+                   f"{m['shared_mem_static_bytes'].value:g} bytes static shared memory")
+    for note in notes:
+        click.echo(f"note: {note}")
+    click.echo(f"wrote {out} ({len(made.entries)} kernels, {made.entries[0].provenance.compiler})")
 
 
 COMMANDS = [check, baseline]

@@ -1,5 +1,8 @@
 """The process ncu profiles: ``python -m paprof.kernels.launch --variant v3 --shape ...``.
 
+``--ceiling`` also measures the GPU's read ceiling (``harness.measure_read_ceiling``) in
+the same process, recorded as ``read_ceiling_tbs``: the gate's calibration.
+
 Find the variant's family (built-in, installed, or the ``[tool.paprof]`` of the current
 folder's repository), build the variant, check it against the family's float64 reference
 on fresh random inputs (exit 1 on a mismatch), optionally time it with CUDA events, then
@@ -87,6 +90,9 @@ def run(args) -> dict:
         if nvtx is not None:
             nvtx.RangePop()
         result["profiled_launches"] = args.profile_launches
+    if args.ceiling:  # after the variant's launches: its inputs stay out of the way
+        ceiling = harness.measure_read_ceiling()
+        result.update(read_ceiling_tbs=ceiling["tbs"], read_ceiling=ceiling)
     return result
 
 
@@ -101,6 +107,8 @@ def parser() -> argparse.ArgumentParser:
                    help="launches inside the NVTX range (default 1)")
     p.add_argument("--result", default=None, metavar="FILE", help="write the result as JSON here")
     p.add_argument("--no-check", action="store_true", help="skip the reference check")
+    p.add_argument("--ceiling", action="store_true",
+                   help="also measure the read ceiling (read_ceiling_tbs in the result)")
     return p
 
 

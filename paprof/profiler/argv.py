@@ -41,6 +41,9 @@ class NcuSettings:
     """Profile only kernels whose name matches the variant's ``kernel_regex`` (``-k``)."""
     time_launches: int = 20
     """CUDA-event-timed launches in the verification run (outside ncu)."""
+    measure_ceiling: bool = False
+    """Also measure the read ceiling in the verification run (the launcher's
+    ``--ceiling``): recorded in the sidecar as ``read_ceiling_tbs``."""
     seed: int | None = None
     """Input seed passed to the launcher (``--seed``); None: the launcher's default."""
     python: str = sys.executable
@@ -69,6 +72,7 @@ def launcher_argv(
     time_launches: int,
     seed: int | None = None,
     check: bool = True,
+    ceiling: bool = False,
 ) -> list[str]:
     """``python -m paprof.kernels.launch ...`` for one variant and its parameters.
 
@@ -89,6 +93,8 @@ def launcher_argv(
         argv += ["--seed", str(seed)]
     if not check:
         argv.append("--no-check")
+    if ceiling:
+        argv.append("--ceiling")
     return argv
 
 
@@ -104,6 +110,7 @@ def verify_argv(
         profile_launches=0,
         time_launches=settings.time_launches,
         seed=settings.seed,
+        ceiling=settings.measure_ceiling,
     )
 
 

@@ -165,6 +165,8 @@ def build_sidecar(
         "verified": bool(check and check.get("passed")),
         "verification": check,
         "duration_us_event": result.get("duration_us_median"),
+        "duration_us_event_all": result.get("duration_us_all"),
+        "read_ceiling_tbs": result.get("read_ceiling_tbs"),
         "bandwidth_tbs": result.get("bandwidth_tbs"),
         "tflops": result.get("tflops"),
         "launch_details": result.get("launch_details") or {},

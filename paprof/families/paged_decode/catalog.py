@@ -18,6 +18,17 @@ def _build(variant, shape, device):
 
     return variants.build(variant, shape, device)
 
+
+def _units(vid: str):
+    """The static gate's compile units of variant ``vid`` (``CudaVariant.compile_units``)."""
+
+    def units(shape):
+        from paprof.families.paged_decode import variants
+
+        return variants.compile_units(vid, shape)
+
+    return units
+
 HANDBOOK_SMEM_BYTES = 48 * 1024
 """The handbook kernel keeps every score in (non-opt-in) shared memory."""
 HANDBOOK_SCRATCH_FLOATS = 64
@@ -131,6 +142,7 @@ VARIANTS = [
         sources=("baseline.cu",),
         launch="grid (q_heads, batch) x head_dim threads",
         build=_build,
+        compile_units=_units("baseline"),
         accepts=check_baseline,
         order=0,
     ),
@@ -141,6 +153,7 @@ VARIANTS = [
         sources=("v1_fused.cu",),
         launch="grid (q_heads, batch) x head_dim threads",
         build=_build,
+        compile_units=_units("v1"),
         accepts=check_v1,
         order=1,
     ),
@@ -151,6 +164,7 @@ VARIANTS = [
         sources=("v2_vectorized.cu",),
         launch="grid (q_heads, batch) x 32 threads",
         build=_build,
+        compile_units=_units("v2"),
         accepts=check_v2,
         order=2,
     ),
@@ -161,6 +175,7 @@ VARIANTS = [
         sources=("v3_gqa.cu",),
         launch="grid (kv_heads, batch) x (q_per_kv x 32) threads, 2 x page x head_dim x 4 B shared",
         build=_build,
+        compile_units=_units("v3"),
         accepts=check_v3,
         order=3,
     ),
@@ -171,6 +186,7 @@ VARIANTS = [
         sources=("v4_split.cu",),
         launch="grid (q_heads, batch, splits) x 32, then (q_heads, batch) x 32",
         build=_build,
+        compile_units=_units("v4"),
         accepts=check_v4,
         order=4,
     ),
@@ -181,6 +197,7 @@ VARIANTS = [
         sources=("handbook.cu",),
         launch="grid (q_heads, batch) x 128 threads, context x 4 B shared",
         build=_build,
+        compile_units=_units("handbook"),
         accepts=check_handbook,
         order=5,
     ),
@@ -191,6 +208,7 @@ VARIANTS = [
         sources=("v5_fast.cu", "v5_mma.cu"),
         launch="grid (kv_heads, batch) x 4 warps (fp32) or 3 warps with tensor cores (fp16/bf16)",
         build=_build,
+        compile_units=_units("v5"),
         accepts=check_fast,
         order=6,
     ),
@@ -201,6 +219,7 @@ VARIANTS = [
         sources=("v5_fast.cu", "v5_mma.cu"),
         launch="grid (kv_heads, batch, splits) x v5's block; the last split of each (batch, kv_head) to finish merges",
         build=_build,
+        compile_units=_units("v6"),
         accepts=check_v6,
         order=7,
     ),

@@ -53,8 +53,36 @@ def _common_args(inputs: dict, shape: Shape):
     )
 
 
-def _thread_per_dim(variant, shape: Shape, source: str, name: str) -> Launcher:
-    module = gpu.compile_module([HERE / source])
+_PLAIN_UNITS = {
+    # variant -> (source, -D values of the shape): what each builder below compiles
+    "baseline": ("baseline.cu", lambda shape: {}),
+    "v1": ("v1_fused.cu", lambda shape: {}),
+    "handbook": ("handbook.cu", lambda shape: {}),
+    "v2": ("v2_vectorized.cu", lambda shape: {"HEAD_DIM": shape.head_dim}),
+    "v3": ("v3_gqa.cu", lambda shape: {"HEAD_DIM": shape.head_dim}),
+    "v4": ("v4_split.cu", lambda shape: {"HEAD_DIM": shape.head_dim}),
+}
+_FAST_NAMES = {"v5": (("paged_decode_v5", False),),
+               "v6": (("paged_decode_v6_split", True), ("paged_decode_v6_nosplit", False))}
+
+
+def compile_units(vid: str, shape: Shape) -> list[tuple[list[Path], dict]]:
+    """The sources and -D values a variant's builder compiles at ``shape`` (v6: both of
+    its kernels; which one runs depends on the GPU). Pure Python: the static gate's."""
+    if vid in _PLAIN_UNITS:
+        source, defines = _PLAIN_UNITS[vid]
+        return [([HERE / source], defines(shape))]
+    return [([fast_source(shape)], fast_defines(shape, split, name))
+            for name, split in _FAST_NAMES[vid]]
+
+
+def _module(vid: str, shape: Shape):
+    ((sources, defines),) = compile_units(vid, shape)
+    return gpu.compile_module(sources, defines)
+
+
+def _thread_per_dim(variant, shape: Shape, name: str) -> Launcher:
+    module = _module(variant.id, shape)
     kernel = module.get_function(name)
     grid, block = (shape.q_heads, shape.batch), (shape.head_dim,)
     info = _launch(kernel, name, grid, block)
@@ -71,15 +99,15 @@ def _thread_per_dim(variant, shape: Shape, source: str, name: str) -> Launcher:
 
 
 def _build_baseline(variant, shape, device):
-    return _thread_per_dim(variant, shape, "baseline.cu", "paged_decode_baseline")
+    return _thread_per_dim(variant, shape, "paged_decode_baseline")
 
 
 def _build_v1(variant, shape, device):
-    return _thread_per_dim(variant, shape, "v1_fused.cu", "paged_decode_v1")
+    return _thread_per_dim(variant, shape, "paged_decode_v1")
 
 
 def _build_handbook(variant, shape, device):
-    module = gpu.compile_module([HERE / "handbook.cu"])
+    module = _module(variant.id, shape)
     name = "paged_decode_handbook"
     kernel = module.get_function(name)
     grid, block = (shape.q_heads, shape.batch), (128,)
@@ -99,7 +127,7 @@ def _build_handbook(variant, shape, device):
 
 
 def _build_v2(variant, shape, device):
-    module = gpu.compile_module([HERE / "v2_vectorized.cu"], {"HEAD_DIM": shape.head_dim})
+    module = _module(variant.id, shape)
     name = "paged_decode_v2"
     kernel = module.get_function(name)
     grid, block = (shape.q_heads, shape.batch), (32,)
@@ -113,7 +141,7 @@ def _build_v2(variant, shape, device):
 
 
 def _build_v3(variant, shape, device):
-    module = gpu.compile_module([HERE / "v3_gqa.cu"], {"HEAD_DIM": shape.head_dim})
+    module = _module(variant.id, shape)
     name = "paged_decode_v3"
     kernel = module.get_function(name)
     grid, block = (shape.kv_heads, shape.batch), (shape.group * 32,)
@@ -142,7 +170,7 @@ def _split_buffers(shape: Shape, splits: int):
 
 
 def _build_v4(variant, shape, device):
-    module = gpu.compile_module([HERE / "v4_split.cu"], {"HEAD_DIM": shape.head_dim})
+    module = _module(variant.id, shape)
     partial = module.get_function("paged_decode_v4_partial")
     merge = module.get_function("paged_decode_v4_merge")
     splits = shape.num_splits or catalog.V4_DEFAULT_SPLITS

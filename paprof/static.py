@@ -1,0 +1,314 @@
+"""The gate without a GPU: compile a family's CUDA variants with nvcc, read the cubin.
+
+For each CUDA variant at given parameters, its *compile units* (the declarative form:
+``source_paths()`` and ``defines(params)``; a ``build``-hook variant: its
+``compile_units(params)`` hook) are compiled as ``paprof.kernels.gpu`` gives them to CuPy
+(sources concatenated, ``-std=c++17 -I<folder> -D...``) with
+``nvcc -arch=sm_90 -cubin -Xptxas -v``. Per entry function (kernel):
+
+- from ptxas: registers per thread, stack frame, spill stores and loads, static shared
+  memory, constant bank 0;
+- from ``cuobjdump -res-usage`` (when found): local memory per thread;
+- from ``cuobjdump -sass`` (needs ``nvdisasm`` beside it): the instruction mix, counts per
+  class (``regress.SASS_CLASSES``: LDG/STG and their 128-bit share, LDS/STS, LDL/STL,
+  HMMA/HGMMA, FFMA, BAR, ...).
+
+``static_entries`` turns them into the gate's ``Entry`` objects (one per kernel:
+``v5``, or ``v6:paged_decode_v6_split`` when a variant has several), so a static baseline
+is an ordinary baseline (``gate: "static"``) that ``compare_to_baseline`` judges.
+nvcc is looked up on PATH, ``$CUDA_HOME/bin``, ``/usr/local/cuda*/bin``; cuobjdump also in
+the ``nvidia-cuda-cuobjdump`` wheel's folder. CuPy compiles with NVRTC, not nvcc: the same
+ptxas back end, so registers and spills agree; the static gate compares a cubin with a
+cubin made the same way, never with a profiled run.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Sequence
+
+from paprof.analysis import regress
+from paprof.errors import UserError
+from paprof.family import CudaVariant
+
+ARCH = "sm_90"
+"""The target compiled for (the H200's)."""
+
+
+@dataclass(frozen=True)
+class CompileUnit:
+    """One nvcc compilation: sources concatenated, with ``-D`` values."""
+
+    sources: tuple[Path, ...]
+    defines: dict = field(default_factory=dict)
+
+    def options(self) -> list[str]:
+        include = self.sources[0].parent
+        return ["-std=c++17", f"-I{include}"] + [
+            f"-D{k}={v}" for k, v in sorted(self.defines.items())]
+
+
+def _tools(name: str, wheel: bool = False) -> str | None:
+    found = shutil.which(name)
+    if found:
+        return found
+    places = []
+    if os.environ.get("CUDA_HOME"):
+        places.append(Path(os.environ["CUDA_HOME"]) / "bin" / name)
+    places += [Path(p) for p in sorted(glob.glob(f"/usr/local/cuda*/bin/{name}"), reverse=True)]
+    if wheel:
+        try:
+            import nvidia  # the nvidia-cuda-cuobjdump / -nvdisasm wheels' namespace
+        except ImportError:
+            pass
+        else:
+            for root in getattr(nvidia, "__path__", []):
+                places += [Path(p) for p in sorted(glob.glob(f"{root}/cu*/bin/{name}"))]
+    return next((str(p) for p in places if p.is_file() and os.access(p, os.X_OK)), None)
+
+
+def find_nvcc() -> str:
+    """nvcc's path, or a one-line ``UserError``."""
+    nvcc = _tools("nvcc")
+    if nvcc is None:
+        raise UserError("nvcc not found (PATH, $CUDA_HOME/bin, /usr/local/cuda*/bin): the "
+                        "static gate compiles with the CUDA toolkit's nvcc")
+    return nvcc
+
+
+def find_cuobjdump() -> str | None:
+    """cuobjdump's path (PATH, $CUDA_HOME/bin, /usr/local/cuda*/bin, the
+    ``nvidia-cuda-cuobjdump`` wheel), or None: no instruction mix."""
+    return _tools("cuobjdump", wheel=True)
+
+
+def nvcc_version(nvcc: str) -> str:
+    done = subprocess.run([nvcc, "--version"], capture_output=True, text=True, check=False)
+    match = re.search(r"release [\d.]+, V([\d.]+)", done.stdout)
+    return f"nvcc {match[1] if match else 'unknown'} {ARCH}"
+
+
+def compile_units(variant, params) -> list[CompileUnit]:
+    """What ``variant`` compiles at ``params``; ``UserError`` for a variant the static
+    gate cannot see into (not CUDA, or a ``build`` hook without ``compile_units``)."""
+    if not isinstance(variant, CudaVariant):
+        raise UserError(f"{variant.name} is a {variant.kind} variant: the static gate "
+                        "compiles CUDA variants only")
+    variant.check(params)
+    if variant.compile_units is not None:
+        base = variant.folder or Path.cwd()
+        return [CompileUnit(tuple(Path(s) if Path(s).is_absolute() else base / s
+                                  for s in sources), dict(defines))
+                for sources, defines in variant.compile_units(params)]
+    if variant.build is not None:
+        raise UserError(f"{variant.name} has a build hook and no compile_units hook: the "
+                        "static gate cannot know what it compiles")
+    defines = variant.defines(params) if callable(variant.defines) else variant.defines
+    return [CompileUnit(tuple(variant.source_paths()), dict(defines or {}))]
+
+
+def compile_cubin(unit: CompileUnit, folder: Path, nvcc: str) -> tuple[str, Path]:
+    """Compile ``unit`` into ``folder``: (ptxas's ``-v`` log, the cubin)."""
+    code = folder / "unit.cu"
+    code.write_text("\n".join(Path(s).read_text() for s in unit.sources))
+    cubin = folder / "unit.cubin"
+    cmd = [nvcc, f"-arch={ARCH}", "-cubin", "-Xptxas", "-v", *unit.options(), "-o", str(cubin),
+           str(code)]
+    done = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        first = next((line for line in done.stderr.splitlines() if "error" in line),
+                     done.stderr.strip().splitlines()[-1] if done.stderr.strip() else "")
+        names = ", ".join(Path(s).name for s in unit.sources)
+        raise UserError(f"nvcc could not compile {names}: {first.strip()}")
+    return done.stderr + done.stdout, cubin
+
+
+_ENTRY = re.compile(r"Compiling entry function '([^']+)' for")
+_PROPS = re.compile(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads")
+_USED = re.compile(r"Used (\d+) registers")
+
+
+def parse_ptxas(log: str) -> dict[str, dict[str, float]]:
+    """Per entry function: registers, stack frame, spills, static smem, cmem[0]."""
+    out: dict[str, dict[str, float]] = {}
+    current = None
+    for line in log.splitlines():
+        entry = _ENTRY.search(line)
+        if entry:
+            current = entry[1]
+            out[current] = {"registers_per_thread": 0.0, "stack_frame_bytes": 0.0,
+                            "spill_stores_bytes": 0.0, "spill_loads_bytes": 0.0,
+                            "shared_mem_static_bytes": 0.0, "const_mem_bytes": 0.0}
+            continue
+        if current is None:
+            continue
+        if "Function properties for" in line and current not in line:
+            current = None  # a device function's properties: not the kernel's
+            continue
+        props = _PROPS.search(line)
+        if props:
+            out[current].update(stack_frame_bytes=float(props[1]),
+                                spill_stores_bytes=float(props[2]),
+                                spill_loads_bytes=float(props[3]))
+        used = _USED.search(line)
+        if used:
+            out[current]["registers_per_thread"] = float(used[1])
+            smem = re.search(r"(\d+) bytes smem", line)
+            cmem = re.search(r"(\d+) bytes cmem\[0\]", line)
+            out[current]["shared_mem_static_bytes"] = float(smem[1]) if smem else 0.0
+            out[current]["const_mem_bytes"] = float(cmem[1]) if cmem else 0.0
+            current = None
+    return out
+
+
+def parse_res_usage(text: str) -> dict[str, dict[str, float]]:
+    """``cuobjdump -res-usage``: per function, ``local_mem_bytes`` and ``const_mem_bytes``
+    (bank 0: the kernel's parameters and constants; ptxas of CUDA 13 no longer says)."""
+    out = {}
+    name = None
+    for line in text.splitlines():
+        fn = re.match(r"\s*Function ([^:\s]+):", line)
+        if fn:
+            name = fn[1]
+            continue
+        local = re.search(r"\bLOCAL:(\d+)", line)
+        if name and local:
+            const = re.search(r"\bCONSTANT\[0\]:(\d+)", line)
+            out[name] = {"local_mem_bytes": float(local[1])}
+            if const:
+                out[name]["const_mem_bytes"] = float(const[1])
+            name = None
+    return out
+
+
+_INSTRUCTION = re.compile(r"/\*[0-9a-f]{4,}\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_.]*)")
+_CLASSES = {"LDG": "ldg", "STG": "stg", "LDS": "lds", "STS": "sts", "LDL": "ldl", "STL": "stl",
+            "LDGSTS": "ldgsts", "HMMA": "hmma", "HGMMA": "hgmma", "FFMA": "ffma",
+            "FMUL": "fmul", "FADD": "fadd", "MUFU": "mufu", "BAR": "bar", "SHFL": "shfl",
+            "BRA": "bra"}
+
+
+def parse_sass(text: str) -> dict[str, dict[str, float]]:
+    """``cuobjdump -sass``: per function, counts per ``regress.SASS_CLASSES`` class."""
+    out: dict[str, Counter] = {}
+    name = None
+    for line in text.splitlines():
+        fn = re.match(r"\s*Function : (\S+)", line)
+        if fn:
+            name = fn[1]
+            out[name] = Counter()
+            continue
+        ins = _INSTRUCTION.search(line) if name else None
+        if not ins:
+            continue
+        opcode = ins[1]
+        head = opcode.split(".")[0]
+        if head == "NOP":
+            continue
+        counts = out[name]
+        counts["total"] += 1
+        cls = _CLASSES.get(head)
+        if cls:
+            counts[cls] += 1
+            if cls in ("ldg", "stg", "lds", "sts") and ".128" in opcode:
+                counts[f"{cls}_128"] += 1
+    return {k: {f"sass_{c}": float(v[c]) for c in regress.SASS_CLASSES} for k, v in out.items()}
+
+
+def _cuobjdump(cuobjdump: str, flag: str, cubin: Path) -> str:
+    env = dict(os.environ)
+    env["PATH"] = os.pathsep.join([str(Path(cuobjdump).parent), env.get("PATH", "")])
+    nvdisasm = _tools("nvdisasm", wheel=True)
+    if nvdisasm:
+        env["PATH"] = os.pathsep.join([str(Path(nvdisasm).parent), env["PATH"]])
+    done = subprocess.run([cuobjdump, flag, str(cubin)], capture_output=True, text=True,
+                          env=env, check=False)
+    return done.stdout if done.returncode == 0 else ""
+
+
+def kernel_counts(unit: CompileUnit, nvcc: str, cuobjdump: str | None
+                  ) -> dict[str, dict[str, float]]:
+    """Per kernel of one compile unit: the static metrics (``regress.STATIC_METRICS``;
+    the instruction mix and local memory only with cuobjdump)."""
+    with tempfile.TemporaryDirectory(prefix="paprof-static-") as scratch:
+        log, cubin = compile_cubin(unit, Path(scratch), nvcc)
+        kernels = parse_ptxas(log)
+        if cuobjdump:
+            for table in (parse_res_usage(_cuobjdump(cuobjdump, "-res-usage", cubin)),
+                          parse_sass(_cuobjdump(cuobjdump, "-sass", cubin))):
+                for name, values in table.items():
+                    if name in kernels:
+                        kernels[name].update(values)
+    return kernels
+
+
+def static_entries(family, params, variants: Sequence = ()) -> tuple[list, list[str]]:
+    """``(entries, notes)``: one ``regress.Entry`` per kernel of each CUDA variant of
+    ``family`` (the named ``variants`` ids, default all) at ``params``. A variant the
+    static gate cannot compile is a note when it was not named, a ``UserError`` when it
+    was."""
+    nvcc = find_nvcc()
+    cuobjdump = find_cuobjdump()
+    compiler = nvcc_version(nvcc)
+    named = [v for v in variants if v != "all"]
+    chosen = [family.variant(v.split("/")[-1]) for v in named] or list(family.variants)
+    entries, notes = [], []
+    if cuobjdump is None:
+        notes.append("cuobjdump not found: no instruction mix or local memory "
+                     "(pip install nvidia-cuda-cuobjdump nvidia-cuda-nvdisasm)")
+    for variant in chosen:
+        try:
+            units = compile_units(variant, params)
+        except UserError as err:
+            if named:
+                raise
+            notes.append(f"{variant.name} not compiled: {err}")
+            continue
+        kernels: dict[str, dict] = {}
+        for unit in units:
+            kernels.update(kernel_counts(unit, nvcc, cuobjdump))
+        regex = re.compile(variant.kernel_regex) if variant.kernel_regex else None
+        kept = {k: v for k, v in kernels.items() if regex is None or regex.search(k)} or kernels
+        for name, values in sorted(kept.items()):
+            vid = variant.id if len(kept) == 1 else f"{variant.id}:{name}"
+            metrics = {m: regress.Stat(float(v), 0.0, 1) for m, v in values.items()}
+            entries.append(regress.Entry(family.name, vid, params.spec(), metrics,
+                                         regress.Provenance(compiler=compiler)))
+    if not entries:
+        raise UserError(f"no CUDA variant of {family.name} could be compiled")
+    return entries, notes
+
+
+def make_static_baseline(family, params, variants: Sequence = ()) -> tuple:
+    """``(Baseline with gate "static", notes)`` of ``static_entries``."""
+    entries, notes = static_entries(family, params, variants)
+    stamp = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    return regress.Baseline(entries=entries, created=stamp, gate="static"), notes
+
+
+def current_for(baseline) -> tuple[list, list[str]]:
+    """The static entries now for every (family, shape) of a static ``baseline``."""
+    from paprof import registry
+
+    if baseline.gate != "static":
+        raise UserError("this baseline was made from profiled runs: check it without "
+                        "--static (or write a static one: 'paprof baseline update --static')")
+    groups: dict[tuple[str, str], list[str]] = {}
+    for e in baseline.entries:
+        groups.setdefault((e.family, e.shape), []).append(e.variant.split(":")[0])
+    entries, notes = [], []
+    for (name, shape), vids in groups.items():
+        family = registry.family(name)
+        got, said = static_entries(family, family.parse(shape), list(dict.fromkeys(vids)))
+        entries += got
+        notes += said
+    return entries, list(dict.fromkeys(notes))

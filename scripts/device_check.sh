@@ -17,6 +17,7 @@
 #   cmd      paprof run --cmd on a whole program with an NVTX range (the command kind)
 #   sweep    paprof sweep of v5/v6 fp16 over batch x context (12 points), bench and profile
 #            modes, with their reports (-> $OUT/sweeps.tar)
+#   power    scripts/gate_power.py: the gate's detection and false-alarm rates (-> logs)
 #   shards   the same bench sweep as two shards run one after the other on this GPU, merged,
 #            and once through --gpus 0 (the worker path) (-> $OUT/shards.tar)
 # Results land in $OUT (the device tool brings it back): logs.tar with every log.
@@ -166,6 +167,10 @@ from paprof.kernels import gpu; print(gpu.current_device())
       echo "sweep --$mode: $(( $(date +%s) - start )) s wall" | tee -a "$OUT/logs/sweep-$mode.log"
     done
     tar cf "$OUT/sweeps.tar" sweeps
+    ;;
+  power)
+    stamp power
+    timeout 400 python3 scripts/gate_power.py --json "$OUT/logs/gate_power.json" 2>&1 | tee "$OUT/logs/gate_power.log" | tail -30
     ;;
   shards)
     stamp shards

@@ -1,7 +1,7 @@
 """``paprof check`` and ``paprof baseline update`` through the command line.
 
 Two kinds of test: wiring on synthetic tables (``regress.load_table`` and
-``regress.profile_current`` replaced), and the real thing on the shipped H200 runs
+``recheck.profile_current`` replaced), and the real thing on the shipped H200 runs
 (``examples/h200``), which skip, naming the missing path, until those runs exist.
 """
 
@@ -20,6 +20,7 @@ from click.testing import CliRunner
 
 from conftest_profiler import fake_bin, fake_launcher, paprof_cli  # noqa: F401 (fixtures)
 from paprof.analysis import regress
+from paprof import recheck
 from test_regress import make_rows, make_table
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -268,7 +269,7 @@ def test_profile_uses_the_profiler_with_repeat_launches(invoke, baseline_file, m
         calls.append((launches, runs, [e.variant for e in baseline.entries]))
         return make_table(make_rows(dram=(80.5, 80.0, 79.5, 80.25, 79.75)))
 
-    monkeypatch.setattr(regress, "profile_current", fake_profile)
+    monkeypatch.setattr(recheck, "profile_current", fake_profile)
     result = invoke("check", "--baseline", baseline_file, "--profile", "--repeat", "5")
     assert result.exit_code == 0, result.output
     assert calls == [(5, None, ["v3"])]
@@ -309,7 +310,7 @@ def test_profile_remeasures_an_ambiguous_decision(invoke, runs_table, tmp_path, 
         calls.append((launches, time_launches, ceiling))
         return tables[len(calls) - 1]
 
-    monkeypatch.setattr(regress, "profile_current", fake_profile)
+    monkeypatch.setattr(recheck, "profile_current", fake_profile)
     result = invoke("check", "--baseline", path, "--profile", "--timed", "6", "--rounds", "3")
     assert result.exit_code == 0, result.output
     assert calls == [(1, 6, True)] * 3
@@ -454,3 +455,23 @@ def test_check_table_keeps_the_dtype_of_each_shape(invoke, tmp_path):
     rows = [line for line in result.stdout.splitlines() if "paged_decode/v5" in line]
     assert sum("b64_ctx4096_h32x8_d128_p16_fp16" in r for r in rows) == 3
     assert sum("b64_ctx4096_h32x8_d128_p16_fp32" in r for r in rows) == 3
+
+
+def test_profile_refuses_a_command_run_in_one_line():
+    from paprof.analysis.regress import Baseline, Entry, Provenance
+    from paprof.errors import UserError
+
+    entry = Entry("command", "mine", "", {}, Provenance())
+    with pytest.raises(UserError, match="it is an external command"):
+        recheck.profile_current(Baseline([entry]))
+
+
+def test_analysis_never_imports_the_gpu_side():
+    import subprocess
+    import sys
+
+    code = ("import sys, paprof.analysis.regress, paprof.analysis.compare, paprof.analysis.load, "
+            "paprof.reports.build; bad = [m for m in sys.modules if m.startswith(('paprof.kernels', "
+            "'paprof.profiler.profile', 'paprof.families', 'cupy'))]; print(bad); sys.exit(bool(bad))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout + done.stderr

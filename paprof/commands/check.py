@@ -193,9 +193,11 @@ def check(baseline_path, runs, profile, static_gate, repeat, timed, rounds, ratc
     elif baseline.gate == "static":
         raise UserError(f"{baseline_path} is a static baseline: check it with --static")
     elif profile:
-        current = regress.profile_current(baseline, launches=repeat or 1, runs=runs,
+        from paprof import recheck
+
+        current = recheck.profile_current(baseline, launches=repeat or 1, runs=runs,
                                           time_launches=timed)
-        remeasure = regress.remeasure_by_profiling(repeat or 1, timed)
+        remeasure = recheck.remeasure_by_profiling(repeat or 1, timed)
     else:
         names = sorted({e.name for e in baseline.entries})
         current = regress.load_table(runs or Path("runs"), variants=names)

@@ -97,15 +97,42 @@ def main():
     """
 
 
-def _register():
-    from paprof.commands import bench, check, compare, list_variants, run, sweep, table
+COMMANDS = {
+    "list": ("list_variants", "The families (built-in, installed, this repository's) and their variants."),
+    "bench": ("bench", "Verify, then time variants with CUDA events: TB/s, TFLOP/s, % of the ceiling (GPU)."),
+    "run": ("run", "Verify, then profile variants (or a program: --cmd) under ncu into the run store (GPU)."),
+    "table": ("table", "Any .ncu-rep as a table, one row a kernel launch, with its bottleneck."),
+    "compare": ("compare", "The comparative report: why one variant is faster than the other."),
+    "check": ("check", "The CI regression gate against a baseline (stored runs, --profile, --static)."),
+    "baseline": ("check", "Write the baseline that 'paprof check' compares against."),
+    "sweep": ("sweep", "Measure variants over a grid of shapes, resumable, sharded (GPU)."),
+    "sweep-report": ("sweep", "The sweep report: scaling charts, the regime map, the crossovers."),
+    "merge": ("sweep", "Merge run stores (sweep shards, other machines) into one."),
+}
+"""Command name -> (module in ``paprof.commands``, the line ``paprof --help`` shows). The
+modules are imported only when their command runs, so ``paprof --help`` and
+``paprof list`` do not pay for pandas, numpy and matplotlib."""
 
-    for module in (list_variants, bench, run, table, compare, check, sweep):
-        for command in module.COMMANDS:
-            main.add_command(command)
+
+def _get_command(self, ctx, name):
+    if name not in COMMANDS:
+        return None
+    import importlib
+
+    module = importlib.import_module(f"paprof.commands.{COMMANDS[name][0]}")
+    return next(c for c in module.COMMANDS if c.name == name)
 
 
-_register()
+def _format_commands(self, ctx, formatter):
+    rows = [(name, COMMANDS[name][1]) for name in sorted(COMMANDS)]
+    with formatter.section("Commands"):
+        formatter.write_dl(rows)
+
+
+# the group's command lookup and help listing read the table above (defined after it)
+_Group.list_commands = lambda self, ctx: sorted(COMMANDS)
+_Group.get_command = _get_command
+_Group.format_commands = _format_commands
 
 if __name__ == "__main__":  # pragma: no cover
     main()

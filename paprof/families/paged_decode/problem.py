@@ -12,8 +12,6 @@ import hashlib
 import math
 from dataclasses import dataclass
 
-import numpy as np
-
 from paprof.errors import ShapeError
 from paprof.family import Params, param
 
@@ -188,6 +186,8 @@ def make_block_tables(shape: Shape, rng: np.random.Generator) -> np.ndarray:
 
     Every physical page is used by exactly one (sequence, logical page).
     """
+    import numpy as np  # here, not at import: 'paprof list' needs no numpy
+
     perm = rng.permutation(shape.num_pages).astype(np.int32)
     table = np.full((shape.batch, shape.pages_per_seq), -1, dtype=np.int32)
     start = 0
@@ -198,12 +198,15 @@ def make_block_tables(shape: Shape, rng: np.random.Generator) -> np.ndarray:
     return table
 
 
-def make_inputs(shape: Shape, seed: int | None = None, xp=np) -> dict:
+def make_inputs(shape: Shape, seed: int | None = None, xp=None) -> dict:
     """Fresh random inputs (normal values, never zeros) on the array module ``xp``.
 
     The page mapping is drawn on the host; the large K/V caches are drawn with ``xp``'s
     own generator so that gigabyte-sized caches are made on the GPU directly.
     """
+    import numpy as np  # here, not at import: 'paprof list' needs no numpy
+
+    xp = np if xp is None else xp
     rng = np.random.default_rng(seed)
     tables = make_block_tables(shape, rng)
     xrng = xp.random.default_rng(int(rng.integers(2**31)))
@@ -221,8 +224,11 @@ def make_inputs(shape: Shape, seed: int | None = None, xp=np) -> dict:
     }
 
 
-def make_output(shape: Shape, xp=np):
+def make_output(shape: Shape, xp=None):
     """The output array the kernels write: ``[batch, q_heads, head_dim]`` float32."""
+    import numpy as np  # here, not at import: 'paprof list' needs no numpy
+
+    xp = np if xp is None else xp
     return xp.empty((shape.batch, shape.q_heads, shape.head_dim), dtype=xp.float32)
 
 
@@ -243,8 +249,11 @@ def gather_sequence(xp, inputs: dict, shape: Shape, b: int):
     return k, v
 
 
-def reference(shape: Shape, inputs: dict, xp=np):
+def reference(shape: Shape, inputs: dict, xp=None):
     """Decode attention in float64 with a stable softmax: ``[batch, q_heads, head_dim]``."""
+    import numpy as np  # here, not at import: 'paprof list' needs no numpy
+
+    xp = np if xp is None else xp
     g = shape.group
     out = xp.empty((shape.batch, shape.q_heads, shape.head_dim), dtype=xp.float64)
     for b in range(shape.batch):
@@ -265,6 +274,8 @@ def online_softmax_reference(scores, values, chunk: int = 1):
     unnormalised weighted sum of values. ``acc / l`` is the attention output.
     Kept in plain NumPy to document, and test, what the kernels do.
     """
+    import numpy as np  # here, not at import: 'paprof list' needs no numpy
+
     scores = np.asarray(scores, dtype=np.float64)
     values = np.asarray(values, dtype=np.float64)
     m, l = -np.inf, 0.0
@@ -286,6 +297,8 @@ def merge_splits(ms, ls, accs):
     A split with no tokens (l_s = 0, m_s = -inf) carries no weight and is skipped;
     counting it would give exp(-inf - -inf) = NaN.
     """
+    import numpy as np  # here, not at import: 'paprof list' needs no numpy
+
     ms = np.asarray(ms, dtype=np.float64)
     ls = np.asarray(ls, dtype=np.float64)
     accs = np.asarray(accs, dtype=np.float64)

@@ -173,14 +173,16 @@ def _matches(run: Run, variant: str, shape_slug: str | None, gpu: str | None) ->
 
 
 def latest(
-    root: Path | str, variant: str, shape_slug: str | None = None, gpu: str | None = None
+    root: Path | str, variant: str, shape_slug: str | None = None, gpu: str | None = None,
+    runs: list[Run] | None = None,
 ) -> Run:
     """The newest run (by sidecar ``created``) of ``variant`` (``v3`` or ``paged_decode/v3``).
 
-    Narrowed by shape slug and GPU (name or slug) when given. Raises ``UserError``
+    Narrowed by shape slug and GPU (name or slug) when given. ``runs``: ``find_runs(root)``
+    already made (a command that looks up several variants scans the store once). Raises ``UserError``
     listing what the store holds when nothing matches.
     """
-    runs = find_runs(root)
+    runs = find_runs(root) if runs is None else runs
     chosen = [r for r in runs if _matches(r, variant, shape_slug, gpu)]
     if chosen:
         return max(chosen, key=lambda r: (r.created, str(r.report)))

@@ -281,8 +281,8 @@ def test_matching_provenance_gives_no_warning(v2_v3):
     assert v2_v3.warnings == []
     assert v2_v3.notes == []
     row = v2_v3.provenance[0]
-    assert row["gpu"] == "NVIDIA H200" and row["ncu_version"] == "2025.3.1.0"
-    assert row["clock_control"] == "none" and row["verified"] is True
+    assert row.gpu == "NVIDIA H200" and row.ncu_version == "2025.3.1.0"
+    assert row.clock_control == "none" and row.verified is True
 
 
 @pytest.mark.parametrize("key,value,plural", [

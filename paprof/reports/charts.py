@@ -14,8 +14,24 @@ import base64
 import contextlib
 import io
 import math
+from dataclasses import dataclass
 
-from paprof.reports.context import ChartView
+from paprof.analysis import fmt
+
+
+@dataclass
+class ChartView:
+    """One rendered chart, ready for an ``<img>`` (made by this module)."""
+
+    id: str
+    title: str
+    caption: str
+    alt: str
+    uri: str
+    """``data:image/png;base64,...``"""
+    width: int
+    """Pixels."""
+    height: int
 
 UNIT_COLOURS = {
     "SM": "#0072B2",
@@ -138,8 +154,6 @@ def speed_of_light(labels: list[str], units: dict[str, list]) -> ChartView:
 def duration(labels: list[str], duration_us: list, speedup_vs_first: list,
              parts: list[int], event_us: list | None = None) -> ChartView:
     """Left: duration per variant (log scale); right: speedup over the first variant."""
-    from paprof.analysis import fmt
-
     with _style():
         fig, (ax, bx) = _figure(0.9 + 0.34 * max(len(labels), 2), ncols=2, width_ratios=(3, 2),
                                 left_in=_label_margin(labels), bottom_in=0.5, wspace=0.05)
@@ -192,8 +206,6 @@ def duration(labels: list[str], duration_us: list, speedup_vs_first: list,
 def bandwidth(labels: list[str], achieved_gbs: list, ceiling_tbs: list, datasheet_tbs: list,
               ceiling_label: str) -> ChartView:
     """Achieved DRAM bandwidth per variant against the measured ceiling (and the datasheet)."""
-    from paprof.analysis import fmt
-
     with _style():
         fig, ax = _figure(1.2 + 0.32 * max(len(labels), 2), left_in=_label_margin(labels), bottom_in=0.85)
         ys = list(range(len(labels)))[::-1]

@@ -21,6 +21,8 @@ from paprof.analysis.compare import (
     bound_words,
     limiter_name,
 )
+from paprof.reports import charts as chart_lib
+from paprof.reports.charts import ChartView
 
 # -- the context's parts ----------------------------------------------------------------
 
@@ -134,21 +136,6 @@ class ProvenanceView:
     varying: list[tuple[str, str]]
     """(key, heading) of the columns worth a per-variant table: those that differ, and
     the ones that always identify a run (date, commit, verification, report file)."""
-
-
-@dataclass
-class ChartView:
-    """One rendered chart, ready for an ``<img>`` (made by ``reports.charts``)."""
-
-    id: str
-    title: str
-    caption: str
-    alt: str
-    uri: str
-    """``data:image/png;base64,...``"""
-    width: int
-    """Pixels."""
-    height: int
 
 
 @dataclass
@@ -490,17 +477,20 @@ def _date_text(value) -> str | None:
 def _provenance_view(cmp: Comparison) -> ProvenanceView:
     rows = []
     for p in cmp.provenance:
-        row = {"label": p["label"]}
+        row = {"label": p.label}
         for key, _ in PROVENANCE_COLUMNS:
-            value = p.get(key)
             if key == "date":
-                value = _date_text(value)
+                value = _date_text(p.created)
+            elif key == "git_commit":
+                value = p.commit_text
             elif key == "verified":
-                value = {True: "passed", False: "FAILED", None: None}[value]
-                if p.get("unverified"):
+                value = {True: "passed", False: "FAILED", None: None}[p.verified]
+                if p.unverified:
                     value = "not verified"
-                if p.get("rel_error") is not None and value:
-                    value += f" (rel. error {float(p['rel_error']):.1e})"
+                if p.rel_error is not None and value:
+                    value += f" (rel. error {float(p.rel_error):.1e})"
+            else:
+                value = getattr(p, key)
             row[key] = "unknown" if value is None else str(value)
         rows.append(row)
     common, varying = [], []
@@ -540,8 +530,6 @@ def _limiter_tick(v: VariantResult) -> str:
 
 
 def build_charts(cmp: Comparison, series: dict[str, dict]) -> list[ChartView]:
-    from paprof.reports import charts
-
     labels = [v.label for v in cmp.variants]
     col = {key: [series[lab].get(key) for lab in labels] for key in (
         "sm_throughput_pct", "memory_throughput_pct", "dram_throughput_pct", "l1_throughput_pct",
@@ -550,17 +538,17 @@ def build_charts(cmp: Comparison, series: dict[str, dict]) -> list[ChartView]:
     ceilings = [v.ceiling for v in cmp.variants]
     measured = any(c and c.measured for c in ceilings)
     made = [
-        charts.speed_of_light(labels, {
+        chart_lib.speed_of_light(labels, {
             "SM": col["sm_throughput_pct"], "Memory": col["memory_throughput_pct"],
             "DRAM": col["dram_throughput_pct"], "L1": col["l1_throughput_pct"],
             "L2": col["l2_throughput_pct"]}),
-        charts.duration(labels, col["duration_us"], col["speedup_first"],
+        chart_lib.duration(labels, col["duration_us"], col["speedup_first"],
                         [len(v.kernels) for v in cmp.variants], col["duration_us_event"]),
-        charts.bandwidth(labels, col["achieved_bandwidth_gbs"],
+        chart_lib.bandwidth(labels, col["achieved_bandwidth_gbs"],
                          [c.tbs if c else None for c in ceilings],
                          [c.datasheet_tbs if c else None for c in ceilings],
                          "measured read ceiling" if measured else "datasheet bandwidth"),
-        charts.occupancy(labels, col["theoretical_occupancy_pct"], col["achieved_occupancy_pct"],
+        chart_lib.occupancy(labels, col["theoretical_occupancy_pct"], col["achieved_occupancy_pct"],
                          [_limiter_tick(v) for v in cmp.variants]),
     ]
     return made

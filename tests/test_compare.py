@@ -343,3 +343,33 @@ def test_labels_read_the_same_in_table_and_compare():
     assert set(BOUND_WORDS) == set(LABELS) - {UNKNOWN}
     for label, words in BOUND_WORDS.items():
         assert words.lower() == label
+
+
+# -- code paths --------------------------------------------------------------------------------
+def _with_details(variant, details, kernel=None, **metrics):
+    side = dict(SIDE, variant=variant, schema=2, launch_details=details)
+    return make_row(variant, kernel=kernel, sidecar=side, sm_count=132, **metrics)
+
+
+def test_a_no_split_run_says_it_ran_its_no_split_kernel():
+    cmp = comparison(make_row("v5", grid_size=512), _with_details(
+        "v6", {"num_splits": 1}, kernel="paged_decode_v6_nosplit", grid_size=512))
+    said = [s for s in cmp.steps[0].sentences if "no-split" in s]
+    assert said == ["v6 ran its no-split kernel paged_decode_v6_nosplit (num_splits 1: the grid "
+                    "already fills the GPU, 512 CTAs for 132 SMs)"]
+
+
+def test_a_split_run_says_how_many_ways_and_why():
+    cmp = comparison(make_row("v5", grid_size=32), _with_details(
+        "v6", {"num_splits": 16}, kernel="paged_decode_v6_split", grid_size=512))
+    assert ("v6 split each sequence 16 ways (paged_decode_v6_split, num_splits 16): 512 CTAs "
+            "where 32 would leave 100 of 132 SMs idle") in cmp.steps[0].sentences
+
+
+def test_other_launch_choices_and_kernel_names_are_said_too():
+    cmp = comparison(make_row("v5"), _with_details("v6", {"tile": 64}))
+    assert "v6 chose tile 64" in cmp.steps[0].sentences
+    schema1 = comparison(make_row("v5"), make_row("v6", kernel="paged_decode_v6_nosplit"))
+    assert "v6 ran its no-split kernel paged_decode_v6_nosplit" in schema1.steps[0].sentences
+    assert not [s for s in comparison(make_row("v2"), make_row("v3")).steps[0].sentences
+                if "kernel" in s or "chose" in s]

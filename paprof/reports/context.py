@@ -19,6 +19,7 @@ from paprof.analysis.compare import (
     VariantResult,
     binding_limits,
     bound_words,
+    code_path,
     limiter_name,
 )
 from paprof.reports import charts as chart_lib
@@ -87,6 +88,8 @@ class VariantView:
     evidence: list[str]
     kernels: list[KernelView]
     report: str | None
+    code_path: str | None = None
+    """The code path the run took at launch (``launch_details``, kernel names), if recorded."""
 
     @property
     def multi_kernel(self) -> bool:
@@ -400,6 +403,7 @@ def _variant_view(v: VariantResult) -> VariantView:
         evidence=list(v.evidence),
         kernels=kernels,
         report=v.report_path,
+        code_path=code_path(v),
     )
 
 

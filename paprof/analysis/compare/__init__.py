@@ -54,6 +54,8 @@ from paprof.analysis.compare.sentences import (
     STORY,
     bandwidth_sentence,
     bottleneck_sentence,
+    code_path,
+    code_path_sentence,
     dram_traffic_sentence,
     duration_sentence,
     kernels_sentence,

@@ -7,6 +7,7 @@ runs them over a step's deltas and makes the ``Step``.
 
 from __future__ import annotations
 
+import re
 from typing import Callable
 
 from paprof.analysis import fmt
@@ -56,6 +57,50 @@ def kernels_sentence(before, after, d, t) -> str | None:
         for k in after.kernels
     )
     return f"{after.label} runs {len(after.kernels)} kernels, compared as their sum: {listed}"
+
+
+NO_SPLIT = re.compile(r"(?:^|_)no_?split(?:_|$)", re.I)
+"""A kernel name that says it is a variant's no-split path (``paged_decode_v6_nosplit``)."""
+
+
+def code_path(v: VariantResult) -> str | None:
+    """The code path a variant took at launch, in words, from its sidecar's
+    ``launch_details`` (schema 2) and its kernel names: "v6 ran its no-split kernel
+    paged_decode_v6_nosplit (num_splits 1: the grid already fills the GPU, 512 CTAs for 132
+    SMs)", "v6 split each sequence 16 ways (num_splits 16): 512 CTAs where 32 would leave
+    100 of 132 SMs idle"; None when the run records no choice."""
+    details = dict(v.provenance.launch_details) if v.provenance else {}
+    names = [k.kernel for k in v.kernels]
+    kernel = " + ".join(names)
+    grid, sms = _num(v.get("grid_size")), _num(v.get("sm_count"))
+    splits = details.pop("num_splits", None)
+    parts = []
+    if isinstance(splits, int) and not isinstance(splits, bool) and splits >= 1:
+        if splits == 1:
+            why = ""
+            if grid and sms and grid >= sms:
+                why = (f": the grid already fills the GPU, {fmt.count(grid)} CTAs for "
+                       f"{fmt.count(sms)} SMs")
+            parts.append(f"{v.label} ran its no-split kernel {kernel} (num_splits 1{why})")
+        else:
+            text = f"{v.label} split each sequence {splits} ways ({kernel}, num_splits {splits})"
+            if grid and sms:
+                unsplit = grid / splits
+                if unsplit < sms:
+                    text += (f": {fmt.count(grid)} CTAs where {fmt.count(unsplit)} would leave "
+                             f"{fmt.count(sms - unsplit)} of {fmt.count(sms)} SMs idle")
+            parts.append(text)
+    elif any(NO_SPLIT.search(n) for n in names):
+        parts.append(f"{v.label} ran its no-split kernel {kernel}")
+    if details:
+        parts.append(f"{v.label} chose " + ", ".join(f"{k} {val}" for k, val in details.items()))
+    return "; ".join(parts) or None
+
+
+def code_path_sentence(before, after, d, t) -> str | None:
+    """The code path the variant after the step took, when its run records one (a
+    variant that chooses a kernel at launch must say which it ran)."""
+    return code_path(after)
 
 
 def launch_sentence(before, after, d, t) -> str | None:
@@ -259,6 +304,7 @@ def rule_sentences(before, after, d, t) -> list[str]:
 
 STORY: tuple[Callable, ...] = (
     duration_sentence,
+    code_path_sentence,
     kernels_sentence,
     launch_sentence,
     registers_sentence,

@@ -267,13 +267,30 @@ def test_rules_that_appeared_disappeared_or_changed():
     assert "ncu rule Occupancy: estimated speedup 30 % -> 10 %" in texts
 
 
-def test_a_split_variant_keeps_each_rules_highest_estimate():
-    rows = split_rows("v4")
+def test_a_split_variants_rules_are_weighted_by_each_kernels_time_and_name_their_kernel():
+    rows = split_rows("v4")  # partial 3920 us, merge 22.6 us
     rows[0]["rules"] = [_rule("Occupancy", 5.0)]
-    rows[1]["rules"] = [_rule("Occupancy", 25.0)]
+    rows[1]["rules"] = [_rule("Occupancy", 25.0), _rule("AchievedOccupancy", 87.0),
+                        _rule("AchievedOccupancy", 12.0)]
     cmp = comparison(make_row("v3", **V3), *rows)
+    total = 3920.0 + 22.6
     hit = cmp.variant("v4").rules["Occupancy"]
-    assert (hit.speedup_pct, hit.kernel) == (25.0, "paged_decode_v4_merge")
+    assert hit.speedup_pct == pytest.approx((5.0 * 3920.0 + 25.0 * 22.6) / total)
+    assert hit.kernel == "paged_decode_v4_partial"
+    assert [k for k, _, _ in hit.per_kernel] == ["paged_decode_v4_partial", "paged_decode_v4_merge"]
+    merge_only = cmp.variant("v4").rules["AchievedOccupancy"]  # the merge's 87 %, not the variant's
+    assert merge_only.speedup_pct == pytest.approx(87.0 * 22.6 / total)
+    assert merge_only.kernel == "paged_decode_v4_merge"
+    change = next(c for c in cmp.steps[0].rule_changes if c.id == "AchievedOccupancy")
+    assert change.kernel == "paged_decode_v4_merge"
+    assert change.text.startswith("ncu rule appeared: AchievedOccupancy (in paged_decode_v4_merge)")
+
+
+def test_a_single_kernel_keeps_ncus_estimate_and_names_no_kernel():
+    cmp = comparison(make_row("v2", rules=[_rule("Occupancy", 30.0), _rule("Occupancy", 10.0)]),
+                     make_row("v3", **V3))
+    assert cmp.variant("v2").rules["Occupancy"].speedup_pct == 30.0
+    assert cmp.steps[0].rule_changes[0].kernel is None
 
 
 # -- provenance --------------------------------------------------------------------------------
@@ -373,3 +390,26 @@ def test_other_launch_choices_and_kernel_names_are_said_too():
     assert "v6 ran its no-split kernel paged_decode_v6_nosplit" in schema1.steps[0].sentences
     assert not [s for s in comparison(make_row("v2"), make_row("v3")).steps[0].sentences
                 if "kernel" in s or "chose" in s]
+
+
+# -- ties ----------------------------------------------------------------------------------------
+def test_a_label_won_by_a_fraction_of_a_point_is_reported_as_a_tie():
+    tied = dict(dram_throughput_pct=20.0, l2_throughput_pct=76.9, issue_slots_busy_pct=77.0,
+                l1_throughput_pct=30.0, bottleneck="compute-bound")
+    cmp = comparison(make_row("v2"), make_row("v3", **tied))
+    v3 = cmp.variant("v3")
+    assert v3.tie is not None and (v3.tie.label, v3.tie.other) == ("compute-bound", "l2/l1-bound")
+    assert v3.tie.text == "issue slots 77.0 % ~ L2 throughput 76.9 %: a tie (within 1 pt)"
+    assert C.verdict_words(v3) == ("compute-bound (a tie with L2/L1-bound: issue slots 77.0 % ~ "
+                                   "L2 throughput 76.9 %)")
+    clear = comparison(make_row("v2"), make_row("v3", **dict(tied, issue_slots_busy_pct=80.0)))
+    assert clear.variant("v3").tie is None
+
+
+def test_a_runs_label_over_several_launches_is_the_median_launchs():
+    launches = [make_row("v3", launch=i, duration_us=d, bottleneck=b, **{k: v for k, v in V3.items()
+                if k not in ("duration_us", "bottleneck")})
+                for i, (d, b) in enumerate([(3300.0, "compute-bound"), (3350.0, "dram-bound"),
+                                            (3400.0, "compute-bound")])]
+    cmp = comparison(make_row("v2"), *launches)
+    assert cmp.variant("v3").bottleneck == "dram-bound"

@@ -21,6 +21,7 @@ from paprof.analysis.compare import (
     bound_words,
     code_path,
     limiter_name,
+    verdict_words,
 )
 from paprof.reports import charts as chart_lib
 from paprof.reports.charts import ChartView
@@ -105,6 +106,8 @@ class RuleView:
     before: str
     after: str
     message: str
+    kernel: str | None = None
+    """The kernel the rule is about (a variant of several kernels only)."""
 
 
 @dataclass
@@ -399,7 +402,7 @@ def _variant_view(v: VariantResult) -> VariantView:
         duration_us=v.get("duration_us"),
         duration=fmt.duration_us(v.get("duration_us")),
         bottleneck=v.bottleneck,
-        bottleneck_text=bound_words(v.bottleneck),
+        bottleneck_text=verdict_words(v),
         evidence=list(v.evidence),
         kernels=kernels,
         report=v.report_path,
@@ -409,12 +412,14 @@ def _variant_view(v: VariantResult) -> VariantView:
 
 def _rule_view(c: RuleChange) -> RuleView:
     def est(p):
+        if p is not None and 0 < p < 0.05:  # a small kernel's share of a variant's time
+            return "< 0.1 %"
         return fmt.pct(p) if p is not None else ("-" if c.kind != "changed" else fmt.MISSING)
 
     return RuleView(c.kind, c.id, c.title, c.text,
                     est(c.before_pct) if c.kind != "appeared" else "absent",
                     est(c.after_pct) if c.kind != "disappeared" else "absent",
-                    c.message)
+                    c.message, c.kernel)
 
 
 def _step_views(cmp: Comparison) -> list[StepView]:
@@ -437,8 +442,8 @@ def _step_views(cmp: Comparison) -> list[StepView]:
             verdict=verdict,
             bottleneck_before=s.bottleneck_before,
             bottleneck_after=s.bottleneck_after,
-            bottleneck_before_text=bound_words(s.bottleneck_before),
-            bottleneck_after_text=bound_words(s.bottleneck_after),
+            bottleneck_before_text=verdict_words(cmp.variant(s.before)),
+            bottleneck_after_text=verdict_words(after),
             sentences=list(s.sentences),
             summary=s.summary,
             evidence_after=list(after.evidence),

@@ -48,6 +48,7 @@ from paprof.analysis.compare.model import (
     binding_limits,
     bound_words,
     limiter_name,
+    verdict_words,
 )
 from paprof.analysis.compare.movers import movers, rule_changes, speedup, step_deltas
 from paprof.analysis.compare.sentences import (

@@ -12,6 +12,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Iterable
 
+from paprof.analysis.bottleneck import tie
 from paprof.analysis.compare.model import (
     EXTRA_COLUMNS,
     METRIC_COLUMNS,
@@ -34,18 +35,39 @@ def _norm_path(p) -> str:
 
 
 def _rules_of(rows: list[dict]) -> dict[str, RuleHit]:
-    hits: dict[str, RuleHit] = {}
+    """Each rule of a variant's kernel rows, its estimate weighted by each kernel's share
+    of the summed duration (one row: its own estimate)."""
+    fired: dict[str, list[tuple[dict, dict]]] = {}
     for row in rows:
+        best: dict[str, dict] = {}  # a rule can fire several times in one kernel: its highest
         for r in row.get("rules") or ():
             rid = str(r.get("id") or r.get("title") or "")
-            if not rid:
-                continue
             sp = _num(r.get("speedup_pct"))
-            hit = RuleHit(rid, str(r.get("title") or rid), str(r.get("type") or ""),
-                          str(r.get("message") or ""), sp, str(row.get("kernel") or ""))
-            old = hits.get(rid)
-            if old is None or (sp or -1) > (old.speedup_pct or -1):
-                hits[rid] = hit
+            if rid and (rid not in best or (sp if sp is not None else -1) > (_num(best[rid].get("speedup_pct")) or -1)):
+                best[rid] = r
+        for rid, r in best.items():
+            fired.setdefault(rid, []).append((row, r))
+    durations = [_num(row.get("duration_us")) for row in rows]
+    total = sum(d for d in durations if d) if all(durations) else None
+    hits: dict[str, RuleHit] = {}
+    for rid, found in fired.items():
+        parts = []
+        for row, r in found:
+            dur = _num(row.get("duration_us"))
+            share = dur / total if (len(rows) > 1 and total and dur) else (1.0 if len(rows) == 1 else None)
+            parts.append((str(row.get("kernel") or ""), _num(r.get("speedup_pct")), share, r))
+        known = [(sp * share, k) for k, sp, share, _ in parts if sp is not None and share is not None]
+        if len(rows) == 1 or not known or any(share is None for _, _, share, _ in parts):
+            # one kernel, or shares unknown: the highest estimate, as ncu gives it
+            kernel, sp, _, r = max(parts, key=lambda p: p[1] if p[1] is not None else -1)
+            speedup = sp
+        else:
+            speedup = sum(w for w, _ in known)
+            kernel = max(known)[1]
+            r = next(p[3] for p in parts if p[0] == kernel)
+        per_kernel = [(k, sp, share) for k, sp, share, _ in parts] if len(rows) > 1 else []
+        hits[rid] = RuleHit(rid, str(r.get("title") or rid), str(r.get("type") or ""),
+                            str(r.get("message") or ""), speedup, kernel, per_kernel)
     return hits
 
 
@@ -92,6 +114,7 @@ def _variant_result(summed: dict, kernels: list[dict]) -> VariantResult:
         sidecar=sidecar,
         idea=idea,
         ceiling=ceiling_for(gpu, sidecar),
+        tie=tie(summed) if bottleneck == _clean(summed.get("bottleneck")) else None,
         provenance=RunProvenance.of(sidecar, label=variant, gpu=gpu, shape=_clean(summed.get("shape")),
                                     report_path=_clean(summed.get("report_path"))),
     )

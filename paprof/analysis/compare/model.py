@@ -13,6 +13,7 @@ import math
 from dataclasses import dataclass, field
 
 from paprof.analysis import fmt
+from paprof.analysis.bottleneck import Tie
 from paprof.analysis.gpus import Ceiling
 from paprof.analysis.provenance import RunProvenance
 
@@ -133,7 +134,12 @@ class KernelPart:
 
 @dataclass
 class RuleHit:
-    """An ncu rule result attached to a variant (its highest estimate across kernels)."""
+    """An ncu rule result attached to a variant.
+
+    ncu estimates a rule's speedup per kernel; for a variant of several kernels the
+    variant's estimate is each kernel's weighted by its share of the variant's time (a
+    4 us merge kernel's 87 % is worth 0.1 % of the variant), and ``kernel`` names the
+    kernel that contributes most of it."""
 
     id: str
     title: str
@@ -141,6 +147,9 @@ class RuleHit:
     message: str
     speedup_pct: float | None
     kernel: str
+    per_kernel: list[tuple[str, float | None, float | None]] = field(default_factory=list)
+    """(kernel, its own estimate %, its share of the variant's time) for each kernel the
+    rule fired on; empty for a single-kernel variant."""
 
 
 @dataclass
@@ -154,16 +163,22 @@ class RuleChange:
     before_pct: float | None
     after_pct: float | None
     message: str
+    kernel: str | None = None
+    """The kernel the rule is about, for a variant of several kernels (None for one)."""
+
+    @property
+    def _where(self) -> str:
+        return f" (in {self.kernel})" if self.kernel else ""
 
     @property
     def text(self) -> str:
         if self.kind == "appeared":
             est = f" (estimated speedup {fmt.pct(self.after_pct)})" if self.after_pct is not None else ""
-            return f"ncu rule appeared: {self.title}{est}"
+            return f"ncu rule appeared: {self.title}{self._where}{est}"
         if self.kind == "disappeared":
             est = f" (had estimated {fmt.pct(self.before_pct)})" if self.before_pct is not None else ""
-            return f"ncu rule gone: {self.title}{est}"
-        return (f"ncu rule {self.title}: estimated speedup "
+            return f"ncu rule gone: {self.title}{self._where}{est}"
+        return (f"ncu rule {self.title}{self._where}: estimated speedup "
                 f"{fmt.pct(self.before_pct)} -> {fmt.pct(self.after_pct)}")
 
 
@@ -189,6 +204,8 @@ class VariantResult:
     ceiling: Ceiling | None
     provenance: RunProvenance | None = None
     """Where the run came from (built once from its sidecar)."""
+    tie: Tie | None = None
+    """When the label was decided by less than the tie threshold: the runner-up."""
 
     @property
     def multi_kernel(self) -> bool:
@@ -313,6 +330,15 @@ def limiter_name(raw) -> str | None:
         "warp": "warps", "block": "blocks", "sm": "blocks", "blocks per sm": "blocks",
     }
     return aliases.get(text, text)
+
+
+def verdict_words(v: "VariantResult") -> str:
+    """A variant's label in words, a tie said as one: "compute-bound (a tie with
+    L2/L1-bound: issue slots 77 % ~ L2 throughput 76.9 %)"."""
+    text = bound_words(v.bottleneck)
+    if v.tie is not None and v.tie.label == v.bottleneck:
+        text += f" (a tie with {bound_words(v.tie.other)}: {v.tie.text.split(': a tie')[0]})"
+    return text
 
 
 def bound_words(label) -> str:

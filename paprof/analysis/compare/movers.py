@@ -98,20 +98,26 @@ def speedup(before: VariantResult, after: VariantResult) -> float | None:
 
 
 def rule_changes(before: VariantResult, after: VariantResult, t: Thresholds = THRESHOLDS) -> list[RuleChange]:
-    """ncu rules that appeared, disappeared, or whose estimated speedup moved."""
+    """ncu rules that appeared, disappeared, or whose estimated speedup moved (for a variant
+    of several kernels: time-weighted, naming the kernel)."""
+    def where(v: VariantResult, hit) -> str | None:
+        return hit.kernel if v.multi_kernel and hit.kernel else None
+
     out = []
     for rid, hit in after.rules.items():
         if rid not in before.rules:
-            out.append(RuleChange(rid, hit.title, "appeared", None, hit.speedup_pct, hit.message))
+            out.append(RuleChange(rid, hit.title, "appeared", None, hit.speedup_pct, hit.message,
+                                  where(after, hit)))
     for rid, hit in before.rules.items():
         if rid not in after.rules:
-            out.append(RuleChange(rid, hit.title, "disappeared", hit.speedup_pct, None, hit.message))
+            out.append(RuleChange(rid, hit.title, "disappeared", hit.speedup_pct, None, hit.message,
+                                  where(before, hit)))
     for rid, hit in after.rules.items():
         old = before.rules.get(rid)
         if old is None:
             continue
         b, a = old.speedup_pct, hit.speedup_pct
         if b is not None and a is not None and abs(a - b) >= t.rule_speedup_pts:
-            out.append(RuleChange(rid, hit.title, "changed", b, a, hit.message))
+            out.append(RuleChange(rid, hit.title, "changed", b, a, hit.message,
+                                  where(after, hit) or where(before, old)))
     return out
-

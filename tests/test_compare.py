@@ -112,7 +112,7 @@ def test_v2_to_v3_tells_the_sources_story(v2_v3):
             in s)
     assert "DRAM throughput 57.4 % -> 84.9 %: the kernel is now DRAM-bound" in s
     assert "L2 throughput 55 % -> 80 %" in s
-    assert "DRAM bytes (2.15 GB) and active cycles (39.1 M) unchanged: the same traffic in less time" in s
+    assert "DRAM bytes (2.15 GB) and DRAM active cycles (39.1 M) unchanged: the same traffic in less time" in s
     # the conclusion is drawn once, on the DRAM sentence, not again as its own sentence
     assert not any(x.startswith("now ") for x in s)
     assert any(x.startswith("achieved bandwidth 434 GB/s -> 641 GB/s, 9.6 % -> 14.1 % of the "
@@ -186,9 +186,19 @@ def test_limiter_change_without_occupancy_change():
 
 
 def test_tied_block_limits_are_named_together():
-    cmp = comparison(make_row("a", **V3), make_row("b", block_limit_shared_mem=16, occupancy_limiter="shared_mem"))
+    cmp = comparison(make_row("a", **V3), make_row("b", block_limit_shared_mem=16, occupancy_limiter="shared_mem",
+                                                   shared_mem_per_block_bytes=12288))
     assert ("theoretical occupancy 41.7 % -> 50 %, now limited by shared memory and the "
             "blocks-per-SM limit (16 blocks per SM)") in cmp.steps[0].sentences
+
+
+def test_zero_bytes_of_shared_memory_is_never_named_a_limit():
+    # 1-warp CTAs using no shared memory: the driver's 1 KiB reserve per block ties the
+    # shared-memory limit with the 32-blocks cap; only the cap is the limit
+    cmp = comparison(make_row("a", **V3), make_row("b", block_limit_shared_mem=16, block_limit_blocks=16,
+                                                   occupancy_limiter="blocks", shared_mem_per_block_bytes=0))
+    said = next(s for s in cmp.steps[0].sentences if s.startswith("theoretical occupancy"))
+    assert said.endswith("now limited by the blocks-per-SM limit (16 blocks per SM)")
 
 
 def test_dram_traffic_that_moved_is_quoted():

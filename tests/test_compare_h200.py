@@ -77,7 +77,7 @@ def test_every_variant_moves_the_same_unique_bytes(ctx):
     for label, cell in cells(ctx, "dram_bytes").items():
         assert cell.value == pytest.approx(KV_BYTES, rel=0.02), label
     # so a faster kernel is the same traffic in less time
-    assert ("DRAM bytes (2.15 GB) and active cycles (1.4 M) unchanged: the same traffic in less time"
+    assert ("DRAM bytes (2.15 GB) and DRAM active cycles (1.4 M) unchanged: the same traffic in less time"
             in step(ctx, "v2", "v3").sentences)
 
 

@@ -327,8 +327,8 @@ def _cell(spec: RowSpec, value, before, moved: bool | None) -> Cell:
             cell.delta_text = "" if value == 0 else "new"
         else:
             cell.delta = value / before - 1
-            cell.delta_text = (fmt.signed_pct(cell.delta * 100) if cell.delta < 1
-                               else f"{fmt.ratio(value / before)}")
+            # one unit per row: a relative change is always a percentage (+1,500 %, not 16x)
+            cell.delta_text = fmt.signed_pct(cell.delta * 100)
         if value == before:
             cell.delta_text = "="
     if moved is None:

@@ -359,6 +359,10 @@ def binding_limits(v: VariantResult) -> tuple[list[str], float | None]:
         return ([first] if first else []), None
     low = min(known.values())
     tied = [n for n, x in known.items() if x == low]
+    if len(tied) > 1 and "shared memory" in tied and _num(v.get("shared_mem_per_block_bytes")) == 0:
+        # 0 B of shared memory: its "limit" is the driver's 1 KiB reserve per block, which
+        # ties with the blocks-per-SM cap (32 on the H200); the kernel's own use limits nothing
+        tied.remove("shared memory")
     if first in tied:
         tied.remove(first)
         tied.insert(0, first)

@@ -234,7 +234,7 @@ def stall_sentence(before, after, d, t) -> str | None:
 
 def dram_traffic_sentence(before, after, d, t) -> str | None:
     """"DRAM bytes 4.29 GB -> 2.15 GB", or when neither bytes nor active cycles moved while
-    the duration did: "DRAM bytes (2.15 GB) and active cycles (39.1 M) unchanged: the same
+    the duration did: "DRAM bytes (2.15 GB) and DRAM active cycles (39.1 M) unchanged: the same
     traffic in less time"."""
     by, cy = d["dram_bytes"], d["dram_active_cycles"]
     parts = []
@@ -248,7 +248,7 @@ def dram_traffic_sentence(before, after, d, t) -> str | None:
     if by.change is None or cy.change is None or not dur.moved:
         return None
     when = "less" if dur.change < 0 else "more"
-    return (f"DRAM bytes ({fmt.bytes_decimal(by.after)}) and active cycles ({fmt.big(cy.after)}) "
+    return (f"DRAM bytes ({fmt.bytes_decimal(by.after)}) and DRAM active cycles ({fmt.big(cy.after)}) "
             f"unchanged: the same traffic in {when} time")
 
 

@@ -138,7 +138,7 @@ def test_html_and_markdown_carry_the_same_story(ctx, html, md):
     for sentence in s.sentences:
         assert sentence.replace(">", "&gt;") in html
         assert f"- {sentence}".replace("_", "\\_") in md
-    assert html.count('<img class="chart"') == 4
+    assert html.count('<img class="chart"') == 5  # speed of light, duration, bandwidth, occupancy, warp stalls
     assert "sum of 2 kernels" in html and "v4 is the sum of 2 kernels" in md
     assert "### v2 → v3: " + s.headline in md
 

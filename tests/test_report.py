@@ -360,3 +360,24 @@ def test_a_row_has_one_unit_for_its_changes():
             units = {("x" if c.delta_text.endswith("x") else c.delta_text.split(" ")[-1])
                      for c in row.cells if c.delta_text and c.delta_text not in ("=", "new", "changed")}
             assert len(units) <= 1, (row.key, units)
+
+
+def test_the_stall_breakdown_names_the_top_reasons_and_groups_the_rest():
+    from paprof.analysis.metrics import STALL_REASONS
+
+    stalls = {f"stall_{r}": 0.1 * (i + 1) for i, r in enumerate(STALL_REASONS)}
+    ctx = build_context(comparison(make_row("v2", **stalls), make_row("v3", **dict(V3, **stalls))), charts=False)
+    view = ctx.stalls
+    assert len(view.reasons) == 6 and view.reasons[-1] == "other"
+    assert "selected" not in view.reasons  # issuing, not a stall
+    assert view.reasons[0] == STALL_REASONS[-1].replace("_", " ")  # the largest first
+    total = sum(v for k, v in stalls.items() if k != "stall_selected")
+    assert view.totals["v2"] == pytest.approx(total)
+    assert sum(view.values["v2"]) == pytest.approx(total)
+    md = render_markdown(ctx)
+    assert "### Warp stalls (cycles per issued instruction)" in md and "| all stalls |" in md
+
+
+def test_no_stall_counters_no_stall_breakdown():
+    ctx = build_context(comparison(make_row("v2"), make_row("v3", **V3)), charts=False)
+    assert ctx.stalls is None and "Warp stalls" not in render_markdown(ctx)

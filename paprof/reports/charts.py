@@ -279,3 +279,41 @@ def occupancy(labels: list[str], theoretical: list, achieved: list, limiters: li
                        "Theoretical occupancy (what the per-SM limits allow) and achieved occupancy; "
                        "under each variant, the limit that binds and the blocks per SM it allows.",
                        "Occupancy per variant: " + alt)
+
+
+STALL_COLOURS = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#F0E442")
+"""Okabe-Ito, one per named stall reason; "other" is grey."""
+
+
+def stalls(labels: list[str], reasons: list[str], values: list[list]) -> ChartView:
+    """Stacked horizontal bars: each variant's warp stalls in cycles per issued instruction,
+    one segment per reason (``values[i][j]``: variant i, reason j)."""
+    with _style():
+        fig, ax = _figure(1.3 + 0.34 * max(len(labels), 2), left_in=_label_margin(labels),
+                          bottom_in=0.95)
+        ys = list(range(len(labels)))[::-1]
+        left = [0.0] * len(labels)
+        for j, reason in enumerate(reasons):
+            widths = [_val(row[j]) for row in values]
+            colour = MUTED if reason == "other" else STALL_COLOURS[j % len(STALL_COLOURS)]
+            ax.barh(ys, widths, 0.6, left=left, color=colour, label=reason)
+            left = [a + b for a, b in zip(left, widths)]
+        right = max(left + [0.1])
+        for y, total in zip(ys, left):
+            if total > 0:
+                ax.text(total + right * 0.01, y, fmt.number(total, 3), va="center", fontsize=8)
+        ax.set_xlim(0, right * 1.12)
+        ax.set_yticks(ys, labels)
+        ax.set_ylim(-0.6, len(labels) - 0.4)
+        ax.set_xlabel("warp cycles stalled per issued instruction (cycles/instruction)")
+        ax.set_title("Warp stalls: where each issued instruction waits")
+        ax.grid(axis="y", visible=False)
+        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.5 / (0.34 * max(len(labels), 2))),
+                  ncols=min(len(reasons), 6), fontsize=8)
+        alt = "; ".join(f"{lab}: " + ", ".join(f"{r} {_val(row[j]):.2g}" for j, r in enumerate(reasons))
+                        for lab, row in zip(labels, values))
+        return _finish(fig, "stalls", "Warp stalls",
+                       "Cycles a warp spends stalled per issued instruction, by reason (ncu's "
+                       "WarpStateStats; issuing itself, 'selected', left out). The top reasons are "
+                       "named, the rest summed as other; the number is the total.",
+                       "Warp stalls per variant, cycles per issued instruction: " + alt)

@@ -14,6 +14,7 @@ from datetime import datetime, timezone
 from paprof import __version__
 from paprof.analysis import fmt
 from paprof.analysis.compare import (
+    STALL_COLUMNS,
     Comparison,
     RuleChange,
     VariantResult,
@@ -145,6 +146,21 @@ class ProvenanceView:
 
 
 @dataclass
+class StallView:
+    """Warp stalls per variant, in cycles per issued instruction: the top reasons named,
+    the rest summed as "other"."""
+
+    reasons: list[str]
+    """Reason names as shown (``long scoreboard`` ...), then ``other`` when any are grouped."""
+    values: dict[str, list[float | None]]
+    """label -> one value per reason (None: not recorded)."""
+    rows: list[tuple[str, list[str]]]
+    """(reason, text per variant) for the tables."""
+    totals: dict[str, float | None]
+    """label -> the sum of every stall reason shown (selected excluded)."""
+
+
+@dataclass
 class ReportContext:
     """Everything the templates show."""
 
@@ -165,6 +181,8 @@ class ReportContext:
     thresholds_text: str
     absent: list[str] = field(default_factory=list)
     """Table rows left out: no variant's report or sidecar records them."""
+    stalls: StallView | None = None
+    """The warp-stall breakdown; None when no variant recorded WarpStateStats."""
     raw: dict = field(default_factory=dict, repr=False)
     """Raw per-variant series the charts were drawn from (label -> column -> value)."""
 
@@ -525,6 +543,39 @@ def limiter_short(raw) -> str | None:
     return None if name is None else SHORT_LIMITERS.get(name, name)
 
 
+# -- warp stalls -------------------------------------------------------------------------
+TOP_STALLS = 5
+"""Stall reasons named in the breakdown; the others are summed as "other"."""
+
+
+def build_stalls(cmp: Comparison, top: int = TOP_STALLS) -> StallView | None:
+    """The stall breakdown: the ``top`` reasons by their largest value over the variants,
+    then "other" (``selected`` is left out: that is issuing, not stalling)."""
+    columns = [c for c in STALL_COLUMNS if c != "stall_selected"]
+    got = {v.label: {c: v.get(c) for c in columns if v.get(c) is not None} for v in cmp.variants}
+    if not any(got.values()):
+        return None
+    peak = {c: max((vals.get(c) or 0.0) for vals in got.values()) for c in columns}
+    named = [c for c in sorted(columns, key=lambda c: -peak[c]) if peak[c] > 0][:top]
+    rest = [c for c in columns if c not in named]
+    reasons = [c[len("stall_"):].replace("_", " ") for c in named]
+    values: dict[str, list[float | None]] = {}
+    totals: dict[str, float | None] = {}
+    for label, vals in got.items():
+        row = [vals.get(c) for c in named]
+        if rest:
+            others = [vals[c] for c in rest if c in vals]
+            row.append(sum(others) if others else None)
+        values[label] = row
+        totals[label] = sum(vals.values()) if vals else None
+    if rest:
+        reasons.append("other")
+    rows = [(reason, [fmt.number(values[v.label][i], 2) for v in cmp.variants])
+            for i, reason in enumerate(reasons)]
+    rows.append(("all stalls", [fmt.number(totals[v.label], 3) for v in cmp.variants]))
+    return StallView(reasons, values, rows, totals)
+
+
 # -- charts ------------------------------------------------------------------------------
 TICK_LIMITERS = {"registers": "regs", "shared memory": "smem", "warps": "warps", "blocks": "blocks"}
 """Occupancy limiters as the occupancy chart's tick labels say them (narrow columns)."""
@@ -538,7 +589,7 @@ def _limiter_tick(v: VariantResult) -> str:
     return f"{text}\n{fmt.count(blocks)} per SM" if blocks is not None else text
 
 
-def build_charts(cmp: Comparison, series: dict[str, dict]) -> list[ChartView]:
+def build_charts(cmp: Comparison, series: dict[str, dict], stalls: StallView | None = None) -> list[ChartView]:
     labels = [v.label for v in cmp.variants]
     col = {key: [series[lab].get(key) for lab in labels] for key in (
         "sm_throughput_pct", "memory_throughput_pct", "dram_throughput_pct", "l1_throughput_pct",
@@ -560,6 +611,8 @@ def build_charts(cmp: Comparison, series: dict[str, dict]) -> list[ChartView]:
         chart_lib.occupancy(labels, col["theoretical_occupancy_pct"], col["achieved_occupancy_pct"],
                          [_limiter_tick(v) for v in cmp.variants]),
     ]
+    if stalls is not None:
+        made.append(chart_lib.stalls(labels, stalls.reasons, [stalls.values[lab] for lab in labels]))
     return made
 
 
@@ -616,6 +669,7 @@ def build_context(cmp: Comparison, charts: bool = True, generated: str | None = 
     subtitle = " · ".join(x for x in (
         ", ".join(families), ", ".join(gpus), ", ".join(shapes)) if x)
     table, absent = build_table(cmp, series)
+    stalls = build_stalls(cmp)
     return ReportContext(
         title="paprof: " + " -> ".join(labels),
         subtitle=subtitle,
@@ -626,12 +680,13 @@ def build_context(cmp: Comparison, charts: bool = True, generated: str | None = 
         variants=[_variant_view(v) for v in cmp.variants],
         steps=_step_views(cmp),
         table=table,
-        charts=build_charts(cmp, series) if charts else [],
+        charts=build_charts(cmp, series, stalls) if charts else [],
         provenance=_provenance_view(cmp),
         warnings=list(cmp.warnings),
         notes=list(cmp.notes),
         ceiling_text=_ceiling_text(cmp),
         thresholds_text=_thresholds_text(cmp),
         absent=absent,
+        stalls=stalls,
         raw=series,
     )

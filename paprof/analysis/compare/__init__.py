@@ -33,6 +33,7 @@ from paprof.analysis.compare.model import (
     EXTRA_COLUMNS,
     LIMITERS,
     METRIC_COLUMNS,
+    STALL_COLUMNS,
     THRESHOLDS,
     THROUGHPUT_UNITS,
     Comparison,

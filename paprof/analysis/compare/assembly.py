@@ -16,6 +16,7 @@ from paprof.analysis.bottleneck import tie
 from paprof.analysis.compare.model import (
     EXTRA_COLUMNS,
     METRIC_COLUMNS,
+    STALL_COLUMNS,
     THRESHOLDS,
     Comparison,
     KernelPart,
@@ -72,7 +73,7 @@ def _rules_of(rows: list[dict]) -> dict[str, RuleHit]:
 
 
 def _variant_result(summed: dict, kernels: list[dict]) -> VariantResult:
-    values = {c: _clean(summed.get(c)) for c in (*METRIC_COLUMNS, *EXTRA_COLUMNS)}
+    values = {c: _clean(summed.get(c)) for c in (*METRIC_COLUMNS, *EXTRA_COLUMNS, *STALL_COLUMNS)}
     sidecar = _clean(summed.get("sidecar"))
     sidecar = sidecar if isinstance(sidecar, dict) else None
     values["duration_us_event"] = _num((sidecar or {}).get("duration_us_event"))

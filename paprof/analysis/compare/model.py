@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 from paprof.analysis import fmt
 from paprof.analysis.bottleneck import Tie
+from paprof.analysis.metrics import STALL_REASONS
 from paprof.analysis.gpus import Ceiling
 from paprof.analysis.provenance import RunProvenance
 
@@ -54,6 +55,10 @@ EXTRA_COLUMNS = (
     "work_tflops",
 )
 """Catalogue columns beyond DESIGN.md that the stories and the table use when present."""
+
+STALL_COLUMNS = tuple(f"stall_{reason}" for reason in STALL_REASONS)
+"""Warp cycles per issued instruction stalled on each reason (WarpStateStats), kept on
+each variant for the stall breakdown (``stall_selected`` is issuing, not stalling)."""
 
 THROUGHPUT_UNITS = (
     ("sm_throughput_pct", "SM"),

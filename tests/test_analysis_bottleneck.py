@@ -208,3 +208,24 @@ def test_l1_near_peak_without_a_busy_math_pipe_stays_cache_bound():
 
 def test_l2_busier_than_the_math_pipe_still_wins():
     assert label(l2_pct=95, l1_pct=90, tensor_pct=80, l2_hit_rate_pct=90) == "l2/l1-bound"
+
+
+def test_a_margin_under_the_tie_threshold_is_said_to_be_a_tie():
+    row = make_metrics(issue_pct=77.0, l2_pct=76.9, dram_pct=20)
+    name, evidence = classify(row)
+    assert name == "compute-bound"
+    assert evidence[0] == "issue slots 77.0 % ~ L2 throughput 76.9 %: a tie (within 1 pt)"
+    assert B.tie(row) == B.Tie("compute-bound", "l2/l1-bound", evidence[0])
+    assert B.tie(make_metrics(issue_pct=79.0, l2_pct=76.9, dram_pct=20)) is None
+
+
+def test_dram_against_a_rival_at_the_margin_is_a_tie():
+    row = make_metrics(dram_pct=75.0, l1_pct=85.5)  # 10.5 points busier: 0.5 from the margin
+    tied = B.tie(row)
+    assert tied is not None and tied.other == "dram-bound" and tied.label == classify(row)[0]
+    assert B.tie(make_metrics(dram_pct=75.0, l1_pct=80.0)) is None  # DRAM clearly
+    assert B.tie(make_metrics(dram_pct=92.0)) is None
+
+
+def test_a_math_pipe_and_its_operand_unit_are_no_tie():
+    assert B.tie(make_metrics(tensor_pct=90.0, l1_pct=90.5, dram_pct=8)) is None

@@ -24,6 +24,8 @@ CHROMIUM = next((shutil.which(n) for n in ("chromium", "chromium-browser", "goog
                  if shutil.which(n)), None)
 CONSOLE = re.compile(r":CONSOLE[:(]")
 WIDTH = 1280
+CHARTS = {"chart-speed-of-light", "chart-duration", "chart-bandwidth", "chart-occupancy", "chart-stalls"}
+"""Every chart the shipped 8-variant report has (the figure ids)."""
 
 pytestmark = [
     pytest.mark.browser,
@@ -86,12 +88,18 @@ def test_report_loads_without_console_errors_and_draws_every_chart(report, tmp_p
     assert out.returncode == 0, out.stderr[-2000:]
     assert console_lines(out.stderr) == []
     attrs = root_attrs(out.stdout)
-    assert attrs.get("data-charts") == "4/4", attrs
+    images = report.read_text().count("<img ")
+    assert images == len(CHARTS)
+    assert attrs.get("data-charts") == f"{images}/{images}", attrs  # every <img> decoded and laid out
+    assert attrs.get("data-chart-alts") == f"{images}/{images}", attrs  # and has alt text
     sizes = dict(item.split(":") for item in attrs["data-chart-sizes"].split())
-    assert set(sizes) == {"chart-speed-of-light", "chart-duration", "chart-bandwidth", "chart-occupancy"}
+    natural = dict(item.split(":") for item in attrs["data-chart-natural"].split())
+    assert set(sizes) == set(natural) == CHARTS
     for name, size in sizes.items():
         w, h = (int(v) for v in size.split("x"))
         assert w > 300 and h > 100, (name, size)
+        nw, nh = (int(v) for v in natural[name].split("x"))
+        assert nw > 300 and nh > 100, (name, natural[name])
     # the page lays out within a laptop's width: nothing wider than the window
     assert int(attrs["data-width"]) <= WIDTH
     assert int(attrs["data-table-overflow"]) <= 0, "the side-by-side table needs a horizontal scroll"

@@ -112,7 +112,7 @@ def test_v2_to_v3_tells_the_sources_story(v2_v3):
             in s)
     assert "DRAM throughput 57.4 % -> 84.9 %: the kernel is now DRAM-bound" in s
     assert "L2 throughput 55 % -> 80 %" in s
-    assert "DRAM bytes (2.15 GB) and active cycles (39.1 M) unchanged: the same traffic in less time" in s
+    assert "DRAM bytes (2.15 GB) and DRAM active cycles (39.1 M) unchanged: the same traffic in less time" in s
     # the conclusion is drawn once, on the DRAM sentence, not again as its own sentence
     assert not any(x.startswith("now ") for x in s)
     assert any(x.startswith("achieved bandwidth 434 GB/s -> 641 GB/s, 9.6 % -> 14.1 % of the "
@@ -186,9 +186,19 @@ def test_limiter_change_without_occupancy_change():
 
 
 def test_tied_block_limits_are_named_together():
-    cmp = comparison(make_row("a", **V3), make_row("b", block_limit_shared_mem=16, occupancy_limiter="shared_mem"))
+    cmp = comparison(make_row("a", **V3), make_row("b", block_limit_shared_mem=16, occupancy_limiter="shared_mem",
+                                                   shared_mem_per_block_bytes=12288))
     assert ("theoretical occupancy 41.7 % -> 50 %, now limited by shared memory and the "
             "blocks-per-SM limit (16 blocks per SM)") in cmp.steps[0].sentences
+
+
+def test_zero_bytes_of_shared_memory_is_never_named_a_limit():
+    # 1-warp CTAs using no shared memory: the driver's 1 KiB reserve per block ties the
+    # shared-memory limit with the 32-blocks cap; only the cap is the limit
+    cmp = comparison(make_row("a", **V3), make_row("b", block_limit_shared_mem=16, block_limit_blocks=16,
+                                                   occupancy_limiter="blocks", shared_mem_per_block_bytes=0))
+    said = next(s for s in cmp.steps[0].sentences if s.startswith("theoretical occupancy"))
+    assert said.endswith("now limited by the blocks-per-SM limit (16 blocks per SM)")
 
 
 def test_dram_traffic_that_moved_is_quoted():
@@ -267,13 +277,30 @@ def test_rules_that_appeared_disappeared_or_changed():
     assert "ncu rule Occupancy: estimated speedup 30 % -> 10 %" in texts
 
 
-def test_a_split_variant_keeps_each_rules_highest_estimate():
-    rows = split_rows("v4")
+def test_a_split_variants_rules_are_weighted_by_each_kernels_time_and_name_their_kernel():
+    rows = split_rows("v4")  # partial 3920 us, merge 22.6 us
     rows[0]["rules"] = [_rule("Occupancy", 5.0)]
-    rows[1]["rules"] = [_rule("Occupancy", 25.0)]
+    rows[1]["rules"] = [_rule("Occupancy", 25.0), _rule("AchievedOccupancy", 87.0),
+                        _rule("AchievedOccupancy", 12.0)]
     cmp = comparison(make_row("v3", **V3), *rows)
+    total = 3920.0 + 22.6
     hit = cmp.variant("v4").rules["Occupancy"]
-    assert (hit.speedup_pct, hit.kernel) == (25.0, "paged_decode_v4_merge")
+    assert hit.speedup_pct == pytest.approx((5.0 * 3920.0 + 25.0 * 22.6) / total)
+    assert hit.kernel == "paged_decode_v4_partial"
+    assert [k for k, _, _ in hit.per_kernel] == ["paged_decode_v4_partial", "paged_decode_v4_merge"]
+    merge_only = cmp.variant("v4").rules["AchievedOccupancy"]  # the merge's 87 %, not the variant's
+    assert merge_only.speedup_pct == pytest.approx(87.0 * 22.6 / total)
+    assert merge_only.kernel == "paged_decode_v4_merge"
+    change = next(c for c in cmp.steps[0].rule_changes if c.id == "AchievedOccupancy")
+    assert change.kernel == "paged_decode_v4_merge"
+    assert change.text.startswith("ncu rule appeared: AchievedOccupancy (in paged_decode_v4_merge)")
+
+
+def test_a_single_kernel_keeps_ncus_estimate_and_names_no_kernel():
+    cmp = comparison(make_row("v2", rules=[_rule("Occupancy", 30.0), _rule("Occupancy", 10.0)]),
+                     make_row("v3", **V3))
+    assert cmp.variant("v2").rules["Occupancy"].speedup_pct == 30.0
+    assert cmp.steps[0].rule_changes[0].kernel is None
 
 
 # -- provenance --------------------------------------------------------------------------------
@@ -281,8 +308,8 @@ def test_matching_provenance_gives_no_warning(v2_v3):
     assert v2_v3.warnings == []
     assert v2_v3.notes == []
     row = v2_v3.provenance[0]
-    assert row["gpu"] == "NVIDIA H200" and row["ncu_version"] == "2025.3.1.0"
-    assert row["clock_control"] == "none" and row["verified"] is True
+    assert row.gpu == "NVIDIA H200" and row.ncu_version == "2025.3.1.0"
+    assert row.clock_control == "none" and row.verified is True
 
 
 @pytest.mark.parametrize("key,value,plural", [
@@ -343,3 +370,56 @@ def test_labels_read_the_same_in_table_and_compare():
     assert set(BOUND_WORDS) == set(LABELS) - {UNKNOWN}
     for label, words in BOUND_WORDS.items():
         assert words.lower() == label
+
+
+# -- code paths --------------------------------------------------------------------------------
+def _with_details(variant, details, kernel=None, **metrics):
+    side = dict(SIDE, variant=variant, schema=2, launch_details=details)
+    return make_row(variant, kernel=kernel, sidecar=side, sm_count=132, **metrics)
+
+
+def test_a_no_split_run_says_it_ran_its_no_split_kernel():
+    cmp = comparison(make_row("v5", grid_size=512), _with_details(
+        "v6", {"num_splits": 1}, kernel="paged_decode_v6_nosplit", grid_size=512))
+    said = [s for s in cmp.steps[0].sentences if "no-split" in s]
+    assert said == ["v6 ran its no-split kernel paged_decode_v6_nosplit (num_splits 1: the grid "
+                    "already fills the GPU, 512 CTAs for 132 SMs)"]
+
+
+def test_a_split_run_says_how_many_ways_and_why():
+    cmp = comparison(make_row("v5", grid_size=32), _with_details(
+        "v6", {"num_splits": 16}, kernel="paged_decode_v6_split", grid_size=512))
+    assert ("v6 split each sequence 16 ways (paged_decode_v6_split, num_splits 16): 512 CTAs "
+            "where 32 would leave 100 of 132 SMs idle") in cmp.steps[0].sentences
+
+
+def test_other_launch_choices_and_kernel_names_are_said_too():
+    cmp = comparison(make_row("v5"), _with_details("v6", {"tile": 64}))
+    assert "v6 chose tile 64" in cmp.steps[0].sentences
+    schema1 = comparison(make_row("v5"), make_row("v6", kernel="paged_decode_v6_nosplit"))
+    assert "v6 ran its no-split kernel paged_decode_v6_nosplit" in schema1.steps[0].sentences
+    assert not [s for s in comparison(make_row("v2"), make_row("v3")).steps[0].sentences
+                if "kernel" in s or "chose" in s]
+
+
+# -- ties ----------------------------------------------------------------------------------------
+def test_a_label_won_by_a_fraction_of_a_point_is_reported_as_a_tie():
+    tied = dict(dram_throughput_pct=20.0, l2_throughput_pct=76.9, issue_slots_busy_pct=77.0,
+                l1_throughput_pct=30.0, bottleneck="compute-bound")
+    cmp = comparison(make_row("v2"), make_row("v3", **tied))
+    v3 = cmp.variant("v3")
+    assert v3.tie is not None and (v3.tie.label, v3.tie.other) == ("compute-bound", "l2/l1-bound")
+    assert v3.tie.text == "issue slots 77.0 % ~ L2 throughput 76.9 %: a tie (within 1 pt)"
+    assert C.verdict_words(v3) == ("compute-bound (a tie with L2/L1-bound: issue slots 77.0 % ~ "
+                                   "L2 throughput 76.9 %)")
+    clear = comparison(make_row("v2"), make_row("v3", **dict(tied, issue_slots_busy_pct=80.0)))
+    assert clear.variant("v3").tie is None
+
+
+def test_a_runs_label_over_several_launches_is_the_median_launchs():
+    launches = [make_row("v3", launch=i, duration_us=d, bottleneck=b, **{k: v for k, v in V3.items()
+                if k not in ("duration_us", "bottleneck")})
+                for i, (d, b) in enumerate([(3300.0, "compute-bound"), (3350.0, "dram-bound"),
+                                            (3400.0, "compute-bound")])]
+    cmp = comparison(make_row("v2"), *launches)
+    assert cmp.variant("v3").bottleneck == "dram-bound"

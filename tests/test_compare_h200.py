@@ -77,7 +77,7 @@ def test_every_variant_moves_the_same_unique_bytes(ctx):
     for label, cell in cells(ctx, "dram_bytes").items():
         assert cell.value == pytest.approx(KV_BYTES, rel=0.02), label
     # so a faster kernel is the same traffic in less time
-    assert ("DRAM bytes (2.15 GB) and active cycles (1.4 M) unchanged: the same traffic in less time"
+    assert ("DRAM bytes (2.15 GB) and DRAM active cycles (1.4 M) unchanged: the same traffic in less time"
             in step(ctx, "v2", "v3").sentences)
 
 
@@ -138,7 +138,7 @@ def test_html_and_markdown_carry_the_same_story(ctx, html, md):
     for sentence in s.sentences:
         assert sentence.replace(">", "&gt;") in html
         assert f"- {sentence}".replace("_", "\\_") in md
-    assert html.count('<img class="chart"') == 4
+    assert html.count('<img class="chart"') == 5  # speed of light, duration, bandwidth, occupancy, warp stalls
     assert "sum of 2 kernels" in html and "v4 is the sum of 2 kernels" in md
     assert "### v2 → v3: " + s.headline in md
 
@@ -180,3 +180,23 @@ def test_split_story_at_batch_4_names_the_grid_and_skips_equal_looking_changes()
     assert (step.bottleneck_before, step.bottleneck_after) == ("occupancy/launch-bound", "dram-bound")
     assert any(s.startswith("grid 32 -> 512 CTAs") for s in step.sentences)
     assert not any(s.startswith("shared memory 52 KiB -> 52 KiB") for s in step.sentences)
+
+
+SWEEP = ROOT / "examples" / "sweeps" / "h200-profile"
+
+
+@pytest.mark.parametrize("shape,said", [
+    ("b64_ctx4096_h32x8_d128_p16_fp16",
+     "v6 ran its no-split kernel paged_decode_v6_nosplit (num_splits 1: the grid already fills "
+     "the GPU, 512 CTAs for 132 SMs)"),
+    ("b4_ctx16384_h32x8_d128_p16_fp16",
+     "v6 split each sequence 16 ways (paged_decode_v6_split, num_splits 16): 512 CTAs where 32 "
+     "would leave 100 of 132 SMs idle"),
+])
+def test_the_sweep_says_which_code_path_v6_took(shape, said):
+    from paprof.reports.build import write_report
+
+    built = write_report(["v5", "v6"], runs=SWEEP, out=None, markdown="-", shape=shape)
+    assert said in built.comparison.steps[0].sentences
+    assert built.context.variants[1].code_path == said
+    assert said.replace("_", "\\_") in built.markdown_text

@@ -59,7 +59,7 @@ def test_table_cells_keep_raw_value_text_and_delta(ctx):
     assert dram.cells[1].trend == "moved"
     grid = ctx.row("grid_size")
     assert [c.text for c in grid.cells] == ["2,048", "512", "8,192"]
-    assert grid.cells[2].delta_text == "16x"
+    assert grid.cells[2].delta_text == "+1,500 %"
     assert ctx.row("limited_by").cells[1].text == "shared mem"
     assert ctx.row("limited_by").cells[1].delta_text == "changed"
     assert ctx.row("speedup_prev").cells[1].text == "1.48x"
@@ -335,3 +335,49 @@ def test_rows_no_variant_has_are_left_out_and_named(ctx):
     timed = [make_row("v2", sidecar=dict(SIDE, variant="v2", duration_us_event=4800.0)), make_row("v3", **V3)]
     ctx2 = build_context(comparison(*timed), charts=False)
     assert [c.text for c in ctx2.row("duration_us_event").cells] == ["4.8 ms", "n/a"]
+
+
+def test_kernel_names_break_at_identifier_boundaries_only():
+    from paprof.analysis import fmt
+    from paprof.reports.html import word_breaks
+
+    name = "void flashinfer::BatchDecodeWithPagedKVCacheKernel<true, 128>(Params)"
+    html = str(word_breaks(name))
+    pieces = [p for w in html.split(" ") for p in w.split("<wbr>")]
+    assert "flashinfer::" in pieces and "Batch" in pieces and "Decode" in pieces
+    assert html.replace("<wbr>", "") == str(word_breaks(name)).replace("<wbr>", "")
+    assert str(word_breaks("paged_decode_v4_merge")) == "paged_<wbr>decode_<wbr>v4_<wbr>merge"
+    assert str(word_breaks("ms -> 1.11 ms")) == "ms -&gt; 1.11 ms"  # short words as they are
+    short = fmt.shorten_identifier("paged_decode_v6_nosplit_with_a_long_tail", 25)
+    assert short == "paged_decode_v6_nosplit_…"
+    assert fmt.shorten_identifier("paged_decode_v6", 40) == "paged_decode_v6"
+
+
+def test_a_row_has_one_unit_for_its_changes():
+    ctx = build_context(comparison(make_row("v2"), make_row("v3", **V3), *split_rows("v4")), charts=False)
+    for section in ctx.table:
+        for row in section.rows:
+            units = {("x" if c.delta_text.endswith("x") else c.delta_text.split(" ")[-1])
+                     for c in row.cells if c.delta_text and c.delta_text not in ("=", "new", "changed")}
+            assert len(units) <= 1, (row.key, units)
+
+
+def test_the_stall_breakdown_names_the_top_reasons_and_groups_the_rest():
+    from paprof.analysis.metrics import STALL_REASONS
+
+    stalls = {f"stall_{r}": 0.1 * (i + 1) for i, r in enumerate(STALL_REASONS)}
+    ctx = build_context(comparison(make_row("v2", **stalls), make_row("v3", **dict(V3, **stalls))), charts=False)
+    view = ctx.stalls
+    assert len(view.reasons) == 6 and view.reasons[-1] == "other"
+    assert "selected" not in view.reasons  # issuing, not a stall
+    assert view.reasons[0] == STALL_REASONS[-1].replace("_", " ")  # the largest first
+    total = sum(v for k, v in stalls.items() if k != "stall_selected")
+    assert view.totals["v2"] == pytest.approx(total)
+    assert sum(view.values["v2"]) == pytest.approx(total)
+    md = render_markdown(ctx)
+    assert "### Warp stalls (cycles per issued instruction)" in md and "| all stalls |" in md
+
+
+def test_no_stall_counters_no_stall_breakdown():
+    ctx = build_context(comparison(make_row("v2"), make_row("v3", **V3)), charts=False)
+    assert ctx.stalls is None and "Warp stalls" not in render_markdown(ctx)

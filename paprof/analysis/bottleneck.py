@@ -26,6 +26,14 @@ The decision, in order (all numbers in :class:`Thresholds`):
 5. ``latency-bound``: every unit well under its peak with enough blocks; the evidence
    names the busiest unit, the issue rate and the top stall reason.
 
+A tie: when the comparison that decided the label was won by less than ``tie_pts`` (the
+busiest bound unit over the busiest one of another label; or, for DRAM, a rival's lead
+against ``dram_top_margin_pct``), the label is kept (the rules above are deterministic)
+but the evidence starts with the tie, "issue slots 77.0 % ~ L2 throughput 76.9 %: a tie
+(within 1 pt)", and :func:`tie` returns it, so reports say the label is a coin toss between
+launches rather than a finding. A comparison shows the median-duration launch of a run,
+so a run's label is that launch's.
+
 Memory Throughput % is never evidence: it is the max over DRAM, L1 and L2, so a kernel
 hammering L1 shows ~95 % there with DRAM idle. The evidence cites the rule messages of
 ncu's own rules that bear on the label (:data:`LABEL_RULES`).
@@ -87,6 +95,10 @@ class Thresholds:
 
     max_rule_messages: int = 2
     """At most this many ncu rule messages are quoted in the evidence."""
+
+    tie_pts: float = 1.0
+    """Percentage points under which the comparison that decided a label is a tie: two
+    launches of the same kernel differ by about that much (a 0.1-point lead is noise)."""
 
 
 #: Rule messages never quoted as evidence: ncu's notes about its own collection.
@@ -208,6 +220,54 @@ def _units(row: Mapping, th: Thresholds):
     return [(v, n, t, lab, col) for v, _, n, t, lab, col in units]
 
 
+@dataclass(frozen=True)
+class Tie:
+    """The label's deciding comparison, won by less than ``Thresholds.tie_pts``."""
+
+    label: str
+    """The label given (the winner's)."""
+    other: str
+    """The label the runner-up would have given."""
+    text: str
+    """"issue slots 77.0 % ~ L2 throughput 76.9 %: a tie (within 1 pt)"."""
+
+
+def tie(row: Mapping, thresholds: Thresholds = DEFAULT_THRESHOLDS) -> Tie | None:
+    """The tie that decided ``row``'s label, or None when the label was decided clearly."""
+    th = thresholds
+    if all(math.isnan(_num(row, c)) for c in REQUIRED_ANY):
+        return None
+    units = _units(row, th)
+    grid, sms = _num(row, "grid_size"), _num(row, "sm_count")
+    if not math.isnan(grid) and not math.isnan(sms) and grid < sms:
+        return None
+    within = f"within {th.tie_pts:g} pt{'s' if th.tie_pts != 1 else ''}"
+    dram, l2_passes_dram, rivals = _dram_rivals(row, units, th)
+    if dram is not None:
+        if rivals:
+            lead = rivals[0][0] - dram[0]
+            if abs(lead - th.dram_top_margin_pct) < th.tie_pts:
+                winner, loser = ((DRAM_BOUND, rivals[0][3]) if lead <= th.dram_top_margin_pct
+                                 else (rivals[0][3], DRAM_BOUND))
+                return Tie(winner, loser, (
+                    f"{rivals[0][1]} {_pct(rivals[0][0])} against DRAM throughput "
+                    f"{_pct(dram[0])}: a {lead:.1f}-point lead against the "
+                    f"{th.dram_top_margin_pct:g}-point margin, a tie ({within})"))
+            if lead <= th.dram_top_margin_pct:
+                return None
+        else:
+            return None
+    bound, _ = _bound_units(units)
+    if not bound:
+        return None
+    top = bound[0]
+    rival = next((u for u in bound if u[3] != top[3]), None)
+    if rival is None or top[0] - rival[0] >= th.tie_pts:
+        return None
+    return Tie(top[3], rival[3], f"{top[1]} {_pct(top[0])} ~ {rival[1]} {_pct(rival[0])}: "
+               f"a tie ({within})")
+
+
 def classify(row: Mapping, thresholds: Thresholds = DEFAULT_THRESHOLDS
              ) -> tuple[str, list[str]]:
     """``(label, evidence)`` for one row (a pandas Series or any mapping of columns).
@@ -222,6 +282,9 @@ def classify(row: Mapping, thresholds: Thresholds = DEFAULT_THRESHOLDS
 
     units = _units(row, th)
     label, evidence = _decide(row, units, th)
+    tied = tie(row, th)
+    if tied is not None and tied.label == label:
+        evidence.insert(0, tied.text)
     evidence += _rule_evidence(row, label, th.max_rule_messages)
     decision_inputs = ("dram_throughput_pct", "l1_throughput_pct", "l2_throughput_pct",
                        "lsu_pipe_pct", "fma_pipe_pct", "grid_size", "waves_per_sm",
@@ -230,6 +293,29 @@ def classify(row: Mapping, thresholds: Thresholds = DEFAULT_THRESHOLDS
     if note:
         evidence.append(note)
     return label, evidence
+
+
+def _dram_rivals(row: Mapping, units, th: Thresholds):
+    """(DRAM's unit when at or above its mark else None, whether L2 only passes DRAM's
+    traffic through, the other units at their marks that can out-rank DRAM)."""
+    dram = next((u for u in units if u[3] == DRAM_BOUND), None)
+    if dram is None or dram[0] < dram[2]:
+        return None, False, []
+    l2_hit = _num(row, "l2_hit_rate_pct")
+    l2_passes_dram = not math.isnan(l2_hit) and l2_hit < th.l2_reuse_hit_rate_pct
+    rivals = [u for u in units if u[3] != DRAM_BOUND and u[0] >= u[2]
+              and not (l2_passes_dram and u[4] == "l2_throughput_pct")]
+    return dram, l2_passes_dram, rivals
+
+
+def _bound_units(units) -> tuple[list, list]:
+    """(units at or above their mark other than DRAM, busiest first; the operand units
+    set aside because a math pipe is at its mark too: they feed it, so the math pipe
+    decides and they are evidence, not the label)."""
+    bound = [u for u in units if u[3] != DRAM_BOUND and u[0] >= u[2]]
+    math_pipe = next((u for u in bound if u[4] in _MATH_PIPES), None)
+    feeding = [u for u in bound if math_pipe and u[4] in _OPERAND_UNITS]
+    return [u for u in bound if u not in feeding], feeding
 
 
 def _decide(row: Mapping, units, th: Thresholds) -> tuple[str, list[str]]:
@@ -246,12 +332,8 @@ def _decide(row: Mapping, units, th: Thresholds) -> tuple[str, list[str]]:
             f"busiest units: {summary}",
         ]
 
-    dram = next((u for u in units if u[3] == DRAM_BOUND), None)
-    if dram is not None and dram[0] >= dram[2]:
-        l2_hit = _num(row, "l2_hit_rate_pct")
-        l2_passes_dram = not math.isnan(l2_hit) and l2_hit < th.l2_reuse_hit_rate_pct
-        rivals = [u for u in units if u[3] != DRAM_BOUND and u[0] >= u[2]
-                  and not (l2_passes_dram and u[4] == "l2_throughput_pct")]
+    dram, l2_passes_dram, rivals = _dram_rivals(row, units, th)
+    if dram is not None:
         top_rival = rivals[0] if rivals else None
         if top_rival is None or top_rival[0] - dram[0] <= th.dram_top_margin_pct:
             bandwidth = _num(row, "achieved_bandwidth_gbs")
@@ -261,18 +343,14 @@ def _decide(row: Mapping, units, th: Thresholds) -> tuple[str, list[str]]:
             l2 = _num(row, "l2_throughput_pct")
             if l2_passes_dram and l2 > dram[0]:
                 evidence.append(f"L2 throughput {_pct(l2)} is that DRAM traffic passing "
-                                f"through (L2 hit rate {_pct(l2_hit)})")
+                                f"through (L2 hit rate {_pct(_num(row, 'l2_hit_rate_pct'))})")
             others = [u for u in units if u[3] != DRAM_BOUND][:3]
             if others:
                 evidence.append("other units: " + ", ".join(
                     f"{name} {_pct(v)}" for v, name, *_ in others))
             return DRAM_BOUND, evidence
 
-    bound = [u for u in units if u[3] != DRAM_BOUND and u[0] >= u[2]]
-    math_pipe = next((u for u in bound if u[4] in _MATH_PIPES), None)
-    feeding = [u for u in bound if math_pipe and u[4] in _OPERAND_UNITS]
-    if feeding:  # the math pipe decides; the busy operand path is evidence, not the label
-        bound = [u for u in bound if u not in feeding]
+    bound, feeding = _bound_units(units)
     if bound:
         value, name, limit, label, _ = bound[0]
         evidence = [f"{name} {_pct(value)} of peak (at or above {limit:g} %)"]

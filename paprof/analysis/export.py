@@ -15,6 +15,7 @@ from pathlib import Path
 import pandas as pd
 
 from paprof import outputs
+from paprof.analysis import fmt
 from paprof.analysis import metrics as M
 from paprof.errors import UserError
 
@@ -89,7 +90,7 @@ def _format_value(column: str, value) -> str:
             return f"{value:,.1f}"
         return f"{value:.1f}"
     if column == "kernel" and isinstance(value, str) and len(value) > _KERNEL_WIDTH:
-        return value[: _KERNEL_WIDTH - 1] + "…"
+        return fmt.shorten_identifier(value, _KERNEL_WIDTH)
     return str(value)
 
 

@@ -46,7 +46,7 @@ def pct(value, decimals: int = 1) -> str:
     """A percentage: ``41.7 %``, ``50 %`` (a whole number drops its ``.0``)."""
     if is_missing(value):
         return MISSING
-    text = f"{float(value):.{decimals}f}"
+    text = f"{float(value):,.{decimals}f}"
     if "." in text:
         text = text.rstrip("0").rstrip(".")
     if text == "-0":
@@ -158,6 +158,25 @@ FORMATTERS = {
     "ratio": ratio,
 }
 """Formatter by kind name, for the report's metric table."""
+
+
+_BOUNDARY = re.compile(r"(?<=[_/,<>()\s])|(?<=:)(?!:)|(?<=[a-z0-9])(?=[A-Z])")
+"""Where an identifier may break: after ``_ / : , < > ( )`` or a space, and between a
+lower-case letter or digit and an upper-case one (``BatchDecode|With|Paged``)."""
+
+
+def identifier_breaks(name: str) -> list[int]:
+    """The positions at which ``name`` may be broken without cutting an identifier."""
+    return sorted({m.start() for m in _BOUNDARY.finditer(name)} - {0, len(name)})
+
+
+def shorten_identifier(name: str, width: int) -> str:
+    """``name`` in at most ``width`` characters, cut at an identifier boundary and ending in
+    "…" when it is longer; a name with no boundary early enough is kept whole."""
+    if len(name) <= width:
+        return name
+    cuts = [i for i in identifier_breaks(name) if i <= width - 1]
+    return name[: cuts[-1]].rstrip() + "…" if cuts else name
 
 
 _NCU_URL = re.compile(r"@url:([^@]*?):((?:https?|ftp)://[^@\s]*)@")

@@ -14,8 +14,24 @@ import base64
 import contextlib
 import io
 import math
+from dataclasses import dataclass
 
-from paprof.reports.context import ChartView
+from paprof.analysis import fmt
+
+
+@dataclass
+class ChartView:
+    """One rendered chart, ready for an ``<img>`` (made by this module)."""
+
+    id: str
+    title: str
+    caption: str
+    alt: str
+    uri: str
+    """``data:image/png;base64,...``"""
+    width: int
+    """Pixels."""
+    height: int
 
 UNIT_COLOURS = {
     "SM": "#0072B2",
@@ -112,34 +128,42 @@ def _val(value) -> float:
 
 
 def speed_of_light(labels: list[str], units: dict[str, list]) -> ChartView:
-    """Grouped bars: each unit's throughput (% of peak) per variant."""
+    """A heatmap: one row per unit, one column per variant, each cell its throughput (% of
+    peak) written in it, so 8 variants x 5 units read without a legend."""
     with _style():
-        fig, ax = _figure(3.2, bottom_in=0.75, left_in=0.6)
-        n = max(len(units), 1)
-        width = 0.8 / n
-        for i, (unit, values) in enumerate(units.items()):
-            xs = [j + (i - (n - 1) / 2) * width for j in range(len(labels))]
-            ax.bar(xs, [_val(v) for v in values], width * 0.92, label=unit,
-                   color=UNIT_COLOURS.get(unit, MUTED))
-        ax.set_xticks(range(len(labels)), labels)
-        ax.set_ylim(0, 100)
-        ax.set_ylabel("% of peak")
-        ax.set_title("Speed of light: throughput per unit")
-        ax.grid(axis="x", visible=False)
-        ax.legend(ncols=len(units), loc="upper center", bbox_to_anchor=(0.5, -0.12), fontsize=8)
+        names = list(units)
+        margin = _label_margin(names) + 0.15
+        fig, ax = _figure(0.7 + 0.36 * max(len(names), 2), left_in=margin, bottom_in=0.3,
+                          top_in=0.4, right_in=0.25)
+        grid = [[_val(v) if _ok(v) else float("nan") for v in units[u]] for u in names]
+        import matplotlib
+
+        cmap = matplotlib.colormaps["Blues"].with_extremes(bad="#eeeeee")
+        ax.imshow(grid, cmap=cmap, vmin=0, vmax=100, aspect="auto")
+        for r, unit in enumerate(names):
+            for c, value in enumerate(units[unit]):
+                text, colour = ("n/a", MUTED) if not _ok(value) else (
+                    f"{_val(value):.0f} %", "white" if _val(value) >= 60 else "black")
+                ax.text(c, r, text, ha="center", va="center", fontsize=8, color=colour)
+        ax.set_xticks(range(len(labels)), labels, fontsize=8)
+        ax.set_yticks(range(len(names)), names)
+        ax.tick_params(length=0)
+        ax.grid(False)
+        for side in ("left", "bottom"):
+            ax.spines[side].set_visible(False)
+        ax.set_title("Speed of light: throughput per unit, % of its peak")
         alt = "; ".join(
             f"{lab}: " + ", ".join(f"{u} {_val(v[j]):.0f} %" for u, v in units.items())
             for j, lab in enumerate(labels))
         return _finish(fig, "speed-of-light", "Speed of light",
-                       "Throughput of each unit as % of its peak. Memory is the max over DRAM, L1 and L2.",
+                       "Throughput of each unit as % of its peak, one column per variant (darker: "
+                       "busier). Memory is the max over DRAM, L1 and L2.",
                        "Speed-of-light throughput per variant: " + alt)
 
 
 def duration(labels: list[str], duration_us: list, speedup_vs_first: list,
              parts: list[int], event_us: list | None = None) -> ChartView:
     """Left: duration per variant (log scale); right: speedup over the first variant."""
-    from paprof.analysis import fmt
-
     with _style():
         fig, (ax, bx) = _figure(0.9 + 0.34 * max(len(labels), 2), ncols=2, width_ratios=(3, 2),
                                 left_in=_label_margin(labels), bottom_in=0.5, wspace=0.05)
@@ -192,8 +216,6 @@ def duration(labels: list[str], duration_us: list, speedup_vs_first: list,
 def bandwidth(labels: list[str], achieved_gbs: list, ceiling_tbs: list, datasheet_tbs: list,
               ceiling_label: str) -> ChartView:
     """Achieved DRAM bandwidth per variant against the measured ceiling (and the datasheet)."""
-    from paprof.analysis import fmt
-
     with _style():
         fig, ax = _figure(1.2 + 0.32 * max(len(labels), 2), left_in=_label_margin(labels), bottom_in=0.85)
         ys = list(range(len(labels)))[::-1]
@@ -257,3 +279,41 @@ def occupancy(labels: list[str], theoretical: list, achieved: list, limiters: li
                        "Theoretical occupancy (what the per-SM limits allow) and achieved occupancy; "
                        "under each variant, the limit that binds and the blocks per SM it allows.",
                        "Occupancy per variant: " + alt)
+
+
+STALL_COLOURS = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#F0E442")
+"""Okabe-Ito, one per named stall reason; "other" is grey."""
+
+
+def stalls(labels: list[str], reasons: list[str], values: list[list]) -> ChartView:
+    """Stacked horizontal bars: each variant's warp stalls in cycles per issued instruction,
+    one segment per reason (``values[i][j]``: variant i, reason j)."""
+    with _style():
+        fig, ax = _figure(1.3 + 0.34 * max(len(labels), 2), left_in=_label_margin(labels),
+                          bottom_in=0.95)
+        ys = list(range(len(labels)))[::-1]
+        left = [0.0] * len(labels)
+        for j, reason in enumerate(reasons):
+            widths = [_val(row[j]) for row in values]
+            colour = MUTED if reason == "other" else STALL_COLOURS[j % len(STALL_COLOURS)]
+            ax.barh(ys, widths, 0.6, left=left, color=colour, label=reason)
+            left = [a + b for a, b in zip(left, widths)]
+        right = max(left + [0.1])
+        for y, total in zip(ys, left):
+            if total > 0:
+                ax.text(total + right * 0.01, y, fmt.number(total, 3), va="center", fontsize=8)
+        ax.set_xlim(0, right * 1.12)
+        ax.set_yticks(ys, labels)
+        ax.set_ylim(-0.6, len(labels) - 0.4)
+        ax.set_xlabel("warp cycles stalled per issued instruction (cycles/instruction)")
+        ax.set_title("Warp stalls: where each issued instruction waits")
+        ax.grid(axis="y", visible=False)
+        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.5 / (0.34 * max(len(labels), 2))),
+                  ncols=min(len(reasons), 6), fontsize=8)
+        alt = "; ".join(f"{lab}: " + ", ".join(f"{r} {_val(row[j]):.2g}" for j, r in enumerate(reasons))
+                        for lab, row in zip(labels, values))
+        return _finish(fig, "stalls", "Warp stalls",
+                       "Cycles a warp spends stalled per issued instruction, by reason (ncu's "
+                       "WarpStateStats; issuing itself, 'selected', left out). The top reasons are "
+                       "named, the rest summed as other; the number is the total.",
+                       "Warp stalls per variant, cycles per issued instruction: " + alt)

@@ -14,13 +14,18 @@ from datetime import datetime, timezone
 from paprof import __version__
 from paprof.analysis import fmt
 from paprof.analysis.compare import (
+    STALL_COLUMNS,
     Comparison,
     RuleChange,
     VariantResult,
     binding_limits,
     bound_words,
+    code_path,
     limiter_name,
+    verdict_words,
 )
+from paprof.reports import charts as chart_lib
+from paprof.reports.charts import ChartView
 
 # -- the context's parts ----------------------------------------------------------------
 
@@ -85,6 +90,8 @@ class VariantView:
     evidence: list[str]
     kernels: list[KernelView]
     report: str | None
+    code_path: str | None = None
+    """The code path the run took at launch (``launch_details``, kernel names), if recorded."""
 
     @property
     def multi_kernel(self) -> bool:
@@ -100,6 +107,8 @@ class RuleView:
     before: str
     after: str
     message: str
+    kernel: str | None = None
+    """The kernel the rule is about (a variant of several kernels only)."""
 
 
 @dataclass
@@ -137,18 +146,18 @@ class ProvenanceView:
 
 
 @dataclass
-class ChartView:
-    """One rendered chart, ready for an ``<img>`` (made by ``reports.charts``)."""
+class StallView:
+    """Warp stalls per variant, in cycles per issued instruction: the top reasons named,
+    the rest summed as "other"."""
 
-    id: str
-    title: str
-    caption: str
-    alt: str
-    uri: str
-    """``data:image/png;base64,...``"""
-    width: int
-    """Pixels."""
-    height: int
+    reasons: list[str]
+    """Reason names as shown (``long scoreboard`` ...), then ``other`` when any are grouped."""
+    values: dict[str, list[float | None]]
+    """label -> one value per reason (None: not recorded)."""
+    rows: list[tuple[str, list[str]]]
+    """(reason, text per variant) for the tables."""
+    totals: dict[str, float | None]
+    """label -> the sum of every stall reason shown (selected excluded)."""
 
 
 @dataclass
@@ -172,6 +181,8 @@ class ReportContext:
     thresholds_text: str
     absent: list[str] = field(default_factory=list)
     """Table rows left out: no variant's report or sidecar records them."""
+    stalls: StallView | None = None
+    """The warp-stall breakdown; None when no variant recorded WarpStateStats."""
     raw: dict = field(default_factory=dict, repr=False)
     """Raw per-variant series the charts were drawn from (label -> column -> value)."""
 
@@ -334,8 +345,8 @@ def _cell(spec: RowSpec, value, before, moved: bool | None) -> Cell:
             cell.delta_text = "" if value == 0 else "new"
         else:
             cell.delta = value / before - 1
-            cell.delta_text = (fmt.signed_pct(cell.delta * 100) if cell.delta < 1
-                               else f"{fmt.ratio(value / before)}")
+            # one unit per row: a relative change is always a percentage (+1,500 %, not 16x)
+            cell.delta_text = fmt.signed_pct(cell.delta * 100)
         if value == before:
             cell.delta_text = "="
     if moved is None:
@@ -409,21 +420,24 @@ def _variant_view(v: VariantResult) -> VariantView:
         duration_us=v.get("duration_us"),
         duration=fmt.duration_us(v.get("duration_us")),
         bottleneck=v.bottleneck,
-        bottleneck_text=bound_words(v.bottleneck),
+        bottleneck_text=verdict_words(v),
         evidence=list(v.evidence),
         kernels=kernels,
         report=v.report_path,
+        code_path=code_path(v),
     )
 
 
 def _rule_view(c: RuleChange) -> RuleView:
     def est(p):
+        if p is not None and 0 < p < 0.05:  # a small kernel's share of a variant's time
+            return "< 0.1 %"
         return fmt.pct(p) if p is not None else ("-" if c.kind != "changed" else fmt.MISSING)
 
     return RuleView(c.kind, c.id, c.title, c.text,
                     est(c.before_pct) if c.kind != "appeared" else "absent",
                     est(c.after_pct) if c.kind != "disappeared" else "absent",
-                    c.message)
+                    c.message, c.kernel)
 
 
 def _step_views(cmp: Comparison) -> list[StepView]:
@@ -446,8 +460,8 @@ def _step_views(cmp: Comparison) -> list[StepView]:
             verdict=verdict,
             bottleneck_before=s.bottleneck_before,
             bottleneck_after=s.bottleneck_after,
-            bottleneck_before_text=bound_words(s.bottleneck_before),
-            bottleneck_after_text=bound_words(s.bottleneck_after),
+            bottleneck_before_text=verdict_words(cmp.variant(s.before)),
+            bottleneck_after_text=verdict_words(after),
             sentences=list(s.sentences),
             summary=s.summary,
             evidence_after=list(after.evidence),
@@ -490,17 +504,20 @@ def _date_text(value) -> str | None:
 def _provenance_view(cmp: Comparison) -> ProvenanceView:
     rows = []
     for p in cmp.provenance:
-        row = {"label": p["label"]}
+        row = {"label": p.label}
         for key, _ in PROVENANCE_COLUMNS:
-            value = p.get(key)
             if key == "date":
-                value = _date_text(value)
+                value = _date_text(p.created)
+            elif key == "git_commit":
+                value = p.commit_text
             elif key == "verified":
-                value = {True: "passed", False: "FAILED", None: None}[value]
-                if p.get("unverified"):
+                value = {True: "passed", False: "FAILED", None: None}[p.verified]
+                if p.unverified:
                     value = "not verified"
-                if p.get("rel_error") is not None and value:
-                    value += f" (rel. error {float(p['rel_error']):.1e})"
+                if p.rel_error is not None and value:
+                    value += f" (rel. error {float(p.rel_error):.1e})"
+            else:
+                value = getattr(p, key)
             row[key] = "unknown" if value is None else str(value)
         rows.append(row)
     common, varying = [], []
@@ -526,6 +543,39 @@ def limiter_short(raw) -> str | None:
     return None if name is None else SHORT_LIMITERS.get(name, name)
 
 
+# -- warp stalls -------------------------------------------------------------------------
+TOP_STALLS = 5
+"""Stall reasons named in the breakdown; the others are summed as "other"."""
+
+
+def build_stalls(cmp: Comparison, top: int = TOP_STALLS) -> StallView | None:
+    """The stall breakdown: the ``top`` reasons by their largest value over the variants,
+    then "other" (``selected`` is left out: that is issuing, not stalling)."""
+    columns = [c for c in STALL_COLUMNS if c != "stall_selected"]
+    got = {v.label: {c: v.get(c) for c in columns if v.get(c) is not None} for v in cmp.variants}
+    if not any(got.values()):
+        return None
+    peak = {c: max((vals.get(c) or 0.0) for vals in got.values()) for c in columns}
+    named = [c for c in sorted(columns, key=lambda c: -peak[c]) if peak[c] > 0][:top]
+    rest = [c for c in columns if c not in named]
+    reasons = [c[len("stall_"):].replace("_", " ") for c in named]
+    values: dict[str, list[float | None]] = {}
+    totals: dict[str, float | None] = {}
+    for label, vals in got.items():
+        row = [vals.get(c) for c in named]
+        if rest:
+            others = [vals[c] for c in rest if c in vals]
+            row.append(sum(others) if others else None)
+        values[label] = row
+        totals[label] = sum(vals.values()) if vals else None
+    if rest:
+        reasons.append("other")
+    rows = [(reason, [fmt.number(values[v.label][i], 2) for v in cmp.variants])
+            for i, reason in enumerate(reasons)]
+    rows.append(("all stalls", [fmt.number(totals[v.label], 3) for v in cmp.variants]))
+    return StallView(reasons, values, rows, totals)
+
+
 # -- charts ------------------------------------------------------------------------------
 TICK_LIMITERS = {"registers": "regs", "shared memory": "smem", "warps": "warps", "blocks": "blocks"}
 """Occupancy limiters as the occupancy chart's tick labels say them (narrow columns)."""
@@ -539,9 +589,7 @@ def _limiter_tick(v: VariantResult) -> str:
     return f"{text}\n{fmt.count(blocks)} per SM" if blocks is not None else text
 
 
-def build_charts(cmp: Comparison, series: dict[str, dict]) -> list[ChartView]:
-    from paprof.reports import charts
-
+def build_charts(cmp: Comparison, series: dict[str, dict], stalls: StallView | None = None) -> list[ChartView]:
     labels = [v.label for v in cmp.variants]
     col = {key: [series[lab].get(key) for lab in labels] for key in (
         "sm_throughput_pct", "memory_throughput_pct", "dram_throughput_pct", "l1_throughput_pct",
@@ -550,19 +598,21 @@ def build_charts(cmp: Comparison, series: dict[str, dict]) -> list[ChartView]:
     ceilings = [v.ceiling for v in cmp.variants]
     measured = any(c and c.measured for c in ceilings)
     made = [
-        charts.speed_of_light(labels, {
+        chart_lib.speed_of_light(labels, {
             "SM": col["sm_throughput_pct"], "Memory": col["memory_throughput_pct"],
             "DRAM": col["dram_throughput_pct"], "L1": col["l1_throughput_pct"],
             "L2": col["l2_throughput_pct"]}),
-        charts.duration(labels, col["duration_us"], col["speedup_first"],
+        chart_lib.duration(labels, col["duration_us"], col["speedup_first"],
                         [len(v.kernels) for v in cmp.variants], col["duration_us_event"]),
-        charts.bandwidth(labels, col["achieved_bandwidth_gbs"],
+        chart_lib.bandwidth(labels, col["achieved_bandwidth_gbs"],
                          [c.tbs if c else None for c in ceilings],
                          [c.datasheet_tbs if c else None for c in ceilings],
                          "measured read ceiling" if measured else "datasheet bandwidth"),
-        charts.occupancy(labels, col["theoretical_occupancy_pct"], col["achieved_occupancy_pct"],
+        chart_lib.occupancy(labels, col["theoretical_occupancy_pct"], col["achieved_occupancy_pct"],
                          [_limiter_tick(v) for v in cmp.variants]),
     ]
+    if stalls is not None:
+        made.append(chart_lib.stalls(labels, stalls.reasons, [stalls.values[lab] for lab in labels]))
     return made
 
 
@@ -619,6 +669,7 @@ def build_context(cmp: Comparison, charts: bool = True, generated: str | None = 
     subtitle = " · ".join(x for x in (
         ", ".join(families), ", ".join(gpus), ", ".join(shapes)) if x)
     table, absent = build_table(cmp, series)
+    stalls = build_stalls(cmp)
     return ReportContext(
         title="paprof: " + " -> ".join(labels),
         subtitle=subtitle,
@@ -629,12 +680,13 @@ def build_context(cmp: Comparison, charts: bool = True, generated: str | None = 
         variants=[_variant_view(v) for v in cmp.variants],
         steps=_step_views(cmp),
         table=table,
-        charts=build_charts(cmp, series) if charts else [],
+        charts=build_charts(cmp, series, stalls) if charts else [],
         provenance=_provenance_view(cmp),
         warnings=list(cmp.warnings),
         notes=list(cmp.notes),
         ceiling_text=_ceiling_text(cmp),
         thresholds_text=_thresholds_text(cmp),
         absent=absent,
+        stalls=stalls,
         raw=series,
     )

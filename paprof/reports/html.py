@@ -27,13 +27,32 @@ def css_class(value) -> str:
     return re.sub(r"[^a-z0-9]+", "-", str(value).lower()).strip("-") or "unknown"
 
 
+LONG_WORD = 16
+"""Identifiers longer than this (kernel names) get break opportunities; other words wrap
+at spaces and hyphens as usual."""
+IDENTIFIER = re.compile(r"_|::|<|[a-z][A-Z]")
+
+
 def word_breaks(value):
-    """Escaped text with a ``<wbr>`` after each ``_``, ``/`` or ``:`` so that long kernel
-    names wrap at their parts rather than mid-word."""
+    """Escaped text with a ``<wbr>`` at each identifier boundary of its long words (after
+    ``_ / : , < > ( )``, inside CamelCase: ``fmt.identifier_breaks``) so that long kernel
+    names wrap at their parts, never mid-identifier."""
     from markupsafe import Markup, escape
 
-    text = str(escape("" if value is None else value))
-    return Markup(re.sub(r"([_/:])", r"\1<wbr>", text))
+    from paprof.analysis.fmt import identifier_breaks
+
+    def word(w: str) -> str:
+        if len(w) <= LONG_WORD or not IDENTIFIER.search(w):
+            return str(escape(w))
+        pieces, last = [], 0
+        for i in identifier_breaks(w):
+            pieces.append(str(escape(w[last:i])))
+            last = i
+        pieces.append(str(escape(w[last:])))
+        return "<wbr>".join(pieces)
+
+    text = "" if value is None else str(value)
+    return Markup("".join(word(w) for w in re.split(r"(\s+)", text)))
 
 
 @lru_cache(maxsize=1)

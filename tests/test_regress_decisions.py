@@ -136,3 +136,20 @@ def test_bad_samples_are_corrupt(tmp_path):
     (tmp_path / "b.json").write_text(json.dumps(bad))
     with pytest.raises(regress.UserError, match="cannot be negative"):
         regress.load_baseline(tmp_path / "b.json")
+
+
+def test_markdown_and_junit_say_ambiguous_and_changed():
+    from paprof.reports.check_markdown import verdict_markdown
+    from paprof.reports.junit import junit_tree
+
+    def remeasure(e):
+        return entry(duration_us_event=_at_the_effect(seed=7))
+
+    verdict, r = one({"duration_us_event": launches(300)},
+                     {"duration_us_event": _at_the_effect(seed=1)}, Settings(rounds=3), remeasure)
+    assert r.outcome == "ambiguous"
+    assert "pass (*ambiguous*: noisier than the minimum effect)" in verdict_markdown(verdict)
+    case = junit_tree(verdict).getroot().find(".//testcase")
+    assert case.find("failure") is None
+    assert case.find("properties/property").get("value") == "ambiguous"
+    assert case.find("system-out").text.startswith("ambiguous: ")

@@ -17,7 +17,10 @@ from paprof.analysis.regress import Verdict
 MARK = "## paprof check: "
 """The first line of every check summary: such a file is replaced without --force."""
 
-_STATUS = {"pass": "pass", "improved": "improved", "regressed": "**REGRESSED**"}
+_STATUS = {"same": "pass (same)", "pass": "pass", "improved": "improved",
+           "regressed": "**REGRESSED**", "changed": "**CHANGED**",
+           "ambiguous": "pass (*ambiguous*: noisier than the minimum effect)"}
+"""Each outcome as the table shows it; a regression and a changed count fail the gate."""
 
 
 def _cell(text: str) -> str:
@@ -53,7 +56,7 @@ def verdict_markdown(verdict: Verdict) -> str:
         shape = r.shape if r.shape_now is None else f"{r.shape} (now {r.shape_now})"
         cells = (
             r.name, shape, f"{r.rule.label} (`{r.metric}`)", r.fmt_stat(r.baseline),
-            r.fmt_stat(r.now), r.delta_text, r.allowed_text, _STATUS[r.status],
+            r.fmt_stat(r.now), r.delta_text, r.allowed_text, _STATUS.get(r.outcome, r.outcome),
         )
         lines.append("| " + " | ".join(_cell(c) for c in cells) + " |")
     if verdict.notes:

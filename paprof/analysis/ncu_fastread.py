@@ -395,22 +395,37 @@ class _Reader:
         """The value of a wanted metric (float or str), None without one."""
         data = self.data
         if data[start] == 0x08 and name not in self.text:
-            # The common layout, read strictly: name id, then a value holding one double
-            # (0x12 0x09 0x19 + 8 bytes), then only instance values (0x1a) and field 4
-            # (0x20). Anything else takes the general path below.
+            # The common layouts, read strictly: name id, then a value message holding
+            # one number (0x12 LEN, then a double 0x19, a float 0x15, a uint32 0x20 or a
+            # uint64 0x28 filling it exactly), then only instance values (0x1a) and
+            # field 4 (0x20). Anything else takes the general path below.
             pos = start + 1
             while data[pos] >= 0x80:
                 pos += 1
             pos += 1
-            if pos + 11 <= end and data[pos] == 0x12 and data[pos + 1] == 0x09 \
-                    and data[pos + 2] == 0x19:
-                value = _DOUBLE(data, pos + 3)[0]
-                pos += 11
+            value = None
+            if pos + 2 < end and data[pos] == 0x12 and data[pos + 1] < 0x80:
+                inner, stop = pos + 2, pos + 2 + data[pos + 1]
+                kind = data[inner]
+                if kind == 0x19 and stop == inner + 9:
+                    value = _DOUBLE(data, inner + 1)[0]
+                elif kind == 0x15 and stop == inner + 5:
+                    value = _FLOAT(data, inner + 1)[0]
+                elif kind in (0x20, 0x28) and stop <= end:
+                    number, after = _varint(data, inner + 1)
+                    if after == stop and not number >> (32 if kind == 0x20 else 64):
+                        value = float(number)
+                pos = stop
+            if value is not None:
                 while pos < end:
                     tag = data[pos]
                     if tag == 0x1A:
-                        length, pos = _varint(data, pos + 1)
-                        pos += length
+                        length = data[pos + 1]
+                        if length < 0x80:  # a one-byte length: most instance values
+                            pos += 2 + length
+                        else:
+                            length, pos = _varint(data, pos + 1)
+                            pos += length
                     elif tag == 0x20:
                         pos += 1
                         while data[pos] >= 0x80:

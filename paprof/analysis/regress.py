@@ -620,6 +620,7 @@ def measure(table, metrics: Sequence[str] | None, missing_ok: bool = False) -> l
     if "report_path" not in df:
         df["report_path"] = None
     sections = getattr(table, "attrs", {}).get("missing", {}) or {}
+    df.attrs = {}  # else pandas deep-copies them into every group and row below
     entries = []
     for (family, variant, shape), rows in df.groupby(
         ["family", "variant", "shape"], sort=False, dropna=False

@@ -475,3 +475,21 @@ def test_analysis_never_imports_the_gpu_side():
             "'paprof.profiler.profile', 'paprof.families', 'cupy'))]; print(bad); sys.exit(bool(bad))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_a_long_verdict_lists_only_what_is_not_the_same():
+    from types import SimpleNamespace
+
+    from paprof.commands import check as check_cmd
+
+    def result(i, outcome):
+        return SimpleNamespace(
+            name=f"fam/v{i}", family="", shape=f"s{i}", shape_now=None, metric="duration_us",
+            baseline=1, now=2, delta_text="+1", allowed_text="<= 1", outcome=outcome,
+            fmt_stat=str)
+
+    results = [result(i, "same") for i in range(300)] + [result(300, "regressed")]
+    table, hidden = check_cmd._verdict_table(SimpleNamespace(results=results))
+    assert (table.row_count, hidden) == (1, 300)
+    table, hidden = check_cmd._verdict_table(SimpleNamespace(results=results[:150]))
+    assert (table.row_count, hidden) == (150, 0)

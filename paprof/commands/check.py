@@ -6,6 +6,8 @@ this module prints the table and writes JUnit / Markdown.
 
 from __future__ import annotations
 
+import functools
+
 import sys
 from pathlib import Path
 
@@ -27,6 +29,12 @@ _DEFAULT_TOLERANCES = ", ".join(
 )
 
 
+TABLE_ROWS = 200
+"""Past this many results the terminal table shows only those that are not "same" (every
+row is in --markdown and --junit): 30,000 rows took rich longer than loading them."""
+
+
+@functools.lru_cache(maxsize=None)
 def _slug(family: str, shape: str) -> str:
     """The short name of a shape (``b64_ctx4096_h32x8_d128_p16_fp16``: the dtype stays in
     view), as its family writes it; a shape paprof cannot parse (a foreign report's, a
@@ -39,7 +47,11 @@ def _slug(family: str, shape: str) -> str:
         return shape
 
 
-def _verdict_table(verdict: regress.Verdict) -> Table:
+def _verdict_table(verdict: regress.Verdict, limit: int = TABLE_ROWS) -> tuple[Table, int]:
+    """The terminal table, and how many "same" rows it left out (over ``limit`` rows)."""
+    shown = verdict.results
+    if len(shown) > limit:
+        shown = [r for r in verdict.results if r.outcome != "same"]
     shapes = {r.shape for r in verdict.results}
     one_shape = len(shapes) == 1 and not any(r.shape_now for r in verdict.results)
     title = "paprof check" + (f" at {escape(next(iter(shapes)))}" if one_shape else "")
@@ -49,7 +61,7 @@ def _verdict_table(verdict: regress.Verdict) -> Table:
         table.add_column("shape", overflow="fold")  # never cut: the dtype is at its end
     for name in ("metric", "baseline", "now", "change", "allowed", "status"):
         table.add_column(name, justify="left" if name in ("metric", "status") else "right")
-    for r in verdict.results:
+    for r in shown:
         cells = [escape(r.name)]
         if not one_shape:
             shape = _slug(r.family, r.shape) + ("" if r.shape_now is None else f" (now {_slug(r.family, r.shape_now)})")
@@ -59,7 +71,7 @@ def _verdict_table(verdict: regress.Verdict) -> Table:
             r.allowed_text, f"[{_STYLE[r.outcome]}]{r.outcome}[/]",
         ]
         table.add_row(*cells)
-    return table
+    return table, len(verdict.results) - len(shown)
 
 
 @click.command()
@@ -207,7 +219,11 @@ def check(baseline_path, runs, profile, static_gate, repeat, timed, rounds, ratc
 
     # Not a terminal (CI logs): wide enough that the table does not wrap.
     width = None if sys.stdout.isatty() else 160
-    Console(highlight=False, width=width).print(_verdict_table(verdict))
+    table, hidden = _verdict_table(verdict)
+    Console(highlight=False, width=width).print(table)
+    if hidden:
+        click.echo(f"({hidden} results the same as the baseline are not listed; "
+                   "--markdown and --junit have every row)")
     for r in verdict.regressions:
         click.echo(f"REGRESSION {r.message}")
     for note in verdict.notes:

@@ -185,6 +185,8 @@ class ReportContext:
     """The warp-stall breakdown; None when no variant recorded WarpStateStats."""
     raw: dict = field(default_factory=dict, repr=False)
     """Raw per-variant series the charts were drawn from (label -> column -> value)."""
+    ledgers: list = field(default_factory=list)
+    """One ``LedgerView`` per step with both durations (``paprof.analysis.ledger``)."""
 
     def section(self, title: str) -> TableSection:
         return next(s for s in self.table if s.title == title)
@@ -576,6 +578,37 @@ def build_stalls(cmp: Comparison, top: int = TOP_STALLS) -> StallView | None:
     return StallView(reasons, values, rows, totals)
 
 
+# -- the time ledger ---------------------------------------------------------------------
+@dataclass
+class LedgerView:
+    """One step's time ledger: each term (and the residual) in microseconds and as text."""
+
+    title: str
+    before_us: float
+    after_us: float
+    difference_text: str
+    rows: list[tuple[str, str, float, str]]
+    """(key, words, microseconds, text) of each term, then the residual."""
+    missing: list[str]
+
+
+def _signed_us(us: float) -> str:
+    return ("+" if us > 0 else "-" if us < 0 else "") + fmt.duration_us(abs(us))
+
+
+def build_ledgers(cmp: Comparison) -> list[LedgerView]:
+    from paprof.analysis.ledger import step_ledgers
+
+    views = []
+    for led in step_ledgers(cmp):
+        if led is None:
+            continue
+        views.append(LedgerView(
+            f"{led.before} -> {led.after}", led.before_us, led.after_us, _signed_us(led.difference),
+            [(k, words, us, _signed_us(us)) for k, words, us in led.rows()], list(led.missing)))
+    return views
+
+
 # -- charts ------------------------------------------------------------------------------
 TICK_LIMITERS = {"registers": "regs", "shared memory": "smem", "warps": "warps", "blocks": "blocks"}
 """Occupancy limiters as the occupancy chart's tick labels say them (narrow columns)."""
@@ -589,7 +622,8 @@ def _limiter_tick(v: VariantResult) -> str:
     return f"{text}\n{fmt.count(blocks)} per SM" if blocks is not None else text
 
 
-def build_charts(cmp: Comparison, series: dict[str, dict], stalls: StallView | None = None) -> list[ChartView]:
+def build_charts(cmp: Comparison, series: dict[str, dict], stalls: StallView | None = None,
+                 ledgers: list[LedgerView] | None = None) -> list[ChartView]:
     labels = [v.label for v in cmp.variants]
     col = {key: [series[lab].get(key) for lab in labels] for key in (
         "sm_throughput_pct", "memory_throughput_pct", "dram_throughput_pct", "l1_throughput_pct",
@@ -613,6 +647,10 @@ def build_charts(cmp: Comparison, series: dict[str, dict], stalls: StallView | N
     ]
     if stalls is not None:
         made.append(chart_lib.stalls(labels, stalls.reasons, [stalls.values[lab] for lab in labels]))
+    if ledgers:
+        made.append(chart_lib.ledger([(led.title, led.before_us, led.after_us,
+                                       [(k, words, us) for k, words, us, _ in led.rows])
+                                      for led in ledgers]))
     return made
 
 
@@ -670,6 +708,7 @@ def build_context(cmp: Comparison, charts: bool = True, generated: str | None = 
         ", ".join(families), ", ".join(gpus), ", ".join(shapes)) if x)
     table, absent = build_table(cmp, series)
     stalls = build_stalls(cmp)
+    ledgers = build_ledgers(cmp)
     return ReportContext(
         title="paprof: " + " -> ".join(labels),
         subtitle=subtitle,
@@ -680,7 +719,7 @@ def build_context(cmp: Comparison, charts: bool = True, generated: str | None = 
         variants=[_variant_view(v) for v in cmp.variants],
         steps=_step_views(cmp),
         table=table,
-        charts=build_charts(cmp, series, stalls) if charts else [],
+        charts=build_charts(cmp, series, stalls, ledgers) if charts else [],
         provenance=_provenance_view(cmp),
         warnings=list(cmp.warnings),
         notes=list(cmp.notes),
@@ -689,4 +728,5 @@ def build_context(cmp: Comparison, charts: bool = True, generated: str | None = 
         absent=absent,
         stalls=stalls,
         raw=series,
+        ledgers=ledgers,
     )

@@ -49,6 +49,7 @@ EXTRA_COLUMNS = (
     "top_stall_reason",
     "top_stall_cycles",
     "sm_count",
+    "issue_slots_busy_pct",
     "work_bytes",
     "work_flops",
     "work_tbs",

@@ -216,3 +216,32 @@ def test_time_ledger_adds_up_on_every_shipped_step(built, ctx, md):
     assert [v.title for v in ctx.ledgers][0] == "baseline -> v1"
     assert "### Time ledger" in md and "| DRAM bytes at the ceiling |" in md
     assert any(c.id == "ledger" and "baseline -> v1" in c.alt for c in ctx.charts)
+
+
+def test_a_shipped_report_profiled_five_times_shows_its_spread():
+    import pandas as pd
+
+    from paprof.analysis.compare import compare
+    from paprof.analysis.load import load_reports, variant_rows
+    from paprof.reports.build import resolve_variants
+    from paprof.reports.context import build_context
+
+    paths = resolve_variants(["v2", "v3"], runs=EXAMPLES)
+    df = load_reports(paths)
+    v3 = df[df["variant"] == "v3"]
+    copies = []
+    for launch, scale in enumerate((1.0, 1.02, 0.97, 1.01, 0.99)):
+        c = v3.copy()
+        c["launch"] = launch
+        c["duration_us"] = c["duration_us"] * scale
+        copies.append(c)
+    frame = pd.concat([df[df["variant"] == "v2"], *copies], ignore_index=True)
+    frame.attrs = df.attrs
+    cmp = compare(frame, variant_rows(frame), order=paths)
+    got = cmp.variant("v3")
+    base = float(v3["duration_us"].iloc[0])
+    assert got.launches == 5
+    assert got.get("duration_us") == pytest.approx(base)  # the median of the five
+    assert got.spread["duration_us"] == pytest.approx(base * 0.025)  # (1.02 - 0.97) / 2
+    cell = build_context(cmp, charts=False).row("duration_us").cells[1]
+    assert " ± " in cell.text

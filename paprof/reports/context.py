@@ -42,6 +42,8 @@ class Cell:
     delta_text: str = ""
     trend: str = ""
     """``better``, ``worse`` (duration only), ``moved`` (past its threshold) or empty."""
+    spread: float | None = None
+    """Half the range over several profiled launches (``value`` is then their median)."""
 
 
 @dataclass
@@ -366,6 +368,17 @@ def _cell(spec: RowSpec, value, before, moved: bool | None) -> Cell:
 _FIRST = object()
 
 
+def _with_spread(cell: Cell, spec: RowSpec, v: VariantResult) -> Cell:
+    """A number over several profiled launches reads as median ± half-range (a number
+    every launch agrees on reads as itself)."""
+    spread = v.spread.get(spec.key) if v.launches > 1 else None
+    if spread is not None and spec.kind != "text" and not fmt.is_missing(cell.value):
+        cell.spread = spread
+        if spread > 0:
+            cell.text = f"{cell.text} ± {fmt.FORMATTERS[spec.kind](spread)}"
+    return cell
+
+
 def build_table(cmp: Comparison, series: dict[str, dict]) -> tuple[list[TableSection], list[str]]:
     """The side-by-side table, and the labels of rows left out because no variant has them."""
     sections, absent = [], []
@@ -376,7 +389,7 @@ def build_table(cmp: Comparison, series: dict[str, dict]) -> tuple[list[TableSec
             for i, v in enumerate(cmp.variants):
                 value = series[v.label].get(spec.key)
                 if i == 0:
-                    cells.append(_cell(spec, value, _FIRST, None))
+                    cells.append(_with_spread(_cell(spec, value, _FIRST, None), spec, v))
                     continue
                 prev_values = series[cmp.variants[i - 1].label]
                 if spec.compare_key:
@@ -387,7 +400,8 @@ def build_table(cmp: Comparison, series: dict[str, dict]) -> tuple[list[TableSec
                     cells.append(cell)
                     continue
                 delta = cmp.steps[i - 1].deltas.get(spec.key)
-                cells.append(_cell(spec, value, prev_values.get(spec.key), delta.moved if delta else None))
+                cells.append(_with_spread(_cell(spec, value, prev_values.get(spec.key),
+                                                delta.moved if delta else None), spec, v))
             if all(c.value is None for c in cells):
                 absent.append(spec.label)
                 continue

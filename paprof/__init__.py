@@ -4,3 +4,12 @@ Importing paprof never needs a GPU, CuPy or ncu: those are looked up on first us
 """
 
 __version__ = "0.1.0"
+
+
+def __getattr__(name):
+    # ``paprof.compare`` for notebooks, imported on first use so ``import paprof`` stays light
+    if name == "compare":
+        from paprof.notebook import compare
+
+        return compare
+    raise AttributeError(f"module 'paprof' has no attribute {name!r}")

@@ -24,7 +24,8 @@ CHROMIUM = next((shutil.which(n) for n in ("chromium", "chromium-browser", "goog
                  if shutil.which(n)), None)
 CONSOLE = re.compile(r":CONSOLE[:(]")
 WIDTH = 1280
-CHARTS = {"chart-speed-of-light", "chart-duration", "chart-bandwidth", "chart-occupancy", "chart-stalls"}
+CHARTS = {"chart-speed-of-light", "chart-duration", "chart-bandwidth", "chart-occupancy", "chart-stalls",
+          "chart-ledger"}
 """Every chart the shipped 8-variant report has (the figure ids)."""
 
 pytestmark = [

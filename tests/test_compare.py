@@ -423,3 +423,29 @@ def test_a_runs_label_over_several_launches_is_the_median_launchs():
                                             (3400.0, "compute-bound")])]
     cmp = comparison(make_row("v2"), *launches)
     assert cmp.variant("v3").bottleneck == "dram-bound"
+
+
+def test_five_launches_show_median_and_half_range():
+    from paprof.reports.context import build_context
+
+    durations = (3300.0, 3500.0, 3350.0, 3420.0, 3200.0)
+    occupancy = (40.0, 41.0, 40.5, 39.0, 40.2)
+    rows = [make_row("v3", launch=i, **dict(V3, duration_us=d, achieved_occupancy_pct=o))
+            for i, (d, o) in enumerate(zip(durations, occupancy))]
+    cmp = comparison(make_row("v2"), *rows)
+    v3 = cmp.variant("v3")
+    assert v3.launches == 5
+    assert v3.get("duration_us") == 3350.0 and v3.spread["duration_us"] == 150.0
+    assert v3.get("achieved_occupancy_pct") == 40.2 and v3.spread["achieved_occupancy_pct"] == 1.0
+    assert v3.spread["grid_size"] == 0.0  # the same launch configuration each time
+    assert v3.kernels[0].duration_us == 3350.0  # the median-duration launch's kernel
+    assert cmp.variant("v2").spread == {} and cmp.variant("v2").launches == 1
+    assert any("5 profiled launches" in n and "median" in n for n in cmp.notes)
+    ctx = build_context(cmp, charts=False)
+    dur = ctx.row("duration_us").cells
+    assert dur[0].spread is None and "±" not in dur[0].text
+    assert dur[1].text == "3.35 ms ± 150 us" and dur[1].spread == 150.0
+    assert ctx.row("achieved_occupancy_pct").cells[1].text.endswith("± 1 %")
+    assert "±" not in ctx.row("bottleneck").cells[1].text
+    grid = ctx.row("grid_size").cells[1]
+    assert grid.spread == 0.0 and "±" not in grid.text  # every launch agrees: no "± 0"

@@ -138,7 +138,7 @@ def test_html_and_markdown_carry_the_same_story(ctx, html, md):
     for sentence in s.sentences:
         assert sentence.replace(">", "&gt;") in html
         assert f"- {sentence}".replace("_", "\\_") in md
-    assert html.count('<img class="chart"') == 5  # speed of light, duration, bandwidth, occupancy, warp stalls
+    assert html.count('<img class="chart"') == 6  # speed of light, duration, bandwidth, occupancy, warp stalls, ledger
     assert "sum of 2 kernels" in html and "v4 is the sum of 2 kernels" in md
     assert "### v2 → v3: " + s.headline in md
 
@@ -200,3 +200,48 @@ def test_the_sweep_says_which_code_path_v6_took(shape, said):
     assert said in built.comparison.steps[0].sentences
     assert built.context.variants[1].code_path == said
     assert said.replace("_", "\\_") in built.markdown_text
+
+
+def test_time_ledger_adds_up_on_every_shipped_step(built, ctx, md):
+    from paprof.analysis.ledger import step_ledgers
+
+    ledgers = step_ledgers(built.comparison)
+    assert len(ledgers) == len(ALL) - 1 and all(led is not None for led in ledgers)
+    for led in ledgers:
+        total = sum(led.terms.values()) + led.residual
+        assert total == pytest.approx(led.difference, rel=1e-12, abs=1e-9), led
+        assert led.missing == []  # the H200 runs record bytes, waves and issue slots
+    # the shipped variants all move the same 2.15 GB, so the DRAM floor barely changes
+    assert all(abs(led.terms["dram"]) < 0.01 * abs(led.difference) for led in ledgers[:-1])
+    assert [v.title for v in ctx.ledgers][0] == "baseline -> v1"
+    assert "### Time ledger" in md and "| DRAM bytes at the ceiling |" in md
+    assert any(c.id == "ledger" and "baseline -> v1" in c.alt for c in ctx.charts)
+
+
+def test_a_shipped_report_profiled_five_times_shows_its_spread():
+    import pandas as pd
+
+    from paprof.analysis.compare import compare
+    from paprof.analysis.load import load_reports, variant_rows
+    from paprof.reports.build import resolve_variants
+    from paprof.reports.context import build_context
+
+    paths = resolve_variants(["v2", "v3"], runs=EXAMPLES)
+    df = load_reports(paths)
+    v3 = df[df["variant"] == "v3"]
+    copies = []
+    for launch, scale in enumerate((1.0, 1.02, 0.97, 1.01, 0.99)):
+        c = v3.copy()
+        c["launch"] = launch
+        c["duration_us"] = c["duration_us"] * scale
+        copies.append(c)
+    frame = pd.concat([df[df["variant"] == "v2"], *copies], ignore_index=True)
+    frame.attrs = df.attrs
+    cmp = compare(frame, variant_rows(frame), order=paths)
+    got = cmp.variant("v3")
+    base = float(v3["duration_us"].iloc[0])
+    assert got.launches == 5
+    assert got.get("duration_us") == pytest.approx(base)  # the median of the five
+    assert got.spread["duration_us"] == pytest.approx(base * 0.025)  # (1.02 - 0.97) / 2
+    cell = build_context(cmp, charts=False).row("duration_us").cells[1]
+    assert " ± " in cell.text

@@ -95,8 +95,8 @@ def test_rule_changes_reach_the_context(ctx):
     assert [(r.kind, r.title) for r in ctx.steps[1].rules] == [("disappeared", "DRAM Bound")]
 
 
-def test_four_charts_as_png_data(ctx):
-    assert [c.id for c in ctx.charts] == ["speed-of-light", "duration", "bandwidth", "occupancy"]
+def test_charts_as_png_data(ctx):
+    assert [c.id for c in ctx.charts] == ["speed-of-light", "duration", "bandwidth", "occupancy", "ledger"]
     for chart in ctx.charts:
         assert chart.uri.startswith("data:image/png;base64,")
         png = base64.b64decode(chart.uri.split(",", 1)[1])
@@ -145,7 +145,7 @@ def test_html_has_the_story_the_table_and_the_charts(html):
     assert "<title>paprof: v2 -&gt; v3 -&gt; v4</title>" in html
     assert "DRAM throughput 57.4 % -&gt; 84.9 %: the kernel is now DRAM-bound" in html
     assert "theoretical occupancy 50 % -&gt; 41.7 %, now limited by shared memory (5 blocks per SM)" in html
-    assert html.count('<img class="chart"') == 4
+    assert html.count('<img class="chart"') == 5  # four, and the time ledger
     assert 'data-key="achieved_bandwidth_gbs"' in html
     assert "sum of 2 kernels" in html
     assert "@media print" in html
@@ -193,7 +193,9 @@ def test_markdown_has_the_same_content(ctx):
     assert "<details><summary>Provenance</summary>" in md
     assert "\n\n\n" not in md
     # every table row has as many cells as the header
-    widths = {line.count("|") for line in md.splitlines() if line.startswith("| ") and "Metric" not in line
+    ledger = md[md.index("### Time ledger"):md.index("### Side by side")]
+    assert "| v2 -> v3 | **-1.6 ms** |" in ledger
+    widths = {line.count("|") for line in md.replace(ledger, "").splitlines() if line.startswith("| ") and "Metric" not in line
               and "ncu rule" not in line and "DRAM Bound" not in line and "Variant" not in line
               and not line.startswith("| v")}
     assert widths == {5}

@@ -317,3 +317,57 @@ def stalls(labels: list[str], reasons: list[str], values: list[list]) -> ChartVi
                        "WarpStateStats; issuing itself, 'selected', left out). The top reasons are "
                        "named, the rest summed as other; the number is the total.",
                        "Warp stalls per variant, cycles per issued instruction: " + alt)
+
+
+LEDGER_COLOURS = {"dram": "#D55E00", "tail": "#009E73", "issue": "#0072B2", "residual": MUTED}
+
+
+def ledger(steps: list[tuple[str, float, float, list[tuple[str, str, float]]]]) -> ChartView:
+    """Waterfalls, one panel per step: the before duration, each ledger term as a floating
+    bar (down: time saved), the after duration. ``steps``: (title, before us, after us,
+    [(key, words, us) ...])."""
+    with _style():
+        n = max(len(steps), 1)
+        ncols = 2 if n > 1 else 1
+        nrows = math.ceil(n / ncols)
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+        from matplotlib.figure import Figure
+
+        height = 0.6 + 2.1 * nrows
+        fig = Figure(figsize=(WIDTH_IN, height), dpi=DPI)
+        FigureCanvasAgg(fig)
+        axes = fig.subplots(nrows, ncols, squeeze=False)
+        fig.subplots_adjust(left=0.09, right=0.98, top=1 - 0.8 / height, bottom=0.55 / height,
+                            hspace=0.75, wspace=0.25)
+        for ax in axes.flat[len(steps):]:
+            ax.set_visible(False)
+        alts = []
+        for ax, (title, before, after, rows) in zip(axes.flat, steps):
+            names = ["before"] + [k for k, _, _ in rows] + ["after"]
+            level = before
+            for i, (key, _, us) in enumerate(rows, start=1):
+                ax.bar(i, us, 0.6, bottom=level, color=LEDGER_COLOURS.get(key, MUTED))
+                sign = "+" if us > 0 else "-" if us < 0 else ""
+                ax.text(i, max(level, level + us), sign + fmt.duration_us(abs(us)).replace(" us", " µs"),
+                        ha="center", va="bottom", fontsize=6)
+                level += us
+            ax.bar(0, before, 0.6, color=BAR_ALT)
+            ax.bar(len(rows) + 1, after, 0.6, color=BAR)
+            top = max([before, after] + [before + sum(r[2] for r in rows[:j]) for j in range(len(rows) + 1)])
+            ax.set_ylim(0, top * 1.18)
+            ax.set_xticks(range(len(names)), names, fontsize=7)
+            ax.axhline(0, color="black", linewidth=0.6)
+            ax.set_title(title, fontsize=9)
+            ax.set_ylabel("µs", fontsize=7)
+            ax.tick_params(axis="y", labelsize=7)
+            ax.grid(axis="x", visible=False)
+            alts.append(f"{title}: {fmt.duration_us(before)} to {fmt.duration_us(after)}, "
+                        + ", ".join(f"{words} {us:+.4g} µs" for _, words, us in rows))
+        fig.suptitle("Time ledger: each step's duration change split by counter", fontsize=10,
+                     fontweight="bold")
+        return _finish(fig, "ledger", "Time ledger",
+                       "Each step's change of ncu duration split into terms derived from counters "
+                       "(an attribution, not a measurement): DRAM bytes at the bandwidth ceiling, "
+                       "the idle last wave, instruction issue beyond the DRAM floor, and the "
+                       "residual; the terms and the residual add up to the change.",
+                       "Time ledger per step: " + "; ".join(alts))

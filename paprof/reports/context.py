@@ -42,6 +42,8 @@ class Cell:
     delta_text: str = ""
     trend: str = ""
     """``better``, ``worse`` (duration only), ``moved`` (past its threshold) or empty."""
+    spread: float | None = None
+    """Half the range over several profiled launches (``value`` is then their median)."""
 
 
 @dataclass
@@ -185,6 +187,8 @@ class ReportContext:
     """The warp-stall breakdown; None when no variant recorded WarpStateStats."""
     raw: dict = field(default_factory=dict, repr=False)
     """Raw per-variant series the charts were drawn from (label -> column -> value)."""
+    ledgers: list = field(default_factory=list)
+    """One ``LedgerView`` per step with both durations (``paprof.analysis.ledger``)."""
 
     def section(self, title: str) -> TableSection:
         return next(s for s in self.table if s.title == title)
@@ -364,6 +368,17 @@ def _cell(spec: RowSpec, value, before, moved: bool | None) -> Cell:
 _FIRST = object()
 
 
+def _with_spread(cell: Cell, spec: RowSpec, v: VariantResult) -> Cell:
+    """A number over several profiled launches reads as median ± half-range (a number
+    every launch agrees on reads as itself)."""
+    spread = v.spread.get(spec.key) if v.launches > 1 else None
+    if spread is not None and spec.kind != "text" and not fmt.is_missing(cell.value):
+        cell.spread = spread
+        if spread > 0:
+            cell.text = f"{cell.text} ± {fmt.FORMATTERS[spec.kind](spread)}"
+    return cell
+
+
 def build_table(cmp: Comparison, series: dict[str, dict]) -> tuple[list[TableSection], list[str]]:
     """The side-by-side table, and the labels of rows left out because no variant has them."""
     sections, absent = [], []
@@ -374,7 +389,7 @@ def build_table(cmp: Comparison, series: dict[str, dict]) -> tuple[list[TableSec
             for i, v in enumerate(cmp.variants):
                 value = series[v.label].get(spec.key)
                 if i == 0:
-                    cells.append(_cell(spec, value, _FIRST, None))
+                    cells.append(_with_spread(_cell(spec, value, _FIRST, None), spec, v))
                     continue
                 prev_values = series[cmp.variants[i - 1].label]
                 if spec.compare_key:
@@ -385,7 +400,8 @@ def build_table(cmp: Comparison, series: dict[str, dict]) -> tuple[list[TableSec
                     cells.append(cell)
                     continue
                 delta = cmp.steps[i - 1].deltas.get(spec.key)
-                cells.append(_cell(spec, value, prev_values.get(spec.key), delta.moved if delta else None))
+                cells.append(_with_spread(_cell(spec, value, prev_values.get(spec.key),
+                                                delta.moved if delta else None), spec, v))
             if all(c.value is None for c in cells):
                 absent.append(spec.label)
                 continue
@@ -576,6 +592,37 @@ def build_stalls(cmp: Comparison, top: int = TOP_STALLS) -> StallView | None:
     return StallView(reasons, values, rows, totals)
 
 
+# -- the time ledger ---------------------------------------------------------------------
+@dataclass
+class LedgerView:
+    """One step's time ledger: each term (and the residual) in microseconds and as text."""
+
+    title: str
+    before_us: float
+    after_us: float
+    difference_text: str
+    rows: list[tuple[str, str, float, str]]
+    """(key, words, microseconds, text) of each term, then the residual."""
+    missing: list[str]
+
+
+def _signed_us(us: float) -> str:
+    return ("+" if us > 0 else "-" if us < 0 else "") + fmt.duration_us(abs(us))
+
+
+def build_ledgers(cmp: Comparison) -> list[LedgerView]:
+    from paprof.analysis.ledger import step_ledgers
+
+    views = []
+    for led in step_ledgers(cmp):
+        if led is None:
+            continue
+        views.append(LedgerView(
+            f"{led.before} -> {led.after}", led.before_us, led.after_us, _signed_us(led.difference),
+            [(k, words, us, _signed_us(us)) for k, words, us in led.rows()], list(led.missing)))
+    return views
+
+
 # -- charts ------------------------------------------------------------------------------
 TICK_LIMITERS = {"registers": "regs", "shared memory": "smem", "warps": "warps", "blocks": "blocks"}
 """Occupancy limiters as the occupancy chart's tick labels say them (narrow columns)."""
@@ -589,7 +636,8 @@ def _limiter_tick(v: VariantResult) -> str:
     return f"{text}\n{fmt.count(blocks)} per SM" if blocks is not None else text
 
 
-def build_charts(cmp: Comparison, series: dict[str, dict], stalls: StallView | None = None) -> list[ChartView]:
+def build_charts(cmp: Comparison, series: dict[str, dict], stalls: StallView | None = None,
+                 ledgers: list[LedgerView] | None = None) -> list[ChartView]:
     labels = [v.label for v in cmp.variants]
     col = {key: [series[lab].get(key) for lab in labels] for key in (
         "sm_throughput_pct", "memory_throughput_pct", "dram_throughput_pct", "l1_throughput_pct",
@@ -613,6 +661,10 @@ def build_charts(cmp: Comparison, series: dict[str, dict], stalls: StallView | N
     ]
     if stalls is not None:
         made.append(chart_lib.stalls(labels, stalls.reasons, [stalls.values[lab] for lab in labels]))
+    if ledgers:
+        made.append(chart_lib.ledger([(led.title, led.before_us, led.after_us,
+                                       [(k, words, us) for k, words, us, _ in led.rows])
+                                      for led in ledgers]))
     return made
 
 
@@ -670,6 +722,7 @@ def build_context(cmp: Comparison, charts: bool = True, generated: str | None = 
         ", ".join(families), ", ".join(gpus), ", ".join(shapes)) if x)
     table, absent = build_table(cmp, series)
     stalls = build_stalls(cmp)
+    ledgers = build_ledgers(cmp)
     return ReportContext(
         title="paprof: " + " -> ".join(labels),
         subtitle=subtitle,
@@ -680,7 +733,7 @@ def build_context(cmp: Comparison, charts: bool = True, generated: str | None = 
         variants=[_variant_view(v) for v in cmp.variants],
         steps=_step_views(cmp),
         table=table,
-        charts=build_charts(cmp, series, stalls) if charts else [],
+        charts=build_charts(cmp, series, stalls, ledgers) if charts else [],
         provenance=_provenance_view(cmp),
         warnings=list(cmp.warnings),
         notes=list(cmp.notes),
@@ -689,4 +742,5 @@ def build_context(cmp: Comparison, charts: bool = True, generated: str | None = 
         absent=absent,
         stalls=stalls,
         raw=series,
+        ledgers=ledgers,
     )

@@ -20,6 +20,7 @@ Everything is importable from here, as before the split.
 
 from paprof.analysis.compare.assembly import (
     _one_launch_each,
+    launch_spread,
     _rules_of,
     _unique_labels,
     _variant_result,

@@ -118,6 +118,8 @@ def _variant_result(summed: dict, kernels: list[dict]) -> VariantResult:
         tie=tie(summed) if bottleneck == _clean(summed.get("bottleneck")) else None,
         provenance=RunProvenance.of(sidecar, label=variant, gpu=gpu, shape=_clean(summed.get("shape")),
                                     report_path=_clean(summed.get("report_path"))),
+        spread=dict(summed.get("_spread") or {}),
+        launches=int(summed.get("_launches") or 1),
     )
 
 
@@ -145,11 +147,40 @@ def _records(frame) -> list[dict]:
     return [dict(r) for r in frame.to_dict(orient="records")]
 
 
-def _one_launch_each(rows: list[dict]) -> tuple[list[dict], list[str]]:
-    """Keep one launch per (variant, shape, report): the one of median duration.
+SPREAD_COLUMNS = (*METRIC_COLUMNS, *EXTRA_COLUMNS, *STALL_COLUMNS)
+"""The columns a run of several launches shows as median +/- half-range."""
 
-    A run profiled with ``--profile-launches N`` holds N launches of the same work; a
-    comparison shows one of them (a real row, so its metrics stay consistent) and says so.
+
+def _median(xs: list[float]) -> float:
+    xs = sorted(xs)
+    mid = len(xs) // 2
+    return xs[mid] if len(xs) % 2 else (xs[mid - 1] + xs[mid]) / 2
+
+
+def launch_spread(members: list[dict]) -> tuple[dict[str, float], dict[str, float]]:
+    """Over several launches of one run: each numeric column's median and half-range
+    ((max - min) / 2). A column some launch lacks, or that is not a number, is left out."""
+    medians, spreads = {}, {}
+    for c in SPREAD_COLUMNS:
+        raw = [m.get(c) for m in members]
+        if any(isinstance(_clean(x), (str, bool)) for x in raw):
+            continue
+        xs = [_num(x) for x in raw]
+        if not xs or any(x is None for x in xs):
+            continue
+        medians[c] = _median(xs)
+        spreads[c] = (max(xs) - min(xs)) / 2
+    return medians, spreads
+
+
+def _one_launch_each(rows: list[dict]) -> tuple[list[dict], list[str]]:
+    """Keep one row per (variant, shape, report): over several launches, the one of median
+    duration, its numeric columns replaced by their medians over the launches and their
+    half-ranges kept under ``_spread`` (``_launches``: how many there were).
+
+    A run profiled with ``--profile-launches N`` holds N launches of the same work; the
+    comparison shows each number as median +/- half-range and says so. The kernels, the
+    rules and the words (bottleneck, limiter) are the median-duration launch's.
     """
     groups: dict[tuple, list[dict]] = {}
     for row in rows:
@@ -161,11 +192,15 @@ def _one_launch_each(rows: list[dict]) -> tuple[list[dict], list[str]]:
             kept.append(members[0])
             continue
         ranked = sorted(members, key=lambda r: _num(r.get("duration_us")) or 0.0)
-        choice = ranked[(len(ranked) - 1) // 2]
+        choice = dict(ranked[(len(ranked) - 1) // 2])
+        medians, spreads = launch_spread(members)
+        choice.update(medians)
+        choice["_spread"], choice["_launches"] = spreads, len(members)
         kept.append(choice)
         notes.append(f"{key[0]}: {len(members)} profiled launches in "
-                     f"{Path(str(key[2])).name if key[2] else 'the report'}; "
-                     f"shown: launch {_clean(choice.get('launch'))}, the one of median duration.")
+                     f"{Path(str(key[2])).name if key[2] else 'the report'}; numbers are the median "
+                     f"over the launches ± half their range; kernels, rules and the verdict are "
+                     f"launch {_clean(choice.get('launch'))}'s, the one of median duration.")
     return kept, notes
 
 

@@ -49,6 +49,7 @@ EXTRA_COLUMNS = (
     "top_stall_reason",
     "top_stall_cycles",
     "sm_count",
+    "issue_slots_busy_pct",
     "work_bytes",
     "work_flops",
     "work_tbs",
@@ -211,6 +212,11 @@ class VariantResult:
     """Where the run came from (built once from its sidecar)."""
     tie: Tie | None = None
     """When the label was decided by less than the tie threshold: the runner-up."""
+    spread: dict = field(default_factory=dict)
+    """Over several profiled launches: column -> half-range ((max - min) / 2) of the
+    launches' values (``values`` then holds their medians); empty for one launch."""
+    launches: int = 1
+    """Profiled launches the values summarise."""
 
     @property
     def multi_kernel(self) -> bool:

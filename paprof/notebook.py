@@ -1,0 +1,115 @@
+"""``paprof.compare`` for a notebook: the comparison as an object that shows itself.
+
+``paprof.compare(["v2", "v3"], runs="examples/h200")`` resolves, loads and compares the
+variants as ``paprof compare`` does and returns a ``Report``: in Jupyter it displays the
+HTML report (charts inline, in an iframe so that its styles stay out of the notebook);
+its properties are DataFrames of what the report says (``variants``, ``steps``,
+``table``, ``rules``, ``ledger``), and ``comparison`` / ``context`` hold the objects the
+report was made from.
+"""
+
+from __future__ import annotations
+
+import html as _html
+from functools import cached_property
+
+from paprof.reports.build import DEFAULT_RUNS
+
+
+class Report:
+    """One comparison, for a notebook. Made by ``paprof.compare``."""
+
+    def __init__(self, comparison, context, reports):
+        self.comparison = comparison
+        self.context = context
+        self.reports = list(reports)
+        """The ``.ncu-rep`` files compared, in order."""
+
+    @cached_property
+    def html(self) -> str:
+        """The HTML report, as ``paprof compare --out`` writes it."""
+        from paprof.reports.html import render_html
+
+        return render_html(self.context)
+
+    def _repr_html_(self) -> str:
+        return (f'<iframe srcdoc="{_html.escape(self.html, quote=True)}" '
+                'style="width: 100%; height: 900px; border: 1px solid #ddd;"></iframe>')
+
+    def __repr__(self) -> str:
+        return f"<paprof.Report {' -> '.join(self.context.labels)}>"
+
+    @property
+    def variants(self):
+        """One row per variant: label, variant, family, shape, GPU, duration, bottleneck,
+        launches, report."""
+        import pandas as pd
+
+        return pd.DataFrame([{
+            "label": v.label, "variant": v.variant, "family": v.family, "shape": v.shape, "gpu": v.gpu,
+            "duration_us": v.get("duration_us"), "bottleneck": v.bottleneck, "launches": v.launches,
+            "report": v.report_path} for v in self.comparison.variants])
+
+    @property
+    def steps(self):
+        """One row per step: before, after, speedup, headline and the story's first sentence."""
+        import pandas as pd
+
+        return pd.DataFrame([{
+            "before": s.before, "after": s.after, "speedup": s.speedup, "headline": s.headline,
+            "first_sentence": s.sentences[0] if s.sentences else None} for s in self.comparison.steps],
+            columns=["before", "after", "speedup", "headline", "first_sentence"])
+
+    @property
+    def table(self):
+        """The side-by-side table: one row per metric (section, key, label), one column of
+        raw values per variant (medians over several launches)."""
+        import pandas as pd
+
+        labels = self.context.labels
+        rows = []
+        for section in self.context.table:
+            for row in section.rows:
+                rows.append({"section": section.title, "key": row.key, "metric": row.label,
+                             **{lab: c.value for lab, c in zip(labels, row.cells)}})
+        return pd.DataFrame(rows, columns=["section", "key", "metric", *labels])
+
+    @property
+    def rules(self):
+        """ncu's rules per variant: id, title, type, estimated speedup %, kernel, message."""
+        import pandas as pd
+
+        return pd.DataFrame([{
+            "variant": v.label, "id": r.id, "title": r.title, "type": r.type,
+            "speedup_pct": r.speedup_pct, "kernel": r.kernel, "message": r.message}
+            for v in self.comparison.variants for r in v.rules.values()],
+            columns=["variant", "id", "title", "type", "speedup_pct", "kernel", "message"])
+
+    @property
+    def ledger(self):
+        """The time ledger: one row per step and term (``paprof.analysis.ledger``), in us."""
+        import pandas as pd
+
+        from paprof.analysis.ledger import step_ledgers
+
+        rows = [{"before": led.before, "after": led.after, "term": key, "us": us}
+                for led in step_ledgers(self.comparison) if led is not None
+                for key, _, us in led.rows()]
+        return pd.DataFrame(rows, columns=["before", "after", "term", "us"])
+
+
+def compare(specs, runs=DEFAULT_RUNS, shape: str | None = None) -> Report:
+    """Compare ``specs`` (run-store ids or ``.ncu-rep`` paths, at least 2) from ``runs``,
+    at ``shape`` when given, as ``paprof compare`` does; a ``Report`` for a notebook."""
+    from paprof.analysis.compare import compare as compare_frame
+    from paprof.analysis.load import load_reports, variant_rows
+    from paprof.errors import UserError
+    from paprof.reports.build import resolve_variants
+    from paprof.reports.context import build_context
+
+    paths = resolve_variants([str(s) for s in specs], runs, shape)
+    df = load_reports(paths)
+    cmp = compare_frame(df, variant_rows(df), order=paths)
+    if len(cmp.variants) < 2:
+        raise UserError(f"compare needs at least 2 variants; the reports given hold {len(cmp.variants)}")
+    return Report(cmp, build_context(cmp), paths)

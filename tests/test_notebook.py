@@ -1,0 +1,68 @@
+"""``paprof.compare`` for notebooks: an object that shows the HTML report and holds
+DataFrames of what it says; ``import paprof`` stays light."""
+
+from __future__ import annotations
+
+import html
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLES = ROOT / "examples" / "h200"
+
+
+def test_import_paprof_imports_no_pandas():
+    code = ("import sys, paprof; heavy = [m for m in ('pandas', 'numpy', 'matplotlib', "
+            "'paprof.notebook', 'paprof.reports.build') if m in sys.modules]; print(heavy)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         cwd=ROOT, env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
+    assert out.stdout.strip() == "[]"
+
+
+def test_unknown_attribute_is_still_an_attribute_error():
+    import paprof
+
+    with pytest.raises(AttributeError):
+        paprof.no_such_thing  # noqa: B018
+
+
+@pytest.fixture(scope="module")
+def report():
+    if not (EXAMPLES / "nvidia-h200" / "paged_decode" / "v3").is_dir():
+        pytest.skip("the shipped H200 runs are not there")
+    import paprof
+
+    return paprof.compare(["v2", "v3", "v5"], runs=EXAMPLES)
+
+
+def test_repr_html_is_the_report_with_its_charts(report):
+    shown = report._repr_html_()
+    assert shown.startswith("<iframe srcdoc=")
+    doc = html.unescape(shown.split('srcdoc="', 1)[1].split('" style=', 1)[0])
+    assert doc == report.html
+    assert doc.count('<img class="chart"') >= 5 and "data:image/png;base64," in doc
+    assert "<title>paprof: v2 -&gt; v3 -&gt; v5</title>" in doc
+    assert repr(report) == "<paprof.Report v2 -> v3 -> v5>"
+
+
+def test_dataframes_of_what_the_report_says(report):
+    v = report.variants
+    assert list(v["label"]) == ["v2", "v3", "v5"] and (v["launches"] == 1).all()
+    assert v["duration_us"].is_monotonic_decreasing
+    s = report.steps
+    assert list(s.columns) == ["before", "after", "speedup", "headline", "first_sentence"]
+    assert list(zip(s["before"], s["after"])) == [("v2", "v3"), ("v3", "v5")]
+    assert (s["speedup"] > 1).all() and s["first_sentence"].str.startswith("duration").all()
+    t = report.table.set_index("key")
+    assert list(report.table.columns[:3]) == ["section", "key", "metric"]
+    assert t.loc["duration_us", "v3"] == report.comparison.variant("v3").get("duration_us")
+    r = report.rules
+    assert set(r["variant"]) <= {"v2", "v3", "v5"} and len(r) > 0
+    led = report.ledger
+    assert list(led.columns) == ["before", "after", "term", "us"] and len(led) == 2 * 4
+    for (before, after), group in led.groupby(["before", "after"]):
+        change = t.loc["duration_us", after] - t.loc["duration_us", before]
+        assert group["us"].sum() == pytest.approx(change)

@@ -45,21 +45,22 @@ class ReportFiles:
     """Seconds spent per stage: resolve, load, compare, context (with charts), render."""
 
 
-_INDEX: dict = {}
-
-
-def _index(runs):
-    """``store.find_runs(runs)``, made once per store and call of ``resolve_variants``
+class _Store:
+    """The runs of one store, scanned on first use and once per ``resolve_variants`` call
     (a store of 10,000 runs was rescanned once per variant)."""
-    from paprof.profiler import store
 
-    key = os.path.realpath(runs)
-    if key not in _INDEX:
-        _INDEX[key] = store.find_runs(runs)
-    return _INDEX[key]
+    def __init__(self, root):
+        self.root, self._runs = root, None
+
+    def runs(self):
+        if self._runs is None:
+            from paprof.profiler import store
+
+            self._runs = store.find_runs(self.root)
+        return self._runs
 
 
-def _shape_slug(shape: str | None, runs, specs) -> str | None:
+def _shape_slug(shape: str | None, runs: _Store, specs) -> str | None:
     """A ``--shape`` value as the store's slug: a slug as it is; ``KEY=VALUE,...`` parsed
     by the family of the first run-store id (found in the store, so only its parameters
     class is imported, never kernel code)."""
@@ -68,14 +69,13 @@ def _shape_slug(shape: str | None, runs, specs) -> str | None:
     if "=" not in shape:
         return shape
     from paprof import registry
-    from paprof.profiler import store
 
     family = None
     for spec in specs:
         if spec.endswith(REPORT_SUFFIX) or Path(spec).is_file():
             continue
         fam, _, vid = spec.rpartition("/")
-        held = [r for r in _index(runs) if r.variant == vid and (not fam or r.family == fam)]
+        held = [r for r in runs.runs() if r.variant == vid and (not fam or r.family == fam)]
         family = fam or next((r.family for r in held if r.family), None)
         break
     if family is None:
@@ -93,13 +93,13 @@ def resolve_variants(specs: list[str], runs: Path | str = DEFAULT_RUNS, shape: s
     shape and GPU where the store has that, so that one command compares like with like.
     """
     specs = list(specs)
-    _INDEX.clear()  # a fresh scan for each call: the store may have changed since the last
     if len(specs) < 2:
         raise UserError(f"compare needs at least 2 variants, got {len(specs)}: "
                         "e.g. paprof compare v2 v3 --runs examples/h200")
     from paprof.profiler import store
 
-    wanted_shape = _shape_slug(shape, runs, specs)
+    scanned = _Store(runs)
+    wanted_shape = _shape_slug(shape, scanned, specs)
     first_run = None
     paths: list[Path] = []
     for spec in specs:
@@ -110,7 +110,7 @@ def resolve_variants(specs: list[str], runs: Path | str = DEFAULT_RUNS, shape: s
             paths.append(path)
             continue
         if first_run is None:
-            run = store.latest(runs, spec, shape_slug=wanted_shape, runs=_index(runs))
+            run = store.latest(runs, spec, shape_slug=wanted_shape, runs=scanned.runs())
             first_run = run
         else:
             run = None
@@ -118,14 +118,14 @@ def resolve_variants(specs: list[str], runs: Path | str = DEFAULT_RUNS, shape: s
                      (wanted_shape or first_run.shape_slug, None)]
             for shape_slug, gpu in tries:
                 try:
-                    run = store.latest(runs, spec, shape_slug=shape_slug, gpu=gpu, runs=_index(runs))
+                    run = store.latest(runs, spec, shape_slug=shape_slug, gpu=gpu, runs=scanned.runs())
                     break
                 except UserError:
                     continue
             if run is None:
                 # Not at the first variant's shape: the latest of any shape (the report
                 # then warns that the shapes differ), or the store's own error message.
-                run = store.latest(runs, spec, shape_slug=wanted_shape, runs=_index(runs))
+                run = store.latest(runs, spec, shape_slug=wanted_shape, runs=scanned.runs())
         paths.append(Path(run.report))
     seen: dict[str, str] = {}
     for spec, path in zip(specs, paths):

@@ -18,6 +18,9 @@
 #   sweep    paprof sweep of v5/v6 fp16 over batch x context (12 points), bench and profile
 #            modes, with their reports (-> $OUT/sweeps.tar)
 #   power    scripts/gate_power.py: the gate's detection and false-alarm rates (-> logs)
+#   presets  paprof run --variant all under the default, traffic and source presets, timed
+#            (replay passes in the logs) (-> $OUT/presets.tar)
+#   attnprobe a bf16 GEMM ceiling and PyTorch SDPA's backends (scripts/attention_probe.py)
 #   shards   the same bench sweep as two shards run one after the other on this GPU, merged,
 #            and once through --gpus 0 (the worker path) (-> $OUT/shards.tar)
 # Results land in $OUT (the device tool brings it back): logs.tar with every log.
@@ -187,6 +190,22 @@ from paprof.kernels import gpu; print(gpu.current_device())
     python3 -m paprof sweep $GRID --gpus 0 --runs shards/gpus0 2>&1 | tail -3
     echo "--gpus 0: $(( $(date +%s) - start )) s wall"
     tar cf "$OUT/shards.tar" shards
+    ;;
+  presets)
+    stamp presets
+    rm -rf presets; mkdir -p presets
+    for p in default traffic source; do
+      start=$(date +%s)
+      python3 -m paprof run --variant all --preset $p --runs presets/$p > "$OUT/logs/preset-$p.log" 2>&1
+      echo "preset $p: rc $? $(( $(date +%s) - start )) s wall" | tee -a "$OUT/logs/presets.txt"
+      grep -rho "[0-9]* passes" presets/$p | sort | uniq -c | tee -a "$OUT/logs/presets.txt"
+    done
+    tar cf "$OUT/presets.tar" presets
+    ;;
+  attnprobe)
+    stamp attnprobe
+    python3 scripts/attention_probe.py > "$OUT/logs/attention_probe.txt" 2>&1
+    cat "$OUT/logs/attention_probe.txt"
     ;;
   *) echo "unknown stage $stage"; exit 2;;
   esac

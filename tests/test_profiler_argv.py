@@ -113,10 +113,16 @@ def test_report_path_appends_the_suffix_ncu_would():
 
 
 def test_presets():
-    assert list(PRESETS) == ["default", "memory", "full"]
+    assert list(PRESETS) == ["default", "traffic", "source", "memory", "full"]
     assert get_preset("full").ncu_args() == ["--set", "full"]
     assert get_preset("default").ncu_args() == DEFAULT_SECTIONS
-    with pytest.raises(UserError, match="known: default, memory, full"):
+    traffic = get_preset("traffic").ncu_args()
+    assert traffic[: len(DEFAULT_SECTIONS)] == DEFAULT_SECTIONS
+    assert "MemoryWorkloadAnalysis_Tables" in traffic and "InstructionStats" in traffic
+    source = get_preset("source")
+    assert source.lineinfo and not get_preset("traffic").lineinfo
+    assert source.ncu_args()[-2:] == ["--section", "SourceCounters"]
+    with pytest.raises(UserError, match="known: default, traffic, source, memory, full"):
         get_preset("fast")
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -85,6 +86,8 @@ def compile_module(sources: list[Path], defines: dict[str, object] | None = None
     code += f"\n// headers {headers}\n"
     options = ["-std=c++17", f"-I{include}"]
     options += [f"-D{k}={v}" for k, v in sorted((defines or {}).items())]
+    if os.environ.get("PAPROF_LINEINFO") == "1":  # the ``source`` preset: lines for SourceCounters
+        options.append("-lineinfo")
     key = (code, tuple(options))
     if key not in _MODULES:
         try:

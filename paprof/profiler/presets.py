@@ -24,6 +24,9 @@ class Preset:
     """An ncu section set (``--set NAME``) used instead of ``sections``."""
     summary: str = ""
     """One line for ``--help``."""
+    lineinfo: bool = False
+    """Build the variant's CUDA kernels with ``-lineinfo`` so that SourceCounters can
+    name source lines (``PAPROF_LINEINFO=1`` in the launcher's environment)."""
 
     def ncu_args(self) -> list[str]:
         """The argv fragment that selects this preset's metrics."""
@@ -32,22 +35,44 @@ class Preset:
         return [arg for section in self.sections for arg in ("--section", section)]
 
 
+_BASE = (
+    "SpeedOfLight",
+    "MemoryWorkloadAnalysis",
+    "Occupancy",
+    "LaunchStats",
+    "WorkloadDistribution",
+    "ComputeWorkloadAnalysis",
+    "SchedulerStats",
+    "WarpStateStats",
+)
+# traffic per memory level (L1, shared memory, L2, DRAM; requests, sectors, hit rates),
+# instruction counts and the roofline's inputs
+_TRAFFIC = (
+    "MemoryWorkloadAnalysis_Tables",
+    "MemoryWorkloadAnalysis_Chart",
+    "InstructionStats",
+    "SpeedOfLight_RooflineChart",
+    "SpeedOfLight_HierarchicalTensorRooflineChart",
+)
+
 PRESETS: dict[str, Preset] = {
     p.name: p
     for p in (
         Preset(
             "default",
-            (
-                "SpeedOfLight",
-                "MemoryWorkloadAnalysis",
-                "Occupancy",
-                "LaunchStats",
-                "WorkloadDistribution",
-                "ComputeWorkloadAnalysis",
-                "SchedulerStats",
-                "WarpStateStats",
-            ),
+            _BASE,
             summary="throughputs, memory, occupancy, launch, pipes, schedulers and warp stalls",
+        ),
+        Preset(
+            "traffic",
+            _BASE + _TRAFFIC,
+            summary="default plus traffic per memory level, instruction counts and roofline inputs",
+        ),
+        Preset(
+            "source",
+            _BASE + _TRAFFIC + ("SourceCounters",),
+            summary="traffic plus warp-stall samples per source line (kernels built with -lineinfo)",
+            lineinfo=True,
         ),
         Preset(
             "memory",

@@ -223,10 +223,12 @@ def profile_variant(
             from paprof import registry
 
             family = registry.family_of(variant)
-    get_preset(settings.preset)
+    preset = get_preset(settings.preset)
     settings = dataclasses.replace(settings, ncu=settings.ncu or find_ncu())
     _early_refusal(runs_dir, variant, params, replace)
     env = child_env()
+    if preset.lineinfo:
+        env["PAPROF_LINEINFO"] = "1"
     if is_command:
         say("running the command under ncu (not verified: paprof has no reference for it)")
         result: dict = {}

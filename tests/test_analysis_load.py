@@ -128,6 +128,16 @@ def test_the_same_report_twice_loads_once(fake_reports):
     assert len(load.load_reports([path, path, path.parent])) == 1
 
 
+def test_a_report_reached_through_links_loads_once(fake_reports, tmp_path):
+    path = fake_reports("runs/g/f/v3/s.ncu-rep", make_action())
+    (tmp_path / "again").symlink_to(tmp_path / "runs")
+    (tmp_path / "alias.ncu-rep").symlink_to(path)
+    df = load.load_reports([tmp_path / "runs", tmp_path / "again",
+                            tmp_path / "again" / "g" / "f" / "v3" / "s.ncu-rep",
+                            tmp_path / "alias.ncu-rep"])
+    assert list(df["report_path"]) == [str(path)]
+
+
 def test_rules_are_plain_dicts(fake_reports):
     rules = [FakeRule("SOLBottleneck", "DRAM is busy. More.", kind=3, title="High Memory",
                       speedup=12.5),
@@ -178,6 +188,33 @@ def test_variant_rows_sum_split_kv_kernels_per_launch(fake_reports):
     assert rows.iloc[2]["duration_us"] == pytest.approx(600.0)
     assert list(rows.columns) == list(df.columns) + ["kernels"]
     assert rows.attrs["missing"] == df.attrs["missing"]
+
+
+def test_variant_rows_in_order_of_first_appearance_however_the_rows_interleave(fake_reports):
+    # Single-kernel reports pass through column by column; a split-KV launch whose two
+    # kernels are apart in the table is still combined, at its first kernel's place.
+    v3 = fake_reports("v3.ncu-rep", make_action())
+    v4 = fake_reports("v4.ncu-rep", make_action("partial", duration_us=300.0),
+                      make_action("merge", duration_us=20.0))
+    v5 = fake_reports("v5.ncu-rep", make_action(duration_us=250.0))
+    df = load.load_reports([v3, v4, v5])
+    interleaved = df.iloc[[1, 0, 3, 2]].reset_index(drop=True)  # partial, v3, v5, merge
+    interleaved.attrs = dict(df.attrs)
+    rows = load.variant_rows(interleaved)
+    assert list(rows["variant"]) == ["v4", "v3", "v5"]
+    assert list(rows.dtypes[: len(df.columns)]) == list(df.dtypes)
+    combined = load.variant_rows(df.iloc[[1, 2]])
+    for column in df.columns:
+        assert _same(rows[column][0], combined[column][0]), column
+        assert _same(rows[column][1], df[column][0]), column
+        assert _same(rows[column][2], df[column][3]), column
+    assert list(rows["kernels"]) == [["partial", "merge"], ["paged_decode_v3"],
+                                     ["paged_decode_v3"]]
+
+
+def _same(a, b) -> bool:
+    return (a == b or (isinstance(a, float) and isinstance(b, float)
+                       and math.isnan(a) and math.isnan(b)))
 
 
 def test_variant_rows_keep_every_part_rule_with_its_kernel(fake_reports):

@@ -49,7 +49,7 @@ def runs_table(monkeypatch):
         rows = make_rows()
         seen = []
 
-    def fake_load(paths, variants=None):
+    def fake_load(paths, variants=None, scan=None):
         Holder.seen.append((str(paths), list(variants or [])))
         return make_table(Holder.rows)
 
@@ -380,6 +380,27 @@ def test_shipped_v3_passes_its_own_baseline(invoke, v3_baseline, tmp_path):
     assert result.exit_code == 0, result.output
     root = ET.parse(junit).getroot()
     assert (root.get("tests"), root.get("failures")) == ("3", "0")
+
+
+def test_update_and_check_read_each_sidecar_once(invoke, tmp_path, monkeypatch):
+    # The store is indexed once per command: for the outputs' inputs and for the runs
+    # (a store of 10,000 runs read every sidecar three times).
+    from paprof.profiler import store
+
+    _shipped("v3")
+    reads = []
+    real = store._read_sidecar
+    monkeypatch.setattr(store, "_read_sidecar",
+                        lambda report: reads.append(str(report)) or real(report))
+    held = len(store.find_runs(SHIPPED))
+    reads.clear()
+    out = tmp_path / "all.json"
+    assert invoke("baseline", "update", "--runs", SHIPPED, "--out", out).exit_code == 0
+    assert len(reads) == len(set(reads)) == held
+    reads.clear()
+    result = invoke("check", "--baseline", out, "--runs", SHIPPED)
+    assert result.exit_code == 0, result.output
+    assert len(reads) == len(set(reads)) == held
 
 
 def test_shipped_v2_fails_v3_baseline_naming_dram_throughput(

@@ -17,6 +17,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from paprof.analysis import load, ncu_fastread, ncu_reader
 from paprof.errors import UserError
@@ -24,6 +26,8 @@ from paprof.errors import UserError
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples" / "h200"
 REPORTS = sorted(EXAMPLES.rglob("*.ncu-rep")) if EXAMPLES.is_dir() else []
+#: Every real report shipped anywhere (the custom families' runs and the sweeps too).
+ALL_REPORTS = sorted((ROOT / "examples").rglob("*.ncu-rep"))
 NUMERIC, TEXT = ncu_reader.catalogue_metrics()
 NAMES = NUMERIC + TEXT
 
@@ -90,6 +94,23 @@ def test_every_catalogue_metric_of_every_shipped_report(ncu_report, path):
     fast = assert_matches(ncu_report, path)
     assert len(fast) == ncu_reader.check_framing(path)
     assert any(r.values for r in fast)
+
+
+@pytest.mark.parametrize("path", [p for p in ALL_REPORTS if p not in REPORTS],
+                         ids=lambda p: str(p.relative_to(ROOT / "examples")))
+def test_every_other_real_report_reads_as_ncu_report_reads_it(ncu_report, path, monkeypatch):
+    # The reports of the custom families and of the sweeps, read a message at a time: the
+    # same values, names and rules as ncu_report, or (a report it cannot be sure of) the
+    # loader's table through ncu_report.
+    try:
+        fast = ncu_fastread.read_report(path, NUMERIC, TEXT)
+    except ncu_fastread.Unsupported:
+        table = load.load_reports([path])
+        monkeypatch.setattr(ncu_reader, "FAST_READER", False)
+        assert_same_frames(table, load.load_reports([path]))
+        return
+    assert_matches(ncu_report, path, fast)
+    assert len(fast) == ncu_reader.check_framing(path)
 
 
 def test_the_catalogue_metrics_with_instance_values_read_their_aggregate(ncu_report):
@@ -162,6 +183,71 @@ def test_a_thousand_results_decode_to_a_thousand_identical_rows(ncu_report, tmp_
     for column in rest.columns:
         values = list(rest[column])
         assert all(same(v, values[0]) for v in values), column
+
+
+# -- a message at a time ------------------------------------------------------------------
+
+
+class _Reads:
+    """``open`` for ncu_fastread that records the size of every read."""
+
+    def __init__(self):
+        self.sizes: list[int] = []
+
+    def __call__(self, path, mode="r", *args, **kwargs):
+        handle = open(path, mode, *args, **kwargs)
+        real, sizes = handle.read, self.sizes
+
+        def read(size=-1):
+            data = real(size)
+            sizes.append(len(data))
+            return data
+
+        handle.read = read
+        return handle
+
+
+def test_the_reader_holds_one_message_at_a_time_and_skips_the_sources(
+        ncu_report, monkeypatch):
+    path = report("v5")  # the largest shipped one-kernel report: a source, one result
+    crafted = Crafted(path)
+    sources = [m for h, ms in crafted.blocks for m in ms[: dict((n, v) for n, _w, v in h).get(1, 0)]]
+    results = [m for h, ms in crafted.blocks for m in ms[dict((n, v) for n, _w, v in h).get(1, 0):]]
+    assert sources and len(results) == 1
+    reads = _Reads()
+    monkeypatch.setattr(ncu_fastread, "open", reads, raising=False)
+    fast = ncu_fastread.read_report(path, NUMERIC, TEXT)
+    assert max(reads.sizes) == len(results[0])  # never the file: its biggest message
+    assert sum(reads.sizes) == path.stat().st_size - sum(len(m) for m in sources)
+    monkeypatch.undo()
+    assert_matches(ncu_report, path, fast)
+
+
+def test_a_report_of_many_results_is_read_in_memory_of_one(tmp_path):
+    # 300 copies of v3's result block, the later ones with an empty string table (their
+    # ids index the first one's, as ncu writes a report of many kernels). The whole file
+    # was once read into memory (a 4.7 GB report peaked at 5.1 GB); now the reader holds
+    # the results it returns and one message at a time.
+    import tracemalloc
+
+    crafted = Crafted(report("v3"))
+    k = crafted.result_blocks()[0]
+    header, messages = crafted.blocks[k]
+    later = [(n, w, b"" if n == 4 else v) for n, w, v in header]
+    crafted.blocks[k + 1: k + 1] = [[later, messages] for _ in range(299)]
+    big = crafted.write(tmp_path / "many.ncu-rep")
+    (one,) = ncu_fastread.read_report(report("v3"), NUMERIC, TEXT)
+    message = max(len(m) for m in messages)
+    tracemalloc.start()
+    try:
+        fast = ncu_fastread.read_report(big, NUMERIC, TEXT)
+        held, peak = tracemalloc.get_traced_memory()  # held: the 300 results returned
+    finally:
+        tracemalloc.stop()
+    assert len(fast) == 300 and all(same(r.values, one.values) for r in fast)
+    size = big.stat().st_size
+    assert size > 20e6 and held < size / 5
+    assert peak - held < 4 * message, (peak, held, message, size)
 
 
 # -- crafted reports: the format knowledge, checked against ncu_report -------------------
@@ -417,9 +503,27 @@ def _twice(names):
                                     and decode(f[2])[0] == (1, 0, ident)]
 
 
+def _value_after_instances(names):
+    # inst_executed's 280 instance values (skipped in one regex match), then a second
+    # value: protobuf merges it (ncu_report reads 1.5), the first alone would be wrong.
+    ident = names.index("inst_executed")
+
+    def change(fields):
+        out = []
+        for number, wire, value in fields:
+            if number == 13 and decode(value)[0] == (1, 0, ident):
+                assert sum(f[0] == 3 for f in decode(value)) > 100
+                value += encode([(2, 2, encode([(3, 1, struct.pack("<d", 1.5))]))])
+            out.append((number, wire, value))
+        return out
+
+    return change
+
+
 @pytest.mark.parametrize("corruption", [
     "unknown wire type", "two value kinds", "unknown metric field", "string for a number",
-    "metric twice", "no name table", "garbage bytes", "result cut short"])
+    "metric twice", "no name table", "garbage bytes", "result cut short",
+    "value after instances"])
 def test_what_the_fast_reader_cannot_be_sure_of_falls_back(
         ncu_report, tmp_path, monkeypatch, caplog, corruption):
     crafted = Crafted(report("v4"))
@@ -443,6 +547,8 @@ def test_what_the_fast_reader_cannot_be_sure_of_falls_back(
         first[1][-1] = bytes(message)
     elif corruption == "result cut short":
         first[1][-1] = first[1][-1][:-7]
+    elif corruption == "value after instances":
+        crafted.edit_result(0, _value_after_instances(names))
     path = crafted.write(tmp_path / "odd.ncu-rep")
 
     with pytest.raises(ncu_fastread.Unsupported):
@@ -461,6 +567,115 @@ def test_what_the_fast_reader_cannot_be_sure_of_falls_back(
     assert f"{path}: read through ncu_report" in caplog.text
 
 
+# -- the runs skipped in C: exactly the fields the reader would pass over -----------------
+
+
+def _passed_over(buf: bytes, pos: int, lookup: list) -> int:
+    """Where a run of metric results from ``pos`` ends that the reader's field-by-field
+    walk reads only to pass over: field 13, a one-byte length of 3 or more that fits, the
+    name id first as a canonical varint of one or two bytes, in the table, not wanted."""
+    while pos + 1 < len(buf) and buf[pos] == 0x6A and 3 <= buf[pos + 1] < 0x80:
+        start, stop = pos + 2, pos + 2 + buf[pos + 1]
+        if stop > len(buf) or buf[start] != 0x08:
+            break
+        ident = buf[start + 1]
+        if ident >= 0x80:
+            if not 0 < buf[start + 2] < 0x80:
+                break
+            ident = (ident & 0x7F) | (buf[start + 2] << 7)
+        if ident >= min(len(lookup), 1 << 14) or lookup[ident] is not None:
+            break
+        pos = stop
+    return pos
+
+
+def _instances_over(buf: bytes, pos: int) -> int:
+    while pos + 1 < len(buf) and buf[pos] == 0x1A and buf[pos + 1] < 0x80:
+        if pos + 2 + buf[pos + 1] > len(buf):
+            break
+        pos += 2 + buf[pos + 1]
+    return pos
+
+
+@st.composite
+def _fields_of_a_result(draw):
+    """(lookup, the bytes of some fields, where each field starts)."""
+    size = draw(st.one_of(st.integers(1, 140), st.integers(1, 400)))
+    wanted = draw(st.sets(st.integers(0, size - 1), max_size=size))
+    lookup = [f"m{i}" if i in wanted else None for i in range(size)]
+    parts = []
+    for _ in range(draw(st.integers(0, 25))):
+        kind = draw(st.sampled_from(["metric", "metric", "metric", "long id", "no id",
+                                     "instance", "bytes"]))
+        if kind == "bytes":
+            parts.append(draw(st.binary(max_size=6)))
+            continue
+        ident = draw(st.one_of(st.integers(0, size + 20), st.sampled_from(sorted(wanted or {0}))))
+        name = _varint_bytes(ident)
+        if kind == "long id":
+            name = bytes([*name[:-1], name[-1] | 0x80, 0])
+        length = draw(st.one_of(st.integers(0, 140), st.sampled_from([0, 1, 2, 3, 4, 16, 127, 128])))
+        content = (b"" if kind == "no id" else b"\x08" + name) + bytes(range(length % 97)) * 2
+        content = content[:length].ljust(length, b"\x6a")
+        parts.append(bytes([0x1A if kind == "instance" else 0x6A])
+                     + _varint_bytes(len(content)) + content)
+    buf = b"".join(parts)
+    buf = buf[: draw(st.integers(0, len(buf)))]  # perhaps cut inside a field
+    starts = [sum(map(len, parts[:i])) for i in range(len(parts))]
+    return lookup, buf, [p for p in starts if p <= len(buf)]
+
+
+@settings(max_examples=300, deadline=None)
+@given(_fields_of_a_result())
+def test_a_skipped_run_is_exactly_what_the_walk_passes_over(case):
+    lookup, buf, starts = case
+    pattern = ncu_fastread._unwanted_run(lookup)
+    instances = buf.replace(b"\x6a", b"\x1a")  # the same framing as instance values
+    for pos in starts:
+        skipped = pattern.match(buf, pos, len(buf)).end() if pattern is not None else pos
+        assert skipped == _passed_over(buf, pos, lookup), pos
+        assert (ncu_fastread._skip_instances(instances, pos, len(instances))
+                == _instances_over(instances, pos)), pos
+
+
+def test_a_name_id_past_the_string_table_is_unsupported(tmp_path):
+    # An id the table does not have, in a metric result the skipped runs would otherwise
+    # pass over (16 bytes, the name id first): never skipped, always refused.
+    crafted = Crafted(report("v4"))
+    names = crafted.names()
+    stray = encode([(1, 0, len(names) + 3), (2, 2, encode([(3, 1, struct.pack("<d", 1.0))]))])
+    crafted.edit_result(0, lambda fields: fields[:40] + [(13, 2, stray)] + fields[40:])
+    with pytest.raises(ncu_fastread.Unsupported, match="outside the string table"):
+        ncu_fastread.read_report(crafted.write(tmp_path / "stray.ncu-rep"), NUMERIC, TEXT)
+
+
+def test_name_ids_written_longer_than_needed_read_as_ncu_report_reads_them(
+        ncu_report, tmp_path):
+    # A varint may carry trailing zero groups (0x85 0x00 is 5): ncu_report reads them; the
+    # reader's skipped runs take canonical ids only, so these are read one by one.
+    crafted = Crafted(report("v4"))
+    names = crafted.names()
+    chosen = {names.index(n) for n in ("launch__grid_size", "launch__block_size",
+                                       "gpu__time_duration.sum")}
+    chosen |= {next(i for i, n in enumerate(names) if n not in NAMES)}  # and one not wanted
+
+    def longer(ident: int) -> bytes:
+        return bytes([*(_varint_bytes(ident)[:-1]), _varint_bytes(ident)[-1] | 0x80, 0])
+
+    def change(fields):
+        out = []
+        for number, wire, value in fields:
+            inner = decode(value) if number == 13 else None
+            if inner and inner[0][:2] == (1, 0) and inner[0][2] in chosen:
+                value = b"\x08" + longer(inner[0][2]) + encode(inner[1:])
+            out.append((number, wire, value))
+        return out
+
+    crafted.edit_result(0, change)
+    fast = assert_matches(ncu_report, crafted.write(tmp_path / "longer.ncu-rep"))
+    assert fast[0].values["gpu__time_duration.sum"] > 0
+
+
 def test_a_result_count_that_does_not_add_up_is_unsupported(tmp_path):
     # (ncu_report itself aborts the process on this file, so it is not asked here.)
     crafted = Crafted(report("v4"))
@@ -476,6 +691,20 @@ def test_a_result_count_that_does_not_add_up_is_unsupported(tmp_path):
     second[1].append(second[1][-1])  # 2 there, 1 counted
     with pytest.raises(ncu_fastread.Unsupported, match="left over"):
         ncu_fastread.read_report(crafted.write(tmp_path / "count2.ncu-rep"), NUMERIC, TEXT)
+
+
+def test_a_report_of_no_kernels_says_so_whatever_its_payloads_hold(tmp_path):
+    # No result blocks, and a source block counting more sources than it holds: the
+    # loader's answer is the report's (no kernels), as when the framing was checked first.
+    crafted = Crafted(report("v3"))
+    crafted.blocks = [b for i, b in enumerate(crafted.blocks) if i not in crafted.result_blocks()]
+    source = next(b for b in crafted.blocks if dict((n, v) for n, _w, v in b[0]).get(1))
+    source[0] = [(n, w, 2 if n == 1 else v) for n, w, v in source[0]]
+    path = crafted.write(tmp_path / "none.ncu-rep")
+    with pytest.raises(ncu_fastread.Corrupt):
+        ncu_fastread.read_report(path, NUMERIC, TEXT)
+    with pytest.raises(UserError, match="none.ncu-rep: the report holds no profiled kernels"):
+        load.load_reports([path])
 
 
 def test_unknown_file_versions_and_range_results_are_unsupported(tmp_path):

@@ -134,3 +134,43 @@ def test_latest_without_a_match_lists_what_is_there(tmp_path):
 def test_missing_runs_folder_is_a_user_error(tmp_path):
     with pytest.raises(UserError, match="no such runs folder"):
         store.find_runs(tmp_path / "nope")
+
+
+def test_a_scan_reads_each_folder_once_and_answers_as_find_runs(tmp_path, monkeypatch):
+    put_run(tmp_path, "v3", "2026-11-29T12:00:00+00:00")
+    put_run(tmp_path, "v2", "2026-11-29T13:00:00+00:00")
+    bare = put_run(tmp_path, "v1", "2026-11-29T14:00:00+00:00", sidecar=False)
+    reads = []
+    real = store._read_sidecar
+    monkeypatch.setattr(store, "_read_sidecar", lambda report: reads.append(report) or real(report))
+    scan = store.Scan()
+    runs = scan.find_runs(tmp_path)
+    assert scan.find_runs(tmp_path) is runs and len(reads) == 3
+    for run in runs:  # a report of the scanned folder, by itself: as find_runs makes it
+        assert scan.find_runs(run.report) == store.find_runs(run.report)
+    assert len(reads) == 3 + 3  # find_runs above read them again; the scan did not
+    assert runs == store.find_runs(tmp_path)
+    assert [r.layout for r in runs if r.report == bare.report] == [
+        {"gpu_slug": "nvidia-h200", "family": "paged_decode", "variant": "v1"}]
+    assert scan.find_runs(bare.report)[0].layout == {}  # no layout for a report alone
+    other = store.Scan()  # another command's scan reads the store again
+    other.find_runs(tmp_path)
+    assert len(reads) == 6 + 3 + 3
+
+
+def test_gc_paused_nests_and_resumes_as_it_was():
+    import gc
+
+    assert gc.isenabled()
+    with store.gc_paused():
+        with store.gc_paused():
+            assert not gc.isenabled()
+        assert not gc.isenabled()
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        with store.gc_paused():
+            pass
+        assert not gc.isenabled()
+    finally:
+        gc.enable()

@@ -261,6 +261,45 @@ def test_only_the_latest_report_per_variant_and_shape_counts(baseline_v3):
     assert not verdict_for(baseline_v3, new_bad, new_good).passed
 
 
+def test_measure_groups_rows_as_a_groupby_would_in_any_order():
+    # Rows of three entries interleaved; a shape missing as None in one row and NaN in
+    # the next (one group, as pandas groups them); no family column for one entry; two
+    # reports of one entry, the newer listed first; a metric column holding None.
+    nan = float("nan")
+    rows = [
+        *make_rows(variant="v3", dram=(70.0, 72.0), report="old.ncu-rep",
+                   created="2026-11-29T12:00:00+00:00"),
+        *make_rows(variant="v2", dram=(50.0,), shape=None),
+        *make_rows(variant="v3", dram=(80.0, 84.0), report="new.ncu-rep",
+                   created="2026-11-29T14:00:00+00:00"),
+        *make_rows(variant="v2", dram=(52.0,), shape=nan, report="other.ncu-rep"),
+        *make_rows(variant="v5", dram=(90.0,), family=None),
+    ]
+    rows[0], rows[4] = rows[4], rows[0]  # the newer report's first row before the older's
+    table = make_table(rows)
+    table["duration_us"] = table["duration_us"].astype(object)
+    table.loc[table["variant"] == "v5", "duration_us"] = None
+    entries = regress.measure(table, ["dram_throughput_pct", "duration_us"], missing_ok=True)
+    assert [(e.family, e.variant, e.shape) for e in entries] == [
+        ("paged_decode", "v3", SHAPE), ("paged_decode", "v2", "nan"), ("", "v5", SHAPE)]
+    v3, v2, v5 = entries
+    assert v3.metrics["dram_throughput_pct"] == Stat(82.0, 2.0, 2)  # new.ncu-rep's launches
+    assert v3.provenance.report == "new.ncu-rep"
+    assert v2.metrics["dram_throughput_pct"] == Stat(50.0, 0.0, 1)  # the first of a tie
+    assert v5.metrics == {"dram_throughput_pct": Stat(90.0, 0.0, 1)}  # None is no value
+    assert v5.provenance.gpu == "NVIDIA H200"
+    with pytest.raises(UserError, match="v5 at .*: the report has no duration_us"):
+        regress.measure(table, ["duration_us"])
+
+
+def test_measure_without_family_or_report_columns():
+    table = make_table(make_rows(dram=(79.0, 81.0))).drop(columns=["family", "report_path"])
+    (entry,) = regress.measure(table, None)
+    assert (entry.family, entry.variant) == ("", "v3")
+    assert entry.metrics["dram_throughput_pct"] == Stat(80.0, 1.0, 2)
+    assert entry.provenance.report is None
+
+
 def test_missing_variant_is_bad_input_not_a_pass(baseline_v3):
     with pytest.raises(UserError, match="no current run for paged_decode/v3"):
         verdict_for(baseline_v3, make_rows(variant="v2"))

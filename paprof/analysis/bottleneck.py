@@ -153,6 +153,8 @@ LABEL_RULES: dict[str, tuple[str, ...]] = {
 
 def _num(row: Mapping, column: str) -> float:
     value = row.get(column, math.nan) if hasattr(row, "get") else math.nan
+    if type(value) is float:  # most values: float() would return it as it is
+        return value
     try:
         value = float(value)
     except (TypeError, ValueError):
@@ -176,7 +178,8 @@ def _rule_evidence(row: Mapping, label: str, limit: int) -> list[str]:
     if not isinstance(rules, (list, tuple)):
         return []
     wanted = LABEL_RULES.get(label, ())
-    chosen = [r for r in rules if isinstance(r, Mapping) and r.get("id") in wanted
+    chosen = [r for r in rules if (type(r) is dict or isinstance(r, Mapping))
+              and r.get("id") in wanted
               and r.get("type") in ("WARNING", "OPTIMIZATION", "ERROR")
               and not any(p.search(str(r.get("message", ""))) for p in RULE_NOISE)]
     chosen.sort(key=lambda r: (wanted.index(r["id"]), -_speedup(r)))
@@ -237,7 +240,11 @@ def tie(row: Mapping, thresholds: Thresholds = DEFAULT_THRESHOLDS) -> Tie | None
     th = thresholds
     if all(math.isnan(_num(row, c)) for c in REQUIRED_ANY):
         return None
-    units = _units(row, th)
+    return _tie(row, _units(row, th), th)
+
+
+def _tie(row: Mapping, units, th: Thresholds) -> Tie | None:
+    """``tie`` given the row's ``_units`` (worked out once per classification)."""
     grid, sms = _num(row, "grid_size"), _num(row, "sm_count")
     if not math.isnan(grid) and not math.isnan(sms) and grid < sms:
         return None
@@ -282,7 +289,7 @@ def classify(row: Mapping, thresholds: Thresholds = DEFAULT_THRESHOLDS
 
     units = _units(row, th)
     label, evidence = _decide(row, units, th)
-    tied = tie(row, th)
+    tied = _tie(row, units, th)
     if tied is not None and tied.label == label:
         evidence.insert(0, tied.text)
     evidence += _rule_evidence(row, label, th.max_rule_messages)

@@ -186,4 +186,6 @@ _NCU_LINK = re.compile(r"@\w+:[^:@]*:([^@]*)@")
 def ncu_plain(text: str) -> str:
     """ncu's rule-message markup as plain text: ``@url:Guide:https://...@`` becomes
     ``Guide (https://...)``, ``@section:Id:Memory Workload Analysis@`` its title."""
+    if "@" not in text:  # most messages: both patterns need an "@"
+        return text
     return _NCU_LINK.sub(r"\1", _NCU_URL.sub(r"\1 (\2)", text))

@@ -13,6 +13,8 @@ into one row per (variant, shape, report, launch).
 from __future__ import annotations
 
 import math
+import os
+from array import array
 from pathlib import Path
 from typing import Iterable
 
@@ -21,6 +23,7 @@ import pandas as pd
 
 from paprof.analysis import metrics as M
 from paprof.analysis.bottleneck import DEFAULT_THRESHOLDS, Thresholds, classify
+from paprof.analysis.ncu_fastread import FastResult
 from paprof.analysis.ncu_reader import open_report, read_metric, read_rules
 from paprof.errors import UserError
 
@@ -39,41 +42,77 @@ def columns() -> list[str]:
     return first + rest + ["result_index"]
 
 
-def _runs(paths: Iterable) -> list[tuple[Path, dict | None, dict]]:
-    """(report, sidecar, store layout) for every report named or found under a folder."""
+def _runs(paths: Iterable, scan=None) -> list[tuple[Path, dict | None, dict]]:
+    """(report, sidecar, store layout) for every report named or found under a folder
+    (``scan``: the command's ``store.Scan``, so that a folder is read once)."""
     from paprof.profiler import store
 
+    find = scan.find_runs if scan is not None else store.find_runs
     found: list[tuple[Path, dict | None, dict]] = []
-    seen: set[Path] = set()
+    seen: set[str] = set()
+    folders: dict[str, str] = {}  # folder -> its real path: one lookup a folder, not a file
     given = [Path(p) for p in ([paths] if isinstance(paths, (str, Path)) else paths)]
     if not given:
         raise UserError("no report given: name .ncu-rep files or folders holding them")
     for path in given:
         if path.is_dir():
-            runs = [(r.report, r.sidecar, r.layout) for r in store.find_runs(path)]
+            runs = [(r.report, r.sidecar, r.layout) for r in find(path)]
             runs = [r for r in runs if r[0].name.endswith(REPORT_SUFFIXES)]
             if not runs:
                 raise UserError(f"{path}: no .ncu-rep reports in this folder or below")
         elif path.is_file():
             if path.name.endswith(".ncu-rep"):
-                run = store.find_runs(path)[0]
+                run = find(path)[0]
                 runs = [(run.report, run.sidecar, run.layout)]
             else:
                 runs = [(path, None, {})]
         else:
             raise UserError(f"{path}: no such report or folder")
         for report, sidecar, layout in runs:
-            key = report.resolve()
+            key = _real(report, folders)
             if key not in seen:
                 seen.add(key)
                 found.append((report, sidecar, layout))
     return found
 
 
+def _real(path: Path, folders: dict[str, str]) -> str:
+    """``path.resolve()`` as a key (case-folded where the file system folds case), with
+    each folder's real path looked up once (a report that is itself a symbolic link is
+    resolved whole)."""
+    name = str(path)
+    if os.path.islink(name):
+        return os.path.normcase(os.path.realpath(name))
+    folder, base = os.path.split(name)
+    real = folders.get(folder)
+    if real is None:
+        real = folders[folder] = os.path.realpath(folder or os.curdir)
+    return os.path.normcase(os.path.join(real, base))
+
+
 def _convert(value: float, entry: M.Metric) -> float:
     if isinstance(value, str) or math.isnan(value):
         return value
     return value * entry.scale
+
+
+def _metrics(action, entries) -> dict:
+    """The catalogue ``entries`` of one result, in paprof's units: ``read_metric`` and
+    ``_convert`` of each, straight from the decoded values for the fast reader's result
+    (the same answers and errors, without two calls a metric)."""
+    if not isinstance(action, FastResult):
+        return {e.column: _convert(read_metric(action, e.ncu_name, e.text), e) for e in entries}
+    decoded = action.values
+    values = {}
+    for entry in entries:
+        name = entry.ncu_name
+        value = decoded.get(name)
+        if value is None or isinstance(value, str) != bool(entry.text):
+            value = read_metric(action, name, entry.text)  # "" or NaN, or its KeyError
+        elif not entry.text and value == value:  # not NaN
+            value = value * entry.scale
+        values[entry.column] = value
+    return values
 
 
 def _nan(value) -> bool:
@@ -138,13 +177,15 @@ def occupancy_limiter(values: dict) -> str:
     return min(present)[2] if present else ""
 
 
+_STALL_COLUMNS = tuple((reason, f"stall_{reason}") for reason in M.STALL_REASONS
+                       if reason != "selected")
+
+
 def top_stall(values: dict) -> tuple[str, float]:
     """(reason, cycles) of the largest ``stall_*`` column other than ``selected``."""
     best = ("", math.nan)
-    for reason in M.STALL_REASONS:
-        if reason == "selected":
-            continue
-        value = values.get(f"stall_{reason}", math.nan)
+    for reason, column in _STALL_COLUMNS:
+        value = values.get(column, math.nan)
         if not _nan(value) and (_nan(best[1]) or value > best[1]):
             best = (reason, value)
     return best
@@ -168,11 +209,28 @@ def _missing_section(column: str, values: dict) -> str | None:
     return ", ".join(sections) if sections else None
 
 
-def _action_row(action, entries, report: Path, sidecar: dict | None, layout: dict,
-                index: int, launches: dict, missing: dict, thresholds: Thresholds) -> dict:
-    values: dict = {}
-    for entry in entries:
-        values[entry.column] = _convert(read_metric(action, entry.ncu_name, entry.text), entry)
+def _report_facts(report: Path, sidecar: dict | None, layout: dict) -> dict:
+    """What every row of one report shares: its names, path and work model."""
+    side = sidecar or {}
+    stem = report.name
+    for suffix in REPORT_SUFFIXES:
+        if stem.endswith(suffix):
+            stem = stem[: -len(suffix)]
+    return {
+        "variant": str(side.get("variant") or layout.get("variant") or stem),
+        "family": str(side.get("family") or layout.get("family") or ""),
+        "shape": str(side.get("shape") or (stem if layout else "")),
+        "gpu": side.get("gpu"),
+        "report_path": str(report),
+        "work": work_model(sidecar),
+        # one kernel of several: the work is the variant's, not this kernel's
+        "several": len(_kernel_names(sidecar)) > 1,
+    }
+
+
+def _action_row(action, entries, facts: dict, sidecar: dict | None, index: int,
+                launches: dict, missing: dict, thresholds: Thresholds) -> dict:
+    values = _metrics(action, entries)
     derive(values)
     for column, value in values.items():
         if column not in missing and (value != value or value == ""):  # NaN or empty text
@@ -183,25 +241,20 @@ def _action_row(action, entries, report: Path, sidecar: dict | None, layout: dic
     kernel = action.name()
     launch = launches.get(kernel, 0)
     launches[kernel] = launch + 1
-    side = sidecar or {}
-    stem = report.name
-    for suffix in REPORT_SUFFIXES:
-        if stem.endswith(suffix):
-            stem = stem[: -len(suffix)]
     values.update(
-        variant=str(side.get("variant") or layout.get("variant") or stem),
-        family=str(side.get("family") or layout.get("family") or ""),
+        variant=facts["variant"],
+        family=facts["family"],
         kernel=kernel,
         launch=launch,
-        shape=str(side.get("shape") or (stem if layout else "")),
-        gpu=str(side.get("gpu") or values.get("gpu") or ""),
+        shape=facts["shape"],
+        gpu=str(facts["gpu"] or values.get("gpu") or ""),
         rules=read_rules(action),
-        report_path=str(report),
+        report_path=facts["report_path"],
         sidecar=sidecar,
         result_index=index,
     )
-    values["work_bytes"], values["work_flops"] = work_model(sidecar)
-    if len(_kernel_names(sidecar)) > 1:  # one kernel of several: the work is the variant's
+    values["work_bytes"], values["work_flops"] = facts["work"]
+    if facts["several"]:
         values["work_tbs"] = values["work_tflops"] = math.nan
     else:
         work_rates(values)
@@ -209,28 +262,76 @@ def _action_row(action, entries, report: Path, sidecar: dict | None, layout: dic
     return values
 
 
+class _Columns:
+    """A frame made a row at a time, column by column: each row's numbers go into arrays
+    of doubles and counters as it comes, its text and objects into lists, so that loading
+    holds the table and one row's dict, not every row's as well (10,000 rows: 35 MB). The
+    values are converted as ``_column`` converts them."""
+
+    _NUMBER, _COUNTER, _TEXT, _OBJECT = range(4)
+
+    def __init__(self, order: list[str]):
+        self.order = order
+        self.plan = []
+        for column in order:
+            kind = (self._COUNTER if column in _INT_COLUMNS else
+                    self._NUMBER if column not in _NOT_FLOAT else
+                    self._TEXT if column in _TEXT_COLUMNS else self._OBJECT)
+            store = (array("q") if kind == self._COUNTER else
+                     array("d") if kind == self._NUMBER else [])
+            self.plan.append((column, kind, store))
+
+    def add(self, row: dict) -> None:
+        get = row.get
+        for column, kind, store in self.plan:
+            value = get(column)
+            if kind == self._NUMBER:
+                store.append(math.nan if value is None or isinstance(value, str) else value)
+            elif kind == self._TEXT:
+                store.append("" if value is None or _nan(value) else str(value))
+            else:
+                store.append(value)
+
+    def frame(self, missing: dict) -> pd.DataFrame:
+        data = {}
+        for column, kind, store in self.plan:
+            if kind == self._NUMBER:
+                data[column] = np.frombuffer(store, dtype="float64") if store else _column([], column)
+            elif kind == self._COUNTER:
+                data[column] = np.frombuffer(store, dtype="int64") if store else _column([], column)
+            else:
+                data[column] = pd.Series(store, dtype=object)
+        df = pd.DataFrame(data, columns=self.order)
+        df.attrs["missing"] = dict(missing)
+        return df
+
+
 def _frame(rows: list[dict], missing: dict, order: list[str]) -> pd.DataFrame:
     """Rows -> a frame of ``order`` columns: numbers float64, counters int64, text str."""
-    data = {}
-    for column in order:
-        values = [row.get(column) for row in rows]
-        if column in _INT_COLUMNS:
-            data[column] = np.asarray(values, dtype="int64")
-        elif column not in _NOT_FLOAT:
-            data[column] = np.asarray(
-                [math.nan if v is None or isinstance(v, str) else v for v in values],
-                dtype="float64")
-        elif column in _TEXT_COLUMNS:
-            data[column] = pd.Series(["" if v is None or _nan(v) else str(v) for v in values],
-                                     dtype=object)
-        else:
-            data[column] = pd.Series(values, dtype=object)
-    df = pd.DataFrame(data, columns=order)
-    df.attrs["missing"] = dict(missing)
-    return df
+    built = _Columns(order)
+    for row in rows:
+        built.add(row)
+    return built.frame(missing)
 
 
-def load_reports(paths, thresholds: Thresholds = DEFAULT_THRESHOLDS) -> pd.DataFrame:
+def _column(values, column: str):
+    """One column of a frame from its values (a list, or an array of a frame's column):
+    float64 for a number (NaN for None or text), int64 for a counter, str for text
+    (``""`` for None or NaN), the objects themselves otherwise."""
+    if column in _INT_COLUMNS:
+        return np.asarray(values, dtype="int64")
+    if column not in _NOT_FLOAT:
+        if isinstance(values, np.ndarray) and values.dtype.kind == "f":
+            return values.astype("float64")
+        return np.asarray([math.nan if v is None or isinstance(v, str) else v for v in values],
+                          dtype="float64")
+    if column in _TEXT_COLUMNS:
+        return pd.Series(["" if v is None or _nan(v) else str(v) for v in values], dtype=object)
+    return pd.Series(list(values), dtype=object)
+
+
+def load_reports(paths, thresholds: Thresholds = DEFAULT_THRESHOLDS, scan=None
+                 ) -> pd.DataFrame:
     """One row per profiled kernel launch of every report in ``paths``.
 
     ``paths``: a path or an iterable of paths, each an ``.ncu-rep`` file or a folder
@@ -238,18 +339,23 @@ def load_reports(paths, thresholds: Thresholds = DEFAULT_THRESHOLDS) -> pd.DataF
     (``<report>.json``) when present, else from the run store's folder layout, else:
     variant = the report's file stem, gpu = the device name in the report, family and
     shape empty. Raises UserError for a file that is not a whole report, a report with
-    no kernels, or a path that does not exist.
+    no kernels, or a path that does not exist. ``scan``: the command's
+    ``paprof.profiler.store.Scan``, when it has read the store already.
     """
+    from paprof.profiler.store import gc_paused
+
     entries = M.MEASURED
-    rows: list[dict] = []
+    table = _Columns(columns())
     missing: dict = {}
-    for report, sidecar, layout in _runs(paths):
-        _context, actions = open_report(report)
-        launches: dict = {}
-        for index, action in enumerate(actions):
-            rows.append(_action_row(action, entries, report, sidecar, layout, index,
-                                    launches, missing, thresholds))
-    return _frame(rows, missing, columns())
+    with gc_paused():
+        for report, sidecar, layout in _runs(paths, scan):
+            _context, actions = open_report(report)
+            facts = _report_facts(report, sidecar, layout)
+            launches: dict = {}
+            for index, action in enumerate(actions):
+                table.add(_action_row(action, entries, facts, sidecar, index, launches,
+                                      missing, thresholds))
+        return table.frame(missing)
 
 
 def variant_rows(df: pd.DataFrame, thresholds: Thresholds = DEFAULT_THRESHOLDS
@@ -266,18 +372,36 @@ def variant_rows(df: pd.DataFrame, thresholds: Thresholds = DEFAULT_THRESHOLDS
     """
     keys = ["variant", "shape", "report_path", "launch"]
     out_columns = list(df.columns) + (["kernels"] if "kernels" not in df.columns else [])
-    rows = []
     bare = df.copy(deep=False)
     bare.attrs = {}  # pandas deep-copies attrs into every group: 10,000 runs, 58,000 copies
-    for _, group in bare.groupby(keys, sort=False, dropna=False):
+    # Groups numbered in order of first appearance (as the groupby walks them); a group
+    # of one row passes through column by column, only several kernels are combined.
+    codes = bare.groupby(keys, sort=False, dropna=False).ngroup().to_numpy()
+    if not len(codes):
+        result = df.iloc[0:0].assign(kernels=[])
+        result.attrs["missing"] = dict(df.attrs.get("missing", {}))
+        return result.reset_index(drop=True)
+    order = np.argsort(codes, kind="stable")
+    bounds = np.concatenate(([0], np.cumsum(np.bincount(codes))))
+    first = order[bounds[:-1]]  # each group's first row: the whole of a group of one
+    combined = {}
+    for g in np.flatnonzero(np.diff(bounds) > 1).tolist():
+        group = bare.iloc[order[bounds[g]: bounds[g + 1]]]
         group = group.sort_values("result_index") if "result_index" in group else group
-        if len(group) == 1:
-            row = group.iloc[0].to_dict()
-            row["kernels"] = [row["kernel"]]
-            rows.append(row)
-            continue
-        rows.append(_combine(group, thresholds))
-    result = _frame(rows, {}, out_columns) if rows else df.iloc[0:0].assign(kernels=[])
+        combined[g] = _combine(group, thresholds)
+    data = {}
+    for column in out_columns:
+        if column == "kernels":
+            kernels = bare["kernel"].to_numpy()
+            values = [[kernels[i]] for i in first.tolist()]
+        else:
+            values = bare[column].to_numpy()[first]
+        if combined:
+            values = list(values)
+            for g, row in combined.items():
+                values[g] = row.get(column)
+        data[column] = _column(values, column)
+    result = pd.DataFrame(data, columns=out_columns)
     result.attrs["missing"] = dict(df.attrs.get("missing", {}))
     return result.reset_index(drop=True)
 

@@ -38,7 +38,10 @@ the single range a kernel-profiling report holds (range results make it fall bac
 from __future__ import annotations
 
 import math
+import os
+import re
 import struct
+import sys
 from pathlib import Path
 from typing import Iterable
 
@@ -98,20 +101,21 @@ def read_report(path: Path | str, numeric: Iterable[str], text: Iterable[str] = 
     """Every kernel result of ``path`` in ``ncu_report``'s order, with the ``numeric``
     metrics (``as_double``) and ``text`` metrics (``as_string``) they record.
 
+    The file is read a message at a time (the block headers, then each result; sources
+    are skipped by seeking), so memory stays near the largest message, not the file.
+
     Raises :class:`Unsupported` for anything not decoded with certainty: an unknown file
     version or wire type, a missing string table, a name id out of range, a value kind
     not matching the request, a message or count that does not add up. ``OSError``
     passes through.
     """
     numeric, text = frozenset(numeric), frozenset(text)
-    if numeric & text:
-        raise ValueError(f"metrics asked for both as numbers and as text: {sorted(numeric & text)}")
+    _wanted(numeric, text)  # ValueError for a name asked both ways
     with open(path, "rb") as handle:
-        data = handle.read()
-    try:
-        return _Reader(data, numeric, text).results()
-    except (IndexError, struct.error, UnicodeDecodeError, ValueError) as err:
-        raise Unsupported(f"unexpected bytes ({type(err).__name__}: {err})") from err
+        try:
+            return _Reader(handle, numeric, text).results()
+        except (IndexError, struct.error, UnicodeDecodeError, ValueError) as err:
+            raise Unsupported(f"unexpected bytes ({type(err).__name__}: {err})") from err
 
 
 def _varint(buf: bytes, pos: int) -> tuple[int, int]:
@@ -150,15 +154,23 @@ def _fields(buf: bytes, pos: int, end: int) -> list[tuple[int, int, int, int]]:
     start is the varint's position)."""
     out = []
     while pos < end:
-        tag, pos = _varint(buf, pos)
+        tag = buf[pos]  # one-byte tags and lengths (nearly all) read inline
+        if tag < 0x80:
+            pos += 1
+        else:
+            tag, pos = _varint(buf, pos)
         wire = tag & 7
         if wire == 2:
-            length, pos = _varint(buf, pos)
+            length = buf[pos]
+            if length < 0x80:
+                pos += 1
+            else:
+                length, pos = _varint(buf, pos)
             out.append((tag >> 3, 2, pos, pos + length))
             pos += length
         else:
             start = pos
-            pos = _skip(buf, pos, wire)
+            pos = pos + 1 if wire == 0 and buf[pos] < 0x80 else _skip(buf, pos, wire)
             out.append((tag >> 3, wire, start, pos))
     if pos != end:
         raise Unsupported("a message runs past its end")
@@ -167,6 +179,54 @@ def _fields(buf: bytes, pos: int, end: int) -> list[tuple[int, int, int, int]]:
 
 def _text(buf: bytes, start: int, end: int) -> str:
     return buf[start:end].decode("utf-8")
+
+
+def _read(handle, size: int) -> bytes:
+    """Exactly ``size`` bytes from ``handle`` (the file changed under us otherwise)."""
+    data = handle.read(size)
+    if len(data) != size:
+        raise Unsupported("the file ends early (changed while read?)")
+    return data
+
+
+#: The one-byte lengths in the order a pattern tries them. A regex alternation tries its
+#: branches in turn, so the common lengths go first: in the shipped reports 67 % of the
+#: metric results are 16 bytes long and most instance values 8 to 16.
+_LENGTH_ORDER = (16, *range(8, 16), *range(17, 32), *range(8), *range(32, 0x80))
+
+#: ``*+`` (possessive: no backtracking state kept) where Python has it (3.11).
+_POSSESSIVE = b"+" if sys.version_info >= (3, 11) else b""
+
+
+def _lengths(smallest: int = 0) -> bytes:
+    """An alternation matching a one-byte length of ``smallest`` or more and that many
+    bytes: one branch a length, each starting with its own byte, so at most one fits."""
+    return b"|".join(re.escape(bytes([n])) + (b".{%d}" % n if n else b"")
+                     for n in _LENGTH_ORDER if n >= smallest)
+
+
+def _instance_run() -> "re.Pattern[bytes]":
+    """A run of instance values with one-byte lengths (``0x1a``, n < 128, n bytes), the
+    bulk of a metric with thousands of instances (``inst_executed`` with source counters:
+    4,500), skipped in C rather than a field at a time. The match is the framing walk
+    itself: at each field exactly one length branch fits."""
+    return re.compile(b"(?:\\x1a(?:" + _lengths() + b"))*" + _POSSESSIVE, re.DOTALL)
+
+
+_INSTANCES: "re.Pattern[bytes] | None" = None
+
+
+def _skip_instances(data: bytes, pos: int, end: int) -> int:
+    """The position after the run of one-byte-length instance values at ``pos`` (``pos``
+    itself when none fits before ``end``). The pattern is compiled on first use."""
+    global _INSTANCES
+    if _INSTANCES is None:
+        _INSTANCES = _instance_run()
+    return _INSTANCES.match(data, pos, end).end()
+
+#: Instance values spanning fewer bytes than this are walked in Python (a regex call
+#: costs about as much as a dozen Python steps).
+_INSTANCE_RUN_MIN = 256
 
 
 #: Decoded string tables by their bytes: reports of one ncu version and section set
@@ -198,65 +258,158 @@ def _string_table(raw: bytes) -> tuple[str, ...]:
     return strings
 
 
+class _Table:
+    """One string table read for one set of wanted names: ``lookup`` maps each name id
+    to the wanted name (None for the others); ``skip`` matches a run of metric results
+    that the reader would pass over (see :func:`_unwanted_run`), None when it cannot."""
+
+    __slots__ = ("raw", "lookup", "skip")
+
+    def __init__(self, raw: bytes, wanted: frozenset):
+        self.raw = raw
+        self.lookup = [name if name in wanted else None for name in _string_table(raw)]
+        pattern = _unwanted_run(self.lookup)
+        self.skip = pattern.match if pattern is not None else None
+
+
+#: ``_Table`` by the table's length and ends and the wanted names (its bytes compared
+#: in full on a hit: cheaper than hashing 40 KB for every report). Bounded.
+_TABLES: dict[tuple, _Table] = {}
+
+
+def _table(raw: bytes, wanted: frozenset) -> _Table:
+    key = (len(raw), raw[:64], raw[-64:], wanted)
+    table = _TABLES.get(key)
+    if table is None or table.raw != raw:
+        if len(_TABLES) >= _STRING_TABLES_MAX:
+            _TABLES.clear()
+        table = _TABLES[key] = _Table(raw, wanted)
+    return table
+
+
+#: ``numeric | text`` by the two sets asked for (the same two for every report a loader
+#: reads). Bounded.
+_WANTED: dict[tuple[frozenset, frozenset], frozenset] = {}
+
+
+def _wanted(numeric: frozenset, text: frozenset) -> frozenset:
+    wanted = _WANTED.get((numeric, text))
+    if wanted is None:
+        if numeric & text:
+            raise ValueError("metrics asked for both as numbers and as text: "
+                             f"{sorted(numeric & text)}")
+        if len(_WANTED) >= _STRING_TABLES_MAX:
+            _WANTED.clear()
+        wanted = _WANTED[(numeric, text)] = numeric | text
+    return wanted
+
+
+def _byte_class(values) -> bytes:
+    return b"[" + b"".join(re.escape(bytes([v])) for v in values) + b"]"
+
+
+def _unwanted_run(lookup: list) -> "re.Pattern[bytes] | None":
+    """A pattern matching a run of metric results that the reader skips: field 13 with a
+    one-byte length of 3 or more whose content starts with the name id (``0x08``, then a
+    one- or two-byte varint, the second byte not 0) of a name that is in ``lookup`` and
+    not wanted. Each length has its own branch, so a match is the framing walk itself,
+    in C; anything else (a wanted metric, a longer length, another field) ends the run
+    and is read in Python. None when no id qualifies."""
+    bound = min(len(lookup), 1 << 14)  # ids of one or two varint bytes
+    alternatives = []
+    low = [i for i in range(min(bound, 0x80)) if lookup[i] is None]
+    if low:
+        alternatives.append(_byte_class(low))
+    for high in range(1, (bound + 0x7F) >> 7):
+        first = [0x80 | (i & 0x7F) for i in range(high << 7, min(bound, (high + 1) << 7))
+                 if lookup[i] is None]
+        if first:
+            alternatives.append(_byte_class(first) + re.escape(bytes([high])))
+    if not alternatives:
+        return None
+    return re.compile(b"(?:\\x6a(?=.\\x08(?:" + b"|".join(alternatives) + b"))(?:" + _lengths(3)
+                      + b"))*" + _POSSESSIVE, re.DOTALL)
+
+
+def _block_header(head: bytes) -> tuple[dict[int, int], bytes | None]:
+    """The counts (sources, results, payload size, range results) and the string table
+    of a serialised BlockHeader; Unsupported for a field or wire type not known here."""
+    counts = {_B_SOURCES: 0, _B_RESULTS: 0, _B_PAYLOAD: 0, _B_RANGES: 0}
+    table = None
+    pos, end = 0, len(head)
+    while pos < end:
+        tag = head[pos]
+        pos += 1
+        if tag >= 0x80:
+            tag, pos = _varint(head, pos - 1)
+        number, wire = tag >> 3, tag & 7
+        if number in counts:
+            if wire != 0:
+                raise Unsupported(f"block header field {number} of wire type {wire}")
+            counts[number], pos = _varint(head, pos)
+        elif number in (_B_STRINGS, _B_SESSION, _B_PROCESS):
+            if wire != 2:
+                raise Unsupported("string table of the wrong wire type" if number == _B_STRINGS
+                                  else f"block header field {number} of wire type {wire}")
+            length, pos = _varint(head, pos)
+            if number == _B_STRINGS:
+                table = head[pos:pos + length]
+            pos += length
+        else:
+            raise Unsupported(f"unknown block header field {number}")
+    if pos != end:
+        raise Unsupported("a message runs past its end")
+    return counts, table
+
+
 class _Reader:
     """One file's decoding state: the cumulative string table and the wanted name ids."""
 
-    def __init__(self, data: bytes, numeric: frozenset, text: frozenset):
-        self.data = data
+    def __init__(self, handle, numeric: frozenset, text: frozenset):
+        self.handle = handle
         self.numeric = numeric
         self.text = text
-        self.wanted = numeric | text
-        self.names: list[str] = []        # the cumulative string table
-        self.wanted_ids: dict[int, str] = {}
-        self._tables: dict[bytes, tuple[list[str], list[tuple[int, str]]]] = {}
+        self.wanted = _wanted(numeric, text)
+        self.lookup: list[str | None] = []  # name id -> the wanted name, None for others
+        self.skip = None  # the first table's run of skipped metric results
+        self._owned = False  # whether ``lookup`` is this reader's own list (else cached)
 
     # -- framing ------------------------------------------------------------------------
 
     def results(self) -> list[FastResult]:
-        data = self.data
-        if data[:4] != b"NVR\x00":
+        handle = self.handle
+        size = os.fstat(handle.fileno()).st_size
+        start = handle.read(8)
+        if start[:4] != b"NVR\x00":
             raise Unsupported("no NVR signature")
-        header_len = _U32(data, 4)[0]
+        header_len = _U32(start, 4)[0]
         pos = 8 + header_len
-        if pos > len(data):
+        if pos > size:
             raise Unsupported("file header cut off")
+        header = _read(handle, header_len)
         version = None
-        for number, wire, start, _end in _fields(data, 8, pos):
+        for number, wire, begin, _end in _fields(header, 0, header_len):
             if number != 1 or wire != 0:
                 raise Unsupported(f"unknown file header field {number}")
-            version = _varint(data, start)[0]
+            version = _varint(header, begin)[0]
         if version not in FILE_VERSIONS:
             raise Unsupported(f"file version {version}")
 
         results: list[FastResult] = []
         expected = 0
-        while pos < len(data):
-            block_len = _U32(data, pos)[0]
+        while pos < size:
+            block_len = _U32(handle.read(4), 0)[0]
             head_end = pos + 4 + block_len
-            if head_end > len(data):
+            if head_end > size:
                 raise Unsupported("block header cut off")
-            counts = {_B_SOURCES: 0, _B_RESULTS: 0, _B_PAYLOAD: 0, _B_RANGES: 0}
-            table = None
-            for number, wire, start, end in _fields(data, pos + 4, head_end):
-                if number in counts:
-                    if wire != 0:
-                        raise Unsupported(f"block header field {number} of wire type {wire}")
-                    counts[number] = _varint(data, start)[0]
-                elif number == _B_STRINGS:
-                    if wire != 2:
-                        raise Unsupported("string table of the wrong wire type")
-                    table = (start, end)
-                elif number in (_B_SESSION, _B_PROCESS):
-                    if wire != 2:
-                        raise Unsupported(f"block header field {number} of wire type {wire}")
-                else:
-                    raise Unsupported(f"unknown block header field {number}")
+            head = _read(handle, block_len)
+            counts, table = _block_header(head)
             if counts[_B_RANGES]:
                 raise Unsupported("range results")
-            if table is not None:
-                self._add_strings(*table)
+            if table:
+                self._add_strings(table)
             end = head_end + counts[_B_PAYLOAD]
-            if end > len(data):
+            if end > size:
                 raise Unsupported("payload cut off")
             expected += counts[_B_RESULTS]
             self._payload(head_end, end, counts[_B_SOURCES], counts[_B_RESULTS], results)
@@ -265,64 +418,70 @@ class _Reader:
             raise Unsupported(f"{len(results)} results decoded, block headers say {expected}")
         return results
 
-    def _add_strings(self, start: int, end: int) -> None:
-        raw = self.data[start:end]
-        cached = self._tables.get(raw)
-        if cached is None:
-            strings = _string_table(raw)
-            wanted = [(i, name) for i, name in enumerate(strings) if name in self.wanted]
-            cached = self._tables[raw] = (strings, wanted)
-        strings, wanted = cached
-        base = len(self.names)
-        self.names.extend(strings)
-        for offset, name in wanted:
-            self.wanted_ids[base + offset] = name
+    def _add_strings(self, raw: bytes) -> None:
+        table = _table(raw, self.wanted)
+        # The ids of the first table keep their meaning as tables are added, so its run
+        # pattern holds for the whole file.
+        if not self.lookup:
+            self.lookup, self.skip = table.lookup, table.skip  # the cached list: not changed
+        elif not self._owned:
+            self.lookup, self._owned = self.lookup + table.lookup, True  # a list of our own
+        else:
+            self.lookup.extend(table.lookup)
 
     def _payload(self, pos: int, end: int, sources: int, count: int,
                  out: list[FastResult]) -> None:
-        data = self.data
+        """The block's messages from the file's position ``pos``: sources skipped,
+        results decoded one at a time."""
+        handle = self.handle
         for i in range(sources + count):
             if pos + 4 > end:
                 raise Corrupt("fewer payload messages than its block header counts")
-            length = _U32(data, pos)[0]
-            start, pos = pos + 4, pos + 4 + length
+            length = _U32(handle.read(4), 0)[0]
+            pos += 4 + length
             if pos > end:
                 raise Unsupported("a payload message runs past its block")
             if i >= sources:
-                out.append(self._result(start, pos))
+                out.append(self._result(_read(handle, length)))
+            else:
+                handle.seek(length, 1)
         if pos != end:
             raise Unsupported("payload bytes left over after the counted messages")
 
     # -- one result ---------------------------------------------------------------------
 
-    def _result(self, pos: int, end: int) -> FastResult:
-        """Decode one ProfileResult: a single pass over its top-level fields that looks
-        inside a metric result only when its name id is a wanted one."""
-        data = self.data
-        wanted_ids = self.wanted_ids
-        ntable = len(self.names)
-        if not ntable:
+    def _result(self, data: bytes) -> FastResult:
+        """Decode one ProfileResult (the whole of ``data``): a single pass over its
+        top-level fields that looks inside a metric result only when its name id is a
+        wanted one."""
+        lookup = self.lookup
+        if not lookup:
             raise Unsupported("a result before any string table")
+        skip = self.skip
+        end = len(data)
+        pos = 0
+        skipped = -1  # where the last run of skipped metric results ended
         kernel = None
         values: dict = {}
         seen: set = set()
         rule_spans = []
         while pos < end:
             tag = data[pos]
-            pos += 1
             if tag == 0x6A:  # field 13 (a metric result), wire type 2: most fields
-                length = data[pos]
-                pos += 1
-                if length >= 0x80:
-                    if data[pos] < 0x80:  # two-byte length, inline
-                        length = (length & 0x7F) | (data[pos] << 7)
-                        pos += 1
-                    else:
-                        length, pos = _varint(data, pos - 1)
-                start = pos
-                pos += length
-                if pos > end:
-                    raise Unsupported("a metric result runs past its result")
+                if skip is not None and pos != skipped:
+                    stop = skip(data, pos, end).end()
+                    if stop > pos:
+                        pos = skipped = stop
+                        continue
+                length = data[pos + 1]
+                if length < 0x80:
+                    start = pos + 2
+                elif data[pos + 2] < 0x80:  # two-byte length, inline
+                    length = (length & 0x7F) | (data[pos + 2] << 7)
+                    start = pos + 3
+                else:
+                    length, start = _varint(data, pos + 1)
+                pos = start + length
                 if length > 2 and data[start] == 0x08:  # field 1 (name id) first
                     ident = data[start + 1]
                     if ident >= 0x80:
@@ -331,18 +490,21 @@ class _Reader:
                         else:
                             ident = _varint(data, start + 1)[0]
                 else:
-                    ident = self._metric_id(start, pos)
-                name = wanted_ids.get(ident)
+                    ident = self._metric_id(data, start, pos)
+                if ident >= len(lookup):
+                    raise Unsupported(f"metric name id {ident} outside the string table")
+                name = lookup[ident]
                 if name is not None:
+                    if pos > end:
+                        raise Unsupported("a metric result runs past its result")
                     if name in seen:
                         raise Unsupported(f"metric {name} recorded twice")
                     seen.add(name)
-                    value = self._metric_value(name, start, pos)
+                    value = self._metric_value(name, data, start, pos)
                     if value is not None:
                         values[name] = value
-                elif ident >= ntable:
-                    raise Unsupported(f"metric name id {ident} outside the string table")
                 continue
+            pos += 1
             if tag >= 0x80:
                 tag, pos = _varint(data, pos - 1)
             wire = tag & 7
@@ -377,23 +539,22 @@ class _Reader:
             raise Unsupported("a result without a kernel function name")
         rules = []
         for start, stop in rule_spans:
-            self._rule(start, stop, rules)
+            self._rule(data, start, stop, rules)
         return FastResult(kernel, values, rules, self.wanted)
 
-    def _metric_id(self, start: int, end: int) -> int:
+    def _metric_id(self, data: bytes, start: int, end: int) -> int:
         ident = None
-        for number, wire, s, _e in _fields(self.data, start, end):
+        for number, wire, s, _e in _fields(data, start, end):
             if number == 1:
                 if wire != 0 or ident is not None:
                     raise Unsupported("a metric result with an odd name id")
-                ident = _varint(self.data, s)[0]
+                ident = _varint(data, s)[0]
         if ident is None:
             raise Unsupported("a metric result without a name id")
         return ident
 
-    def _metric_value(self, name: str, start: int, end: int):
+    def _metric_value(self, name: str, data: bytes, start: int, end: int):
         """The value of a wanted metric (float or str), None without one."""
-        data = self.data
         if data[start] == 0x08 and name not in self.text:
             # The common layouts, read strictly: name id, then a value message holding
             # one number (0x12 LEN, then a double 0x19, a float 0x15, a uint32 0x20 or a
@@ -422,6 +583,11 @@ class _Reader:
                     if tag == 0x1A:
                         length = data[pos + 1]
                         if length < 0x80:  # a one-byte length: most instance values
+                            if end - pos >= _INSTANCE_RUN_MIN:
+                                stop = _skip_instances(data, pos, end)
+                                if stop > pos:
+                                    pos = stop
+                                    continue
                             pos += 2 + length
                         else:
                             length, pos = _varint(data, pos + 1)
@@ -473,10 +639,9 @@ class _Reader:
             return float(number)
         raise Unsupported(f"metric {name}: value kind {kind} (wire type {wire})")
 
-    def _rule(self, start: int, end: int, out: list[dict]) -> None:
+    def _rule(self, data: bytes, start: int, end: int, out: list[dict]) -> None:
         """Append the rule results ``read_rules`` makes of one rule result: one per body
         item that holds a message with text."""
-        data = self.data
         ident = display = None
         items = []
         for number, wire, s, e in _fields(data, start, end):

@@ -153,6 +153,18 @@ def catalogue_metrics() -> tuple[list[str], list[str]]:
             [m.ncu_name for m in M.MEASURED if m.text])
 
 
+_CATALOGUE: tuple[frozenset, frozenset] | None = None
+
+
+def _catalogue_sets() -> tuple[frozenset, frozenset]:
+    """``catalogue_metrics()`` as two frozensets, made once (every report asks for them)."""
+    global _CATALOGUE
+    if _CATALOGUE is None:
+        numeric, text = catalogue_metrics()
+        _CATALOGUE = frozenset(numeric), frozenset(text)
+    return _CATALOGUE
+
+
 def open_report(path: Path, numeric=None, text=None):
     """Load one report: ``(context, actions)``, ``actions`` an iterator over every profiled
     result in range order. UserError when the file is not a whole report or holds no
@@ -164,25 +176,28 @@ def open_report(path: Path, numeric=None, text=None):
     """
     path = Path(path)
     # .ncu-repz is compressed: its framing is not checked, ncu_report alone reads it.
-    results = None if path.name.endswith(".ncu-repz") else check_framing(path)
-    if results == 0:
-        raise UserError(f"{path}: the report holds no profiled kernels "
-                        "(ncu's kernel filters matched nothing?)")
-    if results is not None and FAST_READER:
+    compressed = path.name.endswith(".ncu-repz")
+    if FAST_READER and not compressed:
         if numeric is None and text is None:
-            numeric, text = catalogue_metrics()
+            numeric, text = _catalogue_sets()
+        # The fast reader checks the framing as it reads (the blocks tile the file, every
+        # payload holds its counted messages: check_framing's conditions and more), so a
+        # report it reads needs no second pass; on any doubt check_framing speaks first.
         try:
             fast = ncu_fastread.read_report(path, numeric or (), text or ())
         except ncu_fastread.Corrupt as err:
+            if not check_framing(path):
+                raise _no_kernels(path) from None
             raise UserError(f"{path}: corrupt Nsight Compute report ({err})") from None
         except (ncu_fastread.Unsupported, OSError) as err:
             log.debug("%s: read through ncu_report: the fast reader cannot be sure (%s)",
                       path, err)
         else:
-            if len(fast) == results:
-                return None, iter(fast)
-            log.debug("%s: read through ncu_report: the fast reader found %d results, the "
-                      "block headers %d", path, len(fast), results)
+            if not fast:
+                raise _no_kernels(path)
+            return None, iter(fast)
+    if not compressed and not check_framing(path):
+        raise _no_kernels(path)
     ncu_report = import_ncu_report()
     try:
         with _native_stderr_to_log(path):
@@ -191,9 +206,13 @@ def open_report(path: Path, numeric=None, text=None):
         raise UserError(f"{path}: cannot load the report: {err}") from err
     count = sum(context.range_by_idx(r).num_actions() for r in range(context.num_ranges()))
     if not count:
-        raise UserError(f"{path}: the report holds no profiled kernels "
-                        "(ncu's kernel filters matched nothing?)")
+        raise _no_kernels(path)
     return context, _actions(context)
+
+
+def _no_kernels(path: Path) -> UserError:
+    return UserError(f"{path}: the report holds no profiled kernels "
+                     "(ncu's kernel filters matched nothing?)")
 
 
 @contextlib.contextmanager

@@ -18,7 +18,7 @@ from rich.table import Table
 
 from paprof.analysis import regress
 from paprof.errors import UserError
-from paprof.profiler.store import input_files
+from paprof.profiler.store import Scan, input_files
 
 _STYLE = {"same": "green", "improved": "cyan", "regressed": "bold red", "changed": "bold red",
           "ambiguous": "yellow"}
@@ -184,7 +184,8 @@ def check(baseline_path, runs, profile, static_gate, repeat, timed, rounds, ratc
         raise click.UsageError("--static compiles the sources: it takes no --profile or --runs")
     from paprof.reports import check_markdown, junit as junit_xml
 
-    inputs = [baseline_path, *input_files([runs or Path("runs")])]
+    scan = Scan()  # the store is read once: for the inputs and for the runs checked
+    inputs = [baseline_path, *input_files([runs or Path("runs")], scan)]
     for path, writer in ((junit, junit_xml), (markdown, check_markdown)):
         if path:  # before any work: profiling can take minutes
             writer.check_target(path, force, inputs)
@@ -212,7 +213,7 @@ def check(baseline_path, runs, profile, static_gate, repeat, timed, rounds, ratc
         remeasure = recheck.remeasure_by_profiling(repeat or 1, timed)
     else:
         names = sorted({e.name for e in baseline.entries})
-        current = regress.load_table(runs or Path("runs"), variants=names)
+        current = regress.load_table(runs or Path("runs"), variants=names, scan=scan)
     verdict = regress.compare_to_baseline(baseline, current, settings, remeasure=remeasure)
     if static_gate:
         verdict.notes.extend(said)
@@ -270,10 +271,11 @@ def update(runs, variants, metrics, out, force, static_gate, family, shape):
         return _update_static(variants, out, force, family, shape)
     if family or shape:
         raise click.UsageError("--family and --shape go with --static (runs know theirs)")
-    inputs = input_files([runs])
+    scan = Scan()  # the store is read once: for the inputs and for the baseline
+    inputs = input_files([runs], scan)
     regress.check_baseline_target(out, force, inputs)  # before reading the runs
     made = regress.make_baseline(
-        runs, metrics=tuple(metrics) or None, variants=variants
+        runs, metrics=tuple(metrics) or None, variants=variants, scan=scan
     )
     regress.save_baseline(made, out, force=force, inputs=inputs)
     for e in made.entries:

@@ -8,7 +8,7 @@ import click
 
 from paprof.analysis import export
 from paprof.analysis.load import load_reports, variant_rows
-from paprof.profiler.store import input_files
+from paprof.profiler.store import Scan, input_files
 
 
 @click.command("table")
@@ -28,8 +28,9 @@ def table(reports, fmt, out, columns, per_variant, force):
 
     One row per profiled kernel launch, with the bottleneck label and its evidence.
     """
-    export.check_output(fmt, out, force, inputs=input_files(reports))
-    df = load_reports(reports)
+    scan = Scan()  # the folders named are read once: for the inputs and for the table
+    export.check_output(fmt, out, force, inputs=input_files(reports, scan))
+    df = load_reports(reports, scan=scan)
     if per_variant:
         df = variant_rows(df)
     chosen = export.parse_columns(columns, df)

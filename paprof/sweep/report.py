@@ -67,25 +67,35 @@ def _bench_cell(vid: str, rec: results.Record) -> Cell:
                 event_us=_num(d.get("median_us")), gpu=d.get("gpu"), source=str(rec.path))
 
 
-def _profile_cells(chosen: dict) -> dict:
-    """(variant, slug) -> Cell from the chosen runs' reports (loaded once)."""
+def _profile_cells(chosen: dict, scan=None) -> dict:
+    """(variant, slug) -> Cell from the chosen runs' reports (loaded once; ``scan``: the
+    ``store.Scan`` that found them, so that their sidecars are not read again)."""
     if not chosen:
         return {}
     from paprof.analysis.gpus import ceiling_for
     from paprof.analysis.load import load_reports, variant_rows
 
-    rows = variant_rows(load_reports([rec.path for rec in chosen.values()]))
+    rows = variant_rows(load_reports([rec.path for rec in chosen.values()], scan=scan))
+    # Each report's rows by number, and the columns read as lists: a mask over the whole
+    # table per run took 10,000 x 10,000 comparisons.
+    where: dict = {}
+    for i, path in enumerate(rows["report_path"].tolist()):
+        where.setdefault(path, []).append(i)
+    columns = {c: rows[c].tolist() for c in ("duration_us", "work_tbs", "work_tflops")
+               if c in rows}
+    bottlenecks = rows["bottleneck"].tolist()
     out = {}
     for (vid, slug), rec in chosen.items():
-        mine = rows[rows["report_path"] == str(rec.path)]
-        if mine.empty:
+        mine = where.get(str(rec.path))
+        if not mine:
             continue
         def med(column):
-            values = [v for v in mine[column] if not fmt.is_missing(v)] if column in mine else []
+            values = ([v for v in (columns[column][i] for i in mine) if not fmt.is_missing(v)]
+                      if column in columns else [])
             return statistics.median(values) if values else None
         tbs = med("work_tbs")
         ceiling = ceiling_for(rec.data.get("gpu"), rec.data)
-        labels = Counter(b for b in mine["bottleneck"] if b)
+        labels = Counter(b for b in (bottlenecks[i] for i in mine) if b)
         out[(vid, slug)] = Cell(
             vid, "done", time_us=med("duration_us"), tbs=tbs, tflops=med("work_tflops"),
             pct_ceiling=100.0 * tbs / ceiling.tbs if tbs and ceiling else None,
@@ -106,8 +116,11 @@ class Collected:
 
 def collect(runs, data: dict) -> Collected:
     """Each point's cells from the store ``runs`` for the sweep ``data`` (its manifest)."""
+    from paprof.profiler.store import Scan
+
     mode, family = data["mode"], data["family"]
-    found = results.latest([r for r in results.find_records(runs, mode)
+    scan = Scan()  # the store is read once: to find the records, then to load them
+    found = results.latest([r for r in results.find_records(runs, mode, scan)
                             if r.data.get("family") == family])
     gpus = Counter(key[0] for key in found)
     warnings = []
@@ -123,7 +136,7 @@ def collect(runs, data: dict) -> Collected:
             rec = found.get((gpu_slug, family, vid, p["shape_slug"]))
             if rec is not None:
                 chosen[(vid, p["shape_slug"])] = rec
-    profiled = _profile_cells(chosen) if mode == "profile" else {}
+    profiled = _profile_cells(chosen, scan) if mode == "profile" else {}
     cells: dict = {}
     gpu_name = None
     for p in data["points"]:

@@ -94,8 +94,9 @@ def _is_temp(path: Path) -> bool:
     return path.name.startswith(".") or store.TEMP_MARK in path.name
 
 
-def find_records(root, mode: str | None = None) -> list[Record]:
-    """Every bench record and run under ``root``, sorted by path (``mode`` narrows)."""
+def find_records(root, mode: str | None = None, scan=None) -> list[Record]:
+    """Every bench record and run under ``root``, sorted by path (``mode`` narrows;
+    ``scan``: the command's ``store.Scan``, which then holds the runs found)."""
     root = Path(root)
     if not root.is_dir():
         raise UserError(f"no such run store: {root}")
@@ -105,7 +106,7 @@ def find_records(root, mode: str | None = None) -> list[Record]:
             if path.is_file() and not _is_temp(path):
                 out.append(Record(path, read_bench(path), "bench"))
     if mode in (None, "profile"):
-        for run in store.find_runs(root):
+        for run in (scan.find_runs if scan is not None else store.find_runs)(root):
             data = dict(run.sidecar or {})
             for key in ("gpu_slug", "family", "variant"):
                 data.setdefault(key, run.layout.get(key))

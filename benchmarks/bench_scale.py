@@ -1,0 +1,275 @@
+"""paprof at the scale a sweep makes (issue 14): every target, each a fresh process.
+
+    python3 benchmarks/bench_scale.py [--dest DIR] [--runs 10000] [--repeat 3] [--json]
+                                      [--only NAME ...]
+
+Builds (in ``--dest``, reused when it is there; else a temporary folder) a store of
+``--runs`` runs (``make_big_store.py``), a profiled sweep of as many runs
+(``make_big_sweep.py``) and a report of 1,000 copies of one result (155 MB: the reader's
+memory case), then times each command as a user runs it, ``--repeat``
+times, and prints the minimum, median and maximum wall time and the peak memory (the
+child's own maximum resident set, from ``wait4``) against its budget:
+
+- ``paprof --help``, ``paprof list``: 0.25 s;
+- ``paprof compare`` of two of the store's variants, ``baseline update`` and ``check`` on
+  the whole store, ``sweep-report`` of the sweep: 10 s;
+- loading the store's kernel results (``load_reports``, timed inside the process, after
+  the imports): 4 s; and, traced (``tracemalloc``, a second pass), the peak memory under
+  the table it makes (all that is still held after) plus twice the largest report;
+- the fast reader on the 1,000-result report: its peak over the process before reading
+  under four messages plus the results it returns (the file is never held whole).
+
+Exit 1 when a median is over its budget or a memory bound is not met.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "benchmarks"))  # make_big_store, make_big_sweep
+
+SHAPE = "b64_ctx4096_h32x8_d128_p16_fp32"
+
+LOAD = """
+import json, sys, time
+from paprof.analysis.load import load_reports
+load_reports([sys.argv[2]])  # imports done, patterns compiled: not the loading
+start = time.perf_counter()
+df = load_reports([sys.argv[1]])
+seconds = time.perf_counter() - start
+held = peak = None
+if sys.argv[3] == "memory":  # a second pass, traced (tracemalloc slows it): the memory
+    import tracemalloc
+    del df
+    tracemalloc.start()
+    df = load_reports([sys.argv[1]])
+    held, peak = tracemalloc.get_traced_memory()
+print(json.dumps({"seconds": seconds, "rows": len(df), "held": held, "peak": peak}))
+"""
+
+READ = """
+import json, resource, sys
+from paprof.analysis import ncu_fastread, ncu_reader
+numeric, text = ncu_reader.catalogue_metrics()
+ncu_fastread.read_report(sys.argv[2], numeric, text)  # compile the patterns, fill caches
+reads = []
+class Handle:
+    def __init__(self, path, mode):
+        self.file = open(path, mode)
+    def read(self, size=-1):
+        data = self.file.read(size)
+        reads.append(len(data))
+        return data
+    def __getattr__(self, name):
+        return getattr(self.file, name)
+    def __enter__(self):
+        return self
+    def __exit__(self, *exc):
+        self.file.close()
+ncu_fastread.open = Handle
+import tracemalloc
+tracemalloc.start()
+results = ncu_fastread.read_report(sys.argv[1], numeric, text)
+held, peak = tracemalloc.get_traced_memory()
+print(json.dumps({"results": len(results), "held": held, "peak": peak, "largest_read": max(reads),
+                  "maxrss_kb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}))
+"""
+
+
+def _env() -> dict:
+    return dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+
+
+def run(argv: list[str], cwd: Path) -> tuple[float, int, str]:
+    """(wall seconds, peak resident KB, stdout) of one fresh process."""
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        start = time.perf_counter()
+        child = subprocess.Popen([str(a) for a in argv], cwd=cwd, env=_env(), stdout=out,
+                                 stderr=err)
+        _pid, status, usage = os.wait4(child.pid, 0)  # reaped here: its own rusage
+        seconds = time.perf_counter() - start
+        child.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0), err.seek(0)
+        text, said = out.read().decode(), err.read().decode()
+    if child.returncode != 0:
+        raise SystemExit(f"{' '.join(map(str, argv))} failed ({child.returncode}): {said[-2000:]}")
+    return seconds, usage.ru_maxrss, text
+
+
+def build(dest: Path, runs: int) -> dict:
+    """The stores and reports under ``dest`` (made once, in a child process: this one
+    stays small, since a child's peak memory counts the parent's at the fork)."""
+    paths = {"store": dest / "store", "sweep": dest / "sweep", "many": dest / "many.ncu-rep",
+             "one": dest / "one.ncu-rep", "out": dest / "out"}
+    if not all(paths[k].exists() for k in ("store", "sweep", "many", "one")):
+        run([sys.executable, __file__, "--build", dest, "--runs", runs], ROOT)
+    paths["out"].mkdir(exist_ok=True)
+    return paths
+
+
+def _build(dest: Path, runs: int) -> None:
+    import make_big_store
+    import make_big_sweep
+
+    source = make_big_store.SOURCE.with_suffix(".ncu-rep")
+    if not (dest / "store").is_dir():
+        make_big_store.make(dest / "store", runs)
+    if not (dest / "sweep").is_dir():
+        make_big_sweep.make(dest / "sweep", runs // 2)
+    if not (dest / "many.ncu-rep").is_file():
+        _many_results(source, dest / "many.ncu-rep", 1000)
+    if not (dest / "one.ncu-rep").exists():
+        os.link(source, dest / "one.ncu-rep")
+
+
+def _many_results(source: Path, target: Path, count: int) -> None:
+    """``source`` with its result block repeated ``count`` times, the copies without a
+    string table (their ids index the first block's, as ncu writes many kernels)."""
+    import struct
+
+    from paprof.analysis import ncu_fastread
+
+    data = source.read_bytes()
+    header_len = struct.unpack_from("<I", data, 4)[0]
+    pos, out = 8 + header_len, [data[: 8 + header_len]]
+    while pos < len(data):
+        block_len = struct.unpack_from("<I", data, pos)[0]
+        head = data[pos + 4: pos + 4 + block_len]
+        counts, table = ncu_fastread._block_header(head)
+        end = pos + 4 + block_len + counts[ncu_fastread._B_PAYLOAD]
+        out.append(data[pos:end])
+        if counts[ncu_fastread._B_RESULTS]:
+            bare = head.replace(_string_field(table), b"") if table else head
+            copy = struct.pack("<I", len(bare)) + bare + data[pos + 4 + block_len: end]
+            out.append(copy * (count - 1))
+        pos = end
+    target.write_bytes(b"".join(out))
+
+
+def _string_field(table: bytes) -> bytes:
+    """The block header's field 4 (the string table) as serialised."""
+    length, value = len(table), bytearray()
+    while True:
+        value.append((length & 0x7F) | (0x80 if length > 0x7F else 0))
+        length >>= 7
+        if not length:
+            return b"\x22" + bytes(value) + table
+
+
+def cases(paths: dict) -> list[tuple[str, list, float]]:
+    py, cli = sys.executable, [sys.executable, "-m", "paprof.cli"]
+    out = paths["out"]
+    return [
+        ("paprof --help", cli + ["--help"], 0.25),
+        ("paprof list", cli + ["list"], 0.25),
+        ("compare 2 of 10,000 runs", cli + ["compare", "v0", "v1", "--runs", paths["store"],
+                                           "--shape", SHAPE, "--out", out / "c.html"], 10.0),
+        ("baseline update, 10,000 runs", cli + ["baseline", "update", "--runs", paths["store"],
+                                                "--out", out / "base.json", "--force"], 10.0),
+        ("check, 10,000 runs", cli + ["check", "--baseline", out / "base.json",
+                                      "--runs", paths["store"]], 10.0),
+        ("sweep-report, 10,000 runs", cli + ["sweep-report", "--runs", paths["sweep"],
+                                             "--out", out / "s.html", "--force"], 10.0),
+        ("load 10,000 results", [py, "-c", LOAD, paths["store"], paths["one"], "time"], 4.0),
+        ("fast reader, 1,000 results", [py, "-c", READ, paths["many"], paths["one"]], None),
+    ]
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--dest", type=Path, help="where the stores are made (kept); default a "
+                    "temporary folder")
+    ap.add_argument("--runs", type=int, default=10_000)
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--only", nargs="*", help="cases whose name starts with one of these")
+    ap.add_argument("--json", action="store_true")
+    ap.add_argument("--build", type=Path, help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    if args.build:
+        sys.path.insert(0, str(ROOT))
+        _build(args.build, args.runs)
+        return 0
+    with tempfile.TemporaryDirectory(prefix="paprof-scale-") as tmp:
+        dest = args.dest or Path(tmp)
+        dest.mkdir(parents=True, exist_ok=True)
+        paths = build(dest, args.runs)
+        results, failed = [], False
+        for name, argv_, budget in cases(paths):
+            if args.only and not any(name.startswith(o) for o in args.only):
+                continue
+            if name.startswith("check") and not (paths["out"] / "base.json").is_file():
+                run(cases(paths)[3][1], ROOT)  # check needs the baseline
+            run(argv_, ROOT)  # warm: the file cache, .pyc files
+            walls, peaks, outs = [], [], []
+            for _ in range(args.repeat):
+                wall, peak, out = run(argv_, ROOT)
+                walls.append(wall), peaks.append(peak), outs.append(out)
+            row = {"case": name, "budget_s": budget, "min_s": round(min(walls), 3),
+                   "median_s": round(statistics.median(walls), 3),
+                   "max_s": round(max(walls), 3), "peak_mb": round(max(peaks) / 1024, 1)}
+            if name.startswith("load"):
+                seconds = [json.loads(o)["seconds"] for o in outs]
+                traced = json.loads(run(argv_[:-1] + ["memory"], ROOT)[2])
+                largest = max(p.stat().st_size for p in paths["store"].rglob("*.ncu-rep"))
+                over = traced["peak"] - traced["held"]  # held: the table (and caches)
+                row.update(in_process_median_s=round(statistics.median(seconds), 3),
+                           in_process_min_s=round(min(seconds), 3),
+                           in_process_max_s=round(max(seconds), 3), rows=traced["rows"],
+                           table_mb=round(traced["held"] / 2**20, 1),
+                           over_table_mb=round(over / 2**20, 2),
+                           largest_report_mb=round(largest / 2**20, 2),
+                           memory_ok=over < 2 * largest)
+                failed |= not row["memory_ok"]
+            if name.startswith("fast reader"):
+                inner = json.loads(outs[0])
+                size, message = paths["many"].stat().st_size, inner["largest_read"]
+                row.update(file_mb=round(size / 2**20, 1), message_kb=round(message / 1024),
+                           held_mb=round(inner["held"] / 2**20, 2),
+                           transient_kb=round((inner["peak"] - inner["held"]) / 1024),
+                           memory_ok=inner["peak"] - inner["held"] < 4 * message)
+                failed |= not row["memory_ok"]
+            timed = row.get("in_process_median_s", row["median_s"])  # load: the loading
+            if budget is not None and timed > budget:
+                failed = True
+                row["over_budget"] = True
+            results.append(row)
+            if not args.json:
+                print(_line(row), flush=True)
+    if args.json:
+        print(json.dumps({"cpus": os.cpu_count(), "repeat": args.repeat, "results": results},
+                         indent=2))
+    return 1 if failed else 0
+
+
+def _line(row: dict) -> str:
+    text = (f"{row['case']:<30} median {row['median_s']:.2f} s (min {row['min_s']:.2f}, "
+            f"max {row['max_s']:.2f}), peak {row['peak_mb']:.0f} MB")
+    if row.get("budget_s") is not None:
+        what = "the loading's " if "in_process_median_s" in row else ""
+        text += (f"; {what}budget {row['budget_s']:g} s: "
+                 f"{'OVER' if row.get('over_budget') else 'ok'}")
+    if "over_table_mb" in row:
+        text += (f"; the loading in process {row['in_process_median_s']:.2f} s (min "
+                 f"{row['in_process_min_s']:.2f}, max {row['in_process_max_s']:.2f}), "
+                 f"{row['rows']} rows; peak (traced) "
+                 f"{row['over_table_mb']} MB over the {row['table_mb']} MB table, bound twice "
+                 f"the largest report, {2 * row['largest_report_mb']:.2f} MB: "
+                 f"{'ok' if row['memory_ok'] else 'OVER'}")
+    if "transient_kb" in row:
+        text += (f"; {row['file_mb']} MB file: results {row['held_mb']} MB, reading "
+                 f"+{row['transient_kb']} KB over them (largest message {row['message_kb']} "
+                 f"KB: {'ok' if row['memory_ok'] else 'OVER'})")
+    return text
+
+
+if __name__ == "__main__":
+    sys.exit(main())

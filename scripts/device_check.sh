@@ -18,8 +18,8 @@
 #   sweep    paprof sweep of v5/v6 fp16 over batch x context (12 points), bench and profile
 #            modes, with their reports (-> $OUT/sweeps.tar)
 #   power    scripts/gate_power.py: the gate's detection and false-alarm rates (-> logs)
-#   presets  paprof run --variant all under the default, traffic and source presets, timed
-#            (replay passes in the logs) (-> $OUT/presets.tar)
+#   presets  paprof run --variant all under the presets $PRESETS (default: default source),
+#            timed, replay passes in the logs (-> $OUT/presets.tar.xz[.aa ...])
 #   attnprobe a bf16 GEMM ceiling and PyTorch SDPA's backends (scripts/attention_probe.py)
 #   shards   the same bench sweep as two shards run one after the other on this GPU, merged,
 #            and once through --gpus 0 (the worker path) (-> $OUT/shards.tar)
@@ -39,6 +39,14 @@ MAIN="batch=64,context=4096,q_heads=32,kv_heads=8,head_dim=128,page=16"
 SECTIONS="--section SpeedOfLight --section MemoryWorkloadAnalysis --section Occupancy --section LaunchStats --section WorkloadDistribution --section ComputeWorkloadAnalysis --section SchedulerStats --section WarpStateStats"
 t0=$(date +%s)
 stamp() { echo "[$(( $(date +%s) - t0 ))s] $*"; }
+# pack NAME DIR: DIR as $OUT/NAME.tar.xz, split into 15 MiB parts when larger (the device
+# tool brings back files of 16 MiB at most); join here with cat NAME.tar.xz.* | tar xJ
+pack() {
+  tar cf - "$2" | xz -T0 -6 > "$OUT/$1.tar.xz"
+  if [ "$(stat -c %s "$OUT/$1.tar.xz")" -gt 15000000 ]; then
+    (cd "$OUT" && split -b 15M "$1.tar.xz" "$1.tar.xz." && rm "$1.tar.xz")
+  fi
+}
 
 for stage in $STAGES; do
   case $stage in
@@ -194,13 +202,13 @@ from paprof.kernels import gpu; print(gpu.current_device())
   presets)
     stamp presets
     rm -rf presets; mkdir -p presets
-    for p in default traffic source; do
+    for p in ${PRESETS:-default source}; do
       start=$(date +%s)
       python3 -m paprof run --variant all --preset $p --runs presets/$p > "$OUT/logs/preset-$p.log" 2>&1
       echo "preset $p: rc $? $(( $(date +%s) - start )) s wall" | tee -a "$OUT/logs/presets.txt"
       grep -rho "[0-9]* passes" presets/$p | sort | uniq -c | tee -a "$OUT/logs/presets.txt"
     done
-    tar cf "$OUT/presets.tar" presets
+    pack presets presets
     ;;
   attnprobe)
     stamp attnprobe

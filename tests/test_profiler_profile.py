@@ -189,3 +189,12 @@ def test_end_to_end_with_a_real_h200_report(fake_bin, fake_launcher, tmp_path, m
     loaded = import_ncu_report().load_report(str(run.report))
     assert loaded.num_ranges() >= 1
     assert store.latest(tmp_path / "runs", "v3").report == run.report
+
+
+@pytest.mark.parametrize("preset, lineinfo", [("default", None), ("source", "1")])
+def test_source_preset_builds_kernels_with_line_info(fake_bin, fake_launcher, tmp_path, monkeypatch, preset, lineinfo):
+    monkeypatch.delenv("PAPROF_LINEINFO", raising=False)
+    run = profile_variant(registry.get("v3"), SHAPE, NcuSettings(preset=preset), tmp_path / "runs")
+    (env,) = fake_launcher.envs
+    assert env.get("PAPROF_LINEINFO") == lineinfo
+    assert run.sidecar["preset"] == preset

@@ -20,6 +20,14 @@ def report(variant: str, runs: Path = SOURCE_RUNS) -> Path:
     return next((runs / "nvidia-h200" / "paged_decode" / variant).glob("*fp32.ncu-rep"))
 
 
+def has_commit(commit: str) -> bool:
+    import subprocess
+
+    done = subprocess.run(["git", "-C", str(ROOT), "cat-file", "-e", f"{commit}^{{commit}}"],
+                          capture_output=True, check=False)
+    return done.returncode == 0
+
+
 # -- synthetic ---------------------------------------------------------------------------
 def ins(offset, samples, file="k.cu", line=1, sass="FFMA R1, R2, R3, R4", **stalls):
     return S.Instruction(offset, sass, samples, stalls or {"long_scoreboard": samples}, 10.0, file, line)
@@ -120,12 +128,12 @@ def test_v2_waits_on_the_k_load_in_its_dot_product(hot):
     top = hot.variant("v2").top()
     assert top[0].where == "v2_vectorized.cu:36"
     assert top[0].text.strip() == "for (int i = 0; i < VEC; ++i) partial += q.v[i] * k.v[i];"
-    assert top[0].text == (FAMILY / "v2_vectorized.cu").read_text().split("\n")[35]
     reason, share = top[0].top_stall
     assert reason == "long_scoreboard" and share > 0.9 and top[0].share > 0.5
     assert top[0].instructions[0].sass.startswith("FFMA")
     assert "common.cuh:14" in [x.where for x in top]  # the warp shuffle, in the header
-    assert "commit d90b5dc" in hot.variant("v2").source_note
+    # the text is the run's commit's where this clone has it (a shallow clone: the working tree's)
+    assert ("commit d90b5dc" if has_commit("d90b5dc") else "working tree") in hot.variant("v2").source_note
 
 
 @pytestmark_runs
@@ -174,7 +182,7 @@ def test_without_the_family_the_module_file_is_named_but_has_no_text():
 
 
 @pytestmark_runs
-def test_a_commit_this_checkout_lacks_reads_the_working_tree(hot):
+def test_a_commit_this_checkout_lacks_reads_the_working_tree():
     import json
 
     from paprof import source_text
@@ -184,7 +192,7 @@ def test_a_commit_this_checkout_lacks_reads_the_working_tree(hot):
     sources = source_text.for_run(side)
     kernels, _ = S.read_report(report("v2"))
     v = S.variant_hotspots("v2", "r", kernels, sources)
-    assert v.top()[0].text == hot.variant("v2").top()[0].text
+    assert v.top()[0].text == (FAMILY / "v2_vectorized.cu").read_text().split("\n")[35]
     assert "working tree" in v.source_note and "commit 0000000" in v.source_note
 
 

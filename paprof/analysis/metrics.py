@@ -283,8 +283,83 @@ _WORK = (
            "over their summed duration)", inputs=("work_flops", "duration_us")),
 )
 
-#: The whole catalogue: measured metrics, stall reasons, derived columns, the work model.
-CATALOGUE: tuple[Metric, ...] = _MEASURED + _STALLS + _DERIVED + _WORK
+# Roofline inputs (paprof.analysis.roofline): FLOPs from the SASS thread-instruction
+# rates, bytes per memory level and every level's peak, as ncu's roofline sections record
+# them on the H200 (ncu 2025.3.1, preset 'default'). ncu's hierarchical roofline counts L2
+# traffic as the L2-to-SM crossbar bytes and L1 traffic as the L1/shared-memory writeback
+# bytes (local, global and shared); the rates times the duration give the bytes.
+ROOF, TENSOR_ROOF = "SpeedOfLight_RooflineChart", "SpeedOfLight_HierarchicalTensorRooflineChart"
+_OPS = "smsp__sass_thread_inst_executed_op_{}_pred_on.sum.per_cycle_elapsed"
+_ROOFLINE = tuple(
+    Metric(f"{kind}_{op}_per_cycle", _OPS.format(op), "inst/cycle", ROOF,
+           f"Predicated-on {op.upper()} thread instructions per elapsed cycle, all SMs "
+           f"({'2 FLOPs' if op.endswith('fma') else '1 FLOP'} each)", combine=WEIGHTED)
+    for kind, ops in (("fp32", ("fadd", "fmul", "ffma")), ("fp64", ("dadd", "dmul", "dfma")))
+    for op in ops
+) + (
+    Metric("smsp_cycles_elapsed", "smsp__cycles_elapsed.avg", "cycle", SOL,
+           "Elapsed cycles per SM sub-partition (turns per-cycle rates into counts)",
+           combine=SUM),
+    Metric("fp32_peak_ffma_per_cycle", "sm__sass_thread_inst_executed_op_ffma_pred_on.sum.peak_sustained",
+           "inst/cycle", ROOF, "Peak FFMA thread instructions per cycle, all SMs"),
+    Metric("fp64_peak_dfma_per_cycle", "sm__sass_thread_inst_executed_op_dfma_pred_on.sum.peak_sustained",
+           "inst/cycle", ROOF, "Peak DFMA thread instructions per cycle, all SMs"),
+    Metric("sm_clock_hz", "sm__cycles_elapsed.avg.per_second", "Hz", ROOF,
+           "SM clock during the kernel", combine=WEIGHTED),
+    Metric("dram_peak_bytes_per_cycle", "dram__bytes.sum.peak_sustained", "byte/cycle", ROOF,
+           "Peak DRAM bytes per DRAM cycle"),
+    Metric("dram_clock_hz", "dram__cycles_elapsed.avg.per_second", "Hz", SOL,
+           "DRAM clock during the kernel", combine=WEIGHTED),
+    Metric("l2_bytes_per_second", "derived__lts__lts2xbar_bytes.sum.per_second", "byte/s",
+           TENSOR_ROOF, "L2-to-SM (crossbar) bytes per second: the roofline's L2 traffic",
+           combine=WEIGHTED),
+    Metric("l2_peak_bytes_per_cycle", "derived__lts__lts2xbar_bytes.sum.peak_sustained",
+           "byte/cycle", TENSOR_ROOF, "Peak L2-to-SM bytes per L2 cycle"),
+    Metric("l2_clock_hz", "lts__cycles_elapsed.avg.per_second", "Hz", TENSOR_ROOF,
+           "L2 clock during the kernel", combine=WEIGHTED),
+    Metric("l1_bytes_per_second", "derived__l1tex__lsu_writeback_bytes_mem_lgds.sum.per_second",
+           "byte/s", TENSOR_ROOF, "L1/shared-memory writeback bytes per second (local, global, "
+           "shared): the roofline's L1 traffic", combine=WEIGHTED),
+    Metric("l1_peak_bytes_per_cycle", "derived__l1tex__lsu_writeback_bytes_mem_lgds.sum.peak_sustained",
+           "byte/cycle", TENSOR_ROOF, "Peak L1/shared-memory writeback bytes per L1 cycle, all SMs"),
+    Metric("l1_clock_hz", "l1tex__cycles_elapsed.avg.per_second", "Hz", TENSOR_ROOF,
+           "L1 clock during the kernel", combine=WEIGHTED),
+) + tuple(
+    Metric(f"tensor_{kind}_flops", f"sm__ops_path_tensor_src_{src}.sum", "FLOP", TENSOR_ROOF,
+           f"Tensor-core operations with {kind} inputs (one FLOP each)", combine=SUM)
+    for kind, src in (("fp16", "fp16"), ("bf16", "bf16_dst_fp32"), ("tf32", "tf32_dst_fp32"))
+) + (
+    Metric("tensor_peak_flops",
+           "sm__ops_path_tensor_op_hgmma_src_bf16_dst_fp32_sparsity_off.sum.peak_sustained_elapsed.per_second",
+           "FLOP/s", TENSOR_ROOF, "Peak dense bf16 tensor-core (wgmma) FLOPs per second at the "
+           "kernel's clock"),
+)
+
+# SourceCounters (paprof.analysis.source): the warp-state samples. Per instruction (by PC)
+# the sample count, each stall reason's samples and the instructions executed are
+# instanced metrics that the per-kernel row does not hold; the row holds the totals.
+SOURCE = "SourceCounters"
+_SOURCE = (
+    Metric("pc_samples", "smsp__pcsamp_sample_count", "sample", SOURCE,
+           "Warp-state samples taken (SourceCounters; their per-line split is the hot-spot table)",
+           combine=SUM),
+    Metric("pc_sample_interval_cycles", "smsp__pcsamp_interval_cycles", "cycle", SOURCE,
+           "Cycles between two warp-state samples of an SM"),
+)
+#: Per-PC (instanced) SourceCounters metrics: samples, instructions executed, and the
+#: prefix of each stall reason's samples (``..._<reason>``; ``..._<reason>_not_issued``
+#: counts only the samples in which no instruction issued).
+PC_SAMPLES = "smsp__pcsamp_sample_count"
+PC_EXECUTED = "inst_executed"
+PC_STALL_PREFIX = "smsp__pcsamp_warps_issue_stalled_"
+PC_NOT_ISSUED_SUFFIX = "_not_issued"
+
+#: The catalogue entries the roofline and the hot spots read, kept on each compared variant.
+ROOFLINE_INPUTS: tuple[Metric, ...] = _ROOFLINE + _SOURCE
+
+#: The whole catalogue: measured metrics, stall reasons, derived columns, the work model,
+#: the roofline's inputs and the source counters' totals.
+CATALOGUE: tuple[Metric, ...] = _MEASURED + _STALLS + _DERIVED + _WORK + _ROOFLINE + _SOURCE
 
 #: Catalogue entries by column name.
 BY_COLUMN: dict[str, Metric] = {m.column: m for m in CATALOGUE}

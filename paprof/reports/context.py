@@ -189,6 +189,11 @@ class ReportContext:
     """Raw per-variant series the charts were drawn from (label -> column -> value)."""
     ledgers: list = field(default_factory=list)
     """One ``LedgerView`` per step with both durations (``paprof.analysis.ledger``)."""
+    roofline: object = None
+    """The roofline's tables (``paprof.reports.views.RooflineView``); None without points."""
+    hotspots: object = None
+    """The source hot spots (``paprof.reports.views.HotspotsView``); None without
+    SourceCounters in the runs."""
 
     def section(self, title: str) -> TableSection:
         return next(s for s in self.table if s.title == title)
@@ -637,7 +642,7 @@ def _limiter_tick(v: VariantResult) -> str:
 
 
 def build_charts(cmp: Comparison, series: dict[str, dict], stalls: StallView | None = None,
-                 ledgers: list[LedgerView] | None = None) -> list[ChartView]:
+                 ledgers: list[LedgerView] | None = None, roofline=None) -> list[ChartView]:
     labels = [v.label for v in cmp.variants]
     col = {key: [series[lab].get(key) for lab in labels] for key in (
         "sm_throughput_pct", "memory_throughput_pct", "dram_throughput_pct", "l1_throughput_pct",
@@ -665,7 +670,20 @@ def build_charts(cmp: Comparison, series: dict[str, dict], stalls: StallView | N
         made.append(chart_lib.ledger([(led.title, led.before_us, led.after_us,
                                        [(k, words, us) for k, words, us, _ in led.rows])
                                       for led in ledgers]))
+    if roofline is not None:
+        made.append(roofline_chart(roofline))
     return made
+
+
+def roofline_chart(rl) -> ChartView:
+    """The roofline chart of a ``paprof.analysis.roofline.Roofline``."""
+    from paprof.analysis.roofline import LEVEL_NAMES
+
+    return chart_lib.roofline(
+        [v.label for v in rl.variants],
+        [(r.key, r.name, r.kind, r.rate, r.source) for r in rl.roofs.values()],
+        [(v.label, p.level, p.intensity, p.flop_rate) for v in rl.variants for p in v.points],
+        LEVEL_NAMES)
 
 
 # -- the whole thing ---------------------------------------------------------------------
@@ -723,6 +741,10 @@ def build_context(cmp: Comparison, charts: bool = True, generated: str | None = 
     table, absent = build_table(cmp, series)
     stalls = build_stalls(cmp)
     ledgers = build_ledgers(cmp)
+    from paprof.analysis import roofline as roofline_lib
+    from paprof.reports.views import hotspots_view, roofline_view
+
+    roofline = roofline_lib.build(cmp)
     return ReportContext(
         title="paprof: " + " -> ".join(labels),
         subtitle=subtitle,
@@ -733,7 +755,7 @@ def build_context(cmp: Comparison, charts: bool = True, generated: str | None = 
         variants=[_variant_view(v) for v in cmp.variants],
         steps=_step_views(cmp),
         table=table,
-        charts=build_charts(cmp, series, stalls, ledgers) if charts else [],
+        charts=build_charts(cmp, series, stalls, ledgers, roofline) if charts else [],
         provenance=_provenance_view(cmp),
         warnings=list(cmp.warnings),
         notes=list(cmp.notes),
@@ -743,4 +765,6 @@ def build_context(cmp: Comparison, charts: bool = True, generated: str | None = 
         stalls=stalls,
         raw=series,
         ledgers=ledgers,
+        roofline=roofline_view(roofline),
+        hotspots=hotspots_view(cmp.hotspots),
     )

@@ -34,6 +34,7 @@ from paprof.analysis.compare.model import (
     EXTRA_COLUMNS,
     LIMITERS,
     METRIC_COLUMNS,
+    ROOFLINE_COLUMNS,
     STALL_COLUMNS,
     THRESHOLDS,
     THROUGHPUT_UNITS,

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from paprof.analysis import fmt
 from paprof.analysis.bottleneck import Tie
-from paprof.analysis.metrics import STALL_REASONS
+from paprof.analysis.metrics import ROOFLINE_INPUTS, STALL_REASONS
 from paprof.analysis.gpus import Ceiling
 from paprof.analysis.provenance import RunProvenance
 
@@ -56,6 +56,10 @@ EXTRA_COLUMNS = (
     "work_tflops",
 )
 """Catalogue columns beyond DESIGN.md that the stories and the table use when present."""
+
+ROOFLINE_COLUMNS = tuple(m.column for m in ROOFLINE_INPUTS)
+"""The roofline's inputs (FLOP rates, bytes per level, peaks, clocks: ``paprof.analysis.
+roofline``) and the source counters' totals, kept on each variant and kernel."""
 
 STALL_COLUMNS = tuple(f"stall_{reason}" for reason in STALL_REASONS)
 """Warp cycles per issued instruction stalled on each reason (WarpStateStats), kept on
@@ -283,6 +287,9 @@ class Comparison:
     notes: list[str]
     """Quieter remarks (reports without a provenance sidecar)."""
     thresholds: Thresholds
+    hotspots: object = None
+    """The source hot spots (``paprof.analysis.source.Hotspots``) when the runs were
+    profiled with SourceCounters and someone read them; None otherwise."""
 
     def variant(self, label: str) -> VariantResult:
         for v in self.variants:

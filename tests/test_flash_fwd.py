@@ -19,8 +19,10 @@ from paprof.family import Sample, Work
 from paprof.kernels import harness
 
 try:
+    from conftest_profiler import fake_bin, fake_launcher  # noqa: F401
     from test_regress import make_table
 except ImportError:  # tests/ as a package
+    from tests.conftest_profiler import fake_bin, fake_launcher  # noqa: F401
     from tests.test_regress import make_table
 
 
@@ -409,3 +411,24 @@ def test_the_launcher_writes_the_skip(tmp_path, monkeypatch):
     result = tmp_path / "r.json"
     assert launch.main(["--variant", "mma", "--family", "flash_fwd", "--result", str(result)]) == 2
     assert json.loads(result.read_text()) == {"skipped": "no kernel for these"}
+
+
+def test_paprof_run_records_the_gemm_ceiling_of_tensor_core_work(fake_bin, fake_launcher, tmp_path):
+    """The verification run of a family held to the GEMM ceiling measures it
+    (--gemm-ceiling) and the sidecar records it as gemm_ceiling_tflops; fp32 work is not
+    held to it."""
+    from paprof.profiler.argv import NcuSettings
+    from paprof.profiler.profile import profile_variant
+
+    fake_launcher.result = {"gemm_ceiling_tflops": 712.5,
+                            "gemm_ceiling": {"dtype": "bf16", "method": "cublas.gemmEx", "tflops": 712.5}}
+    run = profile_variant(FAMILY.variant("mma"), FAMILY.parse("seq_q=1024"), NcuSettings(), tmp_path / "runs")
+    (verify_call,) = fake_launcher.calls
+    assert "--gemm-ceiling" in verify_call and "--ceiling" not in verify_call
+    assert run.sidecar["gemm_ceiling_tflops"] == 712.5 and run.sidecar["gemm_ceiling"]["dtype"] == "bf16"
+    assert run.sidecar["gate_metrics"] == list(GATE_METRICS)
+    fake_launcher.calls.clear()
+    fake_launcher.result = {}
+    run = profile_variant(FAMILY.variant("handbook"), FAMILY.parse("seq_q=1024,dtype=fp32"), NcuSettings(),
+                          tmp_path / "runs")
+    assert "--gemm-ceiling" not in fake_launcher.calls[0] and run.sidecar["gemm_ceiling_tflops"] is None

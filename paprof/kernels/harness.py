@@ -209,13 +209,13 @@ def measure_gemm_ceiling(dtype: str = "bf16", n: int = GEMM_SIZE, launches: int 
     """Median FLOP rate (TFLOP/s) of a cuBLAS ``n``^3 GEMM on the tensor cores, fp32
     accumulation: the compute ceiling of tensor-core work (``Family.ceiling = "gemm"``).
 
-    bf16 goes through ``cupy.matmul`` where CuPy has a bf16 dtype (ml_dtypes installed),
-    else through cuBLAS ``GemmEx`` directly on bf16 bit patterns; only when both fail is
-    it measured in fp16 (the same tensor-core rate on Hopper), and ``dtype`` in the result
-    says which was measured. Each path first multiplies a small product and checks it
+    bf16 goes through cuBLAS ``GemmEx`` directly (CuPy's binding) on bf16 bit patterns,
+    since CuPy has a bf16 dtype only with ml_dtypes installed; failing that through
+    ``cupy.matmul`` on that dtype; only when both fail is it measured in fp16 (the same
+    tensor-core rate on Hopper), and ``dtype`` and ``method`` in the result say which. Each path first multiplies a small product and checks it
     against fp32, so a path that computes garbage is not timed."""
     cp = gpu.cupy()
-    attempts = [("cupy.matmul", _gemm_cupy, dtype), ("cublas.gemmEx", _gemm_cublas, dtype)]
+    attempts = [("cublas.gemmEx", _gemm_cublas, dtype), ("cupy.matmul", _gemm_cupy, dtype)]
     if dtype != "fp16":
         attempts.append(("cupy.matmul", _gemm_cupy, "fp16"))
     notes = []

@@ -3,7 +3,8 @@
 ``--ceiling`` also measures the GPU's read ceiling (``harness.measure_read_ceiling``) in
 the same process, recorded as ``read_ceiling_tbs``: the gate's calibration; for work held
 to the GEMM ceiling (``Family.ceiling == "gemm"``) also ``harness.measure_gemm_ceiling``,
-recorded as ``gemm_ceiling_tflops``.
+recorded as ``gemm_ceiling_tflops`` (``--gemm-ceiling`` measures that one alone: what
+``paprof run`` asks for such work, so that every stored run of it names its ceiling).
 
 Find the variant's family (built-in, installed, or the ``[tool.paprof]`` of the current
 folder's repository), build the variant, check it against the family's float64 reference
@@ -94,13 +95,15 @@ def run(args) -> dict:
         if nvtx is not None:
             nvtx.RangePop()
         result["profiled_launches"] = args.profile_launches
-    if args.ceiling:  # after the variant's launches: its inputs stay out of the way
+    if args.ceiling or args.gemm_ceiling:  # after the variant's launches: its inputs out of the way
         del prep
+        cp.get_default_memory_pool().free_all_blocks()
+    if args.ceiling:
         ceiling = harness.measure_read_ceiling()
         result.update(read_ceiling_tbs=ceiling["tbs"], read_ceiling=ceiling)
-        if family.holds_to_gemm(work):
-            gemm = harness.measure_gemm_ceiling()
-            result.update(gemm_ceiling_tflops=gemm["tflops"], gemm_ceiling=gemm)
+    if args.gemm_ceiling or (args.ceiling and family.holds_to_gemm(work)):
+        gemm = harness.measure_gemm_ceiling()
+        result.update(gemm_ceiling_tflops=gemm["tflops"], gemm_ceiling=gemm)
     return result
 
 
@@ -116,7 +119,10 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--result", default=None, metavar="FILE", help="write the result as JSON here")
     p.add_argument("--no-check", action="store_true", help="skip the reference check")
     p.add_argument("--ceiling", action="store_true",
-                   help="also measure the read ceiling (read_ceiling_tbs in the result)")
+                   help="also measure the read ceiling (read_ceiling_tbs in the result; and the GEMM "
+                        "ceiling for work its family holds to it)")
+    p.add_argument("--gemm-ceiling", action="store_true",
+                   help="also measure the GEMM ceiling (gemm_ceiling_tflops in the result)")
     return p
 
 

@@ -181,6 +181,7 @@ def build_sidecar(
         "duration_us_event_all": result.get("duration_us_all"),
         "read_ceiling_tbs": result.get("read_ceiling_tbs"),
         "gemm_ceiling_tflops": result.get("gemm_ceiling_tflops"),
+        "gemm_ceiling": result.get("gemm_ceiling"),
         "bandwidth_tbs": result.get("bandwidth_tbs"),
         "tflops": result.get("tflops"),
         "launch_details": result.get("launch_details") or {},
@@ -239,6 +240,9 @@ def profile_variant(
             family = registry.family_of(variant)
     preset = get_preset(settings.preset)
     settings = dataclasses.replace(settings, ncu=settings.ncu or find_ncu())
+    holds_to_gemm = getattr(family, "holds_to_gemm", None)
+    if not is_command and holds_to_gemm is not None and holds_to_gemm(family.work(params)):
+        settings = dataclasses.replace(settings, measure_gemm_ceiling=True)  # the run names it
     _early_refusal(runs_dir, variant, params, replace)
     env = child_env()
     if preset.lineinfo:

@@ -77,6 +77,9 @@ CASES = [
     ("mma", dict(batch=2, q_heads=2, seq_q=70, seq_k=70, head_dim=128, causal=False, dtype="fp16")),
     ("mma", dict(batch=1, q_heads=1, seq_q=130, head_dim=128, causal=True, dtype="bf16")),
     ("mma", dict(batch=1, q_heads=1, seq_q=65, seq_k=200, head_dim=64, causal=False, dtype="fp16")),
+    ("mma", dict(batch=1, q_heads=1, seq_q=128, head_dim=64, causal=True, dtype="fp16")),   # whole tiles
+    ("mma", dict(batch=1, q_heads=1, seq_q=30, seq_k=64, head_dim=64, causal=False, dtype="bf16")),
+    ("mma", dict(batch=1, q_heads=1, seq_q=1, seq_k=129, head_dim=64, causal=True, dtype="bf16")),
     ("handbook", dict(batch=1, q_heads=2, kv_heads=1, seq_q=70, seq_k=100, head_dim=64, causal=True, dtype="fp32")),
     ("handbook", dict(batch=2, q_heads=1, seq_q=40, seq_k=90, head_dim=128, causal=False, dtype="fp32")),
 ]

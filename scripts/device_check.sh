@@ -21,6 +21,10 @@
 #   presets  paprof run --variant all under the presets $PRESETS (default: default source),
 #            timed, replay passes in the logs (-> $OUT/presets.tar.xz[.aa ...])
 #   attnprobe a bf16 GEMM ceiling and PyTorch SDPA's backends (scripts/attention_probe.py)
+#   flash    flash_fwd: its GPU tests, paprof bench of every variant and SDPA peer at the
+#            issue shapes (bf16 b4 h32 s8192 d128, causal, d64, s1024; the fp32 handbook at
+#            b1 h8 s2048) against the GEMM ceiling, paprof run --variant all (bf16) and the
+#            handbook (fp32) at b2 h16 s2048 causal -> logs/flash-*, $OUT/flash-runs.tar.xz[.aa ...]
 #   shards   the same bench sweep as two shards run one after the other on this GPU, merged,
 #            and once through --gpus 0 (the worker path) (-> $OUT/shards.tar)
 # Results land in $OUT (the device tool brings it back): logs.tar with every log.
@@ -214,6 +218,31 @@ from paprof.kernels import gpu; print(gpu.current_device())
     stamp attnprobe
     python3 scripts/attention_probe.py > "$OUT/logs/attention_probe.txt" 2>&1
     cat "$OUT/logs/attention_probe.txt"
+    ;;
+  flash)
+    stamp flash
+    timeout 300 python3 -m pytest -m gpu tests/test_gpu_flash.py -q -p no:cacheprovider 2>&1 | tail -25 | tee "$OUT/logs/flash-tests.log"
+    F="batch=4,q_heads=32,seq_q=8192,head_dim=128,dtype=bf16"
+    i=0
+    for spec in "$F" "$F,causal=true" "${F/head_dim=128/head_dim=64}" "${F/seq_q=8192/seq_q=1024}" \
+                "batch=1,q_heads=8,seq_q=2048,head_dim=128,dtype=fp32"; do
+      i=$((i + 1))
+      start=$(date +%s)
+      timeout 150 python3 -m paprof bench --family flash_fwd --variant all --launches 30 --shape "$spec" --json \
+        > "$OUT/logs/flash-bench-$i.json" 2> "$OUT/logs/flash-bench-$i.log"
+      echo "bench $spec: rc $? $(( $(date +%s) - start )) s wall" | tee -a "$OUT/logs/flash-bench.txt"
+    done
+    python3 scripts/bench_table.py --flops "$OUT"/logs/flash-bench-*.json | tee "$OUT/logs/flash-bench-table.md"
+    rm -rf flash-runs
+    for which in "all bf16" "handbook fp32"; do
+      read -r vid dtype <<< "$which"
+      start=$(date +%s)
+      timeout 240 python3 -m paprof run --family flash_fwd --variant "$vid" --runs flash-runs \
+        --shape "batch=2,q_heads=16,seq_q=2048,head_dim=128,causal=true,dtype=$dtype" 2>&1 | tee -a "$OUT/logs/flash-run.log" | tail -8
+      echo "paprof run --family flash_fwd --variant $vid ($dtype): rc ${PIPESTATUS[0]} $(( $(date +%s) - start )) s wall" | tee -a "$OUT/logs/flash-run.log"
+    done
+    python3 -m paprof table flash-runs > "$OUT/logs/flash-table.txt" 2>&1; tail -12 "$OUT/logs/flash-table.txt"
+    pack flash-runs flash-runs
     ;;
   *) echo "unknown stage $stage"; exit 2;;
   esac

@@ -48,3 +48,27 @@ def test_fast_kernel_compiles_within_its_register_budget(tmp_path, dtype, split,
     kernel = re.search(r"Function properties for paged_decode_v5\n\s*\d+ bytes stack frame, (\d+) bytes spill stores", log)
     spilled = int(kernel[1])
     assert spilled == 0, log
+
+
+FLASH_CONFIGS = [("handbook", "fp32", 64), ("handbook", "fp32", 128),
+                 ("mma", "fp16", 64), ("mma", "fp16", 128), ("mma", "bf16", 64), ("mma", "bf16", 128)]
+
+
+@pytest.mark.parametrize("vid, dtype, head_dim", FLASH_CONFIGS, ids=lambda x: str(x))
+def test_flash_fwd_kernels_compile_without_spills(tmp_path, vid, dtype, head_dim):
+    """flash_fwd's kernels as the family declares them (its -D values): no spills, and the
+    registers leave the resident CTAs mma asks for (MIN_BLOCKS, __launch_bounds__)."""
+    from paprof.families.flash_fwd import FAMILY
+
+    variant = FAMILY.variant(vid)
+    shape = FAMILY.parse(f"dtype={dtype},head_dim={head_dim},seq_q=1000")
+    defines = variant.defines(shape)
+    (source,) = variant.source_paths()
+    log = nvcc(tmp_path, source, defines.items())
+    props = re.search(rf"Function properties for {variant.kernel}\n\s*(\d+) bytes stack frame, "
+                      rf"(\d+) bytes spill stores, (\d+) bytes spill loads", log)
+    assert props and props.group(2) == props.group(3) == "0", log
+    regs = int(re.search(rf"Compiling entry function '{variant.kernel}'.*?Used (\d+) registers", log, re.S)[1])
+    threads = variant.block[0]
+    blocks = defines.get("MIN_BLOCKS", 1)
+    assert regs * threads * blocks <= 65536, (regs, log)

@@ -53,7 +53,7 @@ def _build_callable(variant: CallableVariant, params, device) -> Launcher:
     convert = _torch_convert() if variant.arrays == "torch" else None
 
     def run(inputs, out):
-        fn(inputs, out, params)
+        return fn(inputs, out, params)  # an array when the callable makes its own output
 
     return Launcher(variant.id, [], run, convert=convert)
 

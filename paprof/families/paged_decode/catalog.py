@@ -44,7 +44,7 @@ LANE_VECTOR_DIMS = (32, 64, 128, 256)
 def _fp32_only(shape: Shape, vid: str) -> None:
     if shape.dtype != "fp32":
         raise ShapeError(
-            f"{vid} reads fp32 K/V only (dtype={shape.dtype}); v5 and v6 read fp16/bf16"
+            f"{vid} reads fp32 K/V only (dtype={shape.dtype}); v5 and v6 read fp16/bf16/fp8"
         )
 
 
@@ -115,7 +115,16 @@ def fast_vector_lanes(shape: Shape) -> int:
     return shape.head_dim * shape.elem_bytes // 16
 
 
+FP8_DIMS = (64, 128)
+"""head_dim values the fp8 cache takes: it has only the tensor cores' register feed."""
+
+
 def check_fast(shape: Shape, vid: str = "v5") -> None:
+    if shape.dtype == "fp8" and shape.head_dim not in FP8_DIMS:
+        raise ShapeError(
+            f"{vid} reads fp8 K/V only through the tensor cores' register feed: head_dim must be "
+            f"one of {', '.join(map(str, FP8_DIMS))}, got {shape.head_dim}"
+        )
     lanes = fast_vector_lanes(shape)
     if shape.head_dim % 32 or lanes < 2 or lanes > 32 or lanes & (lanes - 1):
         ok = [d for d in (32, 64, 128, 256) if (d * shape.elem_bytes // 16) in (2, 4, 8, 16, 32)]

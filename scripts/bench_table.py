@@ -14,6 +14,8 @@ for path in sys.argv[1:]:
     ceiling = data["read_ceiling_tbs"]
     for row in data["rows"]:
         if row["skipped"] or row["median_us"] is None:
+            why = f"skipped: {row['skipped']}" if row["skipped"] else "VERIFICATION FAILED"
+            print(f"| {data['shape_slug']} | {row['variant']} | {why} |||||")
             continue
         print(f"| {data['shape_slug']} | {row['variant']} | {row['median_us']:.1f} | {row['tbs']:.2f} | "
               f"{row['pct_of_ceiling']:.1f} (of {ceiling:.2f}) | {row['round_spread_pct'] or 0:.2f} | "

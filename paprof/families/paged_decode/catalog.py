@@ -6,8 +6,9 @@ Nothing here needs a GPU. The launch code is in ``variants.py``.
 from __future__ import annotations
 
 from paprof.errors import ShapeError
+from paprof.families.paged_decode import peers
 from paprof.families.paged_decode.problem import Shape
-from paprof.family import CudaVariant
+from paprof.family import CallableVariant, CudaVariant
 
 FAMILY = "paged_decode"
 
@@ -233,3 +234,31 @@ VARIANTS = [
         order=7,
     ),
 ]
+
+
+PEER_VARIANTS = [
+    CallableVariant(
+        id="flashinfer",
+        idea="peer, not ours: FlashInfer's paged decode on the tensor cores (its prefill kernel, the GQA group packed into the query tile), split-KV and a merge kernel by its own plan",
+        kernel_regex=r"BatchPrefillWithPagedKVCacheKernel|VariableLengthMergeStatesKernel",
+        prepare="paprof.families.paged_decode.peers:prepare_tensor_cores",
+        arrays="torch",
+        launch="FlashInfer's plan (BatchDecodeWithPagedKVCacheWrapper, use_tensor_cores=True); then one fp16 -> fp32 cast of the output",
+        accepts=peers.check_tensor_cores,
+        order=8,
+    ),
+    CallableVariant(
+        id="flashinfer_cc",
+        idea="peer, not ours: FlashInfer's paged decode on CUDA cores (BatchDecodeWithPagedKVCacheKernel), split-KV and a merge kernel by its own plan",
+        kernel_regex=r"BatchDecodeWithPagedKVCacheKernel|VariableLengthMergeStatesKernel",
+        prepare="paprof.families.paged_decode.peers:prepare_cuda_cores",
+        arrays="torch",
+        launch="FlashInfer's plan (BatchDecodeWithPagedKVCacheWrapper, use_tensor_cores=False); then one fp16 -> fp32 cast of the output",
+        accepts=peers.check_cuda_cores,
+        order=9,
+    ),
+]
+"""FlashInfer as a peer (``peers.py``): in the family only where it can be imported."""
+
+if peers.available():
+    VARIANTS = VARIANTS + PEER_VARIANTS

@@ -507,6 +507,13 @@ class CudaVariant(Variant):
         return {**super().to_dict(), "sources": [str(p) for p in self.source_paths()]}
 
 
+def _ref(obj) -> str | None:
+    """``module:function`` naming a function (a string as it is; None for None)."""
+    if obj is None or isinstance(obj, str):
+        return obj
+    return f"{getattr(obj, '__module__', '?')}:{getattr(obj, '__qualname__', '?')}"
+
+
 @dataclass(frozen=True)
 class CallableVariant(Variant):
     """A Python function that launches on the current stream: ``fn(inputs, out, params)``.
@@ -523,31 +530,44 @@ class CallableVariant(Variant):
     ``__dlpack__``, of the output's size), and no copy is timed or profiled. It may raise
     ``ParamError`` when the framework turns the parameters down at run time (no kernel for
     them): the variant is then skipped, as when ``accepts`` refuses.
+
+    Work that must happen once for given inputs and never inside the timing (a library's
+    plan for the batch layout, a workspace, the inputs converted to another type) goes in
+    ``prepare(inputs, out, params) -> launch``: called once for each input set as the
+    variant is prepared, before any check, timing or profile; ``launch()`` then enqueues
+    one step on those inputs. With ``prepare``, ``fn`` is not needed.
     """
 
     fn: Any = None
     arrays: str = "cupy"
+    prepare: Any = None
+    """``prepare(inputs, out, params) -> launch``: a function or ``"module:function"``."""
 
     kind: ClassVar[str] = "callable"
 
     def __post_init__(self):
         super().__post_init__()
-        if self.fn is None:
-            raise ValueError(f"callable variant {self.id}: give fn=function or 'module:function'")
+        if self.fn is None and self.prepare is None:
+            raise ValueError(f"callable variant {self.id}: give fn=function or 'module:function' "
+                             "(or prepare=...)")
         if self.arrays not in ("cupy", "torch"):
             raise ValueError(f"callable variant {self.id}: arrays must be 'cupy' or 'torch'")
 
     @property
     def fn_ref(self) -> str:
-        if isinstance(self.fn, str):
-            return self.fn
-        return f"{getattr(self.fn, '__module__', '?')}:{getattr(self.fn, '__qualname__', '?')}"
+        return _ref(self.fn if self.fn is not None else self.prepare)
 
     def resolve_fn(self) -> Callable:
         return self.fn if callable(self.fn) else load_object(self.fn, what=f"variant {self.id}'s fn")
 
+    def resolve_prepare(self) -> Callable | None:
+        if self.prepare is None or callable(self.prepare):
+            return self.prepare
+        return load_object(self.prepare, what=f"variant {self.id}'s prepare")
+
     def to_dict(self) -> dict:
-        return {**super().to_dict(), "fn": self.fn_ref, "arrays": self.arrays}
+        extra = {"prepare": _ref(self.prepare)} if self.prepare is not None else {}
+        return {**super().to_dict(), "fn": self.fn_ref, "arrays": self.arrays, **extra}
 
 
 @dataclass(frozen=True)
@@ -609,6 +629,8 @@ class Launcher:
     holds the choices it made for these parameters (``{"splits": 16}``), which the
     run records and the reports show. ``convert``, when set, turns each array into what
     ``run`` takes (a PyTorch tensor over the same memory): the harness applies it once.
+    ``setup``, when set, is called once for each (converted) input set and the output
+    before any step on them, outside timing and profiling (a callable's ``prepare``).
     """
 
     variant: str
@@ -616,6 +638,7 @@ class Launcher:
     run: Callable = field(repr=False)
     details: dict = field(default_factory=dict)
     convert: Callable | None = field(default=None, repr=False)
+    setup: Callable | None = field(default=None, repr=False)
 
     def __call__(self, inputs, out):
         """Enqueue one step; what ``run`` returns (a callable's own output, or None)."""

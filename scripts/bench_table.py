@@ -28,6 +28,8 @@ for path in args:
             print(f"| {data['shape_slug']} | {row['variant']} |||||| {row['skipped'][:80]} |")
             continue
         if row["skipped"] or row["median_us"] is None:
+            why = f"skipped: {row['skipped']}" if row["skipped"] else "VERIFICATION FAILED"
+            print(f"| {data['shape_slug']} | {row['variant']} | {why} |||||")
             continue
         if flops:
             share = f"{row['pct_of_gemm_ceiling']:.1f} (of {gemm:.0f})" if row.get("pct_of_gemm_ceiling") else "-"

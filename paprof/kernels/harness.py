@@ -8,6 +8,8 @@ element the kernel forgot to write fails the check.
 from __future__ import annotations
 
 import math
+import statistics
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -18,6 +20,10 @@ from paprof.kernels import gpu, kinds
 
 STREAM_READ_SOURCE = Path(__file__).resolve().parent / "common" / "stream_read.cu"
 """The streaming-read kernel that measures the read ceiling."""
+SPIN_SOURCE = Path(__file__).resolve().parent / "common" / "spin.cu"
+"""The kernel that holds the stream ahead of timed launches (``hold_stream``)."""
+HOLD_MAX_S = 0.5
+"""The longest hold ahead of one series of timed launches."""
 
 ROTATE_FACTOR = 5
 """Timed launches rotate over input sets until the bytes they read are this many times the L2."""
@@ -75,7 +81,12 @@ def prepare(family: Family, variant, params, seed: int | None = None, input_sets
     out = family.output(params, cp)
     convert = launcher.convert or (lambda a: a)
     args = [{k: convert(a) for k, a in i.items()} for i in inputs]
-    return Prepared(family, variant, params, device, launcher, inputs, out, args, convert(out))
+    out_arg = convert(out)
+    if launcher.setup is not None:  # a callable's prepare: plans, workspaces, converted inputs
+        for a in args:
+            launcher.setup(a, out_arg)
+        cp.cuda.runtime.deviceSynchronize()
+    return Prepared(family, variant, params, device, launcher, inputs, out, args, out_arg)
 
 
 def input_sets_for(nbytes: int, l2_bytes: int) -> int:
@@ -124,13 +135,37 @@ def verify(prep: Prepared) -> Check:
     return compare(out, ref, prep.family.tolerance_for(prep.params), cp, prep.family.name)
 
 
-def time_steps(prep: Prepared, launches: int, warmup: int = 3) -> list[float]:
-    """Per-launch durations in microseconds, CUDA events around each step."""
+def hold_seconds(host_step_s: float, launches: int) -> float:
+    """How long to hold the stream ahead of ``launches`` timed steps that each take
+    ``host_step_s`` of host time to enqueue: twice their enqueue time (the two events of a
+    step add their own) plus a millisecond, at most HOLD_MAX_S."""
+    return min(HOLD_MAX_S, 2.0 * launches * max(0.0, host_step_s) + 1e-3)
+
+
+def hold_stream(seconds: float) -> None:
+    """Queue a one-thread kernel that keeps the current stream busy for ``seconds``."""
+    kernel = gpu.compile_module([SPIN_SOURCE]).get_function("paprof_spin")
+    kernel((1,), (1,), (np.uint64(int(seconds * 1e9)),))
+
+
+def time_steps(prep: Prepared, launches: int, warmup: int = 3, hold: bool = True) -> list[float]:
+    """Per-launch durations in microseconds, CUDA events around each step.
+
+    With ``hold`` (the default) the timed steps queue up behind ``hold_stream``, sized from
+    the host time of the warm-up steps, so the events time the GPU's work back to back:
+    a step whose host side is slower than its kernels (a Python library's launch) would
+    otherwise be timed with the host's gaps in it."""
     cp = gpu.cupy()
+    host = []
     for i in range(warmup):
+        t0 = time.perf_counter()
         prep.step(i)
+        host.append(time.perf_counter() - t0)
     starts = [cp.cuda.Event() for _ in range(launches)]
     ends = [cp.cuda.Event() for _ in range(launches)]
+    if hold:
+        cp.cuda.runtime.deviceSynchronize()  # the warm-up is done: the hold starts now
+        hold_stream(hold_seconds(statistics.median(host) if host else 1e-4, launches))
     for i in range(launches):
         starts[i].record()
         prep.step(i)

@@ -104,6 +104,7 @@ def test_report_loads_without_console_errors_and_draws_every_chart(report, tmp_p
     # the page lays out within a laptop's width: nothing wider than the window
     assert int(attrs["data-width"]) <= WIDTH
     assert int(attrs["data-table-overflow"]) <= 0, "the side-by-side table needs a horizontal scroll"
+    assert int(attrs["data-traffic-overflow"]) <= 0, "the traffic table needs a horizontal scroll"
     assert int(attrs["data-height"]) > 1000
 
 

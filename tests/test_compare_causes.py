@@ -170,6 +170,8 @@ def test_no_counter_no_cause_and_no_variant_name_in_the_rules():
     bare = {k: math.nan for k in ("instructions_executed", "l1_global_load_bytes", "l2_to_l1_bytes")}
     s = step(bare, dict(bare, duration_us=500.0))
     assert s.cause is None  # nothing recorded moved
+    nothing = dict(bare, dram_bytes=math.nan, achieved_bandwidth_gbs=math.nan)
+    assert step(nothing, dict(nothing, duration_us=1001.0)).cause is None  # as fast, no work recorded
     side = dict(SIDE, family="softmax")
     mine = comparison(make_row("naive", sidecar=dict(side, variant="naive"), **dict(BASE, issue_slots_busy_pct=60.0)),
                       make_row("fused", sidecar=dict(side, variant="fused"),
@@ -222,7 +224,8 @@ def test_next_takes_ncus_estimates_that_bear_on_the_label_largest_first():
                     "(16 blocks per SM))")
     # no rule bears on latency-bound here: the largest estimates then, whatever they are about
     other = comparison(make_row("a", **BASE), make_row("b", rules=[rules[1], rules[2]], **BASE))
-    assert other.steps[0].next_move.startswith("ncu's estimates for what would move b next: "
+    assert other.steps[0].next_move.startswith("ncu's estimates for what would move b next, none "
+                                               "of them about its latency-bound limit: "
                                                "HighPipeUtilization, up to 80 % of its time "
                                                "(All compute pipelines are under-utilized.)")
     none = comparison(make_row("a", **BASE), make_row("b", rules=[_rule("CPIStall", 0.5)], **BASE))

@@ -57,6 +57,7 @@ from paprof.analysis.compare.model import (
     _clean,
     _num,
     binding_limits,
+    bound_words,
 )
 
 DRIVER_FACTOR = 1.25
@@ -358,18 +359,21 @@ def _ceiling(before: VariantResult, after: VariantResult) -> str | None:
     return text
 
 
-def _same_work(before: VariantResult, after: VariantResult) -> str:
+def _same_work(before: VariantResult, after: VariantResult) -> str | None:
     """"the same work as v5: warp instructions 288 M -> 288 M, ..."; or, when a driver
-    moved without the time following, "the work moved but not the time: ..."."""
+    moved without the time following, "the work moved but not the time: ..."; None when
+    neither run records any of the work."""
     parts = []
     for driver in DRIVERS:
         b, a = driver.amount(before), driver.amount(after)
         if b is None or a is None or driver.key == "l1_load":
             continue
         parts.append(f"{driver.words} {driver.text(b)} -> {driver.text(a)}")
+    if not parts:
+        return None
     moved = moves(before, after, True) + moves(before, after, False)
     head = f"the same work as {before.label}" if not moved else "the work moved but not the time"
-    return head + (": " + ", ".join(parts) if parts else "")
+    return f"{head}: " + ", ".join(parts)
 
 
 def _second(first: Move, second: Move) -> bool:
@@ -404,11 +408,9 @@ def cause(before: VariantResult, after: VariantResult, d: dict, t) -> str | None
         slots, grid = resident_slots(after), _num(after.get("grid_size"))
         if path and slots and grid:
             verb = "already fill" if grid >= slots / 2 else "fill"
-            text = (f"{path}: its {fmt.count(grid)} CTAs {verb} {fmt.pct(min(grid / slots, 1) * 100)} "
-                    f"of the {fmt.count(slots)} resident-CTA slots; {text}")
-        elif path:
-            text = f"{path}; {text}"
-        return text
+            path = (f"{path}: its {fmt.count(grid)} CTAs {verb} {fmt.pct(min(grid / slots, 1) * 100)} "
+                    f"of the {fmt.count(slots)} resident-CTA slots")
+        return "; ".join(x for x in (path, text) if x) or None
     faster = dur.change < 0
     moved = moves(before, after, faster)
     clauses: list[str] = []
@@ -594,22 +596,23 @@ MIN_ESTIMATE_PCT = 1.0
 """ncu rule estimates under this (% of the time) are not worth a sentence."""
 
 
-def next_moves(v: VariantResult, count: int = 2) -> list:
-    """ncu's rules with the largest estimated speedups for ``v``: those that bear on its
-    bottleneck label (``bottleneck.LABEL_RULES``) when any has an estimate, else any;
-    largest first."""
+def next_moves(v: VariantResult, count: int = 2) -> tuple[list, bool]:
+    """ncu's rules with the largest estimated speedups for ``v``, largest first: those that
+    bear on its bottleneck label (``bottleneck.LABEL_RULES``) when any has an estimate,
+    else any; and whether they bear on the label."""
     estimated = [r for r in v.rules.values()
                  if r.speedup_pct is not None and r.speedup_pct >= MIN_ESTIMATE_PCT
                  and r.type in _ESTIMATED]
     wanted = LABEL_RULES.get(_clean(v.bottleneck) or "", ())
-    relevant = [r for r in estimated if r.id in wanted] or estimated
-    return sorted(relevant, key=lambda r: -r.speedup_pct)[:count]
+    relevant = [r for r in estimated if r.id in wanted]
+    return sorted(relevant or estimated, key=lambda r: -r.speedup_pct)[:count], bool(relevant)
 
 
 def next_move(v: VariantResult) -> str | None:
     """"ncu's estimates for what would move v3 next: Achieved Occupancy, up to 49.9 % of its
-    time (achieved occupancy 23.8 % of a theoretical 75 %); ..."."""
-    chosen = next_moves(v)
+    time (achieved occupancy 23.8 % of a theoretical 75 %); ..."; when none of ncu's
+    estimated rules bears on the label, it says so."""
+    chosen, relevant = next_moves(v)
     if not chosen:
         return None
     parts = []
@@ -618,7 +621,10 @@ def next_move(v: VariantResult) -> str | None:
         gloss = _rule_gloss(r, v)
         parts.append(f"{r.title}{where}, up to {fmt.pct(r.speedup_pct)} of its time"
                      + (f" ({gloss})" if gloss else ""))
-    return f"ncu's estimates for what would move {v.label} next: " + "; ".join(parts)
+    label = _clean(v.bottleneck)
+    aside = (f", none of them about its {bound_words(label)} limit"
+             if not relevant and label in LABEL_RULES and LABEL_RULES[label] else "")
+    return f"ncu's estimates for what would move {v.label} next{aside}: " + "; ".join(parts)
 
 
 # -- the STORY functions ------------------------------------------------------------------

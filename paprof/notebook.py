@@ -4,7 +4,7 @@
 variants as ``paprof compare`` does and returns a ``Report``: in Jupyter it displays the
 HTML report (charts inline, in an iframe so that its styles stay out of the notebook);
 its properties are DataFrames of what the report says (``variants``, ``steps``,
-``table``, ``rules``, ``ledger``, ``roofline``, ``roofs``, ``hotspots``), and
+``table``, ``traffic``, ``rules``, ``ledger``, ``roofline``, ``roofs``, ``hotspots``), and
 ``comparison`` / ``context`` hold the objects the report was made from.
 """
 
@@ -52,23 +52,36 @@ class Report:
 
     @property
     def steps(self):
-        """One row per step: before, after, speedup, headline and the story's first sentence."""
+        """One row per step: before, after, speedup, headline, the story's first sentence,
+        and its three leading parts: the cause, what limits the variant now, what would
+        move it next (None where the counters say nothing)."""
         import pandas as pd
 
+        columns = ["before", "after", "speedup", "headline", "first_sentence", "cause", "limit",
+                   "next_move"]
         return pd.DataFrame([{
             "before": s.before, "after": s.after, "speedup": s.speedup, "headline": s.headline,
-            "first_sentence": s.sentences[0] if s.sentences else None} for s in self.comparison.steps],
-            columns=["before", "after", "speedup", "headline", "first_sentence"])
+            "first_sentence": s.sentences[0] if s.sentences else None, "cause": s.cause,
+            "limit": s.limit, "next_move": s.next_move} for s in self.comparison.steps],
+            columns=columns)
 
     @property
     def table(self):
         """The side-by-side table: one row per metric (section, key, label), one column of
         raw values per variant (medians over several launches)."""
+        return self._sections(self.context.table)
+
+    @property
+    def traffic(self):
+        """The traffic per memory level, as ``table`` (empty without the traffic sections)."""
+        return self._sections(self.context.traffic)
+
+    def _sections(self, sections):
         import pandas as pd
 
         labels = self.context.labels
         rows = []
-        for section in self.context.table:
+        for section in sections:
             for row in section.rows:
                 rows.append({"section": section.title, "key": row.key, "metric": row.label,
                              **{lab: c.value for lab, c in zip(labels, row.cells)}})

@@ -131,6 +131,7 @@ def check_charts(report: Path, tmp_path: Path, expected: set[str]) -> None:
     # the page lays out within a laptop's width: nothing wider than the window
     assert int(attrs["data-width"]) <= WIDTH
     assert int(attrs["data-table-overflow"]) <= 0, "the side-by-side table needs a horizontal scroll"
+    assert int(attrs["data-traffic-overflow"]) <= 0, "the traffic table needs a horizontal scroll"
     assert int(attrs["data-height"]) > 1000
 
 

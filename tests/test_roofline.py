@@ -249,12 +249,18 @@ def test_the_report_shows_the_roofline_chart_and_table(tmp_path):
     assert chart.uri.startswith("data:image/png;base64,") and "v5: DRAM 2.89 FLOP/byte" in chart.alt
 
 
-def test_the_old_shipped_runs_have_no_roofline():
-    old = ROOT / "examples" / "h200" / "nvidia-h200" / "paged_decode"
-    reports = [next((old / v).glob("*fp32.ncu-rep")) for v in ("v2", "v3")]
+def test_runs_without_roofline_inputs_have_no_roofline():
+    # the v3 run shipped before the default preset gained the roofline sections
+    old = sorted((ROOT / "tests" / "data" / "schema1").rglob("*.ncu-rep"))
+    assert old
     from paprof.analysis.compare import compare_reports
 
-    sidecars = [c.sidecar or {} for c in compare_reports(reports).variants]
-    if any("SpeedOfLight_RooflineChart" in (s.get("sections") or ()) or s.get("work") for s in sidecars):
-        pytest.skip("the shipped runs carry roofline inputs now")
-    assert R.build(compare_reports(reports)) is None
+    assert R.build(compare_reports(old)) is None
+
+
+def test_every_shipped_run_is_a_roofline_point():
+    from paprof.analysis.compare import compare_reports
+
+    shipped = sorted((ROOT / "examples" / "h200" / "nvidia-h200" / "paged_decode").glob("*/*.ncu-rep"))
+    built = R.build(compare_reports(shipped))
+    assert built is not None and len(built.variants) == len(shipped) == 8

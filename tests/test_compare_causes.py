@@ -267,3 +267,41 @@ def test_the_rules_name_no_variant_and_no_family():
             and isinstance(node.value, str) and id(node) not in prose]
     for word in ("v1", "v2", "v3", "v4", "v5", "v6", "handbook", "baseline", "paged", "softmax"):
         assert not [c for c in code if word in c], word
+
+
+# -- math pipes ----------------------------------------------------------------------------
+def test_work_moving_from_the_fp32_pipe_to_the_tensor_cores_is_said_first():
+    before = {"fma_pipe_pct": 28.1, "tensor_pipe_pct": 0.0, "fp64_pipe_pct": 0.0}
+    after = {"fma_pipe_pct": 18.1, "tensor_pipe_pct": 28.6, "fp64_pipe_pct": 0.0,
+             "instructions_executed": 1.0e8, "duration_us": 100.0}
+    s = step(before, after)
+    assert s.cause.startswith("the math moves from the FP32 (FMA) pipe to the tensor cores "
+                              "(tensor cores 0 % -> 28.6 % of peak, FP32 (FMA) pipe 28.1 % -> 18.1 %); "
+                              "with warp instructions down 10x")
+    back = step(after, dict(before, duration_us=1500.0))  # and the other way, slower
+    assert back.cause.startswith("the math moves from the tensor cores to the FP32 (FMA) pipe")
+
+
+def test_no_pipe_shift_when_both_use_the_same_pipes_or_the_counters_are_absent():
+    same = step({"fma_pipe_pct": 20.0, "tensor_pipe_pct": 30.0},
+                {"fma_pipe_pct": 10.0, "tensor_pipe_pct": 40.0, "instructions_executed": 1.0e8,
+                 "duration_us": 100.0})
+    assert "math moves" not in (same.cause or "")
+    idle = step({"fma_pipe_pct": 2.0, "tensor_pipe_pct": 0.0},  # nothing busy before
+                {"fma_pipe_pct": 1.0, "tensor_pipe_pct": 30.0, "instructions_executed": 1.0e8,
+                 "duration_us": 100.0})
+    assert "math moves" not in (idle.cause or "")
+    absent = step({}, {"instructions_executed": 1.0e8, "duration_us": 100.0})
+    assert "math moves" not in (absent.cause or "")
+
+
+def test_the_shipped_flash_runs_say_the_fp32_pipe_gives_way_to_the_tensor_cores():
+    from pathlib import Path
+
+    from paprof.analysis.compare import compare_reports
+
+    root = Path(__file__).resolve().parents[1] / "examples" / "h200-flash_fwd" / "nvidia-h200" / "flash_fwd"
+    reports = [next((root / v).glob("*.ncu-rep")) for v in ("handbook", "mma")]
+    (s,) = compare_reports(reports).steps
+    assert s.cause.startswith("the math moves from the FP32 (FMA) pipe to the tensor cores (tensor cores 0 % -> ")
+    assert "warp instructions down 11.4x" in s.cause

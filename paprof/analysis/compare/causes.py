@@ -314,6 +314,44 @@ def _gone_clause(before: VariantResult, after: VariantResult, faster: bool) -> l
     return [" and ".join(out) + (" are gone" if faster else " appear")]
 
 
+#: A math pipe under this share of peak is "not used" when the work moves between pipes.
+PIPE_IDLE_PCT = 1.0
+#: ... and the pipe that takes the work over is at least this busy.
+PIPE_USED_PCT = 5.0
+_PIPES = (("fma_pipe_pct", "the FP32 (FMA) pipe"), ("tensor_pipe_pct", "the tensor cores"),
+          ("fp64_pipe_pct", "the FP64 pipe"))
+
+
+def _pipe_shift(before: VariantResult, after: VariantResult) -> str | None:
+    """"the math moves from the FP32 (FMA) pipe to the tensor cores (tensor cores 0 % ->
+    28.6 % of peak, FP32 (FMA) pipe 28.1 % -> 18.1 %)": a math pipe idle in one run carries
+    the work in the other, and another pipe held it there; None when both use the same pipes."""
+    got = {col: (_num(before.get(col)), _num(after.get(col))) for col, _ in _PIPES}
+    names = dict(_PIPES)
+    for col, (b, a) in got.items():
+        if b is None or a is None:
+            continue
+        if b < PIPE_IDLE_PCT and a >= PIPE_USED_PCT:  # col takes the work over
+            new, side = col, 0  # the old pipe: the busiest other one before
+        elif b >= PIPE_USED_PCT and a < PIPE_IDLE_PCT:  # col gives it up
+            new, side = col, 1  # the new pipe: the busiest other one after
+        else:
+            continue
+        others = [(got[c][side], c) for c in got if c != new and got[c][side] is not None]
+        if not others or max(others)[0] < PIPE_USED_PCT:
+            return None
+        other = max(others)[1]
+        src, dst = (other, new) if side == 0 else (new, other)
+        bare = {c: names[c].removeprefix("the ") for c in (src, dst)}
+
+        def pair(c):
+            return f"{bare[c]} {fmt.pct(got[c][0])} -> {fmt.pct(got[c][1])}"
+
+        return (f"the math moves from {names[src]} to {names[dst]} ({pair(dst)} of peak, "
+                f"{pair(src)})")
+    return None
+
+
 def _waves(value: float) -> str:
     return f"{value:.2f}"
 
@@ -416,6 +454,9 @@ def cause(before: VariantResult, after: VariantResult, d: dict, t) -> str | None
     clauses: list[str] = []
     grid = _grid_fill(before, after) if faster else None
     ceiling = _ceiling(before, after) if faster else None
+    shift = _pipe_shift(before, after)
+    if shift:
+        clauses.append(shift)
     if grid:
         clauses.append((f"{path}: " if path else "") + grid)
     if ceiling:

@@ -55,6 +55,9 @@ EXTRA_COLUMNS = (
     "work_tbs",
     "work_tflops",
     "warps_active_per_sm",
+    "fma_pipe_pct",
+    "tensor_pipe_pct",
+    "fp64_pipe_pct",
     *(c for c in TRAFFIC_COLUMNS if c not in METRIC_COLUMNS),
 )
 """Catalogue columns beyond DESIGN.md that the stories and the tables use when present

@@ -20,6 +20,8 @@
 #   power    scripts/gate_power.py: the gate's detection and false-alarm rates (-> logs)
 #   presets  paprof run --variant all under the presets $PRESETS (default: default source),
 #            timed, replay passes in the logs (-> $OUT/presets.tar.xz[.aa ...])
+#   flashbig flash_fwd's runs at the issue's shape (b4 h32 s8192 d128 bf16; handbook fp32)
+#            (-> $OUT/flash-big.tar.xz)
 #   attnprobe a bf16 GEMM ceiling and PyTorch SDPA's backends (scripts/attention_probe.py)
 #   flash    flash_fwd: its GPU tests, paprof bench of every variant and SDPA peer at the
 #            issue shapes (bf16 b4 h32 s8192 d128, causal, d64, s1024; the fp32 handbook at
@@ -303,6 +305,20 @@ from paprof.kernels import gpu; print(gpu.current_device())
       # last: bench has already checked every variant at every shape above
       timeout 200 python3 -m pytest -m gpu tests/test_peers.py -q -p no:cacheprovider -rs 2>&1 | tail -25 | tee "$OUT/logs/peers-tests.log"
     )
+    ;;
+  flashbig)
+    stamp flashbig
+    # flash_fwd's shipped runs at the issue's shape (bf16 b4 h32 s8192 d128, non-causal),
+    # the handbook in fp32 at the same shape
+    rm -rf flash-big
+    for which in "all bf16" "handbook fp32"; do
+      read -r vid dtype <<< "$which"
+      start=$(date +%s)
+      timeout 200 python3 -m paprof run --family flash_fwd --variant "$vid" --runs flash-big \
+        --shape "batch=4,q_heads=32,seq_q=8192,head_dim=128,dtype=$dtype" 2>&1 | tee -a "$OUT/logs/flash-big.log" | tail -8
+      echo "paprof run --family flash_fwd --variant $vid ($dtype): rc ${PIPESTATUS[0]} $(( $(date +%s) - start )) s wall" | tee -a "$OUT/logs/flash-big.log"
+    done
+    pack flash-big flash-big
     ;;
   *) echo "unknown stage $stage"; exit 2;;
   esac

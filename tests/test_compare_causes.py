@@ -305,3 +305,17 @@ def test_the_shipped_flash_runs_say_the_fp32_pipe_gives_way_to_the_tensor_cores(
     (s,) = compare_reports(reports).steps
     assert s.cause.startswith("the math moves from the FP32 (FMA) pipe to the tensor cores (tensor cores 0 % -> ")
     assert "warp instructions down 11.4x" in s.cause
+
+
+def test_cache_traffic_falling_to_the_dram_bytes_says_each_byte_reaches_the_sms_once():
+    s = step({"l2_throughput_pct": 90.0}, {"l2_to_l1_bytes": 2.0e9, "duration_us": 400.0},)
+    assert "each byte" not in (s.cause or "")  # 1 -> 1 per DRAM byte: nothing was re-read before
+    four = step({"l2_to_l1_bytes": 8.0e9, "l2_throughput_pct": 90.0},
+                {"l2_to_l1_bytes": 2.0e9, "duration_us": 400.0})
+    assert "(4 -> 1 bytes per DRAM byte: each byte read from DRAM now reaches the SMs once, not 4 times" in four.cause
+    back = step({"l2_to_l1_bytes": 2.0e9, "l2_throughput_pct": 90.0},
+                {"l2_to_l1_bytes": 8.0e9, "duration_us": 1500.0})
+    assert "now reaches the SMs 4 times, not once" in back.cause
+    two = step({"l2_to_l1_bytes": 8.0e9, "l2_throughput_pct": 90.0},
+               {"l2_to_l1_bytes": 4.0e9, "duration_us": 600.0})
+    assert "each byte" not in two.cause  # 4 -> 2: fewer re-reads, not none

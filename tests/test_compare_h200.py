@@ -336,7 +336,8 @@ def test_v2_to_v3_the_group_reads_kv_once(built):
     assert ratio["v2"] == pytest.approx(4, rel=0.01) and ratio["v3"] == pytest.approx(1, rel=0.01)
     assert s.cause == (
         f"L2->SM traffic falls {_factor(built, 'l2_to_l1_bytes', 'v2', 'v3')}, "
-        f"{_amounts(built, 'l2_to_l1_bytes', 'v2', 'v3', 'bytes')} (3.99 -> 1 bytes per DRAM byte; "
+        f"{_amounts(built, 'l2_to_l1_bytes', 'v2', 'v3', 'bytes')} (3.99 -> 1 bytes per DRAM byte: "
+            f"each byte read from DRAM now reaches the SMs once, not 3.99 times; "
         f"and SM<-L1 global-load traffic with it, "
         f"{_amounts(built, 'l1_global_load_bytes', 'v2', 'v3', 'bytes')}), for the same DRAM bytes (2.15 GB)")
     assert s.limit.startswith("v3 is limited by too few warps now: 512 CTAs fill 32.3 % of the "
@@ -348,7 +349,8 @@ def test_v3_to_v4_more_ctas_but_no_reuse_across_the_group(built):
     assert s.speedup < 1
     assert s.cause.startswith(f"L2->SM traffic rises {_factor(built, 'l2_to_l1_bytes', 'v3', 'v4')}, "
                               f"{_amounts(built, 'l2_to_l1_bytes', 'v3', 'v4', 'bytes')} (1 -> 3.96 "
-                              "bytes per DRAM byte")
+                              "bytes per DRAM byte: each byte read from DRAM now reaches the SMs "
+                              "3.96 times, not once;")
     assert s.cause.endswith("for the same DRAM bytes (2.16 GB), though the grid grows 16x "
                             "(512 -> 8,192 CTAs, 0.32 -> 1.94 waves)")
 

@@ -251,8 +251,9 @@ def move_clause(m: Move, before: VariantResult, after: VariantResult, lead: bool
     if m.driver.per_byte_unit:
         pb, pa = per_dram_byte(before, m.before), per_dram_byte(after, m.after)
         if pb is not None and pa is not None:
+            once = _once(m, before, after)
             notes.append(f"{_per_byte_text(pb)} -> {_per_byte_text(pa)} {m.driver.per_byte_unit} "
-                         "per DRAM byte")
+                         "per DRAM byte" + (f": {once}" if once else ""))
     inner = m.inner
     if inner is not None:
         notes.append(f"and {inner.driver.words} with it, {inner.driver.text(inner.before)} -> "
@@ -268,6 +269,28 @@ def move_clause(m: Move, before: VariantResult, after: VariantResult, lead: bool
         if hit is not None and hit >= RE_READ_HIT_PCT:
             notes.append(f"{fmt.pct(hit)} L1 hits: the same bytes re-read")
     return text + (f" ({'; '.join(notes)})" if notes else "")
+
+
+#: Bytes per DRAM byte within this of 1 mean "each byte once".
+ONCE_TOLERANCE = 0.05
+
+
+def _once(m: Move, before: VariantResult, after: VariantResult) -> str | None:
+    """"each byte read from DRAM now reaches the SMs once, not 3.99 times": a cache-to-SM
+    traffic whose ratio to the DRAM bytes falls to ~1 (the re-reads are gone) or rises from
+    ~1 (they appear); None otherwise."""
+    if m.driver.key != "l2_to_sm":
+        return None
+    pb, pa = per_dram_byte(before, m.before), per_dram_byte(after, m.after)
+    if pb is None or pa is None:
+        return None
+    low, high = (pa, pb) if m.falls else (pb, pa)
+    if abs(low - 1) > ONCE_TOLERANCE or high < 1.5:
+        return None
+    times = fmt.number(high, 3)
+    if m.falls:
+        return f"each byte read from DRAM now reaches the SMs once, not {times} times"
+    return f"each byte read from DRAM now reaches the SMs {times} times, not once"
 
 
 def _same_dram(before: VariantResult, after: VariantResult, rel: float) -> str | None:

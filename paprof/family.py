@@ -24,12 +24,17 @@ bench, gate and reports know a family only through what this module defines:
     the parameters class, the variants, and three functions of the parameters: ``inputs``
     (fresh random arrays from a seed), ``output`` (the array the variant writes; paprof
     poisons it with NaN before every check) and ``reference`` (the expected output in
-    float64), with a tolerance on ``||out - ref|| / ||ref||``.
+    float64), with a tolerance on ``||out - ref|| / ||ref||``. A reference too costly for the
+    whole output returns a :class:`Sample` instead: float64 values on chosen rows, each row
+    held to the tolerance on its own. ``ceiling`` names the measured ceiling the family's
+    throughput is held to: the DRAM read ceiling (the default) or a tensor-core GEMM's.
 
 A family module must import without a GPU: CuPy, PyTorch or Triton are imported inside
 the functions that launch, never at module level. The functions receive ``xp``, the array
 module (NumPy in tests, CuPy on the GPU). See ``examples/custom_family/`` for a complete
-family in a user's repository, and ``paprof/families/paged_decode/`` for the built-in one.
+family in a user's repository, and ``paprof/families/paged_decode/`` and
+``paprof/families/flash_fwd/`` for the built-in ones (the second uses a sampled
+reference, PyTorch peers that return their own output, and the GEMM ceiling).
 """
 
 from __future__ import annotations
@@ -502,6 +507,13 @@ class CudaVariant(Variant):
         return {**super().to_dict(), "sources": [str(p) for p in self.source_paths()]}
 
 
+def _ref(obj) -> str | None:
+    """``module:function`` naming a function (a string as it is; None for None)."""
+    if obj is None or isinstance(obj, str):
+        return obj
+    return f"{getattr(obj, '__module__', '?')}:{getattr(obj, '__qualname__', '?')}"
+
+
 @dataclass(frozen=True)
 class CallableVariant(Variant):
     """A Python function that launches on the current stream: ``fn(inputs, out, params)``.
@@ -511,31 +523,51 @@ class CallableVariant(Variant):
     ``fn`` is a function or ``"module:function"``, imported when the variant is built, so
     the family module itself need not import Triton or PyTorch. The first call (compiling,
     autotuning) happens before timing and outside the profiled range.
+
+    A framework operation that allocates its own output (PyTorch's
+    ``scaled_dot_product_attention`` has no ``out=``) may return that array instead of
+    writing into ``out``: paprof then checks what the first call returned (any array with
+    ``__dlpack__``, of the output's size), and no copy is timed or profiled. It may raise
+    ``ParamError`` when the framework turns the parameters down at run time (no kernel for
+    them): the variant is then skipped, as when ``accepts`` refuses.
+
+    Work that must happen once for given inputs and never inside the timing (a library's
+    plan for the batch layout, a workspace, the inputs converted to another type) goes in
+    ``prepare(inputs, out, params) -> launch``: called once for each input set as the
+    variant is prepared, before any check, timing or profile; ``launch()`` then enqueues
+    one step on those inputs. With ``prepare``, ``fn`` is not needed.
     """
 
     fn: Any = None
     arrays: str = "cupy"
+    prepare: Any = None
+    """``prepare(inputs, out, params) -> launch``: a function or ``"module:function"``."""
 
     kind: ClassVar[str] = "callable"
 
     def __post_init__(self):
         super().__post_init__()
-        if self.fn is None:
-            raise ValueError(f"callable variant {self.id}: give fn=function or 'module:function'")
+        if self.fn is None and self.prepare is None:
+            raise ValueError(f"callable variant {self.id}: give fn=function or 'module:function' "
+                             "(or prepare=...)")
         if self.arrays not in ("cupy", "torch"):
             raise ValueError(f"callable variant {self.id}: arrays must be 'cupy' or 'torch'")
 
     @property
     def fn_ref(self) -> str:
-        if isinstance(self.fn, str):
-            return self.fn
-        return f"{getattr(self.fn, '__module__', '?')}:{getattr(self.fn, '__qualname__', '?')}"
+        return _ref(self.fn if self.fn is not None else self.prepare)
 
     def resolve_fn(self) -> Callable:
         return self.fn if callable(self.fn) else load_object(self.fn, what=f"variant {self.id}'s fn")
 
+    def resolve_prepare(self) -> Callable | None:
+        if self.prepare is None or callable(self.prepare):
+            return self.prepare
+        return load_object(self.prepare, what=f"variant {self.id}'s prepare")
+
     def to_dict(self) -> dict:
-        return {**super().to_dict(), "fn": self.fn_ref, "arrays": self.arrays}
+        extra = {"prepare": _ref(self.prepare)} if self.prepare is not None else {}
+        return {**super().to_dict(), "fn": self.fn_ref, "arrays": self.arrays, **extra}
 
 
 @dataclass(frozen=True)
@@ -597,6 +629,8 @@ class Launcher:
     holds the choices it made for these parameters (``{"splits": 16}``), which the
     run records and the reports show. ``convert``, when set, turns each array into what
     ``run`` takes (a PyTorch tensor over the same memory): the harness applies it once.
+    ``setup``, when set, is called once for each (converted) input set and the output
+    before any step on them, outside timing and profiling (a callable's ``prepare``).
     """
 
     variant: str
@@ -604,14 +638,19 @@ class Launcher:
     run: Callable = field(repr=False)
     details: dict = field(default_factory=dict)
     convert: Callable | None = field(default=None, repr=False)
+    setup: Callable | None = field(default=None, repr=False)
 
-    def __call__(self, inputs, out) -> None:
-        self.run(inputs, out)
+    def __call__(self, inputs, out):
+        """Enqueue one step; what ``run`` returns (a callable's own output, or None)."""
+        return self.run(inputs, out)
 
 
 # ---------------------------------------------------------------------------------------
 # The family
 # ---------------------------------------------------------------------------------------
+
+CEILINGS = ("read", "gemm")
+"""The measured ceilings a family can be held to (``Family.ceiling``)."""
 
 
 @dataclass
@@ -629,11 +668,13 @@ class Family:
     output: Callable[[Any, Any], Any]
     """``output(params, xp) -> array`` the variant writes into."""
     reference: Callable[[Any, dict, Any], Any]
-    """``reference(params, inputs, xp) -> array``, the expected output in float64."""
+    """``reference(params, inputs, xp) -> array``, the expected output in float64, or a
+    :class:`Sample` of it (chosen rows only, for outputs too large to compute whole)."""
     work: Callable[[Any], Work]
     """``work(params) -> Work``: bytes that must move, FLOPs that must be done."""
     tolerance: float | Callable[[Any], float] = 1e-5
-    """Largest accepted ``||out - ref|| / ||ref||``: a number or ``fn(params)``."""
+    """Largest accepted ``||out - ref|| / ||ref||``: a number or ``fn(params)`` (for a
+    :class:`Sample`, the largest over its rows)."""
     summary: str = ""
     """One line: what the family computes."""
     folder: Path | None = None
@@ -646,10 +687,17 @@ class Family:
     """Where discovery found it (``built-in``, ``entry point NAME``, ``pyproject PATH``)."""
     module: str = ""
     """The module that defines it (recorded with runs; set automatically)."""
+    ceiling: str = "read"
+    """The measured ceiling ``bench`` holds the family to (``CEILINGS``): ``read``, the
+    streaming-read DRAM ceiling (TB/s); ``gemm``, a cuBLAS bf16 GEMM's FLOP rate (TFLOP/s),
+    for work whose ``flop_kind`` is ``tensor``. The read ceiling is measured either way."""
 
     def __post_init__(self):
         if not re.match(r"^[a-z_][a-z0-9_]*$", self.name or ""):
             raise ValueError(f"family name {self.name!r}: lower-case letters, digits and '_'")
+        if self.ceiling not in CEILINGS:
+            raise ValueError(f"family {self.name}: ceiling must be one of {', '.join(CEILINGS)}, "
+                             f"got {self.ceiling!r}")
         if not (isinstance(self.params, type) and issubclass(self.params, Params)):
             raise ValueError(f"family {self.name}: params must be a Params subclass")
         self.params.fields()  # type errors surface when the family is defined
@@ -698,7 +746,13 @@ class Family:
                        for f in self.params.fields()],
             "default_shape": self.params().spec(),
             "gate_metrics": list(self.gate_metrics),
+            "ceiling": self.ceiling,
         }
+
+    def holds_to_gemm(self, work: Work) -> bool:
+        """True when this work is held to the GEMM ceiling (a ``gemm`` family's tensor-core
+        FLOPs; its fp32 shapes are not)."""
+        return self.ceiling == "gemm" and work.flop_kind == "tensor" and work.flops > 0
 
 
 def _jsonable(value):
@@ -722,6 +776,71 @@ def relative_error(out, ref, xp=None) -> float:
     norm = float(xp.linalg.norm(ref))
     diff = float(xp.linalg.norm(out - ref))
     return diff / norm if norm else (0.0 if diff == 0 else math.inf)
+
+
+@dataclass
+class Sample:
+    """A reference on chosen rows of the output, for outputs too large to compute whole.
+
+    ``out[index]`` (NumPy/CuPy fancy indexing) are the checked elements; ``values`` their
+    float64 expected values, of the same shape. A *row* is a vector along the last axis:
+    each is held to the tolerance on its own (``||out_r - ref_r|| / ||ref_r||``, the largest
+    over the rows is the error), so that one wrong row among thousands cannot hide in a
+    norm. ``decode(array, xp)`` gives the float64 values of output elements where the
+    output's storage is not a float type (bf16 bit patterns); None: ``astype(float64)``.
+    Every element of the output, sampled or not, must still be finite: the check poisons
+    the output with NaN first, so an element no one wrote fails.
+    """
+
+    index: tuple
+    values: Any
+    decode: Callable | None = field(default=None, repr=False)
+
+    def as_float(self, array, xp):
+        """``array`` (output elements) as float64 values."""
+        return self.decode(array, xp) if self.decode is not None else array.astype(xp.float64)
+
+    def take(self, out, xp):
+        """The sampled elements of ``out`` as float64."""
+        return self.as_float(out[self.index], xp)
+
+    def all_finite(self, out, xp) -> bool:
+        """Every element of ``out`` finite (decoded some 64 M elements at a time)."""
+        if out.ndim == 0 or out.size == 0:
+            return bool(xp.isfinite(self.as_float(out, xp)).all())
+        step = max(1, (1 << 26) // max(1, out.size // out.shape[0]))
+        return all(bool(xp.isfinite(self.as_float(out[i:i + step], xp)).all())
+                   for i in range(0, out.shape[0], step))
+
+    def error(self, out, xp) -> tuple[float, float]:
+        """(largest relative error over the sampled rows, largest absolute error); inf when
+        any element of ``out`` is not finite."""
+        if not self.all_finite(out, xp):
+            return math.inf, math.inf
+        got = self.take(out, xp)
+        ref = self.values.astype(xp.float64)
+        if got.shape != ref.shape:
+            raise ValueError(f"sampled output shape {got.shape} != reference {ref.shape}")
+        return row_relative_error(got, ref, xp), float(xp.abs(got - ref).max()) if ref.size else 0.0
+
+
+def row_relative_error(got, ref, xp=None) -> float:
+    """The largest ``||got_r - ref_r|| / ||ref_r||`` over the rows (last axis) in float64;
+    a row whose reference is zero counts 0 when matched exactly, else inf."""
+    import numpy as np
+
+    xp = xp or np
+    got = got.astype(xp.float64)
+    ref = ref.astype(xp.float64)
+    if not bool(xp.isfinite(got).all()):
+        return math.inf
+    if ref.size == 0:
+        return 0.0
+    diff = xp.linalg.norm((got - ref).reshape(-1, ref.shape[-1]), axis=-1)
+    norm = xp.linalg.norm(ref.reshape(-1, ref.shape[-1]), axis=-1)
+    exact = diff == 0
+    rel = xp.where(norm > 0, diff / xp.where(norm > 0, norm, 1.0), xp.where(exact, 0.0, xp.inf))
+    return float(rel.max())
 
 
 # ---------------------------------------------------------------------------------------

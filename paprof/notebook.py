@@ -4,8 +4,8 @@
 variants as ``paprof compare`` does and returns a ``Report``: in Jupyter it displays the
 HTML report (charts inline, in an iframe so that its styles stay out of the notebook);
 its properties are DataFrames of what the report says (``variants``, ``steps``,
-``table``, ``rules``, ``ledger``), and ``comparison`` / ``context`` hold the objects the
-report was made from.
+``table``, ``traffic``, ``rules``, ``ledger``, ``roofline``, ``roofs``, ``hotspots``), and
+``comparison`` / ``context`` hold the objects the report was made from.
 """
 
 from __future__ import annotations
@@ -52,23 +52,36 @@ class Report:
 
     @property
     def steps(self):
-        """One row per step: before, after, speedup, headline and the story's first sentence."""
+        """One row per step: before, after, speedup, headline, the story's first sentence,
+        and its three leading parts: the cause, what limits the variant now, what would
+        move it next (None where the counters say nothing)."""
         import pandas as pd
 
+        columns = ["before", "after", "speedup", "headline", "first_sentence", "cause", "limit",
+                   "next_move"]
         return pd.DataFrame([{
             "before": s.before, "after": s.after, "speedup": s.speedup, "headline": s.headline,
-            "first_sentence": s.sentences[0] if s.sentences else None} for s in self.comparison.steps],
-            columns=["before", "after", "speedup", "headline", "first_sentence"])
+            "first_sentence": s.sentences[0] if s.sentences else None, "cause": s.cause,
+            "limit": s.limit, "next_move": s.next_move} for s in self.comparison.steps],
+            columns=columns)
 
     @property
     def table(self):
         """The side-by-side table: one row per metric (section, key, label), one column of
         raw values per variant (medians over several launches)."""
+        return self._sections(self.context.table)
+
+    @property
+    def traffic(self):
+        """The traffic per memory level, as ``table`` (empty without the traffic sections)."""
+        return self._sections(self.context.traffic)
+
+    def _sections(self, sections):
         import pandas as pd
 
         labels = self.context.labels
         rows = []
-        for section in self.context.table:
+        for section in sections:
             for row in section.rows:
                 rows.append({"section": section.title, "key": row.key, "metric": row.label,
                              **{lab: c.value for lab, c in zip(labels, row.cells)}})
@@ -98,13 +111,59 @@ class Report:
         return pd.DataFrame(rows, columns=["before", "after", "term", "us"])
 
 
+    @property
+    def roofline(self):
+        """The roofline: one row per variant and level (``dram``, ``l2``, ``l1``, ``work``):
+        FLOPs, bytes, FLOP/byte, FLOP/s, the roof that bounds it, the rate that roof allows
+        and the share of it achieved (%); ``roofs`` for the roofs themselves."""
+        import pandas as pd
+
+        rl = self.context.roofline.raw if self.context.roofline else None
+        columns = ["variant", "level", "flops", "bytes", "intensity", "flop_rate", "bound_by",
+                   "attainable", "of_attainable_pct"]
+        return pd.DataFrame([{
+            "variant": v.label, "level": p.level, "flops": p.flops, "bytes": p.bytes,
+            "intensity": p.intensity, "flop_rate": p.flop_rate,
+            "bound_by": p.bound.roof if p.bound else None,
+            "attainable": p.bound.attainable if p.bound else None, "of_attainable_pct": p.of_attainable}
+            for v in (rl.variants if rl else []) for p in v.points], columns=columns)
+
+    @property
+    def roofs(self):
+        """The roofline's roofs: key, name, kind (memory: bytes/s; compute: FLOP/s), rate,
+        source (measured, datasheet or ncu peak) and where the figure comes from."""
+        import pandas as pd
+
+        rl = self.context.roofline.raw if self.context.roofline else None
+        return pd.DataFrame([{"key": r.key, "name": r.name, "kind": r.kind, "rate": r.rate,
+                              "source": r.source, "note": r.note}
+                             for r in (rl.roofs.values() if rl else [])],
+                            columns=["key", "name", "kind", "rate", "source", "note"])
+
+    @property
+    def hotspots(self):
+        """The source hot spots (runs profiled with ``--preset source``): one row per
+        variant and source line, hottest first: where, text, time (us), share of the
+        variant's time, warp samples, the top stall reason, instructions executed."""
+        import pandas as pd
+
+        hs = self.comparison.hotspots
+        columns = ["variant", "where", "text", "time_us", "share", "samples", "top_stall",
+                   "executed"]
+        return pd.DataFrame([{
+            "variant": v.label, "where": x.where, "text": x.text, "time_us": x.time_us,
+            "share": x.share, "samples": x.samples,
+            "top_stall": x.top_stall[0] if x.top_stall else None, "executed": x.executed}
+            for v in (hs.variants if hs else []) for x in v.lines if x.samples], columns=columns)
+
+
 def compare(specs, runs=DEFAULT_RUNS, shape: str | None = None) -> Report:
     """Compare ``specs`` (run-store ids or ``.ncu-rep`` paths, at least 2) from ``runs``,
     at ``shape`` when given, as ``paprof compare`` does; a ``Report`` for a notebook."""
     from paprof.analysis.compare import compare as compare_frame
     from paprof.analysis.load import load_reports, variant_rows
     from paprof.errors import UserError
-    from paprof.reports.build import resolve_variants
+    from paprof.reports.build import attach_hotspots, resolve_variants
     from paprof.reports.context import build_context
 
     paths = resolve_variants([str(s) for s in specs], runs, shape)
@@ -112,4 +171,5 @@ def compare(specs, runs=DEFAULT_RUNS, shape: str | None = None) -> Report:
     cmp = compare_frame(df, variant_rows(df), order=paths)
     if len(cmp.variants) < 2:
         raise UserError(f"compare needs at least 2 variants; the reports given hold {len(cmp.variants)}")
+    attach_hotspots(cmp)
     return Report(cmp, build_context(cmp), paths)

@@ -2,7 +2,7 @@
 
 Three sources, in this order:
 
-1. the families paprof ships (``BUILTIN``);
+1. the families paprof ships (``BUILTIN``: ``paged_decode``, the default, and ``flash_fwd``);
 2. installed packages that declare an entry point in the group ``paprof.families``::
 
        [project.entry-points."paprof.families"]
@@ -29,7 +29,11 @@ from pathlib import Path
 from paprof.errors import ShapeError, UserError
 from paprof.family import CommandVariant, Family, Variant, import_module, load_object
 
-BUILTIN = ("paprof.families.paged_decode:FAMILY",)
+BUILTIN = ("paprof.families.paged_decode:FAMILY", "paprof.families.flash_fwd:FAMILY")
+DEFAULT_FAMILY = "paged_decode"
+"""The family a bare variant name or ``--variant all`` means among the built-in ones: the
+other built-in families (``flash_fwd``) are named with ``--family`` or ``family/id``, or
+by an id only they have, so that every command written before them means what it did."""
 ENTRY_POINT_GROUP = "paprof.families"
 CONFIG_TABLE = "paprof"
 
@@ -169,6 +173,8 @@ def get(name: str, family_name: str | None = None) -> Variant:
     if not candidates:
         known = ", ".join(v.id if family_name else v.name for v in variants(family_name))
         raise UserError(f"unknown variant {name!r}; known: {known} (or 'all')")
+    if len(candidates) > 1 and family_name is None:
+        candidates = [v for v in candidates if not _opt_in(v.family)] or candidates
     if len(candidates) > 1:
         raise UserError(f"variant {name!r} exists in several families; say which: "
                         + ", ".join(v.name for v in candidates))
@@ -183,7 +189,7 @@ def resolve(names, family_name: str | None = None) -> list[Variant]:
         raise UserError("name at least one variant (--variant v3, or --variant all)")
     if "all" in names and family_name is None:
         named = [get(n) for n in names if n != "all"]
-        fams = {v.family for v in named} or set(discover())
+        fams = {v.family for v in named} or {f for f in discover() if not _opt_in(f)}
         if len(fams) > 1:
             raise UserError("--variant all needs one family; say which with --family: "
                             + ", ".join(sorted(fams)))
@@ -197,6 +203,15 @@ def resolve(names, family_name: str | None = None) -> list[Variant]:
         raise UserError("the variants of one run share their parameters, so they must be of "
                         f"one family; these are of {', '.join(fams)}")
     return out
+
+
+OPT_IN = ("flash_fwd",)
+"""The built-in families other than the default (see ``DEFAULT_FAMILY``)."""
+
+
+def _opt_in(family_name: str) -> bool:
+    """A built-in family chosen only when named."""
+    return family_name in OPT_IN
 
 
 def check_params(variants, params) -> None:

@@ -18,11 +18,23 @@
 #   sweep    paprof sweep of v5/v6 fp16 over batch x context (12 points), bench and profile
 #            modes, with their reports (-> $OUT/sweeps.tar)
 #   power    scripts/gate_power.py: the gate's detection and false-alarm rates (-> logs)
-#   presets  paprof run --variant all under the default, traffic and source presets, timed
-#            (replay passes in the logs) (-> $OUT/presets.tar)
+#   presets  paprof run --variant all under the presets $PRESETS (default: default source),
+#            timed, replay passes in the logs (-> $OUT/presets.tar.xz[.aa ...])
+#   flashbig flash_fwd's runs at the issue's shape (b4 h32 s8192 d128 bf16; handbook fp32)
+#            (-> $OUT/flash-big.tar.xz)
 #   attnprobe a bf16 GEMM ceiling and PyTorch SDPA's backends (scripts/attention_probe.py)
+#   flash    flash_fwd: its GPU tests, paprof bench of every variant and SDPA peer at the
+#            issue shapes (bf16 b4 h32 s8192 d128, causal, d64, s1024; the fp32 handbook at
+#            b1 h8 s2048) against the GEMM ceiling, paprof run --variant all (bf16) and the
+#            handbook (fp32) at b2 h16 s2048 causal -> logs/flash-*, $OUT/flash-runs.tar.xz[.aa ...]
 #   shards   the same bench sweep as two shards run one after the other on this GPU, merged,
 #            and once through --gpus 0 (the worker path) (-> $OUT/shards.tar)
+#   fp8      the fp8 (e4m3) cache: its GPU tests, paprof bench of v5/v6 at the issue shapes in
+#            fp8 (against fp16 at the main shape), the fp8 entries of scripts/tune_v5.py
+#   flashinfer FlashInfer as a peer: the kit in ./peers-kit (carried) installed into /tmp, its
+#            JIT modules built in parallel, paprof bench of v5, v6, flashinfer, flashinfer_cc
+#            at the issue shapes (fp16 and fp8), paprof run + compare at the main shape fp16
+#            (-> $OUT/peers.tar.xz[.aa ...]), then the peer's GPU tests
 # Results land in $OUT (the device tool brings it back): logs.tar with every log.
 set -uo pipefail
 OUT=${OUT:-/tmp/paprof-out}
@@ -39,6 +51,14 @@ MAIN="batch=64,context=4096,q_heads=32,kv_heads=8,head_dim=128,page=16"
 SECTIONS="--section SpeedOfLight --section MemoryWorkloadAnalysis --section Occupancy --section LaunchStats --section WorkloadDistribution --section ComputeWorkloadAnalysis --section SchedulerStats --section WarpStateStats"
 t0=$(date +%s)
 stamp() { echo "[$(( $(date +%s) - t0 ))s] $*"; }
+# pack NAME DIR: DIR as $OUT/NAME.tar.xz, split into 15 MiB parts when larger (the device
+# tool brings back files of 16 MiB at most); join here with cat NAME.tar.xz.* | tar xJ
+pack() {
+  tar cf - "$2" | xz -T0 -6 > "$OUT/$1.tar.xz"
+  if [ "$(stat -c %s "$OUT/$1.tar.xz")" -gt 15000000 ]; then
+    (cd "$OUT" && split -b 15M "$1.tar.xz" "$1.tar.xz." && rm "$1.tar.xz")
+  fi
+}
 
 for stage in $STAGES; do
   case $stage in
@@ -194,18 +214,111 @@ from paprof.kernels import gpu; print(gpu.current_device())
   presets)
     stamp presets
     rm -rf presets; mkdir -p presets
-    for p in default traffic source; do
+    for p in ${PRESETS:-default source}; do
       start=$(date +%s)
       python3 -m paprof run --variant all --preset $p --runs presets/$p > "$OUT/logs/preset-$p.log" 2>&1
       echo "preset $p: rc $? $(( $(date +%s) - start )) s wall" | tee -a "$OUT/logs/presets.txt"
       grep -rho "[0-9]* passes" presets/$p | sort | uniq -c | tee -a "$OUT/logs/presets.txt"
     done
-    tar cf "$OUT/presets.tar" presets
+    pack presets presets
     ;;
   attnprobe)
     stamp attnprobe
     python3 scripts/attention_probe.py > "$OUT/logs/attention_probe.txt" 2>&1
     cat "$OUT/logs/attention_probe.txt"
+    ;;
+  flash)
+    stamp flash
+    timeout 300 python3 -m pytest -m gpu tests/test_gpu_flash.py -q -p no:cacheprovider 2>&1 | tail -25 | tee "$OUT/logs/flash-tests.log"
+    F="batch=4,q_heads=32,seq_q=8192,head_dim=128,dtype=bf16"
+    i=0
+    for spec in "$F" "$F,causal=true" "${F/head_dim=128/head_dim=64}" "${F/seq_q=8192/seq_q=1024}" \
+                "batch=1,q_heads=8,seq_q=2048,head_dim=128,dtype=fp32"; do
+      i=$((i + 1))
+      start=$(date +%s)
+      timeout 150 python3 -m paprof bench --family flash_fwd --variant all --launches 30 --shape "$spec" --json \
+        > "$OUT/logs/flash-bench-$i.json" 2> "$OUT/logs/flash-bench-$i.log"
+      echo "bench $spec: rc $? $(( $(date +%s) - start )) s wall" | tee -a "$OUT/logs/flash-bench.txt"
+    done
+    python3 scripts/bench_table.py --flops "$OUT"/logs/flash-bench-*.json | tee "$OUT/logs/flash-bench-table.md"
+    rm -rf flash-runs
+    for which in "all bf16" "handbook fp32"; do
+      read -r vid dtype <<< "$which"
+      start=$(date +%s)
+      timeout 240 python3 -m paprof run --family flash_fwd --variant "$vid" --runs flash-runs \
+        --shape "batch=2,q_heads=16,seq_q=2048,head_dim=128,causal=true,dtype=$dtype" 2>&1 | tee -a "$OUT/logs/flash-run.log" | tail -8
+      echo "paprof run --family flash_fwd --variant $vid ($dtype): rc ${PIPESTATUS[0]} $(( $(date +%s) - start )) s wall" | tee -a "$OUT/logs/flash-run.log"
+    done
+    python3 -m paprof table flash-runs > "$OUT/logs/flash-table.txt" 2>&1; tail -12 "$OUT/logs/flash-table.txt"
+    pack flash-runs flash-runs
+    ;;
+  fp8)
+    stamp fp8
+    timeout 240 python3 -m pytest -m gpu tests/test_gpu_kernels.py -k fp8 -q -p no:cacheprovider 2>&1 | tail -15 | tee "$OUT/logs/fp8-tests.log"
+    for spec in "$MAIN,dtype=fp8" "$MAIN,dtype=fp16" "batch=4,context=32768,dtype=fp8" "batch=1,context=131072,dtype=fp8" \
+                "batch=32,context=8192,q_heads=64,kv_heads=8,dtype=fp8"; do
+      name=fp8-$(echo "$spec" | sed 's/batch=64,context=4096,q_heads=32,kv_heads=8,head_dim=128,page=16/main/' | tr ',=' '_-')
+      timeout 120 python3 -m paprof bench --family paged_decode --variant v5 --variant v6 --shape "$spec" --json > "$OUT/logs/bench-$name.json" 2> "$OUT/logs/bench-$name.log"
+      echo "bench $spec: rc $?"
+    done
+    python3 scripts/bench_table.py "$OUT"/logs/bench-fp8-*.json | tee "$OUT/logs/bench-fp8-table.txt"
+    timeout 150 python3 scripts/tune_v5.py --fp8 2>&1 | tee "$OUT/logs/tune-fp8.log" | grep -v "^    "
+    ;;
+  flashinfer)
+    stamp flashinfer
+    # in a subshell: the peer's PYTHONPATH and environment stay out of the later stages
+    (
+      P=/tmp/peers; rm -rf $P; mkdir -p $P/ffi $P/fi $P/ws $P/runs
+      python3 -m pip install --no-index --no-deps --target $P/ffi peers-kit/apache_tvm_ffi-*.whl > "$OUT/logs/peers-install.log" 2>&1
+      tar xJf peers-kit/flashinfer-*-trimmed.tar.xz -C $P/fi
+      export PYTHONPATH=$PWD:$P/fi:$P/ffi FLASHINFER_WORKSPACE_BASE=$P/ws CUDA_HOME=${CUDA_HOME:-$(dirname "$(dirname "$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)")")} MAX_JOBS=${MAX_JOBS:-4}
+      { command -v ninja || python3 -c "import ninja; print('ninja module', ninja.__file__)"; python3 -c "import flashinfer, torch; print('flashinfer', flashinfer.__version__, 'torch', torch.__version__)"; python3 -m paprof list | grep -i flashinfer; } 2>&1 | tail -6 | tee -a "$OUT/logs/peers-install.log"
+      # FlashInfer JIT-compiles a module at its first plan(): all six at once, on tiny shapes
+      # (the launcher with no check and no launch: prepare() alone, which plans)
+      start=$(date +%s)
+      for vid in flashinfer flashinfer_cc; do
+        for spec in dtype=fp16 head_dim=64,q_heads=32,kv_heads=32,dtype=fp16 dtype=fp8; do
+          ( timeout 300 python3 -m paprof.kernels.launch --family paged_decode --variant $vid --shape "batch=2,context=64,$spec" --no-check \
+              --profile-launches 0 > "$OUT/logs/peers-jit-$vid-$(echo $spec | tr ',=' '_-').log" 2>&1
+            echo "jit $vid $spec: rc $?" ) &
+        done
+      done
+      wait
+      echo "JIT modules: $(( $(date +%s) - start )) s wall" | tee -a "$OUT/logs/peers-install.log"
+      PV="--family paged_decode --variant v5 --variant v6 --variant flashinfer --variant flashinfer_cc"
+      RAGGED="context=17:300:1024:2048:4000:4096:6000:8192:9000:12000:15000:16384:500:3000:7000:10000"
+      for spec in "$MAIN,dtype=fp16" "batch=4,context=32768,dtype=fp16" "batch=1,context=131072,dtype=fp16" \
+                  "batch=32,context=8192,q_heads=64,kv_heads=8,dtype=fp16" "batch=64,context=4096,q_heads=32,kv_heads=32,head_dim=64,dtype=fp16" \
+                  "$RAGGED,dtype=fp16" "$MAIN,dtype=fp8"; do
+        name=peers-$(echo "$spec" | sed -e 's/batch=64,context=4096,q_heads=32,kv_heads=8,head_dim=128,page=16/main/' -e "s/$RAGGED/ragged16/" | tr ',=' '_-')
+        timeout 150 python3 -m paprof bench $PV --shape "$spec" --json > "$OUT/logs/bench-$name.json" 2> "$OUT/logs/bench-$name.log"
+        echo "bench $spec: rc $?"
+      done
+      python3 scripts/bench_table.py "$OUT"/logs/bench-peers-*.json | tee "$OUT/logs/bench-peers-table.txt"
+      start=$(date +%s)
+      timeout 240 python3 -m paprof run --family paged_decode --variant v6 --variant flashinfer --variant flashinfer_cc --shape "$MAIN,dtype=fp16" --runs $P/runs 2>&1 | tail -12 | tee "$OUT/logs/peers-run.log"
+      echo "paprof run: $(( $(date +%s) - start )) s wall" | tee -a "$OUT/logs/peers-run.log"
+      python3 -m paprof compare v6 flashinfer flashinfer_cc --runs $P/runs --markdown "$OUT/logs/peers-compare.md" --out "$OUT/logs/peers-compare.html" 2>&1 | tail -3
+      python3 -m paprof compare v6 flashinfer --runs $P/runs --markdown "$OUT/logs/peers-compare-v6-flashinfer.md" 2>&1 | tail -2
+      (cd $P && mkdir -p peers/jit && cp -r runs peers/ && cd ws && find . \( -name "*.ninja" -o -name "*.log" \) -print0 | xargs -0 -r cp --parents -t ../peers/jit; true)
+      (cd $P && pack peers peers)
+      # last: bench has already checked every variant at every shape above
+      timeout 200 python3 -m pytest -m gpu tests/test_peers.py -q -p no:cacheprovider -rs 2>&1 | tail -25 | tee "$OUT/logs/peers-tests.log"
+    )
+    ;;
+  flashbig)
+    stamp flashbig
+    # flash_fwd's shipped runs at the issue's shape (bf16 b4 h32 s8192 d128, non-causal),
+    # the handbook in fp32 at the same shape
+    rm -rf flash-big
+    for which in "all bf16" "handbook fp32"; do
+      read -r vid dtype <<< "$which"
+      start=$(date +%s)
+      timeout 200 python3 -m paprof run --family flash_fwd --variant "$vid" --runs flash-big \
+        --shape "batch=4,q_heads=32,seq_q=8192,head_dim=128,dtype=$dtype" 2>&1 | tee -a "$OUT/logs/flash-big.log" | tail -8
+      echo "paprof run --family flash_fwd --variant $vid ($dtype): rc ${PIPESTATUS[0]} $(( $(date +%s) - start )) s wall" | tee -a "$OUT/logs/flash-big.log"
+    done
+    pack flash-big flash-big
     ;;
   *) echo "unknown stage $stage"; exit 2;;
   esac

@@ -1,8 +1,10 @@
 """v5/v6's tensor-core kernel under compute-sanitizer (memcheck), on the shapes where the
 register feed clamps, splits a tile over pages or leaves splits empty:
 
-    compute-sanitizer --tool memcheck python3 scripts/sanitize_fast.py
+    compute-sanitizer --tool memcheck python3 scripts/sanitize_fast.py [--dtype fp8]
 """
+
+import sys
 
 from paprof import registry
 from paprof.kernels import harness
@@ -14,8 +16,13 @@ SHAPES = [
     Shape(batch=5, head_dim=64, context=(15, 16, 17, 1000, 4096), dtype="bf16"),
     Shape(batch=3, q_heads=64, kv_heads=8, context=(700, 1, 129), dtype="fp16"),
     Shape(batch=4, context=(1, 17, 200, 2000), num_splits=16, dtype="fp16"),
+    # fp8: two tiles a step (a second tile past the end at 16, 4112), pages of 8, head_dim 64
+    Shape(batch=4, page_size=8, context=(1, 16, 17, 4112), dtype="fp8"),
+    Shape(batch=3, head_dim=64, q_heads=32, kv_heads=32, context=(15, 16, 1000), dtype="fp8"),
+    Shape(batch=4, context=(1, 17, 200, 2000), num_splits=16, dtype="fp8"),
 ]
-for shape in SHAPES:
+only = sys.argv[sys.argv.index("--dtype") + 1] if "--dtype" in sys.argv else None
+for shape in (s for s in SHAPES if only in (None, s.dtype)):
     for vid in ("v5", "v6"):
         check = harness.verify(harness.prepare(registry.family("paged_decode"), registry.get(vid, "paged_decode"), shape))
         print(f"{vid} {shape.slug()}: rel {check.rel_error:.1e} ok={check.passed}", flush=True)

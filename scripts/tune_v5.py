@@ -48,7 +48,17 @@ SWEEP = [
     ("v5", f"{MAIN},q_heads=64,dtype=fp16", MMA, {**SHIPPED, "MIN_BLOCKS": 2}),
     ("v5", f"{MAIN},q_heads=64,dtype=bf16", MMA, {**SHIPPED, "MIN_BLOCKS": 4}),
     ("v5", f"{MAIN},q_heads=64,dtype=bf16", MMA, {**SHIPPED, "MIN_BLOCKS": 2}),
+    # fp8 (e4m3) from here on (FP8_FIRST): the shipped two tiles a step against one, the L2
+    # hint, other warp counts at the same 12 warps a SM, and v6 at batch 4 and 1
+    ("v5", f"{MAIN},dtype=fp8", MMA, {**SHIPPED, "TSUB": 2, "TIMELINE": 1}),
+    ("v5", f"{MAIN},dtype=fp8", MMA, {**SHIPPED, "TSUB": 1}),
+    ("v5", f"{MAIN},dtype=fp8", MMA, {**SHIPPED, "TSUB": 2, "FEED_HINT": 0}),
+    ("v5", f"{MAIN},dtype=fp8", MMA, {**SHIPPED, "TSUB": 2, "WARPS": 2, "MIN_BLOCKS": 6}),
+    ("v5", f"{MAIN},dtype=fp8", MMA, {**SHIPPED, "TSUB": 2, "WARPS": 4, "MIN_BLOCKS": 3}),
+    ("v6", f"{B4},dtype=fp8", MMA, {**SHIPPED, "TSUB": 1}),  # the shipped TSUB 2: paprof bench
+    ("v6", f"{B1},dtype=fp8", MMA, {**SHIPPED, "TSUB": 1}),
 ]
+FP8_FIRST = next(i for i, entry in enumerate(SWEEP) if "fp8" in entry[1])
 
 
 def timeline(prep, shape) -> str:
@@ -153,6 +163,7 @@ def run(entry, launches: int, ceiling: float | None) -> None:
 
 parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
 parser.add_argument("--only", type=int, action="append", help="index into SWEEP (repeatable)")
+parser.add_argument("--fp8", action="store_true", help="only the fp8 entries (from FP8_FIRST on)")
 parser.add_argument("--launches", type=int, default=50)
 parser.add_argument("--no-timing", action="store_true", help="for ncu: verify and launch, no ceiling")
 args = parser.parse_args()
@@ -162,5 +173,5 @@ if ceiling:
     for gib in (0.5, 1, 2):  # its own fixed cost: time against size
         c = harness.measure_read_ceiling(int(gib * (1 << 30)))
         print(f"  stream read {gib} GiB: {c}")
-for i in args.only or range(len(SWEEP)):
+for i in args.only or (range(FP8_FIRST, len(SWEEP)) if args.fp8 else range(len(SWEEP))):
     run(SWEEP[i], args.launches, ceiling)

@@ -62,10 +62,12 @@ class FakeLauncher:
     output: str = ""
     result: dict = field(default_factory=dict)
     calls: list = field(default_factory=list)
+    envs: list = field(default_factory=list)
 
     def __call__(self, argv, env):
         argv = list(argv)
         self.calls.append(argv)
+        self.envs.append(dict(env))
         data = {
             "family": _arg(argv, "--family"),
             "variant": _arg(argv, "--variant"),

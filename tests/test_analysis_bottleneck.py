@@ -229,3 +229,42 @@ def test_dram_against_a_rival_at_the_margin_is_a_tie():
 
 def test_a_math_pipe_and_its_operand_unit_are_no_tie():
     assert B.tie(make_metrics(tensor_pct=90.0, l1_pct=90.5, dram_pct=8)) is None
+
+
+# -- a kernel busy on the tensor pipe (flash_fwd's mma, cuDNN's attention) ---------------
+
+
+def test_tensor_pipe_busier_than_a_busy_dram_is_compute_bound_on_the_tensor_pipe():
+    # DRAM at its mark would have won within the 10-point margin against a cache; against
+    # a math pipe it needs to be the busier of the two
+    name, evidence = classify(make_metrics(tensor_pct=78, dram_pct=72))
+    assert name == "compute-bound"
+    assert evidence[0] == "tensor pipe 78.0 % of peak (at or above 60 %)"
+    assert any("DRAM throughput 72.0 % (not the limiter)" in e for e in evidence)
+    assert B.tie(make_metrics(tensor_pct=78, dram_pct=72)) is None
+
+
+def test_flash_attention_shape_of_counters_is_compute_bound_on_the_tensor_pipe():
+    # shared memory feeding the tensor cores: L1 and the LSU pipe busy too, DRAM low
+    row = make_metrics(tensor_pct=71, l1_pct=84, lsu_pct=66, l2_pct=35, dram_pct=14, sm_pct=78,
+                       issue_pct=55)
+    name, evidence = classify(row)
+    assert name == "compute-bound"
+    assert evidence[0].startswith("tensor pipe 71.0 %")
+    assert "L1/TEX throughput 84.0 %" in evidence[1] and "tensor cores" in evidence[1]
+
+
+def test_dram_busier_than_the_tensor_pipe_stays_dram_bound():
+    assert label(tensor_pct=72, dram_pct=88) == "dram-bound"
+
+
+@pytest.mark.parametrize("tensor, dram, expected, other", [
+    (75.5, 75.0, "compute-bound", "dram-bound"),
+    (74.5, 75.0, "dram-bound", "compute-bound"),
+])
+def test_tensor_pipe_and_dram_within_a_point_are_a_tie(tensor, dram, expected, other):
+    row = make_metrics(tensor_pct=tensor, dram_pct=dram)
+    name, evidence = classify(row)
+    tied = B.tie(row)
+    assert name == expected and tied is not None and (tied.label, tied.other) == (expected, other)
+    assert evidence[0] == tied.text and "a tie (within 1 pt)" in tied.text

@@ -13,14 +13,16 @@ from paprof.analysis import metrics as M
 
 DATA = Path(__file__).resolve().parent / "data"
 DEFAULT_LIST = DATA / "ncu-2025.3.1-h200-default-sections-metrics.txt"
+TRAFFIC_LIST = DATA / "ncu-2025.3.1-h200-traffic-sections-metrics.txt"
 PACKAGE = Path(M.__file__).resolve().parents[1]
 
-#: Catalogue metrics outside ncu's default sections, so absent from DEFAULT_LIST. Each is
-#: a documented ncu metric of the section named (the "full" set collects it).
-OUTSIDE_DEFAULT = {
-    "dram__bytes_read.sum": "MemoryWorkloadAnalysis_Chart",
-    "dram__bytes_write.sum": "MemoryWorkloadAnalysis_Chart",
-}
+#: Catalogue metrics outside the basic sections (DEFAULT_SECTIONS), so absent from
+#: DEFAULT_LIST: the traffic per level, all of them in TRAFFIC_LIST under their section.
+OUTSIDE_DEFAULT_SECTIONS = set(M.TRAFFIC_SECTIONS)
+
+#: The roofline's inputs and the source counters' totals, from the sections the 'default'
+#: and 'source' presets add (each checked against real H200 reports in tests/test_roofline.py).
+ROOFLINE_OUTSIDE = {m.ncu_name: m.section for m in M.ROOFLINE_INPUTS if not m.in_default_sections}
 
 #: ncu metrics recorded under a name without a ``unit__`` prefix (the source-level
 #: counter of executed instructions, in tests/data's list of default-section metrics).
@@ -43,10 +45,40 @@ def test_every_default_section_metric_is_one_ncu_recorded_on_the_h200(recorded):
     assert unknown == []
 
 
-def test_metrics_outside_the_default_sections_are_the_documented_few(recorded):
+@pytest.fixture(scope="module")
+def traffic_recorded() -> set[tuple[str, str]]:
+    lines = [l.split() for l in TRAFFIC_LIST.read_text().splitlines()
+             if l.strip() and not l.startswith("#")]
+    assert {section for section, _ in lines} == set(M.TRAFFIC_SECTIONS)
+    return {(section, name) for section, name in lines}
+
+
+def test_metrics_outside_the_default_sections_are_the_traffic_sections_recorded_ones(
+        recorded, traffic_recorded):
     outside = {m.ncu_name: m.section for m in M.MEASURED if not m.in_default_sections}
-    assert outside == OUTSIDE_DEFAULT
+    rest = {name: section for name, section in outside.items() if name not in ROOFLINE_OUTSIDE}
+    assert set(rest.values()) <= OUTSIDE_DEFAULT_SECTIONS
+    assert [(section, name) for name, section in rest.items()
+            if (section, name) not in traffic_recorded] == []
     assert not set(outside) & recorded
+    assert {"dram__bytes_read.sum", "l1tex__m_xbar2l1tex_read_bytes.sum",
+            "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum"} <= set(outside)
+
+
+def test_the_traffic_columns_cover_every_level_the_issue_names():
+    levels = {M.BY_COLUMN[c].level for c in M.TRAFFIC_COLUMNS}
+    assert levels == set(M.LEVELS)
+    assert list(M.TRAFFIC_COLUMNS) == sorted(M.TRAFFIC_COLUMNS, key=lambda c: M.LEVELS.index(
+        M.BY_COLUMN[c].level))  # grouped from the SM outwards
+    for column in ("l1_global_load_bytes", "l1_global_store_bytes", "l1_global_load_requests",
+                   "shared_load_wavefronts", "shared_store_bank_conflicts", "l2_to_l1_bytes",
+                   "l1_to_l2_bytes", "l1_hit_rate_pct", "dram_bytes_read", "dram_bytes_write",
+                   "l2_hit_rate_pct", "instructions_executed"):
+        assert column in M.TRAFFIC_COLUMNS, column
+    for m in M.CATALOGUE:
+        assert m.level is None or m.level in M.LEVELS, m
+        if m.level is not None and m.unit not in ("%",):
+            assert m.combine == M.SUM, m  # counts add up over a variant's kernels
 
 
 def test_dram_throughput_is_the_gpu_metric_not_dram_throughput():

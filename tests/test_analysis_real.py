@@ -1,9 +1,11 @@
 """The loader, the bottleneck rules and ``paprof table`` on the shipped H200 reports.
 
-These are ncu 2025.3.1 reports of the paged-decode variants (default sections,
-``--clock-control none``), batch 64, context 4096, 32/8 heads, head_dim 128, fp32 K/V
-(the fp16 and small-batch runs of v5/v6 beside them are covered by the compare tests).
-They skip, naming the path, only while ``examples/h200`` holds no report.
+These are ncu 2025.3.1 reports of the paged-decode variants (paprof's default preset: the
+basic sections plus the traffic tables, instruction statistics and roofline inputs;
+``--clock-control none``), batch 64, context 4096, 32/8 heads, head_dim 128, fp32 K/V,
+made by ``paprof run --variant all`` with schema-2 sidecars (the fp16 and small-batch runs
+of v5/v6 are the sweep's, ``examples/sweeps``). They skip, naming the path, only while
+``examples/h200`` holds no report.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from paprof.cli import main
 from paprof.errors import UserError
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "h200"
-MAIN = "b64_ctx4096_h32x8_d128_p16_fp32.ncu-rep"  # every variant has this shape; v5/v6 more
+MAIN = "b64_ctx4096_h32x8_d128_p16_fp32.ncu-rep"  # every variant has this shape
 REPORTS = sorted(EXAMPLES.rglob(MAIN)) if EXAMPLES.is_dir() else []
 VARIANTS = {"baseline", "handbook", "v1", "v2", "v3", "v4", "v5", "v6"}
 
@@ -61,16 +63,19 @@ def test_one_row_per_kernel_launch_with_provenance(df):
     assert set(df["family"]) == {"paged_decode"}
     assert set(df["gpu"]) == {"NVIDIA H200"}
     assert df["shape"].str.startswith("batch=64,").all()
-    assert all(s["schema"] == 1 for s in df["sidecar"])
+    assert all(s["schema"] == 2 and s["preset"] == "default" for s in df["sidecar"])
     assert list(df.columns) == load.columns()
 
 
-def test_no_nan_where_the_default_sections_supply_the_metric(df):
+def test_no_nan_where_the_default_preset_supplies_the_metric(df):
     supplied = [m.column for m in M.CATALOGUE if not m.text and m.section != M.WORK and (
-        m.in_default_sections or (m.derived and m.column != "dram_bytes_read"))]
+        m.in_default_sections or m.section in M.TRAFFIC_SECTIONS or m.derived)]
     assert df[supplied].columns[df[supplied].isna().any()].tolist() == []
-    assert set(df.attrs["missing"]) == {"dram_bytes_read", "dram_bytes_write"}
+    source_only = {m.column for m in M.ROOFLINE_INPUTS if m.section == M.SOURCE}  # preset 'source'
+    assert set(df.attrs["missing"]) <= source_only  # the traffic sections supply DRAM's byte counters too
     assert (df["occupancy_limiter"] != "").all() and (df["top_stall_reason"] != "").all()
+    # the work model (schema 2) is there for every kernel but a split variant's parts
+    assert df[df["variant"] != "v4"]["work_bytes"].eq(2 * 64 * 4096 * 8 * 128 * 4).all()
 
 
 def test_units(df):
@@ -78,10 +83,11 @@ def test_units(df):
         assert df[column].between(0, 100.5).all(), column
     assert (df["sm_count"] == 132).all()
     assert df["duration_us"].between(1, 1e6).all()
-    # Every variant but v4's merge reads the 2 GiB of K/V once: DRAM bytes ~ kv_bytes.
+    # Every variant but v4's merge reads the 2 GiB of K/V once: DRAM bytes ~ the work model's.
     reads = df[df["kernel"] != "paged_decode_v4_merge"]
-    kv = reads["sidecar"].map(lambda s: s["kv_bytes"])
+    kv = reads["sidecar"].map(lambda s: s["work"]["bytes"])
     assert (reads["dram_bytes"] / kv).between(0.99, 1.03).all()
+    assert (reads["dram_bytes_read"] / kv).between(0.99, 1.01).all()  # reads, the writes are the output
     assert df["achieved_bandwidth_gbs"].tolist() == pytest.approx(
         (df["dram_bytes"] / (df["duration_us"] * 1e-6) / 1e9).tolist())
     assert df["achieved_bandwidth_gbs"].max() < 4800  # under the H200's DRAM peak
@@ -202,17 +208,48 @@ def test_table_command_on_the_shipped_runs():
     table = pd.read_csv(io.StringIO(result.stdout))
     every_report = sorted(EXAMPLES.rglob("*.ncu-rep"))
     assert len(table) == len(every_report) + 1  # one row per kernel; v4 has two
-    assert "note: not recorded" in result.stderr and "dram_bytes_read" in result.stderr
+    assert "note: not recorded" not in result.stderr  # the default preset records it all
+    assert {"l2_to_l1_bytes", "l1_global_load_bytes", "shared_load_bank_conflicts"} <= set(table.columns)
 
     text = CliRunner().invoke(main, ["table", str(EXAMPLES), "--per-variant"])
     assert text.exit_code == 0, text.output
     assert "paged_decode_v4_partial + paged_decode_…" in text.stdout
-    # v5 at batch 64 in fp32 and fp16; at batch 4 its 32 CTAs leave the GPU idle
     lines = text.stdout.splitlines()
+    assert "v5: dram-bound: " in text.stdout
+    assert "v3: occupancy/launch-bound: " in text.stdout  # 512 CTAs for 1,584 slots
+    assert sum(line.startswith("v4: ") for line in lines) == 1  # summed: one line
+
+    # the v5/v6 fp16 and small-batch runs of the sweep: at batch 4 v5's 32 CTAs leave the GPU idle
+    sweep = EXAMPLES.parent / "sweeps" / "h200-profile"
+    text = CliRunner().invoke(main, ["table", str(sweep), "--per-variant"])
+    assert text.exit_code == 0, text.output
     assert "v5 [b64_ctx4096_h32x8_d128_p16_fp16]: dram-bound: " in text.stdout
-    assert "v5 [b64_ctx4096_h32x8_d128_p16_fp32]: dram-bound: " in text.stdout
-    assert "v5 [b4_ctx32768_h32x8_d128_p16_fp16]: occupancy/launch-bound: " in text.stdout
-    assert sum(line.startswith("v4 [") for line in lines) == 1  # summed: one line
+    assert "v5 [b4_ctx16384_h32x8_d128_p16_fp16]: occupancy/launch-bound: " in text.stdout
+
+
+def test_table_command_shows_the_traffic_per_level():
+    result = CliRunner().invoke(main, ["table", str(EXAMPLES), "--traffic", "--per-variant"])
+    assert result.exit_code == 0, result.output
+    header, *rows = result.stdout.splitlines()
+    assert header.split() == ["variant", "kernel", "ld_inst", "L1->SM", "SM->L1", "shm_ld_wf",
+                              "shm_st_wf", "shm_ld_cfl", "shm_st_cfl", "L1hit%", "L2->SM",
+                              "SM->L2", "L2hit%", "DRAM->L2", "L2->DRAM", "inst"]
+    ends = {name: header.index(name) + len(name) for name in header.split()}
+    starts = dict(zip(ends, [0] + list(ends.values())[:-1]))
+
+    def cell(variant, name):  # the right-aligned text under a header
+        row = next(r for r in rows if r.split()[0] == variant)
+        return row[starts[name]:ends[name]].strip()
+
+    # v2 reads each K/V byte into the SMs once per query head (4 of a KV head's group), v3 once
+    assert (cell("v2", "L2->SM"), cell("v3", "L2->SM")) == ("8.59 GB", "2.15 GB")
+    assert cell("v3", "DRAM->L2") == "2.15 GB" and cell("v3", "shm_ld_wf") == "67.1 M"
+    # the baseline's every thread reloads every element: 280 GB asked of L1, 97 % hits
+    assert (cell("baseline", "L1->SM"), cell("baseline", "L1hit%")) == ("280 GB", "96.9")
+    csv = CliRunner().invoke(main, ["table", str(EXAMPLES), "--traffic", "--format", "csv"])
+    table = pd.read_csv(io.StringIO(csv.stdout))
+    assert list(table.columns)[:2] == ["variant", "kernel"] and "l2_to_l1_bytes" in table
+    assert len(table) == len(VARIANTS) + 1
 
 
 def test_no_ncu_markup_reaches_rules_evidence_or_the_report(tmp_path):

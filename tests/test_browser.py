@@ -27,6 +27,10 @@ WIDTH = 1280
 CHARTS = {"chart-speed-of-light", "chart-duration", "chart-bandwidth", "chart-occupancy", "chart-stalls",
           "chart-ledger"}
 """Every chart the shipped 8-variant report has (the figure ids)."""
+OPTIONAL = {"chart-roofline"}
+"""Charts drawn when the runs carry their inputs (the roofline: preset 'default' or a work
+model); the report of the source-preset runs must have them."""
+SOURCE_RUNS = ROOT / "examples" / "h200-source"
 
 pytestmark = [
     pytest.mark.browser,
@@ -85,17 +89,40 @@ def report(tmp_path_factory) -> Path:
 
 
 def test_report_loads_without_console_errors_and_draws_every_chart(report, tmp_path):
+    html = report.read_text()
+    check_charts(report, tmp_path, CHARTS | {c for c in OPTIONAL if f'id="{c}"' in html})
+
+
+@pytest.fixture(scope="module")
+def source_report(tmp_path_factory) -> Path:
+    """The report of the shipped source-preset runs: roofline and source hot spots."""
+    from paprof.reports.build import write_report
+
+    if not (SOURCE_RUNS / "nvidia-h200").is_dir():  # pragma: no cover
+        pytest.skip("examples/h200-source is not there")
+    out = tmp_path_factory.mktemp("source-report") / "report.html"
+    write_report(["v2", "v3", "v4", "v5"], runs=SOURCE_RUNS, out=out)
+    return out
+
+
+def test_source_report_draws_the_roofline_and_shows_the_hot_spots(source_report, tmp_path):
+    html = source_report.read_text()
+    assert 'id="roofline"' in html and 'id="hotspots"' in html
+    check_charts(source_report, tmp_path, CHARTS | OPTIONAL)
+
+
+def check_charts(report: Path, tmp_path: Path, expected: set[str]) -> None:
     out = chromium(tmp_path, report.as_uri(), f"--window-size={WIDTH},2000", "--dump-dom")
     assert out.returncode == 0, out.stderr[-2000:]
     assert console_lines(out.stderr) == []
     attrs = root_attrs(out.stdout)
     images = report.read_text().count("<img ")
-    assert images == len(CHARTS)
+    assert images == len(expected)
     assert attrs.get("data-charts") == f"{images}/{images}", attrs  # every <img> decoded and laid out
     assert attrs.get("data-chart-alts") == f"{images}/{images}", attrs  # and has alt text
     sizes = dict(item.split(":") for item in attrs["data-chart-sizes"].split())
     natural = dict(item.split(":") for item in attrs["data-chart-natural"].split())
-    assert set(sizes) == set(natural) == CHARTS
+    assert set(sizes) == set(natural) == expected
     for name, size in sizes.items():
         w, h = (int(v) for v in size.split("x"))
         assert w > 300 and h > 100, (name, size)
@@ -104,6 +131,7 @@ def test_report_loads_without_console_errors_and_draws_every_chart(report, tmp_p
     # the page lays out within a laptop's width: nothing wider than the window
     assert int(attrs["data-width"]) <= WIDTH
     assert int(attrs["data-table-overflow"]) <= 0, "the side-by-side table needs a horizontal scroll"
+    assert int(attrs["data-traffic-overflow"]) <= 0, "the traffic table needs a horizontal scroll"
     assert int(attrs["data-height"]) > 1000
 
 

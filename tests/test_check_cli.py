@@ -469,9 +469,18 @@ def test_shipped_profile_path_end_to_end_with_fake_ncu(
 
 def test_check_table_keeps_the_dtype_of_each_shape(invoke, tmp_path):
     """v5 runs at fp16 and fp32: the rows must not look the same (the shape was cut)."""
+    import shutil
+
+    store = tmp_path / "runs" / "nvidia-h200" / "paged_decode" / "v5"
+    store.mkdir(parents=True)
+    fp16 = ROOT / "examples" / "sweeps" / "h200-profile" / "nvidia-h200" / "paged_decode" / "v5"
+    for source in [*(SHIPPED / "nvidia-h200" / "paged_decode" / "v5").glob("b64_ctx4096_*_fp32.*"),
+                   *fp16.glob("b64_ctx4096_*_fp16.*")]:
+        shutil.copy(source, store)
+    runs = tmp_path / "runs"
     out = tmp_path / "v5.json"
-    assert invoke("baseline", "update", "--runs", SHIPPED, "--variant", "v5", "--out", out).exit_code == 0
-    result = invoke("check", "--baseline", out, "--runs", SHIPPED)
+    assert invoke("baseline", "update", "--runs", runs, "--variant", "v5", "--out", out).exit_code == 0
+    result = invoke("check", "--baseline", out, "--runs", runs)
     assert result.exit_code == 0, result.output
     rows = [line for line in result.stdout.splitlines() if "paged_decode/v5" in line]
     assert sum("b64_ctx4096_h32x8_d128_p16_fp16" in r for r in rows) == 3

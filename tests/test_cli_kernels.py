@@ -23,7 +23,7 @@ def test_list_json_names_every_variant_with_its_idea():
     result = run("list", "--json")
     assert result.exit_code == 0
     data = json.loads(result.stdout)
-    assert [f["family"] for f in data] == ["paged_decode"]
+    assert [f["family"] for f in data] == ["paged_decode", "flash_fwd"]
     fam = data[0]
     assert fam["origin"] == "built-in" and fam["module"] == "paprof.families.paged_decode"
     assert [p["name"] for p in fam["params"]][:3] == ["batch", "q_heads", "kv_heads"]
@@ -31,6 +31,10 @@ def test_list_json_names_every_variant_with_its_idea():
     assert [d["variant"] for d in variants] == ["baseline", "v1", "v2", "v3", "v4", "handbook", "v5", "v6"]
     assert all(d["family"] == "paged_decode" and d["idea"] and d["kind"] == "cuda" for d in variants)
     assert all(set(d) >= {"family", "variant", "idea", "kernel_regex", "sources"} for d in variants)
+    flash = data[1]
+    assert flash["ceiling"] == "gemm" and fam["ceiling"] == "read"
+    assert [d["variant"] for d in flash["variants"]][:2] == ["handbook", "mma"]
+    assert flash["gate_metrics"] == ["tensor_pipe_pct", "sm_throughput_pct", "duration_us", "work_tflops"]
 
 
 def test_list_text_groups_by_family():

@@ -117,15 +117,20 @@ def test_v2_to_v3_tells_the_sources_story(v2_v3):
     assert not any(x.startswith("now ") for x in s)
     assert any(x.startswith("achieved bandwidth 434 GB/s -> 641 GB/s, 9.6 % -> 14.1 % of the "
                             "measured 4.53 TB/s ceiling") for x in s)
-    # the order of the story: duration first, then launch, resources, occupancy, units
-    assert s.index("duration 4.95 ms -> 3.35 ms: 1.48x faster") == 0
+    # the order of the story: the cause and what limits it now first (no ncu rules here, so
+    # nothing would move it next), then duration, launch, resources, occupancy, units
+    assert s[0] == step.cause and step.cause.startswith("DRAM throughput rises 57.4 % -> 84.9 % of peak")
+    assert s[1] == step.limit and step.limit.startswith("v3 is limited by DRAM bandwidth now: 84.9 % of peak")
+    assert step.next_move is None
+    assert s.index("duration 4.95 ms -> 3.35 ms: 1.48x faster") == 2
     assert s.index("registers 64 -> 39 per thread") < s.index(
         "DRAM throughput 57.4 % -> 84.9 %: the kernel is now DRAM-bound")
 
 
 def test_summary_is_one_paragraph(v2_v3):
     summary = v2_v3.steps[0].summary
-    assert summary.startswith("Duration 4.95 ms -> 3.35 ms: 1.48x faster; grid 2,048 -> 512 CTAs")
+    assert summary.startswith("DRAM throughput rises 57.4 % -> 84.9 % of peak (641 GB/s, ")
+    assert "; v3 is limited by DRAM bandwidth now: " in summary
     assert summary.endswith(".")
 
 
@@ -145,9 +150,10 @@ def test_thresholds_are_one_dataclass_that_decides_what_moved():
     strict = C.Thresholds(throughput_pts=50.0)
     cmp = comparison(make_row("v2"), make_row("v3", **V3), thresholds=strict)
     s = cmp.steps[0].sentences
-    assert not any("DRAM throughput" in x for x in s)
-    # without the DRAM sentence the conclusion is its own sentence
-    assert "now DRAM-bound, was latency-bound; evidence for dram-bound" in s
+    assert not any(x.startswith("DRAM throughput 57.4 %") for x in s)
+    # the cause (DRAM crossed its 70 % mark) and the limit do not depend on the thresholds
+    assert s[0].startswith("DRAM throughput rises 57.4 % -> 84.9 % of peak")
+    assert s[1].startswith("v3 is limited by DRAM bandwidth now")
     assert cmp.thresholds is strict
 
 
@@ -170,12 +176,16 @@ def test_slower_step_says_slower():
 def test_within_threshold_is_as_fast():
     cmp = comparison(make_row("a"), make_row("b", duration_us=4990.0))
     assert cmp.steps[0].headline == "b is as fast as a (0.992x)"
-    assert cmp.steps[0].sentences[0] == "duration 4.95 ms -> 4.99 ms: as fast (within 2 %)"
+    assert cmp.steps[0].cause == "the same work as a: DRAM traffic 2.15 GB -> 2.15 GB"
+    assert "duration 4.95 ms -> 4.99 ms: as fast (within 2 %)" in cmp.steps[0].sentences
 
 
-def test_same_bottleneck_says_still():
+def test_same_bottleneck_says_what_limits_it_now():
     cmp = comparison(make_row("a", **V3), make_row("b", **dict(V3, duration_us=3000.0)))
-    assert "still DRAM-bound" in cmp.steps[0].sentences
+    assert cmp.steps[0].limit == ("b is limited by DRAM bandwidth now: 84.9 % of peak, 641 GB/s "
+                                  "(14.1 % of the measured 4.53 TB/s ceiling)")
+    assert cmp.steps[0].sentences[0] == cmp.steps[0].limit  # nothing moved: no cause to name
+    assert not any(x.startswith("still ") for x in cmp.steps[0].sentences)
 
 
 def test_limiter_change_without_occupancy_change():
@@ -382,22 +392,32 @@ def test_a_no_split_run_says_it_ran_its_no_split_kernel():
     cmp = comparison(make_row("v5", grid_size=512), _with_details(
         "v6", {"num_splits": 1}, kernel="paged_decode_v6_nosplit", grid_size=512))
     said = [s for s in cmp.steps[0].sentences if "no-split" in s]
-    assert said == ["v6 ran its no-split kernel paged_decode_v6_nosplit (num_splits 1: the grid "
-                    "already fills the GPU, 512 CTAs for 132 SMs)"]
+    assert said == [cmp.steps[0].cause]  # the cause opens with it: not said twice
+    assert said[0].startswith("v6 ran its no-split kernel paged_decode_v6_nosplit (num_splits 1): "
+                              "its 512 CTAs already fill 97 % of the 528 resident-CTA slots; "
+                              "the same work as v5")
+    assert C.code_path(cmp.variant("v6")) == (
+        "v6 ran its no-split kernel paged_decode_v6_nosplit (num_splits 1: the grid "
+        "already fills the GPU, 512 CTAs for 132 SMs)")
 
 
 def test_a_split_run_says_how_many_ways_and_why():
-    cmp = comparison(make_row("v5", grid_size=32), _with_details(
-        "v6", {"num_splits": 16}, kernel="paged_decode_v6_split", grid_size=512))
-    assert ("v6 split each sequence 16 ways (paged_decode_v6_split, num_splits 16): 512 CTAs "
-            "where 32 would leave 100 of 132 SMs idle") in cmp.steps[0].sentences
+    cmp = comparison(make_row("v5", grid_size=32, waves_per_sm=0.06), _with_details(
+        "v6", {"num_splits": 16}, kernel="paged_decode_v6_split", grid_size=512, duration_us=900.0))
+    assert cmp.steps[0].cause.startswith(
+        "v6 split each sequence 16 ways (paged_decode_v6_split, num_splits 16): the grid grows "
+        "16x, 32 -> 512 CTAs, filling 97 % of the 528 resident-CTA slots instead of 6 % "
+        "(0.06 -> 0.97 waves)")
+    assert C.code_path(cmp.variant("v6")) == (
+        "v6 split each sequence 16 ways (paged_decode_v6_split, num_splits 16): 512 CTAs "
+        "where 32 would leave 100 of 132 SMs idle")
 
 
 def test_other_launch_choices_and_kernel_names_are_said_too():
     cmp = comparison(make_row("v5"), _with_details("v6", {"tile": 64}))
-    assert "v6 chose tile 64" in cmp.steps[0].sentences
+    assert cmp.steps[0].cause.startswith("v6 chose tile 64: its 2,048 CTAs already fill 97 % ")
     schema1 = comparison(make_row("v5"), make_row("v6", kernel="paged_decode_v6_nosplit"))
-    assert "v6 ran its no-split kernel paged_decode_v6_nosplit" in schema1.steps[0].sentences
+    assert schema1.steps[0].cause.startswith("v6 ran its no-split kernel paged_decode_v6_nosplit: ")
     assert not [s for s in comparison(make_row("v2"), make_row("v3")).steps[0].sentences
                 if "kernel" in s or "chose" in s]
 

@@ -4,6 +4,9 @@ receive and the text they make of it.
 Launch configurations, shared memory and the bytes moved follow from the kernels' design
 (the source documents' ideas) and are asserted exactly; timings and throughputs are asserted as the
 directions and ranges the sources describe, so that a re-capture on the same GPU passes.
+Each step's first sentence (its cause) is checked for the mechanism the counters show and
+for its numbers, recomputed here from the same counters. The fp16 and small-batch v5/v6
+runs are the shipped sweep's (``examples/sweeps/h200-profile``).
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples" / "h200"
+SWEEP = ROOT / "examples" / "sweeps" / "h200-profile"
 ALL = ["baseline", "v1", "v2", "v3", "v4", "handbook", "v5", "v6"]
 KV_BYTES = 2 * 64 * 4096 * 8 * 128 * 4  # batch x context x kv_heads x head_dim x fp32, K and V
 
@@ -86,9 +90,10 @@ def test_v2_to_v3_story(ctx):
     assert s.verdict == "faster" and 1.5 < s.speedup < 4
     assert s.headline == f"v3 is {s.speedup_text} faster than v2"
     text = s.sentences
-    assert text[0] == (f"duration {cells(ctx, 'duration_us')['v2'].text} -> "
+    assert text[0] == s.cause and text[0].startswith("L2->SM traffic falls")
+    assert text[3] == (f"duration {cells(ctx, 'duration_us')['v2'].text} -> "
                        f"{cells(ctx, 'duration_us')['v3'].text}: {s.speedup_text} faster")
-    assert text[1].startswith("grid 2,048 -> 512 CTAs, block 32 -> 128 threads")
+    assert text[4].startswith("grid 2,048 -> 512 CTAs, block 32 -> 128 threads")
     assert "shared memory 0 B -> 16 KiB per block" in text
     regs = cells(ctx, "registers_per_thread")
     assert f"registers {regs['v2'].text} -> {regs['v3'].text} per thread" in text
@@ -106,7 +111,8 @@ def test_split_kv_is_summed_and_slower_at_batch_64(ctx):
     assert v4.kernels[1].share < 0.02  # the merge is tiny
     s = step(ctx, "v3", "v4")
     assert s.verdict == "slower"  # no GQA reuse, and the grid was already full
-    assert s.sentences[1].startswith("v4 runs 2 kernels, compared as their sum: paged_decode_v4_partial ")
+    assert any(x.startswith("v4 runs 2 kernels, compared as their sum: paged_decode_v4_partial ")
+               for x in s.sentences)
 
 
 def test_the_fastest_reads_near_the_ceiling(ctx):
@@ -134,11 +140,15 @@ def test_provenance_footer(ctx, html):
 
 
 def test_html_and_markdown_carry_the_same_story(ctx, html, md):
+    from markupsafe import escape
+
     s = step(ctx, "v2", "v3")
+    plain = html.replace("<wbr>", "")
     for sentence in s.sentences:
-        assert sentence.replace(">", "&gt;") in html
-        assert f"- {sentence}".replace("_", "\\_") in md
-    assert html.count('<img class="chart"') == 6  # speed of light, duration, bandwidth, occupancy, warp stalls, ledger
+        assert str(escape(sentence)) in plain
+        assert f"- {sentence}".replace("_", "\\_").replace("<", "\\<") in md
+    assert f'<li class="cause">{escape(s.sentences[0])}' in plain  # the cause stands out
+    assert html.count('<img class="chart"') == 7  # speed of light, duration, bandwidth, occupancy, warp stalls, ledger, roofline
     assert "sum of 2 kernels" in html and "v4 is the sum of 2 kernels" in md
     assert "### v2 → v3: " + s.headline in md
 
@@ -173,16 +183,19 @@ def test_a_shape_the_store_lacks_is_a_user_error():
 def test_split_story_at_batch_4_names_the_grid_and_skips_equal_looking_changes():
     from paprof.analysis.compare import compare_reports
 
-    runs = ROOT / "examples" / "h200" / "nvidia-h200" / "paged_decode"
-    shape = "b4_ctx32768_h32x8_d128_p16_fp16.ncu-rep"
+    runs = SWEEP / "nvidia-h200" / "paged_decode"
+    shape = "b4_ctx16384_h32x8_d128_p16_fp16.ncu-rep"
     cmp = compare_reports([runs / "v5" / shape, runs / "v6" / shape])
     step = cmp.steps[0]
     assert (step.bottleneck_before, step.bottleneck_after) == ("occupancy/launch-bound", "dram-bound")
     assert any(s.startswith("grid 32 -> 512 CTAs") for s in step.sentences)
-    assert not any(s.startswith("shared memory 52 KiB -> 52 KiB") for s in step.sentences)
-
-
-SWEEP = ROOT / "examples" / "sweeps" / "h200-profile"
+    # v5 11.1 KiB and v6 11.5 KiB of shared memory: said, they differ; no "X -> X" sentence
+    assert not any(re.match(r"shared memory (\S+ \S+) -> \1 per block", s) for s in step.sentences)
+    # the cause: v6 split because 32 CTAs could not fill the GPU, then DRAM reached its mark
+    assert step.cause.startswith(
+        "v6 split each sequence 16 ways (paged_decode_v6_split, num_splits 16): the grid grows "
+        "16x, 32 -> 512 CTAs, filling 97 % of the 528 resident-CTA slots instead of 6.1 % "
+        "(0.06 -> 0.97 waves); DRAM throughput rises ")
 
 
 @pytest.mark.parametrize("shape,said", [
@@ -197,8 +210,9 @@ def test_the_sweep_says_which_code_path_v6_took(shape, said):
     from paprof.reports.build import write_report
 
     built = write_report(["v5", "v6"], runs=SWEEP, out=None, markdown="-", shape=shape)
-    assert said in built.comparison.steps[0].sentences
-    assert built.context.variants[1].code_path == said
+    step = built.comparison.steps[0]
+    assert step.cause.startswith(said.split(":")[0].split(" (")[0])  # the cause opens with it
+    assert built.context.variants[1].code_path == said  # the variant card has it in full
     assert said.replace("_", "\\_") in built.markdown_text
 
 
@@ -245,3 +259,174 @@ def test_a_shipped_report_profiled_five_times_shows_its_spread():
     assert got.spread["duration_us"] == pytest.approx(base * 0.025)  # (1.02 - 0.97) / 2
     cell = build_context(cmp, charts=False).row("duration_us").cells[1]
     assert " ± " in cell.text
+
+
+# -- the cause in words first ------------------------------------------------------------
+def _v(built, label, column):
+    return built.comparison.variant(label).get(column)
+
+
+def _factor(built, column, before, after):
+    from paprof.analysis import fmt
+
+    b, a = _v(built, before, column), _v(built, after, column)
+    return fmt.ratio(max(a, b) / min(a, b))
+
+
+def _amounts(built, column, before, after, kind):
+    from paprof.analysis import fmt
+
+    show = fmt.big if kind == "count" else fmt.bytes_decimal
+    return f"{show(_v(built, before, column))} -> {show(_v(built, after, column))}"
+
+
+def test_every_step_opens_with_its_cause_then_the_limit_then_ncus_estimates(built):
+    for s in built.comparison.steps:
+        assert s.sentences[:3] == [s.cause, s.limit, s.next_move], (s.before, s.after)
+        assert s.limit.startswith(f"{s.after} is limited by ")
+        aside = ", none of them about its compute-bound limit" if s.after == "handbook" else ""
+        assert s.next_move.startswith(f"ncu's estimates for what would move {s.after} next{aside}: ")
+        assert re.search(r"up to [\d.]+ % of its time", s.next_move)
+
+
+def test_baseline_to_v1_the_redundant_loads_that_kept_sm_and_l1_busy_while_dram_idled(built):
+    s = step(built.comparison, "baseline", "v1")
+    l1 = _factor(built, "l1_global_load_bytes", "baseline", "v1")
+    inst = _factor(built, "instructions_executed", "baseline", "v1")
+    assert s.cause.startswith(f"SM<-L1 global-load traffic falls {l1}, "
+                              f"{_amounts(built, 'l1_global_load_bytes', 'baseline', 'v1', 'bytes')}")
+    assert (f"and warp instructions {inst}, "
+            f"{_amounts(built, 'instructions_executed', 'baseline', 'v1', 'count')}") in s.cause
+    assert _v(built, "baseline", "l1_global_load_hit_rate_pct") > 90  # every thread re-reads K
+    assert "96.9 % L1 hits: the same bytes re-read" in s.cause
+    assert "global loads 86x fewer, 32 -> 96 bytes each" in s.cause  # a warp's lanes read one address
+    assert "for the same DRAM bytes (2.15 GB)" in s.cause
+    assert s.cause.endswith("baseline's redundant work, which kept L1 and the SM's issue slots busy "
+                            "(66.3 %, 53.5 % of peak) while DRAM idled (0.9 % of peak), is gone")
+    assert s.limit.startswith("v1 is limited by latency now: no unit passes 49.6 % of peak")
+
+
+def test_v1_to_v2_fewer_instructions_and_no_shared_memory_round_trips_or_barriers(built):
+    s = step(built.comparison, "v1", "v2")
+    inst = _factor(built, "instructions_executed", "v1", "v2")
+    assert s.cause.startswith(f"warp instructions fall {inst}, "
+                              f"{_amounts(built, 'instructions_executed', 'v1', 'v2', 'count')}")
+    assert "global loads 4x fewer, 96 -> 352 bytes each" in s.cause  # one 16-byte vector a lane
+    v1 = built.comparison.variant("v1")
+    waves = v1.get("shared_load_wavefronts") + v1.get("shared_store_wavefronts")
+    assert _v(built, "v2", "shared_load_wavefronts") == 0 and _v(built, "v2", "stall_barrier") == 0
+    assert s.cause.endswith(f"the {fmt_big(waves)} shared-memory wavefronts and the barrier stalls "
+                            "(0.7 cycles per instruction, 4.6 % of the stall cycles) are gone")
+    # one-warp CTAs: the blocks-per-SM cap leaves 15 warps per SM
+    assert s.limit.startswith("v2 is limited by too few warps now: 2,048 CTAs fill 48.5 % of the "
+                              "4,224 resident-CTA slots (0.48 waves), 15.3 warps per SM")
+    assert s.next_move.startswith("ncu's estimates for what would move v2 next: Achieved Occupancy, "
+                                  "up to 52.1 % of its time (achieved occupancy 24 % of a theoretical 50 %)")
+
+
+def fmt_big(value):
+    from paprof.analysis import fmt
+
+    return fmt.big(value)
+
+
+def test_v2_to_v3_the_group_reads_kv_once(built):
+    s = step(built.comparison, "v2", "v3")
+    ratio = {v: _v(built, v, "l2_to_l1_bytes") / _v(built, v, "dram_bytes") for v in ("v2", "v3")}
+    assert ratio["v2"] == pytest.approx(4, rel=0.01) and ratio["v3"] == pytest.approx(1, rel=0.01)
+    assert s.cause == (
+        f"L2->SM traffic falls {_factor(built, 'l2_to_l1_bytes', 'v2', 'v3')}, "
+        f"{_amounts(built, 'l2_to_l1_bytes', 'v2', 'v3', 'bytes')} (3.99 -> 1 bytes per DRAM byte: "
+            f"each byte read from DRAM now reaches the SMs once, not 3.99 times; "
+        f"and SM<-L1 global-load traffic with it, "
+        f"{_amounts(built, 'l1_global_load_bytes', 'v2', 'v3', 'bytes')}), for the same DRAM bytes (2.15 GB)")
+    assert s.limit.startswith("v3 is limited by too few warps now: 512 CTAs fill 32.3 % of the "
+                              "1,584 resident-CTA slots (0.32 waves)")
+
+
+def test_v3_to_v4_more_ctas_but_no_reuse_across_the_group(built):
+    s = step(built.comparison, "v3", "v4")
+    assert s.speedup < 1
+    assert s.cause.startswith(f"L2->SM traffic rises {_factor(built, 'l2_to_l1_bytes', 'v3', 'v4')}, "
+                              f"{_amounts(built, 'l2_to_l1_bytes', 'v3', 'v4', 'bytes')} (1 -> 3.96 "
+                              "bytes per DRAM byte: each byte read from DRAM now reaches the SMs "
+                              "3.96 times, not once;")
+    assert s.cause.endswith("for the same DRAM bytes (2.16 GB), though the grid grows 16x "
+                            "(512 -> 8,192 CTAs, 0.32 -> 1.94 waves)")
+
+
+def test_v4_to_handbook_instructions_rise(built):
+    s = step(built.comparison, "v4", "handbook")
+    assert s.cause.startswith(f"warp instructions rise {_factor(built, 'instructions_executed', 'v4', 'handbook')}, "
+                              f"{_amounts(built, 'instructions_executed', 'v4', 'handbook', 'count')}")
+    assert s.limit.startswith("handbook is limited by instruction issue now: issue slots 63 % of peak")
+
+
+def test_handbook_to_v5_enough_bytes_in_flight_to_reach_drams_ceiling(built):
+    from paprof.analysis.compare.causes import bandwidth_per_warp
+
+    s = step(built.comparison, "handbook", "v5")
+    cmp = built.comparison
+    per_warp = bandwidth_per_warp(cmp.variant("v5")) / bandwidth_per_warp(cmp.variant("handbook"))
+    assert per_warp > 10
+    assert s.cause.startswith(
+        "DRAM throughput rises 11.5 % -> 90.2 % of peak (4.34 TB/s, 95.8 % of the measured "
+        f"4.53 TB/s ceiling): each resident warp moves {fmt_ratio(per_warp)} the DRAM bytes per "
+        f"second (35.2 -> 15.2 warps per SM), so by Little's law it keeps {fmt_ratio(per_warp)} "
+        "the bytes in flight; with ")
+    assert "L2->SM traffic down 4.44x" in s.cause and "warp instructions 8.93x" in s.cause
+    assert s.limit == ("v5 is limited by DRAM bandwidth now: 90.2 % of peak, 4.34 TB/s (95.8 % of "
+                       "the measured 4.53 TB/s ceiling): only fewer DRAM bytes make it faster")
+    # ncu's top estimate for v5 is its compression rule, whose number is DRAM's share of peak
+    assert "Low Compression Rate, up to 90.1 %" in s.next_move
+    assert "its estimate is DRAM's 90.2 % of peak" in s.next_move
+
+
+def fmt_ratio(value):
+    from paprof.analysis import fmt
+
+    return fmt.ratio(value)
+
+
+def test_v5_to_v6_splits_only_when_the_grid_cannot_fill_the_gpu(built):
+    s = step(built.comparison, "v5", "v6")
+    v6 = built.comparison.variant("v6")
+    assert v6.provenance.launch_details == {"num_splits": 1}
+    assert s.cause == ("v6 ran its no-split kernel paged_decode_v6_nosplit (num_splits 1): its 512 "
+                       "CTAs already fill 97 % of the 528 resident-CTA slots; the same work as v5: "
+                       "warp instructions 288 M -> 288 M, L2->SM traffic 2.15 GB -> 2.15 GB, DRAM "
+                       "traffic 2.15 GB -> 2.15 GB")
+
+
+def test_the_traffic_per_level_table_in_html_and_markdown(ctx, html, md):
+    titles = [section.title for section in ctx.traffic]
+    assert titles == ["SM <-> L1 (global memory)", "Shared memory", "L1 <-> L2", "L2 <-> DRAM",
+                      "Instructions"]
+    rows = {r.key: dict(zip(ctx.labels, r.cells)) for sec in ctx.traffic for r in sec.rows}
+    assert rows["l2_to_l1_bytes"]["v2"].text == "8.59 GB" and rows["l2_to_l1_bytes"]["v3"].text == "2.15 GB"
+    assert rows["l2_to_l1_bytes"]["v3"].delta_text == "-75 %"
+    assert rows["l2_to_sm_per_dram_byte"]["v2"].text == "3.99"
+    assert rows["shared_load_wavefronts"]["v3"].text == "67.1 M"
+    assert rows["bytes_per_global_load"]["v5"].text == "511"  # 16 bytes a lane
+    assert rows["l1_global_load_bytes"]["baseline"].text == "280 GB"
+    assert ctx.traffic_note == ""
+    assert 'id="traffic"' in html and '<a href="#traffic">Traffic</a>' in html
+    assert "### Traffic per level" in md
+    assert "| Bytes L2 -> SM (L1) | 8.59 GB | 8.59 GB (0 %) | 8.59 GB (0 %) | 2.15 GB (-75 %) |" in md
+
+
+def test_runs_without_the_traffic_sections_say_so():
+    from paprof.reports.build import write_report
+
+    schema1 = ROOT / "tests" / "data" / "schema1"
+    paths = [schema1 / "nvidia-h200" / "paged_decode" / "v3" / "b64_ctx4096_h32x8_d128_p16_fp32.ncu-rep",
+             EXAMPLES / "nvidia-h200" / "paged_decode" / "v5" / "b64_ctx4096_h32x8_d128_p16_fp32.ncu-rep"]
+    built = write_report([str(p) for p in paths], runs=EXAMPLES, out=None, markdown="-")
+    ctx = built.context
+    assert ctx.traffic and ctx.traffic_note == (
+        "No traffic counters for v3: profile with the default preset (sections "
+        "MemoryWorkloadAnalysis_Chart, MemoryWorkloadAnalysis_Tables).")
+    cells = {r.key: r.cells for sec in ctx.traffic for r in sec.rows}
+    assert cells["l2_to_l1_bytes"][0].text == "n/a" and cells["l2_to_l1_bytes"][1].text == "2.15 GB"
+    # the cause falls back on the counters both runs have: DRAM reached its ceiling
+    assert built.comparison.steps[0].cause.startswith("DRAM throughput rises 40.2 % -> 90.2 % of peak")

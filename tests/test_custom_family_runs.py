@@ -79,3 +79,25 @@ def test_family_notes_reach_the_report(tmp_path):
         side_path.write_text(json.dumps(side))
     text = write_report(["block", "fused"], runs=store, out=None, markdown="-").markdown_text
     assert text.count("softmax: rows are independent") == 1
+
+
+def test_the_family_of_a_users_repository_gets_causes_from_its_own_counters():
+    """The runs hold no traffic tables (basic sections): the causes come from what they do
+    hold, by the same rules as paged_decode's, and name no variant of the built-in family."""
+    cmp = write_report(["naive", "block", "fused", "triton", "torch"], runs=RUNS, out=None,
+                       markdown=None).comparison
+    causes = {(s.before, s.after): s.cause for s in cmp.steps}
+    # naive: 128 CTAs, one per 128 rows; block: a CTA per row
+    assert causes[("naive", "block")].startswith(
+        "the grid grows 128x, 128 -> 16,384 CTAs, filling 100 % of the 1,056 resident-CTA "
+        "slots instead of 6.1 % (0.06 -> 15.52 waves); with DRAM traffic down 2.07x, "
+        "1.07 GB -> 517 MB")  # naive's second and third passes missed the caches
+    assert causes[("block", "fused")].startswith(
+        "DRAM throughput rises 47 % -> 83 % of peak (3.99 TB/s, 88.1 % of the measured 4.53 TB/s "
+        "ceiling): each resident warp moves 2.85x the DRAM bytes per second")
+    assert causes[("fused", "triton")] == ("the same work as fused: warp instructions 28.7 M -> "
+                                           "29.5 M, DRAM traffic 511 MB -> 511 MB")
+    assert causes[("triton", "torch")].startswith("warp instructions rise 5.37x, 29.5 M -> 158 M")
+    fused = next(s for s in cmp.steps if s.after == "fused")
+    assert fused.next_move.startswith(
+        "ncu's estimates for what would move fused next, none of them about its DRAM-bound limit: ")

@@ -289,7 +289,7 @@ def user_repo(tmp_path, monkeypatch):
 
 def test_repository_families_are_found_from_any_folder_below_the_pyproject(user_repo):
     fams = registry.discover()
-    assert list(fams) == ["paged_decode", "mine"]
+    assert list(fams) == ["paged_decode", "flash_fwd", "mine"]
     mine = fams["mine"]
     assert mine.origin == f"[tool.paprof] of {user_repo / 'pyproject.toml'}"
     assert mine.variant("twice").source_paths() == [user_repo / "kernels" / "twice.cu"]
@@ -386,7 +386,7 @@ def test_entry_point_families(user_repo, monkeypatch):
     monkeypatch.syspath_prepend(str(user_repo / "kernels"))  # as if installed
     registry.clear()
     fams = registry.discover()
-    assert list(fams) == ["paged_decode", "from_ep", "mine"]
+    assert list(fams) == ["paged_decode", "flash_fwd", "from_ep", "mine"]
     assert fams["from_ep"].origin == "entry point from_ep"
 
 

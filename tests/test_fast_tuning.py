@@ -24,3 +24,30 @@ def test_fp32_keeps_its_cuda_core_kernel():
     defines = variants.fast_defines(Shape(dtype="fp32"), True, "k")
     assert variants.fast_source(Shape(dtype="fp32")).name == "v5_fast.cu"
     assert "FEED" not in defines and defines["SPLIT"] == 1
+
+
+@pytest.mark.parametrize("head_dim", [64, 128])
+def test_fp8_takes_the_register_feed_two_tiles_a_step(head_dim):
+    defines = variants.fast_defines(Shape(dtype="fp8", head_dim=head_dim), True, "k")
+    assert variants.fast_source(Shape(dtype="fp8")).name == "v5_mma.cu"
+    assert (defines["KV_DTYPE"], defines["FEED"], defines["TSUB"], defines["MIN_BLOCKS"]) == (3, 1, 2, 4)
+    assert variants.fast_smem(defines) == (2 + head_dim) * defines["WARPS"] * defines["GROUP"] * 4
+
+
+@pytest.mark.parametrize("vid", ["v5", "v6"])
+@pytest.mark.parametrize("head_dim", [32, 256])
+def test_fp8_refuses_head_dims_the_register_feed_does_not_take(vid, head_dim):
+    from paprof import registry
+    from paprof.errors import ShapeError
+
+    with pytest.raises(ShapeError, match="fp8 K/V only through the tensor cores' register feed"):
+        registry.get(vid, "paged_decode").check(Shape(dtype="fp8", head_dim=head_dim))
+
+
+@pytest.mark.parametrize("vid", ["baseline", "v1", "v2", "v3", "v4", "handbook"])
+def test_the_sources_kernels_refuse_fp8(vid):
+    from paprof import registry
+    from paprof.errors import ShapeError
+
+    with pytest.raises(ShapeError, match="fp32 K/V only"):
+        registry.get(vid, "paged_decode").check(Shape(dtype="fp8"))

@@ -118,3 +118,56 @@ def test_half_caches_head_dim_32(vid):
 def test_half_cache_splits_including_more_than_pages(splits):
     prep = check("v6", Shape(batch=4, context=(1, 17, 200, 2000), num_splits=splits, dtype="fp16"))
     assert prep.launcher.details["num_splits"] == splits
+
+
+# -- fp8 (e4m3) caches: the register feed, two tiles a step, scales folded in ----------------
+
+FP8_RAGGED = (1, 15, 16, 17, 33, 1000, 4096, 4112)  # 16: a step's second tile is past the end;
+# 4112: a 256-page chunk of the block table followed by one page
+
+
+@pytest.mark.parametrize("vid", ["v5", "v6"])
+@pytest.mark.parametrize("head_dim", [64, 128])
+def test_fp8_caches(vid, head_dim):
+    check(vid, Shape(batch=len(FP8_RAGGED), head_dim=head_dim, context=FP8_RAGGED, dtype="fp8"))
+
+
+@pytest.mark.parametrize("vid", ["v5", "v6"])
+@pytest.mark.parametrize("page", [4, 8, 16, 32])
+def test_fp8_page_sizes(vid, page):
+    check(vid, Shape(batch=5, page_size=page, context=(1, page - 1 or 1, page + 1, 999, 2 * page), dtype="fp8"))
+
+
+@pytest.mark.parametrize("vid", ["v5", "v6"])
+@pytest.mark.parametrize("q_heads, kv_heads, head_dim", [(8, 8, 128), (16, 8, 128), (64, 8, 128), (32, 32, 64)])
+def test_fp8_gqa_ratios(vid, q_heads, kv_heads, head_dim):
+    check(vid, Shape(batch=3, q_heads=q_heads, kv_heads=kv_heads, head_dim=head_dim, context=(700, 1, 129),
+                     dtype="fp8"))
+
+
+def test_fp8_main_shape():
+    check("v5", Shape(batch=64, context=4096, dtype="fp8"))
+
+
+@pytest.mark.parametrize("context, batch", [(32768, 4), (131072, 1)])
+def test_fp8_v6_splits_small_batches(context, batch):
+    prep = check("v6", Shape(batch=batch, context=context, dtype="fp8"))
+    assert prep.launcher.details["num_splits"] > 1
+
+
+@pytest.mark.parametrize("splits", [3, 16])
+def test_fp8_splits_including_more_than_pages(splits):
+    prep = check("v6", Shape(batch=4, context=(1, 17, 200, 2000), num_splits=splits, dtype="fp8"))
+    assert prep.launcher.details["num_splits"] == splits
+
+
+def test_fp8_scales_are_applied_per_kv_head():
+    # the same bytes with one head's K and V scales doubled: only that head's outputs move
+    prep = check("v5", Shape(batch=2, q_heads=8, kv_heads=4, context=(300, 77), dtype="fp8"))
+    first = prep.out.copy()
+    for name in ("k_scale", "v_scale"):
+        prep.inputs[0][name][2] *= 2
+    again = harness.verify(prep)
+    assert again.passed, again
+    moved = abs(prep.out - first).max(axis=(0, 2)).get()
+    assert (moved[4:6] > 0).all() and (moved[:4] == 0).all() and (moved[6:] == 0).all(), moved

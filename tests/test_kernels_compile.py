@@ -16,8 +16,8 @@ from paprof.families.paged_decode.problem import Shape
 NVCC = shutil.which("nvcc")
 pytestmark = pytest.mark.skipif(NVCC is None, reason="nvcc is not on PATH")
 
-SOURCES = sorted({p for v in registry.variants() for p in v.source_paths()}) + [
-    harness.STREAM_READ_SOURCE
+SOURCES = sorted({p for v in registry.variants() if hasattr(v, "source_paths") for p in v.source_paths()}) + [
+    harness.STREAM_READ_SOURCE, harness.SPIN_SOURCE
 ]
 
 
@@ -29,22 +29,61 @@ def nvcc(tmp_path, source, defines=()):
     return done.stderr
 
 
+def kernel_spill_stores(log, name="paged_decode_v5"):
+    """The spill stores ptxas reports for kernel ``name`` itself (not for the functions it calls)."""
+    found = re.search(rf"Function properties for {name}\n\s*\d+ bytes stack frame, (\d+) bytes spill stores", log)
+    return int(found[1])
+
+
 @pytest.mark.parametrize("source", SOURCES, ids=lambda p: p.name)
 def test_source_compiles(tmp_path, source):
     nvcc(tmp_path, source)
 
 
-@pytest.mark.parametrize("dtype", ["fp32", "fp16", "bf16"])
+@pytest.mark.parametrize("dtype", ["fp32", "fp16", "bf16", "fp8"])
 @pytest.mark.parametrize("split", [False, True])
 @pytest.mark.parametrize("q_heads", [32, 64])
 def test_fast_kernel_compiles_within_its_register_budget(tmp_path, dtype, split, q_heads):
-    """v5/v6 as shipped (head_dim 128: the tensor cores fed from registers for fp16/bf16),
+    """v5/v6 as shipped (head_dim 128: the tensor cores fed from registers for fp16/bf16/fp8),
     groups of 4 and 8: no spills (3 warps x 4 CTAs: 168 registers; fp32 with groups of 8
     heads asks for 2 CTAs of 4 warps, 255 registers). The spill stores of the kernel
     itself are counted: the merge is a function of its own."""
     shape = Shape(dtype=dtype, q_heads=q_heads)  # groups of 4 and 8 heads
     defines = pd_variants.fast_defines(shape, split, "paged_decode_v5").items()
     log = nvcc(tmp_path, pd_variants.fast_source(shape), defines)
-    kernel = re.search(r"Function properties for paged_decode_v5\n\s*\d+ bytes stack frame, (\d+) bytes spill stores", log)
-    spilled = int(kernel[1])
-    assert spilled == 0, log
+    assert kernel_spill_stores(log) == 0, log
+
+
+@pytest.mark.parametrize("split", [False, True])
+@pytest.mark.parametrize("heads, page", [((32, 8), 16), ((32, 32), 16), ((64, 8), 8), ((8, 8), 32)])
+def test_fp8_head_dim_64_and_other_pages_compile_without_spills(tmp_path, split, heads, page):
+    shape = Shape(dtype="fp8", head_dim=64 if heads[1] == 32 else 128, q_heads=heads[0], kv_heads=heads[1],
+                  page_size=page)
+    defines = pd_variants.fast_defines(shape, split, "paged_decode_v5").items()
+    log = nvcc(tmp_path, pd_variants.fast_source(shape), defines)
+    assert kernel_spill_stores(log) == 0, log
+    assert int(re.search(r"Used (\d+) registers", log)[1]) <= 168, log
+
+
+FLASH_CONFIGS = [("handbook", "fp32", 64), ("handbook", "fp32", 128),
+                 ("mma", "fp16", 64), ("mma", "fp16", 128), ("mma", "bf16", 64), ("mma", "bf16", 128)]
+
+
+@pytest.mark.parametrize("vid, dtype, head_dim", FLASH_CONFIGS, ids=lambda x: str(x))
+def test_flash_fwd_kernels_compile_without_spills(tmp_path, vid, dtype, head_dim):
+    """flash_fwd's kernels as the family declares them (its -D values): no spills, and the
+    registers leave the resident CTAs mma asks for (MIN_BLOCKS, __launch_bounds__)."""
+    from paprof.families.flash_fwd import FAMILY
+
+    variant = FAMILY.variant(vid)
+    shape = FAMILY.parse(f"dtype={dtype},head_dim={head_dim},seq_q=1000")
+    defines = variant.defines(shape)
+    (source,) = variant.source_paths()
+    log = nvcc(tmp_path, source, defines.items())
+    props = re.search(rf"Function properties for {variant.kernel}\n\s*(\d+) bytes stack frame, "
+                      rf"(\d+) bytes spill stores, (\d+) bytes spill loads", log)
+    assert props and props.group(2) == props.group(3) == "0", log
+    regs = int(re.search(rf"Compiling entry function '{variant.kernel}'.*?Used (\d+) registers", log, re.S)[1])
+    threads = variant.block[0]
+    blocks = defines.get("MIN_BLOCKS", 1)
+    assert regs * threads * blocks <= 65536, (regs, log)

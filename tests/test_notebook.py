@@ -53,9 +53,16 @@ def test_dataframes_of_what_the_report_says(report):
     assert list(v["label"]) == ["v2", "v3", "v5"] and (v["launches"] == 1).all()
     assert v["duration_us"].is_monotonic_decreasing
     s = report.steps
-    assert list(s.columns) == ["before", "after", "speedup", "headline", "first_sentence"]
+    assert list(s.columns) == ["before", "after", "speedup", "headline", "first_sentence",
+                               "cause", "limit", "next_move"]
     assert list(zip(s["before"], s["after"])) == [("v2", "v3"), ("v3", "v5")]
-    assert (s["speedup"] > 1).all() and s["first_sentence"].str.startswith("duration").all()
+    assert (s["speedup"] > 1).all() and (s["first_sentence"] == s["cause"]).all()
+    assert s["cause"][0].startswith("L2->SM traffic falls 3.99x, 8.59 GB -> 2.15 GB")
+    assert s["cause"][1].startswith("DRAM throughput rises 40.4 % -> 90.2 % of peak")
+    assert s["limit"][1].startswith("v5 is limited by DRAM bandwidth now")
+    tr = report.traffic.set_index("key")
+    assert tr.loc["l2_to_l1_bytes", "v2"] == report.comparison.variant("v2").get("l2_to_l1_bytes")
+    assert tr.loc["l2_to_sm_per_dram_byte", "v2"] == pytest.approx(4.0, rel=0.01)
     t = report.table.set_index("key")
     assert list(report.table.columns[:3]) == ["section", "key", "metric"]
     assert t.loc["duration_us", "v3"] == report.comparison.variant("v3").get("duration_us")

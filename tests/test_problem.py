@@ -20,10 +20,12 @@ def plain_attention(inputs, shape):
             kvh = h // shape.group
             q = inputs["query"][b, h].astype(np.float64)
             ks, vs = [], []
+            k_scale = float(inputs["k_scale"][kvh]) if shape.dtype == "fp8" else 1.0
+            v_scale = float(inputs["v_scale"][kvh]) if shape.dtype == "fp8" else 1.0
             for t in range(ctx):
                 page = inputs["block_tables"][b, t // shape.page_size]
-                ks.append(problem.from_storage(np, inputs["key_cache"][page, t % shape.page_size, kvh], shape.dtype))
-                vs.append(problem.from_storage(np, inputs["value_cache"][page, t % shape.page_size, kvh], shape.dtype))
+                ks.append(k_scale * problem.from_storage(np, inputs["key_cache"][page, t % shape.page_size, kvh], shape.dtype))
+                vs.append(v_scale * problem.from_storage(np, inputs["value_cache"][page, t % shape.page_size, kvh], shape.dtype))
             s = np.array([q @ k for k in ks]) * shape.scale
             w = np.exp(s - s.max())
             w /= w.sum()
@@ -31,7 +33,7 @@ def plain_attention(inputs, shape):
     return out
 
 
-@pytest.mark.parametrize("dtype", ["fp32", "fp16", "bf16"])
+@pytest.mark.parametrize("dtype", ["fp32", "fp16", "bf16", "fp8"])
 def test_reference_matches_plain_softmax(dtype):
     shape = Shape(batch=4, q_heads=8, kv_heads=2, head_dim=16, page_size=4, context=(1, 5, 8, 13), dtype=dtype)
     inputs = problem.make_inputs(shape, seed=1)
@@ -90,6 +92,48 @@ def test_bf16_storage_rounds_to_nearest_even():
     np.testing.assert_allclose(back, x, rtol=2**-8)
 
 
+E4M3_FINITE = np.array([b for b in range(256) if b & 0x7F != 0x7F], dtype=np.uint8)
+
+
+def test_e4m3_decodes_every_finite_pattern():
+    values = problem.from_e4m3(np, E4M3_FINITE)
+    positive = np.unique(values[values > 0])
+    assert len(positive) == 126 and positive[0] == 2.0**-9 and positive[-1] == 448.0
+    assert problem.from_e4m3(np, np.array([0x38, 0xB8, 0x08, 0x07, 0x7E], np.uint8)).tolist() == [
+        1.0, -1.0, 2.0**-6, 7 * 2.0**-9, 448.0]
+    # every finite pattern encodes back to itself (-0 included)
+    np.testing.assert_array_equal(problem.to_e4m3(np, values.astype(np.float32)), E4M3_FINITE)
+
+
+def test_e4m3_rounds_to_nearest_even_and_saturates():
+    grid = np.unique(problem.from_e4m3(np, E4M3_FINITE))
+    rng = np.random.default_rng(4)
+    x = (rng.standard_normal(100_000) * 10.0 ** rng.uniform(-4, 3, 100_000)).astype(np.float32)
+    got = problem.from_e4m3(np, problem.to_e4m3(np, x))
+    clipped = np.clip(x, -448, 448).astype(np.float64)
+    i = np.clip(np.searchsorted(grid, clipped), 1, len(grid) - 1)
+    nearest = np.minimum(abs(clipped - grid[i - 1]), abs(clipped - grid[i]))
+    np.testing.assert_array_equal(abs(clipped - got), nearest)
+    halfway = np.array([2.0**-10, 3 * 2.0**-10, 1.0625, 1.1875, 464.0, 1e9, -1e9], np.float32)
+    assert problem.from_e4m3(np, problem.to_e4m3(np, halfway)).tolist() == [
+        0.0, 2 * 2.0**-9, 1.0, 1.25, 448.0, 448.0, -448.0]  # ties to even; saturate, never NaN
+
+
+def test_fp8_inputs_hold_scaled_e4m3_bytes_a_scale_per_kv_head():
+    shape = Shape(batch=2, q_heads=8, kv_heads=4, head_dim=16, page_size=4, context=(9, 30), dtype="fp8")
+    inputs = problem.make_inputs(shape, seed=3)
+    assert list(inputs) == [*problem.INPUT_NAMES, *problem.FP8_SCALE_NAMES]
+    for name in ("key_cache", "value_cache"):
+        cache, scales = inputs[name], inputs[name[0] + "_scale"]
+        assert cache.dtype == np.uint8 and scales.dtype == np.float32 and scales.shape == (4,)
+        held = problem.from_e4m3(np, cache)
+        # each head's largest |value| maps to (or next to) 448: the whole e4m3 range is used
+        assert np.abs(held).max(axis=(0, 1, 3)).min() >= 416
+        assert scales.max() / scales.min() > 1.2, "the heads' ranges should differ"
+    assert shape.kv_bytes == 2 * (9 + 30) * 4 * 16 and shape.elem_bytes == 1
+    assert parse_shape("dtype=FP8").dtype == "fp8" and Shape(dtype="fp8").slug().endswith("_fp8")
+
+
 def test_kv_bytes_counts_ragged_contexts_exactly():
     shape = Shape(batch=3, q_heads=4, kv_heads=2, head_dim=8, context=(1, 16, 17), dtype="fp16")
     assert shape.kv_bytes == 2 * (1 + 16 + 17) * 2 * 8 * 2
@@ -115,7 +159,7 @@ def test_parse_shape_round_trip_and_aliases():
         ("context=0", "context must be at least 1, got 0"),
         ("context=100,page=16,max_pages=4", "beyond the block table"),
         ("batch=3,context=1:2", "2 context lengths given for batch 3"),
-        ("dtype=fp8", "dtype must be one of"),
+        ("dtype=fp4", "dtype must be one of"),
         ("colour=blue", "unknown parameter .colour."),
         ("batch", "not KEY=VALUE"),
         ("batch=abc", "must be an integer"),

@@ -12,7 +12,7 @@ from paprof.profiler.presets import PRESETS, get_preset
 
 SHAPE = parse_shape("batch=64,context=4096")
 SPEC = "batch=64,q_heads=32,kv_heads=8,head_dim=128,page=16,context=4096,dtype=fp32"
-DEFAULT_SECTIONS = [
+BASIC_SECTIONS = [
     "--section", "SpeedOfLight",
     "--section", "MemoryWorkloadAnalysis",
     "--section", "Occupancy",
@@ -21,6 +21,13 @@ DEFAULT_SECTIONS = [
     "--section", "ComputeWorkloadAnalysis",
     "--section", "SchedulerStats",
     "--section", "WarpStateStats",
+]  # fmt: skip
+DEFAULT_SECTIONS = BASIC_SECTIONS + [
+    "--section", "MemoryWorkloadAnalysis_Tables",
+    "--section", "MemoryWorkloadAnalysis_Chart",
+    "--section", "InstructionStats",
+    "--section", "SpeedOfLight_RooflineChart",
+    "--section", "SpeedOfLight_HierarchicalTensorRooflineChart",
 ]  # fmt: skip
 
 
@@ -113,16 +120,16 @@ def test_report_path_appends_the_suffix_ncu_would():
 
 
 def test_presets():
-    assert list(PRESETS) == ["default", "traffic", "source", "memory", "full"]
+    assert list(PRESETS) == ["default", "source", "basic", "memory", "full"]
     assert get_preset("full").ncu_args() == ["--set", "full"]
-    assert get_preset("default").ncu_args() == DEFAULT_SECTIONS
-    traffic = get_preset("traffic").ncu_args()
-    assert traffic[: len(DEFAULT_SECTIONS)] == DEFAULT_SECTIONS
-    assert "MemoryWorkloadAnalysis_Tables" in traffic and "InstructionStats" in traffic
+    assert get_preset("basic").ncu_args() == BASIC_SECTIONS
+    default = get_preset("default").ncu_args()
+    assert default[: len(BASIC_SECTIONS)] == BASIC_SECTIONS
+    assert "MemoryWorkloadAnalysis_Tables" in default and "InstructionStats" in default
     source = get_preset("source")
-    assert source.lineinfo and not get_preset("traffic").lineinfo
-    assert source.ncu_args()[-2:] == ["--section", "SourceCounters"]
-    with pytest.raises(UserError, match="known: default, traffic, source, memory, full"):
+    assert source.lineinfo and not get_preset("default").lineinfo
+    assert source.ncu_args() == default + ["--section", "SourceCounters"]
+    with pytest.raises(UserError, match="known: default, source, basic, memory, full"):
         get_preset("fast")
 
 

@@ -26,7 +26,7 @@ def test_help(paprof_cli):
     for option in ("--variant", "--family", "--shape", "--preset", "--runs", "--clock-control",
                    "--launches", "--replace", "--seed"):  # fmt: skip
         assert option in result.output
-    assert "default|memory|full" in result.output.replace(" ", "")
+    assert "default|source|basic|memory|full" in result.output.replace(" ", "")
 
 
 def test_run_two_variants(paprof_cli, fake_bin, fake_launcher, tmp_path, monkeypatch):

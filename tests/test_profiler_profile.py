@@ -62,7 +62,7 @@ def test_profile_variant_stores_report_and_sidecar(fake_bin, fake_launcher, tmp_
     assert (sidecar["gpu"], sidecar["gpu_slug"], sidecar["driver"]) == ("NVIDIA H200", "nvidia-h200", "580.159.04")
     assert sidecar["ncu_version"] == "2025.3.1.0"
     assert (sidecar["clock_control"], sidecar["preset"]) == ("none", "default")
-    assert sidecar["sections"][0] == "SpeedOfLight" and len(sidecar["sections"]) == 8
+    assert sidecar["sections"][0] == "SpeedOfLight" and len(sidecar["sections"]) == 13
     assert sidecar["replay_passes"] == 20
     assert sidecar["verification"] == {"passed": True, "rel_error": 1.2e-7, "max_abs_error": 3.0e-7, "tolerance": 1e-5}
     assert (sidecar["duration_us_event"], sidecar["bandwidth_tbs"]) == (3350.0, 4.1)
@@ -189,3 +189,12 @@ def test_end_to_end_with_a_real_h200_report(fake_bin, fake_launcher, tmp_path, m
     loaded = import_ncu_report().load_report(str(run.report))
     assert loaded.num_ranges() >= 1
     assert store.latest(tmp_path / "runs", "v3").report == run.report
+
+
+@pytest.mark.parametrize("preset, lineinfo", [("default", None), ("source", "1")])
+def test_source_preset_builds_kernels_with_line_info(fake_bin, fake_launcher, tmp_path, monkeypatch, preset, lineinfo):
+    monkeypatch.delenv("PAPROF_LINEINFO", raising=False)
+    run = profile_variant(registry.get("v3"), SHAPE, NcuSettings(preset=preset), tmp_path / "runs")
+    (env,) = fake_launcher.envs
+    assert env.get("PAPROF_LINEINFO") == lineinfo
+    assert run.sidecar["preset"] == preset

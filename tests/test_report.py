@@ -262,7 +262,7 @@ def test_cli_compare_prints_steps_and_the_file(reports, tmp_path):
     out = tmp_path / "r.html"
     res = CliRunner().invoke(main, ["compare", *map(str, reports), "--out", str(out)])
     assert res.exit_code == 0, res.output
-    assert "v2 -> v3: v3 is 1.48x faster than v2; latency-bound -> DRAM-bound" in res.output
+    assert "v2 -> v3: v3 is 1.48x faster than v2; latency-bound -> DRAM-bound\n  DRAM throughput rises " in res.output
     assert f"wrote {out}\n" in res.output
     res = CliRunner().invoke(main, ["compare", *map(str, reports), "--out", str(out)])
     assert f"wrote {out} (replaced the earlier paprof report there)" in res.output

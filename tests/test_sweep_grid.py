@@ -56,7 +56,7 @@ def test_ranges_mix_with_values_and_repeats_drop():
     (["batch=1..2..3x2"], None, "is not a..bxF"),
     (["batch=1..1000000000+1"], None, "more than"),
     (["batch=0,4"], None, "--grid batch=0: batch must be at least 1, got 0"),
-    (["dtype=fp16,fp8"], None, "--grid dtype=fp8: dtype must be one of"),
+    (["dtype=fp16,fp4"], None, "--grid dtype=fp4: dtype must be one of"),
     (["batch=x"], None, "batch must be an integer"),
     (["batch=1,2", "page=0"], None, "--grid page=0: page must be at least 1"),  # not batch=1
     (["kv_heads=8,64"], "q_heads=32", "--grid kv_heads=64: q_heads (32) must be a multiple of kv_heads (64)"),

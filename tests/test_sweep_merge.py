@@ -66,13 +66,13 @@ def test_the_same_point_twice_keeps_both_and_reports_a_provenance_conflict(tmp_p
 
 
 def test_profiled_runs_merge_with_their_sidecars_and_compare_reads_the_result(tmp_path):
-    src = EXAMPLES / "nvidia-h200" / "paged_decode"
+    src = EXAMPLES.parent / "sweeps" / "h200-profile" / "nvidia-h200" / "paged_decode"  # real runs
     for name, variant in (("a", "v5"), ("b", "v6")):
         folder = tmp_path / name / "nvidia-h200" / "paged_decode" / variant
         folder.mkdir(parents=True)
-        for f in (src / variant).glob("b4_ctx32768_*"):
+        for f in (src / variant).glob("b4_ctx16384_*"):
             shutil.copy(f, folder / f.name)
-    side = tmp_path / "b" / "nvidia-h200" / "paged_decode" / "v6" / "b4_ctx32768_h32x8_d128_p16_fp16.json"
+    side = tmp_path / "b" / "nvidia-h200" / "paged_decode" / "v6" / "b4_ctx16384_h32x8_d128_p16_fp16.json"
     dup = tmp_path / "c" / "nvidia-h200" / "paged_decode" / "v6"
     shutil.copytree(side.parent, dup)
     data = json.loads((dup / side.name).read_text())

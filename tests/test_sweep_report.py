@@ -25,7 +25,8 @@ except ImportError:  # tests/ became a package
     from tests.sweep_fakes import GPU, FakeRunner
 
 QUIET = Console(stderr=True, force_terminal=False, width=200)
-H200 = EXAMPLES / "nvidia-h200" / "paged_decode"
+# real H200 reports of v5/v6 in fp16 at batch 4 and 64: the shipped profile-mode sweep's
+H200 = EXAMPLES.parent / "sweeps" / "h200-profile" / "nvidia-h200" / "paged_decode"
 
 
 def _bench_sweep(runs, variants=("v5", "v6"), grid=("batch=1,4,16,64", "context=4096,32768"),
@@ -119,7 +120,7 @@ def test_missing_shards_are_a_warning(tmp_path):
 
 # -- profiled points: real H200 reports under edited sidecars ----------------------------
 
-SOURCES = {("v5", 4): "b4_ctx32768_h32x8_d128_p16_fp16", ("v6", 4): "b4_ctx32768_h32x8_d128_p16_fp16",
+SOURCES = {("v5", 4): "b4_ctx16384_h32x8_d128_p16_fp16", ("v6", 4): "b4_ctx16384_h32x8_d128_p16_fp16",
            ("v5", 64): "b64_ctx4096_h32x8_d128_p16_fp16", ("v6", 64): "b64_ctx4096_h32x8_d128_p16_fp16"}
 
 

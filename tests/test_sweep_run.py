@@ -64,7 +64,7 @@ def test_a_variant_that_cannot_take_a_point_is_skipped_with_its_reason(tmp_path)
     runner = FakeRunner()
     res = run_sweep(fam, variants, grid, tmp_path, runner=runner, gpu_name=GPU, console=_quiet())
     assert runner.calls == [(grid.points[0].slug, ["v3", "v5"]), (grid.points[1].slug, ["v5"])]
-    assert res.skipped == ["v3 at dtype fp16: v3 reads fp32 K/V only (dtype=fp16); v5 and v6 read fp16/bf16"]
+    assert res.skipped == ["v3 at dtype fp16: v3 reads fp32 K/V only (dtype=fp16); v5 and v6 read fp16/bf16/fp8"]
     state = M.find(tmp_path)["points"][1]["variants"]["v3"]
     assert state["status"] == "skipped" and "fp32 K/V only" in state["reason"]
 

@@ -20,7 +20,10 @@ The decision, in order (all numbers in :class:`Thresholds`):
    L2 ~87 % with DRAM ~75 %). A math pipe (tensor, FMA, ALU, FP64) at its mark makes
    ``compute-bound`` even when L1/TEX or the LSU pipe is busier: on Hopper the tensor
    cores read their operands through shared memory, so a well-tuned GEMM shows both
-   near peak, and the evidence names both.
+   near peak, and the evidence names both. Against DRAM a math pipe needs no margin: at
+   its mark and at least as busy as DRAM it makes ``compute-bound`` (a flash-attention
+   or GEMM kernel busy on the tensor pipe that also streams from DRAM is limited by the
+   tensor pipe, and the evidence starts with it).
 4. ``occupancy/launch-bound``: less than ``min_waves`` waves, or achieved occupancy under
    ``min_achieved_occupancy_pct`` (too few warps to fill the GPU).
 5. ``latency-bound``: every unit well under its peak with enough blocks; the evidence
@@ -251,7 +254,12 @@ def _tie(row: Mapping, units, th: Thresholds) -> Tie | None:
     within = f"within {th.tie_pts:g} pt{'s' if th.tie_pts != 1 else ''}"
     dram, l2_passes_dram, rivals = _dram_rivals(row, units, th)
     if dram is not None:
-        if rivals:
+        math_pipe = _math_rival(dram, rivals)
+        if math_pipe is not None:  # compute-bound; a tie when the pipe only just leads
+            if math_pipe[0] - dram[0] < th.tie_pts:
+                return Tie(COMPUTE_BOUND, DRAM_BOUND, f"{math_pipe[1]} {_pct(math_pipe[0])} ~ "
+                           f"DRAM throughput {_pct(dram[0])}: a tie ({within})")
+        elif rivals:
             lead = rivals[0][0] - dram[0]
             if abs(lead - th.dram_top_margin_pct) < th.tie_pts:
                 winner, loser = ((DRAM_BOUND, rivals[0][3]) if lead <= th.dram_top_margin_pct
@@ -261,9 +269,9 @@ def _tie(row: Mapping, units, th: Thresholds) -> Tie | None:
                     f"{_pct(dram[0])}: a {lead:.1f}-point lead against the "
                     f"{th.dram_top_margin_pct:g}-point margin, a tie ({within})"))
             if lead <= th.dram_top_margin_pct:
-                return None
+                return _dram_over_math_tie(dram, units, th, within)
         else:
-            return None
+            return _dram_over_math_tie(dram, units, th, within)
     bound, _ = _bound_units(units)
     if not bound:
         return None
@@ -315,6 +323,21 @@ def _dram_rivals(row: Mapping, units, th: Thresholds):
     return dram, l2_passes_dram, rivals
 
 
+def _math_rival(dram, rivals):
+    """The busiest math pipe at its mark that is at least as busy as DRAM, if any: it,
+    not DRAM, limits the kernel (no margin needed, unlike a cache)."""
+    return next((u for u in rivals if u[4] in _MATH_PIPES and u[0] >= dram[0]), None)
+
+
+def _dram_over_math_tie(dram, units, th: Thresholds, within: str) -> Tie | None:
+    """DRAM-bound, but a math pipe at its mark is within a tie of DRAM."""
+    pipe = next((u for u in units if u[4] in _MATH_PIPES and u[0] >= u[2]), None)
+    if pipe is None or dram[0] - pipe[0] >= th.tie_pts:
+        return None
+    return Tie(DRAM_BOUND, COMPUTE_BOUND, f"DRAM throughput {_pct(dram[0])} ~ {pipe[1]} "
+               f"{_pct(pipe[0])}: a tie ({within})")
+
+
 def _bound_units(units) -> tuple[list, list]:
     """(units at or above their mark other than DRAM, busiest first; the operand units
     set aside because a math pipe is at its mark too: they feed it, so the math pipe
@@ -340,7 +363,7 @@ def _decide(row: Mapping, units, th: Thresholds) -> tuple[str, list[str]]:
         ]
 
     dram, l2_passes_dram, rivals = _dram_rivals(row, units, th)
-    if dram is not None:
+    if dram is not None and _math_rival(dram, rivals) is None:
         top_rival = rivals[0] if rivals else None
         if top_rival is None or top_rival[0] - dram[0] <= th.dram_top_margin_pct:
             bandwidth = _num(row, "achieved_bandwidth_gbs")

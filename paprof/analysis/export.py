@@ -44,6 +44,30 @@ TEXT_COLUMNS = {
     "bottleneck": "bottleneck",
 }
 
+#: Columns of the text table with ``traffic=True`` (``paprof table --traffic``): the
+#: traffic per memory level, from the SM outwards, with short headers.
+TRAFFIC_TEXT_COLUMNS = {
+    "variant": "variant",
+    "kernel": "kernel",
+    "launch": "#",
+    "shape": "shape",
+    "gpu": "gpu",
+    "global_load_instructions": "ld_inst",
+    "l1_global_load_bytes": "L1->SM",
+    "l1_global_store_bytes": "SM->L1",
+    "shared_load_wavefronts": "shm_ld_wf",
+    "shared_store_wavefronts": "shm_st_wf",
+    "shared_load_bank_conflicts": "shm_ld_cfl",
+    "shared_store_bank_conflicts": "shm_st_cfl",
+    "l1_hit_rate_pct": "L1hit%",
+    "l2_to_l1_bytes": "L2->SM",
+    "l1_to_l2_bytes": "SM->L2",
+    "l2_hit_rate_pct": "L2hit%",
+    "dram_bytes_read": "DRAM->L2",
+    "dram_bytes_write": "L2->DRAM",
+    "instructions_executed": "inst",
+}
+
 #: Columns shown only when the rows differ in them.
 _OPTIONAL_TEXT = ("shape", "gpu", "launch")
 _JOINED = ("bottleneck_evidence", "kernels")
@@ -76,12 +100,16 @@ def scalar_frame(df: pd.DataFrame, columns: list[str] | None = None) -> pd.DataF
     return out
 
 
-def _format_value(column: str, value) -> str:
+def _format_value(column: str, value, compact: bool = False) -> str:
     if isinstance(value, float):
         if math.isnan(value):
             return "-"
         entry = M.BY_COLUMN.get(column)
         unit = entry.unit if entry else ""
+        if compact and unit == "byte":
+            return fmt.bytes_decimal(value)
+        if compact and unit in ("inst", "sector", "request", "wavefront", "conflict"):
+            return fmt.big(value)
         if unit in ("block", "thread", "register", "cycle", "byte", "SM"):
             return f"{value:,.0f}" if abs(value) >= 1e5 else f"{value:.0f}"
         if column == "waves_per_sm":
@@ -94,16 +122,19 @@ def _format_value(column: str, value) -> str:
     return str(value)
 
 
-def to_text(df: pd.DataFrame, columns: list[str] | None = None, why: bool = True) -> str:
-    """A fixed-width table (key columns, or ``columns``), then a "why" line per row."""
+def to_text(df: pd.DataFrame, columns: list[str] | None = None, why: bool = True,
+            traffic: bool = False) -> str:
+    """A fixed-width table (key columns, the traffic per level with ``traffic``, or
+    ``columns``), then a "why" line per row."""
     if df.empty:
         return "(no kernels)\n"
+    headers = TRAFFIC_TEXT_COLUMNS if traffic else TEXT_COLUMNS
     if columns is None:
-        columns = [c for c in TEXT_COLUMNS if c in df.columns and not (
+        columns = [c for c in headers if c in df.columns and not (
             c in _OPTIONAL_TEXT and df[c].astype(str).nunique() <= 1)]
     shown = scalar_frame(df, columns)
     text = pd.DataFrame({
-        TEXT_COLUMNS.get(c, c): [_format_value(c, v) for v in shown[c]] for c in shown
+        headers.get(c, c): [_format_value(c, v, compact=traffic) for v in shown[c]] for c in shown
     })
     lines = [text.to_string(index=False)]
     if why and "bottleneck_evidence" in df and "bottleneck" in df:
@@ -136,7 +167,9 @@ def missing_note(df: pd.DataFrame, columns: list[str] | None = None) -> str | No
     wanted = columns if columns is not None else list(M.DESIGN_COLUMNS)
     by_section: dict[str, list[str]] = {}
     for column in wanted:
-        if column in missing:
+        # the SourceCounters totals come from the opt-in ``source`` preset only: their
+        # absence is the normal case, not worth a note
+        if column in missing and missing[column] != M.SOURCE:
             by_section.setdefault(missing[column], []).append(column)
     if not by_section:
         return None
@@ -160,16 +193,19 @@ def check_output(fmt: str, out: Path | None, force: bool = False, inputs=()) -> 
 
 
 def render(df: pd.DataFrame, fmt: str, columns: list[str] | None = None,
-           out: Path | None = None, force: bool = False) -> str | None:
+           out: Path | None = None, force: bool = False, traffic: bool = False) -> str | None:
     """The table in ``fmt``; written to ``out`` when given (then returns None; atomically,
     never over one of the reports read, an existing file only with ``force``), else
-    returned as text. Parquet needs ``out`` and pyarrow (UserError otherwise)."""
+    returned as text. Parquet needs ``out`` and pyarrow (UserError otherwise). ``traffic``:
+    the traffic-per-level columns (text: compact units), unless ``columns`` names others."""
     from paprof.profiler.store import input_files
 
     reports = df["report_path"].dropna().unique() if "report_path" in df else []
     check_output(fmt, out, force, input_files(reports))
+    if traffic and columns is None and fmt != "text":
+        columns = [c for c in TRAFFIC_TEXT_COLUMNS if c in df.columns]
     if fmt == "text":
-        text = to_text(df, columns)
+        text = to_text(df, columns, why=not traffic, traffic=traffic)
     elif fmt == "csv":
         text = scalar_frame(df, columns).to_csv(index=False)
     elif fmt == "json":

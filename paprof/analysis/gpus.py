@@ -29,6 +29,17 @@ class GpuSpec:
     """Where the measured ceiling comes from."""
     aliases: tuple[str, ...] = ()
     """Other spellings of the name that mean this same model."""
+    fp32_datasheet_tflops: float | None = None
+    """CUDA-core fp32 (FMA) peak from the datasheet, TFLOP/s: the roofline's FP32 roof."""
+    fp64_datasheet_tflops: float | None = None
+    """CUDA-core fp64 (FMA) peak from the datasheet, TFLOP/s."""
+    tensor_datasheet_tflops: float | None = None
+    """Dense (no sparsity) bf16 tensor-core peak from the datasheet, TFLOP/s."""
+    gemm_ceiling_tflops: float | None = None
+    """Measured dense bf16 GEMM rate (cuBLAS), TFLOP/s: the roofline's tensor-core roof
+    (None: not measured). A run's sidecar may record its own (``gemm_ceiling_tflops``)."""
+    gemm_note: str = ""
+    """Where the measured GEMM rate comes from."""
 
     @property
     def ceiling_tbs(self) -> float:
@@ -50,6 +61,13 @@ GPUS: tuple[GpuSpec, ...] = (
         ceiling_note=("median of 10 runs of paprof's streaming-read kernel (2 GiB, 16-byte "
                       "loads) on the project's H200, 2026-11-29: 4.52 to 4.62 TB/s"),
         aliases=("H200", "NVIDIA H200 SXM", "NVIDIA H200 141GB HBM3e"),
+        fp32_datasheet_tflops=67,
+        fp64_datasheet_tflops=34,
+        tensor_datasheet_tflops=989,
+        gemm_ceiling_tflops=726,
+        gemm_note=("torch.matmul (cuBLAS) bf16 8192^3 on the project's H200, 2026-12-01: "
+                   "medians of 20 CUDA-event launches, 743 and 709 TFLOP/s in two rounds "
+                   "(4096^3: 706 and 722, ~714)"),
     ),
 )
 """The table. Keep one row per GPU model."""

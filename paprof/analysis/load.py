@@ -129,6 +129,9 @@ def derive(values: dict) -> dict:
         per_second = values.get("dram_bytes_per_second", math.nan)
         values["dram_bytes"] = per_second * duration * 1e-6
     values["achieved_bandwidth_gbs"] = bandwidth_gbs(values["dram_bytes"], duration)
+    for sectors, nbytes in (("l1_global_load_sectors", "l1_global_load_bytes"),
+                            ("l1_global_store_sectors", "l1_global_store_bytes")):
+        values[nbytes] = values.get(sectors, math.nan) * M.SECTOR_BYTES
     values["shared_mem_per_block_bytes"] = (values.get("shared_mem_static_bytes", math.nan)
                                             + values.get("shared_mem_dynamic_bytes", math.nan))
     values["occupancy_limiter"] = occupancy_limiter(values)

@@ -10,17 +10,26 @@ against the names ncu 2025.3.1 recorded on the H200 with those sections
 (``tests/data/ncu-2025.3.1-h200-default-sections-metrics.txt``). Note that DRAM
 throughput % is ``gpu__dram_throughput...``, not ``dram__throughput...`` (absent there).
 
-DRAM bytes: the default sections record no byte *counter* for DRAM, only the rate
+Traffic per memory level (the ``level`` of an entry): bytes, requests, sectors and hit
+rates between the SM and L1 (global loads and stores), in shared memory, between L1 and
+L2, between L2 and DRAM. Their sections are in :data:`TRAFFIC_SECTIONS` (paprof's
+``default`` preset collects them, ``basic`` does not); every name was checked against the
+metric groups ncu 2025.3.1 recorded on the H200 for those sections
+(``tests/data/ncu-2025.3.1-h200-traffic-sections-metrics.txt``).
+
+DRAM bytes: the basic sections record no byte *counter* for DRAM, only the rate
 ``dram__bytes.sum.per_second``. So ``dram_bytes`` is ``dram_bytes_read + dram_bytes_write``
-when the report has those counters (section ``MemoryWorkloadAnalysis_Chart``, in ncu's
-``full`` set), else ``dram_bytes_per_second * duration``. Both count reads plus writes.
+when the report has those counters (section ``MemoryWorkloadAnalysis_Chart``, in paprof's
+``default`` preset and ncu's ``full`` set), else ``dram_bytes_per_second * duration``.
+Both count reads plus writes.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-#: Sections of ncu's default set (the H200 metric list was recorded with exactly these).
+#: Sections of paprof's ``basic`` preset, ncu's default set before paprof added the traffic
+#: sections (the H200 metric list in tests/data was recorded with exactly these).
 DEFAULT_SECTIONS = (
     "SpeedOfLight",
     "LaunchStats",
@@ -31,6 +40,18 @@ DEFAULT_SECTIONS = (
     "SchedulerStats",
     "WarpStateStats",
 )
+
+#: Sections that ``default`` adds to them for the traffic per memory level and the
+#: instruction counts (each catalogue entry of these sections was checked against the
+#: metric groups ncu recorded on the H200 with them).
+TRAFFIC_SECTIONS = (
+    "MemoryWorkloadAnalysis_Tables",
+    "MemoryWorkloadAnalysis_Chart",
+    "InstructionStats",
+)
+
+#: The memory levels of the traffic entries (``Metric.level``), from the SM outwards.
+LEVELS = ("SM<->L1", "shared memory", "L1<->L2", "L2<->DRAM", "instructions")
 
 #: The section name for device attributes, which ncu records with any section.
 DEVICE = "(device attributes)"
@@ -85,6 +106,10 @@ class Metric:
     text: bool = False
     """True for a string-valued metric (read with ``as_string``), else a float."""
 
+    level: str | None = None
+    """For a traffic counter, the memory level it measures (one of :data:`LEVELS`); the
+    reports' "traffic per level" table groups its rows by it."""
+
     @property
     def derived(self) -> bool:
         """True when paprof computes the column rather than reading one ncu metric."""
@@ -100,6 +125,7 @@ class Metric:
 SOL, LAUNCH, OCC = "SpeedOfLight", "LaunchStats", "Occupancy"
 MWA, SCHED, WARP = "MemoryWorkloadAnalysis", "SchedulerStats", "WarpStateStats"
 MWA_CHART = "MemoryWorkloadAnalysis_Chart"
+MWA_TABLES = "MemoryWorkloadAnalysis_Tables"
 
 _PCT = dict(unit="%", combine=WEIGHTED)
 
@@ -155,11 +181,11 @@ _MEASURED = (
            "DRAM bytes (read + write) per second", ncu_unit="byte/second",
            combine=WEIGHTED),
     Metric("dram_bytes_read", "dram__bytes_read.sum", "byte", MWA_CHART,
-           "DRAM bytes read (ncu's full set; not in the default sections)",
-           ncu_unit="byte", combine=SUM),
+           "DRAM bytes read into L2 (paprof's default preset, ncu's full set; not in the "
+           "basic sections)", ncu_unit="byte", combine=SUM, level="L2<->DRAM"),
     Metric("dram_bytes_write", "dram__bytes_write.sum", "byte", MWA_CHART,
-           "DRAM bytes written (ncu's full set; not in the default sections)",
-           ncu_unit="byte", combine=SUM),
+           "DRAM bytes written from L2 (paprof's default preset, ncu's full set; not in the "
+           "basic sections)", ncu_unit="byte", combine=SUM, level="L2<->DRAM"),
     Metric("shared_mem_static_bytes", "launch__shared_mem_per_block_static", "byte",
            LAUNCH, "Static shared memory per block", ncu_unit="byte/block"),
     Metric("shared_mem_dynamic_bytes", "launch__shared_mem_per_block_dynamic", "byte",
@@ -204,14 +230,73 @@ _MEASURED = (
     # Deterministic counts the regression gate takes exactly (recorded with the default
     # sections on the H200: tests/data's list).
     Metric("instructions_executed", "inst_executed", "inst", WARP,
-           "Warp-level SASS instructions executed", combine=SUM),
+           "Warp-level SASS instructions executed (the same count as InstructionStats' "
+           "smsp__inst_executed.sum)", combine=SUM, level="instructions"),
     Metric("spill_instructions", "sass__inst_executed_register_spilling", "inst", WARP,
            "Warp-level instructions executed that spill or restore registers (local or "
            "shared memory)", combine=SUM),
     Metric("l1_hit_rate_pct", "l1tex__t_sector_hit_rate.pct", "%", MWA,
-           "L1/TEX sector hit rate", combine=WEIGHTED),
+           "L1/TEX sector hit rate (all accesses)", combine=WEIGHTED, level="L1<->L2"),
     Metric("l2_hit_rate_pct", "lts__t_sector_hit_rate.pct", "%", MWA,
-           "L2 sector hit rate", combine=WEIGHTED),
+           "L2 sector hit rate", combine=WEIGHTED, level="L2<->DRAM"),
+    Metric("warps_active_per_sm", "sm__warps_active.avg.per_cycle_active", "warp", OCC,
+           "Warps resident per SM per active cycle (achieved occupancy as a warp count)",
+           combine=WEIGHTED),
+)
+
+# Traffic per memory level (sections MemoryWorkloadAnalysis_Chart/_Tables, InstructionStats).
+_TRAFFIC = (
+    Metric("global_load_instructions", "smsp__sass_inst_executed_op_global_ld.sum", "inst",
+           MWA_CHART, "Warp-level global load instructions executed (SM -> L1 requests)",
+           combine=SUM, level="SM<->L1"),
+    Metric("global_store_instructions", "smsp__sass_inst_executed_op_global_st.sum", "inst",
+           MWA_CHART, "Warp-level global store instructions executed", combine=SUM,
+           level="SM<->L1"),
+    Metric("l1_global_load_requests", "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum",
+           "request", MWA_TABLES, "Global load requests L1/TEX received from the SMs",
+           combine=SUM, level="SM<->L1"),
+    Metric("l1_global_load_sectors", "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum",
+           "sector", MWA_TABLES, "32-byte sectors the global loads asked L1/TEX for "
+           "(hits and misses)", combine=SUM, level="SM<->L1"),
+    Metric("l1_global_store_sectors", "l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum",
+           "sector", MWA_TABLES, "32-byte sectors the global stores wrote through L1/TEX",
+           combine=SUM, level="SM<->L1"),
+    Metric("l1_global_load_hit_rate_pct",
+           "l1tex__t_sector_pipe_lsu_mem_global_op_ld_hit_rate.pct", "%", MWA_TABLES,
+           "L1/TEX sector hit rate of global loads", combine=WEIGHTED, level="L1<->L2"),
+    Metric("shared_load_instructions", "smsp__sass_inst_executed_op_shared_ld.sum", "inst",
+           MWA_CHART, "Warp-level shared-memory load instructions executed", combine=SUM,
+           level="shared memory"),
+    Metric("shared_store_instructions", "smsp__sass_inst_executed_op_shared_st.sum", "inst",
+           MWA_CHART, "Warp-level shared-memory store instructions executed", combine=SUM,
+           level="shared memory"),
+    Metric("shared_load_wavefronts", "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum",
+           "wavefront", MWA_TABLES, "Shared-memory load wavefronts (passes through the "
+           "data banks; one per instruction without bank conflicts)", combine=SUM,
+           level="shared memory"),
+    Metric("shared_store_wavefronts", "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum",
+           "wavefront", MWA_TABLES, "Shared-memory store wavefronts", combine=SUM,
+           level="shared memory"),
+    Metric("shared_load_bank_conflicts",
+           "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum", "conflict", MWA_TABLES,
+           "Shared-memory bank conflicts of loads (extra wavefronts)", combine=SUM,
+           level="shared memory"),
+    Metric("shared_store_bank_conflicts",
+           "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum", "conflict", MWA_TABLES,
+           "Shared-memory bank conflicts of stores (extra wavefronts)", combine=SUM,
+           level="shared memory"),
+    Metric("l2_to_l1_bytes", "l1tex__m_xbar2l1tex_read_bytes.sum", "byte", MWA_CHART,
+           "Bytes the crossbar delivered from L2 to the SMs' L1/TEX (each SM that reads a "
+           "line counts it)", ncu_unit="byte", combine=SUM, level="L1<->L2"),
+    Metric("l1_to_l2_bytes", "l1tex__m_l1tex2xbar_write_bytes.sum", "byte", MWA_CHART,
+           "Bytes L1/TEX sent to L2 over the crossbar (stores, atomics)", ncu_unit="byte",
+           combine=SUM, level="L1<->L2"),
+    Metric("l2_read_sectors_from_l1", "lts__t_sectors_srcunit_tex_op_read.sum", "sector",
+           MWA_TABLES, "32-byte sectors L2 looked up for L1/TEX reads (after the request "
+           "coalescer merged the SMs' identical reads, so it can be under the crossbar's "
+           "bytes / 32)", combine=SUM, level="L1<->L2"),
+    Metric("l2_write_sectors_from_l1", "lts__t_sectors_srcunit_tex_op_write.sum", "sector",
+           MWA_TABLES, "32-byte sectors L1/TEX wrote into L2", combine=SUM, level="L1<->L2"),
 )
 
 #: Warp stall reasons ncu's WarpStateStats section records (H200, ncu 2025.3.1), each as
@@ -243,6 +328,14 @@ _DERIVED = (
            "Achieved DRAM bandwidth (read + write), 1 GB = 1e9 bytes", combine=WEIGHTED,
            formula="dram_bytes / duration, in 1e9 bytes per second",
            inputs=("dram_bytes", "duration_us")),
+    Metric("l1_global_load_bytes", None, "byte", DERIVED,
+           "Bytes the global loads asked L1/TEX for (SM <- L1; re-reads that hit count "
+           "each time)", combine=SUM, formula="32 x l1_global_load_sectors (a sector is 32 "
+           "bytes)", inputs=("l1_global_load_sectors",), level="SM<->L1"),
+    Metric("l1_global_store_bytes", None, "byte", DERIVED,
+           "Bytes the global stores wrote through L1/TEX (SM -> L1)", combine=SUM,
+           formula="32 x l1_global_store_sectors", inputs=("l1_global_store_sectors",),
+           level="SM<->L1"),
     Metric("shared_mem_per_block_bytes", None, "byte", DERIVED,
            "Shared memory per block, static plus dynamic (without the driver's reserve)",
            formula="shared_mem_static_bytes + shared_mem_dynamic_bytes",
@@ -283,14 +376,96 @@ _WORK = (
            "over their summed duration)", inputs=("work_flops", "duration_us")),
 )
 
-#: The whole catalogue: measured metrics, stall reasons, derived columns, the work model.
-CATALOGUE: tuple[Metric, ...] = _MEASURED + _STALLS + _DERIVED + _WORK
+# Roofline inputs (paprof.analysis.roofline): FLOPs from the SASS thread-instruction
+# rates, bytes per memory level and every level's peak, as ncu's roofline sections record
+# them on the H200 (ncu 2025.3.1, preset 'default'). ncu's hierarchical roofline counts L2
+# traffic as the L2-to-SM crossbar bytes and L1 traffic as the L1/shared-memory writeback
+# bytes (local, global and shared); the rates times the duration give the bytes.
+ROOF, TENSOR_ROOF = "SpeedOfLight_RooflineChart", "SpeedOfLight_HierarchicalTensorRooflineChart"
+_OPS = "smsp__sass_thread_inst_executed_op_{}_pred_on.sum.per_cycle_elapsed"
+_ROOFLINE = tuple(
+    Metric(f"{kind}_{op}_per_cycle", _OPS.format(op), "inst/cycle", ROOF,
+           f"Predicated-on {op.upper()} thread instructions per elapsed cycle, all SMs "
+           f"({'2 FLOPs' if op.endswith('fma') else '1 FLOP'} each)", combine=WEIGHTED)
+    for kind, ops in (("fp32", ("fadd", "fmul", "ffma")), ("fp64", ("dadd", "dmul", "dfma")))
+    for op in ops
+) + (
+    Metric("smsp_cycles_elapsed", "smsp__cycles_elapsed.avg", "cycle", SOL,
+           "Elapsed cycles per SM sub-partition (turns per-cycle rates into counts)",
+           combine=SUM),
+    Metric("fp32_peak_ffma_per_cycle", "sm__sass_thread_inst_executed_op_ffma_pred_on.sum.peak_sustained",
+           "inst/cycle", ROOF, "Peak FFMA thread instructions per cycle, all SMs"),
+    Metric("fp64_peak_dfma_per_cycle", "sm__sass_thread_inst_executed_op_dfma_pred_on.sum.peak_sustained",
+           "inst/cycle", ROOF, "Peak DFMA thread instructions per cycle, all SMs"),
+    Metric("sm_clock_hz", "sm__cycles_elapsed.avg.per_second", "Hz", ROOF,
+           "SM clock during the kernel", combine=WEIGHTED),
+    Metric("dram_peak_bytes_per_cycle", "dram__bytes.sum.peak_sustained", "byte/cycle", ROOF,
+           "Peak DRAM bytes per DRAM cycle"),
+    Metric("dram_clock_hz", "dram__cycles_elapsed.avg.per_second", "Hz", SOL,
+           "DRAM clock during the kernel", combine=WEIGHTED),
+    Metric("l2_bytes_per_second", "derived__lts__lts2xbar_bytes.sum.per_second", "byte/s",
+           TENSOR_ROOF, "L2-to-SM (crossbar) bytes per second: the roofline's L2 traffic",
+           combine=WEIGHTED),
+    Metric("l2_peak_bytes_per_cycle", "derived__lts__lts2xbar_bytes.sum.peak_sustained",
+           "byte/cycle", TENSOR_ROOF, "Peak L2-to-SM bytes per L2 cycle"),
+    Metric("l2_clock_hz", "lts__cycles_elapsed.avg.per_second", "Hz", TENSOR_ROOF,
+           "L2 clock during the kernel", combine=WEIGHTED),
+    Metric("l1_bytes_per_second", "derived__l1tex__lsu_writeback_bytes_mem_lgds.sum.per_second",
+           "byte/s", TENSOR_ROOF, "L1/shared-memory writeback bytes per second (local, global, "
+           "shared): the roofline's L1 traffic", combine=WEIGHTED),
+    Metric("l1_peak_bytes_per_cycle", "derived__l1tex__lsu_writeback_bytes_mem_lgds.sum.peak_sustained",
+           "byte/cycle", TENSOR_ROOF, "Peak L1/shared-memory writeback bytes per L1 cycle, all SMs"),
+    Metric("l1_clock_hz", "l1tex__cycles_elapsed.avg.per_second", "Hz", TENSOR_ROOF,
+           "L1 clock during the kernel", combine=WEIGHTED),
+) + tuple(
+    Metric(f"tensor_{kind}_flops", f"sm__ops_path_tensor_src_{src}.sum", "FLOP", TENSOR_ROOF,
+           f"Tensor-core operations with {kind} inputs (one FLOP each)", combine=SUM)
+    for kind, src in (("fp16", "fp16"), ("bf16", "bf16_dst_fp32"), ("tf32", "tf32_dst_fp32"))
+) + (
+    Metric("tensor_peak_flops",
+           "sm__ops_path_tensor_op_hgmma_src_bf16_dst_fp32_sparsity_off.sum.peak_sustained_elapsed.per_second",
+           "FLOP/s", TENSOR_ROOF, "Peak dense bf16 tensor-core (wgmma) FLOPs per second at the "
+           "kernel's clock"),
+)
+
+# SourceCounters (paprof.analysis.source): the warp-state samples. Per instruction (by PC)
+# the sample count, each stall reason's samples and the instructions executed are
+# instanced metrics that the per-kernel row does not hold; the row holds the totals.
+SOURCE = "SourceCounters"
+_SOURCE = (
+    Metric("pc_samples", "smsp__pcsamp_sample_count", "sample", SOURCE,
+           "Warp-state samples taken (SourceCounters; their per-line split is the hot-spot table)",
+           combine=SUM),
+    Metric("pc_sample_interval_cycles", "smsp__pcsamp_interval_cycles", "cycle", SOURCE,
+           "Cycles between two warp-state samples of an SM"),
+)
+#: Per-PC (instanced) SourceCounters metrics: samples, instructions executed, and the
+#: prefix of each stall reason's samples (``..._<reason>``; ``..._<reason>_not_issued``
+#: counts only the samples in which no instruction issued).
+PC_SAMPLES = "smsp__pcsamp_sample_count"
+PC_EXECUTED = "inst_executed"
+PC_STALL_PREFIX = "smsp__pcsamp_warps_issue_stalled_"
+PC_NOT_ISSUED_SUFFIX = "_not_issued"
+
+#: The catalogue entries the roofline and the hot spots read, kept on each compared variant.
+ROOFLINE_INPUTS: tuple[Metric, ...] = _ROOFLINE + _SOURCE
+
+#: The whole catalogue: measured metrics, traffic per level, stall reasons, derived
+#: columns, the work model, the roofline's inputs and the source counters' totals.
+CATALOGUE: tuple[Metric, ...] = _MEASURED + _TRAFFIC + _STALLS + _DERIVED + _WORK + _ROOFLINE + _SOURCE
 
 #: Catalogue entries by column name.
 BY_COLUMN: dict[str, Metric] = {m.column: m for m in CATALOGUE}
 
 #: The entries read from a report (not derived, not the work model).
 MEASURED: tuple[Metric, ...] = tuple(m for m in CATALOGUE if not m.derived)
+
+#: Bytes in a sector, the unit L1/TEX and L2 count traffic in.
+SECTOR_BYTES = 32
+
+#: The traffic columns, grouped by level (LEVELS' order), each level's in catalogue order.
+TRAFFIC_COLUMNS: tuple[str, ...] = tuple(
+    m.column for level in LEVELS for m in CATALOGUE if m.level == level)
 
 #: Names of the block limits, keyed by column, in tie-break order: the hardware caps
 #: (resident blocks, warps) before the resources a kernel chooses (registers, shared

@@ -198,12 +198,7 @@ def open_report(path: Path, numeric=None, text=None):
             return None, iter(fast)
     if not compressed and not check_framing(path):
         raise _no_kernels(path)
-    ncu_report = import_ncu_report()
-    try:
-        with _native_stderr_to_log(path):
-            context = ncu_report.load_report(str(path))
-    except Exception as err:  # the SWIG layer raises assorted types
-        raise UserError(f"{path}: cannot load the report: {err}") from err
+    context = _load(path)
     count = sum(context.range_by_idx(r).num_actions() for r in range(context.num_ranges()))
     if not count:
         raise _no_kernels(path)
@@ -213,6 +208,16 @@ def open_report(path: Path, numeric=None, text=None):
 def _no_kernels(path: Path) -> UserError:
     return UserError(f"{path}: the report holds no profiled kernels "
                      "(ncu's kernel filters matched nothing?)")
+
+
+def _load(path: Path):
+    """The report through ``ncu_report``; UserError when it cannot load it."""
+    ncu_report = import_ncu_report()
+    try:
+        with _native_stderr_to_log(path):
+            return ncu_report.load_report(str(path))
+    except Exception as err:  # the SWIG layer raises assorted types
+        raise UserError(f"{path}: cannot load the report: {err}") from err
 
 
 @contextlib.contextmanager
@@ -312,3 +317,53 @@ def _plain(rule: dict) -> dict:
         if isinstance(rule.get(key), str):
             rule[key] = fmt.ncu_plain(rule[key])
     return rule
+
+
+# -- source-level counters (SourceCounters): ncu_report only ----------------------------
+def open_full(path: Path):
+    """Load one report through ``ncu_report`` whatever the fast reader could do:
+    ``(context, actions)``, ``actions`` a list in range order. Per-instruction metrics,
+    SASS and line tables live only there. UserError as :func:`open_report`."""
+    path = Path(path)
+    if not path.name.endswith(".ncu-repz") and check_framing(path) == 0:
+        raise UserError(f"{path}: the report holds no profiled kernels "
+                        "(ncu's kernel filters matched nothing?)")
+    context = _load(path)
+    return context, list(_actions(context))
+
+
+def metric_names(action) -> list[str]:
+    """Every metric name an ``ncu_report`` action holds."""
+    return list(action.metric_names())
+
+
+def read_instanced(action, name: str) -> dict[int, float]:
+    """A source-correlated metric as {instruction address: value}; {} when the action lacks
+    it or it has no per-instruction instances."""
+    metric = action.metric_by_name(name)
+    if metric is None or not metric.has_correlation_ids():
+        return {}
+    ids = metric.correlation_ids()
+    return {int(ids.as_uint64(i)): float(metric.as_double(i)) for i in range(metric.num_instances())}
+
+
+def source_location(action, address: int) -> tuple[str, int] | None:
+    """(file, line) of an instruction address from the line table (``-lineinfo``), or None."""
+    info = action.source_info(address)
+    if info is None:
+        return None
+    name, line = info.file_name(), int(info.line())
+    return (name, line) if name and line > 0 else None
+
+
+def sass_text(action, address: int) -> str:
+    """The SASS instruction at an address (``""`` when unknown), without its indentation."""
+    return (action.sass_by_pc(address) or "").strip()
+
+
+def embedded_sources(action) -> dict[str, str]:
+    """Source files the report carries (``ncu --import-source yes``): path -> text."""
+    try:
+        return {str(k): str(v) for k, v in dict(action.source_files()).items()}
+    except Exception:  # an older ncu_report without the call, or a damaged table
+        return {}

@@ -191,6 +191,10 @@ GATE_RULES: dict[str, GateRule] = {
                             NCU_MIN_EFFECT),
     "tensor_pipe_pct": GateRule("tensor-pipe utilisation", True, Tolerance(absolute=3.0),
                                 NCU_MIN_EFFECT),
+    # A compute-bound family's other busy share (flash_fwd's gate_metrics): the SM's
+    # throughput %, the max over its pipes and issue slots; 3 pp as for DRAM.
+    "sm_throughput_pct": GateRule("SM throughput", True, Tolerance(absolute=3.0),
+                                  NCU_MIN_EFFECT),
     # Calibrated to the machine: a share of the read ceiling measured in the same call
     # (check --profile), so a slower or faster card of the same model does not fail.
     "work_tbs_pct_of_ceiling": GateRule("useful bandwidth, % of the read ceiling", True,

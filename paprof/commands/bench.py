@@ -35,8 +35,10 @@ def bench(variants, family, shape, launches, rounds, seed, as_json):
 
     Prints the median time per step, the throughput the family's work model gives (bytes
     over time, and FLOPs over time where the family counts them), the share of the read
-    ceiling measured by a streaming-read kernel in the same run, and the relative error
-    against the float64 reference. Needs a GPU. Exits 1 if a variant fails verification.
+    ceiling measured by a streaming-read kernel in the same run (for a family held to the
+    GEMM ceiling, such as flash_fwd at fp16/bf16: the share of a cuBLAS bf16 GEMM's FLOP
+    rate measured in the same run), and the relative error against the float64 reference.
+    Needs a GPU. Exits 1 if a variant fails verification.
     """
     chosen = registry.resolve(variants, family)
     fam = registry.family_of(chosen[0])
@@ -56,22 +58,28 @@ def bench(variants, family, shape, launches, rounds, seed, as_json):
     else:
         work = data["work"]
         flops = f", {work['flops'] / 1e9:.3g} GFLOP" if work["flops"] else ""
+        gemm = data.get("gemm_ceiling")
+        gemm_text = (f"  GEMM ceiling {gemm['tflops']:.0f} TFLOP/s ({gemm['dtype']} "
+                     f"{gemm['n']}^3, {gemm['method']}, measured now)" if gemm else "")
         click.echo(f"{data['gpu']}  {data['family']}  {data['shape_slug']}  moves "
                    f"{work['bytes'] / 1e9:.3f} GB{flops}  read ceiling "
-                   f"{data['read_ceiling_tbs']:.2f} TB/s (measured now)  "
+                   f"{data['read_ceiling_tbs']:.2f} TB/s (measured now){gemm_text}  "
                    f"{launches} launches x {rounds} rounds, {data['input_sets']} input set(s)")
         with_flops = bool(work["flops"])
-        click.echo(f"{'variant':<9} {'median us':>10} {'TB/s':>6} {'% ceil':>7}"
+        width = max([9] + [len(r["variant"]) for r in data["rows"]])
+        click.echo(f"{'variant':<{width}} {'median us':>10} {'TB/s':>6} {'% ceil':>7}"
                    + (f" {'TFLOP/s':>8}" if with_flops else "")
+                   + (f" {'% GEMM':>7}" if gemm else "")
                    + f" {'spread %':>8} {'rel err':>9}  kernels")
         for row in data["rows"]:
             if row["skipped"]:
-                click.echo(f"{row['variant']:<9} skipped: {row['skipped']}")
+                click.echo(f"{row['variant']:<{width}} skipped: {row['skipped']}")
                 continue
             click.echo(
-                f"{row['variant']:<9} {_fmt(row['median_us'], '10.1f')} {_fmt(row['tbs'], '6.2f')} "
+                f"{row['variant']:<{width}} {_fmt(row['median_us'], '10.1f')} {_fmt(row['tbs'], '6.2f')} "
                 f"{_fmt(row['pct_of_ceiling'], '7.1f')}"
                 + (f" {_fmt(row['tflops'], '8.2f')}" if with_flops else "")
+                + (f" {_fmt(row['pct_of_gemm_ceiling'], '7.1f')}" if gemm else "")
                 + f" {_fmt(row['round_spread_pct'], '8.2f')} "
                 f"{_fmt(row['rel_error'], '9.1e')}  {'+'.join(row['kernels']) or row['kind']}"
                 + _details(row)

@@ -29,8 +29,11 @@ def compare(variants, runs, shape, out, markdown, open_browser, force):
     """Compare VARIANTs in the order given: run-store ids (the latest run of that variant
     and shape, e.g. v2 or paged_decode/v2) or .ncu-rep paths.
 
-    Each step (v2 -> v3) gets its own story: the bottleneck before and after and the
-    metrics that moved. A split variant (partial + merge kernels) is compared as its sum.
+    Each step (v2 -> v3) gets its own story: first its cause from the counters (traffic
+    per memory level, instructions, barriers, DRAM % of peak, the grid against the GPU),
+    what limits the faster variant now and what ncu's rules estimate would move it next;
+    then the bottleneck before and after and the metrics that moved. A split variant
+    (partial + merge kernels) is compared as its sum.
 
     \b
     Example, on any machine (the shipped H200 runs):
@@ -48,6 +51,8 @@ def compare(variants, runs, shape, out, markdown, open_browser, force):
     for step in ctx.steps:
         click.echo(f"{step.title}: {step.headline}; {step.bottleneck_before_text} -> "
                    f"{step.bottleneck_after_text}", err=err)
+        if step.cause:
+            click.echo(f"  {step.cause}", err=err)
     for path in (result.html, result.markdown):
         if path is None:
             continue

@@ -92,8 +92,10 @@ def report_lines(outcomes: list[Outcome]) -> list[str]:
 @click.option("--kernel-regex", default=None, metavar="REGEX",
               help="With --cmd: profile only kernels whose names match.")
 @click.option("--preset", type=click.Choice(list(PRESETS)), default="default", show_default=True,
-              help="ncu sections: default (8 sections), memory (4, faster), "
-                   "full (--set full, slow).")
+              help="ncu sections: default (13 sections incl. traffic per memory level and "
+                   "instruction counts; 35 replay passes a kernel on the H200), source (+ stall "
+                   "samples per source line, -lineinfo builds), basic (8 sections, 20 passes), "
+                   "memory (4, faster), full (--set full, slow).")
 @click.option("--runs", "runs_dir", type=click.Path(file_okay=False, path_type=Path),
               default="runs", show_default=True, help="Run store folder.")
 @click.option("--clock-control", type=click.Choice(CLOCK_CONTROLS), default="none",

@@ -20,10 +20,13 @@ from paprof.profiler.store import Scan, input_files
               "FILE is kept unless --force; one of the reports read, always.")
 @click.option("--columns", multiple=True, metavar="A,B,...",
               help="Only these columns, in this order (see --format csv for the names).")
+@click.option("--traffic", is_flag=True,
+              help="The traffic per memory level instead of the key columns: SM<->L1, "
+              "shared memory, L1<->L2, L2<->DRAM, instructions (default preset's sections).")
 @click.option("--per-variant", is_flag=True,
               help="Combine the kernels of a multi-kernel variant into one row.")
 @click.option("--force", is_flag=True, help="Replace an existing --out FILE.")
-def table(reports, fmt, out, columns, per_variant, force):
+def table(reports, fmt, out, columns, traffic, per_variant, force):
     """Tabulate REPORT_OR_DIR... (.ncu-rep files, folders searched recursively).
 
     One row per profiled kernel launch, with the bottleneck label and its evidence.
@@ -34,11 +37,12 @@ def table(reports, fmt, out, columns, per_variant, force):
     if per_variant:
         df = variant_rows(df)
     chosen = export.parse_columns(columns, df)
-    text = export.render(df, fmt, chosen, out, force)
+    text = export.render(df, fmt, chosen, out, force, traffic=traffic)
     if text is not None:
         click.echo(text, nl=False)
+    keys = export.TRAFFIC_TEXT_COLUMNS if traffic else export.TEXT_COLUMNS
     shown = chosen if chosen is not None else (
-        [c for c in export.TEXT_COLUMNS if c in df] if fmt == "text" else list(df.columns))
+        [c for c in keys if c in df] if (fmt == "text" or traffic) else list(df.columns))
     note = export.missing_note(df, shown)
     if note:
         click.echo(note, err=True)

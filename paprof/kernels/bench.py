@@ -1,16 +1,20 @@
-"""``paprof bench``: CUDA-event timings of variants against the measured read ceiling.
+"""``paprof bench``: CUDA-event timings of variants against the measured ceilings.
 
 For each variant: verify on fresh inputs, then time ``launches`` steps (inputs rotated
 when the bytes they read would fit in a few L2s), in ``rounds`` separate rounds so the
-round-to-round spread shows the noise. The read ceiling is measured in the same process.
-Throughput comes from the family's work model: its bytes (TB/s, % of the read ceiling)
-and its FLOPs (TFLOP/s) over the median time.
+round-to-round spread shows the noise. The read ceiling is measured in the same process,
+and for a family held to the GEMM ceiling (``Family.ceiling == "gemm"``, tensor-core
+work) a cuBLAS GEMM's FLOP rate too. Throughput comes from the family's work model: its
+bytes (TB/s, % of the read ceiling) and its FLOPs (TFLOP/s, % of the GEMM ceiling) over
+the median time. A variant that turns the shape down when it is built or first run
+(``ShapeError``) is skipped with its reason, like one whose ``accepts`` refuses.
 """
 
 from __future__ import annotations
 
 import gc
 import statistics
+import sys
 from dataclasses import dataclass, field
 
 from paprof.errors import ShapeError
@@ -54,6 +58,14 @@ class BenchResult:
     launches: int
     input_sets: int
     rows: list[BenchRow]
+    ceiling: str = "read"
+    """The family's ceiling (``Family.ceiling``)."""
+    gemm_ceiling: dict | None = None
+    """``harness.measure_gemm_ceiling``'s result when this work is held to it."""
+
+    @property
+    def gemm_ceiling_tflops(self) -> float | None:
+        return self.gemm_ceiling["tflops"] if self.gemm_ceiling else None
 
     def row_dict(self, row: BenchRow) -> dict:
         med = row.median_us
@@ -70,6 +82,8 @@ class BenchResult:
             "tbs": tbs,
             "tflops": rates["tflops"],
             "pct_of_ceiling": 100.0 * tbs / self.ceiling_tbs if tbs else None,
+            "pct_of_gemm_ceiling": (100.0 * rates["tflops"] / self.gemm_ceiling_tflops
+                                    if rates["tflops"] and self.gemm_ceiling_tflops else None),
             "rel_error": row.rel_error,
             "passed": row.passed,
             "skipped": row.skipped,
@@ -84,6 +98,9 @@ class BenchResult:
             "params": self.params.to_dict(),
             "work": self.work.to_dict(),
             "read_ceiling_tbs": self.ceiling_tbs,
+            "ceiling": self.ceiling,
+            "gemm_ceiling_tflops": self.gemm_ceiling_tflops,
+            "gemm_ceiling": self.gemm_ceiling,
             "launches": self.launches,
             "input_sets": self.input_sets,
             "rows": [self.row_dict(r) for r in self.rows],
@@ -100,6 +117,10 @@ def run_bench(family: Family, variants, params, launches: int = 100, rounds: int
     say("measuring the read ceiling")
     ceiling = harness.measure_read_ceiling()["tbs"]
     work = family.work(params)
+    gemm = None
+    if family.holds_to_gemm(work):
+        say("measuring the GEMM ceiling")
+        gemm = harness.measure_gemm_ceiling()
     sets = harness.input_sets_for(work.bytes, device.l2_bytes)
     rows: dict[str, BenchRow] = {}
     for v in variants:
@@ -114,9 +135,14 @@ def run_bench(family: Family, variants, params, launches: int = 100, rounds: int
             if row.skipped or row.passed is False:
                 continue
             say(f"round {rnd + 1}/{rounds}: {v.id}")
-            prep = harness.prepare(family, v, params, seed=seed, input_sets=sets)
+            try:
+                prep = harness.prepare(family, v, params, seed=seed, input_sets=sets)
+                if rnd == 0:
+                    check = harness.verify(prep)
+            except ShapeError as err:  # turned down when built or first run
+                row.skipped = str(err)
+                continue
             if rnd == 0:
-                check = harness.verify(prep)
                 row.rel_error, row.passed = check.rel_error, check.passed
                 row.kernels = [k.name for k in prep.launcher.kernels]
                 row.details = dict(prep.launcher.details)
@@ -126,5 +152,8 @@ def run_bench(family: Family, variants, params, launches: int = 100, rounds: int
             del prep
             gc.collect()
             cp.get_default_memory_pool().free_all_blocks()
+            torch = sys.modules.get("torch")  # a callable's framework keeps a cache of its own
+            if torch is not None and torch.cuda.is_initialized():
+                torch.cuda.empty_cache()
     return BenchResult(family.name, params, work, device.name, ceiling, launches, sets,
-                       [rows[v.id] for v in variants])
+                       [rows[v.id] for v in variants], family.ceiling, gemm)

@@ -1,7 +1,10 @@
 """The process ncu profiles: ``python -m paprof.kernels.launch --variant v3 --shape ...``.
 
 ``--ceiling`` also measures the GPU's read ceiling (``harness.measure_read_ceiling``) in
-the same process, recorded as ``read_ceiling_tbs``: the gate's calibration.
+the same process, recorded as ``read_ceiling_tbs``: the gate's calibration; for work held
+to the GEMM ceiling (``Family.ceiling == "gemm"``) also ``harness.measure_gemm_ceiling``,
+recorded as ``gemm_ceiling_tflops`` (``--gemm-ceiling`` measures that one alone: what
+``paprof run`` asks for such work, so that every stored run of it names its ceiling).
 
 Find the variant's family (built-in, installed, or the ``[tool.paprof]`` of the current
 folder's repository), build the variant, check it against the family's float64 reference
@@ -9,7 +12,9 @@ on fresh random inputs (exit 1 on a mismatch), optionally time it with CUDA even
 make the launches to profile inside an NVTX push/pop range named after the variant
 (``paged_decode.v3``), so that ``ncu --nvtx --nvtx-include paged_decode.v3/`` sees only
 those: compiling, autotuning and warm-up stay outside.
-Exit codes: 0 ok, 1 verification failed, 2 bad shape or environment.
+Exit codes: 0 ok, 1 verification failed, 2 bad shape or environment (a variant that
+turns the shape down when built or first run also writes ``{"skipped": why}`` to
+``--result``, so ``paprof run`` skips it as it skips one whose ``accepts`` refuses).
 """
 
 from __future__ import annotations
@@ -19,7 +24,7 @@ import json
 import statistics
 import sys
 
-from paprof.errors import PaprofError
+from paprof.errors import PaprofError, ShapeError
 
 
 def _nvtx(cp):
@@ -90,9 +95,15 @@ def run(args) -> dict:
         if nvtx is not None:
             nvtx.RangePop()
         result["profiled_launches"] = args.profile_launches
-    if args.ceiling:  # after the variant's launches: its inputs stay out of the way
+    if args.ceiling or args.gemm_ceiling:  # after the variant's launches: its inputs out of the way
+        del prep
+        cp.get_default_memory_pool().free_all_blocks()
+    if args.ceiling:
         ceiling = harness.measure_read_ceiling()
         result.update(read_ceiling_tbs=ceiling["tbs"], read_ceiling=ceiling)
+    if args.gemm_ceiling or (args.ceiling and family.holds_to_gemm(work)):
+        gemm = harness.measure_gemm_ceiling()
+        result.update(gemm_ceiling_tflops=gemm["tflops"], gemm_ceiling=gemm)
     return result
 
 
@@ -108,7 +119,10 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--result", default=None, metavar="FILE", help="write the result as JSON here")
     p.add_argument("--no-check", action="store_true", help="skip the reference check")
     p.add_argument("--ceiling", action="store_true",
-                   help="also measure the read ceiling (read_ceiling_tbs in the result)")
+                   help="also measure the read ceiling (read_ceiling_tbs in the result; and the GEMM "
+                        "ceiling for work its family holds to it)")
+    p.add_argument("--gemm-ceiling", action="store_true",
+                   help="also measure the GEMM ceiling (gemm_ceiling_tflops in the result)")
     return p
 
 
@@ -116,6 +130,12 @@ def main(argv=None) -> int:
     args = parser().parse_args(argv)
     try:
         result = run(args)
+    except ShapeError as err:
+        if args.result:
+            with open(args.result, "w") as fh:
+                json.dump({"skipped": str(err)}, fh)
+        print(f"paprof launch: error: {err}", file=sys.stderr)
+        return err.exit_code
     except PaprofError as err:
         print(f"paprof launch: error: {err}", file=sys.stderr)
         return err.exit_code

@@ -44,6 +44,10 @@ class NcuSettings:
     measure_ceiling: bool = False
     """Also measure the read ceiling in the verification run (the launcher's
     ``--ceiling``): recorded in the sidecar as ``read_ceiling_tbs``."""
+    measure_gemm_ceiling: bool = False
+    """Also measure the GEMM ceiling in the verification run (the launcher's
+    ``--gemm-ceiling``): recorded as ``gemm_ceiling_tflops``. ``profile_variant`` turns it
+    on for work a family holds to that ceiling (``Family.holds_to_gemm``)."""
     seed: int | None = None
     """Input seed passed to the launcher (``--seed``); None: the launcher's default."""
     python: str = sys.executable
@@ -73,6 +77,7 @@ def launcher_argv(
     seed: int | None = None,
     check: bool = True,
     ceiling: bool = False,
+    gemm_ceiling: bool = False,
 ) -> list[str]:
     """``python -m paprof.kernels.launch ...`` for one variant and its parameters.
 
@@ -95,6 +100,8 @@ def launcher_argv(
         argv.append("--no-check")
     if ceiling:
         argv.append("--ceiling")
+    if gemm_ceiling:
+        argv.append("--gemm-ceiling")
     return argv
 
 
@@ -111,6 +118,7 @@ def verify_argv(
         time_launches=settings.time_launches,
         seed=settings.seed,
         ceiling=settings.measure_ceiling,
+        gemm_ceiling=settings.measure_gemm_ceiling,
     )
 
 

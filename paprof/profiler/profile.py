@@ -79,6 +79,9 @@ def verify(variant: Variant, params, settings: NcuSettings, result: Path, env: d
         raise VerificationError(f"{variant.name} failed verification: {said}")
     if outcome.returncode != 0:
         code, said = outcome.returncode, said or "no message"
+        skipped = _skipped(result)
+        if skipped:  # the variant turned the shape down when built or first run
+            raise ShapeError(skipped)
         raise UserError(f"the launcher for {variant.name} failed (exit {code}): {said}")
     try:
         data = json.loads(Path(result).read_text())
@@ -89,6 +92,16 @@ def verify(variant: Variant, params, settings: NcuSettings, result: Path, env: d
     if (data.get("check") or {}).get("passed") is False:
         raise VerificationError(f"{variant.name} failed verification: {data['check']}")
     return data
+
+
+def _skipped(result: Path) -> str | None:
+    """The reason the launcher wrote when the variant turned the shape down, if any."""
+    try:
+        data = json.loads(Path(result).read_text())
+    except (OSError, ValueError):
+        return None
+    reason = data.get("skipped") if isinstance(data, dict) else None
+    return str(reason) if reason else None
 
 
 def _kernels_per_launch(result: dict) -> int | None:
@@ -167,6 +180,8 @@ def build_sidecar(
         "duration_us_event": result.get("duration_us_median"),
         "duration_us_event_all": result.get("duration_us_all"),
         "read_ceiling_tbs": result.get("read_ceiling_tbs"),
+        "gemm_ceiling_tflops": result.get("gemm_ceiling_tflops"),
+        "gemm_ceiling": result.get("gemm_ceiling"),
         "bandwidth_tbs": result.get("bandwidth_tbs"),
         "tflops": result.get("tflops"),
         "launch_details": result.get("launch_details") or {},
@@ -225,6 +240,9 @@ def profile_variant(
             family = registry.family_of(variant)
     preset = get_preset(settings.preset)
     settings = dataclasses.replace(settings, ncu=settings.ncu or find_ncu())
+    holds_to_gemm = getattr(family, "holds_to_gemm", None)
+    if not is_command and holds_to_gemm is not None and holds_to_gemm(family.work(params)):
+        settings = dataclasses.replace(settings, measure_gemm_ceiling=True)  # the run names it
     _early_refusal(runs_dir, variant, params, replace)
     env = child_env()
     if preset.lineinfo:

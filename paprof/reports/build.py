@@ -136,6 +136,15 @@ def resolve_variants(specs: list[str], runs: Path | str = DEFAULT_RUNS, shape: s
     return paths
 
 
+def attach_hotspots(cmp) -> None:
+    """Read the source hot spots (``cmp.hotspots``) of the runs profiled with SourceCounters;
+    without any, ``cmp.hotspots`` stays None and the report has no hot-spot section."""
+    from paprof import source_text
+    from paprof.analysis import source
+
+    cmp.hotspots = source.for_comparison(cmp, lambda v: source_text.for_run(v.sidecar))
+
+
 def write_report(
     specs: list[str],
     runs: Path | str = DEFAULT_RUNS,
@@ -181,6 +190,10 @@ def write_report(
     if len(cmp.variants) < 2:
         raise UserError(f"compare needs at least 2 variants; the reports given hold {len(cmp.variants)}")
     timings["compare"] = time.perf_counter() - t
+
+    t = time.perf_counter()
+    attach_hotspots(cmp)
+    timings["source"] = time.perf_counter() - t
 
     from paprof.reports.context import build_context
 

@@ -371,3 +371,99 @@ def ledger(steps: list[tuple[str, float, float, list[tuple[str, str, float]]]]) 
                        "the idle last wave, instruction issue beyond the DRAM floor, and the "
                        "residual; the terms and the residual add up to the change.",
                        "Time ledger per step: " + "; ".join(alts))
+
+
+VARIANT_COLOURS = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#882255",
+                   "#F0E442")
+"""Okabe-Ito with wine for its black (black marks the levels), one per variant of the
+roofline (then they repeat)."""
+ROOF_STYLES = {"dram": "-", "l2": "--", "l1": ":", "fp32": "-", "tensor": "-.", "fp64": "--"}
+"""Line style per roof: the roofs are dark grey, so that colour always means a variant."""
+ROOF_COLOUR = "#444444"
+LEVEL_MARKERS = {"dram": "o", "l2": "s", "l1": "^", "work": "D"}
+
+
+def roofline(labels: list[str], roofs: list[tuple[str, str, str, float, str]],
+             points: list[tuple[str, str, float, float]], level_names: dict[str, str]) -> ChartView:
+    """The hierarchical roofline, log-log: each memory roof a diagonal (bytes/s x FLOP/byte)
+    up to the highest compute roof, each compute roof a horizontal line from its ridge with
+    the lowest memory roof; each variant's points (one colour a variant, one marker a level).
+
+    ``roofs``: (key, name, kind ``memory``/``compute``, rate, source); ``points``: (variant
+    label, level key, FLOP/byte, FLOP/s); ``level_names``: level key -> legend name.
+    """
+    from matplotlib.lines import Line2D
+
+    with _style():
+        fig, ax = _figure(5.6, left_in=1.4, bottom_in=1.45, top_in=0.35, right_in=0.25)
+        memory = [r for r in roofs if r[2] == "memory"]
+        compute = [r for r in roofs if r[2] == "compute"]
+        top = max((r[3] for r in compute), default=None)
+        low_bw = min((r[3] for r in memory), default=None)
+        xs = [p[2] for p in points if p[2] and p[2] > 0]
+        ys = [p[3] for p in points if p[3] and p[3] > 0]
+        ridges = [c[3] / m[3] for m in memory for c in compute]
+        x_lo = min(xs + ridges + [1.0]) / 4
+        x_hi = max(xs + ridges + [1.0]) * 4
+        y_hi = max(ys + [r[3] for r in compute] + [1.0]) * 2.5
+        y_lo = min(ys) / 3 if ys else y_hi / 1e4
+        ax.set_xlim(x_lo, x_hi)
+        ax.set_ylim(y_lo, y_hi)
+        _log_axis(ax.xaxis, x_lo, x_hi, (1, 10), lambda v: fmt.sig(v, 2))
+        _log_axis(ax.yaxis, y_lo, y_hi, (1,), lambda v: fmt.flop_rate(v / 1e12))
+        ax.grid(True, which="major")
+
+        def angle(x0, y0, x1, y1):
+            (a, b), (c, d) = ax.transData.transform([(x0, y0), (x1, y1)])
+            return math.degrees(math.atan2(d - b, c - a))
+
+        for key, name, _, rate, source in memory:
+            end = min(x_hi, top / rate) if top else x_hi
+            colour = ROOF_COLOUR
+            ax.plot([x_lo, end], [rate * x_lo, rate * end], color=colour, linewidth=1.4,
+                    linestyle=ROOF_STYLES.get(key, "-"))
+            x_text = end / 1.6  # the label ends near the ridge, above the points
+            ax.text(x_text, rate * x_text * 1.15, f"{name} {fmt.bandwidth_gbs(rate / 1e9)} ({source})",
+                    color=colour, fontsize=7, rotation=angle(x_lo, rate * x_lo, end, rate * end),
+                    rotation_mode="anchor", ha="right", va="bottom")
+        for key, name, _, rate, source in compute:
+            start = rate / low_bw if low_bw else x_lo
+            colour = ROOF_COLOUR
+            ax.plot([max(start, x_lo), x_hi], [rate, rate], color=colour, linewidth=1.4,
+                    linestyle=ROOF_STYLES.get(key, "-"))
+            ax.text(x_hi / 1.1, rate * 1.08, f"{name} {fmt.flop_rate(rate / 1e12)} ({source})",
+                    color=colour, fontsize=7, ha="right", va="bottom")
+        colours = {lab: VARIANT_COLOURS[i % len(VARIANT_COLOURS)] for i, lab in enumerate(labels)}
+        for lab in labels:
+            mine = [p for p in points if p[0] == lab and p[2] and p[3]]
+            measured = sorted((p for p in mine if p[1] != "work"), key=lambda p: p[2])
+            if len(measured) > 1:
+                ax.plot([p[2] for p in measured], [p[3] for p in measured], color=colours[lab],
+                        linewidth=0.8, alpha=0.6)
+            for _, level, x, y in mine:
+                hollow = level == "work"
+                ax.scatter([x], [y], s=30, marker=LEVEL_MARKERS.get(level, "o"), zorder=3,
+                           facecolors="none" if hollow else colours[lab], edgecolors=colours[lab],
+                           linewidths=1.2)
+        ax.set_xlabel("arithmetic intensity, FLOP/byte (log scale)")
+        ax.set_ylabel("achieved FLOP/s (log scale)")
+        ax.set_title("Roofline: each variant at each memory level")
+        handles = [Line2D([], [], color=colours[lab], marker="o", linestyle="", label=lab) for lab in labels]
+        used = [lv for lv in level_names if any(p[1] == lv for p in points)]
+        handles += [Line2D([], [], color="black", marker=LEVEL_MARKERS.get(lv, "o"), linestyle="",
+                           markerfacecolor="none" if lv == "work" else "black", label=level_names[lv])
+                    for lv in used]
+        ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.13),
+                  ncols=min(len(handles), 6), fontsize=8)
+        alt = "; ".join(
+            f"{lab}: " + ", ".join(f"{level_names.get(lv, lv)} {fmt.sig(x, 3)} FLOP/byte at "
+                                   f"{fmt.flop_rate(y / 1e12)}" for lb, lv, x, y in points if lb == lab)
+            for lab in labels)
+        roofs_alt = ", ".join(f"{name} {fmt.bandwidth_gbs(rate / 1e9) if kind == 'memory' else fmt.flop_rate(rate / 1e12)} ({source})"
+                              for _, name, kind, rate, source in roofs)
+        return _finish(fig, "roofline", "Roofline",
+                       "Each variant's executed FLOPs over the bytes each memory level moved "
+                       "(filled: DRAM, L2, L1/shared memory) and the work model's FLOPs over its "
+                       "bytes (hollow), at the FLOP rate achieved; the roofs are labelled measured, "
+                       "datasheet or ncu peak (the report's peak at the kernel's clock).",
+                       f"Roofline. Roofs: {roofs_alt}. Points: {alt}")

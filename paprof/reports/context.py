@@ -132,6 +132,8 @@ class StepView:
     summary: str
     evidence_after: list[str]
     rules: list[RuleView]
+    cause: str | None = None
+    """The mechanism (also ``sentences[0]``), None when the counters name none."""
 
 
 @dataclass
@@ -189,6 +191,16 @@ class ReportContext:
     """Raw per-variant series the charts were drawn from (label -> column -> value)."""
     ledgers: list = field(default_factory=list)
     """One ``LedgerView`` per step with both durations (``paprof.analysis.ledger``)."""
+    roofline: object = None
+    """The roofline's tables (``paprof.reports.views.RooflineView``); None without points."""
+    hotspots: object = None
+    """The source hot spots (``paprof.reports.views.HotspotsView``); None without
+    SourceCounters in the runs."""
+    traffic: list[TableSection] = field(default_factory=list)
+    """Traffic per memory level (:data:`TRAFFIC_TABLE`); empty when no variant's report
+    records it (runs of the ``basic`` preset)."""
+    traffic_note: str = ""
+    """Why some variant has no traffic figures, when one has none."""
 
     def section(self, title: str) -> TableSection:
         return next(s for s in self.table if s.title == title)
@@ -280,6 +292,60 @@ TABLE: tuple[tuple[str, tuple[RowSpec, ...]], ...] = (
 )
 """The table's sections and rows, in display order."""
 
+_TRAFFIC_ROWS = (
+    ("SM <-> L1 (global memory)", (
+        ("global_load_instructions", "Global load instructions", "big"),
+        ("l1_global_load_requests", "Load requests to L1", "big"),
+        ("l1_global_load_bytes", "Bytes loaded from L1", "bytes"),
+        ("bytes_per_global_load", "Bytes per load instruction", "number",
+         "Bytes loaded from L1 over the global load instructions (512 for a warp of 16-byte "
+         "loads, 32 when every lane reads the same 4 bytes)"),
+        ("l1_load_per_dram_byte", "Bytes loaded from L1 per DRAM byte", "number",
+         "SM <- L1 load bytes over DRAM bytes: how often each byte from DRAM is read by the SMs"),
+        ("global_store_instructions", "Global store instructions", "big"),
+        ("l1_global_store_bytes", "Bytes stored through L1", "bytes"),
+    )),
+    ("Shared memory", (
+        ("shared_load_instructions", "Load instructions", "big"),
+        ("shared_store_instructions", "Store instructions", "big"),
+        ("shared_load_wavefronts", "Load wavefronts", "big"),
+        ("shared_store_wavefronts", "Store wavefronts", "big"),
+        ("shared_bank_conflicts", "Bank conflicts (loads + stores)", "big",
+         "Extra wavefronts that bank conflicts cost, loads and stores"),
+    )),
+    ("L1 <-> L2", (
+        ("l1_global_load_hit_rate_pct", "L1 hit rate, global loads", "pct"),
+        ("l1_hit_rate_pct", "L1 hit rate, all", "pct"),
+        ("l2_to_l1_bytes", "Bytes L2 -> SM (L1)", "bytes"),
+        ("l2_to_sm_per_dram_byte", "L2 -> SM bytes per DRAM byte", "number",
+         "Bytes the crossbar delivered to the SMs over DRAM bytes: 1 when each byte from DRAM "
+         "reaches one SM once"),
+        ("l2_read_sectors_from_l1", "L2 sectors read for L1", "big"),
+        ("l1_to_l2_bytes", "Bytes L1 -> L2", "bytes"),
+        ("l2_write_sectors_from_l1", "L2 sectors written by L1", "big"),
+    )),
+    ("L2 <-> DRAM", (
+        ("l2_hit_rate_pct", "L2 hit rate", "pct"),
+        ("dram_bytes_read", "DRAM bytes read", "bytes"),
+        ("dram_bytes_write", "DRAM bytes written", "bytes"),
+    )),
+    ("Instructions", (
+        ("instructions_executed", "Warp instructions executed", "big"),
+        ("instructions_per_dram_byte", "Warp instructions per DRAM byte", "number",
+         "Warp-level instructions executed over DRAM bytes"),
+    )),
+)
+
+
+def _traffic_row(key: str, label: str, kind: str, meaning: str = "") -> RowSpec:
+    """A traffic row: percentages change in points, everything else relatively."""
+    return RowSpec(key, label, kind, "pts" if kind == "pct" else "rel", meaning=meaning)
+
+
+TRAFFIC_TABLE: tuple[tuple[str, tuple[RowSpec, ...]], ...] = tuple(
+    (title, tuple(_traffic_row(*row) for row in rows)) for title, rows in _TRAFFIC_ROWS)
+"""The traffic-per-level table: each memory level's counters, from the SM outwards."""
+
 
 def _meaning(spec: RowSpec) -> str:
     if spec.meaning:
@@ -308,6 +374,7 @@ def _series(cmp: Comparison) -> dict[str, dict]:
         values["work_gbs"] = work * 1e3 if work is not None else None
         values["work_of_ceiling_pct"] = (work * 1e3 / v.ceiling.gbs * 100
                                          if (work is not None and v.ceiling) else None)
+        values.update(_traffic_ratios(values))
         values["bottleneck"] = v.bottleneck
         reason, cycles = values.get("top_stall_reason"), values.get("top_stall_cycles")
         values["top_stall"] = (f"{reason.replace('_', ' ')} ({fmt.number(cycles, 2)})"
@@ -318,6 +385,24 @@ def _series(cmp: Comparison) -> dict[str, dict]:
         out[v.label] = values
         prev = dur
     return out
+
+
+def _ratio(top, bottom):
+    return top / bottom if (top is not None and bottom) else None
+
+
+def _traffic_ratios(values: dict) -> dict:
+    """The traffic table's derived rows (ratios of the catalogue's counts)."""
+    dram = values.get("dram_bytes")
+    ld, st = values.get("shared_load_bank_conflicts"), values.get("shared_store_bank_conflicts")
+    return {
+        "bytes_per_global_load": _ratio(values.get("l1_global_load_bytes"),
+                                        values.get("global_load_instructions")),
+        "l1_load_per_dram_byte": _ratio(values.get("l1_global_load_bytes"), dram),
+        "l2_to_sm_per_dram_byte": _ratio(values.get("l2_to_l1_bytes"), dram),
+        "instructions_per_dram_byte": _ratio(values.get("instructions_executed"), dram),
+        "shared_bank_conflicts": ld + st if ld is not None and st is not None else None,
+    }
 
 
 def _cell_text(spec: RowSpec, value) -> str:
@@ -379,10 +464,12 @@ def _with_spread(cell: Cell, spec: RowSpec, v: VariantResult) -> Cell:
     return cell
 
 
-def build_table(cmp: Comparison, series: dict[str, dict]) -> tuple[list[TableSection], list[str]]:
-    """The side-by-side table, and the labels of rows left out because no variant has them."""
+def build_table(cmp: Comparison, series: dict[str, dict], layout=TABLE
+                ) -> tuple[list[TableSection], list[str]]:
+    """The side-by-side table (or another ``layout`` of sections and rows: the traffic
+    table), and the labels of rows left out because no variant has them."""
     sections, absent = [], []
-    for title, specs in TABLE:
+    for title, specs in layout:
         rows = []
         for spec in specs:
             cells = []
@@ -482,6 +569,7 @@ def _step_views(cmp: Comparison) -> list[StepView]:
             summary=s.summary,
             evidence_after=list(after.evidence),
             rules=[_rule_view(c) for c in s.rule_changes],
+            cause=s.cause,
         ))
     return views
 
@@ -637,7 +725,7 @@ def _limiter_tick(v: VariantResult) -> str:
 
 
 def build_charts(cmp: Comparison, series: dict[str, dict], stalls: StallView | None = None,
-                 ledgers: list[LedgerView] | None = None) -> list[ChartView]:
+                 ledgers: list[LedgerView] | None = None, roofline=None) -> list[ChartView]:
     labels = [v.label for v in cmp.variants]
     col = {key: [series[lab].get(key) for lab in labels] for key in (
         "sm_throughput_pct", "memory_throughput_pct", "dram_throughput_pct", "l1_throughput_pct",
@@ -665,7 +753,20 @@ def build_charts(cmp: Comparison, series: dict[str, dict], stalls: StallView | N
         made.append(chart_lib.ledger([(led.title, led.before_us, led.after_us,
                                        [(k, words, us) for k, words, us, _ in led.rows])
                                       for led in ledgers]))
+    if roofline is not None:
+        made.append(roofline_chart(roofline))
     return made
+
+
+def roofline_chart(rl) -> ChartView:
+    """The roofline chart of a ``paprof.analysis.roofline.Roofline``."""
+    from paprof.analysis.roofline import LEVEL_NAMES
+
+    return chart_lib.roofline(
+        [v.label for v in rl.variants],
+        [(r.key, r.name, r.kind, r.rate, r.source) for r in rl.roofs.values()],
+        [(v.label, p.level, p.intensity, p.flop_rate) for v in rl.variants for p in v.points],
+        LEVEL_NAMES)
 
 
 # -- the whole thing ---------------------------------------------------------------------
@@ -721,8 +822,13 @@ def build_context(cmp: Comparison, charts: bool = True, generated: str | None = 
     subtitle = " · ".join(x for x in (
         ", ".join(families), ", ".join(gpus), ", ".join(shapes)) if x)
     table, absent = build_table(cmp, series)
+    traffic, _ = build_table(cmp, series, TRAFFIC_TABLE)
     stalls = build_stalls(cmp)
     ledgers = build_ledgers(cmp)
+    from paprof.analysis import roofline as roofline_lib
+    from paprof.reports.views import hotspots_view, roofline_view
+
+    roofline = roofline_lib.build(cmp)
     return ReportContext(
         title="paprof: " + " -> ".join(labels),
         subtitle=subtitle,
@@ -733,7 +839,7 @@ def build_context(cmp: Comparison, charts: bool = True, generated: str | None = 
         variants=[_variant_view(v) for v in cmp.variants],
         steps=_step_views(cmp),
         table=table,
-        charts=build_charts(cmp, series, stalls, ledgers) if charts else [],
+        charts=build_charts(cmp, series, stalls, ledgers, roofline) if charts else [],
         provenance=_provenance_view(cmp),
         warnings=list(cmp.warnings),
         notes=list(cmp.notes),
@@ -743,4 +849,20 @@ def build_context(cmp: Comparison, charts: bool = True, generated: str | None = 
         stalls=stalls,
         raw=series,
         ledgers=ledgers,
+        roofline=roofline_view(roofline),
+        hotspots=hotspots_view(cmp.hotspots),
+        traffic=traffic,
+        traffic_note=_traffic_note(cmp),
     )
+
+
+def _traffic_note(cmp: Comparison) -> str:
+    """Names the variants whose reports lack the traffic sections, and those sections."""
+    from paprof.analysis.metrics import BY_COLUMN
+
+    lacking = [v.label for v in cmp.variants if v.get("l2_to_l1_bytes") is None]
+    if not lacking:
+        return ""
+    sections = sorted({BY_COLUMN[c].section for c in ("l2_to_l1_bytes", "l1_global_load_sectors")})
+    return (f"No traffic counters for {', '.join(lacking)}: profile with the default preset "
+            f"(sections {', '.join(sections)}).")

@@ -10,6 +10,8 @@ One module per job:
 
 - ``model``: the dataclasses, the column lists, ``Thresholds``, the value helpers;
 - ``movers``: each column's delta across a step and whether it moved; rule changes;
+- ``causes``: the first three sentences of a step: the mechanism from the counters, what
+  limits the variant now, what ncu estimates would move it next;
 - ``sentences``: one function per kind of sentence, ``STORY`` (their order) and ``tell``;
 - ``assembly``: rows -> variants -> ``Comparison`` (``compare``, ``compare_reports``);
 - provenance lives beside this package (``paprof.analysis.provenance``): the reports use
@@ -28,12 +30,23 @@ from paprof.analysis.compare.assembly import (
     compare_reports,
     family_notes,
 )
+from paprof.analysis.compare.causes import (
+    DRIVERS,
+    cause,
+    cause_sentence,
+    limit,
+    limit_sentence,
+    next_move,
+    next_moves,
+    next_sentence,
+)
 from paprof.analysis.compare.model import (
     BOUND_UNITS,
     BOUND_WORDS,
     EXTRA_COLUMNS,
     LIMITERS,
     METRIC_COLUMNS,
+    ROOFLINE_COLUMNS,
     STALL_COLUMNS,
     THRESHOLDS,
     THROUGHPUT_UNITS,

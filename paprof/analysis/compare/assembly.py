@@ -16,6 +16,7 @@ from paprof.analysis.bottleneck import tie
 from paprof.analysis.compare.model import (
     EXTRA_COLUMNS,
     METRIC_COLUMNS,
+    ROOFLINE_COLUMNS,
     STALL_COLUMNS,
     THRESHOLDS,
     Comparison,
@@ -73,7 +74,8 @@ def _rules_of(rows: list[dict]) -> dict[str, RuleHit]:
 
 
 def _variant_result(summed: dict, kernels: list[dict]) -> VariantResult:
-    values = {c: _clean(summed.get(c)) for c in (*METRIC_COLUMNS, *EXTRA_COLUMNS, *STALL_COLUMNS)}
+    values = {c: _clean(summed.get(c)) for c in (*METRIC_COLUMNS, *EXTRA_COLUMNS, *STALL_COLUMNS,
+                                                 *ROOFLINE_COLUMNS)}
     sidecar = _clean(summed.get("sidecar"))
     sidecar = sidecar if isinstance(sidecar, dict) else None
     values["duration_us_event"] = _num((sidecar or {}).get("duration_us_event"))
@@ -88,7 +90,7 @@ def _variant_result(summed: dict, kernels: list[dict]) -> VariantResult:
             grid_size=_num(k.get("grid_size")),
             block_size=_num(k.get("block_size")),
             bottleneck=_clean(k.get("bottleneck")),
-            values={c: _clean(k.get(c)) for c in (*METRIC_COLUMNS, *EXTRA_COLUMNS)},
+            values={c: _clean(k.get(c)) for c in (*METRIC_COLUMNS, *EXTRA_COLUMNS, *ROOFLINE_COLUMNS)},
         ))
     bottleneck = _clean(summed.get("bottleneck"))
     evidence = _clean(summed.get("bottleneck_evidence"))

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from paprof.analysis import fmt
 from paprof.analysis.bottleneck import Tie
-from paprof.analysis.metrics import STALL_REASONS
+from paprof.analysis.metrics import ROOFLINE_INPUTS, STALL_REASONS, TRAFFIC_COLUMNS
 from paprof.analysis.gpus import Ceiling
 from paprof.analysis.provenance import RunProvenance
 
@@ -54,8 +54,18 @@ EXTRA_COLUMNS = (
     "work_flops",
     "work_tbs",
     "work_tflops",
+    "warps_active_per_sm",
+    "fma_pipe_pct",
+    "tensor_pipe_pct",
+    "fp64_pipe_pct",
+    *(c for c in TRAFFIC_COLUMNS if c not in METRIC_COLUMNS),
 )
-"""Catalogue columns beyond DESIGN.md that the stories and the table use when present."""
+"""Catalogue columns beyond DESIGN.md that the stories and the tables use when present
+(the traffic per level among them)."""
+
+ROOFLINE_COLUMNS = tuple(m.column for m in ROOFLINE_INPUTS)
+"""The roofline's inputs (FLOP rates, bytes per level, peaks, clocks: ``paprof.analysis.
+roofline``) and the source counters' totals, kept on each variant and kernel."""
 
 STALL_COLUMNS = tuple(f"stall_{reason}" for reason in STALL_REASONS)
 """Warp cycles per issued instruction stalled on each reason (WarpStateStats), kept on
@@ -256,6 +266,12 @@ class Step:
     rules_appeared: list[RuleChange] = field(default_factory=list)
     rules_disappeared: list[RuleChange] = field(default_factory=list)
     rules_changed: list[RuleChange] = field(default_factory=list)
+    cause: str | None = None
+    """The mechanism, from the counters (the first sentence; ``compare.causes``)."""
+    limit: str | None = None
+    """What limits the variant after the step now."""
+    next_move: str | None = None
+    """What would move it next, by ncu's rule estimates."""
 
     @property
     def rule_changes(self) -> list[RuleChange]:
@@ -283,6 +299,9 @@ class Comparison:
     notes: list[str]
     """Quieter remarks (reports without a provenance sidecar)."""
     thresholds: Thresholds
+    hotspots: object = None
+    """The source hot spots (``paprof.analysis.source.Hotspots``) when the runs were
+    profiled with SourceCounters and someone read them; None otherwise."""
 
     def variant(self, label: str) -> VariantResult:
         for v in self.variants:

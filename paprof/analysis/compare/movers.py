@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from typing import Callable
 
+from paprof.analysis.metrics import TRAFFIC_COLUMNS
 from paprof.analysis.compare.model import (
     EXTRA_COLUMNS,
     METRIC_COLUMNS,
@@ -74,6 +75,9 @@ def movers(t: Thresholds) -> dict[str, Callable[[float, float], bool]]:
         "waves_per_sm": _rel_moved(t.waves_rel),
         "top_stall_cycles": _rel_moved(t.stall_rel),
         "issue_active_pct": _pts_moved(t.issue_pts),
+        "warps_active_per_sm": _rel_moved(t.waves_rel),
+        **{c: (occ if c.endswith("_pct") else traffic) for c in TRAFFIC_COLUMNS
+           if c not in ("dram_bytes",)},
     }
 
 

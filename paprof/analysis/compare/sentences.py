@@ -24,6 +24,7 @@ from paprof.analysis.compare.model import (
     binding_limits,
     bound_words,
 )
+from paprof.analysis.compare.causes import cause_sentence, limit_sentence, next_sentence
 from paprof.analysis.compare.movers import rule_changes, speedup, step_deltas
 from paprof.analysis.gpus import Ceiling
 
@@ -63,12 +64,13 @@ NO_SPLIT = re.compile(r"(?:^|_)no_?split(?:_|$)", re.I)
 """A kernel name that says it is a variant's no-split path (``paged_decode_v6_nosplit``)."""
 
 
-def code_path(v: VariantResult) -> str | None:
+def code_path(v: VariantResult, reason: bool = True) -> str | None:
     """The code path a variant took at launch, in words, from its sidecar's
     ``launch_details`` (schema 2) and its kernel names: "v6 ran its no-split kernel
     paged_decode_v6_nosplit (num_splits 1: the grid already fills the GPU, 512 CTAs for 132
     SMs)", "v6 split each sequence 16 ways (num_splits 16): 512 CTAs where 32 would leave
-    100 of 132 SMs idle"; None when the run records no choice."""
+    100 of 132 SMs idle"; None when the run records no choice. ``reason=False`` leaves out
+    what follows the choice (the grid against the SMs)."""
     details = dict(v.provenance.launch_details) if v.provenance else {}
     names = [k.kernel for k in v.kernels]
     kernel = " + ".join(names)
@@ -78,13 +80,13 @@ def code_path(v: VariantResult) -> str | None:
     if isinstance(splits, int) and not isinstance(splits, bool) and splits >= 1:
         if splits == 1:
             why = ""
-            if grid and sms and grid >= sms:
+            if reason and grid and sms and grid >= sms:
                 why = (f": the grid already fills the GPU, {fmt.count(grid)} CTAs for "
                        f"{fmt.count(sms)} SMs")
             parts.append(f"{v.label} ran its no-split kernel {kernel} (num_splits 1{why})")
         else:
             text = f"{v.label} split each sequence {splits} ways ({kernel}, num_splits {splits})"
-            if grid and sms:
+            if reason and grid and sms:
                 unsplit = grid / splits
                 if unsplit < sms:
                     text += (f": {fmt.count(grid)} CTAs where {fmt.count(unsplit)} would leave "
@@ -303,6 +305,9 @@ def rule_sentences(before, after, d, t) -> list[str]:
 
 
 STORY: tuple[Callable, ...] = (
+    cause_sentence,
+    limit_sentence,
+    next_sentence,
     duration_sentence,
     code_path_sentence,
     kernels_sentence,
@@ -311,23 +316,34 @@ STORY: tuple[Callable, ...] = (
     shared_memory_sentence,
     occupancy_sentence,
     throughput_sentences,
-    bottleneck_sentence,
     stall_sentence,
     dram_traffic_sentence,
     bandwidth_sentence,
     work_sentence,
 )
-"""The sentence functions, in the order a step tells them. Rule changes are listed apart
-(``Step.rules_*``); ``rule_sentences`` gives them as text for callers that want them inline."""
+"""The sentence functions, in the order a step tells them: the cause, what limits the
+variant now and what would move it next first (``causes``), then the details. Rule changes
+are listed apart (``Step.rules_*``); ``rule_sentences`` gives them as text for callers that
+want them inline. ``bottleneck_sentence`` is not told any more (the limit sentence says
+what the label means) but stays for callers."""
 
+
+
+def _opens_with_path(cause: str | None, after: VariantResult) -> bool:
+    short = code_path(after, reason=False)
+    return bool(cause and short and cause.startswith(short))
 
 
 def tell(before: VariantResult, after: VariantResult, t: Thresholds = THRESHOLDS) -> Step:
     """The step before -> after: deltas, sentences and rule changes."""
     d = step_deltas(before, after, t)
     sentences: list[str] = []
+    told: dict = {}
     for fn in STORY:
         said = fn(before, after, d, t)
+        told[fn] = said
+        if fn is code_path_sentence and said and _opens_with_path(told.get(cause_sentence), after):
+            continue  # the cause already opens with the code path
         if isinstance(said, str):
             sentences.append(said)
         elif said:
@@ -343,6 +359,9 @@ def tell(before: VariantResult, after: VariantResult, t: Thresholds = THRESHOLDS
         headline = f"{after.label} is {fmt.ratio(1 / s)} slower than {before.label}"
     changes = rule_changes(before, after, t)
     return Step(
+        cause=told.get(cause_sentence),
+        limit=told.get(limit_sentence),
+        next_move=told.get(next_sentence),
         before=before.label,
         after=after.label,
         speedup=s,

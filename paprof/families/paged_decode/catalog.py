@@ -6,8 +6,9 @@ Nothing here needs a GPU. The launch code is in ``variants.py``.
 from __future__ import annotations
 
 from paprof.errors import ShapeError
+from paprof.families.paged_decode import peers
 from paprof.families.paged_decode.problem import Shape
-from paprof.family import CudaVariant
+from paprof.family import CallableVariant, CudaVariant
 
 FAMILY = "paged_decode"
 
@@ -44,7 +45,7 @@ LANE_VECTOR_DIMS = (32, 64, 128, 256)
 def _fp32_only(shape: Shape, vid: str) -> None:
     if shape.dtype != "fp32":
         raise ShapeError(
-            f"{vid} reads fp32 K/V only (dtype={shape.dtype}); v5 and v6 read fp16/bf16"
+            f"{vid} reads fp32 K/V only (dtype={shape.dtype}); v5 and v6 read fp16/bf16/fp8"
         )
 
 
@@ -115,7 +116,16 @@ def fast_vector_lanes(shape: Shape) -> int:
     return shape.head_dim * shape.elem_bytes // 16
 
 
+FP8_DIMS = (64, 128)
+"""head_dim values the fp8 cache takes: it has only the tensor cores' register feed."""
+
+
 def check_fast(shape: Shape, vid: str = "v5") -> None:
+    if shape.dtype == "fp8" and shape.head_dim not in FP8_DIMS:
+        raise ShapeError(
+            f"{vid} reads fp8 K/V only through the tensor cores' register feed: head_dim must be "
+            f"one of {', '.join(map(str, FP8_DIMS))}, got {shape.head_dim}"
+        )
     lanes = fast_vector_lanes(shape)
     if shape.head_dim % 32 or lanes < 2 or lanes > 32 or lanes & (lanes - 1):
         ok = [d for d in (32, 64, 128, 256) if (d * shape.elem_bytes // 16) in (2, 4, 8, 16, 32)]
@@ -224,3 +234,31 @@ VARIANTS = [
         order=7,
     ),
 ]
+
+
+PEER_VARIANTS = [
+    CallableVariant(
+        id="flashinfer",
+        idea="peer, not ours: FlashInfer's paged decode on the tensor cores (its prefill kernel, the GQA group packed into the query tile), split-KV and a merge kernel by its own plan",
+        kernel_regex=r"BatchPrefillWithPagedKVCacheKernel|VariableLengthMergeStatesKernel",
+        prepare="paprof.families.paged_decode.peers:prepare_tensor_cores",
+        arrays="torch",
+        launch="FlashInfer's plan (BatchDecodeWithPagedKVCacheWrapper, use_tensor_cores=True); then one fp16 -> fp32 cast of the output",
+        accepts=peers.check_tensor_cores,
+        order=8,
+    ),
+    CallableVariant(
+        id="flashinfer_cc",
+        idea="peer, not ours: FlashInfer's paged decode on CUDA cores (BatchDecodeWithPagedKVCacheKernel), split-KV and a merge kernel by its own plan",
+        kernel_regex=r"BatchDecodeWithPagedKVCacheKernel|VariableLengthMergeStatesKernel",
+        prepare="paprof.families.paged_decode.peers:prepare_cuda_cores",
+        arrays="torch",
+        launch="FlashInfer's plan (BatchDecodeWithPagedKVCacheWrapper, use_tensor_cores=False); then one fp16 -> fp32 cast of the output",
+        accepts=peers.check_cuda_cores,
+        order=9,
+    ),
+]
+"""FlashInfer as a peer (``peers.py``): in the family only where it can be imported."""
+
+if peers.available():
+    VARIANTS = VARIANTS + PEER_VARIANTS

@@ -42,12 +42,18 @@ __device__ __forceinline__ unsigned long long global_ns() {
 #else
 #define FAST_SPLIT_PARAMS
 #endif
-// The parameters of every v5/v6 kernel; the launcher passes them in this order.
+#if defined(KV_DTYPE) && KV_DTYPE == 3
+#define FAST_SCALE_PARAMS , const float *__restrict__ k_scales, const float *__restrict__ v_scales
+#else
+#define FAST_SCALE_PARAMS
+#endif
+// The parameters of every v5/v6 kernel; the launcher passes them in this order (an fp8
+// cache adds its scales, one float a KV head for K and for V, at the end).
 #define FAST_KERNEL_PARAMS                                                                   \
     FAST_SPLIT_PARAMS float *__restrict__ out, const float *__restrict__ query,                \
         const unsigned char *__restrict__ key_cache, const unsigned char *__restrict__ value_cache, \
         const int *__restrict__ block_tables, const int *__restrict__ context_lens, float scale, \
-        int q_heads, int kv_heads, int pages_per_seq
+        int q_heads, int kv_heads, int pages_per_seq FAST_SCALE_PARAMS
 
 // The pages [p_begin, p_end) of the sequence this CTA attends over (its split's slice with
 // SPLIT_, grid z = split), and the end of its tokens.

@@ -15,8 +15,13 @@ from dataclasses import dataclass
 from paprof.errors import ShapeError
 from paprof.family import Params, param
 
-DTYPES = {"fp32": 4, "fp16": 2, "bf16": 2}
-"""K/V cache element types and their size in bytes. Query and output stay fp32."""
+DTYPES = {"fp32": 4, "fp16": 2, "bf16": 2, "fp8": 1}
+"""K/V cache element types and their size in bytes. Query and output stay fp32. ``fp8`` is
+e4m3 (4 exponent bits, 3 mantissa bits, finite up to 448) with one float32 scale per KV
+head for K and one for V: the cache holds ``value / scale`` as e4m3 bytes."""
+
+FP8_MAX = 448.0
+"""The largest finite e4m3 value: each head's scale maps its largest |value| here."""
 
 MAX_KV_BYTES = 1 << 40
 """Shapes whose K/V cache would exceed this (1 TiB) are refused: no GPU holds them."""
@@ -41,7 +46,8 @@ class Shape(Params):
         4096, aliases=("ctx",), min=1, help="tokens per sequence, or one length each as a:b:c")
     num_splits: int = param(0, key="splits", min=0, max=4096, omit_default=True,
                             help="split-KV parts (0: the variant decides)")
-    dtype: str = param("fp32", choices=tuple(DTYPES), help="K/V cache type (query and output: fp32)")
+    dtype: str = param("fp32", choices=tuple(DTYPES),
+                       help="K/V cache type, fp8 = e4m3 with a scale per KV head (query and output: fp32)")
     max_pages: int = param(0, min=0, omit_default=True,
                            help="block-table width in pages (0: just enough)")
 
@@ -153,7 +159,10 @@ INPUT_NAMES = ("query", "key_cache", "value_cache", "block_tables", "context_len
 query ``[batch, q_heads, head_dim]`` float32; key_cache and value_cache
 ``[num_pages, page_size, kv_heads, head_dim]`` of the dtype; block_tables
 ``[batch, pages_per_seq]`` int32, -1 beyond the sequence; context_lens ``[batch]`` int32.
-The softmax scale is ``shape.scale`` (1 / sqrt(head_dim))."""
+The softmax scale is ``shape.scale`` (1 / sqrt(head_dim)). An fp8 cache adds
+``FP8_SCALE_NAMES``: k_scale and v_scale ``[kv_heads]`` float32."""
+
+FP8_SCALE_NAMES = ("k_scale", "v_scale")
 
 
 def _kv_dtype(xp, dtype: str):
@@ -162,11 +171,39 @@ def _kv_dtype(xp, dtype: str):
     return {"fp32": xp.float32, "fp16": xp.float16}[dtype]
 
 
+def to_e4m3(xp, values):
+    """Float values as e4m3 bit patterns (uint8): round to nearest even, saturating at
+    +-448, as ``cvt.rn.satfinite.e4m3x2.f32`` does; values under 2^-6 land on the
+    subnormal grid of 2^-9. Never produces NaN (0x7f / 0xff)."""
+    x = values.astype(xp.float32, copy=False)  # every e4m3 value and step is exact in float32
+    a = xp.minimum(xp.abs(x), xp.float32(FP8_MAX))
+    _, e = xp.frexp(a)  # a = m 2^e, m in [0.5, 1): the binade's exponent is e - 1
+    step = xp.ldexp(xp.ones_like(a), xp.maximum(e - 1, -6) - 3)  # 3 mantissa bits a binade
+    q = xp.minimum(xp.rint(a / step) * step, xp.float32(FP8_MAX))  # rint: half to even
+    _, eq = xp.frexp(q)
+    normal = q >= xp.float32(2.0**-6)
+    exp_field = xp.where(normal, eq - 1 + 7, 0)
+    mant = xp.where(normal, xp.ldexp(q, -(eq - 1) + 3) - 8, xp.ldexp(q, 9))
+    bits = (exp_field.astype(xp.int32) << 3) | mant.astype(xp.int32)
+    return (bits | (xp.signbit(x).astype(xp.int32) << 7)).astype(xp.uint8)
+
+
+def from_e4m3(xp, bits):
+    """The float64 values of e4m3 bit patterns (no NaN among them: see ``to_e4m3``)."""
+    b = bits.astype(xp.int32)
+    exp_field, mant = (b >> 3) & 15, (b & 7).astype(xp.float64)
+    mag = xp.where(exp_field == 0, xp.ldexp(mant, -9), xp.ldexp(mant + 8, exp_field - 10))
+    return xp.where((b >> 7) != 0, -mag, mag)
+
+
 def to_storage(xp, values, dtype: str):
-    """Convert float values to the cache's storage type (bf16 as uint16 bit patterns).
+    """Convert float values to the cache's storage type (bf16 as uint16 bit patterns, fp8
+    as e4m3 bytes: scale the values first, see ``fp8_scales``).
 
     bf16 rounds to nearest even from float32, as a GPU conversion would.
     """
+    if dtype == "fp8":
+        return to_e4m3(xp, values)
     if dtype != "bf16":
         return values.astype(_kv_dtype(xp, dtype))
     bits = values.astype(xp.float32).view(xp.uint32)
@@ -175,10 +212,19 @@ def to_storage(xp, values, dtype: str):
 
 
 def from_storage(xp, stored, dtype: str):
-    """The float64 values a cache of ``dtype`` actually holds."""
+    """The float64 values a cache of ``dtype`` actually holds (fp8: before its scale)."""
+    if dtype == "fp8":
+        return from_e4m3(xp, stored)
     if dtype != "bf16":
         return stored.astype(xp.float64)
     return (stored.astype(xp.uint32) << 16).view(xp.float32).astype(xp.float64)
+
+
+def fp8_scales(xp, values):
+    """One float32 scale per KV head (axis 2 of ``[pages, page, kv_heads, d]``): the head's
+    largest |value| over FP8_MAX, so that value / scale spans e4m3's whole range."""
+    amax = xp.abs(values).max(axis=(0, 1, 3)).astype(xp.float32)
+    return xp.maximum(amax, xp.float32(1e-30)) / xp.float32(FP8_MAX)
 
 
 def make_block_tables(shape: Shape, rng: np.random.Generator) -> np.ndarray:
@@ -215,13 +261,24 @@ def make_inputs(shape: Shape, seed: int | None = None, xp=None) -> dict:
     def draw(size):
         return xrng.standard_normal(size, dtype=xp.float32)
 
-    return {
+    inputs = {
         "query": draw((shape.batch, shape.q_heads, shape.head_dim)),
-        "key_cache": to_storage(xp, draw(cache_shape), shape.dtype),
-        "value_cache": to_storage(xp, draw(cache_shape), shape.dtype),
         "block_tables": xp.asarray(tables),
         "context_lens": xp.asarray(np.asarray(shape.context_lens, dtype=np.int32)),
     }
+    for name in ("key_cache", "value_cache"):
+        values = draw(cache_shape)
+        if shape.dtype == "fp8":
+            # heads of a real model differ in range: spread them over 0.5x to 2x, so that a
+            # kernel using one head's scale for another's is wrong by far more than the bound
+            spread = xp.asarray((2.0 ** rng.uniform(-1, 1, shape.kv_heads)).astype(np.float32))
+            values *= spread.reshape(1, 1, -1, 1)
+            scales = fp8_scales(xp, values)
+            inputs[name[0] + "_scale"] = scales
+            values /= scales.reshape(1, 1, -1, 1)
+        inputs[name] = to_storage(xp, values, shape.dtype)
+        del values
+    return {k: inputs[k] for k in (*INPUT_NAMES, *FP8_SCALE_NAMES) if k in inputs}
 
 
 def make_output(shape: Shape, xp=None):
@@ -244,6 +301,9 @@ def gather_sequence(xp, inputs: dict, shape: Shape, b: int):
     pages = xp.asarray(inputs["block_tables"][b, :n])
     k = from_storage(xp, inputs["key_cache"][pages], shape.dtype)
     v = from_storage(xp, inputs["value_cache"][pages], shape.dtype)
+    if shape.dtype == "fp8":  # the dequantised cache: e4m3 value x its head's scale
+        k = k * inputs["k_scale"].astype(xp.float64).reshape(1, 1, -1, 1)
+        v = v * inputs["v_scale"].astype(xp.float64).reshape(1, 1, -1, 1)
     k = k.reshape(n * shape.page_size, shape.kv_heads, shape.head_dim)[:ctx]
     v = v.reshape(n * shape.page_size, shape.kv_heads, shape.head_dim)[:ctx]
     return k, v

@@ -21,14 +21,21 @@
 //     by 16 bytes against bank conflicts); P V with rows 8..15 of A zero, results dropped.
 //     With no arithmetic at all this path streams at ~91.5 % of the read ceiling against
 //     ~96 % for register loads over the same addresses (docs/NOTES.md, item 18).
-// Same parameters, partial layout and merge as v5_fast.cu (SPLIT, KERNEL_NAME).
+// fp8 caches (KV_DTYPE 3, e4m3 with a float scale per KV head for K and one for V) take the
+// register feed only: each 16-byte load brings 16 e4m3 values, converted in registers to f16
+// pairs (cvt.rn.f16x2.e4m3x2, one instruction for two values on sm_89+) that feed the same
+// f16 mma. e4m3 -> f16 is exact; the scales are never applied per element: K's is folded
+// into the query (the scores), V's into the output. A 16-token tile is half fp16's bytes, so
+// a warp takes TSUB tiles a step to keep as many bytes in flight.
+// Same parameters, partial layout and merge as v5_fast.cu (SPLIT, KERNEL_NAME); fp8 adds
+// k_scales, v_scales at the end.
 #include "common.cuh"
 
 #ifndef GROUP
 #define GROUP 4
 #endif
 #ifndef KV_DTYPE
-#define KV_DTYPE 1  // 1 fp16, 2 bf16
+#define KV_DTYPE 1  // 1 fp16, 2 bf16, 3 fp8 (e4m3; FEED 1 only)
 #endif
 #ifndef PAGE_SIZE
 #define PAGE_SIZE 16
@@ -49,9 +56,13 @@
 #ifndef COPY_HINT
 #define COPY_HINT 0  // 0: cp.async.cg; 1: + L2::128B prefetch; 2: + L2::256B; 3: cp.async.ca
 #endif
+#ifndef TSUB
+#define TSUB 1  // FEED 1: 16-token tiles a warp takes in one step (loads in flight: TSUB tiles)
+#endif
 
 #define TILE 16
-#define ROW_BYTES (HEAD_DIM * 2)
+#define ELEM_BYTES (KV_DTYPE == 3 ? 1 : 2)
+#define ROW_BYTES (HEAD_DIM * ELEM_BYTES)
 #define PITCH (ROW_BYTES + 16)
 #define CHUNKS (ROW_BYTES / 16)
 #define TILE_BYTES (TILE * PITCH)
@@ -60,8 +71,17 @@
 #define NBLK (HEAD_DIM / 8)
 #define CHUNK_PAGES 256
 #define LOG2E 1.4426950408889634f
+// FEED 1: thread (g, t4) holds K of tokens g, g + 8 as KPIECES 16-byte vectors (bytes
+// 64 piece + 16 t4 of the row) and V of tokens 2 t4 + {0, 1, 8, 9} as VCHUNKS vectors of
+// V_LANE_BYTES (bytes 128 c + V_LANE_BYTES g); a 16-byte vector holds VEC_ELEMS elements.
+#define KPIECES (ROW_BYTES / 64)
+#define VCHUNKS (ROW_BYTES >= 128 ? ROW_BYTES / 128 : 1)
+#define V_LANE_BYTES (ROW_BYTES >= 128 ? 16 : ROW_BYTES / 8)
+#define VEC_ELEMS (16 / ELEM_BYTES)
 
-static_assert(KV_DTYPE == 1 || KV_DTYPE == 2, "the tensor-core path reads 16-bit caches");
+static_assert(KV_DTYPE >= 1 && KV_DTYPE <= 3, "the tensor-core path reads fp16, bf16 or fp8 caches");
+static_assert(KV_DTYPE != 3 || FEED, "fp8 caches take the register feed only");
+static_assert(TSUB == 1 || FEED, "TSUB is the register feed's");
 static_assert(GROUP >= 1 && GROUP <= 8, "a group's heads fill at most the 8 real rows of an m16 tile");
 static_assert(HEAD_DIM % 16 == 0 && (TILE * CHUNKS) % 32 == 0, "head_dim must be a multiple of 16");
 
@@ -96,7 +116,7 @@ __device__ __forceinline__ void ldsm_x4_trans(unsigned (&r)[4], unsigned addr) {
                  : "r"(addr));
 }
 
-#if KV_DTYPE == 1
+#if KV_DTYPE != 2  // fp16, and fp8 converted to fp16
 #define MMA_OP "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 "
 #else
 #define MMA_OP "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
@@ -122,7 +142,7 @@ __device__ __forceinline__ void mma8(float& d0, float& d1, unsigned a0, unsigned
 // Two floats as one 16-bit pair (x0 in the low half), rounded to nearest.
 __device__ __forceinline__ unsigned pack2(float x0, float x1) {
     unsigned r;
-#if KV_DTYPE == 1
+#if KV_DTYPE != 2
     asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(x1), "f"(x0));
 #else
     asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(x1), "f"(x0));
@@ -131,7 +151,7 @@ __device__ __forceinline__ unsigned pack2(float x0, float x1) {
 }
 
 __device__ __forceinline__ float2 unpack2(unsigned w) {
-#if KV_DTYPE == 1
+#if KV_DTYPE != 2
     float lo, hi;
     asm("{.reg .b16 a, b; mov.b32 {a, b}, %2; cvt.f32.f16 %0, a; cvt.f32.f16 %1, b;}" : "=f"(lo), "=f"(hi) : "r"(w));
     return make_float2(lo, hi);
@@ -151,10 +171,12 @@ __device__ __forceinline__ void split2(float x0, float x1, unsigned& hi, unsigne
 // The dims of k-step kk whose query values thread t4 holds in A fragment half `half`
 // (cols 2 t4 + {0, 1} + 8 half). The dot product does not care how dims map to the mma's
 // k index, as long as Q and K agree: the register feed lets each thread's 16-byte K
-// vectors be its B fragments (dims 32 (kk / 2) + 8 t4 + 4 (kk % 2) + {0..3}).
+// vectors be its B fragments (a vector feeds VEC_ELEMS / 4 k-steps; 16-bit: dims
+// 32 (kk / 2) + 8 t4 + 4 (kk % 2) + {0..3}; fp8: 64 (kk / 4) + 16 t4 + 4 (kk % 4) + {0..3}).
 __device__ __forceinline__ int q_dim(int kk, int half, int t4) {
 #if FEED
-    return 32 * (kk / 2) + 4 * (kk % 2) + 8 * t4 + 2 * half;
+    constexpr int KPV = VEC_ELEMS / 4;  // k-steps a vector feeds
+    return 4 * VEC_ELEMS * (kk / KPV) + 4 * (kk % KPV) + VEC_ELEMS * t4 + 2 * half;
 #else
     return 16 * kk + 8 * half + 2 * t4;
 #endif
@@ -203,11 +225,16 @@ __device__ __forceinline__ PFrags row_probs(float (&x)[4], float m, float& l) {
 
 #define MBLK (HEAD_DIM / 16)
 
-// FEED: the dim of row g + 8 hi of m-block mb of O^T. Thread g's V vectors hold dims
-// 64 c + 8 g + {0..7}; index i = mb + hi MBLK of them is row (mb, hi).
+// FEED: the dim of row g + 8 hi of m-block mb of O^T. 16-bit: thread g's V vectors hold
+// dims 64 c + 8 g + {0..7}; index i = mb + hi MBLK of them is row (mb, hi). fp8: its bytes
+// hold dims V_LANE_BYTES g + {0..}; byte 2 mb + hi is row (mb, hi) (see v_frags).
 __device__ __forceinline__ int v_dim(int mb, int hi, int g) {
+#if KV_DTYPE == 3
+    return V_LANE_BYTES * g + 2 * mb + hi;
+#else
     const int i = mb + hi * MBLK;
     return 64 * (i / 8) + 8 * g + i % 8;
+#endif
 }
 
 // 16 bytes from shared memory, in program order (volatile: not hoisted ahead of its use,
@@ -235,6 +262,59 @@ __device__ __forceinline__ uint4 load16(const unsigned char* p) {
                  : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p));
 #endif
     return v;
+}
+
+// 8 bytes global -> registers (.x, .y; fp8 with head_dim 64: 8 dims of V a thread and token).
+__device__ __forceinline__ uint4 load8(const unsigned char* p) {
+    uint2 v;
+#if FEED_HINT == 1
+    asm volatile("ld.global.nc.L1::no_allocate.L2::128B.v2.u32 {%0, %1}, [%2];" : "=r"(v.x), "=r"(v.y) : "l"(p));
+#elif FEED_HINT == 2
+    asm volatile("ld.global.nc.L1::no_allocate.L2::256B.v2.u32 {%0, %1}, [%2];" : "=r"(v.x), "=r"(v.y) : "l"(p));
+#else
+    asm volatile("ld.global.nc.L1::no_allocate.v2.u32 {%0, %1}, [%2];" : "=r"(v.x), "=r"(v.y) : "l"(p));
+#endif
+    return make_uint4(v.x, v.y, 0u, 0u);
+}
+
+// Four e4m3 bytes as two f16 pairs, exactly: bytes 0, 1 -> lo, bytes 2, 3 -> hi (the lower
+// byte in the lower half). One F2FP instruction a pair on sm_89+.
+__device__ __forceinline__ void e4m3x4_to_f16x2(unsigned w, unsigned& lo, unsigned& hi) {
+    asm("{.reg .b16 a, b; mov.b32 {a, b}, %2; cvt.rn.f16x2.e4m3x2 %0, a; cvt.rn.f16x2.e4m3x2 %1, b;}"
+        : "=r"(lo), "=r"(hi)
+        : "r"(w));
+}
+
+// FEED: the B fragments (b0: k 2 t4 + {0, 1}; b1: + 8) of k-step kk from one token's K
+// vectors, as q_dim maps dims to k: 16-bit words as loaded, fp8 bytes converted.
+__device__ __forceinline__ void k_frags(const uint4 (&kv)[KPIECES], int kk, unsigned& b0, unsigned& b1) {
+#if KV_DTYPE == 3
+    e4m3x4_to_f16x2(word(kv[kk / 4], kk % 4), b0, b1);
+#else
+    b0 = word(kv[kk / 2], 2 * (kk % 2));
+    b1 = word(kv[kk / 2], 2 * (kk % 2) + 1);
+#endif
+}
+
+// FEED: the A fragments of m-block mb of V^T (rows: dims v_dim(mb, 0 | 1, g); columns:
+// tokens 2 t4 + {0, 1} in a0, a1 and 8 + 2 t4 + {0, 1} in a2, a3), from the V vectors of
+// tokens 2 t4 + {0, 1, 8, 9} (vr[0..3]), paired across tokens with byte permutes.
+__device__ __forceinline__ void v_frags(const uint4 (&vr)[4][VCHUNKS], int mb, unsigned (&a)[4]) {
+#if KV_DTYPE == 3
+    // bytes 2 mb + {0, 1} of both tokens of a pair: [t0 b, t1 b, t0 b+1, t1 b+1], then to f16
+    const int u = mb / 2;
+    const unsigned sel = (mb & 1) ? 0x7362u : 0x5140u;
+    e4m3x4_to_f16x2(__byte_perm(word(vr[0][0], u), word(vr[1][0], u), sel), a[0], a[1]);
+    e4m3x4_to_f16x2(__byte_perm(word(vr[2][0], u), word(vr[3][0], u), sel), a[2], a[3]);
+#else
+#pragma unroll
+    for (int hi = 0; hi < 2; ++hi) {
+        const int i = mb + hi * MBLK, c = i / 8, w = (i % 8) / 2;
+        const unsigned sel = (i & 1) ? 0x7632u : 0x5410u;
+        a[hi] = __byte_perm(word(vr[0][c], w), word(vr[1][c], w), sel);
+        a[2 + hi] = __byte_perm(word(vr[2][c], w), word(vr[3][c], w), sel);
+    }
+#endif
 }
 
 extern "C" __global__ void __launch_bounds__(WARPS * 32, MIN_BLOCKS) KERNEL_NAME(FAST_KERNEL_PARAMS) {
@@ -265,7 +345,11 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32, MIN_BLOCKS) KERNEL_NAME
     __shared__ uint4 s_q[KSTEPS][32];
 #endif
     {
+#if KV_DTYPE == 3
+        const float qscale = scale * LOG2E * k_scales[kvh];  // K's scale, once for every score
+#else
         const float qscale = scale * LOG2E;
+#endif
         const float* qrow = query + (static_cast<size_t>(b) * q_heads + kvh * GROUP + min(g, GROUP - 1)) * HEAD_DIM;
 #pragma unroll
         for (int kk = 0; kk < KSTEPS; ++kk) {
@@ -301,56 +385,70 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32, MIN_BLOCKS) KERNEL_NAME
 #if FEED
     // Each warp's tiles go straight into registers (16-byte ld.global.nc): thread (g, t4)
     // holds K of tokens g and g + 8 (bytes 64 s + 16 t4 of the row: its B fragments of S
-    // as they are) and V of tokens 2 t4 + {0, 1, 8, 9} (bytes 128 c + 16 g: paired across
-    // tokens into A fragments of V^T with byte permutes). K of tile j + 1 is requested once S of
-    // tile j is done, V of tile j + 1 after P V of tile j: one tile a warp in flight and no
+    // as they are, fp8 after a conversion) and V of tokens 2 t4 + {0, 1, 8, 9} (bytes
+    // 128 c + 16 g, fp8 with head_dim 64 8 g: paired across tokens into A fragments of V^T
+    // with byte permutes). A step takes TSUB tiles; K of step j + 1 is requested once S of
+    // step j is done, V of step j + 1 after P V of step j: one step a warp in flight and no
     // shared memory. (cp.async into shared memory left the SMs reading unevenly: 91.5 % of
     // the ceiling with no arithmetic at all against 96 % through registers; NOTES item 18.)
     static_assert(HEAD_DIM % 64 == 0 && HEAD_DIM <= 128, "the register feed holds 64-byte K and 128-byte V pieces");
-    constexpr int KPIECES = ROW_BYTES / 64, VCHUNKS = ROW_BYTES / 128;
+    constexpr int STEP = TILE * TSUB;  // tokens a warp takes a step
     const int token_stride32 = kv_heads * ROW_BYTES;
     const unsigned char* k_head = key_cache + head_offset + 16 * t4;
-    const unsigned char* v_head = value_cache + head_offset + 16 * g;
+    const unsigned char* v_head = value_cache + head_offset + V_LANE_BYTES * g;
     for (int chunk = p_begin; chunk < p_end; chunk += CHUNK_PAGES) {
         const int chunk_pages = min(CHUNK_PAGES, p_end - chunk);
         stage_pages<WARPS * 32>(s_pages, table, chunk, chunk_pages);
         const int c_begin = chunk * PAGE_SIZE;
         const int c_end = min(t_end, (chunk + chunk_pages) * PAGE_SIZE);
-        const int n_tiles = (c_end - c_begin + TILE - 1) / TILE;
-        const int n_mine = warp < n_tiles ? (n_tiles - warp + WARPS - 1) / WARPS : 0;  // tiles warp, warp+WARPS, ...
+        const int n_tiles = (c_end - c_begin + STEP - 1) / STEP;  // steps, of TSUB tiles
+        const int n_mine = warp < n_tiles ? (n_tiles - warp + WARPS - 1) / WARPS : 0;  // steps warp, warp+WARPS, ...
         const int last = c_end - 1 - c_begin;
-        // Where token `tok` (0..TILE-1) of the warp's tile j sits, relative to the head's
-        // row 0 of the cache; a token past the end reads the last one instead (finite
-        // values, weight 0). A tile lies in one page when pages are whole tiles.
-        auto tile_base = [&](int j) -> size_t {
-            const int first = (j * WARPS + warp) * TILE;
+        // The first token of tile s of the warp's step j, relative to c_begin; with TSUB > 1
+        // a tile wholly past the end reads the last tile instead (finite values, weight 0).
+        auto tile_first = [&](int j, int s) -> int {
+            const int first = (j * WARPS + warp) * STEP + s * TILE;
+            return TSUB > 1 ? min(first, last / TILE * TILE) : first;
+        };
+        // Where token `tok` (0..TILE-1) of that tile sits, relative to the head's row 0 of
+        // the cache; a token past the end reads the last one instead (finite values, weight
+        // 0). A tile lies in one page when pages are whole tiles.
+        auto tile_base = [&](int j, int s) -> size_t {
+            const int first = tile_first(j, s);
             return static_cast<size_t>(s_pages[first / PAGE_SIZE]) * page_stride + (first % PAGE_SIZE) * token_stride;
         };
-        auto token = [&](int j, size_t base, int tok) -> size_t {
-            const int rel = min((j * WARPS + warp) * TILE + tok, last);
+        auto token = [&](int j, int s, size_t base, int tok) -> size_t {
+            const int rel = min(tile_first(j, s) + tok, last);
 #if PAGE_SIZE % TILE == 0
             return base + static_cast<unsigned>((rel % TILE) * token_stride32);
 #else
             return static_cast<size_t>(s_pages[rel / PAGE_SIZE]) * page_stride + (rel % PAGE_SIZE) * token_stride;
 #endif
         };
-        uint4 kr[2][KPIECES], vr[4][VCHUNKS];
+        uint4 kr[TSUB][2][KPIECES], vr[TSUB][4][VCHUNKS];
         auto load_k = [&](int j) {
-            const size_t base = PAGE_SIZE % TILE == 0 ? tile_base(j) : 0;
 #pragma unroll
-            for (int nb = 0; nb < 2; ++nb) {
-                const unsigned char* src = k_head + token(j, base, g + 8 * nb);
+            for (int s = 0; s < TSUB; ++s) {
+                const size_t base = PAGE_SIZE % TILE == 0 ? tile_base(j, s) : 0;
 #pragma unroll
-                for (int piece = 0; piece < KPIECES; ++piece) kr[nb][piece] = load16(src + 64 * piece);
+                for (int nb = 0; nb < 2; ++nb) {
+                    const unsigned char* src = k_head + token(j, s, base, g + 8 * nb);
+#pragma unroll
+                    for (int piece = 0; piece < KPIECES; ++piece) kr[s][nb][piece] = load16(src + 64 * piece);
+                }
             }
         };
         auto load_v = [&](int j) {
-            const size_t base = PAGE_SIZE % TILE == 0 ? tile_base(j) : 0;
 #pragma unroll
-            for (int ti = 0; ti < 4; ++ti) {
-                const unsigned char* src = v_head + token(j, base, 2 * t4 + (ti & 1) + 8 * (ti >> 1));
+            for (int s = 0; s < TSUB; ++s) {
+                const size_t base = PAGE_SIZE % TILE == 0 ? tile_base(j, s) : 0;
 #pragma unroll
-                for (int c = 0; c < VCHUNKS; ++c) vr[ti][c] = load16(src + 128 * c);
+                for (int ti = 0; ti < 4; ++ti) {
+                    const unsigned char* src = v_head + token(j, s, base, 2 * t4 + (ti & 1) + 8 * (ti >> 1));
+#pragma unroll
+                    for (int c = 0; c < VCHUNKS; ++c)
+                        vr[s][ti][c] = V_LANE_BYTES == 16 ? load16(src + 128 * c) : load8(src);
+                }
             }
         };
         if (n_mine > 0) {
@@ -364,18 +462,31 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32, MIN_BLOCKS) KERNEL_NAME
                 if (j == (qq + 1) * n_mine / 4) t_quarter[qq] = global_ns();
 #endif
             // One product gives the hi and the lo share of each score (rows g and g + 8).
-            float sc[2][4] = {{0.f, 0.f, 0.f, 0.f}, {0.f, 0.f, 0.f, 0.f}};
+            float sc[TSUB][2][4];
+#pragma unroll
+            for (int s = 0; s < TSUB; ++s)
+#pragma unroll
+                for (int e = 0; e < 4; ++e) sc[s][0][e] = sc[s][1][e] = 0.f;
 #pragma unroll
             for (int kk = 0; kk < KSTEPS; ++kk) {
-                const int piece = kk / 2, w = 2 * (kk % 2);
                 const uint4 qa = lds16(&s_q[kk][lane]);
-                mma16(sc[0], qa.x, qa.y, qa.z, qa.w, word(kr[0][piece], w), word(kr[0][piece], w + 1));
-                mma16(sc[1], qa.x, qa.y, qa.z, qa.w, word(kr[1][piece], w), word(kr[1][piece], w + 1));
+#pragma unroll
+                for (int s = 0; s < TSUB; ++s) {
+#pragma unroll
+                    for (int nb = 0; nb < 2; ++nb) {
+                        unsigned b0, b1;
+                        k_frags(kr[s][nb], kk, b0, b1);
+                        mma16(sc[s][nb], qa.x, qa.y, qa.z, qa.w, b0, b1);
+                    }
+                }
             }
             if (j + 1 < n_mine) load_k(j + 1);
 
-            float x[4];
-            const float mx = row_scores(sc, c_begin + (j * WARPS + warp) * TILE, c_end, t4, x);
+            float x[TSUB][4];
+            const int step_tok = c_begin + (j * WARPS + warp) * STEP;
+            float mx = row_scores(sc[0], step_tok, c_end, t4, x[0]);
+#pragma unroll
+            for (int s = 1; s < TSUB; ++s) mx = fmaxf(mx, row_scores(sc[s], step_tok + s * TILE, c_end, t4, x[s]));
             // Lazy rescaling as in v5_fast.cu, decided for the whole warp: O^T's columns are
             // heads 2 t4 and 2 t4 + 1, whose factors live in the lanes of rows 2 t4, 2 t4 + 1.
             if (__any_sync(FULL_MASK, mx > m + RESCALE_THRESHOLD)) {
@@ -393,26 +504,21 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32, MIN_BLOCKS) KERNEL_NAME
                     ot[mb][3] *= c1;
                 }
             }
-            const PFrags p = row_probs(x, m, l);
 
             // O^T += V^T P^T: A = V^T (16 dims x 16 tokens), B = P^T, whose fragments are
             // this thread's P values as they are (tokens 2 t4.. in b0, 8 + 2 t4.. in b1).
 #pragma unroll
-            for (int mb = 0; mb < MBLK; ++mb) {
-                // rows g and g + 8 of m-block mb are dims v_dim(mb, 0 | 1, g): halves of this
-                // thread's V vectors, paired across tokens 2 t4 + {0, 1} (a0, a1) and + {8, 9}
-                unsigned a[4];
+            for (int s = 0; s < TSUB; ++s) {
+                const PFrags p = row_probs(x[s], m, l);
 #pragma unroll
-                for (int hi = 0; hi < 2; ++hi) {
-                    const int i = mb + hi * MBLK, c = i / 8, w = (i % 8) / 2;
-                    const unsigned sel = (i & 1) ? 0x7632u : 0x5410u;
-                    a[hi] = __byte_perm(word(vr[0][c], w), word(vr[1][c], w), sel);
-                    a[2 + hi] = __byte_perm(word(vr[2][c], w), word(vr[3][c], w), sel);
-                }
-                mma16(ot[mb], a[0], a[1], a[2], a[3], p.hi0, p.hi1);
+                for (int mb = 0; mb < MBLK; ++mb) {
+                    unsigned a[4];
+                    v_frags(vr[s], mb, a);
+                    mma16(ot[mb], a[0], a[1], a[2], a[3], p.hi0, p.hi1);
 #if KV_DTYPE == 2
-                mma16(ot[mb], a[0], a[1], a[2], a[3], p.lo0, p.lo1);
+                    mma16(ot[mb], a[0], a[1], a[2], a[3], p.lo0, p.lo1);
 #endif
+                }
             }
             if (j + 1 < n_mine) load_v(j + 1);
         }
@@ -524,12 +630,17 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32, MIN_BLOCKS) KERNEL_NAME
         s_l[warp * GROUP + g] = l;
     }
 #if FEED
+#if KV_DTYPE == 3
+    const float vscale = v_scales[kvh];  // V's scale, once for every output
+#else
+    constexpr float vscale = 1.f;
+#endif
 #pragma unroll
     for (int mb = 0; mb < MBLK; ++mb)
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
             const int head = 2 * t4 + (e & 1);
-            if (head < GROUP) s_acc[(warp * GROUP + head) * HEAD_DIM + v_dim(mb, e >> 1, g)] = ot[mb][e];
+            if (head < GROUP) s_acc[(warp * GROUP + head) * HEAD_DIM + v_dim(mb, e >> 1, g)] = ot[mb][e] * vscale;
         }
 #else
     if (g < GROUP) {

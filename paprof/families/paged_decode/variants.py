@@ -25,6 +25,10 @@ FAST_TUNING = {
     "fp32": ("v5_fast.cu", {"WARPS": 4, "UNROLL": 8}),
     "fp16": ("v5_mma.cu", {"WARPS": 3, "FEED": 1, "FEED_HINT": 1}),
     "bf16": ("v5_mma.cu", {"WARPS": 3, "FEED": 1, "FEED_HINT": 1}),
+    # e4m3 bytes converted to f16 pairs in registers (cvt.rn.f16x2.e4m3x2): a 16-token tile is
+    # half the bytes of fp16's, so a warp takes two tiles a step (TSUB 2) to keep as many
+    # bytes in flight; scales folded into the query (K) and the output (V). Not yet measured.
+    "fp8": ("v5_mma.cu", {"WARPS": 3, "FEED": 1, "FEED_HINT": 1, "TSUB": 2}),
 }
 RING_TUNING = {"FEED": 0, "NSTAGES": 2, "COPY_HINT": 1}
 """v5_mma.cu's cp.async ring, for head_dim values the register feed does not handle."""
@@ -33,7 +37,7 @@ FEED_DIMS = (64, 128)
 MIN_PAGES_PER_SPLIT = 8
 """v6 never gives a split fewer pages than this (the merge would cost more than it hides)."""
 
-_DTYPE_CODE = {"fp32": 0, "fp16": 1, "bf16": 2}
+_DTYPE_CODE = {"fp32": 0, "fp16": 1, "bf16": 2, "fp8": 3}
 
 
 def _launch(kernel, name, grid, block, smem=0) -> KernelLaunch:
@@ -159,6 +163,12 @@ def _build_v3(variant, shape, device):
     return Launcher(variant.id, [info], run)
 
 
+def _fast_args(inputs: dict, shape: Shape) -> tuple:
+    """v5/v6's arguments after the outputs (FAST_KERNEL_PARAMS); fp8 adds its scales."""
+    scales = (inputs["k_scale"], inputs["v_scale"]) if shape.dtype == "fp8" else ()
+    return (*_common_args(inputs, shape), np.int32(shape.pages_per_seq), *scales)
+
+
 def _split_buffers(shape: Shape, splits: int):
     cp = gpu.cupy()
     rows = shape.batch * shape.q_heads * splits
@@ -259,8 +269,7 @@ def _build_v5(variant, shape, device):
     info = _launch(kernel, name, grid, block, smem)
 
     def run(inputs, out):
-        kernel(grid, block, (out, *_common_args(inputs, shape), np.int32(shape.pages_per_seq)),
-               shared_mem=smem)
+        kernel(grid, block, (out, *_fast_args(inputs, shape)), shared_mem=smem)
 
     return Launcher(variant.id, [info], run)
 
@@ -275,8 +284,7 @@ def _build_v6(variant, shape, device):
         info = _launch(kernel, name, grid, block, smem)
 
         def run_direct(inputs, out):
-            kernel(grid, block, (out, *_common_args(inputs, shape), np.int32(shape.pages_per_seq)),
-                   shared_mem=smem)
+            kernel(grid, block, (out, *_fast_args(inputs, shape)), shared_mem=smem)
 
         return Launcher(variant.id, [info], run_direct, details={"num_splits": 1})
 
@@ -288,8 +296,8 @@ def _build_v6(variant, shape, device):
     infos = [_launch(partial, "paged_decode_v6_split", grid, block, smem)]
 
     def run_split(inputs, out):
-        partial(grid, block, (part_m, part_l, part_o, counters, out, *_common_args(inputs, shape),
-                              np.int32(shape.pages_per_seq)), shared_mem=smem)
+        partial(grid, block, (part_m, part_l, part_o, counters, out, *_fast_args(inputs, shape)),
+                shared_mem=smem)
 
     return Launcher(variant.id, infos, run_split, details={"num_splits": splits})
 

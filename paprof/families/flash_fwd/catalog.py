@@ -1,0 +1,157 @@
+"""The flash_fwd variants: two kernels written here and PyTorch's SDPA backends as peers.
+
+Nothing here needs a GPU. The CUDA variants are declared in the family interface's plain
+form (a kernel, its grid, block, shared memory, -D values and arguments); the PyTorch
+peers (``sdpa.py``) are listed only where PyTorch is installed, found without importing
+it.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+
+import numpy as np
+
+from paprof.errors import ShapeError
+from paprof.families.flash_fwd.problem import TILE_ROWS, Shape
+from paprof.family import CallableVariant, CudaVariant
+
+FAMILY = "flash_fwd"
+
+HANDBOOK_KEYS = 32
+"""Keys a step of the handbook kernel (BC in handbook.cu)."""
+MMA_KEYS = 64
+"""Keys a step of the mma kernel (BC in mma.cu)."""
+MMA_THREADS = 128
+MAX_GRID_Y = 65535
+_DTYPE_CODE = {"fp16": 1, "bf16": 2}
+
+
+def tiles(p: Shape) -> int:
+    return -(-p.seq_q // TILE_ROWS)
+
+
+def grid(p: Shape) -> tuple[int, int]:
+    """(query tiles, batch x q_heads): the same for both kernels."""
+    return tiles(p), p.batch * p.q_heads
+
+
+def kernel_args(p: Shape, inputs: dict, out) -> tuple:
+    """(q, k, v, o, seq_q, seq_k, q_heads, kv_heads, scale * log2(e), causal)."""
+    return (inputs["q"], inputs["k"], inputs["v"], out, np.int32(p.seq_q), np.int32(p.keys),
+            np.int32(p.q_heads), np.int32(p.kv), np.float32(p.scale * np.log2(np.e)),
+            np.int32(p.causal))
+
+
+def handbook_smem(p: Shape) -> int:
+    """sQ (64 rows padded by 4 floats), sK and sV (32 rows), sP (32 x 64), in fp32."""
+    d = p.head_dim
+    return 4 * (TILE_ROWS * (d + 4) + 2 * HANDBOOK_KEYS * d + HANDBOOK_KEYS * TILE_ROWS)
+
+
+def mma_smem(p: Shape) -> int:
+    """sQ (64 rows), sK and sV (two 64-row buffers each), 16-bit elements."""
+    return 2 * p.head_dim * (TILE_ROWS + 4 * MMA_KEYS)
+
+
+def mma_defines(p: Shape) -> dict:
+    # 2 CTAs a SM at head_dim 128 (80 KiB of shared memory, 254 registers); 3 at 64
+    # (40 KiB, registers capped at 168)
+    return {"HEAD_DIM": p.head_dim, "DTYPE": _DTYPE_CODE.get(p.dtype, 2),
+            "MIN_BLOCKS": 3 if p.head_dim == 64 else 2}
+
+
+def _grid_fits(p: Shape, vid: str) -> None:
+    if p.batch * p.q_heads > MAX_GRID_Y:
+        raise ShapeError(f"{vid} runs a grid row per (batch, head): batch x q_heads must be at "
+                         f"most {MAX_GRID_Y}, got {p.batch * p.q_heads}")
+
+
+def check_handbook(p: Shape) -> None:
+    if p.dtype != "fp32":
+        raise ShapeError(f"handbook is the fp32 teaching kernel (dtype={p.dtype}); mma and the "
+                         "SDPA peers take fp16/bf16")
+    _grid_fits(p, "handbook")
+
+
+def check_mma(p: Shape) -> None:
+    if p.dtype not in _DTYPE_CODE:
+        raise ShapeError(f"mma runs on the tensor cores: dtype must be fp16 or bf16, got {p.dtype} "
+                         "(handbook takes fp32)")
+    _grid_fits(p, "mma")
+
+
+SDPA = {
+    # variant id -> (backend, dtypes it takes, takes GQA)
+    "sdpa_flash": ("flash", ("fp16", "bf16"), True),
+    "sdpa_cudnn": ("cudnn", ("fp16", "bf16"), False),
+    "sdpa_efficient": ("efficient", ("fp32", "fp16", "bf16"), False),
+}
+"""The PyTorch peers. GQA goes through ``enable_gqa``, which only the flash backend takes
+(the others would need K/V repeated, a copy the kernels here do not make)."""
+
+
+def _sdpa_check(vid: str):
+    backend, dtypes, gqa = SDPA[vid]
+
+    def check(p: Shape) -> None:
+        if p.dtype not in dtypes:
+            raise ShapeError(f"{vid}: PyTorch's {backend} backend takes {'/'.join(dtypes)}, not {p.dtype}")
+        if p.kv != p.q_heads and not gqa:
+            raise ShapeError(f"{vid}: only the flash backend takes GQA (enable_gqa); "
+                             f"q_heads {p.q_heads} != kv_heads {p.kv}")
+        if p.causal and p.keys != p.seq_q:
+            raise ShapeError(f"{vid}: PyTorch's is_causal is top-left aligned, this family's mask "
+                             f"bottom-right; they agree only for seq_k == seq_q (got {p.seq_q}, {p.keys})")
+
+    return check
+
+
+def torch_present() -> bool:
+    """PyTorch installed (looked up, not imported)."""
+    try:
+        return importlib.util.find_spec("torch") is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def _cuda_variants() -> list:
+    return [
+        CudaVariant(
+            id="handbook",
+            idea="the sources' teaching kernel: a CTA of 64 threads owns 64 queries (a thread a row), "
+                 "32 keys a step through shared memory, online softmax in fp32 on CUDA cores, causal "
+                 "steps above the diagonal skipped",
+            sources=("handbook.cu",), kernel="flash_fwd_handbook",
+            grid=grid, block=(TILE_ROWS,), shared_mem=handbook_smem,
+            defines=lambda p: {"HEAD_DIM": p.head_dim}, args=kernel_args,
+            accepts=check_handbook,
+            launch="grid (ceil(seq_q/64), batch x q_heads) x 64 threads, 74 KiB shared (head_dim 128)",
+        ),
+        CudaVariant(
+            id="mma",
+            idea="tensor cores (mma.sync m16n8k16, fp32 accumulate): 4 warps of 16 query rows, Q, S, "
+                 "P and O in registers, online softmax on the fragments, 64-key K/V tiles "
+                 "double-buffered by cp.async, ldmatrix from XOR-swizzled rows; causal tiles "
+                 "skipped, the diagonal masked",
+            sources=("mma.cu",), kernel="flash_fwd_mma",
+            grid=grid, block=(MMA_THREADS,), shared_mem=mma_smem, defines=mma_defines,
+            args=kernel_args, accepts=check_mma,
+            launch="grid (ceil(seq_q/64), batch x q_heads) x 128 threads, 80 KiB shared (head_dim 128)",
+        ),
+    ]
+
+
+def _sdpa_variants() -> list:
+    ideas = {
+        "sdpa_flash": "PyTorch's scaled_dot_product_attention, flash backend (FlashAttention-2): the peer to beat first",
+        "sdpa_cudnn": "PyTorch's scaled_dot_product_attention, cuDNN backend (Hopper: wgmma, TMA, warp specialisation)",
+        "sdpa_efficient": "PyTorch's scaled_dot_product_attention, memory-efficient backend (xFormers' CUTLASS kernels)",
+    }
+    return [CallableVariant(id=vid, idea=ideas[vid], fn=f"paprof.families.flash_fwd.sdpa:{SDPA[vid][0]}",
+                            arrays="torch", accepts=_sdpa_check(vid),
+                            launch="PyTorch picks; O is SDPA's own output (no copy)")
+            for vid in SDPA]
+
+
+VARIANTS = _cuda_variants() + (_sdpa_variants() if torch_present() else [])

@@ -1,0 +1,75 @@
+"""flash_fwd's variants against the float64 reference on the GPU (skip themselves without one).
+
+Fresh random inputs every run; the output is poisoned with NaN before the launch. Small
+shapes: 1000 and 1024 queries (a partial last tile and whole tiles), GQA 8/2, seq_k
+above and below seq_q, causal and not, head_dim 64 and 128, every dtype a variant takes
+(the others skip, as do the PyTorch peers where PyTorch is absent or a backend has no
+kernel for the shape).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from paprof.errors import ShapeError
+from paprof.families.flash_fwd import FAMILY
+from paprof.kernels import harness
+
+pytestmark = pytest.mark.gpu
+
+VARIANTS = [v.id for v in FAMILY.variants]
+DTYPES = ["fp32", "fp16", "bf16"]
+SHAPES = [
+    "batch=1,q_heads=8,kv_heads=2,seq_q=1000,head_dim=64,causal=false",
+    "batch=1,q_heads=8,kv_heads=2,seq_q=1000,head_dim=64,causal=true",
+    "batch=2,q_heads=4,seq_q=1024,head_dim=128,causal=true",
+    "batch=2,q_heads=4,seq_q=1024,head_dim=128,causal=false",
+    "batch=1,q_heads=4,kv_heads=2,seq_q=1000,seq_k=1500,head_dim=128,causal=true",
+    "batch=2,q_heads=2,seq_q=1024,seq_k=700,head_dim=64,causal=false",
+    "batch=1,q_heads=2,seq_q=77,seq_k=333,head_dim=128,causal=true",
+]
+
+
+def check(vid: str, text: str):
+    params = FAMILY.parse(text)
+    variant = FAMILY.variant(vid)
+    try:
+        variant.check(params)
+        prep = harness.prepare(FAMILY, variant, params)
+        result = harness.verify(prep)
+    except ShapeError as err:
+        pytest.skip(f"{vid} does not take {params.slug()}: {err}")
+    assert result.passed, f"{vid} {params.slug()}: rel {result.rel_error} max abs {result.max_abs_error}"
+    return prep, result
+
+
+@pytest.mark.parametrize("vid", VARIANTS)
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", SHAPES)
+def test_variant_matches_the_reference(vid, dtype, shape):
+    check(vid, f"{shape},dtype={dtype}")
+
+
+@pytest.mark.parametrize("vid", ["handbook", "mma"])
+def test_kernels_report_their_launch(vid):
+    dtype = "fp32" if vid == "handbook" else "bf16"
+    prep, _ = check(vid, f"batch=1,q_heads=2,seq_q=200,head_dim=128,dtype={dtype}")
+    (k,) = prep.launcher.kernels
+    assert k.name == f"flash_fwd_{vid}" and k.grid == (4, 2, 1)
+    assert k.dynamic_smem == FAMILY.variant(vid).shared_mem(prep.params) > 48 * 1024
+    assert k.registers and k.registers <= 255
+
+
+def test_mma_times_and_beats_the_handbook():
+    """A sanity check of the timing path and of the tensor cores doing the work."""
+    fast, _ = check("mma", "batch=1,q_heads=8,seq_q=2048,head_dim=128,dtype=bf16")
+    slow, _ = check("handbook", "batch=1,q_heads=8,seq_q=2048,head_dim=128,dtype=fp32")
+    t_fast = min(harness.time_steps(fast, 10))
+    t_slow = min(harness.time_steps(slow, 10))
+    assert 0 < t_fast < t_slow
+
+
+def test_the_gemm_ceiling_is_measured():
+    gemm = harness.measure_gemm_ceiling(n=4096, launches=5)
+    assert gemm["dtype"] in ("bf16", "fp16") and gemm["method"] in ("cupy.matmul", "cublas.gemmEx")
+    assert 50 < gemm["tflops"] < 2000, gemm

@@ -190,9 +190,9 @@ def _read(handle, size: int) -> bytes:
 
 
 #: The one-byte lengths in the order a pattern tries them. A regex alternation tries its
-#: branches in turn, so the common lengths go first: in the shipped reports 67 % of the
-#: metric results are 16 bytes long and most instance values 8 to 16.
-_LENGTH_ORDER = (16, *range(8, 16), *range(17, 32), *range(8), *range(32, 0x80))
+#: branches in turn, so the common lengths go first: in the shipped reports 80 % of the
+#: metric results are 16 bytes long, and instance values mostly 14, then 8 to 16.
+_LENGTH_ORDER = (16, 14, 15, *range(8, 14), *range(17, 32), *range(8), *range(32, 0x80))
 
 #: ``*+`` (possessive: no backtracking state kept) where Python has it (3.11).
 _POSSESSIVE = b"+" if sys.version_info >= (3, 11) else b""
@@ -316,18 +316,20 @@ def _unwanted_run(lookup: list) -> "re.Pattern[bytes] | None":
     in C; anything else (a wanted metric, a longer length, another field) ends the run
     and is read in Python. None when no id qualifies."""
     bound = min(len(lookup), 1 << 14)  # ids of one or two varint bytes
-    alternatives = []
     low = [i for i in range(min(bound, 0x80)) if lookup[i] is None]
-    if low:
-        alternatives.append(_byte_class(low))
-    for high in range(1, (bound + 0x7F) >> 7):
-        first = [0x80 | (i & 0x7F) for i in range(high << 7, min(bound, (high + 1) << 7))
+    # A two-byte id by its second byte first (a literal: the alternation rejects it at
+    # once), then its first byte looked back at: twice as fast as a class per branch.
+    high = []
+    for second in range(1, (bound + 0x7F) >> 7):
+        first = [0x80 | (i & 0x7F) for i in range(second << 7, min(bound, (second + 1) << 7))
                  if lookup[i] is None]
         if first:
-            alternatives.append(_byte_class(first) + re.escape(bytes([high])))
-    if not alternatives:
+            high.append(re.escape(bytes([second])) + b"(?<=" + _byte_class(first) + b".)")
+    ids = ([_byte_class(low)] if low else []) + (
+        [b"[\\x80-\\xff](?:" + b"|".join(high) + b")"] if high else [])
+    if not ids:
         return None
-    return re.compile(b"(?:\\x6a(?=.\\x08(?:" + b"|".join(alternatives) + b"))(?:" + _lengths(3)
+    return re.compile(b"(?:\\x6a(?=.\\x08(?:" + b"|".join(ids) + b"))(?:" + _lengths(3)
                       + b"))*" + _POSSESSIVE, re.DOTALL)
 
 
@@ -468,8 +470,8 @@ class _Reader:
         while pos < end:
             tag = data[pos]
             if tag == 0x6A:  # field 13 (a metric result), wire type 2: most fields
-                if skip is not None and pos != skipped:
-                    stop = skip(data, pos, end).end()
+                if skip is not None and pos != skipped and data[pos + 1] < 0x80:
+                    stop = skip(data, pos, end).end()  # (a run has one-byte lengths)
                     if stop > pos:
                         pos = skipped = stop
                         continue

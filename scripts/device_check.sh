@@ -29,8 +29,9 @@
 #            handbook (fp32) at b2 h16 s2048 causal -> logs/flash-*, $OUT/flash-runs.tar.xz[.aa ...]
 #   shards   the same bench sweep as two shards run one after the other on this GPU, merged,
 #            and once through --gpus 0 (the worker path) (-> $OUT/shards.tar)
-#   fp8      the fp8 (e4m3) cache: its GPU tests, paprof bench of v5/v6 at the issue shapes in
-#            fp8 (against fp16 at the main shape), the fp8 entries of scripts/tune_v5.py
+#   fp8      the fp8 (e4m3) cache: its GPU tests, its sanitize_fast.py shapes under memcheck,
+#            paprof bench of v5/v6 at the issue shapes in fp8 (against fp16 at the main
+#            shape), the fp8 entries of scripts/tune_v5.py
 #   flashinfer FlashInfer as a peer: the kit in ./peers-kit (carried) installed into /tmp, its
 #            JIT modules built in parallel, paprof bench of v5, v6, flashinfer, flashinfer_cc
 #            at the issue shapes (fp16 and fp8), paprof run + compare at the main shape fp16
@@ -254,7 +255,15 @@ from paprof.kernels import gpu; print(gpu.current_device())
     ;;
   fp8)
     stamp fp8
-    timeout 240 python3 -m pytest -m gpu tests/test_gpu_kernels.py -k fp8 -q -p no:cacheprovider 2>&1 | tail -15 | tee "$OUT/logs/fp8-tests.log"
+    # the whole pytest output in the log (a failure a line: its error per sequence and KV
+    # head), its tail here; then the fp8 shapes of scripts/sanitize_fast.py under memcheck
+    timeout 240 python3 -X faulthandler -m pytest -m gpu tests/test_gpu_kernels.py -k fp8 -q -p no:cacheprovider \
+      -rfE --tb=line --junitxml "$OUT/logs/fp8-tests.xml" > "$OUT/logs/fp8-tests.log" 2>&1
+    echo "fp8 tests: rc $?"; tail -25 "$OUT/logs/fp8-tests.log"
+    SAN=$(ls -d /usr/local/cuda*/bin/compute-sanitizer 2>/dev/null | sort -V | tail -1)
+    timeout 150 "${SAN:-compute-sanitizer}" --tool memcheck --print-limit 5 python3 scripts/sanitize_fast.py --dtype fp8 \
+      > "$OUT/logs/sanitize-fp8.log" 2>&1
+    echo "fp8 memcheck: rc $?"; tail -10 "$OUT/logs/sanitize-fp8.log"
     for spec in "$MAIN,dtype=fp8" "$MAIN,dtype=fp16" "batch=4,context=32768,dtype=fp8" "batch=1,context=131072,dtype=fp8" \
                 "batch=32,context=8192,q_heads=64,kv_heads=8,dtype=fp8"; do
       name=fp8-$(echo "$spec" | sed 's/batch=64,context=4096,q_heads=32,kv_heads=8,head_dim=128,page=16/main/' | tr ',=' '_-')
@@ -262,7 +271,9 @@ from paprof.kernels import gpu; print(gpu.current_device())
       echo "bench $spec: rc $?"
     done
     python3 scripts/bench_table.py "$OUT"/logs/bench-fp8-*.json | tee "$OUT/logs/bench-fp8-table.txt"
-    timeout 150 python3 scripts/tune_v5.py --fp8 2>&1 | tee "$OUT/logs/tune-fp8.log" | grep -v "^    "
+    if [ "${FP8_TUNE:-1}" = 1 ]; then  # FP8_TUNE=0 leaves the tuning entries out
+      timeout 150 python3 scripts/tune_v5.py --fp8 2>&1 | tee "$OUT/logs/tune-fp8.log" | grep -v "^    "
+    fi
     ;;
   flashinfer)
     stamp flashinfer

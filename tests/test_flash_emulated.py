@@ -9,7 +9,6 @@ eager mode, when issued)."""
 from __future__ import annotations
 
 import functools
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -19,9 +18,13 @@ import pytest
 from paprof.families.flash_fwd import FAMILY, catalog, problem
 from paprof.kernels import harness
 
+try:
+    from emu_build import GXX, build_driver
+except ImportError:  # tests/ as a package
+    from tests.emu_build import GXX, build_driver
+
 HERE = Path(__file__).resolve().parent / "flash_emu"
 FOLDER = Path(problem.__file__).resolve().parent
-GXX = shutil.which("g++")
 pytestmark = pytest.mark.skipif(GXX is None, reason="g++ is not on PATH")
 
 KERNELS = {  # variant -> (source, kernel, element type, threads, shared memory, -D values)
@@ -36,14 +39,9 @@ KERNELS = {  # variant -> (source, kernel, element type, threads, shared memory,
 def driver(vid: str, defines: tuple, build: Path) -> Path:
     source, kernel, elem, *_ = KERNELS[vid]
     exe = build / f"{vid}-{'-'.join(f'{k}{v}' for k, v in defines)}"
-    cmd = [GXX, "-std=c++20", "-O1", "-g", "-fsanitize=address,undefined", "-fno-sanitize-recover=all",
-           "-pthread", "-DFLASH_EMULATE", f'-DFLASH_KERNEL_FILE="{source}"',
-           f"-DFLASH_KERNEL={kernel}", f"-DFLASH_ELEM={elem}",
-           *[f"-D{k}={v}" for k, v in defines], f"-I{FOLDER}", f"-I{HERE}",
-           str(HERE / "driver.cpp"), "-o", str(exe)]
-    done = subprocess.run(cmd, capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr[-4000:]
-    return exe
+    return build_driver(HERE / "driver.cpp", exe, {"FLASH_EMULATE": None, "FLASH_KERNEL_FILE": f'"{source}"',
+                                                    "FLASH_KERNEL": kernel, "FLASH_ELEM": elem, **dict(defines)},
+                        [FOLDER, HERE])
 
 
 @pytest.fixture(scope="module")

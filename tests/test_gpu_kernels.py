@@ -26,8 +26,39 @@ def check(variant_id, shape):
         pytest.skip(f"{variant_id} does not take this shape: {err}")
     prep = harness.prepare(registry.family("paged_decode"), variant, shape)
     result = harness.verify(prep)
-    assert result.passed, f"{variant_id} {shape.slug()}: rel {result.rel_error} max abs {result.max_abs_error}"
+    assert result.passed, describe_failure(prep, result)
     return prep
+
+
+def describe_failure(prep, result) -> str:
+    """What a failed check looks like: the overall error, the NaN / inf count, and the
+    error of each sequence (its length) and of each KV head, worst first, so that a wrong
+    page, head, tail or split shows in the one line pytest prints."""
+    import cupy as cp
+    import numpy as np
+
+    shape = prep.params
+    head = (f"{prep.variant.id} {shape.slug()} {dict(prep.launcher.details)}: rel {result.rel_error:.3g} "
+            f"max abs {result.max_abs_error:.3g} (tolerance {result.tolerance:g})")
+    try:
+        out = cp.asnumpy(prep.out).astype(np.float64)
+        ref = cp.asnumpy(prep.family.reference(shape, prep.inputs[0], cp)).astype(np.float64)
+    except Exception as err:  # a launch that broke the context (illegal address): say so
+        return f"{head}; the output cannot be read back: {type(err).__name__}: {err}"
+    bad = ~np.isfinite(out)
+    diff = np.where(bad, 0.0, out - ref)
+
+    def rel(axes):
+        return np.sqrt((diff**2).sum(axis=axes) / np.maximum((ref**2).sum(axis=axes), 1e-300))
+
+    lens = shape.context_lens
+    per_seq = rel((1, 2))
+    per_kv = rel((0, 2)).reshape(shape.kv_heads, shape.group).max(axis=1)
+    worst_seq = ", ".join(f"b{b} (ctx {lens[b]}, {int(bad[b].sum())} non-finite): {per_seq[b]:.2g}"
+                          for b in np.argsort(-per_seq)[:4])
+    worst_kv = ", ".join(f"kv{h}: {per_kv[h]:.2g}" for h in np.argsort(-per_kv)[:4])
+    return (f"{head}; {int(bad.sum())} of {out.size} outputs non-finite; worst sequences {worst_seq}; "
+            f"worst KV heads {worst_kv}")
 
 
 @pytest.mark.parametrize("vid", ALL)

@@ -2,6 +2,10 @@
 // GPU machine and by nvcc in CI, so it includes no header: everything used is a builtin.
 #pragma once
 
+#ifdef PAGED_EMULATE  // v5_mma.cu on the CPU (tests/test_paged_emulated.py): host stand-ins
+#include "paged_emulate.h"
+#endif
+
 #ifndef HEAD_DIM
 #define HEAD_DIM 128
 #endif

@@ -55,6 +55,11 @@ __device__ __forceinline__ unsigned long long global_ns() {
         const int *__restrict__ block_tables, const int *__restrict__ context_lens, float scale, \
         int q_heads, int kv_heads, int pages_per_seq FAST_SCALE_PARAMS
 
+// The kernel's dynamic shared memory (the emulation on the host gives the CTA's own).
+#ifndef FAST_DYNAMIC_SMEM
+#define FAST_DYNAMIC_SMEM(type, name) extern __shared__ type name[]
+#endif
+
 // The pages [p_begin, p_end) of the sequence this CTA attends over (its split's slice with
 // SPLIT_, grid z = split), and the end of its tokens.
 struct PageRange {
@@ -84,6 +89,7 @@ __device__ __forceinline__ void stage_pages(int* s_pages, const int* table, int 
     __syncthreads();
 }
 
+#ifndef PAGED_EMULATE  // tests/paged_emu/paged_emulate.h has the host's
 __device__ __forceinline__ float load_l2(const float* p) {  // ld.global.cg: skip L1
     float v;
     asm("ld.global.cg.f32 %0, [%1];" : "=f"(v) : "l"(p));
@@ -95,6 +101,7 @@ __device__ __forceinline__ float4 load_l2(const float4* p) {
     asm("ld.global.cg.v4.f32 {%0, %1, %2, %3}, [%4];" : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w) : "l"(p));
     return v;
 }
+#endif
 
 // The split-KV merge of one (sequence, KV head): m = max m_s over non-empty parts,
 // w_s = exp2(m_s - m) / sum_s exp2(m_s - m) l_s, out_g = sum_s w_s O_s (empty parts, l_s = 0,

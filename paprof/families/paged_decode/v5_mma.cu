@@ -29,6 +29,8 @@
 // a warp takes TSUB tiles a step to keep as many bytes in flight.
 // Same parameters, partial layout and merge as v5_fast.cu (SPLIT, KERNEL_NAME); fp8 adds
 // k_scales, v_scales at the end.
+// With PAGED_EMULATE (tests/test_paged_emulated.py) the register feed runs on the CPU: the
+// PTX helpers below give way to tests/paged_emu/paged_emulate.h's, the rest is unchanged.
 #include "common.cuh"
 
 #ifndef GROUP
@@ -85,6 +87,7 @@ static_assert(TSUB == 1 || FEED, "TSUB is the register feed's");
 static_assert(GROUP >= 1 && GROUP <= 8, "a group's heads fill at most the 8 real rows of an m16 tile");
 static_assert(HEAD_DIM % 16 == 0 && (TILE * CHUNKS) % 32 == 0, "head_dim must be a multiple of 16");
 
+#ifndef PAGED_EMULATE  // tests/paged_emu/paged_emulate.h has the host's (FEED 1)
 __device__ __forceinline__ unsigned smem_u32(const void* ptr) {
     unsigned addr;
     asm("{ .reg .u64 a; cvta.to.shared.u64 a, %1; cvt.u32.u64 %0, a; }" : "=r"(addr) : "l"(ptr));
@@ -159,6 +162,7 @@ __device__ __forceinline__ float2 unpack2(unsigned w) {
     return make_float2(__uint_as_float(w << 16), __uint_as_float(w & 0xffff0000u));
 #endif
 }
+#endif  // PAGED_EMULATE
 
 // x = hi + lo with both parts 16-bit: about 22 (fp16) or 16 (bf16) significant bits.
 __device__ __forceinline__ void split2(float x0, float x1, unsigned& hi, unsigned& lo) {
@@ -237,6 +241,9 @@ __device__ __forceinline__ int v_dim(int mb, int hi, int g) {
 #endif
 }
 
+__device__ __forceinline__ unsigned word(const uint4& v, int i) { return i == 0 ? v.x : i == 1 ? v.y : i == 2 ? v.z : v.w; }
+
+#ifndef PAGED_EMULATE
 // 16 bytes from shared memory, in program order (volatile: not hoisted ahead of its use,
 // where it would hold registers the loads in flight need).
 __device__ __forceinline__ uint4 lds16(const uint4* p) {
@@ -245,8 +252,6 @@ __device__ __forceinline__ uint4 lds16(const uint4* p) {
                  : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "r"(smem_u32(p)));
     return v;
 }
-
-__device__ __forceinline__ unsigned word(const uint4& v, int i) { return i == 0 ? v.x : i == 1 ? v.y : i == 2 ? v.z : v.w; }
 
 // 16 bytes global -> registers, no L1 allocation (read once).
 __device__ __forceinline__ uint4 load16(const unsigned char* p) {
@@ -284,6 +289,7 @@ __device__ __forceinline__ void e4m3x4_to_f16x2(unsigned w, unsigned& lo, unsign
         : "=r"(lo), "=r"(hi)
         : "r"(w));
 }
+#endif  // PAGED_EMULATE
 
 // FEED: the B fragments (b0: k 2 t4 + {0, 1}; b1: + 8) of k-step kk from one token's K
 // vectors, as q_dim maps dims to k: 16-bit words as loaded, fp8 bytes converted.
@@ -325,7 +331,7 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32, MIN_BLOCKS) KERNEL_NAME
     __shared__ int s_pages[CHUNK_PAGES];
     // FEED 0: [WARPS][NSTAGES][K, V] tiles of TILE rows x PITCH bytes. Either feed: the merge
     // of the warps (and of v6's splits) at the end.
-    extern __shared__ uint4 s_dyn[];
+    FAST_DYNAMIC_SMEM(uint4, s_dyn);
 
     const int kvh = blockIdx.x;
     const int b = blockIdx.y;
@@ -378,9 +384,12 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32, MIN_BLOCKS) KERNEL_NAME
 #endif
     float m = NEG_INF, l = 0.f;  // row g; l is this thread's share until the end
 
-    const size_t token_stride = static_cast<size_t>(kv_heads) * HEAD_DIM * 2;
+    // Byte strides of the cache [pages][PAGE_SIZE][kv_heads][HEAD_DIM]: ROW_BYTES a head's
+    // row (ELEM_BYTES an element: 1 for fp8, whose loads would otherwise land on the wrong
+    // rows, heads and pages, out of the cache for half of them).
+    const size_t token_stride = static_cast<size_t>(kv_heads) * ROW_BYTES;
     const size_t page_stride = token_stride * PAGE_SIZE;
-    const size_t head_offset = static_cast<size_t>(kvh) * HEAD_DIM * 2;
+    const size_t head_offset = static_cast<size_t>(kvh) * ROW_BYTES;
 
 #if FEED
     // Each warp's tiles go straight into registers (16-byte ld.global.nc): thread (g, t4)

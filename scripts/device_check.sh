@@ -51,6 +51,18 @@ STAGES=${*:-env tests bench runs}
 MAIN="batch=64,context=4096,q_heads=32,kv_heads=8,head_dim=128,page=16"
 SECTIONS="--section SpeedOfLight --section MemoryWorkloadAnalysis --section Occupancy --section LaunchStats --section WorkloadDistribution --section ComputeWorkloadAnalysis --section SchedulerStats --section WarpStateStats"
 t0=$(date +%s)
+# flash_runs STORE SHAPE LOG TIMEOUT: paprof run of every flash_fwd variant in bf16, then the
+# fp32 handbook, at SHAPE into STORE (emptied first), logged to $OUT/logs/LOG.log
+flash_runs() {
+  rm -rf "$1"
+  for which in "all bf16" "handbook fp32"; do
+    read -r vid dtype <<< "$which"
+    local start=$(date +%s)
+    timeout "$4" python3 -m paprof run --family flash_fwd --variant "$vid" --runs "$1" \
+      --shape "$2,dtype=$dtype" 2>&1 | tee -a "$OUT/logs/$3.log" | tail -8
+    echo "paprof run --family flash_fwd --variant $vid ($dtype): rc ${PIPESTATUS[0]} $(( $(date +%s) - start )) s wall" | tee -a "$OUT/logs/$3.log"
+  done
+}
 stamp() { echo "[$(( $(date +%s) - t0 ))s] $*"; }
 # pack NAME DIR: DIR as $OUT/NAME.tar.xz, split into 15 MiB parts when larger (the device
 # tool brings back files of 16 MiB at most); join here with cat NAME.tar.xz.* | tar xJ
@@ -242,14 +254,7 @@ from paprof.kernels import gpu; print(gpu.current_device())
       echo "bench $spec: rc $? $(( $(date +%s) - start )) s wall" | tee -a "$OUT/logs/flash-bench.txt"
     done
     python3 scripts/bench_table.py --flops "$OUT"/logs/flash-bench-*.json | tee "$OUT/logs/flash-bench-table.md"
-    rm -rf flash-runs
-    for which in "all bf16" "handbook fp32"; do
-      read -r vid dtype <<< "$which"
-      start=$(date +%s)
-      timeout 240 python3 -m paprof run --family flash_fwd --variant "$vid" --runs flash-runs \
-        --shape "batch=2,q_heads=16,seq_q=2048,head_dim=128,causal=true,dtype=$dtype" 2>&1 | tee -a "$OUT/logs/flash-run.log" | tail -8
-      echo "paprof run --family flash_fwd --variant $vid ($dtype): rc ${PIPESTATUS[0]} $(( $(date +%s) - start )) s wall" | tee -a "$OUT/logs/flash-run.log"
-    done
+    flash_runs flash-runs "batch=2,q_heads=16,seq_q=2048,head_dim=128,causal=true" flash-run 240
     python3 -m paprof table flash-runs > "$OUT/logs/flash-table.txt" 2>&1; tail -12 "$OUT/logs/flash-table.txt"
     pack flash-runs flash-runs
     ;;
@@ -321,14 +326,7 @@ from paprof.kernels import gpu; print(gpu.current_device())
     stamp flashbig
     # flash_fwd's shipped runs at the issue's shape (bf16 b4 h32 s8192 d128, non-causal),
     # the handbook in fp32 at the same shape
-    rm -rf flash-big
-    for which in "all bf16" "handbook fp32"; do
-      read -r vid dtype <<< "$which"
-      start=$(date +%s)
-      timeout 200 python3 -m paprof run --family flash_fwd --variant "$vid" --runs flash-big \
-        --shape "batch=4,q_heads=32,seq_q=8192,head_dim=128,dtype=$dtype" 2>&1 | tee -a "$OUT/logs/flash-big.log" | tail -8
-      echo "paprof run --family flash_fwd --variant $vid ($dtype): rc ${PIPESTATUS[0]} $(( $(date +%s) - start )) s wall" | tee -a "$OUT/logs/flash-big.log"
-    done
+    flash_runs flash-big "batch=4,q_heads=32,seq_q=8192,head_dim=128" flash-big 200
     pack flash-big flash-big
     ;;
   *) echo "unknown stage $stage"; exit 2;;

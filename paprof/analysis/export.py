@@ -167,9 +167,7 @@ def missing_note(df: pd.DataFrame, columns: list[str] | None = None) -> str | No
     wanted = columns if columns is not None else list(M.DESIGN_COLUMNS)
     by_section: dict[str, list[str]] = {}
     for column in wanted:
-        # the SourceCounters totals come from the opt-in ``source`` preset only: their
-        # absence is the normal case, not worth a note
-        if column in missing and missing[column] != M.SOURCE:
+        if column in missing and missing[column] not in M.OPT_IN_SECTIONS:
             by_section.setdefault(missing[column], []).append(column)
     if not by_section:
         return None

@@ -309,14 +309,6 @@ class _Columns:
         return df
 
 
-def _frame(rows: list[dict], missing: dict, order: list[str]) -> pd.DataFrame:
-    """Rows -> a frame of ``order`` columns: numbers float64, counters int64, text str."""
-    built = _Columns(order)
-    for row in rows:
-        built.add(row)
-    return built.frame(missing)
-
-
 def _column(values, column: str):
     """One column of a frame from its values (a list, or an array of a frame's column):
     float64 for a number (NaN for None or text), int64 for a counter, str for text

@@ -439,6 +439,10 @@ _SOURCE = (
     Metric("pc_sample_interval_cycles", "smsp__pcsamp_interval_cycles", "cycle", SOURCE,
            "Cycles between two warp-state samples of an SM"),
 )
+#: Sections only an opt-in preset collects (``source``): their columns are absent from
+#: most runs, and that absence is not worth a note.
+OPT_IN_SECTIONS = (SOURCE,)
+
 #: Per-PC (instanced) SourceCounters metrics: samples, instructions executed, and the
 #: prefix of each stall reason's samples (``..._<reason>``; ``..._<reason>_not_issued``
 #: counts only the samples in which no instruction issued).

@@ -27,12 +27,15 @@ HERE = Path(__file__).resolve().parent / "flash_emu"
 FOLDER = Path(problem.__file__).resolve().parent
 pytestmark = pytest.mark.skipif(GXX is None, reason="g++ is not on PATH")
 
-KERNELS = {  # variant -> (source, kernel, element type, threads, shared memory, -D values)
+KERNELS = {  # variant -> (source, kernel, element type, threads, shared memory, -D values, grid x)
     "handbook": ("handbook.cu", "flash_fwd_handbook", "float", catalog.TILE_ROWS,
-                 catalog.handbook_smem, lambda p: {"HEAD_DIM": p.head_dim, "DTYPE": 2}),
+                 catalog.handbook_smem, lambda p: {"HEAD_DIM": p.head_dim, "DTYPE": 2}, catalog.tiles),
     "mma": ("mma.cu", "flash_fwd_mma", "unsigned short", catalog.MMA_THREADS, catalog.mma_smem,
-            catalog.mma_defines),
+            catalog.mma_defines, catalog.tiles),
+    "wgmma": ("wgmma.cu", "flash_fwd_wgmma", "unsigned short", catalog.WGMMA_THREADS, catalog.wgmma_smem,
+              catalog.wgmma_defines, lambda p: catalog.wgmma_grid(p)[0]),
 }
+CHECKS = {"handbook": catalog.check_handbook, "mma": catalog.check_mma, "wgmma": catalog.check_wgmma}
 
 
 @functools.lru_cache(maxsize=None)
@@ -50,13 +53,12 @@ def build(tmp_path_factory):
 
 
 def run_emulated(vid: str, p: problem.Shape, build: Path, eager: bool = False, seed: int = 3):
-    catalog_check = {"handbook": catalog.check_handbook, "mma": catalog.check_mma}[vid]
-    catalog_check(p)
-    _, _, elem, threads, smem, defines = KERNELS[vid]
+    CHECKS[vid](p)
+    _, _, elem, threads, smem, defines, grid_x = KERNELS[vid]
     exe = driver(vid, tuple(sorted(defines(p).items())), build)
     inputs = problem.make_inputs(p, seed, xp=np)
     header = np.array([p.batch, p.q_heads, p.kv, p.seq_q, p.keys, int(p.causal), int(eager),
-                       smem(p), catalog.tiles(p), threads], dtype=np.int32)
+                       smem(p), grid_x(p), threads], dtype=np.int32)
     scale = np.array([p.scale * np.log2(np.e)], dtype=np.float32)
     src, dst = build / f"in-{p.slug()}-{vid}", build / f"out-{p.slug()}-{vid}"
     with open(src, "wb") as fh:

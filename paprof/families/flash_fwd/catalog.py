@@ -1,4 +1,4 @@
-"""The flash_fwd variants: two kernels written here and PyTorch's SDPA backends as peers.
+"""The flash_fwd variants: three kernels written here and PyTorch's SDPA backends as peers.
 
 Nothing here needs a GPU. The CUDA variants are declared in the family interface's plain
 form (a kernel, its grid, block, shared memory, -D values and arguments); the PyTorch
@@ -23,6 +23,13 @@ HANDBOOK_KEYS = 32
 MMA_KEYS = 64
 """Keys a step of the mma kernel (BC in mma.cu)."""
 MMA_THREADS = 128
+WGMMA_ROWS = 128
+"""Queries a CTA of the wgmma kernel (2 warpgroups of 64 rows: BR in wgmma.cu)."""
+WGMMA_KEYS = 64
+"""Keys a step of the wgmma kernel (BC in wgmma.cu)."""
+WGMMA_THREADS = 256
+WGMMA_ARCH = "sm_90a"
+"""wgmma.mma_async exists only for the ``a`` target of compute capability 9.0."""
 MAX_GRID_Y = 65535
 _DTYPE_CODE = {"fp16": 1, "bf16": 2}
 
@@ -61,6 +68,24 @@ def mma_defines(p: Shape) -> dict:
             "MIN_BLOCKS": 3 if p.head_dim == 64 else 2}
 
 
+def wgmma_grid(p: Shape) -> tuple[int, int]:
+    """(query tiles of 128, batch x q_heads)."""
+    return -(-p.seq_q // WGMMA_ROWS), p.batch * p.q_heads
+
+
+def wgmma_smem(p: Shape) -> int:
+    """sQ (128 rows), sK and sV (two 64-row buffers each), 16-bit elements, and 1 KiB of
+    slack to start the tiles on the 128-byte swizzle's 1024-byte period."""
+    return 2 * p.head_dim * (WGMMA_ROWS + 4 * WGMMA_KEYS) + 1024
+
+
+def wgmma_defines(p: Shape) -> dict:
+    # head_dim 128: one CTA (8 warps) a SM, up to 255 registers; 64: two (49 KiB of shared
+    # memory each, registers capped at 128)
+    return {"HEAD_DIM": p.head_dim, "DTYPE": _DTYPE_CODE.get(p.dtype, 2),
+            "MIN_BLOCKS": 2 if p.head_dim == 64 else 1}
+
+
 def _grid_fits(p: Shape, vid: str) -> None:
     if p.batch * p.q_heads > MAX_GRID_Y:
         raise ShapeError(f"{vid} runs a grid row per (batch, head): batch x q_heads must be at "
@@ -79,6 +104,16 @@ def check_mma(p: Shape) -> None:
         raise ShapeError(f"mma runs on the tensor cores: dtype must be fp16 or bf16, got {p.dtype} "
                          "(handbook takes fp32)")
     _grid_fits(p, "mma")
+
+
+def check_wgmma(p: Shape) -> None:
+    if p.dtype not in _DTYPE_CODE:
+        raise ShapeError(f"wgmma runs on Hopper's tensor cores: dtype must be fp16 or bf16, got {p.dtype} "
+                         "(handbook takes fp32)")
+    if p.head_dim not in (64, 128):
+        raise ShapeError(f"wgmma is built for head_dim 64 and 128 (one or two 128-byte swizzle atoms a "
+                         f"row), got {p.head_dim}")
+    _grid_fits(p, "wgmma")
 
 
 SDPA = {
@@ -138,6 +173,21 @@ def _cuda_variants() -> list:
             grid=grid, block=(MMA_THREADS,), shared_mem=mma_smem, defines=mma_defines,
             args=kernel_args, accepts=check_mma,
             launch="grid (ceil(seq_q/64), batch x q_heads) x 128 threads, 80 KiB shared (head_dim 128)",
+        ),
+        CudaVariant(
+            id="wgmma",
+            idea="Hopper's warpgroup MMA (sm_90a): 2 warpgroups x 64 query rows, S = Q K^T and "
+                 "O += P V by wgmma.mma_async with Q and P as register fragments and K, V read from "
+                 "shared memory through matrix descriptors (128-byte swizzle; V through the "
+                 "descriptor's transpose); online softmax on the accumulator fragments; 64-key K/V "
+                 "tiles double-buffered by cp.async, fenced into the async proxy. Not yet: TMA, "
+                 "warp specialisation (producer warps, ping-pong), a GEMM overlapped with its own "
+                 "warpgroup's softmax",
+            sources=("wgmma.cu",), kernel="flash_fwd_wgmma",
+            grid=wgmma_grid, block=(WGMMA_THREADS,), shared_mem=wgmma_smem, defines=wgmma_defines,
+            args=kernel_args, accepts=check_wgmma, arch=WGMMA_ARCH,
+            launch="grid (ceil(seq_q/128), batch x q_heads) x 256 threads, 97 KiB shared (head_dim 128); "
+                   "sm_90 (Hopper) only",
         ),
     ]
 

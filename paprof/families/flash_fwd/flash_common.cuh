@@ -92,3 +92,101 @@ FLASH_DEVICE unsigned pack2(float lo, float hi) {
 #else
 #include "flash_emulate.h"
 #endif
+
+// ---- Online softmax on the tensor-core fragments (mma and wgmma kernels) ------------
+// The 4 lanes that hold one row of an accumulator fragment (lanes 4g..4g+3) share its
+// max and sum through two shuffles.
+FLASH_DEVICE float quad_max(float x) {
+    x = fmaxf(x, shfl_xor(x, 1));
+    return fmaxf(x, shfl_xor(x, 2));
+}
+FLASH_DEVICE float quad_sum(float x) {
+    x += shfl_xor(x, 1);
+    return x + shfl_xor(x, 2);
+}
+
+// One key step of a row's online softmax (base 2, scores scaled): m is the running max,
+// l this lane's share of the running sum, lane_max the largest scaled score of the step
+// in this lane. Returns the base the step's scores subtract (0 while the row has seen no
+// key: no NaN) and sets c to the factor l (done here) and the accumulators are rescaled by.
+FLASH_DEVICE float softmax_step(float& m, float& l, float lane_max, float& c) {
+    const float mx = quad_max(fmaxf(m, lane_max));
+    const float base = mx == neg_inf() ? 0.f : mx;
+    c = fast_exp2(m - base);  // 0 on a row's first step with a key
+    m = mx;
+    l *= c;
+    return base;
+}
+
+// 1 / (the row's sum), from the lanes' shares; 0 for a row that saw no key.
+FLASH_DEVICE float softmax_inverse(float l) {
+    const float s = quad_sum(l);
+    return s > 0.f ? 1.f / s : 0.f;
+}
+
+// ---- What a CTA of the tensor-core kernels works on ---------------------------------
+// BR queries of row block bh = b * q_heads + h (blockIdx.y), causal tiles in reverse
+// order (the longest rows first), and the key steps of BC it takes.
+template <class T>
+struct FlashTile {
+    int bh;            // b * q_heads + h
+    int q0, offset;    // the first query; query i sees keys j <= i + offset when causal
+    int steps;         // key steps: keys at or past the last query's diagonal (causal) or
+                       // seq_k are never loaded
+    int first_masked;  // the first step needing a mask: it crosses the diagonal of the
+                       // first query (q0 + offset), or holds keys past seq_k
+    const T* q;        // the head's [seq_q][HEAD_DIM] queries
+    const T* k;        // its K/V head's (GQA) [seq_k][HEAD_DIM] keys and values
+    const T* v;
+    T* o;              // its [seq_q][HEAD_DIM] output
+};
+
+template <int ROWS, int KEYS, int DIM, class T>
+FLASH_DEVICE FlashTile<T> flash_tile(const T* q, const T* k, const T* v, T* o, int seq_q, int seq_k,
+                                     int q_heads, int kv_heads, int causal) {
+    FlashTile<T> w;
+    w.bh = blockIdx.y;
+    const int b = w.bh / q_heads;
+    const int kvh = b * kv_heads + (w.bh - b * q_heads) / (q_heads / kv_heads);
+    w.q0 = (causal ? gridDim.x - 1 - blockIdx.x : blockIdx.x) * ROWS;
+    w.offset = seq_k - seq_q;
+    const int key_end = causal ? min(seq_k, w.q0 + ROWS + w.offset) : seq_k;
+    w.steps = key_end > 0 ? (key_end + KEYS - 1) / KEYS : 0;
+    w.first_masked = causal ? max(0, w.q0 + w.offset + 1) / KEYS : seq_k / KEYS;
+    w.q = q + (size_t)w.bh * seq_q * DIM;
+    w.k = k + (size_t)kvh * seq_k * DIM;
+    w.v = v + (size_t)kvh * seq_k * DIM;
+    w.o = o + (size_t)w.bh * seq_q * DIM;
+    return w;
+}
+
+// ---- Tiles of 16-bit rows between global and shared memory --------------------------
+// at(r, c): the byte offset in the tile of row r, column c (a multiple of 8): the kernel's
+// layout (its swizzle). The CTA's NTHREADS threads move 16-byte chunks.
+
+// rows [row0, row0 + ROWS) of a [n][DIM] matrix into a tile by cp.async, zeros past row n
+template <int ROWS, int DIM, int NTHREADS, class At>
+FLASH_DEVICE void load_rows(unsigned char* tile, const unsigned short* src, int row0, int n, int tid, At at) {
+    constexpr int chunks = DIM / 8;
+#pragma unroll
+    for (int i = 0; i < ROWS * chunks / NTHREADS; ++i) {
+        const int idx = tid + i * NTHREADS;
+        const int r = idx / chunks, c = (idx % chunks) * 8;
+        const bool ok = row0 + r < n;
+        const unsigned short* from = ok ? src + (size_t)(row0 + r) * DIM + c : src;
+        cp_async16(tile + at(r, c), from, ok ? 16 : 0);
+    }
+}
+
+// one warp's 16 staged rows, tile rows row0..row0+15, out to rows q0 + row0.. of a
+// [seq_q][DIM] output as 16-byte stores (rows past seq_q not written)
+template <int DIM, class At>
+FLASH_DEVICE void store_rows(unsigned short* out, const unsigned char* tile, int row0, int q0, int seq_q, int lane, At at) {
+    constexpr int chunks = DIM / 8;
+#pragma unroll
+    for (int i = lane; i < 16 * chunks; i += 32) {
+        const int r = row0 + i / chunks, c = (i % chunks) * 8;
+        if (q0 + r < seq_q)
+            *reinterpret_cast<uint4*>(out + (size_t)(q0 + r) * DIM + c) = *reinterpret_cast<const uint4*>(tile + at(r, c));
+    }
+}

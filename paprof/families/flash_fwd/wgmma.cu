@@ -87,14 +87,7 @@ FLASH_DEVICE unsigned long long v_desc(unsigned tile, int kk) {
 // rows [row0, row0 + ROWS) of a [n][HEAD_DIM] matrix into a tile, zeros past row n
 template <int ROWS>
 FLASH_DEVICE void load_tile(unsigned char* tile, const elem* src, int row0, int n, int tid) {
-#pragma unroll
-    for (int i = 0; i < ROWS * CHUNKS / THREADS; ++i) {
-        const int idx = tid + i * THREADS;
-        const int r = idx / CHUNKS, c = (idx % CHUNKS) * 8;
-        const bool ok = row0 + r < n;
-        const elem* from = ok ? src + (size_t)(row0 + r) * HEAD_DIM + c : src;
-        cp_async16(tile + tile_offset<ROWS>(r, c), from, ok ? 16 : 0);
-    }
+    load_rows<ROWS, HEAD_DIM, THREADS>(tile, src, row0, n, tid, [](int r, int c) { return tile_offset<ROWS>(r, c); });
 }
 
 // This thread's copies are in (at most N groups still flying), visible to the async proxy,
@@ -121,22 +114,9 @@ flash_fwd_wgmma(const elem* __restrict__ q, const elem* __restrict__ k,
     const int tid = threadIdx.x;
     const int warp = tid / 32, lane = tid % 32;  // warp 4wg + w: rows 64wg + 16w ..
     const int g = lane / 4, t = lane % 4;        // a fragment's row group and column pair
-    const int bh = blockIdx.y;                   // b * q_heads + h
-    const int b = bh / q_heads;
-    const int kvh = b * kv_heads + (bh - b * q_heads) / (q_heads / kv_heads);
-    const int tile = causal ? gridDim.x - 1 - blockIdx.x : blockIdx.x;  // longest rows first
-    const int q0 = tile * BR;
-    const int offset = seq_k - seq_q;  // query i sees keys j <= i + offset when causal
-    const elem* qh = q + (size_t)bh * seq_q * HEAD_DIM;
-    const elem* kh = k + (size_t)kvh * seq_k * HEAD_DIM;
-    const elem* vh = v + (size_t)kvh * seq_k * HEAD_DIM;
-
-    // keys at or past key_end are masked for every query of the tile: never loaded
-    const int key_end = causal ? min(seq_k, q0 + BR + offset) : seq_k;
-    const int steps = key_end > 0 ? (key_end + BC - 1) / BC : 0;
-    // the first key step that needs a mask: it crosses the diagonal of the tile's first
-    // query (q0 + offset), or holds keys past seq_k
-    const int first_masked = causal ? max(0, q0 + offset + 1) / BC : seq_k / BC;
+    const auto w = flash_tile<BR, BC, HEAD_DIM>(q, k, v, o, seq_q, seq_k, q_heads, kv_heads, causal);
+    const int q0 = w.q0, offset = w.offset, steps = w.steps, first_masked = w.first_masked;
+    const elem *qh = w.q, *kh = w.k, *vh = w.v;
 
     load_tile<BR>(sQ, qh, q0, seq_q, tid);
     if (steps > 0) load_tile<BC>(sK, kh, 0, seq_k, tid);
@@ -185,23 +165,14 @@ flash_fwd_wgmma(const elem* __restrict__ q, const elem* __restrict__ k,
         }
 
         // online softmax, base 2: x = s * log2(e) / sqrt(head_dim)
-        float mx0 = m0, mx1 = m1;
+        float mx0 = neg_inf(), mx1 = neg_inf();
 #pragma unroll
         for (int i = 0; i < SREGS; i += 4) {
             mx0 = fmaxf(mx0, fmaxf(s[i], s[i + 1]) * scale_log2);
             mx1 = fmaxf(mx1, fmaxf(s[i + 2], s[i + 3]) * scale_log2);
         }
-        mx0 = fmaxf(mx0, shfl_xor(mx0, 1));
-        mx0 = fmaxf(mx0, shfl_xor(mx0, 2));
-        mx1 = fmaxf(mx1, shfl_xor(mx1, 1));
-        mx1 = fmaxf(mx1, shfl_xor(mx1, 2));
-        const float base0 = mx0 == neg_inf() ? 0.f : mx0;  // a row with no key yet: no NaN
-        const float base1 = mx1 == neg_inf() ? 0.f : mx1;
-        const float c0 = fast_exp2(m0 - base0), c1 = fast_exp2(m1 - base1);  // 0 on step 0
-        m0 = mx0;
-        m1 = mx1;
-        l0 *= c0;
-        l1 *= c1;
+        float c0, c1;
+        const float base0 = softmax_step(m0, l0, mx0, c0), base1 = softmax_step(m1, l1, mx1, c1);
 #pragma unroll
         for (int i = 0; i < OREGS; i += 4) {
             acc[i] *= c0;
@@ -245,12 +216,7 @@ flash_fwd_wgmma(const elem* __restrict__ q, const elem* __restrict__ k,
     }
     cp_async_wait<0>();
 
-    // the 4 lanes of a row hold parts of its sum
-    l0 += shfl_xor(l0, 1);
-    l0 += shfl_xor(l0, 2);
-    l1 += shfl_xor(l1, 1);
-    l1 += shfl_xor(l1, 2);
-    const float inv0 = l0 > 0.f ? 1.f / l0 : 0.f, inv1 = l1 > 0.f ? 1.f / l1 : 0.f;
+    const float inv0 = softmax_inverse(l0), inv1 = softmax_inverse(l1);
 
     // O through this warp's own 16 rows of sQ (only this warp ever read them), then out
     // as 16-byte rows
@@ -262,12 +228,5 @@ flash_fwd_wgmma(const elem* __restrict__ q, const elem* __restrict__ k,
         *reinterpret_cast<unsigned*>(sQ + tile_offset<BR>(r1, c)) = pack2(acc[i + 2] * inv1, acc[i + 3] * inv1);
     }
     __syncwarp();
-    elem* oh = o + (size_t)bh * seq_q * HEAD_DIM;
-#pragma unroll
-    for (int i = lane; i < 16 * CHUNKS; i += 32) {
-        const int r = warp * 16 + i / CHUNKS, c = (i % CHUNKS) * 8;
-        if (q0 + r < seq_q)
-            *reinterpret_cast<uint4*>(oh + (size_t)(q0 + r) * HEAD_DIM + c) =
-                *reinterpret_cast<const uint4*>(sQ + tile_offset<BR>(r, c));
-    }
+    store_rows<HEAD_DIM>(w.o, sQ, warp * 16, q0, seq_q, lane, [](int r, int c) { return tile_offset<BR>(r, c); });
 }

@@ -98,3 +98,21 @@ def test_flash_fwd_kernels_compile_without_spills(tmp_path, vid, dtype, head_dim
     threads = variant.block[0]
     blocks = defines.get("MIN_BLOCKS", 1)
     assert regs * threads * blocks <= 65536, (regs, log)
+
+
+@pytest.mark.parametrize("dtype, head_dim", [("bf16", 128), ("fp16", 64)])
+def test_wgmma_runs_on_hgmma(dtype, head_dim):
+    """The static gate's compile of wgmma (its own sm_90a target): Hopper's HGMMA in the
+    SASS (S = Q K^T: head_dim / 16 of them, O += P V: 64 / 16), no mma.sync HMMA, no spills."""
+    from paprof import static
+    from paprof.families.flash_fwd import FAMILY
+
+    cuobjdump = static.find_cuobjdump()
+    if cuobjdump is None:
+        pytest.skip("cuobjdump not found (the test extra's nvidia-cuda-cuobjdump)")
+    variant = FAMILY.variant("wgmma")
+    (unit,) = static.compile_units(variant, FAMILY.parse(f"dtype={dtype},head_dim={head_dim}"))
+    assert unit.arch == "sm_90a"
+    counts = static.kernel_counts(unit, static.find_nvcc(), cuobjdump)["flash_fwd_wgmma"]
+    assert counts["sass_hgmma"] == head_dim // 16 + 4 and counts["sass_hmma"] == 0, counts
+    assert counts["spill_stores_bytes"] == counts["spill_loads_bytes"] == 0, counts

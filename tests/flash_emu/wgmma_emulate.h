@@ -165,6 +165,8 @@ FLASH_DEVICE void wgmma_wait() {
 
 template <int R>
 FLASH_DEVICE void wgmma_hold(float (&)[R]) {}
+template <int R>
+FLASH_DEVICE void wgmma_hold(unsigned (&)[R]) {}
 
 FLASH_DEVICE void fence_proxy_async() {
     const int me = int(threadIdx.x);

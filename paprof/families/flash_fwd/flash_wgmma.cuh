@@ -34,6 +34,13 @@ FLASH_DEVICE void wgmma_hold(float (&d)[R]) {
     for (int i = 0; i < R; ++i) asm volatile("" : "+f"(d[i])::"memory");
 }
 
+// The same for A fragments in registers (P): computed before the wgmma.fence, not sunk past it.
+template <int R>
+FLASH_DEVICE void wgmma_hold(unsigned (&a)[R]) {
+#pragma unroll
+    for (int i = 0; i < R; ++i) asm volatile("" : "+r"(a[i])::"memory");
+}
+
 // This thread's generic-proxy writes to shared memory (cp.async, st.shared) become visible
 // to the async proxy, which wgmma reads shared memory through.
 FLASH_DEVICE void fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }

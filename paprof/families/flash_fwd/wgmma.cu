@@ -197,6 +197,8 @@ flash_fwd_wgmma(const elem* __restrict__ q, const elem* __restrict__ k,
 
         tiles_ready<1>();  // V of this step is in (K of the next may still fly)
         wgmma_hold(acc);
+#pragma unroll
+        for (int kk = 0; kk < PSTEPS; ++kk) wgmma_hold(pa[kk]);
         wgmma_fence();
 #pragma unroll
         for (int kk = 0; kk < PSTEPS; ++kk) {

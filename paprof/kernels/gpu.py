@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import os
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -86,8 +87,14 @@ def _compile_for_arch(code: str, options: list[str], arch: str, names: str):
     from cupy_backends.cuda.libs import nvrtc  # noqa: PLC0415 (with CuPy, lazy)
 
     opts = tuple(options) + (f"-arch={arch}",)
-    digest = hashlib.sha256("\0".join((code,) + opts).encode()).hexdigest()[:32]
+    version = ".".join(map(str, nvrtc.getVersion()))  # a new NVRTC compiles afresh
+    digest = hashlib.sha256("\0".join((code, version) + opts).encode()).hexdigest()[:32]
     folder = Path(os.environ.get("PAPROF_CUBIN_CACHE", Path.home() / ".cache" / "paprof" / "cubin"))
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError:  # no writable home: the temporary folder
+        folder = Path(tempfile.gettempdir()) / "paprof-cubin"
+        folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{digest}.cubin"
     if not path.exists():
         prog = nvrtc.createProgram(code, "kernel.cu", (), ())
@@ -98,7 +105,6 @@ def _compile_for_arch(code: str, options: list[str], arch: str, names: str):
             raise UserError(f"compiling {names} for {arch} failed: {err}\n{nvrtc.getProgramLog(prog)}") from None
         finally:
             nvrtc.destroyProgram(prog)
-        folder.mkdir(parents=True, exist_ok=True)
         partial = path.with_suffix(f".{os.getpid()}.part")
         partial.write_bytes(cubin)
         partial.replace(path)  # atomic: a concurrent process reads a whole file or none

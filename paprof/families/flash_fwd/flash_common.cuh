@@ -92,3 +92,62 @@ FLASH_DEVICE unsigned pack2(float lo, float hi) {
 #else
 #include "flash_emulate.h"
 #endif
+
+// The head and query tile a CTA of grid (query tiles, batch * q_heads) owns: its row block
+// bh = b * q_heads + h of Q and O, the K/V head h reads under GQA (q_heads / kv_heads query
+// heads share one), and its query tile, reversed when causal so the longest rows start first.
+struct FlashCta {
+    int bh, kvh, tile;
+};
+FLASH_DEVICE FlashCta flash_cta(int q_heads, int kv_heads, int causal) {
+    const int bh = blockIdx.y, b = bh / q_heads;
+    const int x = blockIdx.x, last = gridDim.x - 1;
+    return {bh, b * kv_heads + (bh - b * q_heads) / (q_heads / kv_heads), causal ? last - x : x};
+}
+
+// The rows a CTA reads and writes: Q and O of its head, K and V of its K/V head (every
+// tensor [heads][seq][DIM], contiguous).
+template <class T>
+struct HeadRows {
+    const T *q, *k, *v;
+    T* o;
+};
+template <int DIM, class T>
+FLASH_DEVICE HeadRows<T> head_rows(const T* q, const T* k, const T* v, T* o, FlashCta c, int seq_q, int seq_k) {
+    const size_t qo = (size_t)c.bh * seq_q * DIM, kv = (size_t)c.kvh * seq_k * DIM;
+    return {q + qo, k + kv, v + kv, o + qo};
+}
+
+// Two m16n8k16 tiles sharing A: d0 += A (b[0], b[1]), d1 += A (b[2], b[3]), the four
+// registers of one ldmatrix.x4 of two n8 tiles.
+FLASH_DEVICE void mma_16816_x2(float (&d0)[4], float (&d1)[4], const unsigned (&a)[4], const unsigned (&b)[4]) {
+    mma_16816(d0, a, b[0], b[1]);
+    mma_16816(d1, a, b[2], b[3]);
+}
+
+// A tile of br queries from q0 against keys in steps of bc: keys at or past the tile's end
+// (causal: past the diagonal of its last query) are masked for all of its queries and
+// never loaded; first_masked is the first step that needs a mask: it crosses the diagonal
+// of the tile's first query (q0 + offset, offset = seq_k - seq_q) or holds keys past seq_k.
+struct KeySteps {
+    int steps, first_masked;
+};
+FLASH_DEVICE KeySteps key_steps(int q0, int br, int bc, int seq_k, int offset, int causal) {
+    const int key_end = causal ? min(seq_k, q0 + br + offset) : seq_k;
+    return {(key_end + bc - 1) / bc, causal ? (q0 + offset + 1) / bc : seq_k / bc};
+}
+
+// A warp's 16 rows of O, staged in shared memory (element at(r, c) of staged holds row r,
+// column c of the CTA's tile), out to the head's rows oh as 16-byte chunks; rows past
+// seq_q are not written.
+template <int DIM, class T, class At>
+FLASH_DEVICE void store_warp_rows(T* oh, const T* staged, At at, int r0, int q0, int seq_q, int lane) {
+    constexpr int chunks = DIM / 8;
+#pragma unroll
+    for (int i = lane; i < 16 * chunks; i += 32) {
+        const int r = r0 + i / chunks, c = (i % chunks) * 8;
+        if (q0 + r < seq_q)
+            *reinterpret_cast<uint4*>(oh + (size_t)(q0 + r) * DIM + c) =
+                *reinterpret_cast<const uint4*>(staged + at(r, c));
+    }
+}

@@ -76,22 +76,14 @@ flash_fwd_mma(const elem* __restrict__ q, const elem* __restrict__ k,
     const int tid = threadIdx.x;
     const int warp = tid / 32, lane = tid % 32;
     const int g = lane / 4, t = lane % 4;  // a fragment's row group and column pair
-    const int bh = blockIdx.y;             // b * q_heads + h
-    const int b = bh / q_heads;
-    const int kvh = b * kv_heads + (bh - b * q_heads) / (q_heads / kv_heads);
-    const int tile = causal ? gridDim.x - 1 - blockIdx.x : blockIdx.x;  // longest rows first
-    const int q0 = tile * BR;
+    const FlashCta cta = flash_cta(q_heads, kv_heads, causal);
+    const HeadRows<elem> rows = head_rows<HEAD_DIM>(q, k, v, o, cta, seq_q, seq_k);
+    const elem *qh = rows.q, *kh = rows.k, *vh = rows.v;
+    const int q0 = cta.tile * BR;
     const int offset = seq_k - seq_q;  // query i sees keys j <= i + offset when causal
-    const elem* qh = q + (size_t)bh * seq_q * HEAD_DIM;
-    const elem* kh = k + (size_t)kvh * seq_k * HEAD_DIM;
-    const elem* vh = v + (size_t)kvh * seq_k * HEAD_DIM;
 
-    // keys at or past key_end are masked for every query of the tile: never loaded
-    const int key_end = causal ? min(seq_k, q0 + BR + offset) : seq_k;
-    const int steps = (key_end + BC - 1) / BC;
-    // the first key step that needs a mask: it crosses the diagonal of the tile's first
-    // query (q0 + offset), or holds keys past seq_k
-    const int first_masked = causal ? (q0 + offset + 1) / BC : seq_k / BC;
+    const KeySteps ks = key_steps(q0, BR, BC, seq_k, offset, causal);
+    const int steps = ks.steps, first_masked = ks.first_masked;
 
     load_tile<BR>(sQ, qh, q0, seq_q, tid);
     load_tile<BC>(sK, kh, 0, seq_k, tid);
@@ -132,8 +124,7 @@ flash_fwd_mma(const elem* __restrict__ q, const elem* __restrict__ k,
                 unsigned kb[4];
                 ldsm_x4(kb, tK + swz(n * 8 + (lane & 7) + ((lane >> 4) << 3),
                                      kk * 16 + ((lane >> 3) & 1) * 8));
-                mma_16816(s[n], qf[kk], kb[0], kb[1]);
-                mma_16816(s[n + 1], qf[kk], kb[2], kb[3]);
+                mma_16816_x2(s[n], s[n + 1], qf[kk], kb);
             }
         }
 
@@ -200,8 +191,7 @@ flash_fwd_mma(const elem* __restrict__ q, const elem* __restrict__ k,
             for (int n = 0; n < OTILES; n += 2) {  // two n8 tiles of dims a ldmatrix
                 unsigned vb[4];
                 ldsm_x4_trans(vb, tV + swz(kk * 16 + (lane & 15), n * 8 + (lane >> 4) * 8));
-                mma_16816(acc[n], pa[kk], vb[0], vb[1]);
-                mma_16816(acc[n + 1], pa[kk], vb[2], vb[3]);
+                mma_16816_x2(acc[n], acc[n + 1], pa[kk], vb);
             }
         }
 
@@ -228,12 +218,6 @@ flash_fwd_mma(const elem* __restrict__ q, const elem* __restrict__ k,
         *reinterpret_cast<unsigned*>(sQ + swz(r1, c)) = pack2(acc[n][2] * inv1, acc[n][3] * inv1);
     }
     __syncwarp();
-    elem* oh = o + (size_t)bh * seq_q * HEAD_DIM;
-#pragma unroll
-    for (int i = lane; i < 16 * CHUNKS; i += 32) {
-        const int r = warp * 16 + i / CHUNKS, c = (i % CHUNKS) * 8;
-        if (q0 + r < seq_q)
-            *reinterpret_cast<uint4*>(oh + (size_t)(q0 + r) * HEAD_DIM + c) =
-                *reinterpret_cast<const uint4*>(sQ + swz(r, c));
-    }
+    store_warp_rows<HEAD_DIM>(rows.o, sQ, [](int r, int c) { return swz(r, c); },
+                              warp * 16, q0, seq_q, lane);
 }

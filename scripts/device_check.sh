@@ -22,7 +22,7 @@
 #            timed, replay passes in the logs (-> $OUT/presets.tar.xz[.aa ...])
 #   flashw   flash_fwd's Hopper wgmma variant: its GPU tests (stop at the first failure, the
 #            error of each 64-query block in the message), compute-sanitizer memcheck on
-#            small shapes, then paprof bench of wgmma, mma, sdpa_flash and sdpa_cudnn at the
+#            small shapes, then paprof bench of wgmma, mma, mma128, sdpa_flash, sdpa_cudnn at the
 #            issue shapes (bf16 b4 h32 s8192 d128, causal, d64, s1024) -> logs/flashw-*
 #   flashbig flash_fwd's runs at the issue's shape (b4 h32 s8192 d128 bf16; handbook fp32)
 #            (-> $OUT/flash-big.tar.xz)
@@ -31,6 +31,9 @@
 #            issue shapes (bf16 b4 h32 s8192 d128, causal, d64, s1024; the fp32 handbook at
 #            b1 h8 s2048) against the GEMM ceiling, paprof run --variant all (bf16) and the
 #            handbook (fp32) at b2 h16 s2048 causal -> logs/flash-*, $OUT/flash-runs.tar.xz[.aa ...]
+#   flash2   flash_fwd's faster kernels against mma and the SDPA peers (variants in $FV at the top
+#            of the stage): their GPU tests, paprof bench (30 launches) at the issue shapes (bf16
+#            b4 h32 s8192 d128, causal, d64, s1024) -> logs/flash2-*, a TFLOP/s table
 #   shards   the same bench sweep as two shards run one after the other on this GPU, merged,
 #            and once through --gpus 0 (the worker path) (-> $OUT/shards.tar)
 #   fp8      the fp8 (e4m3) cache: its GPU tests, its sanitize_fast.py shapes under memcheck,
@@ -326,6 +329,26 @@ from paprof.kernels import gpu; print(gpu.current_device())
       timeout 200 python3 -m pytest -m gpu tests/test_peers.py -q -p no:cacheprovider -rs 2>&1 | tail -25 | tee "$OUT/logs/peers-tests.log"
     )
     ;;
+  flash2)
+    stamp flash2
+    FV="mma mma128 sdpa_flash sdpa_cudnn"   # the variants benched; the first: the baseline
+    FT="mma128"                             # pytest -k: the new kernels' GPU tests
+    timeout 120 python3 -m pytest -m gpu tests/test_gpu_flash.py -q -p no:cacheprovider -rs -k "$FT" 2>&1 \
+      | tail -25 | tee "$OUT/logs/flash2-tests.log"
+    F="batch=4,q_heads=32,seq_q=8192,head_dim=128,dtype=bf16"
+    VARGS=$(for vid in $FV; do printf -- '--variant %s ' "$vid"; done)
+    i=0
+    for spec in "$F" "$F,causal=true" "${F/head_dim=128/head_dim=64}" "${F/seq_q=8192/seq_q=1024}"; do
+      i=$((i + 1))
+      start=$(date +%s)
+      # shellcheck disable=SC2086  # one word a flag
+      timeout 100 python3 -m paprof bench --family flash_fwd $VARGS --launches 30 --shape "$spec" --json \
+        > "$OUT/logs/flash2-bench-$i.json" 2> "$OUT/logs/flash2-bench-$i.log"
+      echo "bench $spec: rc $? $(( $(date +%s) - start )) s wall" | tee -a "$OUT/logs/flash2-bench.txt"
+      tail -4 "$OUT/logs/flash2-bench-$i.log"
+    done
+    python3 scripts/bench_table.py --flops "$OUT"/logs/flash2-bench-*.json | tee "$OUT/logs/flash2-bench-table.md"
+    ;;
   flashw)
     stamp flashw
     # at most 150 + 90 + 4 x 85 s (under the device tool's 10 minutes); expected ~4 minutes
@@ -354,8 +377,8 @@ for text in ('batch=1,q_heads=4,kv_heads=2,seq_q=200,seq_k=333,head_dim=128,caus
     for spec in "$F" "$F,causal=true" "${F/head_dim=128/head_dim=64}" "${F/seq_q=8192/seq_q=1024}"; do
       i=$((i + 1))
       start=$(date +%s)
-      timeout 85 python3 -m paprof bench --family flash_fwd --variant wgmma --variant mma --variant sdpa_flash \
-        --variant sdpa_cudnn --launches 30 --shape "$spec" --json > "$OUT/logs/flashw-bench-$i.json" 2> "$OUT/logs/flashw-bench-$i.log"
+      timeout 85 python3 -m paprof bench --family flash_fwd --variant wgmma --variant mma --variant mma128 \
+        --variant sdpa_flash --variant sdpa_cudnn --launches 30 --shape "$spec" --json > "$OUT/logs/flashw-bench-$i.json" 2> "$OUT/logs/flashw-bench-$i.log"
       echo "bench $spec: rc $? $(( $(date +%s) - start )) s wall" | tee -a "$OUT/logs/flashw-bench.txt"
     done
     python3 scripts/bench_table.py --flops "$OUT"/logs/flashw-bench-*.json | tee "$OUT/logs/flashw-bench-table.md"

@@ -27,23 +27,25 @@ HERE = Path(__file__).resolve().parent / "flash_emu"
 FOLDER = Path(problem.__file__).resolve().parent
 pytestmark = pytest.mark.skipif(GXX is None, reason="g++ is not on PATH")
 
-KERNELS = {  # variant -> (source, kernel, element type, threads, shared memory, -D values, grid x)
-    "handbook": ("handbook.cu", "flash_fwd_handbook", "float", catalog.TILE_ROWS,
-                 catalog.handbook_smem, lambda p: {"HEAD_DIM": p.head_dim, "DTYPE": 2}, catalog.tiles),
-    "mma": ("mma.cu", "flash_fwd_mma", "unsigned short", catalog.MMA_THREADS, catalog.mma_smem,
-            catalog.mma_defines, catalog.tiles),
-    "wgmma": ("wgmma.cu", "flash_fwd_wgmma", "unsigned short", catalog.WGMMA_THREADS, catalog.wgmma_smem,
-              catalog.wgmma_defines, lambda p: catalog.wgmma_grid(p)[0]),
-}
-CHECKS = {"handbook": catalog.check_handbook, "mma": catalog.check_mma, "wgmma": catalog.check_wgmma}
+ELEM = {"handbook": "float"}  # the tensor-core kernels move 16-bit bit patterns
+EMULATED = ("handbook", "mma", "mma128", "wgmma")
+
+
+def kernel(vid: str):
+    """The variant as the catalogue declares it: its source, kernel, grid, block, shared
+    memory and -D values are what the emulation builds and launches."""
+    v = FAMILY.variant(vid)
+    assert v.kind == "cuda" and len(v.sources) == 1
+    return v
 
 
 @functools.lru_cache(maxsize=None)
 def driver(vid: str, defines: tuple, build: Path) -> Path:
-    source, kernel, elem, *_ = KERNELS[vid]
+    v = kernel(vid)
     exe = build / f"{vid}-{'-'.join(f'{k}{v}' for k, v in defines)}"
-    return build_driver(HERE / "driver.cpp", exe, {"FLASH_EMULATE": None, "FLASH_KERNEL_FILE": f'"{source}"',
-                                                    "FLASH_KERNEL": kernel, "FLASH_ELEM": elem, **dict(defines)},
+    return build_driver(HERE / "driver.cpp", exe, {"FLASH_EMULATE": None, "FLASH_KERNEL_FILE": f'"{v.sources[0]}"',
+                                                    "FLASH_KERNEL": v.kernel,
+                                                    "FLASH_ELEM": ELEM.get(vid, "unsigned short"), **dict(defines)},
                         [FOLDER, HERE])
 
 
@@ -53,21 +55,26 @@ def build(tmp_path_factory):
 
 
 def run_emulated(vid: str, p: problem.Shape, build: Path, eager: bool = False, seed: int = 3,
-                 exe: Path | None = None):
-    """The kernel's output against the reference (a ``harness`` check); ``exe``: a driver
-    built from another copy of the source (the mutation tests)."""
-    CHECKS[vid](p)
-    _, _, elem, threads, smem, defines, grid_x = KERNELS[vid]
-    exe = exe or driver(vid, tuple(sorted(defines(p).items())), build)
+                 exe: Path | None = None, **override):
+    """Run ``vid`` on ``p`` in the emulation; ``override``: -D values replacing the catalogue's;
+    ``exe``: a driver built from another copy of the source (the mutation tests)."""
+    v = kernel(vid)
+    v.check(p)
+    defines = {**v.defines(p), **override}
+    exe = exe or driver(vid, tuple(sorted(defines.items())), build)
     inputs = problem.make_inputs(p, seed, xp=np)
+    grid_x, grid_y = v.grid(p)
+    (threads,) = v.block
+    assert grid_y == p.batch * p.q_heads
     header = np.array([p.batch, p.q_heads, p.kv, p.seq_q, p.keys, int(p.causal), int(eager),
-                       smem(p), grid_x(p), threads], dtype=np.int32)
+                       v.shared_mem(p), grid_x, threads], dtype=np.int32)
     scale = np.array([p.scale * np.log2(np.e)], dtype=np.float32)
-    src, dst = build / f"in-{p.slug()}-{vid}", build / f"out-{p.slug()}-{vid}"
+    tag = f"{p.slug()}-{vid}-{'-'.join(f'{k}{x}' for k, x in sorted(override.items()))}"
+    src, dst = build / f"in-{tag}", build / f"out-{tag}"
     with open(src, "wb") as fh:
         for part in (header, scale, inputs["q"], inputs["k"], inputs["v"]):
             fh.write(np.ascontiguousarray(part).tobytes())
-    done = subprocess.run([str(exe), str(src), str(dst)], capture_output=True, text=True, timeout=600)
+    done = subprocess.run([str(exe), str(src), str(dst)], capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stderr[-4000:]
     out = np.fromfile(dst, dtype=problem.storage_dtype(np, p.dtype)).reshape(
         problem.make_output(p, np).shape)
@@ -83,6 +90,16 @@ CASES = [
     ("mma", dict(batch=1, q_heads=1, seq_q=128, head_dim=64, causal=True, dtype="fp16")),   # whole tiles
     ("mma", dict(batch=1, q_heads=1, seq_q=30, seq_k=64, head_dim=64, causal=False, dtype="bf16")),
     ("mma", dict(batch=1, q_heads=1, seq_q=1, seq_k=129, head_dim=64, causal=True, dtype="bf16")),
+    # mma128: 128-query tiles, the 3-buffer ring wrapping (steps > 3), a partial last key
+    # tile, diagonal tiles, GQA, seq_k != seq_q, both dtypes and head_dims
+    ("mma128", dict(batch=1, q_heads=2, kv_heads=1, seq_q=100, seq_k=150, head_dim=64, causal=True, dtype="bf16")),
+    ("mma128", dict(batch=2, q_heads=2, seq_q=70, seq_k=70, head_dim=128, causal=False, dtype="fp16")),
+    ("mma128", dict(batch=1, q_heads=1, seq_q=300, head_dim=128, causal=True, dtype="bf16")),
+    ("mma128", dict(batch=1, q_heads=1, seq_q=65, seq_k=520, head_dim=64, causal=False, dtype="fp16")),
+    ("mma128", dict(batch=1, q_heads=1, seq_q=256, head_dim=64, causal=True, dtype="fp16")),  # whole tiles
+    ("mma128", dict(batch=1, q_heads=4, kv_heads=2, seq_q=130, seq_k=400, head_dim=128, causal=True, dtype="fp16")),
+    ("mma128", dict(batch=1, q_heads=1, seq_q=1, seq_k=129, head_dim=64, causal=True, dtype="bf16")),
+    ("mma128", dict(batch=1, q_heads=1, seq_q=128, seq_k=256, head_dim=128, causal=False, dtype="bf16")),
     ("wgmma", dict(batch=1, q_heads=2, kv_heads=1, seq_q=100, seq_k=150, head_dim=64, causal=True, dtype="bf16")),
     ("wgmma", dict(batch=2, q_heads=2, seq_q=70, seq_k=70, head_dim=128, causal=False, dtype="fp16")),
     ("wgmma", dict(batch=1, q_heads=1, seq_q=130, head_dim=128, causal=True, dtype="bf16")),     # 2 tiles, diagonal
@@ -107,6 +124,27 @@ def test_mma_with_copies_landing_when_issued(build):
     reading would corrupt its scores."""
     p = problem.Shape(batch=1, q_heads=1, seq_q=64, seq_k=200, head_dim=64, causal=False, dtype="bf16")
     check = run_emulated("mma", p, build, eager=True)
+    assert check.passed, check
+
+
+@pytest.mark.parametrize("eager", [False, True])
+def test_mma128_ring_with_copies_landing_when_issued(build, eager):
+    """mma128 refills a buffer of its 3-stage ring one barrier after its last reader: with
+    copies landing at issue a refill one step too early would corrupt another warp's
+    scores or P V (8 steps: the ring wraps twice)."""
+    p = problem.Shape(batch=1, q_heads=1, seq_q=128, seq_k=500, head_dim=64, causal=False, dtype="bf16")
+    check = run_emulated("mma128", p, build, eager=eager)
+    assert check.passed, check
+
+
+@pytest.mark.parametrize("override", [dict(PIPELINE=0), dict(STAGES=2)])
+def test_mma128_other_builds(build, override):
+    """The build switches the catalogue does not pick: Q K^T after the softmax (PIPELINE 0),
+    a ring of 2 buffers (the wait then allows no group in flight)."""
+    p = problem.Shape(batch=1, q_heads=2, kv_heads=1, seq_q=150, seq_k=330, head_dim=64, causal=True, dtype="fp16")
+    smem = 2 * (p.head_dim + 8) * (128 + 2 * override.get("STAGES", 3) * 64)
+    assert smem <= catalog.mma128_smem(p)  # the launch's shared memory holds the smaller ring too
+    check = run_emulated("mma128", p, build, eager=True, **override)
     assert check.passed, check
 
 

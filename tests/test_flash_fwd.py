@@ -212,7 +212,14 @@ def test_tolerances_are_per_dtype():
 
 def test_the_cuda_variants_and_the_shapes_they_take():
     ids = [v.id for v in FAMILY.variants]
-    assert ids[:2] == ["handbook", "mma"]
+    assert ids[:3] == ["handbook", "mma", "mma128"]
+    m128 = FAMILY.variant("mma128")
+    m128.check(FAMILY.parse("dtype=fp16,head_dim=64,q_heads=8,kv_heads=2,seq_q=1000,seq_k=1500,causal=true"))
+    with pytest.raises(ShapeError, match="mma128 runs on the tensor cores"):
+        m128.check(FAMILY.parse("dtype=fp32"))
+    with pytest.raises(ShapeError, match="mma128 runs a grid row"):
+        m128.check(FAMILY.parse("batch=1024,q_heads=128,seq_q=64"))
+    assert m128.kernel_regex == "flash_fwd_mma128" and m128.block == (256,)
     hb, mma = FAMILY.variant("handbook"), FAMILY.variant("mma")
     hb.check(FAMILY.parse("dtype=fp32"))
     mma.check(FAMILY.parse("dtype=fp16"))
@@ -233,6 +240,9 @@ def test_launch_values(d):
     assert catalog.mma_smem(p) == (64 + 4 * 64) * d * 2 <= 227 * 1024
     assert catalog.handbook_smem(p) == 4 * (64 * (d + 4) + 2 * 32 * d + 32 * 64) <= 227 * 1024
     assert catalog.mma_defines(p) == {"HEAD_DIM": d, "DTYPE": 2, "MIN_BLOCKS": 3 if d == 64 else 2}
+    assert catalog.mma128_grid(p) == (8, 24)  # ceil(1000 / 128)
+    assert catalog.mma128_smem(p) == (128 + 2 * 3 * 64) * (d + 8) * 2 <= 227 * 1024
+    assert catalog.mma128_defines(p) == {"HEAD_DIM": d, "DTYPE": 2, "MIN_BLOCKS": 1, "STAGES": 3, "PIPELINE": 1}
     args = catalog.kernel_args(p, {"q": "Q", "k": "K", "v": "V"}, "O")
     assert args[:4] == ("Q", "K", "V", "O")
     assert [int(a) for a in args[4:8]] == [1000, 1000, 8, 2] and int(args[9]) == 1

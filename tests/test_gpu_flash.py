@@ -108,13 +108,12 @@ def test_wgmma_by_tile(shape, dtype):
                     f"by query block: {tile_errors(prep)}")
 
 
-@pytest.mark.parametrize("vid", ["handbook", "mma", "wgmma"])
-def test_kernels_report_their_launch(vid):
+@pytest.mark.parametrize("vid, tiles", [("handbook", 4), ("mma", 4), ("mma128", 2), ("wgmma", 2)])
+def test_kernels_report_their_launch(vid, tiles):
     dtype = "fp32" if vid == "handbook" else "bf16"
     prep, _ = check(vid, f"batch=1,q_heads=2,seq_q=200,head_dim=128,dtype={dtype}")
     (k,) = prep.launcher.kernels
-    rows = 128 if vid == "wgmma" else 64
-    assert k.name == f"flash_fwd_{vid}" and k.grid == (-(-200 // rows), 2, 1)
+    assert k.name == f"flash_fwd_{vid}" and k.grid == (tiles, 2, 1)
     assert k.dynamic_smem == FAMILY.variant(vid).shared_mem(prep.params) > 48 * 1024
     assert k.registers and k.registers <= 255
 
@@ -126,6 +125,44 @@ def test_mma_times_and_beats_the_handbook():
     t_fast = min(harness.time_steps(fast, 10))
     t_slow = min(harness.time_steps(slow, 10))
     assert 0 < t_fast < t_slow
+
+
+def test_mma128_times_and_beats_mma():
+    """mma128's point: the 128-query tile is faster than mma's 64 at a long sequence."""
+    new, _ = check("mma128", "batch=2,q_heads=16,seq_q=4096,head_dim=128,dtype=bf16")
+    old, _ = check("mma", "batch=2,q_heads=16,seq_q=4096,head_dim=128,dtype=bf16")
+    assert min(harness.time_steps(new, 10)) < min(harness.time_steps(old, 10))
+
+
+@pytest.mark.parametrize("shape", [
+    "batch=1,q_heads=2,seq_q=300,seq_k=777,head_dim=64,causal=true",  # rows of every 128-row tile
+    "batch=1,q_heads=3,kv_heads=1,seq_q=130,seq_k=130,head_dim=128,causal=true",
+])
+@pytest.mark.parametrize("dtype", ["fp16", "bf16"])
+def test_mma128_every_row_matches_the_reference(shape, dtype):
+    """The family's sample picks rows by 64-row tiles; here every row and head of small
+    shapes is checked against the float64 attention, so each position of mma128's
+    128-row tile (and the second half of its last, partial tile) is seen."""
+    import cupy as cp
+    import numpy as np
+
+    from paprof.families.flash_fwd import problem
+
+    params = FAMILY.parse(f"{shape},dtype={dtype}")
+    prep, _ = check("mma128", f"{shape},dtype={dtype}")  # verify ran it on input set 0 into prep.out
+    out = problem.from_storage(np, cp.asnumpy(prep.out), dtype)
+    inputs = {k: cp.asnumpy(a) for k, a in prep.inputs[0].items()}
+    worst = 0.0
+    for bh in range(params.batch * params.q_heads):
+        b, h = divmod(bh, params.q_heads)
+        kvh = b * params.kv + h // params.group
+        ref = problem.attention_rows(problem.from_storage(np, inputs["q"][bh], dtype),
+                                     problem.from_storage(np, inputs["k"][kvh], dtype),
+                                     problem.from_storage(np, inputs["v"][kvh], dtype),
+                                     list(range(params.seq_q)), params, np)
+        err = np.linalg.norm(out[bh] - ref, axis=1) / np.linalg.norm(ref, axis=1)
+        worst = max(worst, float(err.max()))
+    assert worst < FAMILY.tolerance_for(params), worst
 
 
 def test_the_gemm_ceiling_is_measured():

@@ -77,6 +77,7 @@ def test_fp8_head_dim_64_and_other_pages_compile_without_spills(tmp_path, split,
 
 FLASH_CONFIGS = [("handbook", "fp32", 64), ("handbook", "fp32", 128),
                  ("mma", "fp16", 64), ("mma", "fp16", 128), ("mma", "bf16", 64), ("mma", "bf16", 128),
+                 ("mma128", "fp16", 64), ("mma128", "fp16", 128), ("mma128", "bf16", 64), ("mma128", "bf16", 128),
                  ("wgmma", "fp16", 64), ("wgmma", "fp16", 128), ("wgmma", "bf16", 64), ("wgmma", "bf16", 128)]
 
 

@@ -1,4 +1,4 @@
-"""The flash_fwd variants: three kernels written here and PyTorch's SDPA backends as peers.
+"""The flash_fwd variants: four kernels written here and PyTorch's SDPA backends as peers.
 
 Nothing here needs a GPU. The CUDA variants are declared in the family interface's plain
 form (a kernel, its grid, block, shared memory, -D values and arguments); the PyTorch
@@ -23,7 +23,12 @@ HANDBOOK_KEYS = 32
 MMA_KEYS = 64
 """Keys a step of the mma kernel (BC in mma.cu)."""
 MMA_THREADS = 128
-WGMMA_ROWS = 128
+MMA128_ROWS = 128
+"""Queries a CTA of the mma128 kernel (BR in mma128.cu)."""
+MMA128_THREADS = 256
+MMA128_STAGES = 3
+"""K/V buffers in mma128's ring (STAGES in mma128.cu)."""
+WGMMA_ROWS = MMA128_ROWS
 """Queries a CTA of the wgmma kernel (2 warpgroups of 64 rows: BR in wgmma.cu)."""
 WGMMA_KEYS = 64
 """Keys a step of the wgmma kernel (BC in wgmma.cu)."""
@@ -41,6 +46,11 @@ def tiles(p: Shape) -> int:
 def grid(p: Shape) -> tuple[int, int]:
     """(query tiles, batch x q_heads): the same for both kernels."""
     return tiles(p), p.batch * p.q_heads
+
+
+def mma128_grid(p: Shape) -> tuple[int, int]:
+    """(ceil(seq_q / 128) query tiles, batch x q_heads)."""
+    return -(-p.seq_q // MMA128_ROWS), p.batch * p.q_heads
 
 
 def kernel_args(p: Shape, inputs: dict, out) -> tuple:
@@ -62,15 +72,26 @@ def mma_smem(p: Shape) -> int:
 
 
 def mma_defines(p: Shape) -> dict:
-    # 2 CTAs a SM at head_dim 128 (80 KiB of shared memory, 254 registers); 3 at 64
-    # (40 KiB, registers capped at 168)
+    # 2 CTAs a SM at head_dim 128 (80 KiB of shared memory, 252 registers); 3 at 64
+    # (40 KiB, 164 registers; the cap is 168)
     return {"HEAD_DIM": p.head_dim, "DTYPE": _DTYPE_CODE.get(p.dtype, 2),
             "MIN_BLOCKS": 3 if p.head_dim == 64 else 2}
 
 
-def wgmma_grid(p: Shape) -> tuple[int, int]:
-    """(query tiles of 128, batch x q_heads)."""
-    return -(-p.seq_q // WGMMA_ROWS), p.batch * p.q_heads
+def mma128_smem(p: Shape) -> int:
+    """sQ (128 rows), sK and sV (STAGES 64-row buffers each), rows padded by 8 16-bit elements."""
+    return 2 * (p.head_dim + 8) * (MMA128_ROWS + 2 * MMA128_STAGES * MMA_KEYS)
+
+
+def mma128_defines(p: Shape) -> dict:
+    # one CTA of 8 warps a SM: 228 registers at head_dim 128, 184 at 64 (no spills; asking
+    # for 2 CTAs at 64 caps them at 128 and spills 48 bytes); 136 / 72 KiB of shared memory
+    return {"HEAD_DIM": p.head_dim, "DTYPE": _DTYPE_CODE.get(p.dtype, 2), "MIN_BLOCKS": 1,
+            "STAGES": MMA128_STAGES, "PIPELINE": 1}
+
+
+wgmma_grid = mma128_grid
+"""(ceil(seq_q / 128) query tiles, batch x q_heads): wgmma's 128 query rows (WGMMA_ROWS)."""
 
 
 def wgmma_smem(p: Shape) -> int:
@@ -99,21 +120,25 @@ def check_handbook(p: Shape) -> None:
     _grid_fits(p, "handbook")
 
 
-def check_mma(p: Shape) -> None:
-    if p.dtype not in _DTYPE_CODE:
-        raise ShapeError(f"mma runs on the tensor cores: dtype must be fp16 or bf16, got {p.dtype} "
-                         "(handbook takes fp32)")
-    _grid_fits(p, "mma")
+def _check_tensor_cores(vid: str):
+    def check(p: Shape) -> None:
+        if p.dtype not in _DTYPE_CODE:
+            raise ShapeError(f"{vid} runs on the tensor cores: dtype must be fp16 or bf16, got "
+                             f"{p.dtype} (handbook takes fp32)")
+        _grid_fits(p, vid)
+
+    return check
+
+
+check_mma = _check_tensor_cores("mma")
+check_mma128 = _check_tensor_cores("mma128")
 
 
 def check_wgmma(p: Shape) -> None:
-    if p.dtype not in _DTYPE_CODE:
-        raise ShapeError(f"wgmma runs on Hopper's tensor cores: dtype must be fp16 or bf16, got {p.dtype} "
-                         "(handbook takes fp32)")
-    if p.head_dim not in (64, 128):
+    _check_tensor_cores("wgmma")(p)
+    if p.head_dim not in (64, 128):  # the problem allows no other today; the kernel's atoms need these
         raise ShapeError(f"wgmma is built for head_dim 64 and 128 (one or two 128-byte swizzle atoms a "
                          f"row), got {p.head_dim}")
-    _grid_fits(p, "wgmma")
 
 
 SDPA = {
@@ -173,6 +198,18 @@ def _cuda_variants() -> list:
             grid=grid, block=(MMA_THREADS,), shared_mem=mma_smem, defines=mma_defines,
             args=kernel_args, accepts=check_mma,
             launch="grid (ceil(seq_q/64), batch x q_heads) x 128 threads, 80 KiB shared (head_dim 128)",
+        ),
+        CudaVariant(
+            id="mma128",
+            idea="mma with a 128-query tile: 8 warps of 16 query rows share each K/V tile (half "
+                 "the L2->SM bytes a FLOP), a 3-buffer cp.async ring with one barrier a step, the "
+                 "next tile's Q K^T issued beside this tile's softmax and P V, padded rows "
+                 "(ldmatrix addresses fixed offsets), the mask only on diagonal and partial "
+                 "tiles, exp2 of one FFMA a score; 1 CTA a SM",
+            sources=("mma128.cu",), kernel="flash_fwd_mma128",
+            grid=mma128_grid, block=(MMA128_THREADS,), shared_mem=mma128_smem,
+            defines=mma128_defines, args=kernel_args, accepts=check_mma128,
+            launch="grid (ceil(seq_q/128), batch x q_heads) x 256 threads, 136 KiB shared (head_dim 128)",
         ),
         CudaVariant(
             id="wgmma",

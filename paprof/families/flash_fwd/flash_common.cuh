@@ -93,7 +93,66 @@ FLASH_DEVICE unsigned pack2(float lo, float hi) {
 #include "flash_emulate.h"
 #endif
 
-// ---- Online softmax on the tensor-core fragments (mma and wgmma kernels) ------------
+// The head and query tile a CTA of grid (query tiles, batch * q_heads) owns: its row block
+// bh = b * q_heads + h of Q and O, the K/V head h reads under GQA (q_heads / kv_heads query
+// heads share one), and its query tile, reversed when causal so the longest rows start first.
+struct FlashCta {
+    int bh, kvh, tile;
+};
+FLASH_DEVICE FlashCta flash_cta(int q_heads, int kv_heads, int causal) {
+    const int bh = blockIdx.y, b = bh / q_heads;
+    const int x = blockIdx.x, last = gridDim.x - 1;
+    return {bh, b * kv_heads + (bh - b * q_heads) / (q_heads / kv_heads), causal ? last - x : x};
+}
+
+// The rows a CTA reads and writes: Q and O of its head, K and V of its K/V head (every
+// tensor [heads][seq][DIM], contiguous).
+template <class T>
+struct HeadRows {
+    const T *q, *k, *v;
+    T* o;
+};
+template <int DIM, class T>
+FLASH_DEVICE HeadRows<T> head_rows(const T* q, const T* k, const T* v, T* o, FlashCta c, int seq_q, int seq_k) {
+    const size_t qo = (size_t)c.bh * seq_q * DIM, kv = (size_t)c.kvh * seq_k * DIM;
+    return {q + qo, k + kv, v + kv, o + qo};
+}
+
+// Two m16n8k16 tiles sharing A: d0 += A (b[0], b[1]), d1 += A (b[2], b[3]), the four
+// registers of one ldmatrix.x4 of two n8 tiles.
+FLASH_DEVICE void mma_16816_x2(float (&d0)[4], float (&d1)[4], const unsigned (&a)[4], const unsigned (&b)[4]) {
+    mma_16816(d0, a, b[0], b[1]);
+    mma_16816(d1, a, b[2], b[3]);
+}
+
+// A tile of br queries from q0 against keys in steps of bc: keys at or past the tile's end
+// (causal: past the diagonal of its last query) are masked for all of its queries and
+// never loaded; first_masked is the first step that needs a mask: it crosses the diagonal
+// of the tile's first query (q0 + offset, offset = seq_k - seq_q) or holds keys past seq_k.
+struct KeySteps {
+    int steps, first_masked;
+};
+FLASH_DEVICE KeySteps key_steps(int q0, int br, int bc, int seq_k, int offset, int causal) {
+    const int key_end = causal ? min(seq_k, q0 + br + offset) : seq_k;
+    return {(key_end + bc - 1) / bc, causal ? (q0 + offset + 1) / bc : seq_k / bc};
+}
+
+// A warp's 16 rows of O, staged in shared memory (element at(r, c) of staged holds row r,
+// column c of the CTA's tile), out to the head's rows oh as 16-byte chunks; rows past
+// seq_q are not written.
+template <int DIM, class T, class At>
+FLASH_DEVICE void store_warp_rows(T* oh, const T* staged, At at, int r0, int q0, int seq_q, int lane) {
+    constexpr int chunks = DIM / 8;
+#pragma unroll
+    for (int i = lane; i < 16 * chunks; i += 32) {
+        const int r = r0 + i / chunks, c = (i % chunks) * 8;
+        if (q0 + r < seq_q)
+            *reinterpret_cast<uint4*>(oh + (size_t)(q0 + r) * DIM + c) =
+                *reinterpret_cast<const uint4*>(staged + at(r, c));
+    }
+}
+
+// ---- Online softmax on the accumulator fragments (mma, wgmma) -----------------------
 // The 4 lanes that hold one row of an accumulator fragment (lanes 4g..4g+3) share its
 // max and sum through two shuffles.
 FLASH_DEVICE float quad_max(float x) {
@@ -124,47 +183,9 @@ FLASH_DEVICE float softmax_inverse(float l) {
     return s > 0.f ? 1.f / s : 0.f;
 }
 
-// ---- What a CTA of the tensor-core kernels works on ---------------------------------
-// BR queries of row block bh = b * q_heads + h (blockIdx.y), causal tiles in reverse
-// order (the longest rows first), and the key steps of BC it takes.
-template <class T>
-struct FlashTile {
-    int bh;            // b * q_heads + h
-    int q0, offset;    // the first query; query i sees keys j <= i + offset when causal
-    int steps;         // key steps: keys at or past the last query's diagonal (causal) or
-                       // seq_k are never loaded
-    int first_masked;  // the first step needing a mask: it crosses the diagonal of the
-                       // first query (q0 + offset), or holds keys past seq_k
-    const T* q;        // the head's [seq_q][HEAD_DIM] queries
-    const T* k;        // its K/V head's (GQA) [seq_k][HEAD_DIM] keys and values
-    const T* v;
-    T* o;              // its [seq_q][HEAD_DIM] output
-};
-
-template <int ROWS, int KEYS, int DIM, class T>
-FLASH_DEVICE FlashTile<T> flash_tile(const T* q, const T* k, const T* v, T* o, int seq_q, int seq_k,
-                                     int q_heads, int kv_heads, int causal) {
-    FlashTile<T> w;
-    w.bh = blockIdx.y;
-    const int b = w.bh / q_heads;
-    const int kvh = b * kv_heads + (w.bh - b * q_heads) / (q_heads / kv_heads);
-    w.q0 = (causal ? gridDim.x - 1 - blockIdx.x : blockIdx.x) * ROWS;
-    w.offset = seq_k - seq_q;
-    const int key_end = causal ? min(seq_k, w.q0 + ROWS + w.offset) : seq_k;
-    w.steps = key_end > 0 ? (key_end + KEYS - 1) / KEYS : 0;
-    w.first_masked = causal ? max(0, w.q0 + w.offset + 1) / KEYS : seq_k / KEYS;
-    w.q = q + (size_t)w.bh * seq_q * DIM;
-    w.k = k + (size_t)kvh * seq_k * DIM;
-    w.v = v + (size_t)kvh * seq_k * DIM;
-    w.o = o + (size_t)w.bh * seq_q * DIM;
-    return w;
-}
-
-// ---- Tiles of 16-bit rows between global and shared memory --------------------------
-// at(r, c): the byte offset in the tile of row r, column c (a multiple of 8): the kernel's
-// layout (its swizzle). The CTA's NTHREADS threads move 16-byte chunks.
-
-// rows [row0, row0 + ROWS) of a [n][DIM] matrix into a tile by cp.async, zeros past row n
+// Rows [row0, row0 + ROWS) of a [n][DIM] matrix of 16-bit elements into a tile by the
+// CTA's NTHREADS threads, 16-byte cp.async chunks, zeros past row n; at(r, c) is the byte
+// offset in the tile of row r, column c (a multiple of 8): the kernel's layout.
 template <int ROWS, int DIM, int NTHREADS, class At>
 FLASH_DEVICE void load_rows(unsigned char* tile, const unsigned short* src, int row0, int n, int tid, At at) {
     constexpr int chunks = DIM / 8;
@@ -175,18 +196,5 @@ FLASH_DEVICE void load_rows(unsigned char* tile, const unsigned short* src, int 
         const bool ok = row0 + r < n;
         const unsigned short* from = ok ? src + (size_t)(row0 + r) * DIM + c : src;
         cp_async16(tile + at(r, c), from, ok ? 16 : 0);
-    }
-}
-
-// one warp's 16 staged rows, tile rows row0..row0+15, out to rows q0 + row0.. of a
-// [seq_q][DIM] output as 16-byte stores (rows past seq_q not written)
-template <int DIM, class At>
-FLASH_DEVICE void store_rows(unsigned short* out, const unsigned char* tile, int row0, int q0, int seq_q, int lane, At at) {
-    constexpr int chunks = DIM / 8;
-#pragma unroll
-    for (int i = lane; i < 16 * chunks; i += 32) {
-        const int r = row0 + i / chunks, c = (i % chunks) * 8;
-        if (q0 + r < seq_q)
-            *reinterpret_cast<uint4*>(out + (size_t)(q0 + r) * DIM + c) = *reinterpret_cast<const uint4*>(tile + at(r, c));
     }
 }

@@ -37,10 +37,8 @@ flash_fwd_handbook(const float* __restrict__ q, const float* __restrict__ k,
     float* sP = sV + BC * HEAD_DIM;              // [BC][BR]: column tid is thread tid's
 
     const int tid = threadIdx.x;
-    const int bh = blockIdx.y;  // b * q_heads + h
-    const int b = bh / q_heads;
-    const int kvh = b * kv_heads + (bh - b * q_heads) / (q_heads / kv_heads);
-    const int tile = causal ? gridDim.x - 1 - blockIdx.x : blockIdx.x;  // longest rows first
+    const FlashCta cta = flash_cta(q_heads, kv_heads, causal);
+    const int bh = cta.bh, kvh = cta.kvh, tile = cta.tile;
     const int q0 = tile * BR;
     const int row = q0 + tid;
     const int offset = seq_k - seq_q;  // query i sees keys j <= i + offset when causal

@@ -70,9 +70,14 @@ flash_fwd_mma(const elem* __restrict__ q, const elem* __restrict__ k,
     const int tid = threadIdx.x;
     const int warp = tid / 32, lane = tid % 32;
     const int g = lane / 4, t = lane % 4;  // a fragment's row group and column pair
-    const auto w = flash_tile<BR, BC, HEAD_DIM>(q, k, v, o, seq_q, seq_k, q_heads, kv_heads, causal);
-    const int q0 = w.q0, offset = w.offset, steps = w.steps, first_masked = w.first_masked;
-    const elem *qh = w.q, *kh = w.k, *vh = w.v;
+    const FlashCta cta = flash_cta(q_heads, kv_heads, causal);
+    const HeadRows<elem> rows = head_rows<HEAD_DIM>(q, k, v, o, cta, seq_q, seq_k);
+    const elem *qh = rows.q, *kh = rows.k, *vh = rows.v;
+    const int q0 = cta.tile * BR;
+    const int offset = seq_k - seq_q;  // query i sees keys j <= i + offset when causal
+
+    const KeySteps ks = key_steps(q0, BR, BC, seq_k, offset, causal);
+    const int steps = ks.steps, first_masked = ks.first_masked;
 
     load_tile<BR>(sQ, qh, q0, seq_q, tid);
     load_tile<BC>(sK, kh, 0, seq_k, tid);
@@ -113,8 +118,7 @@ flash_fwd_mma(const elem* __restrict__ q, const elem* __restrict__ k,
                 unsigned kb[4];
                 ldsm_x4(kb, tK + swz(n * 8 + (lane & 7) + ((lane >> 4) << 3),
                                      kk * 16 + ((lane >> 3) & 1) * 8));
-                mma_16816(s[n], qf[kk], kb[0], kb[1]);
-                mma_16816(s[n + 1], qf[kk], kb[2], kb[3]);
+                mma_16816_x2(s[n], s[n + 1], qf[kk], kb);
             }
         }
 
@@ -172,8 +176,7 @@ flash_fwd_mma(const elem* __restrict__ q, const elem* __restrict__ k,
             for (int n = 0; n < OTILES; n += 2) {  // two n8 tiles of dims a ldmatrix
                 unsigned vb[4];
                 ldsm_x4_trans(vb, tV + swz(kk * 16 + (lane & 15), n * 8 + (lane >> 4) * 8));
-                mma_16816(acc[n], pa[kk], vb[0], vb[1]);
-                mma_16816(acc[n + 1], pa[kk], vb[2], vb[3]);
+                mma_16816_x2(acc[n], acc[n + 1], pa[kk], vb);
             }
         }
 
@@ -195,6 +198,6 @@ flash_fwd_mma(const elem* __restrict__ q, const elem* __restrict__ k,
         *reinterpret_cast<unsigned*>(sQ + swz(r1, c)) = pack2(acc[n][2] * inv1, acc[n][3] * inv1);
     }
     __syncwarp();
-    store_rows<HEAD_DIM>(w.o, reinterpret_cast<const unsigned char*>(sQ), warp * 16, q0, seq_q, lane,
-                         [](int r, int c) { return 2 * swz(r, c); });
+    store_warp_rows<HEAD_DIM>(rows.o, sQ, [](int r, int c) { return swz(r, c); },
+                              warp * 16, q0, seq_q, lane);
 }

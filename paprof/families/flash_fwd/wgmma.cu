@@ -114,14 +114,18 @@ flash_fwd_wgmma(const elem* __restrict__ q, const elem* __restrict__ k,
     const int tid = threadIdx.x;
     const int warp = tid / 32, lane = tid % 32;  // warp 4wg + w: rows 64wg + 16w ..
     const int g = lane / 4, t = lane % 4;        // a fragment's row group and column pair
-    const auto w = flash_tile<BR, BC, HEAD_DIM>(q, k, v, o, seq_q, seq_k, q_heads, kv_heads, causal);
-    const int q0 = w.q0, offset = w.offset, steps = w.steps, first_masked = w.first_masked;
-    const elem *qh = w.q, *kh = w.k, *vh = w.v;
+    const FlashCta cta = flash_cta(q_heads, kv_heads, causal);
+    const HeadRows<elem> rows = head_rows<HEAD_DIM>(q, k, v, o, cta, seq_q, seq_k);
+    const elem *qh = rows.q, *kh = rows.k, *vh = rows.v;
+    const int q0 = cta.tile * BR;
+    const int offset = seq_k - seq_q;  // query i sees keys j <= i + offset when causal
+    const KeySteps ks = key_steps(q0, BR, BC, seq_k, offset, causal);
+    const int steps = ks.steps, first_masked = ks.first_masked;
 
     load_tile<BR>(sQ, qh, q0, seq_q, tid);
-    if (steps > 0) load_tile<BC>(sK, kh, 0, seq_k, tid);
+    load_tile<BC>(sK, kh, 0, seq_k, tid);
     cp_async_commit();  // group: Q and K of step 0
-    if (steps > 0) load_tile<BC>(sV, vh, 0, seq_k, tid);
+    load_tile<BC>(sV, vh, 0, seq_k, tid);
     cp_async_commit();  // group: V of step 0
     tiles_ready<1>();
 
@@ -230,5 +234,6 @@ flash_fwd_wgmma(const elem* __restrict__ q, const elem* __restrict__ k,
         *reinterpret_cast<unsigned*>(sQ + tile_offset<BR>(r1, c)) = pack2(acc[i + 2] * inv1, acc[i + 3] * inv1);
     }
     __syncwarp();
-    store_rows<HEAD_DIM>(w.o, sQ, warp * 16, q0, seq_q, lane, [](int r, int c) { return tile_offset<BR>(r, c); });
+    store_warp_rows<HEAD_DIM>(rows.o, reinterpret_cast<const elem*>(sQ),
+                              [](int r, int c) { return tile_offset<BR>(r, c) / 2; }, warp * 16, q0, seq_q, lane);
 }

@@ -307,6 +307,8 @@ V7_KERNEL = "paged_decode_v7_tokens"
 WORK_ITEM_INTS = 8
 """Ints a work item takes (WORK_ITEM_INTS in fast_common.cuh): sequence, first page, end
 page, part, parts, first part slot, two unused."""
+MAX_GRID_Y = 65535
+"""CUDA's largest grid y (v7's work items)."""
 V7_EVEN_RATIO = 1.25
 """A batch whose longest sequence is at most this many times its mean is even."""
 
@@ -413,6 +415,9 @@ def _build_v7(variant, shape, device):
                          f"sequence: {smem} bytes of shared memory a CTA, beyond this GPU's "
                          f"{device.smem_per_block_optin}; give a larger chunk")
     items = plan["items"]
+    if len(items) > MAX_GRID_Y:
+        raise ShapeError(f"v7 with chunks of {plan['chunk_pages']} pages makes {len(items)} work items, beyond "
+                         f"the grid's {MAX_GRID_Y} in y; give a larger chunk")
     work = cp.asarray(work_array(items))
     rows = max(1, plan["part_slots"] * shape.q_heads)
     part_m, part_l = cp.empty(rows, dtype=cp.float32), cp.empty(rows, dtype=cp.float32)

@@ -35,7 +35,8 @@
 #   decode7  v7 (work split by tokens): its GPU tests (-k v7), paprof bench of v6, v7 and the
 #            FlashInfer peers (when ./peers-kit is carried) at the issue's six shapes in fp16
 #            and three in fp8, scripts/tune_v5.py --v7 (group 1 at d64, v7's chunk sweep and
-#            timeline) -> logs/decode7-*, logs/bench-d7-*, logs/tune-v7.log
+#            timeline), v7's shapes of scripts/sanitize_fast.py --v7 under memcheck (when
+#            time is left) -> logs/decode7-*, logs/bench-d7-*, logs/tune-v7.log, logs/sanitize-v7.log
 #   flashinfer FlashInfer as a peer: the kit in ./peers-kit (carried) installed into /tmp, its
 #            JIT modules built in parallel, paprof bench of v5, v6, flashinfer, flashinfer_cc
 #            at the issue shapes (fp16 and fp8), paprof run + compare at the main shape fp16
@@ -344,8 +345,10 @@ from paprof.kernels import gpu; print(gpu.current_device())
     # v7 (work split by tokens): its GPU tests, then paprof bench of v6 and v7 (and the
     # FlashInfer peers when ./peers-kit is carried; PEERS=0 leaves them out) at the issue's
     # shapes in fp16 and fp8, then scripts/tune_v5.py --v7 (group 1 at head_dim 64, v7's
-    # chunk sweep, its CTA timeline on the ragged batch). The peers' JIT builds run on the
-    # CPUs while the tests use the GPU. D7_BUDGET (s, default 480): no new bench after it.
+    # chunk sweep, its CTA timeline on the ragged batch), then memcheck on v7's edge shapes
+    # (scripts/sanitize_fast.py --v7) while D7_BUDGET allows. The peers' JIT builds run on the
+    # CPUs while the tests use the GPU. D7_BUDGET (s from the script's start, default 480):
+    # no new bench or memcheck after it; D7_END (default 570): the sweep is cut there.
     stamp decode7
     P=/tmp/peers
     if [ "${PEERS:-1}" = 1 ] && ls peers-kit/flashinfer-*-trimmed.tar.xz > /dev/null 2>&1; then
@@ -374,10 +377,33 @@ from paprof.kernels import gpu; print(gpu.current_device())
         echo "bench $spec: rc $?"
       done
       python3 scripts/bench_table.py "$OUT"/logs/bench-d7-*.json | tee "$OUT/logs/bench-d7-table.txt"
-      grep -ho '"path": "[a-z]*", "chunk_pages": [0-9]*' "$OUT"/logs/bench-d7-*.json | sort | uniq -c
+      # what v7 chose at each shape (its launch details)
+      python3 -c "
+import json, sys
+for f in sys.argv[1:]:
+    try:
+        d = json.load(open(f))
+    except ValueError:
+        continue
+    for r in d['rows']:
+        if r['variant'] == 'v7':
+            print(d['shape_slug'], r.get('details'))" "$OUT"/logs/bench-d7-*.json | tee "$OUT/logs/bench-d7-v7-details.txt"
     )
     stamp "decode7 tune"
-    timeout 200 python3 scripts/tune_v5.py --v7 2>&1 | tee "$OUT/logs/tune-v7.log" | grep -v "^    SM "
+    left=$(( ${D7_END:-570} - ($(date +%s) - t0) ))  # the sweep stops by D7_END s (default 570)
+    if [ $left -gt 30 ]; then
+      timeout $(( left < 200 ? left : 200 )) python3 scripts/tune_v5.py --v7 2>&1 | tee "$OUT/logs/tune-v7.log" | grep -v "^    SM "
+    else
+      echo "tune_v5.py --v7: skipped (past D7_END)"
+    fi
+    if [ $(( $(date +%s) - t0 )) -le "${D7_BUDGET:-480}" ]; then
+      SAN=$(ls -d /usr/local/cuda*/bin/compute-sanitizer 2>/dev/null | sort -V | tail -1)
+      timeout 120 "${SAN:-compute-sanitizer}" --tool memcheck --print-limit 5 python3 scripts/sanitize_fast.py --v7 \
+        > "$OUT/logs/sanitize-v7.log" 2>&1
+      echo "v7 memcheck: rc $?"; tail -10 "$OUT/logs/sanitize-v7.log"
+    else
+      echo "v7 memcheck: skipped (past D7_BUDGET)"
+    fi
     ;;
   flashbig)
     stamp flashbig

@@ -272,8 +272,3 @@ def test_v7_repeated_launches_leave_the_counters_at_zero():
     for _ in range(3):
         again = harness.verify(prep)
         assert again.passed, again
-
-
-def test_v7_refuses_splits():
-    with pytest.raises(ShapeError, match="chunk=PAGES"):
-        registry.get("v7", "paged_decode").check(Shape(num_splits=4, dtype="fp16"))

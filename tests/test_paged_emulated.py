@@ -255,6 +255,7 @@ def test_v7_plan_covers_every_page_once_and_fills_one_wave(spec, chunk, items):
     plan = variants.plan_work(shape.context_lens, shape.page_size, shape.kv_heads, 132 * 4, shape.chunk_pages)
     _covering(shape, plan)
     assert (plan["chunk_pages"], len(plan["items"])) == (chunk, items)
+    assert plan["waves"] == -(-items * shape.kv_heads // 528)  # chunk 32 on the ragged batch: 3
     if not shape.chunk_pages:  # the smallest chunk whose CTAs fit one wave of 528
         assert len(plan["items"]) * shape.kv_heads <= 528
         smaller = variants._parts_of([-(-c // 16) for c in shape.context_lens], chunk - 1)

@@ -377,6 +377,7 @@ def plan_work(context_lens, page_size: int, kv_heads: int, capacity: int, chunk_
         if n > 1:
             part_base += n
     items.sort(key=lambda it: (-(it[2] - it[1]), it[0], it[3]))
+    waves = -(-len(items) * kv_heads // capacity)  # the waves of the plan made (a chunk given: any count)
     return {"chunk_pages": chunk, "items": items, "part_slots": part_base, "waves": waves,
             "max_parts": max(it[4] for it in items), "multi_part": sum(1 for p in pages if p > chunk)}
 

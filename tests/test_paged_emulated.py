@@ -308,3 +308,13 @@ def test_group_1_head_dim_64_tunings_that_tune_v5_tries(build, vid, dtype, tunin
     shape = Shape(batch=3, q_heads=4, kv_heads=4, head_dim=64, context=(16, 33, 300), dtype=dtype,
                   **({"num_splits": 3} if vid == "v6" else {"chunk_pages": 4}))
     check_emulated(vid, shape, build, tuning)
+
+
+def test_v7_serpentine_order_is_the_same_items_every_other_round_reversed():
+    lens = ISSUE_RAGGED
+    longest = variants.plan_work(lens, 16, 8, 528, sm_count=132, order="longest")["items"]
+    serp = variants.plan_work(lens, 16, 8, 528, sm_count=132, order="serpentine")["items"]
+    per = round(132 / 8)  # items a round of 132 CTAs holds (16.5, rounded)
+    assert sorted(serp) == sorted(longest) and serp[:per] == longest[:per]
+    assert serp[per:2 * per] == longest[per:2 * per][::-1] and serp != longest
+    assert variants.V7_ORDER == "longest"  # shipped until the GPU call measures serpentine

@@ -342,7 +342,15 @@ def _parts_of(pages: list[int], chunk: int) -> int:
     return sum(-(-p // chunk) for p in pages)
 
 
-def plan_work(context_lens, page_size: int, kv_heads: int, capacity: int, chunk_pages: int = 0) -> dict:
+V7_ORDER = "longest"
+"""The work list's order: "longest" (shipped: the longest parts first), or "serpentine"
+(the same, every other round of sm_count / kv_heads items reversed, so that the SMs the
+first wave's rounds land on breadth-first get even sums; scripts/tune_v5.py measures it
+through its ORDER knob before anything ships it)."""
+
+
+def plan_work(context_lens, page_size: int, kv_heads: int, capacity: int, chunk_pages: int = 0,
+              sm_count: int = 0, order: str | None = None) -> dict:
     """v7's work list: every sequence cut into ``-(-pages // chunk)`` parts of nearly equal
     page counts (floor(i pages / parts) boundaries: never empty, at most ``chunk`` pages).
 
@@ -377,6 +385,10 @@ def plan_work(context_lens, page_size: int, kv_heads: int, capacity: int, chunk_
         if n > 1:
             part_base += n
     items.sort(key=lambda it: (-(it[2] - it[1]), it[0], it[3]))
+    if (order or V7_ORDER) == "serpentine" and sm_count:
+        per = max(1, round(sm_count / kv_heads))
+        rounds = [items[i:i + per] for i in range(0, len(items), per)]
+        items = [it for r, chunk_items in enumerate(rounds) for it in (chunk_items[::-1] if r % 2 else chunk_items)]
     waves = -(-len(items) * kv_heads // capacity)  # the waves of the plan made (a chunk given: any count)
     return {"chunk_pages": chunk, "items": items, "part_slots": part_base, "waves": waves,
             "max_parts": max(it[4] for it in items), "multi_part": sum(1 for p in pages if p > chunk)}
@@ -403,9 +415,11 @@ def _build_v7(variant, shape, device):
     kernel, block, smem = _fast_kernel(shape, True, V7_KERNEL, worklist=True)
     resident = gpu.blocks_per_sm(kernel, block[0], smem, device)
     plan = plan_work(shape.context_lens, shape.page_size, shape.kv_heads, device.sm_count * max(1, resident),
-                     shape.chunk_pages)
+                     shape.chunk_pages, device.sm_count)
     path = v7_path(shape, plan)
     details = {"path": path, "waves": plan["waves"], "resident_ctas_per_sm": resident}  # why: V7_CHOICES
+    if V7_ORDER != "longest":
+        details["order"] = V7_ORDER
     if path == "direct":
         return _no_split_launcher(variant, shape, {**details, "num_splits": 1, "work_items": 0})
 

@@ -69,6 +69,10 @@ SWEEP = [
     ("v6", f"{D64},dtype=fp16", MMA, {**SHIPPED, "TSUB": 2, "WARPS": 2, "MIN_BLOCKS": 6}),
     ("v6", f"{D64},dtype=fp16", MMA, {**SHIPPED, "WARPS": 4, "MIN_BLOCKS": 3}),
     ("v6", f"{D64},dtype=fp16", MMA, {**SHIPPED, "WARPS": 2, "MIN_BLOCKS": 8}),
+    # the CUDA-core kernel on the fp16 cache (group 1: a quarter of group 4's arithmetic a
+    # byte); UNROLL 8 x 4 warps: 121 registers, 4 CTAs (3.88 waves); UNROLL 4: 80, 6 CTAs
+    ("v6", f"{D64},dtype=fp16", FAST, {"WARPS": 4, "UNROLL": 8}),
+    ("v6", f"{D64},dtype=fp16", FAST, {"WARPS": 4, "UNROLL": 4}),
     ("v6", f"{D64},dtype=fp8", MMA, {**SHIPPED, "TSUB": 2}),
     ("v6", f"{D64},dtype=fp8", MMA, {**SHIPPED, "TSUB": 4}),
     ("v7", f"{RAGGED},dtype=fp16", MMA, {**SHIPPED, "TIMELINE": 1}),

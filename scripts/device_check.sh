@@ -39,6 +39,11 @@
 #   fp8      the fp8 (e4m3) cache: its GPU tests, its sanitize_fast.py shapes under memcheck,
 #            paprof bench of v5/v6 at the issue shapes in fp8 (against fp16 at the main
 #            shape), the fp8 entries of scripts/tune_v5.py
+#   decode7  v7 (work split by tokens): its GPU tests (-k v7), paprof bench of v6, v7 and the
+#            FlashInfer peers (when ./peers-kit is carried) at the issue's six shapes in fp16
+#            and three in fp8, scripts/tune_v5.py --v7 (group 1 at d64, v7's chunk sweep and
+#            timeline), v7's shapes of scripts/sanitize_fast.py --v7 under memcheck (when
+#            time is left) -> logs/decode7-*, logs/bench-d7-*, logs/tune-v7.log, logs/sanitize-v7.log
 #   flashinfer FlashInfer as a peer: the kit in ./peers-kit (carried) installed into /tmp, its
 #            JIT modules built in parallel, paprof bench of v5, v6, flashinfer, flashinfer_cc
 #            at the issue shapes (fp16 and fp8), paprof run + compare at the main shape fp16
@@ -71,6 +76,35 @@ flash_runs() {
   done
 }
 stamp() { echo "[$(( $(date +%s) - t0 ))s] $*"; }
+# peers_env P: the environment FlashInfer's kit in P runs in (exported: call it in a
+# subshell, so that the peer's PYTHONPATH stays out of the later stages)
+peers_env() {
+  export PYTHONPATH=$PWD:$1/fi:$1/ffi FLASHINFER_WORKSPACE_BASE=$1/ws CUDA_HOME=${CUDA_HOME:-$(dirname "$(dirname "$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)")")} MAX_JOBS=${MAX_JOBS:-4}
+}
+# peers_install P: FlashInfer's kit from ./peers-kit (carried) installed into P (emptied
+# first), peers_env set, and its JIT modules built, all six at once on tiny shapes (the
+# launcher with no check and no launch: prepare() alone, which plans); logs in
+# $OUT/logs/peers-*. Returns 1 when flashinfer cannot be imported afterwards.
+peers_install() {
+  local P=$1 start vid spec
+  rm -rf $P; mkdir -p $P/ffi $P/fi $P/ws $P/runs
+  python3 -m pip install --no-index --no-deps --target $P/ffi peers-kit/apache_tvm_ffi-*.whl > "$OUT/logs/peers-install.log" 2>&1
+  tar xJf peers-kit/flashinfer-*-trimmed.tar.xz -C $P/fi 2>> "$OUT/logs/peers-install.log"
+  peers_env $P
+  { command -v ninja || python3 -c "import ninja; print('ninja module', ninja.__file__)"; python3 -c "import flashinfer, torch; print('flashinfer', flashinfer.__version__, 'torch', torch.__version__)"; python3 -m paprof list | grep -i flashinfer; } 2>&1 | tail -6 | tee -a "$OUT/logs/peers-install.log"
+  # FlashInfer JIT-compiles a module at its first plan()
+  start=$(date +%s)
+  for vid in flashinfer flashinfer_cc; do
+    for spec in dtype=fp16 head_dim=64,q_heads=32,kv_heads=32,dtype=fp16 dtype=fp8; do
+      ( timeout 300 python3 -m paprof.kernels.launch --family paged_decode --variant $vid --shape "batch=2,context=64,$spec" --no-check \
+          --profile-launches 0 > "$OUT/logs/peers-jit-$vid-$(echo $spec | tr ',=' '_-').log" 2>&1
+        echo "jit $vid $spec: rc $?" ) &
+    done
+  done
+  wait
+  echo "JIT modules: $(( $(date +%s) - start )) s wall" | tee -a "$OUT/logs/peers-install.log"
+  python3 -c "import flashinfer" > /dev/null 2>&1
+}
 # pack NAME DIR: DIR as $OUT/NAME.tar.xz, split into 15 MiB parts when larger (the device
 # tool brings back files of 16 MiB at most); join here with cat NAME.tar.xz.* | tar xJ
 pack() {
@@ -291,23 +325,8 @@ from paprof.kernels import gpu; print(gpu.current_device())
     stamp flashinfer
     # in a subshell: the peer's PYTHONPATH and environment stay out of the later stages
     (
-      P=/tmp/peers; rm -rf $P; mkdir -p $P/ffi $P/fi $P/ws $P/runs
-      python3 -m pip install --no-index --no-deps --target $P/ffi peers-kit/apache_tvm_ffi-*.whl > "$OUT/logs/peers-install.log" 2>&1
-      tar xJf peers-kit/flashinfer-*-trimmed.tar.xz -C $P/fi
-      export PYTHONPATH=$PWD:$P/fi:$P/ffi FLASHINFER_WORKSPACE_BASE=$P/ws CUDA_HOME=${CUDA_HOME:-$(dirname "$(dirname "$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)")")} MAX_JOBS=${MAX_JOBS:-4}
-      { command -v ninja || python3 -c "import ninja; print('ninja module', ninja.__file__)"; python3 -c "import flashinfer, torch; print('flashinfer', flashinfer.__version__, 'torch', torch.__version__)"; python3 -m paprof list | grep -i flashinfer; } 2>&1 | tail -6 | tee -a "$OUT/logs/peers-install.log"
-      # FlashInfer JIT-compiles a module at its first plan(): all six at once, on tiny shapes
-      # (the launcher with no check and no launch: prepare() alone, which plans)
-      start=$(date +%s)
-      for vid in flashinfer flashinfer_cc; do
-        for spec in dtype=fp16 head_dim=64,q_heads=32,kv_heads=32,dtype=fp16 dtype=fp8; do
-          ( timeout 300 python3 -m paprof.kernels.launch --family paged_decode --variant $vid --shape "batch=2,context=64,$spec" --no-check \
-              --profile-launches 0 > "$OUT/logs/peers-jit-$vid-$(echo $spec | tr ',=' '_-').log" 2>&1
-            echo "jit $vid $spec: rc $?" ) &
-        done
-      done
-      wait
-      echo "JIT modules: $(( $(date +%s) - start )) s wall" | tee -a "$OUT/logs/peers-install.log"
+      P=/tmp/peers
+      peers_install $P
       PV="--family paged_decode --variant v5 --variant v6 --variant flashinfer --variant flashinfer_cc"
       RAGGED="context=17:300:1024:2048:4000:4096:6000:8192:9000:12000:15000:16384:500:3000:7000:10000"
       for spec in "$MAIN,dtype=fp16" "batch=4,context=32768,dtype=fp16" "batch=1,context=131072,dtype=fp16" \
@@ -382,6 +401,70 @@ for text in ('batch=1,q_heads=4,kv_heads=2,seq_q=200,seq_k=333,head_dim=128,caus
       echo "bench $spec: rc $? $(( $(date +%s) - start )) s wall" | tee -a "$OUT/logs/flashw-bench.txt"
     done
     python3 scripts/bench_table.py --flops "$OUT"/logs/flashw-bench-*.json | tee "$OUT/logs/flashw-bench-table.md"
+    ;;
+  decode7)
+    # v7 (work split by tokens): its GPU tests, then paprof bench of v6 and v7 (and the
+    # FlashInfer peers when ./peers-kit is carried; PEERS=0 leaves them out) at the issue's
+    # shapes in fp16 and fp8, then scripts/tune_v5.py --v7 (group 1 at head_dim 64, v7's
+    # chunk sweep, its CTA timeline on the ragged batch), then memcheck on v7's edge shapes
+    # (scripts/sanitize_fast.py --v7) while D7_BUDGET allows. The peers' JIT builds run on the
+    # CPUs while the tests use the GPU. D7_BUDGET (s from the script's start, default 480):
+    # no new bench or memcheck after it; D7_END (default 570): the sweep is cut there.
+    stamp decode7
+    P=/tmp/peers
+    if [ "${PEERS:-1}" = 1 ] && ls peers-kit/flashinfer-*-trimmed.tar.xz > /dev/null 2>&1; then
+      ( peers_install $P > "$OUT/logs/decode7-peers.log" 2>&1; echo "peers_install rc $?" >> "$OUT/logs/decode7-peers.log" ) &
+      peers_pid=$!
+    else
+      peers_pid=""; echo "decode7: no peers-kit (or PEERS=0): FlashInfer left out"
+    fi
+    timeout 240 python3 -X faulthandler -m pytest -m gpu tests/test_gpu_kernels.py -k v7 -q -p no:cacheprovider \
+      -rfE --tb=line --junitxml "$OUT/logs/decode7-tests.xml" > "$OUT/logs/decode7-tests.log" 2>&1
+    echo "v7 tests: rc $?"; tail -25 "$OUT/logs/decode7-tests.log"
+    [ -n "$peers_pid" ] && { wait $peers_pid; tail -4 "$OUT/logs/decode7-peers.log"; }
+    stamp "decode7 bench"
+    (
+      PV="--family paged_decode --variant v6 --variant v7"
+      if [ -n "$peers_pid" ] && grep -q "peers_install rc 0" "$OUT/logs/decode7-peers.log"; then
+        peers_env $P; PV="$PV --variant flashinfer --variant flashinfer_cc"
+      fi
+      RAGGED="context=17:300:1024:2048:4000:4096:6000:8192:9000:12000:15000:16384:500:3000:7000:10000"
+      for spec in "$MAIN,dtype=fp16" "batch=4,context=32768,dtype=fp16" "batch=1,context=131072,dtype=fp16" \
+                  "batch=32,context=8192,q_heads=64,kv_heads=8,dtype=fp16" "batch=64,context=4096,q_heads=32,kv_heads=32,head_dim=64,dtype=fp16" \
+                  "$RAGGED,dtype=fp16" "$MAIN,dtype=fp8" "batch=4,context=32768,dtype=fp8" "batch=1,context=131072,dtype=fp8"; do
+        if [ $(( $(date +%s) - t0 )) -gt "${D7_BUDGET:-480}" ]; then echo "bench $spec: skipped (past D7_BUDGET)"; continue; fi
+        name=d7-$(echo "$spec" | sed -e 's/batch=64,context=4096,q_heads=32,kv_heads=8,head_dim=128,page=16/main/' -e "s/$RAGGED/ragged16/" | tr ',=' '_-')
+        timeout 90 python3 -m paprof bench $PV --shape "$spec" --json > "$OUT/logs/bench-$name.json" 2> "$OUT/logs/bench-$name.log"
+        echo "bench $spec: rc $?"
+      done
+      python3 scripts/bench_table.py "$OUT"/logs/bench-d7-*.json | tee "$OUT/logs/bench-d7-table.txt"
+      # what v7 chose at each shape (its launch details)
+      python3 -c "
+import json, sys
+for f in sys.argv[1:]:
+    try:
+        d = json.load(open(f))
+    except ValueError:
+        continue
+    for r in d['rows']:
+        if r['variant'] == 'v7':
+            print(d['shape_slug'], r.get('details'))" "$OUT"/logs/bench-d7-*.json | tee "$OUT/logs/bench-d7-v7-details.txt"
+    )
+    stamp "decode7 tune"
+    left=$(( ${D7_END:-570} - ($(date +%s) - t0) ))  # the sweep stops by D7_END s (default 570)
+    if [ $left -gt 30 ]; then
+      timeout $(( left < 200 ? left : 200 )) python3 scripts/tune_v5.py --v7 2>&1 | tee "$OUT/logs/tune-v7.log" | grep -v "^    SM "
+    else
+      echo "tune_v5.py --v7: skipped (past D7_END)"
+    fi
+    if [ $(( $(date +%s) - t0 )) -le "${D7_BUDGET:-480}" ]; then
+      SAN=$(ls -d /usr/local/cuda*/bin/compute-sanitizer 2>/dev/null | sort -V | tail -1)
+      timeout 120 "${SAN:-compute-sanitizer}" --tool memcheck --print-limit 5 python3 scripts/sanitize_fast.py --v7 \
+        > "$OUT/logs/sanitize-v7.log" 2>&1
+      echo "v7 memcheck: rc $?"; tail -10 "$OUT/logs/sanitize-v7.log"
+    else
+      echo "v7 memcheck: skipped (past D7_BUDGET)"
+    fi
     ;;
   flashbig)
     stamp flashbig

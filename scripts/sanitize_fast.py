@@ -1,7 +1,9 @@
 """v5/v6's tensor-core kernel under compute-sanitizer (memcheck), on the shapes where the
 register feed clamps, splits a tile over pages or leaves splits empty:
 
-    compute-sanitizer --tool memcheck python3 scripts/sanitize_fast.py [--dtype fp8]
+    compute-sanitizer --tool memcheck python3 scripts/sanitize_fast.py [--dtype fp8] [--v7]
+
+(--v7: v7's work list on its own shapes instead.)
 """
 
 import sys
@@ -21,8 +23,19 @@ SHAPES = [
     Shape(batch=3, head_dim=64, q_heads=32, kv_heads=32, context=(15, 16, 1000), dtype="fp8"),
     Shape(batch=4, context=(1, 17, 200, 2000), num_splits=16, dtype="fp8"),
 ]
+V7_SHAPES = [
+    # v7's work list (--v7): one-part sequences beside many-part ones, fp32 (v5_fast.cu, not
+    # emulated on the CPU), the cp.async ring (head_dim 32, 256), pages of 8, a part a page
+    Shape(batch=6, context=(1, 15, 16, 17, 3000, 9000), dtype="fp16"),
+    Shape(batch=6, context=(1, 15, 16, 17, 3000, 9000), dtype="fp32"),
+    Shape(batch=4, head_dim=32, context=(5, 300, 33, 20000), dtype="fp16"),
+    Shape(batch=4, head_dim=256, context=(5, 300, 33, 20000), dtype="bf16"),
+    Shape(batch=5, page_size=8, context=(1, 7, 9, 999, 12000), dtype="fp8"),
+    Shape(batch=3, context=(17, 200, 2000), chunk_pages=1, dtype="fp16"),
+]
 only = sys.argv[sys.argv.index("--dtype") + 1] if "--dtype" in sys.argv else None
-for shape in (s for s in SHAPES if only in (None, s.dtype)):
-    for vid in ("v5", "v6"):
+runs = [(s, ("v7",)) for s in V7_SHAPES] if "--v7" in sys.argv else [(s, ("v5", "v6")) for s in SHAPES]
+for shape, vids in ((s, v) for s, v in runs if only in (None, s.dtype)):
+    for vid in vids:
         check = harness.verify(harness.prepare(registry.family("paged_decode"), registry.get(vid, "paged_decode"), shape))
         print(f"{vid} {shape.slug()}: rel {check.rel_error:.1e} ok={check.passed}", flush=True)

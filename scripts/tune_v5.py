@@ -25,6 +25,8 @@ from paprof.families.paged_decode.problem import parse_shape
 
 MAIN = "batch=64,context=4096"
 B4, B1 = "batch=4,context=32768", "batch=1,context=131072"
+D64 = "batch=64,context=4096,q_heads=32,kv_heads=32,head_dim=64"  # group 1
+RAGGED = "context=17:300:1024:2048:4000:4096:6000:8192:9000:12000:15000:16384:500:3000:7000:10000"
 FAST, MMA = "v5_fast.cu", "v5_mma.cu"
 SHIPPED = {"WARPS": 3, "FEED": 1, "FEED_HINT": 1}  # K/V straight into registers
 RING = {"WARPS": 3, "FEED": 0, "NSTAGES": 2, "COPY_HINT": 1}  # the cp.async ring (head_dim 32, 256)
@@ -57,8 +59,35 @@ SWEEP = [
     ("v5", f"{MAIN},dtype=fp8", MMA, {**SHIPPED, "TSUB": 2, "WARPS": 4, "MIN_BLOCKS": 3}),
     ("v6", f"{B4},dtype=fp8", MMA, {**SHIPPED, "TSUB": 1}),  # the shipped TSUB 2: paprof bench
     ("v6", f"{B1},dtype=fp8", MMA, {**SHIPPED, "TSUB": 1}),
+    # group 1 at head_dim 64 (32/32 heads, D64_FIRST on; v6 87.0 % against FlashInfer's CUDA
+    # cores 91.6 %): 104 registers leave 6 CTAs a SM, 792 slots for 2,048 CTAs (2.59 waves).
+    # Two tiles a step (149 registers: 4 CTAs, 3.88 waves, a d128 warp's bytes in flight),
+    # other warp counts (fp8 at two and four tiles); then v7 on the issue's ragged batch with
+    # its CTA timeline
+    ("v6", f"{D64},dtype=fp16", MMA, SHIPPED),
+    ("v6", f"{D64},dtype=fp16", MMA, {**SHIPPED, "TSUB": 2}),
+    ("v6", f"{D64},dtype=fp16", MMA, {**SHIPPED, "TSUB": 2, "WARPS": 2, "MIN_BLOCKS": 6}),
+    ("v6", f"{D64},dtype=fp16", MMA, {**SHIPPED, "WARPS": 4, "MIN_BLOCKS": 3}),
+    ("v6", f"{D64},dtype=fp16", MMA, {**SHIPPED, "WARPS": 2, "MIN_BLOCKS": 8}),
+    # the CUDA-core kernel on the fp16 cache (group 1: a quarter of group 4's arithmetic a
+    # byte); UNROLL 8 x 4 warps: 121 registers, 4 CTAs (3.88 waves); UNROLL 4: 80, 6 CTAs
+    ("v6", f"{D64},dtype=fp16", FAST, {"WARPS": 4, "UNROLL": 8}),
+    ("v6", f"{D64},dtype=fp16", FAST, {"WARPS": 4, "UNROLL": 4}),
+    ("v6", f"{D64},dtype=fp8", MMA, {**SHIPPED, "TSUB": 2}),
+    ("v6", f"{D64},dtype=fp8", MMA, {**SHIPPED, "TSUB": 4}),
+    ("v7", f"{RAGGED},dtype=fp16", MMA, {**SHIPPED, "TIMELINE": 1}),
+    # v7's chunk (pages a CTA at most) around its own choice: 108 on the ragged batch, 125 at
+    # batch 1 (one wave of 528 CTAs); smaller chunks are more waves (ragged 32 / 50 / 80:
+    # 2.98 / 1.98 / 1.30; batch 1 32 / 63 / 96: 3.88 / 1.98 / 1.30). At group 1 d64 a chunk
+    # makes v7 take the work list instead of v6's no-split kernel (2,048 CTAs, 2.59 waves)
+    *[("v7", f"{RAGGED},dtype=fp16,chunk={c}", MMA, SHIPPED) for c in (32, 50, 80, 128, 192)],
+    ("v7", f"{RAGGED},dtype=fp16", MMA, {**SHIPPED, "ORDER": "serpentine"}),  # v7's own chunk (108)
+    *[("v7", f"{B1},dtype=fp16,chunk={c}", MMA, SHIPPED) for c in (32, 63, 96, 160)],
+    *[("v7", f"{B1},dtype=fp8,chunk={c}", MMA, {**SHIPPED, "TSUB": 2}) for c in (63, 250)],
+    *[("v7", f"{D64},dtype=fp16,chunk={c}", MMA, SHIPPED) for c in (86, 128)],
 ]
 FP8_FIRST = next(i for i, entry in enumerate(SWEEP) if "fp8" in entry[1])
+D64_FIRST = next(i for i, entry in enumerate(SWEEP) if entry[1].startswith(D64))
 
 
 def timeline(prep, shape) -> str:
@@ -67,7 +96,8 @@ def timeline(prep, shape) -> str:
     cp = gpu.cupy()
     name = prep.launcher.kernels[0].name
     module = gpu.compile_module(
-        [variants.fast_source(shape)], variants.fast_defines(shape, prep.launcher.details.get("num_splits", 1) > 1, name)
+        [variants.fast_source(shape)], variants.fast_defines(shape, prep.launcher.details.get("num_splits", 1) > 1, name,
+                                                             worklist=name == variants.V7_KERNEL)
     )
     prep.step(0)
     cp.cuda.runtime.deviceSynchronize()
@@ -134,8 +164,9 @@ def merges(start, work_end, counted, end, split) -> list[str]:
 def run(entry, launches: int, ceiling: float | None) -> None:
     vid, spec, source, knobs = entry
     shape = parse_shape(spec)
-    shipped = dict(variants.FAST_TUNING)
-    variants.FAST_TUNING[shape.dtype] = (source, knobs)
+    shipped, shipped_order = dict(variants.FAST_TUNING), variants.V7_ORDER
+    variants.V7_ORDER = knobs.get("ORDER", shipped_order)  # v7's work-list order, not a -D value
+    variants.FAST_TUNING[shape.dtype] = (source, {k: v for k, v in knobs.items() if k != "ORDER"})
     try:
         prep = harness.prepare(registry.family("paged_decode"), registry.get(vid, "paged_decode"), shape)
         check = harness.verify(prep)
@@ -152,6 +183,7 @@ def run(entry, launches: int, ceiling: float | None) -> None:
         return
     finally:
         variants.FAST_TUNING.update(shipped)
+        variants.V7_ORDER = shipped_order
     tbs = shape.kv_bytes / min(runs) / 1e6
     k = prep.launcher.kernels[0]
     print(f"{vid} {shape.slug():34s} {source} {knobs} regs={k.registers} smem={k.dynamic_smem} "
@@ -163,7 +195,9 @@ def run(entry, launches: int, ceiling: float | None) -> None:
 
 parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
 parser.add_argument("--only", type=int, action="append", help="index into SWEEP (repeatable)")
-parser.add_argument("--fp8", action="store_true", help="only the fp8 entries (from FP8_FIRST on)")
+parser.add_argument("--fp8", action="store_true", help="only the fp8 entries (FP8_FIRST to D64_FIRST)")
+parser.add_argument("--v7", action="store_true",
+                    help="only group 1 at head_dim 64, v7's timeline and chunk sweep (D64_FIRST on)")
 parser.add_argument("--launches", type=int, default=50)
 parser.add_argument("--no-timing", action="store_true", help="for ncu: verify and launch, no ceiling")
 args = parser.parse_args()
@@ -173,5 +207,6 @@ if ceiling:
     for gib in (0.5, 1, 2):  # its own fixed cost: time against size
         c = harness.measure_read_ceiling(int(gib * (1 << 30)))
         print(f"  stream read {gib} GiB: {c}")
-for i in args.only or (range(FP8_FIRST, len(SWEEP)) if args.fp8 else range(len(SWEEP))):
+chosen = range(FP8_FIRST, D64_FIRST) if args.fp8 else range(D64_FIRST, len(SWEEP)) if args.v7 else range(len(SWEEP))
+for i in args.only or chosen:
     run(SWEEP[i], args.launches, ceiling)

@@ -28,7 +28,7 @@ def test_list_json_names_every_variant_with_its_idea():
     assert fam["origin"] == "built-in" and fam["module"] == "paprof.families.paged_decode"
     assert [p["name"] for p in fam["params"]][:3] == ["batch", "q_heads", "kv_heads"]
     variants = fam["variants"]
-    assert [d["variant"] for d in variants] == ["baseline", "v1", "v2", "v3", "v4", "handbook", "v5", "v6"]
+    assert [d["variant"] for d in variants] == ["baseline", "v1", "v2", "v3", "v4", "handbook", "v5", "v6", "v7"]
     assert all(d["family"] == "paged_decode" and d["idea"] and d["kind"] == "cuda" for d in variants)
     assert all(set(d) >= {"family", "variant", "idea", "kernel_regex", "sources"} for d in variants)
     flash = data[1]

@@ -413,6 +413,16 @@ def test_a_split_run_says_how_many_ways_and_why():
         "where 32 would leave 100 of 132 SMs idle")
 
 
+def test_a_work_list_run_says_its_chunks():
+    details = {"path": "tokens", "waves": 1, "resident_ctas_per_sm": 4, "num_splits": 10, "chunk_pages": 108,
+               "work_items": 66, "multi_part_sequences": 12}
+    cmp = comparison(make_row("v6", grid_size=512), _with_details(
+        "v7", details, kernel="paged_decode_v7_tokens", grid_size=528))
+    assert C.code_path(cmp.variant("v7")) == (
+        "v7 split the batch into 66 chunks of at most 108 pages (paged_decode_v7_tokens, up to 10 parts a "
+        "sequence); v7 chose path tokens, waves 1, resident_ctas_per_sm 4, multi_part_sequences 12")
+
+
 def test_other_launch_choices_and_kernel_names_are_said_too():
     cmp = comparison(make_row("v5"), _with_details("v6", {"tile": 64}))
     assert cmp.steps[0].cause.startswith("v6 chose tile 64: its 2,048 CTAs already fill 97 % ")

@@ -51,3 +51,14 @@ def test_the_sources_kernels_refuse_fp8(vid):
 
     with pytest.raises(ShapeError, match="fp32 K/V only"):
         registry.get(vid, "paged_decode").check(Shape(dtype="fp8"))
+
+
+def test_v7_refuses_splits_and_compiles_its_work_list_kernel():
+    from paprof import registry
+    from paprof.errors import ShapeError
+
+    with pytest.raises(ShapeError, match="chunk=PAGES"):
+        registry.get("v7", "paged_decode").check(Shape(num_splits=4, dtype="fp16"))
+    units = variants.compile_units("v7", Shape(dtype="fp16"))
+    assert [(d["KERNEL_NAME"], d["SPLIT"], d.get("WORKLIST", 0)) for _, d in units] == [
+        ("paged_decode_v7_tokens", 1, 1), ("paged_decode_v6_nosplit", 0, 0)]

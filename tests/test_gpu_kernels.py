@@ -202,3 +202,73 @@ def test_fp8_scales_are_applied_per_kv_head():
     assert again.passed, again
     moved = abs(prep.out - first).max(axis=(0, 2)).get()
     assert (moved[4:6] > 0).all() and (moved[:4] == 0).all() and (moved[6:] == 0).all(), moved
+
+
+# -- v7: the work split by tokens (a work list of chunks, longest first) ---------------------
+
+ISSUE_RAGGED = (17, 300, 1024, 2048, 4000, 4096, 6000, 8192, 9000, 12000, 15000, 16384, 500, 3000, 7000, 10000)
+
+
+@pytest.mark.parametrize("dtype", ["fp16", "bf16", "fp8", "fp32"])
+def test_v7_issue_ragged_batch(dtype):
+    prep = check("v7", Shape(batch=len(ISSUE_RAGGED), context=ISSUE_RAGGED, dtype=dtype))
+    from paprof.kernels import gpu
+
+    d = prep.launcher.details
+    slots = gpu.current_device().sm_count * d["resident_ctas_per_sm"] * d["waves"]
+    assert d["path"] == "tokens" and d["waves"] == 1 and d["work_items"] * 8 <= slots, d
+    assert d["multi_part_sequences"] >= 1 and d["num_splits"] > 1, d
+
+
+@pytest.mark.parametrize("dtype", ["fp16", "fp8"])
+@pytest.mark.parametrize("spec, path", [
+    (dict(batch=64, context=4096), "direct"),
+    (dict(batch=4, context=32768), "tokens"),
+    (dict(batch=1, context=131072), "tokens"),
+    (dict(batch=32, context=8192, q_heads=64), "tokens"),
+])
+def test_v7_issue_shapes(dtype, spec, path):
+    prep = check("v7", Shape(**spec, dtype=dtype))
+    assert prep.launcher.details["path"] == path, prep.launcher.details
+
+
+def test_v7_group_1_head_dim_64():
+    prep = check("v7", Shape(batch=64, context=4096, q_heads=32, kv_heads=32, head_dim=64, dtype="fp16"))
+    assert prep.launcher.details["path"] == "direct"
+
+
+@pytest.mark.parametrize("dtype", ["fp16", "bf16", "fp8"])
+@pytest.mark.parametrize("q_heads, kv_heads, head_dim", [(8, 8, 128), (32, 8, 128), (64, 8, 128), (32, 32, 64),
+                                                         (64, 8, 64)])
+def test_v7_ragged_groups_and_head_dims(dtype, q_heads, kv_heads, head_dim):
+    # lengths 1, 15, 16, 17 (one part each) beside sequences cut into many parts
+    check("v7", Shape(batch=7, q_heads=q_heads, kv_heads=kv_heads, head_dim=head_dim,
+                      context=(1, 15, 16, 17, 3000, 9000, 20000), dtype=dtype))
+
+
+@pytest.mark.parametrize("chunk", [1, 3, 8, 16, 64, 300, 4096])
+def test_v7_chunks_given(chunk):
+    # chunk 1: a part a page (many parts a sequence); 4096: every sequence one part
+    prep = check("v7", Shape(batch=5, context=(1, 17, 200, 2000, 5000), chunk_pages=chunk, dtype="fp16"))
+    d = prep.launcher.details
+    assert d["chunk_pages"] == chunk and d["path"] == "tokens", d
+    assert d["num_splits"] == -(-(-(-5000 // 16)) // chunk), d
+
+
+@pytest.mark.parametrize("page", [4, 8, 32])
+@pytest.mark.parametrize("dtype", ["fp16", "fp8", "fp32"])
+def test_v7_page_sizes(page, dtype):
+    check("v7", Shape(batch=5, page_size=page, context=(1, page - 1 or 1, page + 1, 999, 12000), dtype=dtype))
+
+
+@pytest.mark.parametrize("head_dim", [32, 256])
+def test_v7_ring_head_dims(head_dim):
+    # the cp.async ring of v5_mma.cu (head_dim 32, 256) under the work list
+    check("v7", Shape(batch=4, context=(5, 300, 33, 20000), head_dim=head_dim, dtype="fp16"))
+
+
+def test_v7_repeated_launches_leave_the_counters_at_zero():
+    prep = check("v7", Shape(batch=3, context=(40, 70000, 9), dtype="fp16"))
+    for _ in range(3):
+        again = harness.verify(prep)
+        assert again.passed, again

@@ -64,6 +64,21 @@ def test_fast_kernel_compiles_within_its_register_budget(tmp_path, dtype, split,
     assert kernel_spill_stores(log) == 0, log
 
 
+@pytest.mark.parametrize("dtype", ["fp32", "fp16", "bf16", "fp8"])
+@pytest.mark.parametrize("q_heads, kv_heads, head_dim", [(32, 8, 128), (64, 8, 128), (32, 32, 64)])
+def test_v7_work_list_kernel_compiles_without_spills(tmp_path, dtype, q_heads, kv_heads, head_dim):
+    """v7's token split (WORKLIST 1: the CTA's item read from the work list, a one-part
+    sequence written directly) within v6's register budget: no spills, <= 168 registers
+    for the tensor-core kernel at 3 warps x 4 CTAs."""
+    shape = Shape(dtype=dtype, q_heads=q_heads, kv_heads=kv_heads, head_dim=head_dim)
+    defines = pd_variants.fast_defines(shape, True, pd_variants.V7_KERNEL, worklist=True)
+    assert defines["WORKLIST"] == 1 and defines["SPLIT"] == 1
+    log = nvcc(tmp_path, pd_variants.fast_source(shape), defines.items())
+    assert kernel_spill_stores(log, pd_variants.V7_KERNEL) == 0, log
+    regs = int(re.search(rf"Compiling entry function '{pd_variants.V7_KERNEL}'.*?Used (\d+) registers", log, re.S)[1])
+    assert regs * defines["WARPS"] * 32 * defines["MIN_BLOCKS"] <= 65536, (regs, log)
+
+
 @pytest.mark.parametrize("split", [False, True])
 @pytest.mark.parametrize("heads, page", [((32, 8), 16), ((32, 32), 16), ((64, 8), 8), ((8, 8), 32)])
 def test_fp8_head_dim_64_and_other_pages_compile_without_spills(tmp_path, split, heads, page):

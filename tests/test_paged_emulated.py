@@ -46,29 +46,43 @@ def build(tmp_path_factory):
     return tmp_path_factory.mktemp("paged_emu")
 
 
+V7_CAPACITY = 24
+"""Resident CTA slots the emulated v7 plans for (a small GPU: the tests' shapes then get
+one-part and many-part sequences side by side)."""
+
+
 def launch_config(shape: Shape, vid: str, tuning: dict | None = None):
-    """(defines, splits, threads, shared-memory bytes) as v5/v6's builder would launch it
-    (v6 with shape.num_splits splits: the emulation has no device to choose them)."""
-    splits = (shape.num_splits or 1) if vid == "v6" else 1
-    split = splits > 1
-    name = "paged_decode_v6_split" if split else ("paged_decode_v6_nosplit" if vid == "v6" else "paged_decode_v5")
-    defines = {**variants.fast_defines(shape, split, name), **(tuning or {})}
+    """(defines, splits or work items, threads, shared-memory bytes, partial rows, work list)
+    as v5/v6/v7's builder would launch it (v6 with shape.num_splits splits, v7 planned for
+    V7_CAPACITY slots: the emulation has no device to choose them)."""
+    items = None
+    if vid == "v7":
+        plan = variants.plan_work(shape.context_lens, shape.page_size, shape.kv_heads, V7_CAPACITY,
+                                  shape.chunk_pages)
+        items = variants.work_array(plan["items"])
+        name, split, splits, rows = variants.V7_KERNEL, True, len(items), plan["part_slots"] * shape.q_heads
+        parts = plan["max_parts"]
+    else:
+        splits = (shape.num_splits or 1) if vid == "v6" else 1
+        split, rows, parts = splits > 1, shape.batch * shape.q_heads * splits, splits
+        name = "paged_decode_v6_split" if split else ("paged_decode_v6_nosplit" if vid == "v6" else "paged_decode_v5")
+    defines = {**variants.fast_defines(shape, split, name, worklist=vid == "v7"), **(tuning or {})}
     assert defines.get("FEED") == 1, "the emulation runs the register feed"
     smem = variants.fast_smem(defines)
     if split:
-        smem = max(smem, variants.merge_smem(defines["WARPS"], shape.group, shape.head_dim, splits))
-    return defines, splits, defines["WARPS"] * 32, smem
+        smem = max(smem, variants.merge_smem(defines["WARPS"], shape.group, shape.head_dim, parts))
+    return defines, splits, defines["WARPS"] * 32, smem, rows, items
 
 
 def run_emulated(vid: str, shape: Shape, build: Path, tuning: dict | None = None, seed: int = 5,
                  folder: Path = FOLDER):
     """The kernel's output, the K and V bytes it read, its split counters after the run."""
-    defines, splits, threads, smem = launch_config(shape, vid, tuning)
+    defines, splits, threads, smem, rows, items = launch_config(shape, vid, tuning)
     exe = driver(tuple(sorted(defines.items())), build, folder)
     inputs = problem.make_inputs(shape, seed, xp=np)
     cache_bytes = inputs["key_cache"].nbytes
     header = np.array([shape.batch, shape.q_heads, shape.kv_heads, shape.pages_per_seq, shape.num_pages, splits,
-                       threads, smem, cache_bytes], dtype=np.int32)
+                       threads, smem, cache_bytes, rows], dtype=np.int32)
     src, dst = build / f"in-{vid}-{shape.slug()}", build / f"out-{vid}-{shape.slug()}"
     with open(src, "wb") as fh:
         fh.write(header.tobytes())
@@ -76,6 +90,8 @@ def run_emulated(vid: str, shape: Shape, build: Path, tuning: dict | None = None
         for name in (*problem.INPUT_NAMES, *problem.FP8_SCALE_NAMES):
             if name in inputs:
                 fh.write(np.ascontiguousarray(inputs[name]).tobytes())
+        if items is not None:
+            fh.write(np.ascontiguousarray(items, dtype=np.int32).tobytes())
     done = subprocess.run([str(exe), str(src), str(dst)], capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stderr[-4000:]
     raw = dst.read_bytes()
@@ -170,3 +186,135 @@ def test_a_wrong_stride_is_caught(build):
     with pytest.raises(AssertionError, match="emulation: (a load|register-feed load)|cache bytes read"):
         check_emulated("v5", Shape(batch=2, q_heads=4, kv_heads=2, context=(40, 70), dtype="fp8"), build,
                        folder=broken)
+
+
+# -- v7: the work list (token-balanced chunks, longest first, one-part sequences direct) -------
+
+ISSUE_RAGGED = (17, 300, 1024, 2048, 4000, 4096, 6000, 8192, 9000, 12000, 15000, 16384, 500, 3000, 7000, 10000)
+SCALED_RAGGED = tuple(max(1, c // 32) for c in ISSUE_RAGGED)  # the issue's 16 lengths / 32: 0..512 tokens
+EDGE_RAGGED = (1, 15, 16, 17, 300, 700)  # one-page and one-token sequences beside many-part ones
+
+V7_CASES = [
+    dict(batch=16, q_heads=8, kv_heads=2, context=SCALED_RAGGED, dtype="fp16"),
+    dict(batch=16, q_heads=4, kv_heads=4, head_dim=64, context=SCALED_RAGGED, dtype="bf16"),  # group 1
+    dict(batch=6, q_heads=16, kv_heads=2, context=EDGE_RAGGED, dtype="fp8"),  # groups of 8
+    dict(batch=6, q_heads=4, kv_heads=4, head_dim=64, context=EDGE_RAGGED, chunk_pages=8,
+         dtype="fp8"),  # group 1, d64 (24 CTAs fill the 24 slots: the chunk given)
+    dict(batch=6, q_heads=16, kv_heads=2, head_dim=64, page_size=8, context=EDGE_RAGGED, chunk_pages=3,
+         dtype="fp16"),  # pages smaller than a tile, a chunk that is not a tile multiple
+    dict(batch=1, q_heads=8, kv_heads=2, context=(2000,), dtype="fp16"),  # one sequence, many parts
+    dict(batch=4, q_heads=8, kv_heads=2, page_size=32, context=(31, 33, 1000, 97), dtype="bf16"),
+    dict(batch=4, q_heads=4, kv_heads=1, context=(1, 15, 16, 17), dtype="fp8"),  # every sequence one part
+]
+
+
+@pytest.mark.parametrize("shape", V7_CASES, ids=lambda c: Shape(**c).slug())
+def test_v7_work_list_matches_the_reference_reading_exactly_its_tokens(build, shape):
+    shape = Shape(**shape)
+    plan = variants.plan_work(shape.context_lens, shape.page_size, shape.kv_heads, V7_CAPACITY, shape.chunk_pages)
+    parts = [it[4] for it in plan["items"]]
+    if shape.batch > 4:  # the ragged cases: sequences of one part beside sequences of several
+        assert min(parts) == 1 and max(parts) >= 2, plan
+    check_emulated("v7", shape, build)
+
+
+def _covering(shape: Shape, plan: dict) -> None:
+    """The plan's items cut each sequence's pages into its parts, once each, in order."""
+    pages = [-(-c // shape.page_size) for c in shape.context_lens]
+    by_seq: dict = {}
+    for seq, p0, p1, part, parts, base in plan["items"]:
+        assert 0 <= p0 < p1 <= pages[seq] and p1 - p0 <= plan["chunk_pages"]
+        by_seq.setdefault(seq, []).append((part, p0, p1, parts, base))
+    bases = []
+    for seq, got in by_seq.items():
+        got.sort()
+        assert [g[0] for g in got] == list(range(got[0][3])) and {g[3] for g in got} == {len(got)}
+        assert got[0][1] == 0 and got[-1][2] == pages[seq]
+        assert all(a[2] == b[1] for a, b in zip(got, got[1:]))
+        if len(got) > 1:
+            bases.append((got[0][4], len(got)))
+    assert sorted(by_seq) == list(range(shape.batch))
+    bases.sort()  # the partial slots of the multi-part sequences: disjoint, packed
+    assert [b for b, _ in bases] == [sum(n for _, n in bases[:i]) for i in range(len(bases))]
+    assert plan["part_slots"] == sum(n for _, n in bases)
+    sizes = [p1 - p0 for _, p0, p1, *_ in plan["items"]]
+    assert sizes == sorted(sizes, reverse=True), "longest first"
+
+
+@pytest.mark.parametrize("spec, chunk, items", [
+    # the H200's 132 SMs x 4 resident CTAs: v7 gives even batches v6's split (choose_splits)
+    ("batch=4,context=32768", 128, 64),
+    ("batch=1,context=131072", 125, 66),
+    ("batch=32,context=8192,q_heads=64", 256, 64),
+    ("batch=64,context=4096", 256, 64),
+    ("context=" + ":".join(map(str, ISSUE_RAGGED)), 108, 66),
+    ("context=" + ":".join(map(str, ISSUE_RAGGED)) + ",chunk=32", 32, 197),
+])
+def test_v7_plan_covers_every_page_once_and_fills_one_wave(spec, chunk, items):
+    shape = problem.parse_shape(spec)
+    plan = variants.plan_work(shape.context_lens, shape.page_size, shape.kv_heads, 132 * 4, shape.chunk_pages)
+    _covering(shape, plan)
+    assert (plan["chunk_pages"], len(plan["items"])) == (chunk, items)
+    assert plan["waves"] == -(-items * shape.kv_heads // 528)  # chunk 32 on the ragged batch: 3
+    if not shape.chunk_pages:  # the smallest chunk whose CTAs fit one wave of 528
+        assert len(plan["items"]) * shape.kv_heads <= 528
+        smaller = variants._parts_of([-(-c // 16) for c in shape.context_lens], chunk - 1)
+        assert chunk == variants.MIN_PAGES_PER_SPLIT or smaller * shape.kv_heads > 528 or chunk == max(
+            -(-c // 16) for c in shape.context_lens)
+
+
+def test_v7_matches_v6s_split_count_on_even_batches():
+    class Device:
+        sm_count = 132
+
+    for batch, ctx in [(1, 131072), (2, 65536), (4, 32768), (8, 16384), (16, 8192), (33, 4096), (64, 4096)]:
+        shape = Shape(batch=batch, context=ctx)
+        plan = variants.plan_work(shape.context_lens, 16, 8, 132 * 4)
+        assert plan["max_parts"] == variants.choose_splits(shape, Device, 4), (batch, ctx, plan["max_parts"])
+
+
+def test_v7_path_is_direct_only_for_even_full_batches():
+    cap = 132 * 4
+    for spec, path in [("batch=64,context=4096", "direct"), ("batch=64,context=4096,kv_heads=32,head_dim=64", "direct"),
+                       ("batch=4,context=32768", "tokens"), ("batch=64,context=4096,chunk=256", "tokens"),
+                       ("context=" + ":".join(map(str, ISSUE_RAGGED)), "tokens")]:
+        shape = problem.parse_shape(spec)
+        plan = variants.plan_work(shape.context_lens, shape.page_size, shape.kv_heads, cap, shape.chunk_pages)
+        assert variants.v7_path(shape, plan) == path, spec
+    assert set(variants.V7_CHOICES) == {"direct", "tokens"}
+
+
+def test_a_kernel_ignoring_its_item_is_caught(build):
+    """Not vacuous: a kernel that starts every CTA at its sequence's first page (the item's
+    first page ignored) fails here, through the CTA's item and the bytes it reads."""
+    common = (FOLDER / "fast_common.cuh").read_text()
+    line = "const int b = item[0], p_begin = item[1], p_end = item[2];"
+    assert line in common
+    broken = build / "broken-item"
+    broken.mkdir(exist_ok=True)
+    (broken / "fast_common.cuh").write_text(common.replace(line, line.replace("item[1]", "0")))
+    for name in ("common.cuh", "v5_mma.cu"):
+        (broken / name).write_text((FOLDER / name).read_text())
+    with pytest.raises(AssertionError, match="outside the CTA's work item|cache bytes read"):
+        check_emulated("v7", Shape(batch=2, q_heads=4, kv_heads=2, context=(40, 400), dtype="fp16"), build,
+                       folder=broken)
+
+
+@pytest.mark.parametrize("vid, dtype, tuning", [("v7", "fp16", {"TSUB": 2}), ("v6", "fp16", {"TSUB": 2, "WARPS": 2}),
+                                                ("v7", "fp8", {"TSUB": 4})],
+                         ids=lambda t: t if isinstance(t, str) else "-".join(f"{k}{v}" for k, v in t.items()))
+def test_group_1_head_dim_64_tunings_that_tune_v5_tries(build, vid, dtype, tuning):
+    # scripts/tune_v5.py's D64 entries (16-bit caches at two tiles a step, fp8 at four)
+    shape = Shape(batch=3, q_heads=4, kv_heads=4, head_dim=64, context=(16, 33, 300), dtype=dtype,
+                  **({"num_splits": 3} if vid == "v6" else {"chunk_pages": 4}))
+    check_emulated(vid, shape, build, tuning)
+
+
+def test_v7_serpentine_order_is_the_same_items_every_other_round_reversed():
+    lens = ISSUE_RAGGED
+    longest = variants.plan_work(lens, 16, 8, 528, sm_count=132, order="longest")["items"]
+    serp = variants.plan_work(lens, 16, 8, 528, sm_count=132, order="serpentine")["items"]
+    per = round(132 / 8)  # items a round of 132 CTAs holds (16.5, rounded)
+    assert sorted(serp) == sorted(longest) and serp[:per] == longest[:per]
+    assert serp[per:2 * per] == longest[per:2 * per][::-1] and serp != longest
+    assert variants.V7_ORDER == "longest"  # shipped until the GPU call measures serpentine

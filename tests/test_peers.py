@@ -40,7 +40,7 @@ def _variant_ids(folder, fake, **env_extra):
     return done.stdout.split()
 
 
-OURS = ["baseline", "v1", "v2", "v3", "v4", "handbook", "v5", "v6"]
+OURS = ["baseline", "v1", "v2", "v3", "v4", "handbook", "v5", "v6", "v7"]
 
 
 def test_peers_appear_only_where_flashinfer_and_torch_can_be_imported(tmp_path):

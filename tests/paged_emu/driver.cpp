@@ -2,10 +2,12 @@
 // paged_emulate.h). Built by tests/test_paged_emulated.py with
 //   g++ -std=c++20 -DPAGED_EMULATE -D<the launcher's defines> -I<family> -I<here> driver.cpp
 // and run as `driver IN OUT`. IN: int32 batch, q_heads, kv_heads, pages_per_seq, num_pages,
-// splits, threads, shared-memory bytes, cache bytes (each of K and V); float32 scale; then
-// query (float32), key_cache, value_cache (bytes), block_tables, context_lens (int32) and,
-// for fp8, k_scale, v_scale (float32 a KV head). OUT: the output (float32), a byte a
-// cache byte of K then of V (1: the kernel read it), the split counters (int32).
+// splits (WORKLIST: work items), threads, shared-memory bytes, cache bytes (each of K and
+// V), partial rows; float32 scale; then query (float32), key_cache, value_cache (bytes),
+// block_tables, context_lens (int32), for fp8 k_scale, v_scale (float32 a KV head) and,
+// with WORKLIST (v7), the work list (WORK_ITEM_INTS int32 an item). OUT: the output
+// (float32), a byte a cache byte of K then of V (1: the kernel read it), the split
+// counters (int32).
 #include "v5_mma.cu"
 
 #include <fstream>
@@ -22,7 +24,7 @@ static std::vector<T> read(std::ifstream& in, size_t n) {
 int main(int argc, char** argv) {
     if (argc != 3) return 2;
     std::ifstream in(argv[1], std::ios::binary);
-    int hdr[9];
+    int hdr[10];
     float scale;
     in.read(reinterpret_cast<char*>(hdr), sizeof hdr);
     in.read(reinterpret_cast<char*>(&scale), sizeof scale);
@@ -38,6 +40,10 @@ int main(int argc, char** argv) {
 #if KV_DTYPE == 3
     auto k_scale = read<float>(in, size_t(kv_heads));
     auto v_scale = read<float>(in, size_t(kv_heads));
+#endif
+#if WORKLIST
+    auto items = read<int>(in, size_t(splits) * WORK_ITEM_INTS);
+    paged_emu::layout.items = items.data();
 #endif
     if (!in) return 3;
 
@@ -60,11 +66,15 @@ int main(int argc, char** argv) {
             }
     std::vector<int> counters(size_t(batch) * kv_heads, 0);
 #if SPLIT
-    const size_t rows = size_t(batch) * q_heads * splits;
+    const size_t rows = size_t(hdr[9]);  // v6: batch x q_heads x splits; v7: its part slots x q_heads
     std::vector<float> part_m(rows, nan), part_l(rows, nan), part_o(rows * HEAD_DIM, nan);
 #endif
 
+#if WORKLIST
+    gridDim = {unsigned(kv_heads), unsigned(splits), 1u};  // y: the work item
+#else
     gridDim = {unsigned(kv_heads), unsigned(batch), unsigned(splits)};
+#endif
     blockDim = {unsigned(threads), 1, 1};
     for (unsigned z = 0; z < gridDim.z; ++z) {
         for (unsigned y = 0; y < gridDim.y; ++y) {
@@ -79,6 +89,9 @@ int main(int argc, char** argv) {
                         KERNEL_NAME(
 #if SPLIT
                             part_m.data(), part_l.data(), part_o.data(), counters.data(),
+#endif
+#if WORKLIST
+                            items.data(),
 #endif
                             out.data(), query.data(), key.data(), value.data(), tables.data(), lens.data(), scale,
                             q_heads, kv_heads, pages_per_seq

@@ -31,6 +31,10 @@
 #error "no TIMELINE in the emulation"
 #endif
 
+#ifndef WORK_ITEM_INTS
+#define WORK_ITEM_INTS 8  // fast_common.cuh's (the same definition, repeated there)
+#endif
+
 #define EMU_BF16 (KV_DTYPE == 2)  // the mma's elements: fp16 for fp16 and fp8, bf16 for bf16
 #include "../emu_common/warp_emulate.h"
 
@@ -71,10 +75,12 @@ inline Cache caches[2];
 
 // The caches' layout, [pages][page_size][kv_heads][row_bytes], and which sequence and
 // logical page each physical page is (from the block table): a CTA (KV head x, sequence
-// y, split z) may read only its head's rows of its sequence's tokens in its split's pages.
+// y, split z) may read only its head's rows of its sequence's tokens in its split's pages;
+// with WORKLIST (v7: y is a work item) only those of its item's sequence and pages.
 struct Layout {
     int page_size = 0, kv_heads = 0, row_bytes = 0;
     std::vector<int> seq_of_page, logical_of_page, lens;
+    const int* items = nullptr;  // WORKLIST: the host's work list (WORK_ITEM_INTS an item)
 };
 inline Layout layout;
 
@@ -86,13 +92,23 @@ inline void check_owner(size_t at) {
     const size_t page = token_row / size_t(L.page_size);
     const int slot = int(token_row % size_t(L.page_size));
     if (head != int(blockIdx.x)) fail("a load from another KV head's row");
-    if (page >= L.seq_of_page.size() || L.seq_of_page[page] != int(blockIdx.y))
+#if WORKLIST
+    const int* item = L.items + size_t(WORK_ITEM_INTS) * blockIdx.y;  // sequence, first page, end page
+    const int seq = item[0];
+#else
+    const int seq = int(blockIdx.y);
+#endif
+    if (page >= L.seq_of_page.size() || L.seq_of_page[page] != seq)
         fail("a load from a page of another sequence");
-    const int logical = L.logical_of_page[page], ctx = L.lens[blockIdx.y];
+    const int logical = L.logical_of_page[page], ctx = L.lens[size_t(seq)];
     if (logical * L.page_size + slot >= ctx) fail("a load of a token past the sequence's end");
+#if WORKLIST
+    if (logical < item[1] || logical >= item[2]) fail("a load of a page outside the CTA's work item");
+#else
     const int pages = (ctx + L.page_size - 1) / L.page_size;
     const int per_split = (pages + int(gridDim.z) - 1) / int(gridDim.z);
     if (logical / per_split != int(blockIdx.z)) fail("a load of a page outside the CTA's split");
+#endif
 }
 
 inline void global_load(void* dst, const unsigned char* p, size_t bytes) {

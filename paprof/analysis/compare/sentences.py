@@ -64,12 +64,17 @@ NO_SPLIT = re.compile(r"(?:^|_)no_?split(?:_|$)", re.I)
 """A kernel name that says it is a variant's no-split path (``paged_decode_v6_nosplit``)."""
 
 
+def _count(x) -> bool:
+    return isinstance(x, int) and not isinstance(x, bool) and x >= 1
+
+
 def code_path(v: VariantResult, reason: bool = True) -> str | None:
     """The code path a variant took at launch, in words, from its sidecar's
     ``launch_details`` (schema 2) and its kernel names: "v6 ran its no-split kernel
     paged_decode_v6_nosplit (num_splits 1: the grid already fills the GPU, 512 CTAs for 132
     SMs)", "v6 split each sequence 16 ways (num_splits 16): 512 CTAs where 32 would leave
-    100 of 132 SMs idle"; None when the run records no choice. ``reason=False`` leaves out
+    100 of 132 SMs idle", "v7 split the batch into 66 chunks of at most 108 pages (...)"
+    (a work list: ``work_items`` and ``chunk_pages``); None when the run records no choice. ``reason=False`` leaves out
     what follows the choice (the grid against the SMs)."""
     details = dict(v.provenance.launch_details) if v.provenance else {}
     names = [k.kernel for k in v.kernels]
@@ -77,7 +82,12 @@ def code_path(v: VariantResult, reason: bool = True) -> str | None:
     grid, sms = _num(v.get("grid_size")), _num(v.get("sm_count"))
     splits = details.pop("num_splits", None)
     parts = []
-    if isinstance(splits, int) and not isinstance(splits, bool) and splits >= 1:
+    chunks, chunk = details.get("work_items"), details.get("chunk_pages")
+    if _count(chunks) and _count(chunk):  # a work list of chunks (paged_decode's v7)
+        del details["work_items"], details["chunk_pages"]
+        text = f"{v.label} split the batch into {fmt.count(chunks)} chunks of at most {fmt.count(chunk)} pages ({kernel}"
+        parts.append(text + (f", up to {splits} parts a sequence)" if _count(splits) else ")"))
+    elif isinstance(splits, int) and not isinstance(splits, bool) and splits >= 1:
         if splits == 1:
             why = ""
             if reason and grid and sms and grid >= sms:

@@ -144,6 +144,12 @@ def check_v6(shape: Shape) -> None:
     check_fast(shape, "v6")
 
 
+def check_v7(shape: Shape) -> None:
+    check_fast(shape, "v7")
+    if shape.num_splits:
+        raise ShapeError("v7 splits the work by tokens: give chunk=PAGES (pages a CTA), not splits")
+
+
 VARIANTS = [
     CudaVariant(
         id="baseline",
@@ -233,6 +239,17 @@ VARIANTS = [
         accepts=check_v6,
         order=7,
     ),
+    CudaVariant(
+        id="v7",
+        idea="the one to pick: v6's kernels with the work split by tokens; a host-built work list cuts every sequence into chunks of at most P pages (P the smallest whose CTAs fit the resident slots, longest chunks first), the last chunk of a sequence merges its parts, a one-chunk sequence writes directly; an even batch that fills the GPU takes v6's no-split kernel",
+        kernel_regex=r"paged_decode_v7_tokens|paged_decode_v6_nosplit",
+        sources=("v5_fast.cu", "v5_mma.cu"),
+        launch="grid (kv_heads, work items) x v5's block, or v6's (kv_heads, batch) when the batch fills the GPU",
+        build=_build,
+        compile_units=_units("v7"),
+        accepts=check_v7,
+        order=8,
+    ),
 ]
 
 
@@ -245,7 +262,7 @@ PEER_VARIANTS = [
         arrays="torch",
         launch="FlashInfer's plan (BatchDecodeWithPagedKVCacheWrapper, use_tensor_cores=True); then one fp16 -> fp32 cast of the output",
         accepts=peers.check_tensor_cores,
-        order=8,
+        order=9,
     ),
     CallableVariant(
         id="flashinfer_cc",
@@ -255,7 +272,7 @@ PEER_VARIANTS = [
         arrays="torch",
         launch="FlashInfer's plan (BatchDecodeWithPagedKVCacheWrapper, use_tensor_cores=False); then one fp16 -> fp32 cast of the output",
         accepts=peers.check_cuda_cores,
-        order=9,
+        order=10,
     ),
 ]
 """FlashInfer as a peer (``peers.py``): in the family only where it can be imported."""

@@ -4,11 +4,25 @@
 // output (SPLIT 0), or the split's partial (m, l, unnormalised O) and then, in the last CTA
 // of the (sequence, KV head) to finish, the merge of every split (SPLIT 1: no second
 // kernel). m is a base-2 max. It also gives both kernels' shared knobs their defaults.
+// WORKLIST 1 (v7, with SPLIT 1): grid (kv_heads, items), each CTA's sequence and pages
+// from a work list the host built (token-balanced chunks, longest first), the parts of a
+// sequence merged by its last CTA; a sequence of one part writes its output directly.
 #pragma once
 
 #ifndef SPLIT
 #define SPLIT 0  // 0: write the output; 1: v6, one split of gridDim.z a CTA
 #endif
+#ifndef WORKLIST
+#define WORKLIST 0  // 1: v7, blockIdx.y indexes the work list (WORK_ITEM_INTS ints an item)
+#endif
+#if WORKLIST && !SPLIT
+#error "WORKLIST (v7) writes partials: it needs SPLIT 1"
+#endif
+// A work item: sequence, first page, end page (exclusive), part index within the
+// sequence, the sequence's part count, the sequence's first part slot in the partial
+// buffers (its rows start at part_base x q_heads; [q_head][part] within), two unused ints
+// (32 bytes an item). variants.py's plan_work writes them.
+#define WORK_ITEM_INTS 8
 #ifndef KERNEL_NAME
 #define KERNEL_NAME paged_decode_v5
 #endif
@@ -35,12 +49,20 @@ __device__ __forceinline__ unsigned long long global_ns() {
 }
 #endif
 
-#if SPLIT
+#if SPLIT && WORKLIST
+#define FAST_SPLIT_PARAMS                                                                    \
+    float *__restrict__ part_m, float *__restrict__ part_l, float *__restrict__ part_o,     \
+        int *__restrict__ counters, const int *__restrict__ work_items,
+#define FAST_WORK_ITEMS work_items
+#elif SPLIT
 #define FAST_SPLIT_PARAMS                                                                    \
     float *__restrict__ part_m, float *__restrict__ part_l, float *__restrict__ part_o,     \
         int *__restrict__ counters,
 #else
 #define FAST_SPLIT_PARAMS
+#endif
+#ifndef FAST_WORK_ITEMS
+#define FAST_WORK_ITEMS nullptr
 #endif
 #if defined(KV_DTYPE) && KV_DTYPE == 3
 #define FAST_SCALE_PARAMS , const float *__restrict__ k_scales, const float *__restrict__ v_scales
@@ -78,6 +100,29 @@ __device__ __forceinline__ PageRange split_pages(int ctx, int split, int splits)
 template <bool SPLIT_, int PAGE>
 __device__ __forceinline__ PageRange page_range(int ctx) {
     return SPLIT_ ? split_pages<PAGE>(ctx, blockIdx.z, gridDim.z) : split_pages<PAGE>(ctx, 0, 1);
+}
+
+// What one CTA works on: its sequence b, pages [p_begin, p_end) and the end of its tokens,
+// its part of the sequence's `parts`, and where the sequence's partials start (rows of
+// part_m before them; v6: 0, its rows are [batch x q_heads][splits]).
+struct CtaWork {
+    int b, p_begin, p_end, t_end, part, parts;
+    size_t part_row0;
+};
+
+template <int PAGE>
+__device__ __forceinline__ CtaWork cta_work(const int* context_lens, const int* work_items, int q_heads) {
+#if WORKLIST
+    const int* item = work_items + static_cast<size_t>(WORK_ITEM_INTS) * blockIdx.y;
+    const int b = item[0], p_begin = item[1], p_end = item[2];
+    return {b, p_begin, p_end, min(context_lens[b], p_end * PAGE), item[3], item[4],
+            static_cast<size_t>(item[5]) * q_heads};
+#else
+    const int b = blockIdx.y;
+    const PageRange r = page_range<SPLIT, PAGE>(context_lens[b]);
+    return {b, r.p_begin, r.p_end, r.t_end, SPLIT ? static_cast<int>(blockIdx.z) : 0,
+            SPLIT ? static_cast<int>(gridDim.z) : 1, 0};
+#endif
 }
 
 
@@ -228,18 +273,22 @@ __device__ __noinline__ void merge_parts(float* out_rows, const float* part_m, c
     }
 }
 
-// The end of a CTA (v5, v6): every warp has left its (m, l, acc) for each head of the group
-// in s_m / s_l / s_acc. Combine the warps, then write the output (SPLIT_ false), or split
-// `split`'s partial in the [head][split] layout and count it in the (sequence, KV head)'s
+// The end of a CTA (v5, v6, v7): every warp has left its (m, l, acc) for each head of the
+// group in s_m / s_l / s_acc. Combine the warps, then write the output (SPLIT_ false, or a
+// v7 sequence of one part), or the CTA's partial and count it in the (sequence, KV head)'s
 // counter (zero before the launch, zero again after it); the CTA that brings the count to
-// num_splits merges every split into `out` (no second kernel), with s_m onwards as its
-// scratch (the warps' values are read before). m is a base-2 max.
+// the part count merges every part into `out` (no second kernel), with s_m onwards as its
+// scratch (the warps' values are read before). Partial rows: v6 [batch x q_heads][splits];
+// v7 from work.part_row0 on, [q_heads][parts] for the sequence. m is a base-2 max.
 template <int WARPS_, int GROUP_, int HEAD_DIM_, bool SPLIT_>
 __device__ __forceinline__ void merge_warps_and_store(const float* s_m, const float* s_l, const float* s_acc,
-                                                      float* out_or_o, float* part_m, float* part_l, int b,
-                                                      int kvh, int q_heads, int split, int num_splits,
-                                                      float* out = nullptr, int* counters = nullptr) {
-    const size_t head0 = static_cast<size_t>(b) * q_heads + kvh * GROUP_;
+                                                      const CtaWork& work, int kvh, int q_heads, float* out,
+                                                      float* part_m = nullptr, float* part_l = nullptr,
+                                                      float* part_o = nullptr, int* counters = nullptr) {
+    const size_t head0 = static_cast<size_t>(work.b) * q_heads + kvh * GROUP_;
+    // v7's sequences of one part have no partials; v6's split kernel always writes them
+    const bool direct = !SPLIT_ || (WORKLIST && work.parts == 1);
+    const size_t phead0 = WORKLIST ? static_cast<size_t>(kvh) * GROUP_ : head0;  // first partial head
     for (int idx = threadIdx.x; idx < GROUP_ * HEAD_DIM_; idx += WARPS_ * 32) {
         const int g = idx / HEAD_DIM_, d = idx % HEAD_DIM_;
         float mx = NEG_INF;
@@ -255,23 +304,23 @@ __device__ __forceinline__ void merge_warps_and_store(const float* s_m, const fl
             lsum += lw * wt;
             o += s_acc[(w * GROUP_ + g) * HEAD_DIM_ + d] * wt;
         }
-        if (SPLIT_) {
-            const size_t row = (head0 + g) * num_splits + split;
+        if (!direct) {
+            const size_t row = work.part_row0 + (phead0 + g) * work.parts + work.part;
             if (d == 0) {
                 part_m[row] = mx;  // -inf with l = 0 for an empty split
                 part_l[row] = lsum;
             }
-            out_or_o[row * HEAD_DIM_ + d] = o;
+            part_o[row * HEAD_DIM_ + d] = o;
         } else {
-            out_or_o[(head0 + g) * HEAD_DIM_ + d] = o / lsum;
+            out[(head0 + g) * HEAD_DIM_ + d] = o / lsum;
         }
     }
-    if (SPLIT_) {
+    if (SPLIT_ && !direct) {
         __shared__ int s_last;
-        int* counter = counters + b * gridDim.x + kvh;
+        int* counter = counters + work.b * gridDim.x + kvh;
         __threadfence();  // this CTA's partials are visible device-wide before it is counted
         __syncthreads();
-        if (threadIdx.x == 0) s_last = atomicAdd(counter, 1) == num_splits - 1;
+        if (threadIdx.x == 0) s_last = atomicAdd(counter, 1) == work.parts - 1;
         __syncthreads();
 #if TIMELINE
         if (threadIdx.x == 0)
@@ -279,8 +328,9 @@ __device__ __forceinline__ void merge_warps_and_store(const float* s_m, const fl
 #endif
         if (s_last) {
             __threadfence();
-            merge_parts<WARPS_, GROUP_, HEAD_DIM_>(out + head0 * HEAD_DIM_, part_m, part_l, out_or_o, head0,
-                                                   num_splits, const_cast<float*>(s_m));
+            merge_parts<WARPS_, GROUP_, HEAD_DIM_>(out + head0 * HEAD_DIM_, part_m + work.part_row0,
+                                                   part_l + work.part_row0, part_o + work.part_row0 * HEAD_DIM_,
+                                                   phead0, work.parts, const_cast<float*>(s_m));
             if (threadIdx.x == 0) *counter = 0;  // ready for the next launch
         }
     }

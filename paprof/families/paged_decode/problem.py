@@ -34,7 +34,8 @@ class Shape(Params):
     ``context`` is one length for every sequence, or a tuple with one length per
     sequence (ragged batch). ``num_splits`` is 0 for "the variant decides" and only
     matters to split-KV variants. ``max_pages`` is the block table's width; 0 means
-    just wide enough for the longest sequence.
+    just wide enough for the longest sequence. ``chunk_pages`` is v7's work-list chunk
+    (pages a CTA at most; 0: v7 decides); other variants ignore it.
     """
 
     batch: int = param(64, aliases=("b",), min=1, max=65535, help="sequences in the batch")
@@ -50,6 +51,8 @@ class Shape(Params):
                        help="K/V cache type, fp8 = e4m3 with a scale per KV head (query and output: fp32)")
     max_pages: int = param(0, min=0, omit_default=True,
                            help="block-table width in pages (0: just enough)")
+    chunk_pages: int = param(0, key="chunk", min=0, max=1 << 20, omit_default=True,
+                             help="v7's work-list chunk in pages a CTA (0: v7 decides)")
 
     # -- derived sizes ---------------------------------------------------------------
     @property
@@ -141,6 +144,8 @@ class Shape(Params):
             text += f"_s{self.num_splits}"
         if self.max_pages:
             text += f"_mp{self.max_pages}"
+        if self.chunk_pages:
+            text += f"_c{self.chunk_pages}"
         return text
 
 

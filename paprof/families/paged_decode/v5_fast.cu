@@ -13,7 +13,8 @@
 //  - The block table is staged in shared memory CHUNK_PAGES entries at a time, so a K/V
 //    address never waits on a global load.
 // SPLIT = 0 writes the output; SPLIT = 1 writes (m, l, unnormalised O) per split, and the
-// last split of each (sequence, KV head) to finish merges them (v6, fast_common.cuh).
+// last split of each (sequence, KV head) to finish merges them (v6, fast_common.cuh);
+// with WORKLIST 1 as well (v7), each CTA's sequence and pages come from the host's work list.
 // Shape constants come in as macros: the launcher compiles one module per (dtype,
 // head_dim, group, page_size).
 #include "common.cuh"
@@ -140,14 +141,13 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32, MIN_BLOCKS) KERNEL_NAME
     extern __shared__ uint4 s_dyn[];
 
     const int kvh = blockIdx.x;
-    const int b = blockIdx.y;
+    const CtaWork work = cta_work<PAGE_SIZE>(context_lens, FAST_WORK_ITEMS, q_heads);  // v7: its item
+    const int b = work.b;
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const int sub = lane / R;  // which token of the warp step
     const int r = lane % R;    // which 16-byte vector of the row
     const int* table = block_tables + static_cast<size_t>(b) * pages_per_seq;
-    const int ctx = context_lens[b];
-    const PageRange range = page_range<SPLIT, PAGE_SIZE>(ctx);
-    const int p_begin = range.p_begin, p_end = range.p_end, t_end = range.t_end;
+    const int p_begin = work.p_begin, p_end = work.p_end, t_end = work.t_end;
 
     // The group's queries, this lane's E dims of each, pre-scaled for exp2.
     float q[GROUP][E];
@@ -244,10 +244,9 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32, MIN_BLOCKS) KERNEL_NAME
     }
     __syncthreads();
 #if SPLIT
-    merge_warps_and_store<WARPS, GROUP, HEAD_DIM, true>(s_m, s_l, s_acc, part_o, part_m, part_l, b, kvh, q_heads,
-                                                         blockIdx.z, gridDim.z, out, counters);
+    merge_warps_and_store<WARPS, GROUP, HEAD_DIM, true>(s_m, s_l, s_acc, work, kvh, q_heads, out, part_m, part_l,
+                                                         part_o, counters);
 #else
-    merge_warps_and_store<WARPS, GROUP, HEAD_DIM, false>(s_m, s_l, s_acc, out, nullptr, nullptr, b, kvh, q_heads,
-                                                          0, 1);
+    merge_warps_and_store<WARPS, GROUP, HEAD_DIM, false>(s_m, s_l, s_acc, work, kvh, q_heads, out);
 #endif
 }

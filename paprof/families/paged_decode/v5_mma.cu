@@ -27,8 +27,8 @@
 // f16 mma. e4m3 -> f16 is exact; the scales are never applied per element: K's is folded
 // into the query (the scores), V's into the output. A 16-token tile is half fp16's bytes, so
 // a warp takes TSUB tiles a step to keep as many bytes in flight.
-// Same parameters, partial layout and merge as v5_fast.cu (SPLIT, KERNEL_NAME); fp8 adds
-// k_scales, v_scales at the end.
+// Same parameters, partial layout and merge as v5_fast.cu (SPLIT, WORKLIST, KERNEL_NAME); fp8
+// adds k_scales, v_scales at the end.
 // With PAGED_EMULATE (tests/test_paged_emulated.py) the register feed runs on the CPU: the
 // PTX helpers below give way to tests/paged_emu/paged_emulate.h's, the rest is unchanged.
 #include "common.cuh"
@@ -334,13 +334,12 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32, MIN_BLOCKS) KERNEL_NAME
     FAST_DYNAMIC_SMEM(uint4, s_dyn);
 
     const int kvh = blockIdx.x;
-    const int b = blockIdx.y;
+    const CtaWork work = cta_work<PAGE_SIZE>(context_lens, FAST_WORK_ITEMS, q_heads);  // v7: its item
+    const int b = work.b;
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const int g = lane >> 2, t4 = lane & 3;  // fragment row (head) and column pair
     const int* table = block_tables + static_cast<size_t>(b) * pages_per_seq;
-    const int ctx = context_lens[b];
-    const PageRange range = page_range<SPLIT, PAGE_SIZE>(ctx);
-    const int p_begin = range.p_begin, p_end = range.p_end, t_end = range.t_end;
+    const int p_begin = work.p_begin, p_end = work.p_end, t_end = work.t_end;
 
     // A fragments of the group's queries (row g = head g), pre-scaled for exp2: the hi
     // 16-bit part goes to rows 0..7 (a0, a2), the lo part to rows 8..15 (a1, a3).
@@ -662,11 +661,10 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32, MIN_BLOCKS) KERNEL_NAME
 #endif
     __syncthreads();
 #if SPLIT
-    merge_warps_and_store<WARPS, GROUP, HEAD_DIM, true>(s_m, s_l, s_acc, part_o, part_m, part_l, b, kvh, q_heads,
-                                                         blockIdx.z, gridDim.z, out, counters);
+    merge_warps_and_store<WARPS, GROUP, HEAD_DIM, true>(s_m, s_l, s_acc, work, kvh, q_heads, out, part_m, part_l,
+                                                         part_o, counters);
 #else
-    merge_warps_and_store<WARPS, GROUP, HEAD_DIM, false>(s_m, s_l, s_acc, out, nullptr, nullptr, b, kvh, q_heads,
-                                                          0, 1);
+    merge_warps_and_store<WARPS, GROUP, HEAD_DIM, false>(s_m, s_l, s_acc, work, kvh, q_heads, out);
 #endif
 #if TIMELINE
     __syncthreads();

@@ -67,16 +67,17 @@ _PLAIN_UNITS = {
     "v4": ("v4_split.cu", lambda shape: {"HEAD_DIM": shape.head_dim}),
 }
 _FAST_NAMES = {"v5": (("paged_decode_v5", False),),
-               "v6": (("paged_decode_v6_split", True), ("paged_decode_v6_nosplit", False))}
+               "v6": (("paged_decode_v6_split", True), ("paged_decode_v6_nosplit", False)),
+               "v7": (("paged_decode_v7_tokens", True), ("paged_decode_v6_nosplit", False))}
 
 
 def compile_units(vid: str, shape: Shape) -> list[tuple[list[Path], dict]]:
-    """The sources and -D values a variant's builder compiles at ``shape`` (v6: both of
-    its kernels; which one runs depends on the GPU). Pure Python: the static gate's."""
+    """The sources and -D values a variant's builder compiles at ``shape`` (v6, v7: both of
+    their kernels; which one runs depends on the GPU). Pure Python: the static gate's."""
     if vid in _PLAIN_UNITS:
         source, defines = _PLAIN_UNITS[vid]
         return [([HERE / source], defines(shape))]
-    return [([fast_source(shape)], fast_defines(shape, split, name))
+    return [([fast_source(shape)], fast_defines(shape, split, name, worklist=name == V7_KERNEL))
             for name, split in _FAST_NAMES[vid]]
 
 
@@ -203,8 +204,8 @@ def fast_source(shape: Shape) -> Path:
     return HERE / FAST_TUNING[shape.dtype][0]
 
 
-def fast_defines(shape: Shape, split: bool, name: str) -> dict:
-    """Compile-time constants of v5/v6's kernel for this shape."""
+def fast_defines(shape: Shape, split: bool, name: str, worklist: bool = False) -> dict:
+    """Compile-time constants of v5/v6's kernel for this shape (v7's token split: worklist)."""
     tuning = dict(FAST_TUNING[shape.dtype][1])
     if tuning.get("FEED") and shape.head_dim not in FEED_DIMS:
         tuning.update(RING_TUNING)
@@ -220,6 +221,7 @@ def fast_defines(shape: Shape, split: bool, name: str) -> dict:
         "MIN_BLOCKS": 2 if big_group_at_2 else 4,
         **tuning,
         "SPLIT": int(split),
+        **({"WORKLIST": 1} if worklist else {}),
         "KERNEL_NAME": name,
     }
 
@@ -239,8 +241,8 @@ def merge_smem(warps: int, rows: int, head_dim: int, parts: int) -> int:
     return 4 * (-(-2 * rows * parts // 4) * 4) + 4 * warps * rows * head_dim
 
 
-def _fast_kernel(shape: Shape, split: bool, name: str):
-    defines = fast_defines(shape, split, name)
+def _fast_kernel(shape: Shape, split: bool, name: str, worklist: bool = False):
+    defines = fast_defines(shape, split, name, worklist)
     kernel = gpu.compile_module([fast_source(shape)], defines).get_function(name)
     return kernel, (defines["WARPS"] * 32,), fast_smem(defines)
 
@@ -262,31 +264,28 @@ def choose_splits(shape: Shape, device, resident_blocks_per_sm: int) -> int:
     return max(1, min(capacity // base, longest_pages // MIN_PAGES_PER_SPLIT))
 
 
-def _build_v5(variant, shape, device):
-    name = "paged_decode_v5"
+def _no_split_launcher(variant, shape: Shape, details: dict, name: str = "paged_decode_v6_nosplit") -> Launcher:
+    """The fast kernel without splits (grid kv_heads x batch, the output written directly):
+    v5's, and v6's and v7's no-split path."""
     kernel, block, smem = _fast_kernel(shape, False, name)
     grid = (shape.kv_heads, shape.batch)
     info = _launch(kernel, name, grid, block, smem)
 
-    def run(inputs, out):
+    def run_direct(inputs, out):
         kernel(grid, block, (out, *_fast_args(inputs, shape)), shared_mem=smem)
 
-    return Launcher(variant.id, [info], run)
+    return Launcher(variant.id, [info], run_direct, details=details)
+
+
+def _build_v5(variant, shape, device):
+    return _no_split_launcher(variant, shape, {}, "paged_decode_v5")
 
 
 def _build_v6(variant, shape, device):
     partial, block, smem = _fast_kernel(shape, True, "paged_decode_v6_split")
     splits = choose_splits(shape, device, gpu.blocks_per_sm(partial, block[0], smem, device))
     if splits == 1:
-        name = "paged_decode_v6_nosplit"
-        kernel, block, smem = _fast_kernel(shape, False, name)
-        grid = (shape.kv_heads, shape.batch)
-        info = _launch(kernel, name, grid, block, smem)
-
-        def run_direct(inputs, out):
-            kernel(grid, block, (out, *_fast_args(inputs, shape)), shared_mem=smem)
-
-        return Launcher(variant.id, [info], run_direct, details={"num_splits": 1})
+        return _no_split_launcher(variant, shape, {"num_splits": 1})
 
     cp = gpu.cupy()
     smem = max(smem, merge_smem(block[0] // 32, shape.group, shape.head_dim, splits))  # the merging CTA's
@@ -302,6 +301,155 @@ def _build_v6(variant, shape, device):
     return Launcher(variant.id, infos, run_split, details={"num_splits": splits})
 
 
+# -- v7: the work split by tokens, and the one a user picks ---------------------------------
+
+V7_KERNEL = "paged_decode_v7_tokens"
+WORK_ITEM_INTS = 8
+"""Ints a work item takes (WORK_ITEM_INTS in fast_common.cuh): sequence, first page, end
+page, part, parts, first part slot, two unused."""
+MAX_GRID_Y = 65535
+"""CUDA's largest grid y (v7's work items)."""
+V7_EVEN_RATIO = 1.25
+"""A batch whose longest sequence is at most this many times its mean is even."""
+
+V7_CHOICES = {
+    # path -> (when, why): v7's whole decision, in the order it is taken (v7_path)
+    "direct": (
+        "the token plan gives every sequence one part and the batch is even (longest <= "
+        "V7_EVEN_RATIO x mean), no chunk given",
+        "v6's own no-split kernel, unchanged: batch x kv_heads already fills the resident "
+        "slots, a work list would only reorder equal CTAs (v6: 95.3 % at b64 ctx4096, 92.6 % "
+        "at b32 64/8, 87.0 % at 32/32 d64 on the H200)"),
+    "tokens": (
+        "every other shape: small batches, ragged batches, or a chunk given",
+        "every sequence cut into parts of at most chunk_pages pages, chunk the smallest "
+        "(>= MIN_PAGES_PER_SPLIT) whose (part, KV head) CTAs fit the resident slots in "
+        "the fewest whole waves; the longest parts first. An even batch gets v6's split "
+        "(b4: 16 parts of 128 pages; b1: 66 of ~124); a ragged one equal work a CTA instead "
+        "of v6's equal count a sequence (v6: 60.1 % on the issue's 16 lengths)"),
+}
+"""v7's choices, with the reason for each. The tuning inside each path (warps, loads in
+flight, TSUB) is FAST_TUNING's, the same as v5/v6's: group 1 at head_dim 64 (v6 87.0 %
+against FlashInfer's CUDA cores 91.6 %) keeps it until scripts/tune_v5.py's d64 entries
+(the decode7 stage) have measured the alternatives; nothing here is chosen unmeasured."""
+
+
+def _pages(ctx: int, page_size: int) -> int:
+    return -(-ctx // page_size)
+
+
+def _parts_of(pages: list[int], chunk: int) -> int:
+    return sum(-(-p // chunk) for p in pages)
+
+
+V7_ORDER = "longest"
+"""The work list's order: "longest" (shipped: the longest parts first), or "serpentine"
+(the same, every other round of sm_count / kv_heads items reversed, so that the SMs the
+first wave's rounds land on breadth-first get even sums; scripts/tune_v5.py measures it
+through its ORDER knob before anything ships it)."""
+
+
+def plan_work(context_lens, page_size: int, kv_heads: int, capacity: int, chunk_pages: int = 0,
+              sm_count: int = 0, order: str | None = None) -> dict:
+    """v7's work list: every sequence cut into ``-(-pages // chunk)`` parts of nearly equal
+    page counts (floor(i pages / parts) boundaries: never empty, at most ``chunk`` pages).
+
+    ``chunk`` (unless given) is the smallest of at least MIN_PAGES_PER_SPLIT pages whose
+    parts x kv_heads CTAs fit ``waves`` x ``capacity`` resident slots, ``waves`` the fewest
+    that hold one CTA a (sequence, KV head). Items go longest first (ties: sequence, part),
+    so the last CTAs the scheduler hands out are the short ones. A sequence of several
+    parts gets ``parts`` slots of the partial buffers from ``part_base`` on (a sequence of
+    one part none: it writes its output directly). Pure Python.
+    """
+    pages = [_pages(c, page_size) for c in context_lens]
+    capacity = max(1, capacity)
+    waves = max(1, -(-len(pages) * kv_heads // capacity))
+    slots = max(1, waves * capacity // kv_heads)  # items a KV head may have
+    if chunk_pages:
+        chunk = chunk_pages
+    else:
+        lo, hi = max(MIN_PAGES_PER_SPLIT, -(-sum(pages) // slots)), max(pages)
+        if lo >= hi:
+            chunk = hi
+        else:  # the smallest chunk in [lo, hi] whose parts fit (the count falls as chunk grows)
+            while lo < hi:
+                mid = (lo + hi) // 2
+                lo, hi = (lo, mid) if _parts_of(pages, mid) <= slots else (mid + 1, hi)
+            chunk = lo
+    items, part_base = [], 0
+    for b, p in enumerate(pages):
+        n = -(-p // chunk)
+        base = part_base if n > 1 else 0
+        for i in range(n):
+            items.append((b, i * p // n, (i + 1) * p // n, i, n, base))
+        if n > 1:
+            part_base += n
+    items.sort(key=lambda it: (-(it[2] - it[1]), it[0], it[3]))
+    if (order or V7_ORDER) == "serpentine" and sm_count:
+        per = max(1, round(sm_count / kv_heads))
+        rounds = [items[i:i + per] for i in range(0, len(items), per)]
+        items = [it for r, chunk_items in enumerate(rounds) for it in (chunk_items[::-1] if r % 2 else chunk_items)]
+    waves = -(-len(items) * kv_heads // capacity)  # the waves of the plan made (a chunk given: any count)
+    return {"chunk_pages": chunk, "items": items, "part_slots": part_base, "waves": waves,
+            "max_parts": max(it[4] for it in items), "multi_part": sum(1 for p in pages if p > chunk)}
+
+
+def work_array(items) -> "np.ndarray":
+    """The work list as the kernel reads it: WORK_ITEM_INTS int32 an item."""
+    arr = np.zeros((len(items), WORK_ITEM_INTS), dtype=np.int32)
+    if items:
+        arr[:, :6] = np.asarray(items, dtype=np.int64)
+    return arr
+
+
+def v7_path(shape: Shape, plan: dict) -> str:
+    """Which of V7_CHOICES v7 takes at ``shape`` with the token plan ``plan``."""
+    lens = shape.context_lens
+    even = max(lens) <= V7_EVEN_RATIO * (sum(lens) / len(lens))
+    if not shape.chunk_pages and plan["multi_part"] == 0 and even:
+        return "direct"
+    return "tokens"
+
+
+def _build_v7(variant, shape, device):
+    kernel, block, smem = _fast_kernel(shape, True, V7_KERNEL, worklist=True)
+    resident = gpu.blocks_per_sm(kernel, block[0], smem, device)
+    plan = plan_work(shape.context_lens, shape.page_size, shape.kv_heads, device.sm_count * max(1, resident),
+                     shape.chunk_pages, device.sm_count)
+    path = v7_path(shape, plan)
+    details = {"path": path, "waves": plan["waves"], "resident_ctas_per_sm": resident}  # why: V7_CHOICES
+    if V7_ORDER != "longest":
+        details["order"] = V7_ORDER
+    if path == "direct":
+        return _no_split_launcher(variant, shape, {**details, "num_splits": 1, "work_items": 0})
+
+    cp = gpu.cupy()
+    smem = max(smem, merge_smem(block[0] // 32, shape.group, shape.head_dim, plan["max_parts"]))
+    if smem > device.smem_per_block_optin:
+        raise ShapeError(f"v7 with chunks of {plan['chunk_pages']} pages merges {plan['max_parts']} parts of a "
+                         f"sequence: {smem} bytes of shared memory a CTA, beyond this GPU's "
+                         f"{device.smem_per_block_optin}; give a larger chunk")
+    items = plan["items"]
+    if len(items) > MAX_GRID_Y:
+        raise ShapeError(f"v7 with chunks of {plan['chunk_pages']} pages makes {len(items)} work items, beyond "
+                         f"the grid's {MAX_GRID_Y} in y; give a larger chunk")
+    work = cp.asarray(work_array(items))
+    rows = max(1, plan["part_slots"] * shape.q_heads)
+    part_m, part_l = cp.empty(rows, dtype=cp.float32), cp.empty(rows, dtype=cp.float32)
+    part_o = cp.empty(rows * shape.head_dim, dtype=cp.float32)
+    counters = cp.zeros(shape.batch * shape.kv_heads, dtype=cp.int32)  # the kernel leaves them at 0
+    grid = (shape.kv_heads, len(items))
+    info = _launch(kernel, V7_KERNEL, grid, block, smem)
+
+    def run_tokens(inputs, out):
+        kernel(grid, block, (part_m, part_l, part_o, counters, work, out, *_fast_args(inputs, shape)),
+               shared_mem=smem)
+
+    return Launcher(variant.id, [info], run_tokens, details={
+        **details, "num_splits": plan["max_parts"], "chunk_pages": plan["chunk_pages"], "work_items": len(items),
+        "multi_part_sequences": plan["multi_part"]})
+
+
 _BUILDERS = {
     "baseline": _build_baseline,
     "v1": _build_v1,
@@ -311,6 +459,7 @@ _BUILDERS = {
     "handbook": _build_handbook,
     "v5": _build_v5,
     "v6": _build_v6,
+    "v7": _build_v7,
 }
 
 

@@ -351,17 +351,17 @@ from paprof.kernels import gpu; print(gpu.current_device())
     ;;
   flash3)
     stamp flash3
-    timeout 150 python3 -m pytest -m gpu tests/test_gpu_flash.py -q -p no:cacheprovider -rs -k mma128 2>&1 \
+    timeout 180 python3 -m pytest -m gpu tests/test_gpu_flash.py -q -p no:cacheprovider -rs -k mma128 2>&1 \
       | tail -25 | tee "$OUT/logs/flash3-tests.log"
     stamp flash3 tune
-    timeout 240 python3 scripts/tune_flash.py --launches 30 2>&1 | tee "$OUT/logs/flash3-tune.log"
+    timeout 200 python3 scripts/tune_flash.py --launches 30 2>&1 | tee "$OUT/logs/flash3-tune.log"
     stamp flash3 bench
     F="batch=4,q_heads=32,seq_q=8192,head_dim=128,dtype=bf16"
     i=0
     for spec in "$F" "$F,causal=true" "${F/head_dim=128/head_dim=64}" "${F/seq_q=8192/seq_q=1024}"; do
       i=$((i + 1))
       start=$(date +%s)
-      timeout 80 python3 -m paprof bench --family flash_fwd --variant mma --variant mma128 --variant sdpa_flash \
+      timeout 60 python3 -m paprof bench --family flash_fwd --variant mma --variant mma128 --variant sdpa_flash \
         --launches 30 --shape "$spec" --json > "$OUT/logs/flash3-bench-$i.json" 2> "$OUT/logs/flash3-bench-$i.log"
       echo "bench $spec: rc $? $(( $(date +%s) - start )) s wall" | tee -a "$OUT/logs/flash3-bench.txt"
       tail -4 "$OUT/logs/flash3-bench-$i.log"

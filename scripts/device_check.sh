@@ -34,6 +34,10 @@
 #   flash2   flash_fwd's faster kernels against mma and the SDPA peers (variants in $FV at the top
 #            of the stage): their GPU tests, paprof bench (30 launches) at the issue shapes (bf16
 #            b4 h32 s8192 d128, causal, d64, s1024) -> logs/flash2-*, a TFLOP/s table
+#   flash3   flash_fwd mma128's second round: its GPU tests, scripts/tune_flash.py over its
+#            layouts (4 x 32 shipped, 8 x 16, alternatives; bf16 b4 h32 s8192 d128, causal,
+#            d64, with sdpa_flash timed beside them), then paprof bench of mma, mma128 and
+#            sdpa_flash (30 launches) at the four issue shapes -> logs/flash3-*, a TFLOP/s table
 #   shards   the same bench sweep as two shards run one after the other on this GPU, merged,
 #            and once through --gpus 0 (the worker path) (-> $OUT/shards.tar)
 #   fp8      the fp8 (e4m3) cache: its GPU tests, its sanitize_fast.py shapes under memcheck,
@@ -465,6 +469,25 @@ for f in sys.argv[1:]:
     else
       echo "v7 memcheck: skipped (past D7_BUDGET)"
     fi
+    ;;
+  flash3)
+    stamp flash3
+    timeout 180 python3 -m pytest -m gpu tests/test_gpu_flash.py -q -p no:cacheprovider -rs -k mma128 2>&1 \
+      | tail -25 | tee "$OUT/logs/flash3-tests.log"
+    stamp flash3 tune
+    timeout 200 python3 scripts/tune_flash.py --launches 30 2>&1 | tee "$OUT/logs/flash3-tune.log"
+    stamp flash3 bench
+    F="batch=4,q_heads=32,seq_q=8192,head_dim=128,dtype=bf16"
+    i=0
+    for spec in "$F" "$F,causal=true" "${F/head_dim=128/head_dim=64}" "${F/seq_q=8192/seq_q=1024}"; do
+      i=$((i + 1))
+      start=$(date +%s)
+      timeout 60 python3 -m paprof bench --family flash_fwd --variant mma --variant mma128 --variant sdpa_flash \
+        --launches 30 --shape "$spec" --json > "$OUT/logs/flash3-bench-$i.json" 2> "$OUT/logs/flash3-bench-$i.log"
+      echo "bench $spec: rc $? $(( $(date +%s) - start )) s wall" | tee -a "$OUT/logs/flash3-bench.txt"
+      tail -4 "$OUT/logs/flash3-bench-$i.log"
+    done
+    python3 scripts/bench_table.py --flops "$OUT"/logs/flash3-bench-*.json | tee "$OUT/logs/flash3-bench-table.md"
     ;;
   flashbig)
     stamp flashbig

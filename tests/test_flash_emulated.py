@@ -60,14 +60,25 @@ def run_emulated(vid: str, p: problem.Shape, build: Path, eager: bool = False, s
     ``exe``: a driver built from another copy of the source (the mutation tests)."""
     v = kernel(vid)
     v.check(p)
-    defines = {**v.defines(p), **override}
+    shipped = dict(catalog.MMA128_TUNING)
+    if vid == "mma128":  # the layout's knobs also set the block and shared memory
+        catalog.MMA128_TUNING.update(override)
+        override_d = {}
+    else:
+        override_d = override
+    try:
+        defines = {**v.defines(p), **override_d}
+        grid_x, grid_y = v.grid(p)
+        (threads,) = v.block(p) if callable(v.block) else v.block
+        smem = v.shared_mem(p)
+    finally:
+        catalog.MMA128_TUNING.clear()
+        catalog.MMA128_TUNING.update(shipped)
     exe = exe or driver(vid, tuple(sorted(defines.items())), build)
     inputs = problem.make_inputs(p, seed, xp=np)
-    grid_x, grid_y = v.grid(p)
-    (threads,) = v.block
     assert grid_y == p.batch * p.q_heads
     header = np.array([p.batch, p.q_heads, p.kv, p.seq_q, p.keys, int(p.causal), int(eager),
-                       v.shared_mem(p), grid_x, threads], dtype=np.int32)
+                       smem, grid_x, threads], dtype=np.int32)
     scale = np.array([p.scale * np.log2(np.e)], dtype=np.float32)
     tag = f"{p.slug()}-{vid}-{'-'.join(f'{k}{x}' for k, x in sorted(override.items()))}"
     src, dst = build / f"in-{tag}", build / f"out-{tag}"
@@ -90,16 +101,6 @@ CASES = [
     ("mma", dict(batch=1, q_heads=1, seq_q=128, head_dim=64, causal=True, dtype="fp16")),   # whole tiles
     ("mma", dict(batch=1, q_heads=1, seq_q=30, seq_k=64, head_dim=64, causal=False, dtype="bf16")),
     ("mma", dict(batch=1, q_heads=1, seq_q=1, seq_k=129, head_dim=64, causal=True, dtype="bf16")),
-    # mma128: 128-query tiles, the 3-buffer ring wrapping (steps > 3), a partial last key
-    # tile, diagonal tiles, GQA, seq_k != seq_q, both dtypes and head_dims
-    ("mma128", dict(batch=1, q_heads=2, kv_heads=1, seq_q=100, seq_k=150, head_dim=64, causal=True, dtype="bf16")),
-    ("mma128", dict(batch=2, q_heads=2, seq_q=70, seq_k=70, head_dim=128, causal=False, dtype="fp16")),
-    ("mma128", dict(batch=1, q_heads=1, seq_q=300, head_dim=128, causal=True, dtype="bf16")),
-    ("mma128", dict(batch=1, q_heads=1, seq_q=65, seq_k=520, head_dim=64, causal=False, dtype="fp16")),
-    ("mma128", dict(batch=1, q_heads=1, seq_q=256, head_dim=64, causal=True, dtype="fp16")),  # whole tiles
-    ("mma128", dict(batch=1, q_heads=4, kv_heads=2, seq_q=130, seq_k=400, head_dim=128, causal=True, dtype="fp16")),
-    ("mma128", dict(batch=1, q_heads=1, seq_q=1, seq_k=129, head_dim=64, causal=True, dtype="bf16")),
-    ("mma128", dict(batch=1, q_heads=1, seq_q=128, seq_k=256, head_dim=128, causal=False, dtype="bf16")),
     ("wgmma", dict(batch=1, q_heads=2, kv_heads=1, seq_q=100, seq_k=150, head_dim=64, causal=True, dtype="bf16")),
     ("wgmma", dict(batch=2, q_heads=2, seq_q=70, seq_k=70, head_dim=128, causal=False, dtype="fp16")),
     ("wgmma", dict(batch=1, q_heads=1, seq_q=130, head_dim=128, causal=True, dtype="bf16")),     # 2 tiles, diagonal
@@ -113,9 +114,37 @@ CASES = [
 ]
 
 
+MMA128_SHAPES = [
+    # 128-query tiles, the ring wrapping (steps > STAGES), a partial last key tile, diagonal
+    # tiles, GQA, seq_k != seq_q, both dtypes and head_dims
+    dict(batch=1, q_heads=2, kv_heads=1, seq_q=100, seq_k=150, head_dim=64, causal=True, dtype="bf16"),
+    dict(batch=2, q_heads=2, seq_q=70, seq_k=70, head_dim=128, causal=False, dtype="fp16"),
+    dict(batch=1, q_heads=1, seq_q=300, head_dim=128, causal=True, dtype="bf16"),
+    dict(batch=1, q_heads=1, seq_q=65, seq_k=520, head_dim=64, causal=False, dtype="fp16"),
+    dict(batch=1, q_heads=1, seq_q=256, head_dim=64, causal=True, dtype="fp16"),  # whole tiles
+    dict(batch=1, q_heads=4, kv_heads=2, seq_q=130, seq_k=400, head_dim=128, causal=True, dtype="fp16"),
+    dict(batch=1, q_heads=1, seq_q=1, seq_k=129, head_dim=64, causal=True, dtype="bf16"),
+    dict(batch=1, q_heads=1, seq_q=128, seq_k=256, head_dim=128, causal=False, dtype="bf16"),
+]
+MMA128_LAYOUTS = {
+    # name -> knobs over the shipped ones (mma128_knobs): the shipped 4 x 32 layout, the
+    # first 8 x 16 one, and the 4 x 32 alternatives the tuning script benches
+    "4x32": {},
+    "8x16": catalog.MMA128_8X16,
+    "4x32-bc32": {"BC": 32, "KSUB": 32, "STAGES": 3},
+}
+
+
 @pytest.mark.parametrize("vid, shape", CASES, ids=lambda c: c if isinstance(c, str) else problem.Shape(**c).slug())
 def test_kernel_matches_the_reference(build, vid, shape):
     check = run_emulated(vid, problem.Shape(**shape), build)
+    assert check.passed, check
+
+
+@pytest.mark.parametrize("layout", MMA128_LAYOUTS)
+@pytest.mark.parametrize("shape", MMA128_SHAPES, ids=lambda c: problem.Shape(**c).slug())
+def test_mma128_layouts_match_the_reference(build, layout, shape):
+    check = run_emulated("mma128", problem.Shape(**shape), build, **MMA128_LAYOUTS[layout])
     assert check.passed, check
 
 
@@ -127,23 +156,26 @@ def test_mma_with_copies_landing_when_issued(build):
     assert check.passed, check
 
 
+@pytest.mark.parametrize("layout", ["4x32", "8x16"])
+@pytest.mark.parametrize("head_dim", [64, 128])
 @pytest.mark.parametrize("eager", [False, True])
-def test_mma128_ring_with_copies_landing_when_issued(build, eager):
-    """mma128 refills a buffer of its 3-stage ring one barrier after its last reader: with
+def test_mma128_ring_with_copies_landing_when_issued(build, eager, head_dim, layout):
+    """mma128 refills a buffer of its ring one barrier after its last reader: with
     copies landing at issue a refill one step too early would corrupt another warp's
     scores or P V (8 steps: the ring wraps twice)."""
-    p = problem.Shape(batch=1, q_heads=1, seq_q=128, seq_k=500, head_dim=64, causal=False, dtype="bf16")
-    check = run_emulated("mma128", p, build, eager=eager)
+    p = problem.Shape(batch=1, q_heads=1, seq_q=128, seq_k=500, head_dim=head_dim, causal=False, dtype="bf16")
+    check = run_emulated("mma128", p, build, eager=eager, **MMA128_LAYOUTS[layout])
     assert check.passed, check
 
 
-@pytest.mark.parametrize("override", [dict(PIPELINE=0), dict(STAGES=2)])
+@pytest.mark.parametrize("override", [{**catalog.MMA128_8X16, "PIPELINE": 0}, {**catalog.MMA128_8X16, "STAGES": 2},
+                                      {"QREG": 0, "STAGES": 2}, {"KSUB": 32, "QK_UNROLL": 1}])
 def test_mma128_other_builds(build, override):
-    """The build switches the catalogue does not pick: Q K^T after the softmax (PIPELINE 0),
-    a ring of 2 buffers (the wait then allows no group in flight)."""
+    """The build switches the catalogue does not pick at d64: 8 x 16 with Q K^T after the
+    softmax (PIPELINE 0, the plain ring) and with a ring of 2 buffers (the wait then allows
+    no group in flight); 4 x 32 with Q re-read from sQ and 2 buffers, and with S taken in
+    sub-tiles of 32 keys (rolled Q K^T loop)."""
     p = problem.Shape(batch=1, q_heads=2, kv_heads=1, seq_q=150, seq_k=330, head_dim=64, causal=True, dtype="fp16")
-    smem = 2 * (p.head_dim + 8) * (128 + 2 * override.get("STAGES", 3) * 64)
-    assert smem <= catalog.mma128_smem(p)  # the launch's shared memory holds the smaller ring too
     check = run_emulated("mma128", p, build, eager=True, **override)
     assert check.passed, check
 

@@ -219,7 +219,7 @@ def test_the_cuda_variants_and_the_shapes_they_take():
         m128.check(FAMILY.parse("dtype=fp32"))
     with pytest.raises(ShapeError, match="mma128 runs a grid row"):
         m128.check(FAMILY.parse("batch=1024,q_heads=128,seq_q=64"))
-    assert m128.kernel_regex == "flash_fwd_mma128" and m128.block == (256,)
+    assert m128.kernel_regex == "flash_fwd_mma128" and m128.block(FAMILY.parse("dtype=bf16")) == (128,)
     hb, mma = FAMILY.variant("handbook"), FAMILY.variant("mma")
     hb.check(FAMILY.parse("dtype=fp32"))
     mma.check(FAMILY.parse("dtype=fp16"))
@@ -241,12 +241,33 @@ def test_launch_values(d):
     assert catalog.handbook_smem(p) == 4 * (64 * (d + 4) + 2 * 32 * d + 32 * 64) <= 227 * 1024
     assert catalog.mma_defines(p) == {"HEAD_DIM": d, "DTYPE": 2, "MIN_BLOCKS": 3 if d == 64 else 2}
     assert catalog.mma128_grid(p) == (8, 24)  # ceil(1000 / 128)
-    assert catalog.mma128_smem(p) == (128 + 2 * 3 * 64) * (d + 8) * 2 <= 227 * 1024
-    assert catalog.mma128_defines(p) == {"HEAD_DIM": d, "DTYPE": 2, "MIN_BLOCKS": 1, "STAGES": 3, "PIPELINE": 1}
+    stages = 2 if d == 128 else 3  # the 4 x 32 layout: two CTAs of 128 threads a SM
+    assert catalog.mma128_smem(p) == (128 + 2 * stages * 64) * (d + 8) * 2 <= 113 * 1024
+    assert catalog.mma128_block(p) == (128,)
+    defines = catalog.mma128_defines(p)
+    assert {k: defines[k] for k in ("HEAD_DIM", "DTYPE", "WARP_M", "WARPS", "STAGES", "MIN_BLOCKS")} == {
+        "HEAD_DIM": d, "DTYPE": 2, "WARP_M": 2, "WARPS": 4, "STAGES": stages, "MIN_BLOCKS": 2}
+    assert defines["QREG"] == (d == 64) and defines["PIPELINE"] == 0
     args = catalog.kernel_args(p, {"q": "Q", "k": "K", "v": "V"}, "O")
     assert args[:4] == ("Q", "K", "V", "O")
     assert [int(a) for a in args[4:8]] == [1000, 1000, 8, 2] and int(args[9]) == 1
     assert float(args[8]) == pytest.approx(math.log2(math.e) / math.sqrt(d), rel=1e-6)
+
+
+def test_mma128_knobs_switch_the_layout(monkeypatch):
+    p = FAMILY.parse("batch=1,q_heads=8,seq_q=1000,head_dim=128,dtype=fp16")
+    monkeypatch.setattr(catalog, "MMA128_TUNING", catalog.parse_knobs("8x16"))
+    assert catalog.mma128_block(p) == (256,) and catalog.mma128_smem(p) == (128 + 6 * 64) * 136 * 2
+    assert catalog.mma128_defines(p)["PIPELINE"] == 1 and catalog.mma128_grid(p) == (8, 8)
+    monkeypatch.setattr(catalog, "MMA128_TUNING", catalog.parse_knobs("BC=32,STAGES=3"))
+    assert catalog.mma128_smem(p) == (128 + 6 * 32) * 136 * 2 and catalog.mma128_defines(p)["WARP_M"] == 2
+    assert catalog.parse_knobs("4x32") == {}
+
+
+@pytest.mark.parametrize("text", ["WARP_M", "WARP_M=two", "FOO=1", "WARPS=4,,BC:32"])
+def test_mma128_knobs_refuse_what_they_do_not_know(text):
+    with pytest.raises(ValueError, match="mma128 knobs: expected NAME=INT"):
+        catalog.parse_knobs(text)
 
 
 @pytest.mark.parametrize("vid, text, says", [

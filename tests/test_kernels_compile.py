@@ -111,9 +111,38 @@ def test_flash_fwd_kernels_compile_without_spills(tmp_path, vid, dtype, head_dim
                       rf"(\d+) bytes spill stores, (\d+) bytes spill loads", log)
     assert props and props.group(2) == props.group(3) == "0", log
     regs = int(re.search(rf"Compiling entry function '{variant.kernel}'.*?Used (\d+) registers", log, re.S)[1])
-    threads = variant.block[0]
+    threads = (variant.block(shape) if callable(variant.block) else variant.block)[0]
     blocks = defines.get("MIN_BLOCKS", 1)
     assert regs * threads * blocks <= 65536, (regs, log)
+    if callable(variant.shared_mem):  # the CTAs asked for fit the SM's 228 KiB (1 KiB each reserved)
+        assert blocks * (variant.shared_mem(shape) + 1024) <= 228 * 1024
+
+
+MMA128_BUILDS = [
+    # (head_dim, knobs over the shipped layout): the layouts scripts/tune_flash.py benches
+    (128, "8x16"), (64, "8x16"), (128, "BC=32,KSUB=32,STAGES=3"), (64, "QREG=0,STAGES=2"),
+]
+
+
+@pytest.mark.parametrize("dtype", ["fp16", "bf16"])
+@pytest.mark.parametrize("head_dim, knobs", MMA128_BUILDS, ids=str)
+def test_mma128_layouts_compile_without_spills(tmp_path, monkeypatch, dtype, head_dim, knobs):
+    """mma128's other layouts, as the tuning script builds them (grid, block, shared memory
+    and -D values through the catalogue): no spills, the CTAs asked for fit."""
+    from paprof.families.flash_fwd import FAMILY, catalog
+
+    monkeypatch.setattr(catalog, "MMA128_TUNING", catalog.parse_knobs(knobs))
+    variant = FAMILY.variant("mma128")
+    shape = FAMILY.parse(f"dtype={dtype},head_dim={head_dim},seq_q=1000")
+    defines = variant.defines(shape)
+    log = nvcc(tmp_path, variant.source_paths()[0], defines.items())
+    props = re.search(r"Function properties for flash_fwd_mma128\n\s*(\d+) bytes stack frame, "
+                      r"(\d+) bytes spill stores, (\d+) bytes spill loads", log)
+    assert props and props.group(2) == props.group(3) == "0", log
+    regs = int(re.search(r"Used (\d+) registers", log)[1])
+    blocks = defines["MIN_BLOCKS"]
+    assert regs * variant.block(shape)[0] * blocks <= 65536, (regs, log)
+    assert blocks * (variant.shared_mem(shape) + 1024) <= 228 * 1024
 
 
 @pytest.mark.parametrize("dtype, head_dim", [("bf16", 128), ("fp16", 64)])

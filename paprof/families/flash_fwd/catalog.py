@@ -1,5 +1,9 @@
 """The flash_fwd variants: four kernels written here and PyTorch's SDPA backends as peers.
 
+mma128 is one source built in several layouts (-D values, ``MMA128_KNOBS``): the shipped
+one per head_dim is ``MMA128_4X32``; ``scripts/tune_flash.py --knobs "WARP_M=1,..."`` (or
+``8x16``) benches others in one process without editing code, through ``MMA128_TUNING``.
+
 Nothing here needs a GPU. The CUDA variants are declared in the family interface's plain
 form (a kernel, its grid, block, shared memory, -D values and arguments); the PyTorch
 peers (``sdpa.py``) are listed only where PyTorch is installed, found without importing
@@ -24,10 +28,40 @@ MMA_KEYS = 64
 """Keys a step of the mma kernel (BC in mma.cu)."""
 MMA_THREADS = 128
 MMA128_ROWS = 128
-"""Queries a CTA of the mma128 kernel (BR in mma128.cu)."""
-MMA128_THREADS = 256
-MMA128_STAGES = 3
-"""K/V buffers in mma128's ring (STAGES in mma128.cu)."""
+"""Queries a CTA of the mma128 kernel (BR in mma128.cu, whatever the warp layout)."""
+MMA128_8X16 = {"WARP_M": 1, "WARPS": 8, "STAGES": 3, "BC": 64, "KSUB": 64, "PIPELINE": 1, "QREG": 1,
+               "MIN_BLOCKS": 1}
+"""mma128's first layout: 8 warps of one m16 tile (16 query rows), Q in registers, the next
+tile's Q K^T beside the softmax, a 3-buffer ring, 1 CTA a SM."""
+MMA128_4X32 = {
+    # 4 warps of two m16 tiles (32 rows): each K/V fragment feeds two mma; 2 CTAs a SM.
+    # d128: Q re-read from sQ (its 64 registers would not fit beside O's 128), S taken 32
+    # keys at a time (64 spills), 2 buffers (102 KiB: two CTAs fit); d64: Q in registers,
+    # 64 keys, 3 buffers (72 KiB)
+    128: {"WARP_M": 2, "WARPS": 4, "STAGES": 2, "BC": 64, "KSUB": 32, "PIPELINE": 0, "QREG": 0,
+          "QK_UNROLL": 2, "MIN_BLOCKS": 2},
+    64: {"WARP_M": 2, "WARPS": 4, "STAGES": 3, "BC": 64, "KSUB": 64, "PIPELINE": 0, "QREG": 1,
+         "MIN_BLOCKS": 2},
+}
+"""mma128's second layout, the shipped one (docs/NOTES.md, items 50-54)."""
+MMA128_KNOBS = ("WARP_M", "WARPS", "STAGES", "BC", "KSUB", "PIPELINE", "QREG", "QK_UNROLL", "MIN_BLOCKS")
+MMA128_TUNING: dict = {}
+"""-D values replacing the shipped ones for every shape (empty: the shipped choice);
+scripts/tune_flash.py sets it (from ``parse_knobs``) for its own runs only."""
+
+
+def parse_knobs(text: str) -> dict:
+    """``"WARP_M=2,WARPS=4,STAGES=2"`` (or ``"8x16"`` / ``"4x32"``, the two layouts) as -D
+    values for mma128; anything else raises ValueError with one line."""
+    if text in ("8x16", "4x32"):
+        return dict(MMA128_8X16) if text == "8x16" else {}
+    knobs = {}
+    for item in filter(None, text.split(",")):
+        name, eq, value = item.partition("=")
+        if not eq or name.strip() not in MMA128_KNOBS or not value.strip().isdigit():
+            raise ValueError(f"mma128 knobs: expected NAME=INT with NAME in {', '.join(MMA128_KNOBS)}; got {item!r}")
+        knobs[name.strip()] = int(value)
+    return knobs
 WGMMA_ROWS = MMA128_ROWS
 """Queries a CTA of the wgmma kernel (2 warpgroups of 64 rows: BR in wgmma.cu)."""
 WGMMA_KEYS = 64
@@ -78,16 +112,26 @@ def mma_defines(p: Shape) -> dict:
             "MIN_BLOCKS": 3 if p.head_dim == 64 else 2}
 
 
+def mma128_knobs(p: Shape) -> dict:
+    """The layout mma128 is built with for ``p``: the 4 x 32 layout (per head_dim) unless
+    ``MMA128_TUNING`` says otherwise."""
+    return {**MMA128_4X32[p.head_dim], **MMA128_TUNING}
+
+
+def mma128_block(p: Shape) -> tuple[int]:
+    return (32 * mma128_knobs(p)["WARPS"],)
+
+
 def mma128_smem(p: Shape) -> int:
-    """sQ (128 rows), sK and sV (STAGES 64-row buffers each), rows padded by 8 16-bit elements."""
-    return 2 * (p.head_dim + 8) * (MMA128_ROWS + 2 * MMA128_STAGES * MMA_KEYS)
+    """sQ (128 rows), sK and sV (STAGES buffers of BC rows each), rows padded by 8 16-bit elements."""
+    k = mma128_knobs(p)
+    return 2 * (p.head_dim + 8) * (MMA128_ROWS + 2 * k["STAGES"] * k["BC"])
 
 
 def mma128_defines(p: Shape) -> dict:
-    # one CTA of 8 warps a SM: 228 registers at head_dim 128, 184 at 64 (no spills; asking
-    # for 2 CTAs at 64 caps them at 128 and spills 48 bytes); 136 / 72 KiB of shared memory
-    return {"HEAD_DIM": p.head_dim, "DTYPE": _DTYPE_CODE.get(p.dtype, 2), "MIN_BLOCKS": 1,
-            "STAGES": MMA128_STAGES, "PIPELINE": 1}
+    # ptxas (nvcc 13.0, sm_90a), no spills: 4 x 32 at d128 254 registers, 102 KiB (2 CTAs
+    # a SM); at d64 246, 72 KiB. 8 x 16: 237 / 191 registers, 136 / 72 KiB, 1 CTA a SM
+    return {"HEAD_DIM": p.head_dim, "DTYPE": _DTYPE_CODE.get(p.dtype, 2), **mma128_knobs(p)}
 
 
 wgmma_grid = mma128_grid
@@ -201,15 +245,16 @@ def _cuda_variants() -> list:
         ),
         CudaVariant(
             id="mma128",
-            idea="mma with a 128-query tile: 8 warps of 16 query rows share each K/V tile (half "
-                 "the L2->SM bytes a FLOP), a 3-buffer cp.async ring with one barrier a step, the "
-                 "next tile's Q K^T issued beside this tile's softmax and P V, padded rows "
-                 "(ldmatrix addresses fixed offsets), the mask only on diagonal and partial "
-                 "tiles, exp2 of one FFMA a score; 1 CTA a SM",
+            idea="mma with a 128-query tile shared by 4 warps of 32 rows (two m16 tiles: each K and "
+                 "V fragment read by ldmatrix feeds two mma), 2 CTAs a SM; Q re-read from shared "
+                 "memory at d128, S 32 keys at a time; a cp.async K/V ring with one barrier a "
+                 "step, padded rows (ldmatrix addresses fixed offsets), the mask only on diagonal "
+                 "and partial tiles, exp2 of one FFMA a score (the 8 x 16 layout, 1 CTA a SM, "
+                 "is a build option)",
             sources=("mma128.cu",), kernel="flash_fwd_mma128",
-            grid=mma128_grid, block=(MMA128_THREADS,), shared_mem=mma128_smem,
+            grid=mma128_grid, block=mma128_block, shared_mem=mma128_smem,
             defines=mma128_defines, args=kernel_args, accepts=check_mma128,
-            launch="grid (ceil(seq_q/128), batch x q_heads) x 256 threads, 136 KiB shared (head_dim 128)",
+            launch="grid (ceil(seq_q/128), batch x q_heads) x 128 threads, 102 KiB shared (head_dim 128)",
         ),
         CudaVariant(
             id="wgmma",

@@ -1,23 +1,30 @@
 // flash_fwd mma128: flash-attention forward on the tensor cores with mma.sync (fp16 /
-// bf16 inputs, fp32 accumulation), a 128-query tile shared by 8 warps.
-//
-// What changes against mma.cu (64 queries, 4 warps, 2 CTAs a SM):
-//  - BR = 128 queries a CTA, warp w owns rows 16w..16w+15 (Q fragments, scores, output
-//    accumulator and online-softmax state in registers, as in mma.cu). A K/V tile read
-//    from L2 into shared memory now feeds 128 queries: half the L2->SM bytes a FLOP.
-//  - K/V in a ring of STAGES buffers (3: a tile is requested two steps before it is
-//    used), ONE cp.async group and ONE barrier a step: at step j the barrier says that
-//    K of step j+1 and V of step j have landed and that every warp is done with step
-//    j-1, whose K and V buffers are then refilled (K of j+STAGES, V of j+STAGES-1).
-//  - Software pipelining inside a warp: S of step j+1 (Q K^T, 64 mma at d128) is issued
-//    in the same basic block as step j's softmax and P V, so ptxas can interleave the
-//    tensor-core work of one with the exp2/FMNMX/FMUL of the other (two score sets live:
-//    32 more registers). The last step has no next S and is peeled off the loop.
+// bf16 inputs, fp32 accumulation), a 128-query tile a CTA, in two warp layouts built
+// from this one source (-D values; catalog.py picks per head_dim):
+//  - WARP_M 2, WARPS 4 (shipped): a warp owns 32 query rows, two m16 tiles, so every K
+//    fragment (ldmatrix) and V fragment (ldmatrix.trans) feeds two mma instead of one:
+//    half the shared-memory reads a FLOP of the 8 x 16 layout. 128 threads, 2 CTAs a SM
+//    (MIN_BLOCKS 2: at most 255 registers), so one CTA's barrier and softmax overlap the
+//    other's matrix work. At d128 O alone is 128 registers a thread: Q is re-read from sQ
+//    by ldmatrix every step (QREG 0; its k16 loop rolled by QK_UNROLL, else ptxas hoists
+//    every fragment and spills), S is taken 32 keys at a time (KSUB 32: an online-softmax
+//    step each half of the 64-key tile), 2 K/V buffers (102 KiB: two CTAs fit in 228).
+//    At d64 Q stays in registers and the ring has 3 buffers (72 KiB).
+//  - WARP_M 1, WARPS 8 (the first round): a warp owns 16 rows, Q in registers, 256
+//    threads, 1 CTA a SM, the next tile's Q K^T issued beside this tile's softmax.
+// Both:
+//  - K/V in a ring of STAGES buffers of BC keys, ONE cp.async group and ONE barrier a
+//    step. PIPELINE 1: at step j the barrier says that K of step j+1 and V of step j have
+//    landed and that every warp is done with step j-1, whose K and V buffers are then
+//    refilled (K of j+STAGES, V of j+STAGES-1); S of step j+1 (Q K^T) is issued in the
+//    same basic block as step j's softmax and P V, so ptxas can interleave the two (two
+//    score sets live); the last step has no next S and is peeled off the loop.
+//    PIPELINE 0 (the plain ring): the barrier of step j says that K and V of step j have
+//    landed and that step j-1's buffers are free; they are refilled with step j+STAGES-1.
 //  - Shared rows padded by 8 elements (16 bytes) instead of XOR-swizzled: a row starts 4
 //    banks after the one above it, so the 8 row addresses of an ldmatrix (and the 8 rows
 //    of a cp.async wavefront) hit 8 different 16-byte bank groups, and every ldmatrix
-//    address is a per-thread base plus a compile-time offset (no XOR per fragment). Cost:
-//    6 % more shared memory.
+//    address is a per-thread base plus a compile-time offset (no XOR per fragment).
 //  - Masking only where it can change a score: the steps from the first one crossing the
 //    diagonal of the tile's first query (causal) or holding keys past seq_k; one compare
 //    an element against a per-row limit computed once. Elsewhere the loop has no mask.
@@ -27,13 +34,21 @@
 // query are never loaded, the CTAs with the longest rows are launched first. O is
 // normalised, rounded to 16 bits and written through the warp's own rows of sQ.
 //
-// grid (ceil(seq_q / 128), batch * q_heads), 256 threads, dynamic shared memory
-// (128 + 2 x STAGES x 64) rows x (HEAD_DIM + 8) x 2 bytes: 136 KiB at head_dim 128, 72 KiB
-// at 64 (STAGES 3).
+// grid (ceil(seq_q / 128), batch * q_heads), WARPS x 32 threads, dynamic shared memory
+// (128 + 2 x STAGES x BC) rows x (HEAD_DIM + 8) x 2 bytes.
 #include "flash_common.cuh"
 
 #ifndef HEAD_DIM
 #define HEAD_DIM 128
+#endif
+#ifndef WARP_M
+#define WARP_M 1  // m16 tiles (16 query rows each) a warp: 1 (8 warps x 16) or 2 (4 warps x 32)
+#endif
+#ifndef WARPS
+#define WARPS (8 / WARP_M)  // warps a CTA: 128 queries
+#endif
+#ifndef QREG
+#define QREG 1  // 1: the warp's Q fragments held in registers; 0: re-read from sQ every step
 #endif
 #ifndef STAGES
 #define STAGES 3  // K/V buffers in the ring
@@ -42,18 +57,26 @@
 #define MIN_BLOCKS 1  // resident CTAs a SM the registers must allow
 #endif
 #ifndef PIPELINE
-#define PIPELINE 1  // 1: the next step's Q K^T issued beside this step's softmax (two S sets)
+#define PIPELINE (WARP_M == 1)  // 1: the next step's Q K^T issued beside this step's softmax (two S sets)
+#endif
+#ifndef BC
+#define BC 64  // keys a step (a K/V buffer of the ring)
+#endif
+#ifndef QK_UNROLL
+#define QK_UNROLL 2  // (QREG 0) k16 steps of Q K^T unrolled together
+#endif
+#ifndef KSUB
+#define KSUB BC  // keys of S live at once: PIPELINE 0 may take a step's tile in sub-tiles of KSUB
 #endif
 
-#define BR 128                   // queries a CTA
-#define BC 64                    // keys a step
-#define WARPS 8                  // 16 query rows each
+#define WROWS (16 * WARP_M)      // query rows a warp
+#define BR (WARPS * WROWS)       // queries a CTA
 #define THREADS (WARPS * 32)
 #define LD (HEAD_DIM + 8)        // shared row stride in elements (padded by 16 bytes)
 #define CHUNKS (HEAD_DIM / 8)    // 16-byte chunks a row
 #define KSTEPS (HEAD_DIM / 16)   // k16 steps of Q K^T
-#define NTILES (BC / 8)          // n8 tiles of S
-#define PSTEPS (BC / 16)         // k16 steps of P V
+#define NTILES (KSUB / 8)        // n8 tiles of S
+#define PSTEPS (KSUB / 16)       // k16 steps of P V
 #define OTILES (HEAD_DIM / 8)    // n8 tiles of O
 #define TILE_ELEMS (BC * LD)     // one K or V buffer
 
@@ -61,96 +84,169 @@ static_assert(DTYPE == 1 || DTYPE == 2, "mma128 takes fp16 (1) or bf16 (2)");
 static_assert(HEAD_DIM % 16 == 0 && OTILES % 2 == 0, "whole k16 steps and pairs of n8 tiles");
 static_assert(THREADS % CHUNKS == 0, "a thread copies the same chunk column of every row it copies");
 static_assert(STAGES >= 2, "the ring needs a buffer being read and one being filled");
+static_assert(BR == 128, "the catalogue launches ceil(seq_q / 128) CTAs");
+static_assert(BC % 16 == 0 && (BC * CHUNKS) % THREADS == 0, "whole k16 steps of P V; every thread copies whole rows' chunks");
+static_assert(WARP_M == 1 || WARP_M == 2, "one or two m16 tiles a warp");
+static_assert(KSUB % 16 == 0 && BC % KSUB == 0 && (PIPELINE == 0 || KSUB == BC), "whole sub-tiles; PIPELINE 1 takes whole tiles");
 
 typedef unsigned short elem;
+constexpr int kQkUnroll = QK_UNROLL;  // (#pragma unroll takes no macro)
 
 // rows [row0, row0 + ROWS) of a [n][HEAD_DIM] matrix into a padded tile, zeros past row n.
 // A thread copies chunk column tid % CHUNKS of rows tid / CHUNKS + i * THREADS / CHUNKS.
+// A whole tile (every tile but a partial last one) is one base address plus compile-time
+// offsets: no 64-bit pointer a row for the registers to hold.
 template <int ROWS>
 FLASH_DEVICE void load_rows(elem* tile, const elem* src, int row0, int n, int tid) {
+    static_assert((ROWS * CHUNKS) % THREADS == 0, "every thread copies as many rows");
+    constexpr int STEP = THREADS / CHUNKS;  // rows between a thread's copies
     const int c = (tid % CHUNKS) * 8, r0 = tid / CHUNKS;
+    elem* to = tile + r0 * LD + c;
+    if (row0 + ROWS <= n) {
+        const elem* from = src + (size_t)(row0 + r0) * HEAD_DIM + c;
 #pragma unroll
-    for (int i = 0; i < ROWS * CHUNKS / THREADS; ++i) {
-        const int r = r0 + i * (THREADS / CHUNKS);
+        for (int i = 0; i < ROWS / STEP; ++i) cp_async16(to + i * STEP * LD, from + i * STEP * HEAD_DIM, 16);
+        return;
+    }
+#pragma unroll
+    for (int i = 0; i < ROWS / STEP; ++i) {
+        const int r = r0 + i * STEP;
         const bool ok = row0 + r < n;
         const elem* from = ok ? src + (size_t)(row0 + r) * HEAD_DIM + c : src;
-        cp_async16(tile + r * LD + c, from, ok ? 16 : 0);
+        cp_async16(to + i * STEP * LD, from, ok ? 16 : 0);
     }
 }
 
-// S = Q K^T for one key tile: s[n] holds keys 8n..8n+7 of the warp's 16 rows.
+// The warp's Q as A fragments: held in registers (QREG 1: KSTEPS x 4 registers an m16
+// tile) or re-read from sQ by ldmatrix at every use (QREG 0: registers left for O and S).
+struct QOperand {
+#if QREG
+    unsigned f[WARP_M][KSTEPS][4];
+#else
+    const elem* a;  // this lane's ldmatrix row address in the warp's first m16 tile of sQ
+#endif
+};
+
+FLASH_DEVICE QOperand q_operand(const elem* qa) {
+    QOperand q;
+#if QREG
+#pragma unroll
+    for (int mi = 0; mi < WARP_M; ++mi)
+#pragma unroll
+        for (int kk = 0; kk < KSTEPS; ++kk) ldsm_x4(q.f[mi][kk], qa + mi * 16 * LD + kk * 16);
+#else
+    q.a = qa;
+#endif
+    return q;
+}
+
+// A fragment of m16 tile mi, k16 step kk.
+FLASH_DEVICE void q_frag(unsigned (&a)[4], const QOperand& q, int mi, int kk) {
+#if QREG
+#pragma unroll
+    for (int i = 0; i < 4; ++i) a[i] = q.f[mi][kk][i];
+#else
+    ldsm_x4(a, q.a + mi * 16 * LD + kk * 16);
+#endif
+}
+
+// S = Q K^T for one key tile: s[mi][n] holds keys 8n..8n+7 of the warp's m16 tile mi;
+// each K fragment (one ldmatrix) feeds the WARP_M tiles.
 // kb: this lane's ldmatrix row address inside the step's K buffer (see the kernel).
-FLASH_DEVICE void scores(float (&s)[NTILES][4], const unsigned (&qf)[KSTEPS][4], const elem* kb) {
+FLASH_DEVICE void scores(float (&s)[WARP_M][NTILES][4], const QOperand& q, const elem* kb) {
 #pragma unroll
-    for (int n = 0; n < NTILES; ++n) s[n][0] = s[n][1] = s[n][2] = s[n][3] = 0.f;
+    for (int mi = 0; mi < WARP_M; ++mi)
 #pragma unroll
+        for (int n = 0; n < NTILES; ++n) s[mi][n][0] = s[mi][n][1] = s[mi][n][2] = s[mi][n][3] = 0.f;
+#if QREG
+#pragma unroll
+#else
+#pragma unroll kQkUnroll  // Q from sQ: a rolled loop keeps ptxas from hoisting every fragment
+#endif
     for (int kk = 0; kk < KSTEPS; ++kk) {
+        unsigned a[WARP_M][4];
+#pragma unroll
+        for (int mi = 0; mi < WARP_M; ++mi) q_frag(a[mi], q, mi, kk);
 #pragma unroll
         for (int n = 0; n < NTILES; n += 2) {  // two n8 tiles of keys a ldmatrix
             unsigned b[4];
             ldsm_x4(b, kb + n * 8 * LD + kk * 16);
-            mma_16816_x2(s[n], s[n + 1], qf[kk], b);
+#pragma unroll
+            for (int mi = 0; mi < WARP_M; ++mi) mma_16816_x2(s[mi][n], s[mi][n + 1], a[mi], b);
         }
     }
 }
 
-// Scores of keys past this row's limit (lim: the last visible key minus the step's first
-// key minus 2t, so that the fragment's own key offset 8n + (e & 1) is compared alone).
-FLASH_DEVICE void mask_scores(float (&s)[NTILES][4], int lim0, int lim1) {
+// Scores of keys past a row's limit (lim[mi][h]: the last key row g + 8h of m16 tile mi
+// may see, minus the step's first key minus 2t, so that the fragment's own key offset
+// 8n + (e & 1) is compared alone).
+FLASH_DEVICE void mask_scores(float (&s)[WARP_M][NTILES][4], const int (&lim)[WARP_M][2], int key0) {
 #pragma unroll
-    for (int n = 0; n < NTILES; ++n) {
+    for (int mi = 0; mi < WARP_M; ++mi)
 #pragma unroll
-        for (int e = 0; e < 4; ++e)
-            if (n * 8 + (e & 1) > (e < 2 ? lim0 : lim1)) s[n][e] = neg_inf();
-    }
+        for (int n = 0; n < NTILES; ++n)
+#pragma unroll
+            for (int e = 0; e < 4; ++e)
+                if (n * 8 + (e & 1) > lim[mi][e >> 1] - key0) s[mi][n][e] = neg_inf();
 }
 
-// Online softmax of one step (base 2) and O += P V. m: running max of the scaled scores
-// of rows g and g + 8; l: this lane's share of their running sums; vb: this lane's
-// ldmatrix.trans row address inside the step's V buffer.
-FLASH_DEVICE void softmax_pv(float (&acc)[OTILES][4], float (&m)[2], float (&l)[2],
-                             const float (&s)[NTILES][4], float scale_log2, const elem* vb) {
-    float mx[2] = {neg_inf(), neg_inf()};  // raw max: the scale is positive, it commutes
+// Online softmax of one step (base 2) and O += P V for the warp's WARP_M m16 tiles.
+// m[mi]: running max of the scaled scores of rows g and g + 8 of tile mi; l[mi]: this
+// lane's share of their running sums; vb: this lane's ldmatrix.trans row address inside
+// the step's V buffer. Each V fragment (one ldmatrix.trans) feeds the WARP_M tiles. P is
+// made one k16 step at a time, just before the P V that takes it: the scores die as they
+// are consumed and the exp2 of step kk + 1 can overlap the mma of step kk.
+FLASH_DEVICE void softmax_pv(float (&acc)[WARP_M][OTILES][4], float (&m)[WARP_M][2], float (&l)[WARP_M][2],
+                             const float (&s)[WARP_M][NTILES][4], float scale_log2, const elem* vb) {
+    float base[WARP_M][2];
 #pragma unroll
-    for (int n = 0; n < NTILES; ++n) {
-        mx[0] = fmaxf(mx[0], fmaxf(s[n][0], s[n][1]));
-        mx[1] = fmaxf(mx[1], fmaxf(s[n][2], s[n][3]));
-    }
-    float base[2];
+    for (int mi = 0; mi < WARP_M; ++mi) {
+        float mx[2] = {neg_inf(), neg_inf()};  // raw max: the scale is positive, it commutes
 #pragma unroll
-    for (int h = 0; h < 2; ++h) {
-        mx[h] = fmaxf(mx[h], shfl_xor(mx[h], 1));
-        mx[h] = fmaxf(mx[h], shfl_xor(mx[h], 2));
-        const float mnew = fmaxf(m[h], mx[h] * scale_log2);
-        base[h] = mnew == neg_inf() ? 0.f : mnew;  // a row with no key yet: no NaN
-        const float c = fast_exp2(m[h] - base[h]);  // 0 on a row's first keys
-        m[h] = mnew;
-        l[h] *= c;
-#pragma unroll
-        for (int n = 0; n < OTILES; ++n) {
-            acc[n][2 * h] *= c;
-            acc[n][2 * h + 1] *= c;
+        for (int n = 0; n < NTILES; ++n) {
+            mx[0] = fmaxf(mx[0], fmaxf(s[mi][n][0], s[mi][n][1]));
+            mx[1] = fmaxf(mx[1], fmaxf(s[mi][n][2], s[mi][n][3]));
         }
-    }
-    unsigned pa[PSTEPS][4];  // P as A fragments: k16 step kk is S tiles 2kk and 2kk+1
 #pragma unroll
-    for (int n = 0; n < NTILES; ++n) {
-        const float p0 = fast_exp2(fmaf(s[n][0], scale_log2, -base[0]));
-        const float p1 = fast_exp2(fmaf(s[n][1], scale_log2, -base[0]));
-        const float p2 = fast_exp2(fmaf(s[n][2], scale_log2, -base[1]));
-        const float p3 = fast_exp2(fmaf(s[n][3], scale_log2, -base[1]));
-        l[0] += p0 + p1;
-        l[1] += p2 + p3;
-        pa[n / 2][(n & 1) * 2] = pack2(p0, p1);      // row g, keys 8n + 2t, +1
-        pa[n / 2][(n & 1) * 2 + 1] = pack2(p2, p3);  // row g + 8
+        for (int h = 0; h < 2; ++h) {
+            mx[h] = fmaxf(mx[h], shfl_xor(mx[h], 1));
+            mx[h] = fmaxf(mx[h], shfl_xor(mx[h], 2));
+            const float mnew = fmaxf(m[mi][h], mx[h] * scale_log2);
+            base[mi][h] = mnew == neg_inf() ? 0.f : mnew;  // a row with no key yet: no NaN
+            const float c = fast_exp2(m[mi][h] - base[mi][h]);  // 0 on a row's first keys
+            m[mi][h] = mnew;
+            l[mi][h] *= c;
+#pragma unroll
+            for (int n = 0; n < OTILES; ++n) {
+                acc[mi][n][2 * h] *= c;
+                acc[mi][n][2 * h + 1] *= c;
+            }
+        }
     }
 #pragma unroll
     for (int kk = 0; kk < PSTEPS; ++kk) {
+        unsigned pa[WARP_M][4];  // P of keys 16kk..16kk+15 as A fragments: S tiles 2kk, 2kk+1
+#pragma unroll
+        for (int mi = 0; mi < WARP_M; ++mi) {
+#pragma unroll
+            for (int j = 0; j < 2; ++j) {
+                const float* x = s[mi][2 * kk + j];
+                const float p0 = fast_exp2(fmaf(x[0], scale_log2, -base[mi][0]));
+                const float p1 = fast_exp2(fmaf(x[1], scale_log2, -base[mi][0]));
+                const float p2 = fast_exp2(fmaf(x[2], scale_log2, -base[mi][1]));
+                const float p3 = fast_exp2(fmaf(x[3], scale_log2, -base[mi][1]));
+                l[mi][0] += p0 + p1;
+                l[mi][1] += p2 + p3;
+                pa[mi][2 * j] = pack2(p0, p1);      // row g, keys 8(2kk + j) + 2t, +1
+                pa[mi][2 * j + 1] = pack2(p2, p3);  // row g + 8
+            }
+        }
 #pragma unroll
         for (int n = 0; n < OTILES; n += 2) {  // two n8 tiles of dims a ldmatrix
             unsigned b[4];
             ldsm_x4_trans(b, vb + kk * 16 * LD + n * 8);
-            mma_16816_x2(acc[n], acc[n + 1], pa[kk], b);
+#pragma unroll
+            for (int mi = 0; mi < WARP_M; ++mi) mma_16816_x2(acc[mi][n], acc[mi][n + 1], pa[mi], b);
         }
     }
 }
@@ -176,6 +272,7 @@ flash_fwd_mma128(const elem* __restrict__ q, const elem* __restrict__ k,
     const KeySteps ks = key_steps(q0, BR, BC, seq_k, offset, causal);
     const int steps = ks.steps, first_masked = ks.first_masked;  // steps >= 1: all see key 0
 
+#if PIPELINE
     // group G(-1): Q and K of step 0; G(i), i >= 0: K of step i+1 and V of step i
     load_rows<BR>(sQ, qh, q0, seq_q, tid);
     load_rows<BC>(sK, kh, 0, seq_k, tid);
@@ -189,29 +286,51 @@ flash_fwd_mma128(const elem* __restrict__ q, const elem* __restrict__ k,
     cp_async_wait<STAGES - 1>();  // G(-1) is in
     block_sync();
 
-    // per-lane ldmatrix row addresses: Q (A: rows 0-15, k 0-7 | 8-15), K (B, two n8 tiles:
-    // keys 0-7 | 8-15, dims 0-7 | 8-15 of each), V (B transposed: keys 0-15, dims 0-7 | 8-15)
-    const elem* qa = sQ + (warp * 16 + (lane & 15)) * LD + (lane >> 4) * 8;
+#else
+    // the plain ring: group G(i) holds K and V of step i (G(0) also Q), STAGES - 1 ahead
+#pragma unroll
+    for (int i = 0; i + 1 < STAGES; ++i) {
+        if (i == 0) load_rows<BR>(sQ, qh, q0, seq_q, tid);
+        if (i < steps) {
+            load_rows<BC>(sK + i * TILE_ELEMS, kh, i * BC, seq_k, tid);
+            load_rows<BC>(sV + i * TILE_ELEMS, vh, i * BC, seq_k, tid);
+        }
+        cp_async_commit();
+    }
+    cp_async_wait<STAGES - 2>();  // G(0) is in
+    block_sync();
+#endif
+
+    // per-lane ldmatrix row addresses: Q (A: rows 0-15 of the warp's first m16 tile, k 0-7 |
+    // 8-15), K (B, two n8 tiles: keys 0-7 | 8-15, dims 0-7 | 8-15 of each), V (B
+    // transposed: keys 0-15, dims 0-7 | 8-15)
+    const elem* qa = sQ + (warp * WROWS + (lane & 15)) * LD + (lane >> 4) * 8;
     const int koff = ((lane & 7) + ((lane >> 4) << 3)) * LD + ((lane >> 3) & 1) * 8;
     const int voff = (lane & 15) * LD + (lane >> 4) * 8;
 
-    unsigned qf[KSTEPS][4];  // this warp's 16 query rows as A fragments
-#pragma unroll
-    for (int kk = 0; kk < KSTEPS; ++kk) ldsm_x4(qf[kk], qa + kk * 16);
+    const QOperand qf = q_operand(qa);
 
-    float acc[OTILES][4];
+    float acc[WARP_M][OTILES][4];
+    float m[WARP_M][2], l[WARP_M][2];  // running max (base 2, scaled) and this lane's sums
+    int last[WARP_M][2];  // the last key rows g and g + 8 of tile mi may see, less 2t
 #pragma unroll
-    for (int n = 0; n < OTILES; ++n) acc[n][0] = acc[n][1] = acc[n][2] = acc[n][3] = 0.f;
-    float m[2] = {neg_inf(), neg_inf()};  // running max of rows g and g + 8 (base 2, scaled)
-    float l[2] = {0.f, 0.f};              // this lane's share of their running sums
-    const int row0 = q0 + warp * 16 + g;
-    // the last key rows g and g + 8 may see, less 2t (mask_scores compares 8n + (e & 1))
-    const int last0 = min(seq_k - 1, causal ? row0 + offset : seq_k) - 2 * t;
-    const int last1 = min(seq_k - 1, causal ? row0 + 8 + offset : seq_k) - 2 * t;
+    for (int mi = 0; mi < WARP_M; ++mi) {
+#pragma unroll
+        for (int n = 0; n < OTILES; ++n) acc[mi][n][0] = acc[mi][n][1] = acc[mi][n][2] = acc[mi][n][3] = 0.f;
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            const int row = q0 + warp * WROWS + mi * 16 + h * 8 + g;
+            m[mi][h] = neg_inf();
+            l[mi][h] = 0.f;
+            last[mi][h] = min(seq_k - 1, causal ? row + offset : seq_k) - 2 * t;
+        }
+    }
 
-    float s[NTILES][4];
+#if PIPELINE
+    float s[WARP_M][NTILES][4];
     scores(s, qf, sK + koff);  // step 0
 
+#pragma unroll 1
     for (int step = 0;; ++step) {
         cp_async_wait<STAGES - 2>();  // G(step): K of step+1, V of step
         block_sync();                 // ... and every warp is done with step - 1
@@ -224,7 +343,7 @@ flash_fwd_mma128(const elem* __restrict__ q, const elem* __restrict__ k,
                           (step + STAGES - 1) * BC, seq_k, tid);
         cp_async_commit();
 
-        if (step >= first_masked) mask_scores(s, last0 - step * BC, last1 - step * BC);
+        if (step >= first_masked) mask_scores(s, last, step * BC);
         const elem* vb = sV + slot * TILE_ELEMS + voff;
         if (step + 1 == steps) {
             softmax_pv(acc, m, l, s, scale_log2, vb);
@@ -233,39 +352,73 @@ flash_fwd_mma128(const elem* __restrict__ q, const elem* __restrict__ k,
         const elem* kb = sK + ((step + 1) % STAGES) * TILE_ELEMS + koff;
 #if PIPELINE
         // one basic block: the next step's Q K^T beside this step's softmax and P V
-        float sn[NTILES][4];
+        float sn[WARP_M][NTILES][4];
         scores(sn, qf, kb);
         softmax_pv(acc, m, l, s, scale_log2, vb);
 #pragma unroll
-        for (int n = 0; n < NTILES; ++n)
+        for (int mi = 0; mi < WARP_M; ++mi)
 #pragma unroll
-            for (int e = 0; e < 4; ++e) s[n][e] = sn[n][e];
+            for (int n = 0; n < NTILES; ++n)
+#pragma unroll
+                for (int e = 0; e < 4; ++e) s[mi][n][e] = sn[mi][n][e];
 #else
         softmax_pv(acc, m, l, s, scale_log2, vb);
         scores(s, qf, kb);
 #endif
     }
-    cp_async_wait<0>();  // the groups left are empty (no tile past the last step)
-
-    // the 4 lanes of a row hold parts of its sum
-    float inv[2];
+#else
+    float s[WARP_M][NTILES][4];
+#pragma unroll 1
+    for (int step = 0; step < steps; ++step) {
+        if (step > 0) {
+            cp_async_wait<STAGES - 2>();  // G(step): K and V of step
+            block_sync();                 // ... and every warp is done with step - 1
+        }
+        // refill step-1's buffers with step+STAGES-1 (nothing to free at step 0: the slot
+        // of step STAGES-1 is still empty)
+        const int next = step + STAGES - 1;
+        if (next < steps) {
+            load_rows<BC>(sK + (next % STAGES) * TILE_ELEMS, kh, next * BC, seq_k, tid);
+            load_rows<BC>(sV + (next % STAGES) * TILE_ELEMS, vh, next * BC, seq_k, tid);
+        }
+        cp_async_commit();
+        const int slot = step % STAGES;
 #pragma unroll
-    for (int h = 0; h < 2; ++h) {
-        l[h] += shfl_xor(l[h], 1);
-        l[h] += shfl_xor(l[h], 2);
-        inv[h] = l[h] > 0.f ? 1.f / l[h] : 0.f;
+        for (int h = 0; h < BC / KSUB; ++h) {  // sub-tiles of KSUB keys: an online-softmax step each
+            scores(s, qf, sK + slot * TILE_ELEMS + h * KSUB * LD + koff);
+            if (step >= first_masked) mask_scores(s, last, step * BC + h * KSUB);
+            softmax_pv(acc, m, l, s, scale_log2, sV + slot * TILE_ELEMS + h * KSUB * LD + voff);
+        }
     }
+#endif
+    cp_async_wait<0>();  // the groups left are empty (no tile past the last step)
+    __syncwarp();        // (QREG 0) every lane's last ldmatrix of sQ is done before O lands there
 
-    // O through this warp's own 16 rows of sQ (only this warp ever read them), then out
-    // as 16-byte rows
-    const int r0 = warp * 16 + g;
+    // O through this warp's own rows of sQ (only this warp ever read them), then out as
+    // 16-byte rows; the 4 lanes of a row hold parts of its sum
 #pragma unroll
-    for (int n = 0; n < OTILES; ++n) {
-        const int c = n * 8 + 2 * t;
-        *reinterpret_cast<unsigned*>(sQ + r0 * LD + c) = pack2(acc[n][0] * inv[0], acc[n][1] * inv[0]);
-        *reinterpret_cast<unsigned*>(sQ + (r0 + 8) * LD + c) = pack2(acc[n][2] * inv[1], acc[n][3] * inv[1]);
+    for (int mi = 0; mi < WARP_M; ++mi) {
+        float inv[2];
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            float sum = l[mi][h];
+            sum += shfl_xor(sum, 1);
+            sum += shfl_xor(sum, 2);
+            inv[h] = sum > 0.f ? 1.f / sum : 0.f;
+        }
+        const int r0 = warp * WROWS + mi * 16 + g;
+#pragma unroll
+        for (int n = 0; n < OTILES; ++n) {
+            const int c = n * 8 + 2 * t;
+            *reinterpret_cast<unsigned*>(sQ + r0 * LD + c) =
+                pack2(acc[mi][n][0] * inv[0], acc[mi][n][1] * inv[0]);
+            *reinterpret_cast<unsigned*>(sQ + (r0 + 8) * LD + c) =
+                pack2(acc[mi][n][2] * inv[1], acc[mi][n][3] * inv[1]);
+        }
     }
     __syncwarp();
-    store_warp_rows<HEAD_DIM>(rows.o, sQ, [](int r, int c) { return r * LD + c; },
-                              warp * 16, q0, seq_q, lane);
+#pragma unroll
+    for (int mi = 0; mi < WARP_M; ++mi)
+        store_warp_rows<HEAD_DIM>(rows.o, sQ, [](int r, int c) { return r * LD + c; },
+                                  warp * WROWS + mi * 16, q0, seq_q, lane);
 }

@@ -1,0 +1,115 @@
+"""Bench flash_fwd mma128's layouts (its -D values) on the GPU, in one process.
+
+    python3 scripts/tune_flash.py                              # the whole sweep
+    python3 scripts/tune_flash.py --only 0 --only 1            # entries of SWEEP
+    python3 scripts/tune_flash.py --knobs "BC=32,KSUB=32,STAGES=3" --shape "head_dim=128"
+    python3 scripts/tune_flash.py --only 0 --no-timing --launches 1   # for ncu
+
+Each configuration is built (NVRTC, through the catalogue: grid, block, shared memory and
+-D values follow the knobs), checked against the float64 reference, then timed twice with
+CUDA events (median of --launches each); TFLOP/s against the cuBLAS GEMM ceiling measured
+in the same process. The peer sdpa_flash is timed the same way at each shape (--no-peer:
+not). The sweep sets ``catalog.MMA128_TUNING`` for its own runs only; the shipped choice is
+``catalog.MMA128_4X32``.
+"""
+
+import argparse
+import statistics
+from types import SimpleNamespace
+
+from paprof import registry
+from paprof.families.flash_fwd import catalog, problem
+from paprof.kernels import gpu, harness
+
+BASE = "batch=4,q_heads=32,seq_q=8192,head_dim=128,dtype=bf16"
+D128, CAUSAL, D64 = BASE, f"{BASE},causal=true", BASE.replace("head_dim=128", "head_dim=64")
+SWEEP = [
+    # (shape, name, knobs over the shipped layout): d128 non-causal and causal, then d64;
+    # the causal entries reuse the d128 builds (6 compiles in all)
+    (D128, "4x32 shipped (BC 64, S in 32-key halves, Q from sQ, 2 buffers)", {}),
+    (D128, "8x16 (round 1)", catalog.MMA128_8X16),
+    (D128, "4x32 BC 32, 3 buffers", {"BC": 32, "KSUB": 32, "STAGES": 3}),
+    (CAUSAL, "4x32 shipped", {}),
+    (CAUSAL, "8x16 (round 1)", catalog.MMA128_8X16),
+    (D64, "4x32 shipped (Q in registers, 3 buffers)", {}),
+    (D64, "8x16 (round 1)", catalog.MMA128_8X16),
+    (D64, "4x32 Q from sQ, 2 buffers", {"QREG": 0, "STAGES": 2}),
+]
+
+
+def timed(vid: str, spec: str, launches: int, timing: bool):
+    """(prepared, check, [median us of each round]) for ``vid`` at ``spec``."""
+    family = registry.family("flash_fwd")
+    shape = family.parse(spec)
+    prep = harness.prepare(family, registry.get(vid, "flash_fwd"), shape)
+    check = harness.verify(prep)
+    if not timing:  # under ncu: a few launches, nothing timed
+        for _ in range(launches):
+            prep.step(0)
+        gpu.cupy().cuda.runtime.deviceSynchronize()
+        return prep, check, []
+    return prep, check, [statistics.median(harness.time_steps(prep, launches)) for _ in range(2)]
+
+
+def line(label: str, spec: str, prep, check, runs, gemm) -> str:
+    shape = registry.family("flash_fwd").parse(spec)
+    flops = problem.work(shape).flops
+    head = f"{shape.slug():44s} {label:70s}"
+    tail = f"rel={check.rel_error:.1e} ok={check.passed}"
+    if prep.variant.kind == "cuda":
+        k = prep.launcher.kernels[0]
+        ctas = gpu.blocks_per_sm(SimpleNamespace(num_regs=k.registers, shared_size_bytes=k.static_smem),
+                                 k.block[0], k.dynamic_smem, prep.device)
+        tail = f"regs={k.registers} smem={k.dynamic_smem} block={k.block[0]} CTAs/SM={ctas} {tail}"
+    if not runs:
+        return f"{head} {tail}"
+    tf = flops / min(runs) / 1e6
+    return f"{head} {runs[0]:9.1f} {runs[1]:9.1f} us {tf:6.1f} TFLOP/s {100 * tf / gemm:5.1f} % {tail}"
+
+
+def run(spec: str, label: str, knobs: dict, args, gemm) -> None:
+    shipped = dict(catalog.MMA128_TUNING)
+    catalog.MMA128_TUNING.update(knobs)
+    try:
+        prep, check, runs = timed("mma128", spec, args.launches, not args.no_timing)
+        print(f"mma128 {line(f'{label} {knobs}', spec, prep, check, runs, gemm)}", flush=True)
+    except Exception as err:  # report and go on with the sweep
+        print(f"mma128 {spec} {label} {knobs}: {type(err).__name__}: {err}", flush=True)
+    finally:
+        catalog.MMA128_TUNING.clear()
+        catalog.MMA128_TUNING.update(shipped)
+
+
+def peer(spec: str, args, gemm) -> None:
+    try:
+        prep, check, runs = timed("sdpa_flash", spec, args.launches, True)
+        print(f"sdpa_flash {line('(peer)', spec, prep, check, runs, gemm)}", flush=True)
+    except Exception as err:
+        print(f"sdpa_flash {spec}: {type(err).__name__}: {err}", flush=True)
+
+
+parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+parser.add_argument("--only", type=int, action="append", help="index into SWEEP (repeatable)")
+parser.add_argument("--knobs", help='one configuration instead of the sweep: "NAME=INT,..." or 8x16 / 4x32')
+parser.add_argument("--shape", default="", help=f"with --knobs: overrides of {BASE}")
+parser.add_argument("--launches", type=int, default=30)
+parser.add_argument("--no-timing", action="store_true", help="for ncu: verify and launch, no ceiling")
+parser.add_argument("--no-peer", action="store_true", help="do not time sdpa_flash at each shape")
+args = parser.parse_args()
+if args.knobs is not None:
+    try:
+        entries = [(",".join(filter(None, [BASE, args.shape])), "--knobs", catalog.parse_knobs(args.knobs))]
+    except ValueError as err:
+        parser.error(str(err))
+else:
+    entries = [SWEEP[i] for i in (args.only or range(len(SWEEP)))]
+gemm = 0.0
+if not args.no_timing:
+    gemm = harness.measure_gemm_ceiling()["tflops"]
+    print(f"GEMM ceiling {gemm:.1f} TFLOP/s (bf16)", flush=True)
+seen = set()
+for spec, label, knobs in entries:
+    if not args.no_timing and not args.no_peer and spec not in seen:
+        seen.add(spec)
+        peer(spec, args, gemm)
+    run(spec, label, knobs, args, gemm)

@@ -479,6 +479,11 @@ class CudaVariant(Variant):
     """Dynamic shared memory in bytes, or ``fn(params) -> int``."""
     defines: Any = None
     """``-D`` macros: a dict, or ``fn(params) -> dict``."""
+    arch: str | None = None
+    """The one GPU target this variant compiles for (``"sm_90a"``: Hopper's wgmma and its
+    kin, which exist only for the ``a`` target), or None for CuPy's choice for the current
+    GPU. A variant with an arch is skipped, with the reason, on a GPU of another compute
+    capability; the static gate compiles it for this arch too."""
     build: Callable | None = field(default=None, repr=False, compare=False)
     """``fn(variant, params, device) -> Launcher``: replaces the declarative form."""
     compile_units: Callable | None = field(default=None, repr=False, compare=False)

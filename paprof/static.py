@@ -4,7 +4,8 @@ For each CUDA variant at given parameters, its *compile units* (the declarative 
 ``source_paths()`` and ``defines(params)``; a ``build``-hook variant: its
 ``compile_units(params)`` hook) are compiled as ``paprof.kernels.gpu`` gives them to CuPy
 (sources concatenated, ``-std=c++17 -I<folder> -D...``) with
-``nvcc -arch=sm_90 -cubin -Xptxas -v``. Per entry function (kernel):
+``nvcc -arch=sm_90 -cubin -Xptxas -v`` (a variant's own ``arch`` where it names one:
+``sm_90a`` for wgmma). Per entry function (kernel):
 
 - from ptxas: registers per thread, stack frame, spill stores and loads, static shared
   memory, constant bank 0;
@@ -50,6 +51,8 @@ class CompileUnit:
 
     sources: tuple[Path, ...]
     defines: dict = field(default_factory=dict)
+    arch: str = ARCH
+    """The target: ``ARCH``, or the variant's own (``CudaVariant.arch``)."""
 
     def options(self) -> list[str]:
         include = self.sources[0].parent
@@ -107,13 +110,13 @@ def compile_units(variant, params) -> list[CompileUnit]:
     if variant.compile_units is not None:
         base = variant.folder or Path.cwd()
         return [CompileUnit(tuple(Path(s) if Path(s).is_absolute() else base / s
-                                  for s in sources), dict(defines))
+                                  for s in sources), dict(defines), variant.arch or ARCH)
                 for sources, defines in variant.compile_units(params)]
     if variant.build is not None:
         raise UserError(f"{variant.name} has a build hook and no compile_units hook: the "
                         "static gate cannot know what it compiles")
     defines = variant.defines(params) if callable(variant.defines) else variant.defines
-    return [CompileUnit(tuple(variant.source_paths()), dict(defines or {}))]
+    return [CompileUnit(tuple(variant.source_paths()), dict(defines or {}), variant.arch or ARCH)]
 
 
 def compile_cubin(unit: CompileUnit, folder: Path, nvcc: str) -> tuple[str, Path]:
@@ -121,7 +124,7 @@ def compile_cubin(unit: CompileUnit, folder: Path, nvcc: str) -> tuple[str, Path
     code = folder / "unit.cu"
     code.write_text("\n".join(Path(s).read_text() for s in unit.sources))
     cubin = folder / "unit.cubin"
-    cmd = [nvcc, f"-arch={ARCH}", "-cubin", "-Xptxas", "-v", *unit.options(), "-o", str(cubin),
+    cmd = [nvcc, f"-arch={unit.arch}", "-cubin", "-Xptxas", "-v", *unit.options(), "-o", str(cubin),
            str(code)]
     done = subprocess.run(cmd, capture_output=True, text=True, check=False)
     if done.returncode != 0:

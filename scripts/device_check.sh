@@ -20,6 +20,10 @@
 #   power    scripts/gate_power.py: the gate's detection and false-alarm rates (-> logs)
 #   presets  paprof run --variant all under the presets $PRESETS (default: default source),
 #            timed, replay passes in the logs (-> $OUT/presets.tar.xz[.aa ...])
+#   flashw   flash_fwd's Hopper wgmma variant: its GPU tests (stop at the first failure, the
+#            error of each 64-query block in the message), compute-sanitizer memcheck on
+#            small shapes, then paprof bench of wgmma, mma, mma128, sdpa_flash, sdpa_cudnn at the
+#            issue shapes (bf16 b4 h32 s8192 d128, causal, d64, s1024) -> logs/flashw-*
 #   flashbig flash_fwd's runs at the issue's shape (b4 h32 s8192 d128 bf16; handbook fp32)
 #            (-> $OUT/flash-big.tar.xz)
 #   attnprobe a bf16 GEMM ceiling and PyTorch SDPA's backends (scripts/attention_probe.py)
@@ -367,6 +371,40 @@ from paprof.kernels import gpu; print(gpu.current_device())
       tail -4 "$OUT/logs/flash2-bench-$i.log"
     done
     python3 scripts/bench_table.py --flops "$OUT"/logs/flash2-bench-*.json | tee "$OUT/logs/flash2-bench-table.md"
+    ;;
+  flashw)
+    stamp flashw
+    # at most 150 + 90 + 4 x 85 s (under the device tool's 10 minutes); expected ~4 minutes
+    # the tests with the error of each 64-query block first (pytest -x stops at the first
+    # failure), then the rest of wgmma's (the shared shapes, the launch report)
+    for k in "wgmma_by_tile" "wgmma and not wgmma_by_tile"; do
+      timeout 75 python3 -m pytest -m gpu tests/test_gpu_flash.py -k "$k" -x -q -p no:cacheprovider -rfEs \
+        --tb=short >> "$OUT/logs/flashw-tests.log" 2>&1
+      echo "wgmma tests ($k): rc $?"
+    done
+    grep -E "^(FAILED|ERROR)|by query block|passed|failed|skipped" "$OUT/logs/flashw-tests.log" | tail -15
+    SAN=$(ls -d /usr/local/cuda*/bin/compute-sanitizer 2>/dev/null | sort -V | tail -1)
+    # one verified launch a shape (no timing, no GEMM ceiling under the sanitizer)
+    timeout 90 "${SAN:-compute-sanitizer}" --tool memcheck --print-limit 5 python3 -c "
+from paprof import registry
+from paprof.kernels import harness
+fam = registry.family('flash_fwd')
+for text in ('batch=1,q_heads=4,kv_heads=2,seq_q=200,seq_k=333,head_dim=128,causal=true,dtype=bf16',
+             'batch=1,q_heads=2,seq_q=77,head_dim=64,dtype=fp16'):
+    p = fam.parse(text)
+    print('wgmma', p.slug(), harness.verify(harness.prepare(fam, registry.get('wgmma', 'flash_fwd'), p)), flush=True)
+" > "$OUT/logs/flashw-memcheck.log" 2>&1
+    echo "wgmma memcheck: rc $?"; tail -6 "$OUT/logs/flashw-memcheck.log"
+    F="batch=4,q_heads=32,seq_q=8192,head_dim=128,dtype=bf16"
+    i=0
+    for spec in "$F" "$F,causal=true" "${F/head_dim=128/head_dim=64}" "${F/seq_q=8192/seq_q=1024}"; do
+      i=$((i + 1))
+      start=$(date +%s)
+      timeout 85 python3 -m paprof bench --family flash_fwd --variant wgmma --variant mma --variant mma128 \
+        --variant sdpa_flash --variant sdpa_cudnn --launches 30 --shape "$spec" --json > "$OUT/logs/flashw-bench-$i.json" 2> "$OUT/logs/flashw-bench-$i.log"
+      echo "bench $spec: rc $? $(( $(date +%s) - start )) s wall" | tee -a "$OUT/logs/flashw-bench.txt"
+    done
+    python3 scripts/bench_table.py --flops "$OUT"/logs/flashw-bench-*.json | tee "$OUT/logs/flashw-bench-table.md"
     ;;
   decode7)
     # v7 (work split by tokens): its GPU tests, then paprof bench of v6 and v7 (and the

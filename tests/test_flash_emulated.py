@@ -28,7 +28,7 @@ FOLDER = Path(problem.__file__).resolve().parent
 pytestmark = pytest.mark.skipif(GXX is None, reason="g++ is not on PATH")
 
 ELEM = {"handbook": "float"}  # the tensor-core kernels move 16-bit bit patterns
-EMULATED = ("handbook", "mma", "mma128")
+EMULATED = ("handbook", "mma", "mma128", "wgmma")
 
 
 def kernel(vid: str):
@@ -54,8 +54,10 @@ def build(tmp_path_factory):
     return tmp_path_factory.mktemp("flash_emu")
 
 
-def run_emulated(vid: str, p: problem.Shape, build: Path, eager: bool = False, seed: int = 3, **override):
-    """Run ``vid`` on ``p`` in the emulation; ``override``: -D values replacing the catalogue's."""
+def run_emulated(vid: str, p: problem.Shape, build: Path, eager: bool = False, seed: int = 3,
+                 exe: Path | None = None, **override):
+    """Run ``vid`` on ``p`` in the emulation; ``override``: -D values replacing the catalogue's;
+    ``exe``: a driver built from another copy of the source (the mutation tests)."""
     v = kernel(vid)
     v.check(p)
     shipped = dict(catalog.MMA128_TUNING)
@@ -72,7 +74,7 @@ def run_emulated(vid: str, p: problem.Shape, build: Path, eager: bool = False, s
     finally:
         catalog.MMA128_TUNING.clear()
         catalog.MMA128_TUNING.update(shipped)
-    exe = driver(vid, tuple(sorted(defines.items())), build)
+    exe = exe or driver(vid, tuple(sorted(defines.items())), build)
     inputs = problem.make_inputs(p, seed, xp=np)
     assert grid_y == p.batch * p.q_heads
     header = np.array([p.batch, p.q_heads, p.kv, p.seq_q, p.keys, int(p.causal), int(eager),
@@ -99,6 +101,14 @@ CASES = [
     ("mma", dict(batch=1, q_heads=1, seq_q=128, head_dim=64, causal=True, dtype="fp16")),   # whole tiles
     ("mma", dict(batch=1, q_heads=1, seq_q=30, seq_k=64, head_dim=64, causal=False, dtype="bf16")),
     ("mma", dict(batch=1, q_heads=1, seq_q=1, seq_k=129, head_dim=64, causal=True, dtype="bf16")),
+    ("wgmma", dict(batch=1, q_heads=2, kv_heads=1, seq_q=100, seq_k=150, head_dim=64, causal=True, dtype="bf16")),
+    ("wgmma", dict(batch=2, q_heads=2, seq_q=70, seq_k=70, head_dim=128, causal=False, dtype="fp16")),
+    ("wgmma", dict(batch=1, q_heads=1, seq_q=130, head_dim=128, causal=True, dtype="bf16")),     # 2 tiles, diagonal
+    ("wgmma", dict(batch=1, q_heads=1, seq_q=65, seq_k=200, head_dim=64, causal=False, dtype="fp16")),
+    ("wgmma", dict(batch=1, q_heads=1, seq_q=256, head_dim=64, causal=True, dtype="fp16")),      # whole tiles
+    ("wgmma", dict(batch=1, q_heads=1, seq_q=200, seq_k=333, head_dim=128, causal=True, dtype="fp16")),
+    ("wgmma", dict(batch=1, q_heads=4, kv_heads=2, seq_q=128, seq_k=64, head_dim=128, causal=False, dtype="bf16")),
+    ("wgmma", dict(batch=1, q_heads=1, seq_q=1, seq_k=129, head_dim=64, causal=True, dtype="bf16")),
     ("handbook", dict(batch=1, q_heads=2, kv_heads=1, seq_q=70, seq_k=100, head_dim=64, causal=True, dtype="fp32")),
     ("handbook", dict(batch=2, q_heads=1, seq_q=40, seq_k=90, head_dim=128, causal=False, dtype="fp32")),
 ]
@@ -177,3 +187,68 @@ def test_a_wrong_kernel_fails(build, monkeypatch):
     monkeypatch.setattr(FAMILY, "reference", lambda shape, inputs, xp: problem.reference(wrong, inputs, xp))
     check = run_emulated("mma", p, build)
     assert not check.passed and check.rel_error > 0.1
+
+
+def test_wgmma_with_copies_landing_when_issued(build):
+    """cp.async performed at once: a prefetch into a K/V buffer a warpgroup's wgmma has not
+    finished reading would show."""
+    p = problem.Shape(batch=1, q_heads=1, seq_q=130, seq_k=260, head_dim=128, causal=False, dtype="bf16")
+    check = run_emulated("wgmma", p, build, eager=True)
+    assert check.passed, check
+
+
+UNIT = HERE / "wgmma_unit.cpp"
+UNIT_CASES = {  # case -> the emulated wgmma agrees with A x B
+    "kmajor": True, "nmajor": True,
+    "bad_kmajor_sbo": False, "bad_kmajor_noswizzle": False, "bad_kmajor_as_nmajor": False,
+    "bad_nmajor_lbo_sbo_swapped": False, "bad_nmajor_as_kmajor": False, "bad_a_fragment": False,
+    "bad_read_before_wait": False, "bad_no_fence": False,
+}
+
+
+@pytest.mark.parametrize("dtype", [1, 2])
+def test_emulated_wgmma_against_a_plain_product(build, dtype):
+    """One m64nNk16 on operands laid out by hand from the PTX ISA's pictures (K-major B
+    with its 8-row blocks 2048 bytes apart and the descriptor 64 bytes into the swizzle
+    row; N-major B over two 64-column atoms 4096 bytes apart), and the same with one thing
+    wrong each: the emulator must agree exactly with the good ones and not with the others
+    (or abort: a wgmma with no wgmma.fence)."""
+    exe = build_driver(UNIT, build / f"wgmma_unit{dtype}", {"FLASH_EMULATE": None, "DTYPE": dtype}, [FOLDER, HERE])
+    for case, good in UNIT_CASES.items():
+        done = subprocess.run([str(exe), case], capture_output=True, text=True, timeout=120)
+        if good:
+            assert done.returncode == 0 and float(done.stdout) == 0.0, (case, done.stdout, done.stderr[-2000:])
+        else:
+            assert done.returncode != 0 or float(done.stdout) > 0.1, (case, done.stdout)
+
+
+MUTATIONS = {  # a bug put into wgmma.cu -> (the text replaced, its replacement)
+    "no swizzle in the tiles": ("((((c >> 3) & 7) ^ (r & 7)) << 4)", "(((c >> 3) & 7) << 4)"),
+    "V's LBO and SBO swapped": ("BC * ATOM, PERIOD)", "PERIOD, BC * ATOM)"),
+    "K's SBO doubled": ("16, PERIOD)", "16, 2 * PERIOD)"),
+    "V not transposed": ("wgmma_m64n128<1>", "wgmma_m64n128<0>"),
+    "P: row g given row g + 8's values": ("(i / 4) % 2 * 2] = pack2(p0, p1)", "(i / 4) % 2 * 2] = pack2(p2, p3)"),
+    "no fence.proxy.async": ("    fence_proxy_async();\n", "\n"),
+    "S read before its wait": ("        wgmma_wait<0>();\n        wgmma_hold(s);", "        wgmma_hold(s);"),
+    "tiles not aligned to 1024 bytes": ("smem_raw + ((PERIOD - (smem_addr(smem_raw) & (PERIOD - 1))) & (PERIOD - 1))",
+                                        "smem_raw"),
+}
+
+
+@pytest.mark.parametrize("what", MUTATIONS)
+def test_a_wgmma_bug_fails_in_emulation(build, what, tmp_path):
+    """Each mutation of the kernel gives the wrong output or an emulator error."""
+    old, new = MUTATIONS[what]
+    source = (FOLDER / "wgmma.cu").read_text()
+    assert source.count(old) == 1, f"the mutation's text is not in wgmma.cu once: {old!r}"
+    (tmp_path / "wgmma.cu").write_text(source.replace(old, new))
+    p = problem.Shape(batch=1, q_heads=1, seq_q=130, seq_k=130, head_dim=128, causal=False, dtype="bf16")
+    defines = {"FLASH_EMULATE": None, "FLASH_KERNEL_FILE": '"wgmma.cu"', "FLASH_KERNEL": "flash_fwd_wgmma",
+               "FLASH_ELEM": "unsigned short", **catalog.wgmma_defines(p)}
+    exe = build_driver(HERE / "driver.cpp", tmp_path / "driver", defines, [tmp_path, FOLDER, HERE])
+    try:
+        check = run_emulated("wgmma", p, build, exe=exe)
+    except AssertionError as err:  # the driver aborted: an emulator check
+        assert "emulation:" in str(err), err
+        return
+    assert not check.passed, f"{what}: the emulation did not notice ({check})"

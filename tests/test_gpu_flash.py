@@ -12,8 +12,8 @@ from __future__ import annotations
 import pytest
 
 from paprof.errors import ShapeError
-from paprof.families.flash_fwd import FAMILY
-from paprof.kernels import harness
+from paprof.families.flash_fwd import FAMILY, problem
+from paprof.kernels import gpu, harness
 
 pytestmark = pytest.mark.gpu
 
@@ -50,7 +50,65 @@ def test_variant_matches_the_reference(vid, dtype, shape):
     check(vid, f"{shape},dtype={dtype}")
 
 
-@pytest.mark.parametrize("vid, tiles", [("handbook", 4), ("mma", 4), ("mma128", 2)])
+WGMMA_SHAPES = [  # the wgmma kernel's tile classes: partial tiles, causal diagonal, GQA, seq_k != seq_q
+    "batch=1,q_heads=2,seq_q=200,head_dim=128,causal=false",
+    "batch=1,q_heads=2,seq_q=200,head_dim=64,causal=false",
+    "batch=2,q_heads=4,seq_q=1024,head_dim=128,causal=true",
+    "batch=1,q_heads=8,kv_heads=2,seq_q=1000,head_dim=64,causal=true",
+    "batch=1,q_heads=4,kv_heads=2,seq_q=1000,seq_k=1500,head_dim=128,causal=true",
+    "batch=2,q_heads=2,seq_q=1024,seq_k=700,head_dim=64,causal=false",
+    "batch=1,q_heads=2,seq_q=77,seq_k=333,head_dim=128,causal=true",
+]
+
+
+def tile_errors(prep, rows: int = 64) -> str:
+    """The largest error (over every head, query and dim, against float64 attention of
+    every row) of each 64-query block, a warpgroup's rows (two a CTA), named first /
+    middle / last: a wrong tile class (a partial last tile, one warpgroup, the causal
+    diagonal's blocks) shows in the message."""
+    cp = gpu.cupy()
+    p = prep.params
+    prep.out.fill(cp.nan if prep.out.dtype.kind == "f" else -1)  # poison (-1: NaN's bits in bf16)
+    prep.step(0)
+    cp.cuda.runtime.deviceSynchronize()
+    got = problem.from_storage(cp, prep.out, p.dtype)
+    err = cp.empty((p.batch * p.q_heads, p.seq_q), dtype=cp.float64)
+    every = list(range(p.seq_q))
+    for bh in range(p.batch * p.q_heads):
+        b, h = divmod(bh, p.q_heads)
+        kvh = b * p.kv + h // p.group
+        q, k, v = (problem.from_storage(cp, prep.inputs[0][name][i], p.dtype)
+                   for name, i in (("q", bh), ("k", kvh), ("v", kvh)))
+        want = problem.attention_rows(q, k, v, every, p, cp)
+        err[bh] = cp.abs(got[bh] - want).max(axis=-1)
+    err = cp.where(cp.isnan(err), cp.inf, err)
+    blocks = -(-p.seq_q // rows)
+    out = []
+    for i in range(blocks):
+        e = float(err[:, i * rows:(i + 1) * rows].max())
+        kind = "first" if i == 0 else "last" if i == blocks - 1 else "middle"
+        out.append(f"q{i * rows}-{min(p.seq_q, (i + 1) * rows) - 1} ({kind}, warpgroup {i % 2}): {e:.3g}")
+    return "; ".join(out)
+
+
+@pytest.mark.parametrize("dtype", ["bf16", "fp16"])
+@pytest.mark.parametrize("shape", WGMMA_SHAPES)
+def test_wgmma_by_tile(shape, dtype):
+    """wgmma against the reference, with the error of every 64-query block in the message."""
+    params = FAMILY.parse(f"{shape},dtype={dtype}")
+    variant = FAMILY.variant("wgmma")
+    try:
+        variant.check(params)
+        prep = harness.prepare(FAMILY, variant, params)
+    except ShapeError as err:
+        pytest.skip(f"wgmma does not take {params.slug()}: {err}")
+    result = harness.verify(prep)
+    if not result.passed:
+        pytest.fail(f"wgmma {params.slug()}: rel {result.rel_error:.3g}, max abs {result.max_abs_error:.3g}; "
+                    f"by query block: {tile_errors(prep)}")
+
+
+@pytest.mark.parametrize("vid, tiles", [("handbook", 4), ("mma", 4), ("mma128", 2), ("wgmma", 2)])
 def test_kernels_report_their_launch(vid, tiles):
     dtype = "fp32" if vid == "handbook" else "bf16"
     prep, _ = check(vid, f"batch=1,q_heads=2,seq_q=200,head_dim=128,dtype={dtype}")

@@ -1,4 +1,5 @@
-"""Every .cu file compiles for sm_90 with nvcc, in the configurations the launchers use."""
+"""Every .cu file compiles for sm_90 with nvcc (a variant's own arch where it names one: wgmma
+for sm_90a), in the configurations the launchers use."""
 
 from __future__ import annotations
 
@@ -19,10 +20,19 @@ pytestmark = pytest.mark.skipif(NVCC is None, reason="nvcc is not on PATH")
 SOURCES = sorted({p for v in registry.variants() if hasattr(v, "source_paths") for p in v.source_paths()}) + [
     harness.STREAM_READ_SOURCE, harness.SPIN_SOURCE
 ]
+ARCHS = {p: v.arch for v in registry.variants() if getattr(v, "arch", None) for p in v.source_paths()}
+"""Sources a variant compiles for its own target (wgmma.cu: sm_90a); the rest sm_90."""
+
+
+def target(source) -> list[str]:
+    """nvcc's target flags: sm_90, or the source's own as its only target (nvcc 13's plain
+    ``-arch=sm_90a`` with ``-c`` also assembles compute_90 PTX, which has no wgmma)."""
+    arch = ARCHS.get(source)
+    return ["-arch=sm_90"] if arch is None else ["-gencode", f"arch={arch.replace('sm_', 'compute_')},code={arch}"]
 
 
 def nvcc(tmp_path, source, defines=()):
-    cmd = [NVCC, "-arch=sm_90", "-std=c++17", "-c", "-o", str(tmp_path / "k.o"), f"-I{source.parent}",
+    cmd = [NVCC, *target(source), "-std=c++17", "-c", "-o", str(tmp_path / "k.o"), f"-I{source.parent}",
            "-Xptxas", "-v", *[f"-D{k}={v}" for k, v in defines], str(source)]
     done = subprocess.run(cmd, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
@@ -82,7 +92,8 @@ def test_fp8_head_dim_64_and_other_pages_compile_without_spills(tmp_path, split,
 
 FLASH_CONFIGS = [("handbook", "fp32", 64), ("handbook", "fp32", 128),
                  ("mma", "fp16", 64), ("mma", "fp16", 128), ("mma", "bf16", 64), ("mma", "bf16", 128),
-                 ("mma128", "fp16", 64), ("mma128", "fp16", 128), ("mma128", "bf16", 64), ("mma128", "bf16", 128)]
+                 ("mma128", "fp16", 64), ("mma128", "fp16", 128), ("mma128", "bf16", 64), ("mma128", "bf16", 128),
+                 ("wgmma", "fp16", 64), ("wgmma", "fp16", 128), ("wgmma", "bf16", 64), ("wgmma", "bf16", 128)]
 
 
 @pytest.mark.parametrize("vid, dtype, head_dim", FLASH_CONFIGS, ids=lambda x: str(x))
@@ -132,3 +143,21 @@ def test_mma128_layouts_compile_without_spills(tmp_path, monkeypatch, dtype, hea
     blocks = defines["MIN_BLOCKS"]
     assert regs * variant.block(shape)[0] * blocks <= 65536, (regs, log)
     assert blocks * (variant.shared_mem(shape) + 1024) <= 228 * 1024
+
+
+@pytest.mark.parametrize("dtype, head_dim", [("bf16", 128), ("fp16", 64)])
+def test_wgmma_runs_on_hgmma(dtype, head_dim):
+    """The static gate's compile of wgmma (its own sm_90a target): Hopper's HGMMA in the
+    SASS (S = Q K^T: head_dim / 16 of them, O += P V: 64 / 16), no mma.sync HMMA, no spills."""
+    from paprof import static
+    from paprof.families.flash_fwd import FAMILY
+
+    cuobjdump = static.find_cuobjdump()
+    if cuobjdump is None:
+        pytest.skip("cuobjdump not found (the test extra's nvidia-cuda-cuobjdump)")
+    variant = FAMILY.variant("wgmma")
+    (unit,) = static.compile_units(variant, FAMILY.parse(f"dtype={dtype},head_dim={head_dim}"))
+    assert unit.arch == "sm_90a"
+    counts = static.kernel_counts(unit, static.find_nvcc(), cuobjdump)["flash_fwd_wgmma"]
+    assert counts["sass_hgmma"] == head_dim // 16 + 4 and counts["sass_hmma"] == 0, counts
+    assert counts["spill_stores_bytes"] == counts["spill_loads_bytes"] == 0, counts

@@ -9,10 +9,11 @@ from __future__ import annotations
 import functools
 import hashlib
 import os
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from paprof.errors import UserError
+from paprof.errors import ShapeError, UserError
 
 
 @functools.lru_cache(maxsize=None)
@@ -72,12 +73,55 @@ def current_device() -> Device:
 _MODULES: dict = {}
 
 
-def compile_module(sources: list[Path], defines: dict[str, object] | None = None):
+def arch_capability(arch: str) -> str:
+    """The compute capability a target runs on: ``sm_90a`` -> ``9.0``."""
+    digits = arch.removeprefix("sm_").rstrip("af")
+    return f"{digits[:-1]}.{digits[-1]}"
+
+
+def _compile_for_arch(code: str, options: list[str], arch: str, names: str):
+    """NVRTC for one named target (CuPy's RawModule picks ``-arch`` itself, from the GPU,
+    and cannot name ``sm_90a``): the cubin is written once to a cache file named by the
+    code and options, then loaded by ``RawModule(path=...)``."""
+    cp = cupy()
+    from cupy_backends.cuda.libs import nvrtc  # noqa: PLC0415 (with CuPy, lazy)
+
+    opts = tuple(options) + (f"-arch={arch}",)
+    version = ".".join(map(str, nvrtc.getVersion()))  # a new NVRTC compiles afresh
+    digest = hashlib.sha256("\0".join((code, version) + opts).encode()).hexdigest()[:32]
+    folder = Path(os.environ.get("PAPROF_CUBIN_CACHE", Path.home() / ".cache" / "paprof" / "cubin"))
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError:  # no writable home: the temporary folder
+        folder = Path(tempfile.gettempdir()) / "paprof-cubin"
+        folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{digest}.cubin"
+    if not path.exists():
+        prog = nvrtc.createProgram(code, "kernel.cu", (), ())
+        try:
+            nvrtc.compileProgram(prog, opts)
+            cubin = nvrtc.getCUBIN(prog)
+        except nvrtc.NVRTCError as err:
+            raise UserError(f"compiling {names} for {arch} failed: {err}\n{nvrtc.getProgramLog(prog)}") from None
+        finally:
+            nvrtc.destroyProgram(prog)
+        partial = path.with_suffix(f".{os.getpid()}.part")
+        partial.write_bytes(cubin)
+        partial.replace(path)  # atomic: a concurrent process reads a whole file or none
+    return cp.RawModule(path=str(path))
+
+
+def compile_module(sources: list[Path], defines: dict[str, object] | None = None, arch: str | None = None):
     """Compile ``.cu`` files (concatenated) with ``-D`` defines; cached per process.
 
-    CuPy also caches the binary on disk, so a second process compiles nothing.
+    CuPy also caches the binary on disk, so a second process compiles nothing. ``arch``
+    (``"sm_90a"``) compiles for that target alone; on a GPU of another compute capability
+    that is a ``ShapeError`` (the variant is skipped, with the reason).
     """
     cp = cupy()
+    if arch is not None and current_device().compute_capability != arch_capability(arch):
+        raise ShapeError(f"compiled for {arch} only (compute capability {arch_capability(arch)}); "
+                         f"this GPU, {current_device().name}, is {current_device().compute_capability}")
     code = "\n".join(Path(s).read_text() for s in sources)
     # CuPy's on-disk cache keys on the source text only: name the headers' contents too,
     # so that an edited .cuh recompiles
@@ -88,7 +132,9 @@ def compile_module(sources: list[Path], defines: dict[str, object] | None = None
     options += [f"-D{k}={v}" for k, v in sorted((defines or {}).items())]
     if os.environ.get("PAPROF_LINEINFO") == "1":  # the ``source`` preset: lines for SourceCounters
         options.append("-lineinfo")
-    key = (code, tuple(options))
+    key = (code, tuple(options), arch)
+    if key not in _MODULES and arch is not None:
+        _MODULES[key] = _compile_for_arch(code, options, arch, ", ".join(Path(s).name for s in sources))
     if key not in _MODULES:
         try:
             _MODULES[key] = cp.RawModule(code=code, options=tuple(options))

@@ -22,7 +22,7 @@ def _build_cuda(variant: CudaVariant, params, device) -> Launcher:
     if variant.build is not None:
         return variant.build(variant, params, device)
     defines = _value(variant.defines, params) or {}
-    module = gpu.compile_module(variant.source_paths(), defines)
+    module = gpu.compile_module(variant.source_paths(), defines, arch=variant.arch)
     try:
         kernel = module.get_function(variant.kernel)
     except Exception as err:  # CuPy raises its own error types for a missing symbol

@@ -39,14 +39,17 @@ int main(int argc, char** argv) {
             blockIdx = {x, y, 0};
             flash_emu::Cta cta(size_t(smem), threads);
             flash_emu::current = &cta;
+            flash_emu::begin_cta(size_t(smem), threads);
             std::vector<std::thread> pool;
             for (int t = 0; t < threads; ++t) {
                 pool.emplace_back([&, t] {
                     threadIdx = {unsigned(t), 0, 0};
                     flash_emu::open_group.clear();
                     flash_emu::committed.clear();
+                    flash_emu::wgmma_pending = 0;
                     FLASH_KERNEL(q.data(), k.data(), v.data(), o.data(), seq_q, seq_k, q_heads,
                                  kv_heads, scale_log2, causal);
+                    if (flash_emu::wgmma_pending) flash_emu::fail("wgmma.mma_async never waited for");
                     if (!flash_emu::open_group.empty()) flash_emu::fail("cp.async never committed");
                     for (auto& group : flash_emu::committed)
                         if (!group.empty()) flash_emu::fail("cp.async never waited for");

@@ -12,6 +12,7 @@
 // every global read of a cp.async must lie inside a registered input.
 #pragma once
 
+#include <atomic>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -65,9 +66,31 @@ struct Copy {
 inline thread_local std::vector<Copy> open_group;
 inline thread_local std::vector<std::vector<Copy>> committed;
 
+// The async proxy (wgmma's reads of shared memory) sees a generic-proxy write only after
+// the writer's fence.proxy.async: writer[chunk] is the thread whose cp.async last wrote
+// that 16-byte chunk and has not fenced since, -1 when none. (Plain stores are not
+// tracked: no kernel here writes a tile wgmma reads with them.)
+inline std::unique_ptr<std::atomic<int>[]> writer;
+inline size_t writer_chunks = 0;
+// warpgroup barriers (128 threads each), for the warpgroup collectives of wgmma_emulate.h
+inline std::vector<std::unique_ptr<std::barrier<>>> warpgroups;
+// wgmma.mma_async operations issued and not yet waited for, this thread
+inline thread_local int wgmma_pending = 0;
+
+// Set up the per-CTA state above: called by the driver for each CTA before its threads start.
+inline void begin_cta(size_t smem_bytes, int threads) {
+    writer_chunks = smem_bytes / 16;
+    writer = std::make_unique<std::atomic<int>[]>(writer_chunks);
+    for (size_t i = 0; i < writer_chunks; ++i) writer[i] = -1;
+    warpgroups.clear();
+    for (int w = 0; w < threads / 128; ++w) warpgroups.push_back(std::make_unique<std::barrier<>>(128));
+}
+
 inline void perform(const Copy& c) {
     std::memset(c.dst, 0, 16);
     if (c.bytes) std::memcpy(c.dst, c.src, c.bytes);
+    const size_t chunk = size_t(static_cast<unsigned char*>(c.dst) - cta().smem.data()) / 16;
+    if (chunk < writer_chunks) writer[chunk] = int(threadIdx.x);
 }
 
 }  // namespace flash_emu

@@ -4,8 +4,9 @@
 bottom-right aligned causal mask (query i sees keys j <= i + seq_k - seq_q). Compute-bound:
 its throughput is held to a measured tensor-core GEMM ceiling (``ceiling="gemm"``) where
 it runs on tensor cores (fp16, bf16). ``problem.py`` holds the parameters, inputs, work
-model and the sampled float64 reference, ``catalog.py`` the variants (three kernels written
-here, ``handbook.cu``, ``mma.cu`` and ``mma128.cu``, and PyTorch's SDPA backends as peers, ``sdpa.py``).
+model and the sampled float64 reference, ``catalog.py`` the variants (four kernels written
+here, ``handbook.cu``, ``mma.cu``, ``mma128.cu`` and Hopper's ``wgmma.cu``, and PyTorch's SDPA
+backends as peers, ``sdpa.py``).
 Built on the public family interface only (``paprof/family.py``).
 """
 

@@ -1,4 +1,4 @@
-"""The flash_fwd variants: three kernels written here and PyTorch's SDPA backends as peers.
+"""The flash_fwd variants: four kernels written here and PyTorch's SDPA backends as peers.
 
 mma128 is one source built in several layouts (-D values, ``MMA128_KNOBS``): the shipped
 one per head_dim is ``MMA128_4X32``; ``scripts/tune_flash.py --knobs "WARP_M=1,..."`` (or
@@ -62,6 +62,13 @@ def parse_knobs(text: str) -> dict:
             raise ValueError(f"mma128 knobs: expected NAME=INT with NAME in {', '.join(MMA128_KNOBS)}; got {item!r}")
         knobs[name.strip()] = int(value)
     return knobs
+WGMMA_ROWS = MMA128_ROWS
+"""Queries a CTA of the wgmma kernel (2 warpgroups of 64 rows: BR in wgmma.cu)."""
+WGMMA_KEYS = 64
+"""Keys a step of the wgmma kernel (BC in wgmma.cu)."""
+WGMMA_THREADS = 256
+WGMMA_ARCH = "sm_90a"
+"""wgmma.mma_async exists only for the ``a`` target of compute capability 9.0."""
 MAX_GRID_Y = 65535
 _DTYPE_CODE = {"fp16": 1, "bf16": 2}
 
@@ -127,6 +134,23 @@ def mma128_defines(p: Shape) -> dict:
     return {"HEAD_DIM": p.head_dim, "DTYPE": _DTYPE_CODE.get(p.dtype, 2), **mma128_knobs(p)}
 
 
+wgmma_grid = mma128_grid
+"""(ceil(seq_q / 128) query tiles, batch x q_heads): wgmma's 128 query rows (WGMMA_ROWS)."""
+
+
+def wgmma_smem(p: Shape) -> int:
+    """sQ (128 rows), sK and sV (two 64-row buffers each), 16-bit elements, and 1 KiB of
+    slack to start the tiles on the 128-byte swizzle's 1024-byte period."""
+    return 2 * p.head_dim * (WGMMA_ROWS + 4 * WGMMA_KEYS) + 1024
+
+
+def wgmma_defines(p: Shape) -> dict:
+    # head_dim 128: one CTA (8 warps) a SM, up to 255 registers; 64: two (49 KiB of shared
+    # memory each, registers capped at 128)
+    return {"HEAD_DIM": p.head_dim, "DTYPE": _DTYPE_CODE.get(p.dtype, 2),
+            "MIN_BLOCKS": 2 if p.head_dim == 64 else 1}
+
+
 def _grid_fits(p: Shape, vid: str) -> None:
     if p.batch * p.q_heads > MAX_GRID_Y:
         raise ShapeError(f"{vid} runs a grid row per (batch, head): batch x q_heads must be at "
@@ -152,6 +176,13 @@ def _check_tensor_cores(vid: str):
 
 check_mma = _check_tensor_cores("mma")
 check_mma128 = _check_tensor_cores("mma128")
+
+
+def check_wgmma(p: Shape) -> None:
+    _check_tensor_cores("wgmma")(p)
+    if p.head_dim not in (64, 128):  # the problem allows no other today; the kernel's atoms need these
+        raise ShapeError(f"wgmma is built for head_dim 64 and 128 (one or two 128-byte swizzle atoms a "
+                         f"row), got {p.head_dim}")
 
 
 SDPA = {
@@ -224,6 +255,21 @@ def _cuda_variants() -> list:
             grid=mma128_grid, block=mma128_block, shared_mem=mma128_smem,
             defines=mma128_defines, args=kernel_args, accepts=check_mma128,
             launch="grid (ceil(seq_q/128), batch x q_heads) x 128 threads, 102 KiB shared (head_dim 128)",
+        ),
+        CudaVariant(
+            id="wgmma",
+            idea="Hopper's warpgroup MMA (sm_90a): 2 warpgroups x 64 query rows, S = Q K^T and "
+                 "O += P V by wgmma.mma_async with Q and P as register fragments and K, V read from "
+                 "shared memory through matrix descriptors (128-byte swizzle; V through the "
+                 "descriptor's transpose); online softmax on the accumulator fragments; 64-key K/V "
+                 "tiles double-buffered by cp.async, fenced into the async proxy. Not yet: TMA, "
+                 "warp specialisation (producer warps, ping-pong), a GEMM overlapped with its own "
+                 "warpgroup's softmax",
+            sources=("wgmma.cu",), kernel="flash_fwd_wgmma",
+            grid=wgmma_grid, block=(WGMMA_THREADS,), shared_mem=wgmma_smem, defines=wgmma_defines,
+            args=kernel_args, accepts=check_wgmma, arch=WGMMA_ARCH,
+            launch="grid (ceil(seq_q/128), batch x q_heads) x 256 threads, 97 KiB shared (head_dim 128); "
+                   "sm_90 (Hopper) only",
         ),
     ]
 

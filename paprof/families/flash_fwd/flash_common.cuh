@@ -151,3 +151,50 @@ FLASH_DEVICE void store_warp_rows(T* oh, const T* staged, At at, int r0, int q0,
                 *reinterpret_cast<const uint4*>(staged + at(r, c));
     }
 }
+
+// ---- Online softmax on the accumulator fragments (mma, wgmma) -----------------------
+// The 4 lanes that hold one row of an accumulator fragment (lanes 4g..4g+3) share its
+// max and sum through two shuffles.
+FLASH_DEVICE float quad_max(float x) {
+    x = fmaxf(x, shfl_xor(x, 1));
+    return fmaxf(x, shfl_xor(x, 2));
+}
+FLASH_DEVICE float quad_sum(float x) {
+    x += shfl_xor(x, 1);
+    return x + shfl_xor(x, 2);
+}
+
+// One key step of a row's online softmax (base 2, scores scaled): m is the running max,
+// l this lane's share of the running sum, lane_max the largest scaled score of the step
+// in this lane. Returns the base the step's scores subtract (0 while the row has seen no
+// key: no NaN) and sets c to the factor l (done here) and the accumulators are rescaled by.
+FLASH_DEVICE float softmax_step(float& m, float& l, float lane_max, float& c) {
+    const float mx = quad_max(fmaxf(m, lane_max));
+    const float base = mx == neg_inf() ? 0.f : mx;
+    c = fast_exp2(m - base);  // 0 on a row's first step with a key
+    m = mx;
+    l *= c;
+    return base;
+}
+
+// 1 / (the row's sum), from the lanes' shares; 0 for a row that saw no key.
+FLASH_DEVICE float softmax_inverse(float l) {
+    const float s = quad_sum(l);
+    return s > 0.f ? 1.f / s : 0.f;
+}
+
+// Rows [row0, row0 + ROWS) of a [n][DIM] matrix of 16-bit elements into a tile by the
+// CTA's NTHREADS threads, 16-byte cp.async chunks, zeros past row n; at(r, c) is the byte
+// offset in the tile of row r, column c (a multiple of 8): the kernel's layout.
+template <int ROWS, int DIM, int NTHREADS, class At>
+FLASH_DEVICE void load_rows(unsigned char* tile, const unsigned short* src, int row0, int n, int tid, At at) {
+    constexpr int chunks = DIM / 8;
+#pragma unroll
+    for (int i = 0; i < ROWS * chunks / NTHREADS; ++i) {
+        const int idx = tid + i * NTHREADS;
+        const int r = idx / chunks, c = (idx % chunks) * 8;
+        const bool ok = row0 + r < n;
+        const unsigned short* from = ok ? src + (size_t)(row0 + r) * DIM + c : src;
+        cp_async16(tile + at(r, c), from, ok ? 16 : 0);
+    }
+}

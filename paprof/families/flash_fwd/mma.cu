@@ -54,14 +54,8 @@ FLASH_DEVICE int swz(int r, int c) { return r * HEAD_DIM + (((c >> 3) ^ (r & 7))
 // rows [row0, row0 + ROWS) of a [n][HEAD_DIM] matrix into a tile, zeros past row n
 template <int ROWS>
 FLASH_DEVICE void load_tile(elem* tile, const elem* src, int row0, int n, int tid) {
-#pragma unroll
-    for (int i = 0; i < ROWS * CHUNKS / THREADS; ++i) {
-        const int idx = tid + i * THREADS;
-        const int r = idx / CHUNKS, c = (idx % CHUNKS) * 8;
-        const bool ok = row0 + r < n;
-        const elem* from = ok ? src + (size_t)(row0 + r) * HEAD_DIM + c : src;
-        cp_async16(tile + swz(r, c), from, ok ? 16 : 0);
-    }
+    load_rows<ROWS, HEAD_DIM, THREADS>(reinterpret_cast<unsigned char*>(tile), src, row0, n, tid,
+                                       [](int r, int c) { return 2 * swz(r, c); });
 }
 
 extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
@@ -146,23 +140,14 @@ flash_fwd_mma(const elem* __restrict__ q, const elem* __restrict__ k,
         }
 
         // online softmax, base 2: x = s * log2(e) / sqrt(head_dim)
-        float mx0 = m0, mx1 = m1;
+        float mx0 = neg_inf(), mx1 = neg_inf();
 #pragma unroll
         for (int n = 0; n < NTILES; ++n) {
             mx0 = fmaxf(mx0, fmaxf(s[n][0], s[n][1]) * scale_log2);
             mx1 = fmaxf(mx1, fmaxf(s[n][2], s[n][3]) * scale_log2);
         }
-        mx0 = fmaxf(mx0, shfl_xor(mx0, 1));
-        mx0 = fmaxf(mx0, shfl_xor(mx0, 2));
-        mx1 = fmaxf(mx1, shfl_xor(mx1, 1));
-        mx1 = fmaxf(mx1, shfl_xor(mx1, 2));
-        const float base0 = mx0 == neg_inf() ? 0.f : mx0;  // a row with no key yet: no NaN
-        const float base1 = mx1 == neg_inf() ? 0.f : mx1;
-        const float c0 = fast_exp2(m0 - base0), c1 = fast_exp2(m1 - base1);  // 0 on step 0
-        m0 = mx0;
-        m1 = mx1;
-        l0 *= c0;
-        l1 *= c1;
+        float c0, c1;
+        const float base0 = softmax_step(m0, l0, mx0, c0), base1 = softmax_step(m1, l1, mx1, c1);
 #pragma unroll
         for (int n = 0; n < OTILES; ++n) {
             acc[n][0] *= c0;
@@ -201,12 +186,7 @@ flash_fwd_mma(const elem* __restrict__ q, const elem* __restrict__ k,
     }
     cp_async_wait<0>();
 
-    // the 4 lanes of a row hold parts of its sum
-    l0 += shfl_xor(l0, 1);
-    l0 += shfl_xor(l0, 2);
-    l1 += shfl_xor(l1, 1);
-    l1 += shfl_xor(l1, 2);
-    const float inv0 = l0 > 0.f ? 1.f / l0 : 0.f, inv1 = l1 > 0.f ? 1.f / l1 : 0.f;
+    const float inv0 = softmax_inverse(l0), inv1 = softmax_inverse(l1);
 
     // O through this warp's own 16 rows of sQ (only this warp ever read them), then out
     // as 16-byte rows

@@ -308,10 +308,13 @@ def test_a_kernel_ignoring_its_item_is_caught(build):
 
 
 @pytest.mark.parametrize("vid, dtype, tuning", [("v7", "fp16", {"TSUB": 2}), ("v6", "fp16", {"TSUB": 2, "WARPS": 2}),
-                                                ("v7", "fp8", {"TSUB": 4})],
+                                                ("v7", "fp8", {"TSUB": 4}), ("v6", "fp8", {"TSUB": 2, "WARPS": 2}),
+                                                ("v6", "fp8", {"TSUB": 4, "WARPS": 2}),
+                                                ("v6", "fp8", {"TSUB": 2, "WARPS": 4}), ("v6", "bf16", {"WARPS": 3})],
                          ids=lambda t: t if isinstance(t, str) else "-".join(f"{k}{v}" for k, v in t.items()))
 def test_group_1_head_dim_64_tunings_that_tune_v5_tries(build, vid, dtype, tuning):
-    # scripts/tune_v5.py's D64 entries (16-bit caches at two tiles a step, fp8 at four)
+    # scripts/tune_v5.py's D64 entries (16-bit caches at two tiles a step, fp8 at four; the
+    # decode7 stage's fp8 at 2 and 4 warps, bf16 at FAST_TUNING's 3 against its d64 2)
     shape = Shape(batch=3, q_heads=4, kv_heads=4, head_dim=64, context=(16, 33, 300), dtype=dtype,
                   **({"num_splits": 3} if vid == "v6" else {"chunk_pages": 4}))
     check_emulated(vid, shape, build, tuning)

@@ -43,11 +43,12 @@
 #   fp8      the fp8 (e4m3) cache: its GPU tests, its sanitize_fast.py shapes under memcheck,
 #            paprof bench of v5/v6 at the issue shapes in fp8 (against fp16 at the main
 #            shape), the fp8 entries of scripts/tune_v5.py
-#   decode7  v7 (work split by tokens): its GPU tests (-k v7), paprof bench of v6, v7 and the
-#            FlashInfer peers (when ./peers-kit is carried) at the issue's six shapes in fp16
-#            and three in fp8, scripts/tune_v5.py --v7 (group 1 at d64, v7's chunk sweep and
-#            timeline), v7's shapes of scripts/sanitize_fast.py --v7 under memcheck (when
-#            time is left) -> logs/decode7-*, logs/bench-d7-*, logs/tune-v7.log, logs/sanitize-v7.log
+#   decode7  v7 (work split by tokens; packed ranges for ragged batches): its GPU tests
+#            (-k v7), v7's shapes of scripts/sanitize_fast.py --v7 under memcheck (while the
+#            peers' JIT builds run on the CPUs), paprof bench of v6, v7 and the FlashInfer
+#            peers (when ./peers-kit is carried) at the issue's six shapes in fp16 and three
+#            in fp8, scripts/tune_v5.py --d7 (group 1 at d64 in bf16 / fp8, v7 packed against
+#            tokens) -> logs/decode7-*, logs/sanitize-v7.log, logs/bench-d7-*, logs/tune-d7.log
 #   flashinfer FlashInfer as a peer: the kit in ./peers-kit (carried) installed into /tmp, its
 #            JIT modules built in parallel, paprof bench of v5, v6, flashinfer, flashinfer_cc
 #            at the issue shapes (fp16 and fp8), paprof run + compare at the main shape fp16
@@ -407,13 +408,14 @@ for text in ('batch=1,q_heads=4,kv_heads=2,seq_q=200,seq_k=333,head_dim=128,caus
     python3 scripts/bench_table.py --flops "$OUT"/logs/flashw-bench-*.json | tee "$OUT/logs/flashw-bench-table.md"
     ;;
   decode7)
-    # v7 (work split by tokens): its GPU tests, then paprof bench of v6 and v7 (and the
-    # FlashInfer peers when ./peers-kit is carried; PEERS=0 leaves them out) at the issue's
-    # shapes in fp16 and fp8, then scripts/tune_v5.py --v7 (group 1 at head_dim 64, v7's
-    # chunk sweep, its CTA timeline on the ragged batch), then memcheck on v7's edge shapes
-    # (scripts/sanitize_fast.py --v7) while D7_BUDGET allows. The peers' JIT builds run on the
-    # CPUs while the tests use the GPU. D7_BUDGET (s from the script's start, default 480):
-    # no new bench or memcheck after it; D7_END (default 570): the sweep is cut there.
+    # v7 (work split by tokens, packed ranges for ragged batches): its GPU tests, memcheck on
+    # v7's edge shapes (scripts/sanitize_fast.py --v7) while the peers' JIT builds run on the
+    # CPUs, then paprof bench of v6 and v7 (and the FlashInfer peers when ./peers-kit is
+    # carried; PEERS=0 leaves them out) at the issue's shapes in fp16 and fp8, then
+    # scripts/tune_v5.py --d7 (group 1 at head_dim 64 in bf16 and fp8; v7 packed against
+    # tokens on the ragged batch, with timelines, and at batch 1). About 4 minutes.
+    # D7_BUDGET (s from the script's start, default 210): no new bench after it; D7_END
+    # (default 250): the sweep is cut there.
     stamp decode7
     P=/tmp/peers
     if [ "${PEERS:-1}" = 1 ] && ls peers-kit/flashinfer-*-trimmed.tar.xz > /dev/null 2>&1; then
@@ -422,9 +424,15 @@ for text in ('batch=1,q_heads=4,kv_heads=2,seq_q=200,seq_k=333,head_dim=128,caus
     else
       peers_pid=""; echo "decode7: no peers-kit (or PEERS=0): FlashInfer left out"
     fi
-    timeout 240 python3 -X faulthandler -m pytest -m gpu tests/test_gpu_kernels.py -k v7 -q -p no:cacheprovider \
-      -rfE --tb=line --junitxml "$OUT/logs/decode7-tests.xml" > "$OUT/logs/decode7-tests.log" 2>&1
+    # the token path's chunk tests passed on the H200 at 6d7bf95 and its kernel is unchanged
+    timeout 150 python3 -X faulthandler -m pytest -m gpu tests/test_gpu_kernels.py -k "v7 and not chunks_given" -q \
+      -p no:cacheprovider -rfE --tb=line --junitxml "$OUT/logs/decode7-tests.xml" > "$OUT/logs/decode7-tests.log" 2>&1
     echo "v7 tests: rc $?"; tail -25 "$OUT/logs/decode7-tests.log"
+    stamp "decode7 memcheck"
+    SAN=$(ls -d /usr/local/cuda*/bin/compute-sanitizer 2>/dev/null | sort -V | tail -1)
+    timeout 90 "${SAN:-compute-sanitizer}" --tool memcheck --print-limit 5 python3 scripts/sanitize_fast.py --v7 \
+      > "$OUT/logs/sanitize-v7.log" 2>&1
+    echo "v7 memcheck: rc $?"; tail -12 "$OUT/logs/sanitize-v7.log"
     [ -n "$peers_pid" ] && { wait $peers_pid; tail -4 "$OUT/logs/decode7-peers.log"; }
     stamp "decode7 bench"
     (
@@ -436,7 +444,7 @@ for text in ('batch=1,q_heads=4,kv_heads=2,seq_q=200,seq_k=333,head_dim=128,caus
       for spec in "$MAIN,dtype=fp16" "batch=4,context=32768,dtype=fp16" "batch=1,context=131072,dtype=fp16" \
                   "batch=32,context=8192,q_heads=64,kv_heads=8,dtype=fp16" "batch=64,context=4096,q_heads=32,kv_heads=32,head_dim=64,dtype=fp16" \
                   "$RAGGED,dtype=fp16" "$MAIN,dtype=fp8" "batch=4,context=32768,dtype=fp8" "batch=1,context=131072,dtype=fp8"; do
-        if [ $(( $(date +%s) - t0 )) -gt "${D7_BUDGET:-480}" ]; then echo "bench $spec: skipped (past D7_BUDGET)"; continue; fi
+        if [ $(( $(date +%s) - t0 )) -gt "${D7_BUDGET:-210}" ]; then echo "bench $spec: skipped (past D7_BUDGET)"; continue; fi
         name=d7-$(echo "$spec" | sed -e 's/batch=64,context=4096,q_heads=32,kv_heads=8,head_dim=128,page=16/main/' -e "s/$RAGGED/ragged16/" | tr ',=' '_-')
         timeout 90 python3 -m paprof bench $PV --shape "$spec" --json > "$OUT/logs/bench-$name.json" 2> "$OUT/logs/bench-$name.log"
         echo "bench $spec: rc $?"
@@ -455,19 +463,11 @@ for f in sys.argv[1:]:
             print(d['shape_slug'], r.get('details'))" "$OUT"/logs/bench-d7-*.json | tee "$OUT/logs/bench-d7-v7-details.txt"
     )
     stamp "decode7 tune"
-    left=$(( ${D7_END:-570} - ($(date +%s) - t0) ))  # the sweep stops by D7_END s (default 570)
-    if [ $left -gt 30 ]; then
-      timeout $(( left < 200 ? left : 200 )) python3 scripts/tune_v5.py --v7 2>&1 | tee "$OUT/logs/tune-v7.log" | grep -v "^    SM "
+    left=$(( ${D7_END:-250} - ($(date +%s) - t0) ))  # the sweep stops by D7_END s (default 250)
+    if [ $left -gt 20 ]; then
+      timeout $(( left < 120 ? left : 120 )) python3 scripts/tune_v5.py --d7 2>&1 | tee "$OUT/logs/tune-d7.log" | grep -v "^    SM "
     else
-      echo "tune_v5.py --v7: skipped (past D7_END)"
-    fi
-    if [ $(( $(date +%s) - t0 )) -le "${D7_BUDGET:-480}" ]; then
-      SAN=$(ls -d /usr/local/cuda*/bin/compute-sanitizer 2>/dev/null | sort -V | tail -1)
-      timeout 120 "${SAN:-compute-sanitizer}" --tool memcheck --print-limit 5 python3 scripts/sanitize_fast.py --v7 \
-        > "$OUT/logs/sanitize-v7.log" 2>&1
-      echo "v7 memcheck: rc $?"; tail -10 "$OUT/logs/sanitize-v7.log"
-    else
-      echo "v7 memcheck: skipped (past D7_BUDGET)"
+      echo "tune_v5.py --d7: skipped (past D7_END)"
     fi
     ;;
   flash3)

@@ -32,10 +32,18 @@ V7_SHAPES = [
     Shape(batch=4, head_dim=256, context=(5, 300, 33, 20000), dtype="bf16"),
     Shape(batch=5, page_size=8, context=(1, 7, 9, 999, 12000), dtype="fp8"),
     Shape(batch=3, context=(17, 200, 2000), chunk_pages=1, dtype="fp16"),
+    # packed (the ragged ones above are packed; these: a sequence across many CTAs beside
+    # one-page ones, groups of 8, group 1 at d64 in fp8, the 16 lengths)
+    Shape(batch=5, context=(1, 1, 1, 1, 40000), q_heads=64, dtype="fp16"),
+    Shape(batch=5, context=(1, 1, 1, 1, 40000), q_heads=32, kv_heads=32, head_dim=64, dtype="fp8"),
+    Shape(batch=16, context=(17, 300, 1024, 2048, 4000, 4096, 6000, 8192, 9000, 12000, 15000, 16384, 500, 3000,
+                             7000, 10000), dtype="bf16"),
 ]
 only = sys.argv[sys.argv.index("--dtype") + 1] if "--dtype" in sys.argv else None
 runs = [(s, ("v7",)) for s in V7_SHAPES] if "--v7" in sys.argv else [(s, ("v5", "v6")) for s in SHAPES]
 for shape, vids in ((s, v) for s, v in runs if only in (None, s.dtype)):
     for vid in vids:
-        check = harness.verify(harness.prepare(registry.family("paged_decode"), registry.get(vid, "paged_decode"), shape))
-        print(f"{vid} {shape.slug()}: rel {check.rel_error:.1e} ok={check.passed}", flush=True)
+        prep = harness.prepare(registry.family("paged_decode"), registry.get(vid, "paged_decode"), shape)
+        check = harness.verify(prep)
+        path = prep.launcher.details.get("path")
+        print(f"{vid} {shape.slug()}{f' ({path})' if path else ''}: rel {check.rel_error:.1e} ok={check.passed}", flush=True)

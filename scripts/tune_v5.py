@@ -85,9 +85,29 @@ SWEEP = [
     *[("v7", f"{B1},dtype=fp16,chunk={c}", MMA, SHIPPED) for c in (32, 63, 96, 160)],
     *[("v7", f"{B1},dtype=fp8,chunk={c}", MMA, {**SHIPPED, "TSUB": 2}) for c in (63, 250)],
     *[("v7", f"{D64},dtype=fp16,chunk={c}", MMA, SHIPPED) for c in (86, 128)],
+    # D7_FIRST on (--d7, the decode7 stage): group 1 at d64 in bf16 (the fp16 choice, 2 warps
+    # x 8 CTAs, taken unmeasured; against the former 3 warps) and fp8 at 2 warps x 8 and
+    # 4 warps x 3 with two or four tiles a step; then v7 packed (PATH, SNAP: not -D values)
+    # against tokens on the ragged batch (timelines: the SMs' end spread) and at batch 1
+    ("v6", f"{D64},dtype=bf16", MMA, {**SHIPPED, "WARPS": 2, "MIN_BLOCKS": 8}),
+    ("v6", f"{D64},dtype=bf16", MMA, SHIPPED),
+    ("v6", f"{D64},dtype=fp8", MMA, {**SHIPPED, "WARPS": 2, "MIN_BLOCKS": 8, "TSUB": 2}),
+    ("v6", f"{D64},dtype=fp8", MMA, {**SHIPPED, "WARPS": 2, "MIN_BLOCKS": 8, "TSUB": 4}),
+    ("v6", f"{D64},dtype=fp8", MMA, {**SHIPPED, "WARPS": 4, "MIN_BLOCKS": 3, "TSUB": 2}),
+    ("v7", f"{RAGGED},dtype=fp16", MMA, {**SHIPPED, "PATH": "packed", "TIMELINE": 1}),
+    ("v7", f"{RAGGED},dtype=fp16", MMA, {**SHIPPED, "PATH": "tokens", "TIMELINE": 1}),
+    ("v7", f"{RAGGED},dtype=fp16", MMA, {**SHIPPED, "PATH": "packed", "SNAP": 0}),
+    ("v7", f"{RAGGED},dtype=fp16", MMA, {**SHIPPED, "PATH": "packed", "SNAP": 8}),
+    ("v7", f"{B1},dtype=fp16", MMA, {**SHIPPED, "PATH": "packed"}),
+    ("v7", f"{B1},dtype=fp16", MMA, {**SHIPPED, "PATH": "tokens"}),
+    ("v7", f"{B1},dtype=fp8", MMA, {**SHIPPED, "TSUB": 2, "PATH": "packed"}),
+    ("v7", f"{B1},dtype=fp8", MMA, {**SHIPPED, "TSUB": 2, "PATH": "tokens"}),
 ]
 FP8_FIRST = next(i for i, entry in enumerate(SWEEP) if "fp8" in entry[1])
 D64_FIRST = next(i for i, entry in enumerate(SWEEP) if entry[1].startswith(D64))
+D7_FIRST = next(i for i, entry in enumerate(SWEEP) if entry[1] == f"{D64},dtype=bf16")
+HOST_KNOBS = {"ORDER": "V7_ORDER", "PATH": "V7_PATH", "SNAP": "V7_PACK_SNAP"}
+"""Knobs that set a variants.py module value for the entry (v7's planning), not a -D value."""
 
 
 def timeline(prep, shape) -> str:
@@ -97,7 +117,7 @@ def timeline(prep, shape) -> str:
     name = prep.launcher.kernels[0].name
     module = gpu.compile_module(
         [variants.fast_source(shape)], variants.fast_defines(shape, prep.launcher.details.get("num_splits", 1) > 1, name,
-                                                             worklist=name == variants.V7_KERNEL)
+                                                             worklist=variants._WORKLIST_OF.get(name, 0))
     )
     prep.step(0)
     cp.cuda.runtime.deviceSynchronize()
@@ -164,9 +184,12 @@ def merges(start, work_end, counted, end, split) -> list[str]:
 def run(entry, launches: int, ceiling: float | None) -> None:
     vid, spec, source, knobs = entry
     shape = parse_shape(spec)
-    shipped, shipped_order = dict(variants.FAST_TUNING), variants.V7_ORDER
-    variants.V7_ORDER = knobs.get("ORDER", shipped_order)  # v7's work-list order, not a -D value
-    variants.FAST_TUNING[shape.dtype] = (source, {k: v for k, v in knobs.items() if k != "ORDER"})
+    shipped, shipped_d64 = dict(variants.FAST_TUNING), dict(variants.GROUP1_D64_TUNING)
+    shipped_host = {attr: getattr(variants, attr) for attr in HOST_KNOBS.values()}
+    for knob, attr in HOST_KNOBS.items():  # v7's planning, not -D values
+        setattr(variants, attr, knobs.get(knob, shipped_host[attr]))
+    variants.FAST_TUNING[shape.dtype] = (source, {k: v for k, v in knobs.items() if k not in HOST_KNOBS})
+    variants.GROUP1_D64_TUNING.clear()  # the entry's knobs are the whole tuning
     try:
         prep = harness.prepare(registry.family("paged_decode"), registry.get(vid, "paged_decode"), shape)
         check = harness.verify(prep)
@@ -183,10 +206,14 @@ def run(entry, launches: int, ceiling: float | None) -> None:
         return
     finally:
         variants.FAST_TUNING.update(shipped)
-        variants.V7_ORDER = shipped_order
+        variants.GROUP1_D64_TUNING.update(shipped_d64)
+        for attr, value in shipped_host.items():
+            setattr(variants, attr, value)
     tbs = shape.kv_bytes / min(runs) / 1e6
     k = prep.launcher.kernels[0]
-    print(f"{vid} {shape.slug():34s} {source} {knobs} regs={k.registers} smem={k.dynamic_smem} "
+    path = prep.launcher.details.get("path")
+    plan = f" path={path} ctas={k.grid[1]} max_pages={prep.launcher.details.get('pages_per_cta', prep.launcher.details.get('chunk_pages'))}" if path else ""
+    print(f"{vid} {shape.slug():34s} {source} {knobs} regs={k.registers} smem={k.dynamic_smem}{plan} "
           f"splits={prep.launcher.details.get('num_splits', 1)} {runs[0]:8.1f} {runs[1]:8.1f} us {tbs:5.2f} TB/s "
           f"{100 * tbs / ceiling:5.1f} % rel={check.rel_error:.1e} ok={check.passed}", flush=True)
     if spans:
@@ -197,7 +224,9 @@ parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.R
 parser.add_argument("--only", type=int, action="append", help="index into SWEEP (repeatable)")
 parser.add_argument("--fp8", action="store_true", help="only the fp8 entries (FP8_FIRST to D64_FIRST)")
 parser.add_argument("--v7", action="store_true",
-                    help="only group 1 at head_dim 64, v7's timeline and chunk sweep (D64_FIRST on)")
+                    help="only group 1 at head_dim 64, v7's timeline and chunk sweep (D64_FIRST to D7_FIRST)")
+parser.add_argument("--d7", action="store_true",
+                    help="only the decode7 stage's entries: group 1 d64 bf16 / fp8, v7 packed against tokens")
 parser.add_argument("--launches", type=int, default=50)
 parser.add_argument("--no-timing", action="store_true", help="for ncu: verify and launch, no ceiling")
 args = parser.parse_args()
@@ -207,6 +236,7 @@ if ceiling:
     for gib in (0.5, 1, 2):  # its own fixed cost: time against size
         c = harness.measure_read_ceiling(int(gib * (1 << 30)))
         print(f"  stream read {gib} GiB: {c}")
-chosen = range(FP8_FIRST, D64_FIRST) if args.fp8 else range(D64_FIRST, len(SWEEP)) if args.v7 else range(len(SWEEP))
+chosen = (range(FP8_FIRST, D64_FIRST) if args.fp8 else range(D64_FIRST, D7_FIRST) if args.v7
+          else range(D7_FIRST, len(SWEEP)) if args.d7 else range(len(SWEEP)))
 for i in args.only or chosen:
     run(SWEEP[i], args.launches, ceiling)

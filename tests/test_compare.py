@@ -423,6 +423,17 @@ def test_a_work_list_run_says_its_chunks():
         "sequence); v7 chose path tokens, waves 1, resident_ctas_per_sm 4, multi_part_sequences 12")
 
 
+def test_a_packed_run_says_its_ranges():
+    details = {"path": "packed", "waves": 1, "resident_ctas_per_sm": 4, "num_splits": 12, "ctas": 66,
+               "work_items": 81, "pages_per_cta": 94, "multi_part_sequences": 12}
+    cmp = comparison(make_row("v6", grid_size=512), _with_details(
+        "v7", details, kernel="paged_decode_v7_packed", grid_size=528))
+    assert C.code_path(cmp.variant("v7")) == (
+        "v7 cut the batch's pages into 66 equal ranges of at most 94 pages, one a CTA (paged_decode_v7_packed, "
+        "81 items, up to 12 parts a sequence); v7 chose path packed, waves 1, resident_ctas_per_sm 4, "
+        "multi_part_sequences 12")
+
+
 def test_other_launch_choices_and_kernel_names_are_said_too():
     cmp = comparison(make_row("v5"), _with_details("v6", {"tile": 64}))
     assert cmp.steps[0].cause.startswith("v6 chose tile 64: its 2,048 CTAs already fill 97 % ")

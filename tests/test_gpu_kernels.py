@@ -216,8 +216,39 @@ def test_v7_issue_ragged_batch(dtype):
 
     d = prep.launcher.details
     slots = gpu.current_device().sm_count * d["resident_ctas_per_sm"] * d["waves"]
-    assert d["path"] == "tokens" and d["waves"] == 1 and d["work_items"] * 8 <= slots, d
-    assert d["multi_part_sequences"] >= 1 and d["num_splits"] > 1, d
+    assert d["path"] == "packed" and d["waves"] == 1 and d["ctas"] * 8 <= slots, d
+    assert d["multi_part_sequences"] >= 1 and d["num_splits"] > 1 and d["work_items"] > d["ctas"], d
+    total = sum(-(-c // 16) for c in ISSUE_RAGGED)
+    assert d["pages_per_cta"] <= -(-total // d["ctas"]) + 2 * 2, d  # equal ranges, +- V7_PACK_SNAP
+
+
+@pytest.mark.parametrize("path", ["tokens", "packed"])
+@pytest.mark.parametrize("spec", [
+    dict(batch=len(ISSUE_RAGGED), context=ISSUE_RAGGED),
+    dict(batch=1, context=131072),
+    dict(batch=6, context=(1, 15, 16, 17, 3000, 9000), q_heads=64),
+    dict(batch=5, context=(1, 1, 1, 1, 40000), q_heads=32, kv_heads=32, head_dim=64),
+])
+@pytest.mark.parametrize("dtype", ["fp16", "fp8"])
+def test_v7_packed_and_tokens_forced(monkeypatch, path, spec, dtype):
+    # the A/B scripts/tune_v5.py's PATH knob makes: either path on the same shapes
+    from paprof.families.paged_decode import variants
+
+    monkeypatch.setattr(variants, "V7_PATH", path)
+    prep = check("v7", Shape(**spec, dtype=dtype))
+    assert prep.launcher.details["path"] == path, prep.launcher.details
+    for _ in range(2):  # the counters are back at 0 after each launch
+        again = harness.verify(prep)
+        assert again.passed, again
+
+
+@pytest.mark.parametrize("snap", [0, 8])
+def test_v7_packed_snap(monkeypatch, snap):
+    from paprof.families.paged_decode import variants
+
+    monkeypatch.setattr(variants, "V7_PACK_SNAP", snap)
+    prep = check("v7", Shape(batch=len(ISSUE_RAGGED), context=ISSUE_RAGGED, dtype="bf16"))
+    assert prep.launcher.details["path"] == "packed" and prep.launcher.details["snap"] == snap
 
 
 @pytest.mark.parametrize("dtype", ["fp16", "fp8"])

@@ -55,18 +55,23 @@ def launch_config(shape: Shape, vid: str, tuning: dict | None = None):
     """(defines, splits or work items, threads, shared-memory bytes, partial rows, work list)
     as v5/v6/v7's builder would launch it (v6 with shape.num_splits splits, v7 planned for
     V7_CAPACITY slots: the emulation has no device to choose them)."""
-    items = None
+    items, worklist = None, 0
     if vid == "v7":
         plan = variants.plan_work(shape.context_lens, shape.page_size, shape.kv_heads, V7_CAPACITY,
                                   shape.chunk_pages)
         items = variants.work_array(plan["items"])
         name, split, splits, rows = variants.V7_KERNEL, True, len(items), plan["part_slots"] * shape.q_heads
-        parts = plan["max_parts"]
+        parts, worklist = plan["max_parts"], 1
+    elif vid == "v7packed":
+        plan = variants.plan_packed(shape.context_lens, shape.page_size, shape.kv_heads, V7_CAPACITY)
+        items = variants.packed_array(plan)
+        name, split, splits, rows = variants.V7_PACKED_KERNEL, True, plan["ctas"], plan["part_slots"] * shape.q_heads
+        parts, worklist = plan["max_parts"], 2
     else:
         splits = (shape.num_splits or 1) if vid == "v6" else 1
         split, rows, parts = splits > 1, shape.batch * shape.q_heads * splits, splits
         name = "paged_decode_v6_split" if split else ("paged_decode_v6_nosplit" if vid == "v6" else "paged_decode_v5")
-    defines = {**variants.fast_defines(shape, split, name, worklist=vid == "v7"), **(tuning or {})}
+    defines = {**variants.fast_defines(shape, split, name, worklist=worklist), **(tuning or {})}
     assert defines.get("FEED") == 1, "the emulation runs the register feed"
     smem = variants.fast_smem(defines)
     if split:
@@ -277,11 +282,13 @@ def test_v7_path_is_direct_only_for_even_full_batches():
     cap = 132 * 4
     for spec, path in [("batch=64,context=4096", "direct"), ("batch=64,context=4096,kv_heads=32,head_dim=64", "direct"),
                        ("batch=4,context=32768", "tokens"), ("batch=64,context=4096,chunk=256", "tokens"),
-                       ("context=" + ":".join(map(str, ISSUE_RAGGED)), "tokens")]:
+                       ("context=" + ":".join(map(str, ISSUE_RAGGED)), "packed"),
+                       ("context=" + ":".join(map(str, ISSUE_RAGGED)) + ",chunk=108", "tokens")]:
         shape = problem.parse_shape(spec)
         plan = variants.plan_work(shape.context_lens, shape.page_size, shape.kv_heads, cap, shape.chunk_pages)
         assert variants.v7_path(shape, plan) == path, spec
-    assert set(variants.V7_CHOICES) == {"direct", "tokens"}
+    assert set(variants.V7_CHOICES) == {"direct", "tokens", "packed"}
+    assert variants.V7_PATH == ""  # the rule ships; scripts/tune_v5.py's PATH knob forces one
 
 
 def test_a_kernel_ignoring_its_item_is_caught(build):
@@ -301,10 +308,13 @@ def test_a_kernel_ignoring_its_item_is_caught(build):
 
 
 @pytest.mark.parametrize("vid, dtype, tuning", [("v7", "fp16", {"TSUB": 2}), ("v6", "fp16", {"TSUB": 2, "WARPS": 2}),
-                                                ("v7", "fp8", {"TSUB": 4})],
+                                                ("v7", "fp8", {"TSUB": 4}), ("v6", "fp8", {"TSUB": 2, "WARPS": 2}),
+                                                ("v6", "fp8", {"TSUB": 4, "WARPS": 2}),
+                                                ("v6", "fp8", {"TSUB": 2, "WARPS": 4}), ("v6", "bf16", {"WARPS": 3})],
                          ids=lambda t: t if isinstance(t, str) else "-".join(f"{k}{v}" for k, v in t.items()))
 def test_group_1_head_dim_64_tunings_that_tune_v5_tries(build, vid, dtype, tuning):
-    # scripts/tune_v5.py's D64 entries (16-bit caches at two tiles a step, fp8 at four)
+    # scripts/tune_v5.py's D64 entries (16-bit caches at two tiles a step, fp8 at four; the
+    # decode7 stage's fp8 at 2 and 4 warps, bf16 at FAST_TUNING's 3 against its d64 2)
     shape = Shape(batch=3, q_heads=4, kv_heads=4, head_dim=64, context=(16, 33, 300), dtype=dtype,
                   **({"num_splits": 3} if vid == "v6" else {"chunk_pages": 4}))
     check_emulated(vid, shape, build, tuning)
@@ -318,3 +328,146 @@ def test_v7_serpentine_order_is_the_same_items_every_other_round_reversed():
     assert sorted(serp) == sorted(longest) and serp[:per] == longest[:per]
     assert serp[per:2 * per] == longest[per:2 * per][::-1] and serp != longest
     assert variants.V7_ORDER == "longest"  # shipped until the GPU call measures serpentine
+
+
+# -- v7 packed: equal page ranges a CTA over the concatenated sequences -----------------------
+
+def _packed_covering(shape: Shape, plan: dict, capacity: int, snap: int) -> None:
+    """The packed plan's items cover each sequence's pages once, in parts numbered along
+    the sequence; each CTA's range is contiguous in the concatenated stream (its last
+    segment first, then the others in order) and within +-1 page of equal, plus ``snap``
+    pages each side where a cut moved onto a sequence boundary."""
+    pages = [-(-c // shape.page_size) for c in shape.context_lens]
+    starts = np.concatenate([[0], np.cumsum(pages)]).tolist()
+    total = starts[-1]
+    assert plan["ctas"] == max(1, min(capacity // shape.kv_heads, total // variants.MIN_PAGES_PER_SPLIT))
+    ranges, items = plan["ranges"], plan["items"]
+    assert ranges[0] == 0 and ranges[-1] == len(items) and len(ranges) == plan["ctas"] + 1
+    seen = np.zeros(total, dtype=int)
+    by_seq: dict = {}
+    sizes = []
+    for k in range(plan["ctas"]):
+        mine = items[ranges[k]:ranges[k + 1]]
+        assert mine, f"CTA {k} has no item"
+        stream = mine[1:] + mine[:1]  # the kernel's order: the last segment first
+        flat = [(starts[s] + p0, starts[s] + p1) for s, p0, p1, *_ in stream]
+        assert all(a[1] == b[0] for a, b in zip(flat, flat[1:])), f"CTA {k}'s range is not contiguous"
+        sizes.append(flat[-1][1] - flat[0][0])
+        for (s, p0, p1, part, parts, base), (a, b) in zip(stream, flat):
+            assert 0 <= p0 < p1 <= pages[s]
+            seen[a:b] += 1
+            by_seq.setdefault(s, []).append((part, p0, p1, parts, base))
+    assert (seen == 1).all(), "every page exactly once"
+    bases = []
+    for s, got in by_seq.items():
+        got.sort()
+        assert [g[0] for g in got] == list(range(len(got))) and {g[3] for g in got} == {len(got)}
+        assert got[0][1] == 0 and got[-1][2] == pages[s] and all(a[2] == b[1] for a, b in zip(got, got[1:]))
+        if len(got) > 1:
+            bases.append((got[0][4], len(got)))
+        else:
+            assert got[0][4] == 0
+    assert sorted(by_seq) == list(range(shape.batch))
+    bases.sort()
+    assert [b for b, _ in bases] == [sum(n for _, n in bases[:i]) for i in range(len(bases))]
+    assert plan["part_slots"] == sum(n for _, n in bases) and plan["multi_part"] == len(bases)
+    mean = total / plan["ctas"]
+    assert max(sizes) <= mean + 1 + 2 * snap and min(sizes) >= mean - 1 - 2 * snap, (sizes, mean)
+    assert plan["pages_per_cta"] == max(sizes)
+
+
+PACKED_CASES = [
+    # (shape, what the plan must show): CTA ranges spanning 1, 2 and many sequences, a
+    # sequence split across 3 or more CTAs; groups 1 / 4 / 8, d64 / d128, every cache dtype
+    (dict(batch=16, q_heads=8, kv_heads=2, context=SCALED_RAGGED, dtype="fp16"), "many"),
+    (dict(batch=16, q_heads=4, kv_heads=4, head_dim=64, context=SCALED_RAGGED, dtype="bf16"),
+     "many"),  # group 1: 6 CTAs, up to 7 sequences each
+    (dict(batch=16, q_heads=16, kv_heads=2, head_dim=64, context=SCALED_RAGGED, dtype="fp8"), "many"),  # group 8
+    (dict(batch=6, q_heads=16, kv_heads=2, context=EDGE_RAGGED, dtype="fp8"), "split3"),  # groups of 8
+    (dict(batch=6, q_heads=4, kv_heads=4, head_dim=64, context=EDGE_RAGGED, dtype="fp16"), "split3"),  # group 1
+    (dict(batch=3, q_heads=8, kv_heads=2, context=(900, 40, 1500), dtype="bf16"), "split3"),
+    (dict(batch=6, q_heads=16, kv_heads=2, head_dim=64, page_size=8, context=EDGE_RAGGED, dtype="fp16"),
+     "split3"),  # pages smaller than a tile
+    (dict(batch=4, q_heads=8, kv_heads=2, page_size=32, context=(31, 33, 1000, 97), dtype="fp8"), "two"),
+    (dict(batch=1, q_heads=8, kv_heads=2, context=(2000,), dtype="fp16"), "split3"),  # one sequence
+]
+
+
+def test_v7_packed_cases_span_one_two_and_many_sequences_a_cta():
+    """The emulated packed cases hold CTA ranges of exactly 1, exactly 2 and 3 or more
+    sequences, and sequences cut across 3 or more CTAs."""
+    per_cta, per_seq = set(), set()
+    for c, _ in PACKED_CASES:
+        shape = Shape(**c)
+        plan = variants.plan_packed(shape.context_lens, shape.page_size, shape.kv_heads, V7_CAPACITY)
+        r = plan["ranges"]
+        per_cta |= {len({it[0] for it in plan["items"][a:b]}) for a, b in zip(r, r[1:])}
+        per_seq |= {it[4] for it in plan["items"]}
+    assert {1, 2} <= per_cta and max(per_cta) >= 3 and max(per_seq) >= 3, (per_cta, per_seq)
+
+
+def _spans(plan: dict) -> tuple[int, int]:
+    """(the most sequences a CTA's range touches, the most CTAs a sequence's parts take)."""
+    r = plan["ranges"]
+    per_cta = max(len({it[0] for it in plan["items"][r[k]:r[k + 1]]}) for k in range(plan["ctas"]))
+    return per_cta, max(it[4] for it in plan["items"])
+
+
+@pytest.mark.parametrize("shape, spans", PACKED_CASES, ids=lambda c: c if isinstance(c, str) else Shape(**c).slug())
+def test_v7_packed_matches_the_reference_reading_exactly_its_tokens(build, shape, spans):
+    shape = Shape(**shape)
+    plan = variants.plan_packed(shape.context_lens, shape.page_size, shape.kv_heads, V7_CAPACITY)
+    _packed_covering(shape, plan, V7_CAPACITY, variants.V7_PACK_SNAP)
+    per_cta, per_seq = _spans(plan)
+    one = any(len({it[0] for it in plan["items"][a:b]}) == 1 for a, b in zip(plan["ranges"], plan["ranges"][1:]))
+    assert {"many": per_cta >= 3, "split3": per_seq >= 3 and one, "two": per_cta >= 2}[spans], (per_cta, per_seq)
+    check_emulated("v7packed", shape, build)
+
+
+@pytest.mark.parametrize("spec", ["context=" + ":".join(map(str, ISSUE_RAGGED)), "batch=1,context=131072",
+                                  "batch=4,context=32768", "context=1:1:1:40000", "batch=3,context=5",
+                                  "context=16:16:16:16:16:16:16:16:16:4000,kv_heads=2"])
+@pytest.mark.parametrize("snap", [0, 2, 6])
+def test_v7_packed_plan_covers_every_page_once_in_equal_ranges(spec, snap):
+    shape = problem.parse_shape(spec)
+    plan = variants.plan_packed(shape.context_lens, shape.page_size, shape.kv_heads, 528, snap)
+    _packed_covering(shape, plan, 528, snap)
+
+
+def test_v7_packed_on_the_issue_batch_evens_the_largest_cta():
+    """The issue's 16 lengths: 6,164 pages a KV head over 66 CTAs (one wave of 528): the
+    largest CTA 94 pages (tokens: 108, 86 % of the ceiling measured = mean / max)."""
+    plan = variants.plan_packed(ISSUE_RAGGED, 16, 8, 528)
+    tokens = variants.plan_work(ISSUE_RAGGED, 16, 8, 528)
+    total = sum(-(-c // 16) for c in ISSUE_RAGGED)
+    assert plan["ctas"] == 66 and plan["waves"] == 1
+    assert plan["pages_per_cta"] == -(-total // 66) and tokens["chunk_pages"] == 108
+    shape = problem.parse_shape("context=" + ":".join(map(str, ISSUE_RAGGED)))
+    assert variants.v7_path(shape, tokens) == "packed"
+
+
+def test_v7_packed_snap_moves_cuts_onto_sequence_ends():
+    """A cut 1 page past a sequence end moves onto it with snap 2 (no 1-page segment), not
+    with snap 0."""
+    lens = [16 * 41] + [16 * 40] * 3  # 161 pages, 8 CTAs of ~20: the first cut at 20
+    cap = 8
+    exact = variants.plan_packed(lens, 16, 1, cap, 0)
+    snapped = variants.plan_packed(lens, 16, 1, cap, 2)
+    smallest = lambda plan: min(p1 - p0 for _, p0, p1, *_ in plan["items"])  # noqa: E731
+    assert smallest(exact) == 1 and smallest(snapped) > 2
+
+
+def test_a_packed_kernel_taking_one_item_a_cta_is_caught(build):
+    """Not vacuous: a packed kernel that stops after its CTA's first item leaves outputs
+    unwritten and tokens unread."""
+    common = (FOLDER / "fast_common.cuh").read_text()
+    line = "item_index < packed_end(FAST_WORK_ITEMS);"
+    assert line in common
+    broken = build / "broken-packed"
+    broken.mkdir(exist_ok=True)
+    (broken / "fast_common.cuh").write_text(common.replace(line, "item_index < FAST_WORK_ITEMS[blockIdx.y] + 1;"))
+    for name in ("common.cuh", "v5_mma.cu"):
+        (broken / name).write_text((FOLDER / name).read_text())
+    with pytest.raises(AssertionError, match="cache bytes read|NaN|rel"):
+        check_emulated("v7packed", Shape(batch=6, q_heads=4, kv_heads=2, context=EDGE_RAGGED, dtype="fp16"), build,
+                       folder=broken)

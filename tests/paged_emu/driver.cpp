@@ -5,7 +5,8 @@
 // splits (WORKLIST: work items), threads, shared-memory bytes, cache bytes (each of K and
 // V), partial rows; float32 scale; then query (float32), key_cache, value_cache (bytes),
 // block_tables, context_lens (int32), for fp8 k_scale, v_scale (float32 a KV head) and,
-// with WORKLIST (v7), the work list (WORK_ITEM_INTS int32 an item). OUT: the output
+// with WORKLIST (v7), the work list (WORK_ITEM_INTS int32 an item; WORKLIST 2, packed:
+// splits = CTAs, the CTA ranges, splits + 1 ints padded to a whole item, first). OUT: the output
 // (float32), a byte a cache byte of K then of V (1: the kernel read it), the split
 // counters (int32).
 #include "v5_mma.cu"
@@ -41,7 +42,16 @@ int main(int argc, char** argv) {
     auto k_scale = read<float>(in, size_t(kv_heads));
     auto v_scale = read<float>(in, size_t(kv_heads));
 #endif
-#if WORKLIST
+#if WORKLIST == 2
+    const size_t head_ints = size_t(splits + WORK_ITEM_INTS) / WORK_ITEM_INTS * WORK_ITEM_INTS;
+    auto items = read<int>(in, head_ints);
+    if (!in) return 3;
+    const size_t n_items = size_t(items[size_t(splits)]);
+    items.resize(head_ints + n_items * WORK_ITEM_INTS);
+    in.read(reinterpret_cast<char*>(items.data() + head_ints), std::streamsize(n_items * WORK_ITEM_INTS * sizeof(int)));
+    paged_emu::layout.ranges = items.data();
+    paged_emu::layout.items = items.data() + head_ints;
+#elif WORKLIST
     auto items = read<int>(in, size_t(splits) * WORK_ITEM_INTS);
     paged_emu::layout.items = items.data();
 #endif
@@ -86,6 +96,7 @@ int main(int argc, char** argv) {
                 for (int t = 0; t < threads; ++t) {
                     pool.emplace_back([&, t] {
                         threadIdx = {unsigned(t), 0, 0};
+                        paged_emu::current_item = -1;
                         KERNEL_NAME(
 #if SPLIT
                             part_m.data(), part_l.data(), part_o.data(), counters.data(),

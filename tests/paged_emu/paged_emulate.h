@@ -76,13 +76,27 @@ inline Cache caches[2];
 // The caches' layout, [pages][page_size][kv_heads][row_bytes], and which sequence and
 // logical page each physical page is (from the block table): a CTA (KV head x, sequence
 // y, split z) may read only its head's rows of its sequence's tokens in its split's pages;
-// with WORKLIST (v7: y is a work item) only those of its item's sequence and pages.
+// with WORKLIST (v7: y is a work item) only those of its item's sequence and pages;
+// WORKLIST 2 (packed: y is a range of items) those of the item the thread is on, which
+// must be one of the CTA's range (the kernel names it through paged_emu_item).
 struct Layout {
     int page_size = 0, kv_heads = 0, row_bytes = 0;
     std::vector<int> seq_of_page, logical_of_page, lens;
-    const int* items = nullptr;  // WORKLIST: the host's work list (WORK_ITEM_INTS an item)
+    const int* items = nullptr;   // WORKLIST: the host's work list (WORK_ITEM_INTS an item)
+    const int* ranges = nullptr;  // WORKLIST 2: CTA y's items are [ranges[y], ranges[y + 1])
 };
 inline Layout layout;
+inline thread_local int current_item = -1;  // WORKLIST 2: the item this thread works on
+
+inline const int* cta_item() {
+#if WORKLIST == 2
+    const int lo = layout.ranges[blockIdx.y], hi = layout.ranges[blockIdx.y + 1];
+    if (current_item < lo || current_item >= hi) fail("a load while on an item outside the CTA's range");
+    return layout.items + size_t(WORK_ITEM_INTS) * size_t(current_item);
+#else
+    return layout.items + size_t(WORK_ITEM_INTS) * blockIdx.y;
+#endif
+}
 
 inline void check_owner(size_t at) {
     const Layout& L = layout;
@@ -93,7 +107,7 @@ inline void check_owner(size_t at) {
     const int slot = int(token_row % size_t(L.page_size));
     if (head != int(blockIdx.x)) fail("a load from another KV head's row");
 #if WORKLIST
-    const int* item = L.items + size_t(WORK_ITEM_INTS) * blockIdx.y;  // sequence, first page, end page
+    const int* item = cta_item();  // sequence, first page, end page
     const int seq = item[0];
 #else
     const int seq = int(blockIdx.y);
@@ -144,6 +158,17 @@ inline unsigned short e4m3_to_f16(unsigned char b) {
 }
 
 }  // namespace paged_emu
+
+#if WORKLIST == 2
+// fast_common.cuh's hook: the packed kernel names each item as it starts it; one the CTA
+// does not own, or the items out of order, fail
+void paged_emu_item(int index) {
+    if (index < paged_emu::layout.ranges[blockIdx.y] || index >= paged_emu::layout.ranges[blockIdx.y + 1] ||
+        index <= paged_emu::current_item)
+        paged_emu::fail("an item outside the CTA's range, or out of order");
+    paged_emu::current_item = index;
+}
+#endif
 
 #define FULL_MASK 0xffffffffu
 

@@ -74,7 +74,9 @@ def code_path(v: VariantResult, reason: bool = True) -> str | None:
     paged_decode_v6_nosplit (num_splits 1: the grid already fills the GPU, 512 CTAs for 132
     SMs)", "v6 split each sequence 16 ways (num_splits 16): 512 CTAs where 32 would leave
     100 of 132 SMs idle", "v7 split the batch into 66 chunks of at most 108 pages (...)"
-    (a work list: ``work_items`` and ``chunk_pages``); None when the run records no choice. ``reason=False`` leaves out
+    (a work list: ``work_items`` and ``chunk_pages``), "v7 cut the batch's pages into 66
+    equal ranges of at most 94 pages, one a CTA (...)" (``ctas``, ``pages_per_cta``); None
+    when the run records no choice. ``reason=False`` leaves out
     what follows the choice (the grid against the SMs)."""
     details = dict(v.provenance.launch_details) if v.provenance else {}
     names = [k.kernel for k in v.kernels]
@@ -83,7 +85,13 @@ def code_path(v: VariantResult, reason: bool = True) -> str | None:
     splits = details.pop("num_splits", None)
     parts = []
     chunks, chunk = details.get("work_items"), details.get("chunk_pages")
-    if _count(chunks) and _count(chunk):  # a work list of chunks (paged_decode's v7)
+    ctas, per_cta = details.get("ctas"), details.get("pages_per_cta")
+    if _count(chunks) and _count(ctas) and _count(per_cta):  # equal ranges a CTA (v7 packed)
+        del details["work_items"], details["ctas"], details["pages_per_cta"]
+        text = (f"{v.label} cut the batch's pages into {fmt.count(ctas)} equal ranges of at most "
+                f"{fmt.count(per_cta)} pages, one a CTA ({kernel}, {fmt.count(chunks)} items")
+        parts.append(text + (f", up to {splits} parts a sequence)" if _count(splits) else ")"))
+    elif _count(chunks) and _count(chunk):  # a work list of chunks (paged_decode's v7)
         del details["work_items"], details["chunk_pages"]
         text = f"{v.label} split the batch into {fmt.count(chunks)} chunks of at most {fmt.count(chunk)} pages ({kernel}"
         parts.append(text + (f", up to {splits} parts a sequence)" if _count(splits) else ")"))

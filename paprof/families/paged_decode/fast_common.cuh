@@ -7,13 +7,20 @@
 // WORKLIST 1 (v7, with SPLIT 1): grid (kv_heads, items), each CTA's sequence and pages
 // from a work list the host built (token-balanced chunks, longest first), the parts of a
 // sequence merged by its last CTA; a sequence of one part writes its output directly.
+// WORKLIST 2 (v7's packed path): grid (kv_heads, CTAs), CTA y takes the items
+// [ranges[y], ranges[y + 1]) of the same list in turn (FAST_ITEMS_BEGIN / END around the
+// kernel's body: the online-softmax state, the query and the block-table staging are per
+// item; a barrier at the start of each item, so no thread writes shared memory another
+// still reads for the previous one). A CTA that is the last of a sequence's
+// parts merges it before its next item; no CTA ever waits for another.
 #pragma once
 
 #ifndef SPLIT
 #define SPLIT 0  // 0: write the output; 1: v6, one split of gridDim.z a CTA
 #endif
 #ifndef WORKLIST
-#define WORKLIST 0  // 1: v7, blockIdx.y indexes the work list (WORK_ITEM_INTS ints an item)
+#define WORKLIST 0  // 1: v7, blockIdx.y indexes the work list (WORK_ITEM_INTS ints an item);
+                    // 2: v7 packed, blockIdx.y indexes the CTA ranges ahead of the list
 #endif
 #if WORKLIST && !SPLIT
 #error "WORKLIST (v7) writes partials: it needs SPLIT 1"
@@ -21,7 +28,9 @@
 // A work item: sequence, first page, end page (exclusive), part index within the
 // sequence, the sequence's part count, the sequence's first part slot in the partial
 // buffers (its rows start at part_base x q_heads; [q_head][part] within), two unused ints
-// (32 bytes an item). variants.py's plan_work writes them.
+// (32 bytes an item). variants.py's plan_work writes them. WORKLIST 2: the buffer starts
+// with gridDim.y + 1 ints of CTA ranges (CTA y: items [r[y], r[y + 1])), padded to a whole
+// item, then the items (variants.py's plan_packed and packed_array).
 #define WORK_ITEM_INTS 8
 #ifndef KERNEL_NAME
 #define KERNEL_NAME paged_decode_v5
@@ -110,10 +119,72 @@ struct CtaWork {
     size_t part_row0;
 };
 
+#if WORKLIST == 2
+// The packed work list's items (after the CTA ranges, padded to a whole item).
+__device__ __forceinline__ const int* packed_items(const int* work_items) {
+    return work_items + (gridDim.y + WORK_ITEM_INTS) / WORK_ITEM_INTS * WORK_ITEM_INTS;
+}
+#ifdef PAGED_EMULATE
+void paged_emu_item(int index);  // tests/paged_emu: the item this thread works on
+#endif
+// The end of CTA y's range, read again at every item (volatile: not held in a register
+// across the body, where the fp32 kernel at 128 registers would spill it).
+__device__ __forceinline__ int packed_end(const int* work_items) {
+#ifdef PAGED_EMULATE
+    return work_items[blockIdx.y + 1];
+#else
+    int v;
+    asm volatile("ld.global.nc.u32 %0, [%1];" : "=r"(v) : "l"(work_items + blockIdx.y + 1));
+    return v;
+#endif
+}
+// threadIdx.x (CTA_X false) or blockIdx.x (true) read anew at each item (volatile): what
+// the body derives from them (lanes, warps, addresses) is then computed again an item
+// rather than held in registers across the loop, where the tensor-core kernel at 168
+// registers would spill.
+template <bool CTA_X>
+__device__ __forceinline__ int fresh_index() {
+#ifdef PAGED_EMULATE
+    return CTA_X ? int(blockIdx.x) : int(threadIdx.x);
+#else
+    int v;
+    if (CTA_X)
+        asm volatile("mov.u32 %0, %%ctaid.x;" : "=r"(v));
+    else
+        asm volatile("mov.u32 %0, %%tid.x;" : "=r"(v));
+    return v;
+#endif
+}
+// The kernel's body runs once an item of the CTA's range; item_index names the item. A
+// barrier starts each item, so no thread writes shared memory another still reads for the
+// previous one (a CTA's first item: one barrier more than the tokens kernel's).
+#define FAST_ITEMS_BEGIN                                                                     \
+    for (int item_index = FAST_WORK_ITEMS[blockIdx.y]; item_index < packed_end(FAST_WORK_ITEMS); \
+         ++item_index) {                                                                     \
+        __syncthreads();
+#define FAST_ITEMS_END }
+#define FAST_TID fresh_index<false>()
+#define FAST_KVH fresh_index<true>()
+#else
+#define FAST_ITEMS_BEGIN {                                                                   \
+        constexpr int item_index = 0;
+#define FAST_ITEMS_END }
+#define FAST_TID static_cast<int>(threadIdx.x)
+#define FAST_KVH static_cast<int>(blockIdx.x)
+#endif
+
 template <int PAGE>
-__device__ __forceinline__ CtaWork cta_work(const int* context_lens, const int* work_items, int q_heads) {
+__device__ __forceinline__ CtaWork cta_work(const int* context_lens, const int* work_items, int q_heads,
+                                            [[maybe_unused]] int item_index) {
 #if WORKLIST
+#if WORKLIST == 2
+    const int* item = packed_items(work_items) + static_cast<size_t>(WORK_ITEM_INTS) * item_index;
+#ifdef PAGED_EMULATE
+    paged_emu_item(item_index);
+#endif
+#else
     const int* item = work_items + static_cast<size_t>(WORK_ITEM_INTS) * blockIdx.y;
+#endif
     const int b = item[0], p_begin = item[1], p_end = item[2];
     return {b, p_begin, p_end, min(context_lens[b], p_end * PAGE), item[3], item[4],
             static_cast<size_t>(item[5]) * q_heads};

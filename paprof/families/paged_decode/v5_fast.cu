@@ -140,10 +140,11 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32, MIN_BLOCKS) KERNEL_NAME
     // The merge of the warps at the end: [WARPS][GROUP] m, l, then [WARPS][GROUP][HEAD_DIM] acc.
     extern __shared__ uint4 s_dyn[];
 
-    const int kvh = blockIdx.x;
-    const CtaWork work = cta_work<PAGE_SIZE>(context_lens, FAST_WORK_ITEMS, q_heads);  // v7: its item
+    FAST_ITEMS_BEGIN  // v7 packed: once an item of the CTA's range (fast_common.cuh)
+    const int kvh = FAST_KVH;
+    const CtaWork work = cta_work<PAGE_SIZE>(context_lens, FAST_WORK_ITEMS, q_heads, item_index);  // v7: its item
     const int b = work.b;
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const int tid = FAST_TID, lane = tid & 31, warp = tid >> 5;
     const int sub = lane / R;  // which token of the warp step
     const int r = lane % R;    // which 16-byte vector of the row
     const int* table = block_tables + static_cast<size_t>(b) * pages_per_seq;
@@ -249,4 +250,5 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32, MIN_BLOCKS) KERNEL_NAME
 #else
     merge_warps_and_store<WARPS, GROUP, HEAD_DIM, false>(s_m, s_l, s_acc, work, kvh, q_heads, out);
 #endif
+    FAST_ITEMS_END
 }

@@ -326,17 +326,18 @@ __device__ __forceinline__ void v_frags(const uint4 (&vr)[4][VCHUNKS], int mb, u
 extern "C" __global__ void __launch_bounds__(WARPS * 32, MIN_BLOCKS) KERNEL_NAME(FAST_KERNEL_PARAMS) {
 #if TIMELINE
     const unsigned long long t_start = global_ns();
-    unsigned long long t_quarter[3] = {0, 0, 0};
+    unsigned long long t_quarter[3] = {0, 0, 0}, t_work = 0;  // packed: the CTA's last item's
 #endif
     __shared__ int s_pages[CHUNK_PAGES];
     // FEED 0: [WARPS][NSTAGES][K, V] tiles of TILE rows x PITCH bytes. Either feed: the merge
     // of the warps (and of v6's splits) at the end.
     FAST_DYNAMIC_SMEM(uint4, s_dyn);
 
-    const int kvh = blockIdx.x;
-    const CtaWork work = cta_work<PAGE_SIZE>(context_lens, FAST_WORK_ITEMS, q_heads);  // v7: its item
+    FAST_ITEMS_BEGIN  // v7 packed: once an item of the CTA's range (fast_common.cuh)
+    const int kvh = FAST_KVH;
+    const CtaWork work = cta_work<PAGE_SIZE>(context_lens, FAST_WORK_ITEMS, q_heads, item_index);  // v7: its item
     const int b = work.b;
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const int tid = FAST_TID, lane = tid & 31, warp = tid >> 5;
     const int g = lane >> 2, t4 = lane & 3;  // fragment row (head) and column pair
     const int* table = block_tables + static_cast<size_t>(b) * pages_per_seq;
     const int p_begin = work.p_begin, p_end = work.p_end, t_end = work.t_end;
@@ -627,7 +628,7 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32, MIN_BLOCKS) KERNEL_NAME
     l += __shfl_xor_sync(FULL_MASK, l, 2);
 
 #if TIMELINE
-    const unsigned long long t_work = global_ns();
+    t_work = global_ns();
 #endif
     __syncthreads();  // the rings become the merge area
     float* s_m = reinterpret_cast<float*>(s_dyn);
@@ -666,6 +667,7 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32, MIN_BLOCKS) KERNEL_NAME
 #else
     merge_warps_and_store<WARPS, GROUP, HEAD_DIM, false>(s_m, s_l, s_acc, work, kvh, q_heads, out);
 #endif
+    FAST_ITEMS_END
 #if TIMELINE
     __syncthreads();
     const unsigned cta = blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z);

@@ -37,6 +37,20 @@ FEED_DIMS = (64, 128)
 MIN_PAGES_PER_SPLIT = 8
 """v6 never gives a split fewer pages than this (the merge would cost more than it hides)."""
 
+GROUP1_D64_TUNING = {
+    # K/V dtype -> knobs that replace FAST_TUNING's for group 1 at head_dim 64 (32/32 heads):
+    # half the warps a CTA and twice the CTAs a SM. fp16 on the H200 (decode7 call, commit
+    # 6d7bf95, scripts/tune_v5.py --v7, v6 at batch 64 ctx 4096 32/32 d64): {WARPS 2,
+    # MIN_BLOCKS 8} 97.5 % of the read ceiling (476.7 us) against 87.4 % for the shipped
+    # {WARPS 3} (4 warps x 3 CTAs 97.1 %, TSUB 2 96.2 %, v5_fast UNROLL 8 96.4 %). bf16 takes
+    # the same until measured (its tune entry is in the decode7 stage; not yet measured);
+    # fp8 keeps FAST_TUNING's until its d64 entries are measured.
+    "fp16": {"WARPS": 2, "MIN_BLOCKS": 8},
+    "bf16": {"WARPS": 2, "MIN_BLOCKS": 8},
+}
+"""Per-shape tuning on top of FAST_TUNING (fast_defines; scripts/tune_v5.py empties it while
+it measures its own knobs)."""
+
 _DTYPE_CODE = {"fp32": 0, "fp16": 1, "bf16": 2, "fp8": 3}
 
 
@@ -68,7 +82,10 @@ _PLAIN_UNITS = {
 }
 _FAST_NAMES = {"v5": (("paged_decode_v5", False),),
                "v6": (("paged_decode_v6_split", True), ("paged_decode_v6_nosplit", False)),
-               "v7": (("paged_decode_v7_tokens", True), ("paged_decode_v6_nosplit", False))}
+               "v7": (("paged_decode_v7_tokens", True), ("paged_decode_v7_packed", True),
+                      ("paged_decode_v6_nosplit", False))}
+_WORKLIST_OF = {"paged_decode_v7_tokens": 1, "paged_decode_v7_packed": 2}
+"""WORKLIST of v7's kernels (fast_common.cuh): 1 an item a CTA, 2 a range of items a CTA."""
 
 
 def compile_units(vid: str, shape: Shape) -> list[tuple[list[Path], dict]]:
@@ -77,7 +94,7 @@ def compile_units(vid: str, shape: Shape) -> list[tuple[list[Path], dict]]:
     if vid in _PLAIN_UNITS:
         source, defines = _PLAIN_UNITS[vid]
         return [([HERE / source], defines(shape))]
-    return [([fast_source(shape)], fast_defines(shape, split, name, worklist=name == V7_KERNEL))
+    return [([fast_source(shape)], fast_defines(shape, split, name, worklist=_WORKLIST_OF.get(name, 0)))
             for name, split in _FAST_NAMES[vid]]
 
 
@@ -204,9 +221,12 @@ def fast_source(shape: Shape) -> Path:
     return HERE / FAST_TUNING[shape.dtype][0]
 
 
-def fast_defines(shape: Shape, split: bool, name: str, worklist: bool = False) -> dict:
-    """Compile-time constants of v5/v6's kernel for this shape (v7's token split: worklist)."""
+def fast_defines(shape: Shape, split: bool, name: str, worklist: int = 0) -> dict:
+    """Compile-time constants of v5/v6's kernel for this shape (v7's work list: worklist 1
+    an item a CTA, 2 packed ranges)."""
     tuning = dict(FAST_TUNING[shape.dtype][1])
+    if shape.group == 1 and shape.head_dim == 64 and tuning.get("FEED"):
+        tuning.update(GROUP1_D64_TUNING.get(shape.dtype, {}))
     if tuning.get("FEED") and shape.head_dim not in FEED_DIMS:
         tuning.update(RING_TUNING)
     # Resident CTAs a SM the registers must allow. Groups of 8 heads on the H200 (docs/NOTES.md,
@@ -221,7 +241,7 @@ def fast_defines(shape: Shape, split: bool, name: str, worklist: bool = False) -
         "MIN_BLOCKS": 2 if big_group_at_2 else 4,
         **tuning,
         "SPLIT": int(split),
-        **({"WORKLIST": 1} if worklist else {}),
+        **({"WORKLIST": int(worklist)} if worklist else {}),
         "KERNEL_NAME": name,
     }
 
@@ -241,7 +261,7 @@ def merge_smem(warps: int, rows: int, head_dim: int, parts: int) -> int:
     return 4 * (-(-2 * rows * parts // 4) * 4) + 4 * warps * rows * head_dim
 
 
-def _fast_kernel(shape: Shape, split: bool, name: str, worklist: bool = False):
+def _fast_kernel(shape: Shape, split: bool, name: str, worklist: int = 0):
     defines = fast_defines(shape, split, name, worklist)
     kernel = gpu.compile_module([fast_source(shape)], defines).get_function(name)
     return kernel, (defines["WARPS"] * 32,), fast_smem(defines)
@@ -304,6 +324,7 @@ def _build_v6(variant, shape, device):
 # -- v7: the work split by tokens, and the one a user picks ---------------------------------
 
 V7_KERNEL = "paged_decode_v7_tokens"
+V7_PACKED_KERNEL = "paged_decode_v7_packed"
 WORK_ITEM_INTS = 8
 """Ints a work item takes (WORK_ITEM_INTS in fast_common.cuh): sequence, first page, end
 page, part, parts, first part slot, two unused."""
@@ -327,6 +348,13 @@ V7_CHOICES = {
         "the fewest whole waves; the longest parts first. An even batch gets v6's split "
         "(b4: 16 parts of 128 pages; b1: 66 of ~124); a ragged one equal work a CTA instead "
         "of v6's equal count a sequence (v6: 60.1 % on the issue's 16 lengths)"),
+    "packed": (
+        "a ragged batch (longest > V7_EVEN_RATIO x mean), no chunk given (V7_PATH: forced)",
+        "tokens on the issue's 16 lengths ran one wave of 66 parts a KV head whose largest is "
+        "108 pages against a mean of 93 (86.0 % of the ceiling = 93 / 108: the wave ends "
+        "with its largest CTA); packed concatenates the sequences' pages and gives each of "
+        "the slots an equal range (+-V7_PACK_SNAP pages), a CTA taking every segment of "
+        "its range in turn (plan_packed), so the largest CTA is the mean"),
 }
 """v7's choices, with the reason for each. The tuning inside each path (warps, loads in
 flight, TSUB) is FAST_TUNING's, the same as v5/v6's: group 1 at head_dim 64 (v6 87.0 %
@@ -402,13 +430,99 @@ def work_array(items) -> "np.ndarray":
     return arr
 
 
+V7_PACK_SNAP = 2
+"""plan_packed: a range end within this many pages of a sequence boundary moves onto it, so
+that no segment is cut off with 1-2 pages (an item costs a restart of the warps' loads, the
+query and block-table staging, the warps' merge, a partial and a share of a merge: about a
+page or two of streaming, as much as the ranges grow by snapping; 0: exact equal ranges)."""
+
+V7_PATH = ""
+"""v7's path forced ("packed" or "tokens"; "": V7_CHOICES's rule): scripts/tune_v5.py's PATH
+knob, for the A/B of packed against tokens on the same shape (not a -D value)."""
+
+
 def v7_path(shape: Shape, plan: dict) -> str:
     """Which of V7_CHOICES v7 takes at ``shape`` with the token plan ``plan``."""
     lens = shape.context_lens
     even = max(lens) <= V7_EVEN_RATIO * (sum(lens) / len(lens))
+    if V7_PATH:
+        return V7_PATH
     if not shape.chunk_pages and plan["multi_part"] == 0 and even:
         return "direct"
+    if not shape.chunk_pages and not even:
+        return "packed"
     return "tokens"
+
+
+def plan_packed(context_lens, page_size: int, kv_heads: int, capacity: int, snap: int | None = None) -> dict:
+    """v7's packed work list: the sequences' pages one after another (every KV head alike),
+    cut into ``slots`` ranges of equal page counts (floor(k total / slots) cuts: +-1 page),
+    ``slots`` = one wave of ``capacity`` resident CTAs over the KV heads, no more than
+    MIN_PAGES_PER_SPLIT pages a range allow. A cut within ``snap`` (V7_PACK_SNAP) pages of a
+    sequence boundary moves onto it (never past the neighbouring cuts). A range's segments
+    are items as plan_work's (sequence, first page, end page, part, parts, part_base): a
+    sequence wholly inside a range is one part (written directly, no partial), one cut by
+    range ends has a part per range it touches, merged by the last CTA to finish one.
+    A CTA takes its last segment first, then the others in order: the head of a sequence
+    that goes on into the next CTA is done early, so a sequence of two parts is merged
+    mid-run rather than at the end. Pure Python."""
+    pages = [_pages(c, page_size) for c in context_lens]
+    total = sum(pages)
+    snap = V7_PACK_SNAP if snap is None else snap
+    slots = max(1, min(max(1, capacity) // kv_heads, total // MIN_PAGES_PER_SPLIT))
+    starts = [0]
+    for p in pages:
+        starts.append(starts[-1] + p)
+    ideal = [k * total // slots for k in range(slots + 1)]
+    cuts = [0]
+    for k in range(1, slots):
+        c = ideal[k]
+        near = min(starts, key=lambda x: abs(x - c))
+        if 0 < abs(near - c) <= snap and cuts[-1] < near < ideal[k + 1]:
+            c = near
+        cuts.append(c)
+    cuts.append(total)
+    segments = []  # per CTA: (sequence, first page, end page) in stream order
+    b = 0
+    for k in range(slots):
+        lo, hi, seg = cuts[k], cuts[k + 1], []
+        while b < len(pages) and starts[b + 1] <= lo:
+            b += 1
+        s = b
+        while s < len(pages) and starts[s] < hi:
+            p0, p1 = max(lo, starts[s]) - starts[s], min(hi, starts[s + 1]) - starts[s]
+            if p1 > p0:
+                seg.append((s, p0, p1))
+            s += 1
+        segments.append(seg)
+    parts_of: dict = {}
+    for seg in segments:
+        for s, p0, _ in seg:
+            parts_of.setdefault(s, []).append(p0)
+    base_of, part_base = {}, 0
+    for s in sorted(parts_of):
+        if len(parts_of[s]) > 1:
+            base_of[s], part_base = part_base, part_base + len(parts_of[s])
+    items, ranges = [], [0]
+    for seg in segments:
+        for s, p0, p1 in seg[-1:] + seg[:-1]:
+            n = len(parts_of[s])
+            items.append((s, p0, p1, sorted(parts_of[s]).index(p0), n, base_of.get(s, 0)))
+        ranges.append(len(items))
+    sizes = [hi - lo for lo, hi in zip(cuts, cuts[1:])]
+    return {"items": items, "ranges": ranges, "ctas": slots, "part_slots": part_base,
+            "waves": -(-slots * kv_heads // max(1, capacity)), "max_parts": max(it[4] for it in items),
+            "multi_part": len(base_of), "pages_per_cta": max(sizes), "min_pages_per_cta": min(sizes)}
+
+
+def packed_array(plan: dict) -> "np.ndarray":
+    """The packed work list as the kernel reads it (WORKLIST 2): the CTA ranges (ctas + 1
+    int32, padded to a whole item), then WORK_ITEM_INTS int32 an item."""
+    head = -(-(plan["ctas"] + 1) // WORK_ITEM_INTS) * WORK_ITEM_INTS
+    arr = np.zeros(head + WORK_ITEM_INTS * len(plan["items"]), dtype=np.int32)
+    arr[:plan["ctas"] + 1] = plan["ranges"]
+    arr[head:] = work_array(plan["items"]).reshape(-1)
+    return arr
 
 
 def _build_v7(variant, shape, device):
@@ -422,6 +536,8 @@ def _build_v7(variant, shape, device):
         details["order"] = V7_ORDER
     if path == "direct":
         return _no_split_launcher(variant, shape, {**details, "num_splits": 1, "work_items": 0})
+    if path == "packed":
+        return _packed_launcher(variant, shape, device, details)
 
     cp = gpu.cupy()
     smem = max(smem, merge_smem(block[0] // 32, shape.group, shape.head_dim, plan["max_parts"]))
@@ -448,6 +564,36 @@ def _build_v7(variant, shape, device):
     return Launcher(variant.id, [info], run_tokens, details={
         **details, "num_splits": plan["max_parts"], "chunk_pages": plan["chunk_pages"], "work_items": len(items),
         "multi_part_sequences": plan["multi_part"]})
+
+
+def _packed_launcher(variant, shape: Shape, device, details: dict) -> Launcher:
+    """v7's packed path: grid (kv_heads, ctas), CTA y the items of its range in turn."""
+    kernel, block, smem = _fast_kernel(shape, True, V7_PACKED_KERNEL, worklist=2)
+    resident = gpu.blocks_per_sm(kernel, block[0], smem, device)
+    plan = plan_packed(shape.context_lens, shape.page_size, shape.kv_heads, device.sm_count * max(1, resident))
+    smem = max(smem, merge_smem(block[0] // 32, shape.group, shape.head_dim, plan["max_parts"]))
+    if smem > device.smem_per_block_optin:
+        raise ShapeError(f"v7 packed merges {plan['max_parts']} parts of a sequence: {smem} bytes of shared "
+                         f"memory a CTA, beyond this GPU's {device.smem_per_block_optin}")
+    if plan["ctas"] > MAX_GRID_Y:
+        raise ShapeError(f"v7 packed makes {plan['ctas']} CTAs a KV head, beyond the grid's {MAX_GRID_Y} in y")
+    cp = gpu.cupy()
+    work = cp.asarray(packed_array(plan))
+    rows = max(1, plan["part_slots"] * shape.q_heads)
+    part_m, part_l = cp.empty(rows, dtype=cp.float32), cp.empty(rows, dtype=cp.float32)
+    part_o = cp.empty(rows * shape.head_dim, dtype=cp.float32)
+    counters = cp.zeros(shape.batch * shape.kv_heads, dtype=cp.int32)  # the kernel leaves them at 0
+    grid = (shape.kv_heads, plan["ctas"])
+    info = _launch(kernel, V7_PACKED_KERNEL, grid, block, smem)
+
+    def run_packed(inputs, out):
+        kernel(grid, block, (part_m, part_l, part_o, counters, work, out, *_fast_args(inputs, shape)),
+               shared_mem=smem)
+
+    return Launcher(variant.id, [info], run_packed, details={
+        **details, "waves": plan["waves"], "resident_ctas_per_sm": resident, "num_splits": plan["max_parts"],
+        "ctas": plan["ctas"], "work_items": len(plan["items"]), "pages_per_cta": plan["pages_per_cta"],
+        "multi_part_sequences": plan["multi_part"], **({"snap": V7_PACK_SNAP} if V7_PACK_SNAP != 2 else {})})
 
 
 _BUILDERS = {

@@ -59,7 +59,10 @@ def run_emulated(vid: str, p: problem.Shape, build: Path, eager: bool = False, s
     """Run ``vid`` on ``p`` in the emulation; ``override``: -D values replacing the catalogue's;
     ``exe``: a driver built from another copy of the source (the mutation tests)."""
     v = kernel(vid)
-    v.check(p)
+    if not (vid == "wgmma" and p.head_dim not in catalog.WGMMA_DIMS):
+        # wgmma at head_dim 64 stays emulated though the catalogue refuses it: it passes here
+        # and fails on the H200 past one key tile (docs/NOTES.md), the case a fix must mend
+        v.check(p)
     shipped = dict(catalog.MMA128_TUNING)
     if vid == "mma128":  # the layout's knobs also set the block and shared memory
         catalog.MMA128_TUNING.update(override)

@@ -64,11 +64,11 @@ def test_v7_refuses_splits_and_compiles_its_work_list_kernel():
         ("paged_decode_v7_tokens", 1, 1), ("paged_decode_v7_packed", 1, 2), ("paged_decode_v6_nosplit", 0, 0)]
 
 
-@pytest.mark.parametrize("dtype, want", [("fp16", (2, 8)), ("bf16", (2, 8)), ("fp8", (3, 4)), ("fp32", (4, 4))])
+@pytest.mark.parametrize("dtype, want", [("fp16", (2, 8)), ("bf16", (2, 8)), ("fp8", (2, 8)), ("fp32", (4, 4))])
 def test_group_1_at_head_dim_64_takes_its_measured_tuning(dtype, want):
-    """GROUP1_D64_TUNING: 16-bit caches at group 1, head_dim 64 take 2 warps x 8 CTAs a SM
-    (H200, fp16: 97.5 % against 87.4 %); fp8 and fp32 keep FAST_TUNING's; other groups and
-    head dims are untouched."""
+    """GROUP1_D64_TUNING: the tensor-core caches at group 1, head_dim 64 take 2 warps x 8 CTAs
+    a SM (H200: fp16 97.5 % against 87.4 %, bf16 99.3 / 89.1, fp8 87.9 / 73.8); fp32 keeps
+    FAST_TUNING's; other groups and head dims are untouched."""
     d64 = variants.fast_defines(Shape(dtype=dtype, q_heads=32, kv_heads=32, head_dim=64), True, "k")
     assert (d64["WARPS"], d64["MIN_BLOCKS"]) == want
     for other in (Shape(dtype=dtype, q_heads=32, kv_heads=8, head_dim=64), Shape(dtype=dtype, q_heads=32, kv_heads=32)):

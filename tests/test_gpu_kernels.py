@@ -216,10 +216,8 @@ def test_v7_issue_ragged_batch(dtype):
 
     d = prep.launcher.details
     slots = gpu.current_device().sm_count * d["resident_ctas_per_sm"] * d["waves"]
-    assert d["path"] == "packed" and d["waves"] == 1 and d["ctas"] * 8 <= slots, d
-    assert d["multi_part_sequences"] >= 1 and d["num_splits"] > 1 and d["work_items"] > d["ctas"], d
-    total = sum(-(-c // 16) for c in ISSUE_RAGGED)
-    assert d["pages_per_cta"] <= -(-total // d["ctas"]) + 2 * 2, d  # equal ranges, +- V7_PACK_SNAP
+    assert d["path"] == "tokens" and d["waves"] == 1 and d["work_items"] * 8 <= slots, d
+    assert d["multi_part_sequences"] >= 1 and d["num_splits"] > 1, d
 
 
 @pytest.mark.parametrize("path", ["tokens", "packed"])

@@ -85,7 +85,7 @@ def test_v7_work_list_kernel_compiles_without_spills(tmp_path, dtype, q_heads, k
     assert regs * defines["WARPS"] * 32 * defines["MIN_BLOCKS"] <= 65536, (regs, log)
 
 
-@pytest.mark.parametrize("dtype", ["fp16", "bf16"])
+@pytest.mark.parametrize("dtype", ["fp16", "bf16", "fp8"])
 @pytest.mark.parametrize("split", [False, True])
 def test_group_1_head_dim_64_tuning_fits_8_ctas_without_spills(tmp_path, dtype, split):
     """GROUP1_D64_TUNING (2 warps, 8 resident CTAs a SM: 97.5 % on the H200 in fp16) for

@@ -241,10 +241,10 @@ VARIANTS = [
     ),
     CudaVariant(
         id="v7",
-        idea="the one to pick: v6's kernels with the work split by tokens; a host-built work list cuts every sequence into chunks of at most P pages (P the smallest whose CTAs fit the resident slots, longest chunks first), the last chunk of a sequence merges its parts, a one-chunk sequence writes directly; an even batch that fills the GPU takes v6's no-split kernel; a ragged batch is packed: the sequences' pages concatenated and cut into equal ranges, one a CTA, each CTA taking the segments of its range in turn",
+        idea="the one to pick: v6's kernels with the work split by tokens; a host-built work list cuts every sequence into chunks of at most P pages (P the smallest whose CTAs fit the resident slots, longest chunks first), the last chunk of a sequence merges its parts, a one-chunk sequence writes directly; an even batch that fills the GPU takes v6's no-split kernel. A packed path (the sequences' pages concatenated and cut into equal ranges, one a CTA) is built but only taken when forced: on the H200 it measured slower than the chunks on a ragged batch",
         kernel_regex=r"paged_decode_v7_(tokens|packed)|paged_decode_v6_nosplit",
         sources=("v5_fast.cu", "v5_mma.cu"),
-        launch="grid (kv_heads, work items) x v5's block; packed (kv_heads, CTAs), a range of items a CTA; or v6's (kv_heads, batch) when the batch fills the GPU",
+        launch="grid (kv_heads, work items) x v5's block, or v6's (kv_heads, batch) when the batch fills the GPU",
         build=_build,
         compile_units=_units("v7"),
         accepts=check_v7,

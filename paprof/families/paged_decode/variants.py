@@ -42,11 +42,14 @@ GROUP1_D64_TUNING = {
     # half the warps a CTA and twice the CTAs a SM. fp16 on the H200 (decode7 call, commit
     # 6d7bf95, scripts/tune_v5.py --v7, v6 at batch 64 ctx 4096 32/32 d64): {WARPS 2,
     # MIN_BLOCKS 8} 97.5 % of the read ceiling (476.7 us) against 87.4 % for the shipped
-    # {WARPS 3} (4 warps x 3 CTAs 97.1 %, TSUB 2 96.2 %, v5_fast UNROLL 8 96.4 %). bf16 takes
-    # the same until measured (its tune entry is in the decode7 stage; not yet measured);
-    # fp8 keeps FAST_TUNING's until its d64 entries are measured.
+    # {WARPS 3} (4 warps x 3 CTAs 97.1 %, TSUB 2 96.2 %, v5_fast UNROLL 8 96.4 %). The next
+    # call (commit 6a52051, a process whose read ceiling measured 4.42 TB/s): bf16 {WARPS 2,
+    # MIN_BLOCKS 8} 99.3 % against 89.1 % for {WARPS 3}; fp8 (TSUB 2 kept) {WARPS 2,
+    # MIN_BLOCKS 8} 87.9 % against 73.8 % for {WARPS 3} (the call before), {WARPS 4,
+    # MIN_BLOCKS 3} 81.3 %, {WARPS 2, MIN_BLOCKS 8, TSUB 4} 76.5 % (128 registers, spills).
     "fp16": {"WARPS": 2, "MIN_BLOCKS": 8},
     "bf16": {"WARPS": 2, "MIN_BLOCKS": 8},
+    "fp8": {"WARPS": 2, "MIN_BLOCKS": 8},
 }
 """Per-shape tuning on top of FAST_TUNING (fast_defines; scripts/tune_v5.py empties it while
 it measures its own knobs)."""
@@ -349,7 +352,11 @@ V7_CHOICES = {
         "(b4: 16 parts of 128 pages; b1: 66 of ~124); a ragged one equal work a CTA instead "
         "of v6's equal count a sequence (v6: 60.1 % on the issue's 16 lengths)"),
     "packed": (
-        "a ragged batch (longest > V7_EVEN_RATIO x mean), no chunk given (V7_PATH: forced)",
+        "only when forced (V7_PATH = \"packed\": scripts/tune_v5.py's PATH knob). Measured on "
+        "the H200 on the issue's 16 lengths, in one process: packed 107.7 us, tokens 105.0 us "
+        "(84.8 against 87.0 % of the ceiling): its largest CTA is the mean (94 pages, not "
+        "108) and the SMs end within 13 us of each other (tokens: 84 us), but its 81 items and "
+        "40 merging CTAs cost more than the tail they remove; tokens ships",
         "tokens on the issue's 16 lengths ran one wave of 66 parts a KV head whose largest is "
         "108 pages against a mean of 93 (86.0 % of the ceiling = 93 / 108: the wave ends "
         "with its largest CTA); packed concatenates the sequences' pages and gives each of "
@@ -357,9 +364,8 @@ V7_CHOICES = {
         "its range in turn (plan_packed), so the largest CTA is the mean"),
 }
 """v7's choices, with the reason for each. The tuning inside each path (warps, loads in
-flight, TSUB) is FAST_TUNING's, the same as v5/v6's: group 1 at head_dim 64 (v6 87.0 %
-against FlashInfer's CUDA cores 91.6 %) keeps it until scripts/tune_v5.py's d64 entries
-(the decode7 stage) have measured the alternatives; nothing here is chosen unmeasured."""
+flight, TSUB) is FAST_TUNING's, the same as v5/v6's (group 1 at head_dim 64 takes 2 warps x
+8 CTAs there: 99.3 % on the H200 against 87-89 % before); nothing here is chosen unmeasured."""
 
 
 def _pages(ctx: int, page_size: int) -> int:
@@ -449,8 +455,6 @@ def v7_path(shape: Shape, plan: dict) -> str:
         return V7_PATH
     if not shape.chunk_pages and plan["multi_part"] == 0 and even:
         return "direct"
-    if not shape.chunk_pages and not even:
-        return "packed"
     return "tokens"
 
 

@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 
 from paprof.analysis import metrics as M
+from paprof.analysis import ncu_reader
 from paprof.analysis.bottleneck import DEFAULT_THRESHOLDS, Thresholds, classify
 from paprof.analysis.ncu_fastread import FastResult
 from paprof.analysis.ncu_reader import open_report, read_metric, read_rules
@@ -284,6 +285,16 @@ class _Columns:
                      array("d") if kind == self._NUMBER else [])
             self.plan.append((column, kind, store))
 
+    def stores(self, without: str) -> list:
+        """Every column's values but ``without``'s (None in its place), to send."""
+        return [None if column == without else store for column, _kind, store in self.plan]
+
+    def extend(self, stores: list, fill: str, values: list) -> None:
+        """Append another table's ``stores`` (rows after this table's), and ``values`` as
+        the column ``fill`` they left out."""
+        for (column, _kind, store), more in zip(self.plan, stores):
+            store.extend(values if column == fill else more)
+
     def add(self, row: dict) -> None:
         get = row.get
         for column, kind, store in self.plan:
@@ -325,8 +336,15 @@ def _column(values, column: str):
     return pd.Series(list(values), dtype=object)
 
 
-def load_reports(paths, thresholds: Thresholds = DEFAULT_THRESHOLDS, scan=None
-                 ) -> pd.DataFrame:
+PARALLEL_RUNS = 400
+"""Stores of fewer runs are read in this process: a pool's start costs more than it saves."""
+CHUNK_RUNS = 250
+"""Runs a worker reads per task: small enough to share the work out evenly and keep what
+comes back at a time small (250 runs: ~3 MB), large enough to cost little to send."""
+
+
+def load_reports(paths, thresholds: Thresholds = DEFAULT_THRESHOLDS, scan=None,
+                 jobs: int | None = None) -> pd.DataFrame:
     """One row per profiled kernel launch of every report in ``paths``.
 
     ``paths``: a path or an iterable of paths, each an ``.ncu-rep`` file or a folder
@@ -336,21 +354,62 @@ def load_reports(paths, thresholds: Thresholds = DEFAULT_THRESHOLDS, scan=None
     shape empty. Raises UserError for a file that is not a whole report, a report with
     no kernels, or a path that does not exist. ``scan``: the command's
     ``paprof.profiler.store.Scan``, when it has read the store already.
+
+    ``jobs``: worker processes that read the reports (default ``paprof.parallel.jobs()``,
+    ``PAPROF_JOBS=1`` for none); used from ``PARALLEL_RUNS`` runs on. The rows, their
+    order and ``attrs`` are the same either way.
     """
+    from paprof import parallel
     from paprof.profiler.store import gc_paused
 
-    entries = M.MEASURED
+    runs = _runs(paths, scan)
+    workers = parallel.jobs() if jobs is None else jobs
     table = _Columns(columns())
     missing: dict = {}
     with gc_paused():
-        for report, sidecar, layout in _runs(paths, scan):
-            _context, actions = open_report(report)
-            facts = _report_facts(report, sidecar, layout)
-            launches: dict = {}
-            for index, action in enumerate(actions):
-                table.add(_action_row(action, entries, facts, sidecar, index, launches,
-                                      missing, thresholds))
+        if workers <= 1 or len(runs) < PARALLEL_RUNS:
+            for run in runs:
+                _add_run(table, run, thresholds, missing)
+            return table.frame(missing)
+        pieces = parallel.chunks(runs, 4 * workers, CHUNK_RUNS)
+        tasks = [(piece, thresholds, ncu_reader.FAST_READER) for piece in pieces]
+        with parallel.ordered_map(_load_chunk, tasks, workers) as parts:
+            for piece, (stores, seen, counts) in zip(pieces, parts):
+                # The sidecars stay here: each row holds its run's dict, as read once.
+                sidecars = [side for (_r, side, _l), n in zip(piece, counts) for _ in range(n)]
+                table.extend(stores, "sidecar", sidecars)
+                for column, section in seen.items():
+                    missing.setdefault(column, section)  # the first row's, in run order
         return table.frame(missing)
+
+
+def _add_run(table: _Columns, run: tuple, thresholds: Thresholds, missing: dict) -> int:
+    """Add the rows of one run (report, sidecar, layout) to ``table``; how many."""
+    report, sidecar, layout = run
+    _context, actions = open_report(report)
+    facts = _report_facts(report, sidecar, layout)
+    launches: dict = {}
+    count = 0
+    for count, action in enumerate(actions, 1):
+        table.add(_action_row(action, M.MEASURED, facts, sidecar, count - 1, launches,
+                              missing, thresholds))
+    return count
+
+
+def _load_chunk(task: tuple) -> tuple[list, dict, array]:
+    """A worker's share: the columns of some runs' rows (the sidecars left out, the
+    parent has them), the columns they lack, and each run's number of rows."""
+    from paprof.profiler.store import gc_paused
+
+    runs, thresholds, fast_reader = task
+    ncu_reader.FAST_READER = fast_reader  # as the parent reads (a spawned worker starts anew)
+    table = _Columns(columns())
+    missing: dict = {}
+    counts = array("q")
+    with gc_paused():
+        for run in runs:
+            counts.append(_add_run(table, run, thresholds, missing))
+    return table.stores("sidecar"), missing, counts
 
 
 def variant_rows(df: pd.DataFrame, thresholds: Thresholds = DEFAULT_THRESHOLDS

@@ -3,7 +3,7 @@
 ``jobs()`` says how many processes a command may use: ``PAPROF_JOBS`` in the environment
 (``1``: everything in this process), else the processors this process may run on, at most
 ``MAX_JOBS``. ``ordered_map(fn, tasks, jobs)`` gives ``fn(task)`` for each task, in order,
-from a pool of that many workers (in this process when one job or one task is asked for).
+from a pool of that many workers (in this process when one job is asked for).
 
 The workers ignore Ctrl-C: the interrupt reaches this process, which ends the workers
 (terminated and reaped, none left behind) and raises ``KeyboardInterrupt`` as a serial
@@ -49,10 +49,19 @@ def jobs(environ=None) -> int:
     return max(1, min(available, MAX_JOBS))
 
 
-def chunks(items: list, parts: int, most: int) -> list[list]:
-    """``items`` cut in order into about ``parts`` pieces of at most ``most`` each."""
-    size = max(1, min(most, -(-len(items) // max(1, parts))))
-    return [items[i:i + size] for i in range(0, len(items), size)]
+def chunk_size(count: int, jobs: int, most: int) -> int:
+    """Items a task for ``count`` items over ``jobs`` workers: about four tasks a worker
+    (so that they finish together), at most ``most``."""
+    return max(1, min(most, -(-count // (4 * max(1, jobs)))))
+
+
+def drain(items: list, size: int) -> Iterator[list]:
+    """``items`` in order, ``size`` at a time, each piece taken out of the list as it is
+    given: what was handed on to a worker is not held here as well."""
+    while items:
+        piece = items[:size]
+        del items[:size]
+        yield piece
 
 
 def _ignore_interrupts() -> None:
@@ -85,17 +94,17 @@ def _pool(jobs: int):
 @contextlib.contextmanager
 def ordered_map(fn: Callable, tasks: Iterable, jobs: int) -> Iterator[Iterator]:
     """``fn(task)`` for each task, in task order, from ``jobs`` worker processes (in this
-    process for one job or one task). A context manager: leaving it by an exception, an
-    interrupt or early ends the workers, so none outlives it.
+    process for one job); ``tasks`` are taken as the workers need them. A context
+    manager: leaving it by an exception, an interrupt or early ends the workers, so none
+    outlives it.
 
         with ordered_map(fn, tasks, 2) as results:
             for result in results: ...
     """
-    tasks = list(tasks)
-    if jobs <= 1 or len(tasks) <= 1:
+    if jobs <= 1:
         yield map(fn, tasks)
         return
-    pool = _pool(min(jobs, len(tasks)))
+    pool = _pool(jobs)
     try:
         yield pool.imap(fn, tasks)
     finally:  # done, failed, interrupted or left early: the workers end here, reaped

@@ -139,13 +139,17 @@ def test_ordered_map_keeps_the_order_and_reaps_its_workers():
     assert multiprocessing.active_children() == []
 
 
-def test_chunks_cut_in_order():
+def test_drain_cuts_in_order_and_lets_go():
     items = list(range(23))
-    parts = parallel.chunks(items, 4, 5)
-    assert [x for part in parts for x in part] == items
-    assert max(map(len, parts)) == 5
-    assert parallel.chunks(items, 2, 100) == [items[:12], items[12:]]
-    assert parallel.chunks([], 4, 5) == []
+    given = []
+    for piece in parallel.drain(items, 5):
+        given.append(piece)
+        assert len(items) == 23 - 5 * len(given) or not items  # taken out as given
+    assert [x for piece in given for x in piece] == list(range(23))
+    assert list(map(len, given)) == [5, 5, 5, 5, 3]
+    assert parallel.chunk_size(10_000, 2, 100) == 100
+    assert parallel.chunk_size(24, 2, 100) == 3
+    assert parallel.chunk_size(1, 8, 100) == 1
 
 
 def test_charts_drawn_by_workers_are_the_same(monkeypatch):
@@ -212,3 +216,39 @@ def test_ctrl_c_while_workers_read_ends_them(tmp_path):
     for pid in workers:
         with pytest.raises(ProcessLookupError):
             os.kill(pid, 0)
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_loading_peaks_under_the_table_plus_two_reports(tmp_path, small_pool, jobs):
+    """Issue 14's memory bound on a small store: the table, and at most twice the largest
+    report besides (the numbers are not copied into pandas' block at the end)."""
+    import tracemalloc
+
+    store = _store(tmp_path)
+    load.load_reports([store], jobs=jobs)  # caches, patterns: not the loading
+    largest = max(p.stat().st_size for p in store.rglob("*.ncu-rep"))
+    tracemalloc.start()
+    try:
+        df = load.load_reports([store], jobs=jobs)
+        held, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert len(df) > 40
+    assert peak - held < 2 * largest, (peak - held, largest)
+
+
+def test_the_frame_is_made_on_the_block_not_a_copy(tmp_path, monkeypatch):
+    import numpy as np
+
+    blocks = []
+    real = load._Columns.frame
+
+    def frame(self, missing):
+        blocks.append(self.block)
+        return real(self, missing)
+
+    monkeypatch.setattr(load._Columns, "frame", frame)
+    df = load.load_reports([_store(tmp_path, copies=1)], jobs=1)
+    for column in ("duration_us", "dram_bytes", "work_tbs"):
+        assert np.shares_memory(df[column].to_numpy(), blocks[0])
+    assert df["launch"].dtype == "int64" and df["rules"].dtype == object

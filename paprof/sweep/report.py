@@ -475,7 +475,7 @@ def _charts(data: dict, cells: dict) -> tuple[list, int]:
             chart_id = f"scaling-{key}-{len(charts)}"
             charts.append((chart_id, key, ordered, [format_value(v) for v in ordered], series, where,
                            log_x))
-    jobs = parallel.jobs() if len(charts) >= PARALLEL_CHARTS else 1
+    jobs = min(parallel.jobs(), len(charts)) if len(charts) >= PARALLEL_CHARTS else 1
     with parallel.ordered_map(_scaling, charts, jobs) as drawn:
         return list(drawn), left_out
 

@@ -476,6 +476,9 @@ def _charts(data: dict, cells: dict) -> tuple[list, int]:
             charts.append((chart_id, key, ordered, [format_value(v) for v in ordered], series, where,
                            log_x))
     jobs = min(parallel.jobs(), len(charts)) if len(charts) >= PARALLEL_CHARTS else 1
+    if jobs > 1:  # imported once here, so that forked workers start with it
+        import matplotlib.backends.backend_agg  # noqa: F401
+        import matplotlib.figure  # noqa: F401
     with parallel.ordered_map(_scaling, charts, jobs) as drawn:
         return list(drawn), left_out
 

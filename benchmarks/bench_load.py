@@ -18,6 +18,8 @@ exit status is 1 when measurement 1 misses it.
                                     [--ncu-report]
 
 ``--ncu-report`` turns the fast reader off (``ncu_report`` reads every file), to compare.
+Both are read in this process (``jobs=1``), so that the reading can be timed apart;
+``bench_scale.py`` times the loading as commands do it (worker processes for large stores).
 """
 
 from __future__ import annotations
@@ -107,7 +109,7 @@ class Timer:
 def measure(label: str, paths: list[Path]) -> float:
     with Timer() as timer:
         start = time.perf_counter()
-        df = load.load_reports(paths)
+        df = load.load_reports(paths, jobs=1)  # in this process: the reading is timed here
         elapsed = time.perf_counter() - start
     n = len(df)
     print(f"{label}: {n} kernel results in {elapsed:.2f} s ({elapsed / n * 1e3:.2f} ms each)")

@@ -14,8 +14,10 @@ child's own maximum resident set, from ``wait4``) against its budget:
 - ``paprof compare`` of two of the store's variants, ``baseline update`` and ``check`` on
   the whole store, ``sweep-report`` of the sweep: 10 s;
 - loading the store's kernel results (``load_reports``, timed inside the process, after
-  the imports): 4 s; and, traced (``tracemalloc``, a second pass), the peak memory under
-  the table it makes (all that is still held after) plus twice the largest report;
+  the imports; worker processes read the reports unless ``PAPROF_JOBS=1``): 4 s; and,
+  traced (``tracemalloc``, a second pass), the peak memory under the table it makes (all
+  that is still held after) plus twice the largest report; the largest worker's
+  resident peak is printed beside it;
 - the fast reader on the 1,000-result report: its peak over the process before reading
   under four messages plus the results it returns (the file is never held whole).
 
@@ -53,7 +55,10 @@ if sys.argv[3] == "memory":  # a second pass, traced (tracemalloc slows it): the
     tracemalloc.start()
     df = load_reports([sys.argv[1]])
     held, peak = tracemalloc.get_traced_memory()
-print(json.dumps({"seconds": seconds, "rows": len(df), "held": held, "peak": peak}))
+import resource  # the largest worker's resident set (the pool's, when there was one)
+workers_kb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+print(json.dumps({"seconds": seconds, "rows": len(df), "held": held, "peak": peak,
+                  "workers_maxrss_kb": workers_kb}))
 """
 
 READ = """
@@ -221,6 +226,8 @@ def main(argv=None) -> int:
                 traced = json.loads(run(argv_[:-1] + ["memory"], ROOT)[2])
                 largest = max(p.stat().st_size for p in paths["store"].rglob("*.ncu-rep"))
                 over = traced["peak"] - traced["held"]  # held: the table (and caches)
+                workers = max(json.loads(o)["workers_maxrss_kb"] for o in outs)
+                row.update(workers_peak_mb=round(workers / 1024, 1))
                 row.update(in_process_median_s=round(statistics.median(seconds), 3),
                            in_process_min_s=round(min(seconds), 3),
                            in_process_max_s=round(max(seconds), 3), rows=traced["rows"],
@@ -263,7 +270,8 @@ def _line(row: dict) -> str:
                  f"{row['rows']} rows; peak (traced) "
                  f"{row['over_table_mb']} MB over the {row['table_mb']} MB table, bound twice "
                  f"the largest report, {2 * row['largest_report_mb']:.2f} MB: "
-                 f"{'ok' if row['memory_ok'] else 'OVER'}")
+                 f"{'ok' if row['memory_ok'] else 'OVER'}; the largest worker's peak "
+                 f"{row['workers_peak_mb']:.0f} MB resident")
     if "transient_kb" in row:
         text += (f"; {row['file_mb']} MB file: results {row['held_mb']} MB, reading "
                  f"+{row['transient_kb']} KB over them (largest message {row['message_kb']} "

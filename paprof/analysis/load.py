@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 
 from paprof.analysis import metrics as M
+from paprof.analysis import ncu_reader
 from paprof.analysis.bottleneck import DEFAULT_THRESHOLDS, Thresholds, classify
 from paprof.analysis.ncu_fastread import FastResult
 from paprof.analysis.ncu_reader import open_report, read_metric, read_rules
@@ -266,45 +267,78 @@ def _action_row(action, entries, facts: dict, sidecar: dict | None, index: int,
 
 
 class _Columns:
-    """A frame made a row at a time, column by column: each row's numbers go into arrays
-    of doubles and counters as it comes, its text and objects into lists, so that loading
-    holds the table and one row's dict, not every row's as well (10,000 rows: 35 MB). The
-    values are converted as ``_column`` converts them."""
+    """A frame made a row at a time: each row's numbers go into the one block of doubles
+    pandas keeps them in (a column of numbers a row of the block), its counters, text
+    and objects into arrays and lists, as it comes; so loading holds the table and one
+    row's dict, not every row's as well (10,000 rows: 35 MB), nor the numbers twice
+    (pandas would copy them into its block). The block is made for ``rows`` rows (a run's
+    one kernel each) and grows by half when more come; the frame keeps the rows made.
+    The values are converted as ``_column`` converts them."""
 
     _NUMBER, _COUNTER, _TEXT, _OBJECT = range(4)
 
-    def __init__(self, order: list[str]):
+    def __init__(self, order: list[str], rows: int = 0):
         self.order = order
         self.plan = []
         for column in order:
             kind = (self._COUNTER if column in _INT_COLUMNS else
                     self._NUMBER if column not in _NOT_FLOAT else
                     self._TEXT if column in _TEXT_COLUMNS else self._OBJECT)
-            store = (array("q") if kind == self._COUNTER else
-                     array("d") if kind == self._NUMBER else [])
-            self.plan.append((column, kind, store))
+            if kind != self._NUMBER:
+                self.plan.append((column, kind, array("q") if kind == self._COUNTER else []))
+        self.numbers = [column for column in order if column not in _NOT_FLOAT]
+        self.block = np.empty((len(self.numbers), max(rows, 1)), dtype="float64")
+        self.rows = 0
+
+    def _room(self, more: int) -> None:
+        capacity = self.block.shape[1]
+        if self.rows + more > capacity:
+            grown = np.empty((len(self.numbers), max(self.rows + more, capacity + capacity // 2)),
+                             dtype="float64")
+            grown[:, :self.rows] = self.block[:, :self.rows]
+            self.block = grown
+
+    def stores(self, without: str) -> tuple:
+        """The rows made, to send: the numbers (a block of just them) and every other
+        column's values but ``without``'s (None in its place)."""
+        return (self.block[:, :self.rows],
+                [None if column == without else store for column, _kind, store in self.plan])
+
+    def extend(self, stores: tuple, fill: str, values: list) -> None:
+        """Append another table's ``stores`` (rows after this table's), and ``values`` as
+        the column ``fill`` they left out."""
+        numbers, others = stores
+        count = numbers.shape[1]
+        self._room(count)
+        self.block[:, self.rows:self.rows + count] = numbers
+        self.rows += count
+        for (column, _kind, store), more in zip(self.plan, others):
+            store.extend(values if column == fill else more)
 
     def add(self, row: dict) -> None:
         get = row.get
+        self._room(1)
+        self.block[:, self.rows] = [math.nan if value is None or isinstance(value, str) else value
+                                    for value in map(get, self.numbers)]
+        self.rows += 1
         for column, kind, store in self.plan:
             value = get(column)
-            if kind == self._NUMBER:
-                store.append(math.nan if value is None or isinstance(value, str) else value)
-            elif kind == self._TEXT:
+            if kind == self._TEXT:
                 store.append("" if value is None or _nan(value) else str(value))
             else:
                 store.append(value)
 
     def frame(self, missing: dict) -> pd.DataFrame:
-        data = {}
+        """The frame, its columns in order, made on the block (not copied); each other
+        column's store is emptied as it goes in. The table is empty after."""
+        df = pd.DataFrame(self.block[:, :self.rows].T, columns=self.numbers, copy=False)
+        self.block = self.block[:, :0]
+        place = {column: i for i, column in enumerate(self.order)}
         for column, kind, store in self.plan:
-            if kind == self._NUMBER:
-                data[column] = np.frombuffer(store, dtype="float64") if store else _column([], column)
-            elif kind == self._COUNTER:
-                data[column] = np.frombuffer(store, dtype="int64") if store else _column([], column)
-            else:
-                data[column] = pd.Series(store, dtype=object)
-        df = pd.DataFrame(data, columns=self.order)
+            values = (np.array(store, dtype="int64") if kind == self._COUNTER else
+                      pd.Series(store, dtype=object))
+            del store[:]
+            df.insert(place[column], column, values)
         df.attrs["missing"] = dict(missing)
         return df
 
@@ -325,8 +359,16 @@ def _column(values, column: str):
     return pd.Series(list(values), dtype=object)
 
 
-def load_reports(paths, thresholds: Thresholds = DEFAULT_THRESHOLDS, scan=None
-                 ) -> pd.DataFrame:
+PARALLEL_RUNS = 400
+"""Stores of fewer runs are read in this process: a pool's start costs more than it saves."""
+CHUNK_RUNS = 100
+"""Runs a worker reads per task: small enough to share the work out evenly and keep what
+comes back at a time small (100 runs: 0.7 MB pickled), large enough to cost little
+to send (a task costs ~1 ms)."""
+
+
+def load_reports(paths, thresholds: Thresholds = DEFAULT_THRESHOLDS, scan=None,
+                 jobs: int | None = None) -> pd.DataFrame:
     """One row per profiled kernel launch of every report in ``paths``.
 
     ``paths``: a path or an iterable of paths, each an ``.ncu-rep`` file or a folder
@@ -336,21 +378,73 @@ def load_reports(paths, thresholds: Thresholds = DEFAULT_THRESHOLDS, scan=None
     shape empty. Raises UserError for a file that is not a whole report, a report with
     no kernels, or a path that does not exist. ``scan``: the command's
     ``paprof.profiler.store.Scan``, when it has read the store already.
+
+    ``jobs``: worker processes that read the reports (default ``paprof.parallel.jobs()``,
+    ``PAPROF_JOBS=1`` for none); used from ``PARALLEL_RUNS`` runs on. The rows, their
+    order and ``attrs`` are the same either way.
     """
+    from paprof import parallel
     from paprof.profiler.store import gc_paused
 
-    entries = M.MEASURED
-    table = _Columns(columns())
+    runs = _runs(paths, scan)
+    workers = parallel.jobs() if jobs is None else jobs
+    table = _Columns(columns(), len(runs))
     missing: dict = {}
+    # Each run is let go of once its rows are in: its paths are not held to the end.
     with gc_paused():
-        for report, sidecar, layout in _runs(paths, scan):
-            _context, actions = open_report(report)
-            facts = _report_facts(report, sidecar, layout)
-            launches: dict = {}
-            for index, action in enumerate(actions):
-                table.add(_action_row(action, entries, facts, sidecar, index, launches,
-                                      missing, thresholds))
+        if workers <= 1 or len(runs) < PARALLEL_RUNS:
+            runs.reverse()
+            while runs:
+                report, sidecar, layout = runs.pop()
+                _add_run(table, report, _report_facts(report, sidecar, layout), sidecar,
+                         thresholds, missing)
+            return table.frame(missing)
+        # The sidecars stay here (each row holds its run's dict, as read once); a worker
+        # gets what the rows take from them.
+        sidecars = [side for _report, side, _layout in runs]
+        runs[:] = [(report, _report_facts(report, side, layout)) for report, side, layout in runs]
+        size = parallel.chunk_size(len(runs), workers, CHUNK_RUNS)
+        tasks = ((piece, thresholds, ncu_reader.FAST_READER)
+                 for piece in parallel.drain(runs, size))
+        done = 0
+        with parallel.ordered_map(_load_chunk, tasks, min(workers, -(-len(runs) // size))
+                                  ) as parts:
+            for stores, seen, counts in parts:
+                mine = sidecars[done:done + len(counts)]
+                done += len(counts)
+                table.extend(stores, "sidecar", [s for s, n in zip(mine, counts) for _ in range(n)])
+                for column, section in seen.items():
+                    missing.setdefault(column, section)  # the first row's, in run order
         return table.frame(missing)
+
+
+def _add_run(table: _Columns, report: Path, facts: dict, sidecar: dict | None,
+             thresholds: Thresholds, missing: dict) -> int:
+    """Add the rows of one run to ``table``; how many."""
+    _context, actions = open_report(report)
+    launches: dict = {}
+    count = 0
+    for count, action in enumerate(actions, 1):
+        table.add(_action_row(action, M.MEASURED, facts, sidecar, count - 1, launches,
+                              missing, thresholds))
+    return count
+
+
+def _load_chunk(task: tuple) -> tuple[tuple, dict, array]:
+    """A worker's share, runs given as (report, ``_report_facts``): the columns of their
+    rows (without the sidecars: the parent has them), the columns they lack, and each
+    run's number of rows."""
+    from paprof.profiler.store import gc_paused
+
+    runs, thresholds, fast_reader = task
+    ncu_reader.FAST_READER = fast_reader  # as the parent reads (a spawned worker starts anew)
+    table = _Columns(columns(), len(runs))
+    missing: dict = {}
+    counts = array("q")
+    with gc_paused():
+        for report, facts in runs:
+            counts.append(_add_run(table, report, facts, None, thresholds, missing))
+    return table.stores("sidecar"), missing, counts
 
 
 def variant_rows(df: pd.DataFrame, thresholds: Thresholds = DEFAULT_THRESHOLDS

@@ -29,10 +29,32 @@ def spans(values, factor: float = 8.0) -> bool:
     return len(pos) >= 2 and max(pos) / min(pos) >= factor
 
 
+MAX_LABELS = 12
+"""Labelled ticks on a panel's axis at most: the 4-inch panel holds about that many of
+its 7-point labels side by side (50 overlap into a smear, and each tick is matplotlib's
+dearest artist). Every value keeps its marker; the alt text names them all."""
+
+
+def labelled(positions: list[float], log_x: bool, most: int = MAX_LABELS) -> list[int]:
+    """Indices of the ``positions`` (increasing) that get a tick and label: all of them
+    up to ``most``, else the first, the last, and those between at least 1/(most - 1) of
+    the axis (on a log axis: of its log) from the one kept before and half that from
+    the last."""
+    if len(positions) <= most:
+        return list(range(len(positions)))
+    place = [math.log10(p) for p in positions] if log_x else [float(p) for p in positions]
+    gap = (place[-1] - place[0]) / (most - 1)
+    kept = [0]
+    for i in range(1, len(place) - 1):
+        if place[i] - place[kept[-1]] >= gap and place[-1] - place[i] >= gap / 2:
+            kept.append(i)
+    return kept + [len(place) - 1]
+
+
 def scaling(chart_id: str, axis: str, xs: list, labels: list[str], series: dict[str, dict[str, list]],
             where: str, log_x: bool) -> ChartView:
     """Four panels (time, TB/s, TFLOP/s, % of ceiling) against ``xs``; ``series``:
-    variant -> panel key -> values (None where not measured)."""
+    variant -> panel key -> values (None where not measured). Ticks: ``labelled``."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
     from matplotlib.ticker import FixedLocator, NullLocator
@@ -44,6 +66,8 @@ def scaling(chart_id: str, axis: str, xs: list, labels: list[str], series: dict[
         grid = fig.subplots(2, 2)
         fig.subplots_adjust(left=0.08, right=0.98, top=0.88, bottom=0.1, wspace=0.22, hspace=0.42)
         positions = list(range(len(xs))) if not log_x else [float(x) for x in xs]
+        shown = labelled(positions, log_x)
+        ticks, names = [positions[i] for i in shown], [labels[i] for i in shown]
         for ax, (key, label, may_log) in zip(grid.flat, PANELS):
             drawn = []
             for i, (variant, values) in enumerate(series.items()):
@@ -55,9 +79,9 @@ def scaling(chart_id: str, axis: str, xs: list, labels: list[str], series: dict[
                 drawn += [p[1] for p in pts]
             if log_x:
                 ax.set_xscale("log")
-            ax.xaxis.set_major_locator(FixedLocator(positions))
+            ax.xaxis.set_major_locator(FixedLocator(ticks))
             ax.xaxis.set_minor_locator(NullLocator())
-            ax.set_xticks(positions, labels, fontsize=7, rotation=30 if len(labels) > 6 else 0)
+            ax.set_xticks(ticks, names, fontsize=7, rotation=30 if len(names) > 6 else 0)
             if may_log and spans(drawn, 10):
                 ax.set_yscale("log")
             elif drawn:

@@ -19,7 +19,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from paprof import __version__
+from paprof import __version__, parallel
 from paprof.analysis import fmt
 from paprof.errors import UserError
 from paprof.family import format_value
@@ -32,6 +32,9 @@ of repeated CUDA-event medians on the H200 is about 1 %."""
 REGIME_KIND = "paprof-regime"
 REGIME_SCHEMA = 1
 MAX_CHARTS = 24
+PARALLEL_CHARTS = 4
+"""From this many charts on they are drawn by worker processes (``paprof.parallel``):
+each takes matplotlib 0.1-0.2 s, a worker's start about as much."""
 
 
 @dataclass
@@ -470,9 +473,21 @@ def _charts(data: dict, cells: dict) -> tuple[list, int]:
                         series[vid][k].append(getattr(c, k) if c.measured else None)
             where = ("at " + ", ".join(f"{k} {format_value(v)}" for k, v in at.items())) if at else ""
             chart_id = f"scaling-{key}-{len(charts)}"
-            charts.append(sweep_charts.scaling(chart_id, key, ordered, [format_value(v) for v in ordered],
-                                               series, where, log_x))
-    return charts, left_out
+            charts.append((chart_id, key, ordered, [format_value(v) for v in ordered], series, where,
+                           log_x))
+    jobs = min(parallel.jobs(), len(charts)) if len(charts) >= PARALLEL_CHARTS else 1
+    if jobs > 1:  # imported once here, so that forked workers start with it
+        import matplotlib.backends.backend_agg  # noqa: F401
+        import matplotlib.figure  # noqa: F401
+    with parallel.ordered_map(_scaling, charts, jobs) as drawn:
+        return list(drawn), left_out
+
+
+def _scaling(args: tuple):
+    """One scaling chart (in a worker process when there are several)."""
+    from paprof.reports import sweep_charts
+
+    return sweep_charts.scaling(*args)
 
 
 def build_context(col: Collected, noise_pct: float = NOISE_PCT, charts: bool = True,

@@ -1,0 +1,254 @@
+"""Worker processes (``paprof.parallel``): the reports of a store read by a pool give the
+same table as read in one process, rows in the same order; errors and Ctrl-C end the
+workers; ``PAPROF_JOBS`` chooses; the sweep report's charts drawn by workers are the same.
+"""
+
+from __future__ import annotations
+
+import math
+import multiprocessing
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from paprof import parallel
+from paprof.analysis import load
+from paprof.errors import UserError
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLES = ROOT / "examples"
+
+
+def _store(tmp_path: Path, copies: int = 3) -> Path:
+    """Copies (hard links) of the shipped H200 and flash_fwd runs, one report without its
+    sidecar (named by the folder layout): runs of one and of two kernels, two families."""
+    store = tmp_path / "store"
+    for k in range(copies):
+        for source in ("h200", "h200-flash_fwd"):
+            shutil.copytree(EXAMPLES / source, store / f"c{k}" / source, copy_function=os.link)
+    lone = sorted((store / f"c{copies - 1}" / "h200").rglob("*.json"))[-1]
+    lone.unlink()
+    return store
+
+
+def _text(df) -> list:
+    """Everything a frame holds, as text (NaN compares equal), in order."""
+    return [list(df.columns), [str(t) for t in df.dtypes], repr(df.attrs),
+            [repr(df[c].tolist()) for c in df.columns]]
+
+
+@pytest.fixture
+def small_pool(monkeypatch):
+    """The pool used from 2 runs on, 3 runs a task: several tasks for a small store."""
+    monkeypatch.setattr(load, "PARALLEL_RUNS", 2)
+    monkeypatch.setattr(load, "CHUNK_RUNS", 3)
+
+
+def _no_pool(monkeypatch):
+    def refuse(*args, **kwargs):
+        raise AssertionError("a pool was made")
+
+    monkeypatch.setattr(parallel, "_pool", refuse)
+
+
+def test_parallel_load_is_the_serial_load(tmp_path, small_pool):
+    store = _store(tmp_path)
+    serial = load.load_reports([store], jobs=1)
+    pooled = load.load_reports([store], jobs=2)
+    assert len(pooled) == len(serial) > 40
+    assert _text(pooled) == _text(serial)
+    paths = pooled["report_path"].tolist()
+    assert paths == sorted(paths, key=Path)  # the store's order
+    assert pooled.attrs["missing"] == serial.attrs["missing"]
+    # each row holds its run's own sidecar dict, as the serial path does
+    sides = pooled["sidecar"].tolist()
+    v4 = [i for i, k in enumerate(pooled["kernel"]) if "v4" in k]
+    assert len(v4) >= 2 and sides[v4[0]] is sides[v4[1]]
+    assert sum(s is None for s in sides) == sum(s is None for s in serial["sidecar"]) > 0
+    assert multiprocessing.active_children() == []
+
+
+def test_variant_rows_of_a_parallel_load(tmp_path, small_pool):
+    store = _store(tmp_path, copies=2)
+    assert (_text(load.variant_rows(load.load_reports([store], jobs=2)))
+            == _text(load.variant_rows(load.load_reports([store], jobs=1))))
+
+
+def test_the_first_bad_report_in_order_is_the_error(tmp_path, small_pool):
+    store = _store(tmp_path)
+    reports = sorted(store.rglob("*.ncu-rep"))
+    for bad in (reports[7], reports[20]):
+        bad.unlink()
+        bad.write_bytes(b"NVR\x00" + b"\x07" * 40)
+    with pytest.raises(UserError) as serial:
+        load.load_reports([store], jobs=1)
+    with pytest.raises(UserError) as pooled:
+        load.load_reports([store], jobs=2)
+    assert str(pooled.value) == str(serial.value)
+    assert str(reports[7]) in str(pooled.value)
+    assert multiprocessing.active_children() == []
+
+
+def test_paprof_jobs_1_and_small_stores_stay_in_process(tmp_path, monkeypatch):
+    store = _store(tmp_path, copies=1)
+    expected = _text(load.load_reports([store], jobs=1))
+    _no_pool(monkeypatch)
+    monkeypatch.setenv("PAPROF_JOBS", "1")
+    monkeypatch.setattr(load, "PARALLEL_RUNS", 2)
+    assert _text(load.load_reports([store])) == expected
+    monkeypatch.setenv("PAPROF_JOBS", "2")
+    monkeypatch.setattr(load, "PARALLEL_RUNS", 1000)  # a small store: no pool
+    assert _text(load.load_reports([store])) == expected
+
+
+@pytest.mark.parametrize("given, expected", [("1", 1), (" 3 ", 3), ("16", 16)])
+def test_jobs_from_the_environment(given, expected):
+    assert parallel.jobs({"PAPROF_JOBS": given}) == expected
+
+
+@pytest.mark.parametrize("given", ["0", "-2", "two", "1.5"])
+def test_bad_jobs_is_one_line_of_user_error(given):
+    with pytest.raises(UserError, match="PAPROF_JOBS must be a whole number"):
+        parallel.jobs({"PAPROF_JOBS": given})
+
+
+def test_default_jobs_follow_the_processors_capped():
+    count = parallel.jobs({})
+    assert 1 <= count <= parallel.MAX_JOBS
+    assert count <= (os.cpu_count() or 1)
+
+
+def test_ordered_map_keeps_the_order_and_reaps_its_workers():
+    tasks = [9, -4, 16, -1, 25, 0, -36]
+    with parallel.ordered_map(abs, tasks, 3) as results:
+        assert list(results) == [abs(t) for t in tasks]
+    assert multiprocessing.active_children() == []
+    with pytest.raises(ValueError, match="'x'"):
+        with parallel.ordered_map(int, ["1", "2", "x", "y"], 2) as results:
+            list(results)
+    assert multiprocessing.active_children() == []
+    with parallel.ordered_map(abs, tasks, 2) as results:  # left early
+        assert next(iter(results)) == 9
+    assert multiprocessing.active_children() == []
+
+
+def test_drain_cuts_in_order_and_lets_go():
+    items = list(range(23))
+    given = []
+    for piece in parallel.drain(items, 5):
+        given.append(piece)
+        assert len(items) == 23 - 5 * len(given) or not items  # taken out as given
+    assert [x for piece in given for x in piece] == list(range(23))
+    assert list(map(len, given)) == [5, 5, 5, 5, 3]
+    assert parallel.chunk_size(10_000, 2, 100) == 100
+    assert parallel.chunk_size(24, 2, 100) == 3
+    assert parallel.chunk_size(1, 8, 100) == 1
+
+
+def test_charts_drawn_by_workers_are_the_same(monkeypatch):
+    from paprof.sweep import report as R
+
+    runs = EXAMPLES / "sweeps" / "h200-profile"
+    col = R.collect(runs, R.manifests.find(runs))
+    monkeypatch.setattr(R, "MAX_CHARTS", 3)  # 3 of its 7, drawn here, then by 2 workers
+    monkeypatch.setattr(R, "PARALLEL_CHARTS", 3)
+    monkeypatch.setenv("PAPROF_JOBS", "1")
+    serial, left_out = R._charts(col.manifest, col.cells)
+    monkeypatch.setenv("PAPROF_JOBS", "2")
+    pooled, _ = R._charts(col.manifest, col.cells)
+    assert (len(serial), left_out) == (3, 4)
+    assert [vars(c) for c in pooled] == [vars(c) for c in serial]
+    assert multiprocessing.active_children() == []
+
+
+def test_labelled_ticks_first_last_and_spread():
+    from paprof.reports.sweep_charts import MAX_LABELS, labelled
+
+    assert labelled([0.0, 1.0, 2.0], False) == [0, 1, 2]
+    for positions, log_x in ((list(range(50)), False), (list(range(1, 51)), True),
+                             ([2.0 ** k for k in range(20)], True)):
+        kept = labelled(positions, log_x)
+        assert kept[0] == 0 and kept[-1] == len(positions) - 1
+        assert kept == sorted(set(kept)) and 3 <= len(kept) <= MAX_LABELS
+        place = [math.log10(positions[i]) if log_x else positions[i] for i in kept]
+        gaps = [b - a for a, b in zip(place, place[1:])]
+        span = place[-1] - place[0]
+        assert min(gaps) >= span / (MAX_LABELS - 1) / 2 - 1e-9
+
+
+def test_ctrl_c_while_workers_read_ends_them(tmp_path):
+    """SIGINT to paprof while its workers read: exit 130, one line, no worker left."""
+    store = _store(tmp_path, copies=1)
+    pids = tmp_path / "pids"
+    code = textwrap.dedent(f"""
+        import os, signal, sys, time
+        from paprof.analysis import load
+        load.PARALLEL_RUNS, load.CHUNK_RUNS = 2, 2
+        def stuck(task):
+            with open({str(pids)!r}, "a") as out:
+                out.write(f"{{os.getpid()}}\\n")
+            try:  # the first worker to start presses Ctrl-C
+                os.close(os.open({str(pids)!r} + ".first", os.O_CREAT | os.O_EXCL))
+                os.kill(os.getppid(), signal.SIGINT)
+            except FileExistsError:
+                pass
+            time.sleep(60)
+        stuck.__module__, stuck.__qualname__ = load.__name__, "_load_chunk"
+        load._load_chunk = stuck
+        from paprof.entry import main
+        sys.exit(main(sys.argv[1:]))
+    """)
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "PAPROF_JOBS": "2"}
+    start = time.monotonic()
+    done = subprocess.run([sys.executable, "-c", code, "table", str(store)], cwd=tmp_path,
+                          env=env, capture_output=True, text=True, timeout=50)
+    assert (done.returncode, done.stderr) == (130, "paprof: interrupted\n"), done.stderr
+    assert time.monotonic() - start < 30  # not the workers' 60 s sleep
+    workers = [int(p) for p in pids.read_text().split()]
+    assert workers
+    for pid in workers:
+        with pytest.raises(ProcessLookupError):
+            os.kill(pid, 0)
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_loading_peaks_under_the_table_plus_two_reports(tmp_path, small_pool, jobs):
+    """Issue 14's memory bound on a small store: the table, and at most twice the largest
+    report besides (the numbers are not copied into pandas' block at the end)."""
+    import tracemalloc
+
+    store = _store(tmp_path)
+    load.load_reports([store], jobs=jobs)  # caches, patterns: not the loading
+    largest = max(p.stat().st_size for p in store.rglob("*.ncu-rep"))
+    tracemalloc.start()
+    try:
+        df = load.load_reports([store], jobs=jobs)
+        held, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert len(df) > 40
+    assert peak - held < 2 * largest, (peak - held, largest)
+
+
+def test_the_frame_is_made_on_the_block_not_a_copy(tmp_path, monkeypatch):
+    import numpy as np
+
+    blocks = []
+    real = load._Columns.frame
+
+    def frame(self, missing):
+        blocks.append(self.block)
+        return real(self, missing)
+
+    monkeypatch.setattr(load._Columns, "frame", frame)
+    df = load.load_reports([_store(tmp_path, copies=1)], jobs=1)
+    for column in ("duration_us", "dram_bytes", "work_tbs"):
+        assert np.shares_memory(df[column].to_numpy(), blocks[0])
+    assert df["launch"].dtype == "int64" and df["rules"].dtype == object

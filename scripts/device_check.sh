@@ -38,6 +38,9 @@
 #            layouts (4 x 32 shipped, 8 x 16, alternatives; bf16 b4 h32 s8192 d128, causal,
 #            d64, with sdpa_flash timed beside them), then paprof bench of mma, mma128 and
 #            sdpa_flash (30 launches) at the four issue shapes -> logs/flash3-*, a TFLOP/s table
+#   ship     the runs shipped for issues 13 and 16: mma128 and wgmma at the issue's flash_fwd
+#            shape, v6/v7 on the ragged batch and at group 1 head_dim 64, v7 at the main shape
+#            (fp16) -> $OUT/ship.tar.xz[.aa ...]
 #   shards   the same bench sweep as two shards run one after the other on this GPU, merged,
 #            and once through --gpus 0 (the worker path) (-> $OUT/shards.tar)
 #   fp8      the fp8 (e4m3) cache: its GPU tests, its sanitize_fast.py shapes under memcheck,
@@ -488,6 +491,22 @@ for f in sys.argv[1:]:
       tail -4 "$OUT/logs/flash3-bench-$i.log"
     done
     python3 scripts/bench_table.py --flops "$OUT"/logs/flash3-bench-*.json | tee "$OUT/logs/flash3-bench-table.md"
+    ;;
+  ship)
+    stamp ship
+    rm -rf /tmp/ship
+    RAGGED="context=17:300:1024:2048:4000:4096:6000:8192:9000:12000:15000:16384:500:3000:7000:10000"
+    for args in "--family flash_fwd --variant mma128 --variant wgmma --shape batch=4,q_heads=32,seq_q=8192,head_dim=128,dtype=bf16" \
+                "--family paged_decode --variant v6 --variant v7 --shape $RAGGED,dtype=fp16" \
+                "--family paged_decode --variant v6 --variant v7 --shape batch=64,context=4096,q_heads=32,kv_heads=32,head_dim=64,dtype=fp16" \
+                "--family paged_decode --variant v7 --shape $MAIN,dtype=fp16"; do
+      start=$(date +%s)
+      # shellcheck disable=SC2086  # one word a flag
+      timeout 150 python3 -m paprof run $args --runs /tmp/ship 2>&1 | tail -6 | tee -a "$OUT/logs/ship.log"
+      echo "paprof run $args: rc ${PIPESTATUS[0]} $(( $(date +%s) - start )) s wall" | tee -a "$OUT/logs/ship.log"
+    done
+    python3 -m paprof table /tmp/ship > "$OUT/logs/ship-table.txt" 2>&1; tail -12 "$OUT/logs/ship-table.txt"
+    (cd /tmp && pack ship ship)
     ;;
   flashbig)
     stamp flashbig

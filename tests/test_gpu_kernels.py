@@ -245,6 +245,7 @@ def test_v7_packed_snap(monkeypatch, snap):
     from paprof.families.paged_decode import variants
 
     monkeypatch.setattr(variants, "V7_PACK_SNAP", snap)
+    monkeypatch.setattr(variants, "V7_PATH", "packed")  # built, not shipped (V7_CHOICES)
     prep = check("v7", Shape(batch=len(ISSUE_RAGGED), context=ISSUE_RAGGED, dtype="bf16"))
     assert prep.launcher.details["path"] == "packed" and prep.launcher.details["snap"] == snap
 

@@ -46,7 +46,7 @@
 #   fp8      the fp8 (e4m3) cache: its GPU tests, its sanitize_fast.py shapes under memcheck,
 #            paprof bench of v5/v6 at the issue shapes in fp8 (against fp16 at the main
 #            shape), the fp8 entries of scripts/tune_v5.py
-#   decode7  v7 (work split by tokens; packed ranges for ragged batches): its GPU tests
+#   decode7  v7 (work split by tokens; the packed ranges forced for the A/B): its GPU tests
 #            (-k v7), v7's shapes of scripts/sanitize_fast.py --v7 under memcheck (while the
 #            peers' JIT builds run on the CPUs), paprof bench of v6, v7 and the FlashInfer
 #            peers (when ./peers-kit is carried) at the issue's six shapes in fp16 and three

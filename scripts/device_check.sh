@@ -83,6 +83,24 @@ flash_runs() {
     echo "paprof run --family flash_fwd --variant $vid ($dtype): rc ${PIPESTATUS[0]} $(( $(date +%s) - start )) s wall" | tee -a "$OUT/logs/$3.log"
   done
 }
+# flash_bench NAME TIMEOUT VARIANT...: paprof bench (30 launches, JSON) of the variants at
+# flash_fwd's four issue shapes (bf16 b4 h32 s8192 d128, causal, d64, s1024) into
+# $OUT/logs/NAME-bench-*, then their TFLOP/s table in NAME-bench-table.md
+flash_bench() {
+  local name=$1 limit=$2 F="batch=4,q_heads=32,seq_q=8192,head_dim=128,dtype=bf16" i=0 spec start vid
+  shift 2
+  local vargs=()
+  for vid in "$@"; do vargs+=(--variant "$vid"); done
+  for spec in "$F" "$F,causal=true" "${F/head_dim=128/head_dim=64}" "${F/seq_q=8192/seq_q=1024}"; do
+    i=$((i + 1))
+    start=$(date +%s)
+    timeout "$limit" python3 -m paprof bench --family flash_fwd "${vargs[@]}" --launches 30 --shape "$spec" --json \
+      > "$OUT/logs/$name-bench-$i.json" 2> "$OUT/logs/$name-bench-$i.log"
+    echo "bench $spec: rc $? $(( $(date +%s) - start )) s wall" | tee -a "$OUT/logs/$name-bench.txt"
+    tail -4 "$OUT/logs/$name-bench-$i.log"
+  done
+  python3 scripts/bench_table.py --flops "$OUT"/logs/"$name"-bench-*.json | tee "$OUT/logs/$name-bench-table.md"
+}
 stamp() { echo "[$(( $(date +%s) - t0 ))s] $*"; }
 # peers_env P: the environment FlashInfer's kit in P runs in (exported: call it in a
 # subshell, so that the peer's PYTHONPATH stays out of the later stages)
@@ -362,19 +380,8 @@ from paprof.kernels import gpu; print(gpu.current_device())
     FT="mma128"                             # pytest -k: the new kernels' GPU tests
     timeout 120 python3 -m pytest -m gpu tests/test_gpu_flash.py -q -p no:cacheprovider -rs -k "$FT" 2>&1 \
       | tail -25 | tee "$OUT/logs/flash2-tests.log"
-    F="batch=4,q_heads=32,seq_q=8192,head_dim=128,dtype=bf16"
-    VARGS=$(for vid in $FV; do printf -- '--variant %s ' "$vid"; done)
-    i=0
-    for spec in "$F" "$F,causal=true" "${F/head_dim=128/head_dim=64}" "${F/seq_q=8192/seq_q=1024}"; do
-      i=$((i + 1))
-      start=$(date +%s)
-      # shellcheck disable=SC2086  # one word a flag
-      timeout 100 python3 -m paprof bench --family flash_fwd $VARGS --launches 30 --shape "$spec" --json \
-        > "$OUT/logs/flash2-bench-$i.json" 2> "$OUT/logs/flash2-bench-$i.log"
-      echo "bench $spec: rc $? $(( $(date +%s) - start )) s wall" | tee -a "$OUT/logs/flash2-bench.txt"
-      tail -4 "$OUT/logs/flash2-bench-$i.log"
-    done
-    python3 scripts/bench_table.py --flops "$OUT"/logs/flash2-bench-*.json | tee "$OUT/logs/flash2-bench-table.md"
+    # shellcheck disable=SC2086  # one word a variant
+    flash_bench flash2 100 $FV
     ;;
   flashw)
     stamp flashw
@@ -399,16 +406,7 @@ for text in ('batch=1,q_heads=4,kv_heads=2,seq_q=200,seq_k=333,head_dim=128,caus
     print('wgmma', p.slug(), harness.verify(harness.prepare(fam, registry.get('wgmma', 'flash_fwd'), p)), flush=True)
 " > "$OUT/logs/flashw-memcheck.log" 2>&1
     echo "wgmma memcheck: rc $?"; tail -6 "$OUT/logs/flashw-memcheck.log"
-    F="batch=4,q_heads=32,seq_q=8192,head_dim=128,dtype=bf16"
-    i=0
-    for spec in "$F" "$F,causal=true" "${F/head_dim=128/head_dim=64}" "${F/seq_q=8192/seq_q=1024}"; do
-      i=$((i + 1))
-      start=$(date +%s)
-      timeout 85 python3 -m paprof bench --family flash_fwd --variant wgmma --variant mma --variant mma128 \
-        --variant sdpa_flash --variant sdpa_cudnn --launches 30 --shape "$spec" --json > "$OUT/logs/flashw-bench-$i.json" 2> "$OUT/logs/flashw-bench-$i.log"
-      echo "bench $spec: rc $? $(( $(date +%s) - start )) s wall" | tee -a "$OUT/logs/flashw-bench.txt"
-    done
-    python3 scripts/bench_table.py --flops "$OUT"/logs/flashw-bench-*.json | tee "$OUT/logs/flashw-bench-table.md"
+    flash_bench flashw 85 wgmma mma mma128 sdpa_flash sdpa_cudnn
     ;;
   decode7)
     # v7 (work split by tokens, packed ranges for ragged batches): its GPU tests, memcheck on
@@ -480,17 +478,7 @@ for f in sys.argv[1:]:
     stamp flash3 tune
     timeout 200 python3 scripts/tune_flash.py --launches 30 2>&1 | tee "$OUT/logs/flash3-tune.log"
     stamp flash3 bench
-    F="batch=4,q_heads=32,seq_q=8192,head_dim=128,dtype=bf16"
-    i=0
-    for spec in "$F" "$F,causal=true" "${F/head_dim=128/head_dim=64}" "${F/seq_q=8192/seq_q=1024}"; do
-      i=$((i + 1))
-      start=$(date +%s)
-      timeout 60 python3 -m paprof bench --family flash_fwd --variant mma --variant mma128 --variant sdpa_flash \
-        --launches 30 --shape "$spec" --json > "$OUT/logs/flash3-bench-$i.json" 2> "$OUT/logs/flash3-bench-$i.log"
-      echo "bench $spec: rc $? $(( $(date +%s) - start )) s wall" | tee -a "$OUT/logs/flash3-bench.txt"
-      tail -4 "$OUT/logs/flash3-bench-$i.log"
-    done
-    python3 scripts/bench_table.py --flops "$OUT"/logs/flash3-bench-*.json | tee "$OUT/logs/flash3-bench-table.md"
+    flash_bench flash3 60 mma mma128 sdpa_flash
     ;;
   ship)
     stamp ship

@@ -24,6 +24,7 @@
 #            error of each 64-query block in the message), compute-sanitizer memcheck on
 #            small shapes, then paprof bench of wgmma, mma, mma128, sdpa_flash, sdpa_cudnn at the
 #            issue shapes (bf16 b4 h32 s8192 d128, causal, d64, s1024) -> logs/flashw-*
+#   fp8runs  v7 under ncu, fp8 and fp16 caches, b64 and b1 (-> $OUT/fp8runs.tar.xz)
 #   flashbig flash_fwd's runs at the issue's shape (b4 h32 s8192 d128 bf16; handbook fp32)
 #            (-> $OUT/flash-big.tar.xz)
 #   attnprobe a bf16 GEMM ceiling and PyTorch SDPA's backends (scripts/attention_probe.py)
@@ -495,6 +496,20 @@ for f in sys.argv[1:]:
     done
     python3 -m paprof table /tmp/ship > "$OUT/logs/ship-table.txt" 2>&1; tail -12 "$OUT/logs/ship-table.txt"
     (cd /tmp && pack ship ship)
+    ;;
+  fp8runs)
+    stamp fp8runs
+    # v7 under ncu with fp8 and fp16 caches at b64 (no split) and b1 (split): what the fp8
+    # step loses against a pure read, from counters (issue 16) -> $OUT/fp8runs.tar.xz
+    rm -rf /tmp/fp8runs
+    for shape in "$MAIN,dtype=fp8" "$MAIN,dtype=fp16" "batch=1,context=131072,dtype=fp8" "batch=1,context=131072,dtype=fp16"; do
+      start=$(date +%s)
+      timeout 150 python3 -m paprof run --family paged_decode --variant v7 --shape "$shape" --runs /tmp/fp8runs 2>&1 | tail -4 | tee -a "$OUT/logs/fp8runs.log"
+      echo "paprof run v7 $shape: rc ${PIPESTATUS[0]} $(( $(date +%s) - start )) s wall" | tee -a "$OUT/logs/fp8runs.log"
+    done
+    python3 -m paprof table /tmp/fp8runs > "$OUT/logs/fp8runs-table.txt" 2>&1; tail -12 "$OUT/logs/fp8runs-table.txt"
+    python3 -m paprof table --format csv /tmp/fp8runs > "$OUT/logs/fp8runs-table.csv" 2>&1
+    (cd /tmp && pack fp8runs fp8runs)
     ;;
   flashbig)
     stamp flashbig

@@ -203,6 +203,13 @@ def test_the_limit_follows_the_label_and_its_counters():
     issue = step({}, {"bottleneck": "compute-bound", "issue_slots_busy_pct": 63.0, "instructions_executed": 2.57e9})
     assert issue.limit == ("b is limited by instruction issue now: issue slots 63 % of peak, 2.57 G warp "
                            "instructions (1.28 per DRAM byte)")
+    # a tensor-core kernel: the tensor pipe busier than issue decides (cuDNN's flash kernel on the H200)
+    tensor = step({}, {"bottleneck": "compute-bound", "issue_slots_busy_pct": 44.2, "tensor_pipe_pct": 77.0,
+                       "fma_pipe_pct": 20.0, "instructions_executed": 2.47e9})
+    assert tensor.limit == "b is limited by its tensor pipe now: 77 % of peak (issue slots 44.2 %)"
+    # ... and issue busier than every math pipe keeps the issue sentence
+    busy = step({}, {"bottleneck": "compute-bound", "issue_slots_busy_pct": 63.0, "fma_pipe_pct": 40.0})
+    assert busy.limit.startswith("b is limited by instruction issue now: issue slots 63 % of peak")
 
 
 # -- what would move it next ------------------------------------------------------------------

@@ -527,6 +527,19 @@ def _busiest(v: VariantResult) -> tuple[str, float] | None:
     return max(known, key=lambda x: x[1]) if known else None
 
 
+_MATH_PIPES = (("tensor_pipe_pct", "tensor pipe"), ("fma_pipe_pct", "FMA pipe"),
+               ("alu_pipe_pct", "ALU pipe"), ("fp64_pipe_pct", "FP64 pipe"),
+               ("xu_pipe_pct", "XU pipe"))
+
+
+def _busiest_math_pipe(v: VariantResult) -> tuple[str, float] | None:
+    """The busiest arithmetic pipe recorded (name, % of peak), None without one: what a
+    compute-bound kernel waits on when it is busier than instruction issue (a tensor-core
+    kernel keeps the tensor pipe near peak with few instructions)."""
+    known = [(name, _num(v.get(c))) for c, name in _MATH_PIPES if _num(v.get(c)) is not None]
+    return max(known, key=lambda x: x[1]) if known else None
+
+
 def _limit_words(v: VariantResult) -> str | None:
     names, blocks = binding_limits(v)
     if not names:
@@ -598,6 +611,12 @@ def limit(v: VariantResult) -> str | None:
     if label == "compute-bound":
         issue = _issue_busy(v)
         inst = _num(v.get("instructions_executed"))
+        pipe = _busiest_math_pipe(v)
+        if pipe is not None and (issue is None or pipe[1] >= issue):
+            text = f"{name} is limited by its {pipe[0]} now: {fmt.pct(pipe[1])} of peak"
+            if issue is not None:
+                text += f" (issue slots {fmt.pct(issue)})"
+            return text
         text = f"{name} is limited by instruction issue now: issue slots {fmt.pct(issue)} of peak"
         if inst is not None:
             per = per_dram_byte(v, inst)

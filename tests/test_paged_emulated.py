@@ -63,7 +63,8 @@ def launch_config(shape: Shape, vid: str, tuning: dict | None = None):
         name, split, splits, rows = variants.V7_KERNEL, True, len(items), plan["part_slots"] * shape.q_heads
         parts, worklist = plan["max_parts"], 1
     elif vid == "v7packed":
-        plan = variants.plan_packed(shape.context_lens, shape.page_size, shape.kv_heads, V7_CAPACITY)
+        plan = variants.plan_packed(shape.context_lens, shape.page_size, shape.kv_heads, V7_CAPACITY,
+                                    item_cost=variants.packed_item_cost(shape))
         items = variants.packed_array(plan)
         name, split, splits, rows = variants.V7_PACKED_KERNEL, True, plan["ctas"], plan["part_slots"] * shape.q_heads
         parts, worklist = plan["max_parts"], 2
@@ -332,11 +333,14 @@ def test_v7_serpentine_order_is_the_same_items_every_other_round_reversed():
 
 # -- v7 packed: equal page ranges a CTA over the concatenated sequences -----------------------
 
-def _packed_covering(shape: Shape, plan: dict, capacity: int, snap: int) -> None:
+def _packed_covering(shape: Shape, plan: dict, capacity: int, snap: int, cost: int) -> None:
     """The packed plan's items cover each sequence's pages once, in parts numbered along
     the sequence; each CTA's range is contiguous in the concatenated stream (its last
-    segment first, then the others in order) and within +-1 page of equal, plus ``snap``
-    pages each side where a cut moved onto a sequence boundary."""
+    segment first, then the others in order), holds at most PACKED_MERGES (2) items of
+    several parts, and is within +-1 of equal cost (its pages, plus ``cost`` a sequence
+    but the first that starts in it), plus ``snap`` pages each side where a cut moved onto
+    a sequence boundary and ``cost`` where it fell within a sequence's cost. The kernel's
+    array (packed_array) gives CTA y item y first and chains the rest in order."""
     pages = [-(-c // shape.page_size) for c in shape.context_lens]
     starts = np.concatenate([[0], np.cumsum(pages)]).tolist()
     total = starts[-1]
@@ -345,14 +349,22 @@ def _packed_covering(shape: Shape, plan: dict, capacity: int, snap: int) -> None
     assert ranges[0] == 0 and ranges[-1] == len(items) and len(ranges) == plan["ctas"] + 1
     seen = np.zeros(total, dtype=int)
     by_seq: dict = {}
-    sizes = []
+    sizes, costs = [], []
+    arr = variants.packed_array(plan).reshape(-1, variants.WORK_ITEM_INTS)
     for k in range(plan["ctas"]):
         mine = items[ranges[k]:ranges[k + 1]]
         assert mine, f"CTA {k} has no item"
+        chain, at = [], k
+        while at >= 0:
+            chain.append(tuple(arr[at, :6]))
+            at = arr[at, 6]
+        assert chain == mine, f"CTA {k}'s chain in the kernel's array is not its items"
+        assert sum(1 for it in mine if it[4] > 1) <= 2, f"CTA {k} could owe more than PACKED_MERGES merges"
         stream = mine[1:] + mine[:1]  # the kernel's order: the last segment first
         flat = [(starts[s] + p0, starts[s] + p1) for s, p0, p1, *_ in stream]
         assert all(a[1] == b[0] for a, b in zip(flat, flat[1:])), f"CTA {k}'s range is not contiguous"
         sizes.append(flat[-1][1] - flat[0][0])
+        costs.append(sizes[-1] + cost * sum(1 for s, p0, *_ in stream if p0 == 0 and s > 0 and starts[s] > flat[0][0]))
         for (s, p0, p1, part, parts, base), (a, b) in zip(stream, flat):
             assert 0 <= p0 < p1 <= pages[s]
             seen[a:b] += 1
@@ -371,8 +383,9 @@ def _packed_covering(shape: Shape, plan: dict, capacity: int, snap: int) -> None
     bases.sort()
     assert [b for b, _ in bases] == [sum(n for _, n in bases[:i]) for i in range(len(bases))]
     assert plan["part_slots"] == sum(n for _, n in bases) and plan["multi_part"] == len(bases)
-    mean = total / plan["ctas"]
-    assert max(sizes) <= mean + 1 + 2 * snap and min(sizes) >= mean - 1 - 2 * snap, (sizes, mean)
+    mean = sum(costs) / plan["ctas"]
+    slack = 1 + 2 * snap + 2 * cost
+    assert max(costs) <= mean + slack and min(costs) >= mean - slack, (costs, mean)
     assert plan["pages_per_cta"] == max(sizes)
 
 
@@ -399,7 +412,8 @@ def test_v7_packed_cases_span_one_two_and_many_sequences_a_cta():
     per_cta, per_seq = set(), set()
     for c, _ in PACKED_CASES:
         shape = Shape(**c)
-        plan = variants.plan_packed(shape.context_lens, shape.page_size, shape.kv_heads, V7_CAPACITY)
+        plan = variants.plan_packed(shape.context_lens, shape.page_size, shape.kv_heads, V7_CAPACITY,
+                                    item_cost=variants.packed_item_cost(shape))
         r = plan["ranges"]
         per_cta |= {len({it[0] for it in plan["items"][a:b]}) for a, b in zip(r, r[1:])}
         per_seq |= {it[4] for it in plan["items"]}
@@ -416,8 +430,9 @@ def _spans(plan: dict) -> tuple[int, int]:
 @pytest.mark.parametrize("shape, spans", PACKED_CASES, ids=lambda c: c if isinstance(c, str) else Shape(**c).slug())
 def test_v7_packed_matches_the_reference_reading_exactly_its_tokens(build, shape, spans):
     shape = Shape(**shape)
-    plan = variants.plan_packed(shape.context_lens, shape.page_size, shape.kv_heads, V7_CAPACITY)
-    _packed_covering(shape, plan, V7_CAPACITY, variants.V7_PACK_SNAP)
+    cost = variants.packed_item_cost(shape)
+    plan = variants.plan_packed(shape.context_lens, shape.page_size, shape.kv_heads, V7_CAPACITY, item_cost=cost)
+    _packed_covering(shape, plan, V7_CAPACITY, variants.V7_PACK_SNAP, cost)
     per_cta, per_seq = _spans(plan)
     one = any(len({it[0] for it in plan["items"][a:b]}) == 1 for a, b in zip(plan["ranges"], plan["ranges"][1:]))
     assert {"many": per_cta >= 3, "split3": per_seq >= 3 and one, "two": per_cta >= 2}[spans], (per_cta, per_seq)
@@ -428,20 +443,40 @@ def test_v7_packed_matches_the_reference_reading_exactly_its_tokens(build, shape
                                   "batch=4,context=32768", "context=1:1:1:40000", "batch=3,context=5",
                                   "context=16:16:16:16:16:16:16:16:16:4000,kv_heads=2"])
 @pytest.mark.parametrize("snap", [0, 2, 6])
-def test_v7_packed_plan_covers_every_page_once_in_equal_ranges(spec, snap):
+@pytest.mark.parametrize("cost", [0, 3, 8])
+def test_v7_packed_plan_covers_every_page_once_in_equal_ranges(spec, snap, cost):
     shape = problem.parse_shape(spec)
-    plan = variants.plan_packed(shape.context_lens, shape.page_size, shape.kv_heads, 528, snap)
-    _packed_covering(shape, plan, 528, snap)
+    plan = variants.plan_packed(shape.context_lens, shape.page_size, shape.kv_heads, 528, snap, cost)
+    _packed_covering(shape, plan, 528, snap, cost)
 
 
 def test_v7_packed_on_the_issue_batch_evens_the_largest_cta():
     """The issue's 16 lengths: 6,164 pages a KV head over 66 CTAs (one wave of 528): the
     largest CTA 94 pages (tokens: 108, 86 % of the ceiling measured = mean / max)."""
-    plan = variants.plan_packed(ISSUE_RAGGED, 16, 8, 528)
+    plan = variants.plan_packed(ISSUE_RAGGED, 16, 8, 528, item_cost=0)
     tokens = variants.plan_work(ISSUE_RAGGED, 16, 8, 528)
     total = sum(-(-c // 16) for c in ISSUE_RAGGED)
     assert plan["ctas"] == 66 and plan["waves"] == 1
     assert plan["pages_per_cta"] == -(-total // 66) and tokens["chunk_pages"] == 108
+
+
+def test_v7_packed_item_cost_gives_ctas_of_several_items_fewer_pages():
+    """The issue's 16 lengths with V7_PACK_ITEM_COST 3: the CTA of the short sequences (4
+    items and 93 pages with equal pages) gets fewer pages, so that the largest CTA in pages
+    plus 3 an item is 98 rather than 105; one sequence (b1) keeps the token plan's parts."""
+    def worst(plan, cost):
+        r = plan["ranges"]
+        return max(sum(p1 - p0 + cost for _, p0, p1, *_ in plan["items"][a:b]) for a, b in zip(r, r[1:]))
+
+    equal = variants.plan_packed(ISSUE_RAGGED, 16, 8, 528, item_cost=0)
+    costed = variants.plan_packed(ISSUE_RAGGED, 16, 8, 528, item_cost=3)
+    assert variants.V7_PACK_ITEM_COST == 3
+    assert (worst(equal, 3), worst(costed, 3)) == (105, 98)
+    assert [variants.packed_item_cost(Shape(dtype=d)) for d in ("fp16", "bf16", "fp8", "fp32")] == [3, 3, 6, 1]
+    assert costed["pages_per_cta"] == 95 and costed["min_pages_per_cta"] < 90
+    b1 = variants.plan_packed([131072], 16, 8, 528)
+    tokens = variants.plan_work([131072], 16, 8, 528)
+    assert sorted(it[1:3] for it in b1["items"]) == sorted(it[1:3] for it in tokens["items"])
 
 
 def test_v7_packed_snap_moves_cuts_onto_sequence_ends():
@@ -449,8 +484,8 @@ def test_v7_packed_snap_moves_cuts_onto_sequence_ends():
     with snap 0."""
     lens = [16 * 41] + [16 * 40] * 3  # 161 pages, 8 CTAs of ~20: the first cut at 20
     cap = 8
-    exact = variants.plan_packed(lens, 16, 1, cap, 0)
-    snapped = variants.plan_packed(lens, 16, 1, cap, 2)
+    exact = variants.plan_packed(lens, 16, 1, cap, 0, 0)
+    snapped = variants.plan_packed(lens, 16, 1, cap, 2, 0)
     smallest = lambda plan: min(p1 - p0 for _, p0, p1, *_ in plan["items"])  # noqa: E731
     assert smallest(exact) == 1 and smallest(snapped) > 2
 
@@ -459,11 +494,11 @@ def test_a_packed_kernel_taking_one_item_a_cta_is_caught(build):
     """Not vacuous: a packed kernel that stops after its CTA's first item leaves outputs
     unwritten and tokens unread."""
     common = (FOLDER / "fast_common.cuh").read_text()
-    line = "item_index < packed_end(FAST_WORK_ITEMS);"
+    line = "item_index = packed_next_item())"
     assert line in common
     broken = build / "broken-packed"
     broken.mkdir(exist_ok=True)
-    (broken / "fast_common.cuh").write_text(common.replace(line, "item_index < FAST_WORK_ITEMS[blockIdx.y] + 1;"))
+    (broken / "fast_common.cuh").write_text(common.replace(line, "item_index = -1)"))
     for name in ("common.cuh", "v5_mma.cu"):
         (broken / name).write_text((FOLDER / name).read_text())
     with pytest.raises(AssertionError, match="cache bytes read|NaN|rel"):

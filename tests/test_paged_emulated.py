@@ -15,6 +15,7 @@ written for 2-byte elements."""
 from __future__ import annotations
 
 import functools
+import os
 import subprocess
 from pathlib import Path
 
@@ -81,8 +82,9 @@ def launch_config(shape: Shape, vid: str, tuning: dict | None = None):
 
 
 def run_emulated(vid: str, shape: Shape, build: Path, tuning: dict | None = None, seed: int = 5,
-                 folder: Path = FOLDER):
-    """The kernel's output, the K and V bytes it read, its split counters after the run."""
+                 folder: Path = FOLDER, cta_order: str = ""):
+    """The kernel's output, the K and V bytes it read, its split counters after the run (the
+    CTAs in y order, or ``cta_order`` "odd-first": the driver's PAGED_EMU_CTA_ORDER)."""
     defines, splits, threads, smem, rows, items = launch_config(shape, vid, tuning)
     exe = driver(tuple(sorted(defines.items())), build, folder)
     inputs = problem.make_inputs(shape, seed, xp=np)
@@ -98,7 +100,8 @@ def run_emulated(vid: str, shape: Shape, build: Path, tuning: dict | None = None
                 fh.write(np.ascontiguousarray(inputs[name]).tobytes())
         if items is not None:
             fh.write(np.ascontiguousarray(items, dtype=np.int32).tobytes())
-    done = subprocess.run([str(exe), str(src), str(dst)], capture_output=True, text=True, timeout=900)
+    env = {**os.environ, "PAGED_EMU_CTA_ORDER": cta_order}
+    done = subprocess.run([str(exe), str(src), str(dst)], capture_output=True, text=True, timeout=900, env=env)
     assert done.returncode == 0, done.stderr[-4000:]
     raw = dst.read_bytes()
     n_out = shape.batch * shape.q_heads * shape.head_dim * 4
@@ -119,8 +122,9 @@ def attended_bytes(shape: Shape, inputs: dict) -> np.ndarray:
     return np.repeat(mask.reshape(-1), row)
 
 
-def check_emulated(vid: str, shape: Shape, build: Path, tuning: dict | None = None, folder: Path = FOLDER):
-    inputs, out, seen, counters = run_emulated(vid, shape, build, tuning, folder=folder)
+def check_emulated(vid: str, shape: Shape, build: Path, tuning: dict | None = None, folder: Path = FOLDER,
+                   cta_order: str = ""):
+    inputs, out, seen, counters = run_emulated(vid, shape, build, tuning, folder=folder, cta_order=cta_order)
     want = attended_bytes(shape, inputs)
     for name, got in zip(("K", "V"), seen):
         wrong = np.flatnonzero(got != want)
@@ -488,6 +492,37 @@ def test_v7_packed_snap_moves_cuts_onto_sequence_ends():
     snapped = variants.plan_packed(lens, 16, 1, cap, 2, 0)
     smallest = lambda plan: min(p1 - p0 for _, p0, p1, *_ in plan["items"])  # noqa: E731
     assert smallest(exact) == 1 and smallest(snapped) > 2
+
+
+def test_v7_packed_cta_owing_two_merges(build):
+    """In y order the last CTA of a sequence's parts is its highest, so a CTA owes at most
+    the merge of its first segment's sequence; with the odd CTAs first, an even CTA is the
+    last of both the sequence it ends and the one it starts (two parts each): both merges
+    after its last item (packed_merges' list of two)."""
+    shape = Shape(batch=6, q_heads=8, kv_heads=2, context=(200,) * 6, dtype="fp16")
+    plan = variants.plan_packed(shape.context_lens, 16, 2, V7_CAPACITY, item_cost=variants.packed_item_cost(shape))
+    r, items = plan["ranges"], plan["items"]
+    ctas_of: dict = {}
+    for k in range(plan["ctas"]):
+        for it in items[r[k]:r[k + 1]]:
+            ctas_of.setdefault(it[0], []).append(k)
+    rank = {k: (k % 2 == 0, k) for k in range(plan["ctas"])}  # the driver's odd-first order
+    owed = [max(cs, key=rank.get) for cs in ctas_of.values() if len(cs) > 1]
+    assert max(owed.count(k) for k in owed) == 2, (plan, owed)
+    check_emulated("v7packed", shape, build, cta_order="odd-first")
+    # not vacuous: a kernel that merges only the last sequence listed passes in y order and
+    # fails here
+    common = (FOLDER / "fast_common.cuh").read_text()
+    line = "if (threadIdx.x == 0) list.count = k;"
+    assert line in common
+    broken = build / "broken-merges"
+    broken.mkdir(exist_ok=True)
+    (broken / "fast_common.cuh").write_text(common.replace(line, "if (threadIdx.x == 0) list.count = 0;"))
+    for name in ("common.cuh", "v5_mma.cu"):
+        (broken / name).write_text((FOLDER / name).read_text())
+    check_emulated("v7packed", shape, build, folder=broken)
+    with pytest.raises(AssertionError, match="NaN"):
+        check_emulated("v7packed", shape, build, folder=broken, cta_order="odd-first")
 
 
 def test_a_packed_kernel_taking_one_item_a_cta_is_caught(build):

@@ -11,7 +11,9 @@
 // counters (int32).
 #include "v5_mma.cu"
 
+#include <cstdlib>
 #include <fstream>
+#include <string>
 #include <limits>
 #include <thread>
 
@@ -84,8 +86,16 @@ int main(int argc, char** argv) {
     gridDim = {unsigned(kv_heads), unsigned(batch), unsigned(splits)};
 #endif
     blockDim = {unsigned(threads), 1, 1};
+    // the CTAs one after another, y in order, or (PAGED_EMU_CTA_ORDER=odd-first) the odd y
+    // first: then an even CTA can be the last of two sequences' parts (v7 packed: two merges)
+    std::vector<unsigned> ys;
+    const char* order = std::getenv("PAGED_EMU_CTA_ORDER");
+    const bool odd_first = order && std::string(order) == "odd-first";
+    for (int pass = odd_first ? 0 : 1; pass < 2; ++pass)
+        for (unsigned y = 0; y < gridDim.y; ++y)
+            if (!odd_first || (y % 2 == 0) == (pass == 1)) ys.push_back(y);
     for (unsigned z = 0; z < gridDim.z; ++z) {
-        for (unsigned y = 0; y < gridDim.y; ++y) {
+        for (unsigned y : ys) {
             for (unsigned x = 0; x < gridDim.x; ++x) {
                 blockIdx = {x, y, z};
                 paged_emu::Cta cta(size_t(smem), threads);

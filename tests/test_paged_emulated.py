@@ -296,17 +296,24 @@ def test_v7_path_is_direct_only_for_even_full_batches():
     assert variants.V7_PATH == ""  # the rule ships; scripts/tune_v5.py's PATH knob forces one
 
 
+def broken_common(build: Path, name: str, line: str, replacement: str) -> Path:
+    """A copy of the family's kernels in build/name whose fast_common.cuh has ``line`` (which
+    must be there) replaced: a folder for check_emulated, to show a test is not vacuous."""
+    common = (FOLDER / "fast_common.cuh").read_text()
+    assert line in common
+    broken = build / name
+    broken.mkdir(exist_ok=True)
+    (broken / "fast_common.cuh").write_text(common.replace(line, replacement))
+    for other in ("common.cuh", "v5_mma.cu"):
+        (broken / other).write_text((FOLDER / other).read_text())
+    return broken
+
+
 def test_a_kernel_ignoring_its_item_is_caught(build):
     """Not vacuous: a kernel that starts every CTA at its sequence's first page (the item's
     first page ignored) fails here, through the CTA's item and the bytes it reads."""
-    common = (FOLDER / "fast_common.cuh").read_text()
     line = "const int b = item[0], p_begin = item[1], p_end = item[2];"
-    assert line in common
-    broken = build / "broken-item"
-    broken.mkdir(exist_ok=True)
-    (broken / "fast_common.cuh").write_text(common.replace(line, line.replace("item[1]", "0")))
-    for name in ("common.cuh", "v5_mma.cu"):
-        (broken / name).write_text((FOLDER / name).read_text())
+    broken = broken_common(build, "broken-item", line, line.replace("item[1]", "0"))
     with pytest.raises(AssertionError, match="outside the CTA's work item|cache bytes read"):
         check_emulated("v7", Shape(batch=2, q_heads=4, kv_heads=2, context=(40, 400), dtype="fp16"), build,
                        folder=broken)
@@ -512,14 +519,8 @@ def test_v7_packed_cta_owing_two_merges(build):
     check_emulated("v7packed", shape, build, cta_order="odd-first")
     # not vacuous: a kernel that merges only the last sequence listed passes in y order and
     # fails here
-    common = (FOLDER / "fast_common.cuh").read_text()
-    line = "if (threadIdx.x == 0) list.count = k;"
-    assert line in common
-    broken = build / "broken-merges"
-    broken.mkdir(exist_ok=True)
-    (broken / "fast_common.cuh").write_text(common.replace(line, "if (threadIdx.x == 0) list.count = 0;"))
-    for name in ("common.cuh", "v5_mma.cu"):
-        (broken / name).write_text((FOLDER / name).read_text())
+    broken = broken_common(build, "broken-merges", "if (threadIdx.x == 0) list.count = k;",
+                           "if (threadIdx.x == 0) list.count = 0;")
     check_emulated("v7packed", shape, build, folder=broken)
     with pytest.raises(AssertionError, match="NaN"):
         check_emulated("v7packed", shape, build, folder=broken, cta_order="odd-first")
@@ -528,14 +529,7 @@ def test_v7_packed_cta_owing_two_merges(build):
 def test_a_packed_kernel_taking_one_item_a_cta_is_caught(build):
     """Not vacuous: a packed kernel that stops after its CTA's first item leaves outputs
     unwritten and tokens unread."""
-    common = (FOLDER / "fast_common.cuh").read_text()
-    line = "item_index = packed_next_item())"
-    assert line in common
-    broken = build / "broken-packed"
-    broken.mkdir(exist_ok=True)
-    (broken / "fast_common.cuh").write_text(common.replace(line, "item_index = -1)"))
-    for name in ("common.cuh", "v5_mma.cu"):
-        (broken / name).write_text((FOLDER / name).read_text())
+    broken = broken_common(build, "broken-packed", "item_index = packed_next_item())", "item_index = -1)")
     with pytest.raises(AssertionError, match="cache bytes read|NaN|rel"):
         check_emulated("v7packed", Shape(batch=6, q_heads=4, kv_heads=2, context=EDGE_RAGGED, dtype="fp16"), build,
                        folder=broken)

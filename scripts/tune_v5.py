@@ -87,8 +87,10 @@ SWEEP = [
     *[("v7", f"{D64},dtype=fp16,chunk={c}", MMA, SHIPPED) for c in (86, 128)],
     # D7_FIRST on (--d7, the decode7 stage): group 1 at d64 in bf16 (the fp16 choice, 2 warps
     # x 8 CTAs, taken unmeasured; against the former 3 warps) and fp8 at 2 warps x 8 and
-    # 4 warps x 3 with two or four tiles a step; then v7 packed (PATH, SNAP: not -D values)
-    # against tokens on the ragged batch (timelines: the SMs' end spread) and at batch 1
+    # 4 warps x 3 with two or four tiles a step; then (PACKED_FIRST on, --packed) v7 packed
+    # (PATH, COST: not -D values; COST is V7_PACK_ITEM_COST, 16-bit pages an item costs, fp8
+    # twice as many) against tokens on the ragged batch (timelines: the SMs' end spread) and
+    # at batch 1 (the same plan: the kernels alone), fp16 and fp8
     ("v6", f"{D64},dtype=bf16", MMA, {**SHIPPED, "WARPS": 2, "MIN_BLOCKS": 8}),
     ("v6", f"{D64},dtype=bf16", MMA, SHIPPED),
     ("v6", f"{D64},dtype=fp8", MMA, {**SHIPPED, "WARPS": 2, "MIN_BLOCKS": 8, "TSUB": 2}),
@@ -96,17 +98,22 @@ SWEEP = [
     ("v6", f"{D64},dtype=fp8", MMA, {**SHIPPED, "WARPS": 4, "MIN_BLOCKS": 3, "TSUB": 2}),
     ("v7", f"{RAGGED},dtype=fp16", MMA, {**SHIPPED, "PATH": "packed", "TIMELINE": 1}),
     ("v7", f"{RAGGED},dtype=fp16", MMA, {**SHIPPED, "PATH": "tokens", "TIMELINE": 1}),
-    ("v7", f"{RAGGED},dtype=fp16", MMA, {**SHIPPED, "PATH": "packed", "SNAP": 0}),
-    ("v7", f"{RAGGED},dtype=fp16", MMA, {**SHIPPED, "PATH": "packed", "SNAP": 8}),
+    ("v7", f"{RAGGED},dtype=fp16", MMA, {**SHIPPED, "PATH": "packed", "COST": 0}),  # equal pages
+    ("v7", f"{RAGGED},dtype=fp16", MMA, {**SHIPPED, "PATH": "packed", "COST": 6}),
+    ("v7", f"{RAGGED},dtype=fp8", MMA, {**SHIPPED, "TSUB": 2, "PATH": "packed"}),
+    ("v7", f"{RAGGED},dtype=fp8", MMA, {**SHIPPED, "TSUB": 2, "PATH": "tokens"}),
+    ("v7", f"{RAGGED},dtype=fp8", MMA, {**SHIPPED, "TSUB": 2, "PATH": "packed", "COST": 0}),
     ("v7", f"{B1},dtype=fp16", MMA, {**SHIPPED, "PATH": "packed"}),
     ("v7", f"{B1},dtype=fp16", MMA, {**SHIPPED, "PATH": "tokens"}),
+    ("v7", f"{B1},dtype=fp16", MMA, {**SHIPPED, "PATH": "packed"}),  # again, after tokens: the order's share
     ("v7", f"{B1},dtype=fp8", MMA, {**SHIPPED, "TSUB": 2, "PATH": "packed"}),
     ("v7", f"{B1},dtype=fp8", MMA, {**SHIPPED, "TSUB": 2, "PATH": "tokens"}),
 ]
 FP8_FIRST = next(i for i, entry in enumerate(SWEEP) if "fp8" in entry[1])
 D64_FIRST = next(i for i, entry in enumerate(SWEEP) if entry[1].startswith(D64))
 D7_FIRST = next(i for i, entry in enumerate(SWEEP) if entry[1] == f"{D64},dtype=bf16")
-HOST_KNOBS = {"ORDER": "V7_ORDER", "PATH": "V7_PATH", "SNAP": "V7_PACK_SNAP"}
+PACKED_FIRST = next(i for i, entry in enumerate(SWEEP) if entry[3].get("PATH"))
+HOST_KNOBS = {"ORDER": "V7_ORDER", "PATH": "V7_PATH", "SNAP": "V7_PACK_SNAP", "COST": "V7_PACK_ITEM_COST"}
 """Knobs that set a variants.py module value for the entry (v7's planning), not a -D value."""
 
 
@@ -227,6 +234,8 @@ parser.add_argument("--v7", action="store_true",
                     help="only group 1 at head_dim 64, v7's timeline and chunk sweep (D64_FIRST to D7_FIRST)")
 parser.add_argument("--d7", action="store_true",
                     help="only the decode7 stage's entries: group 1 d64 bf16 / fp8, v7 packed against tokens")
+parser.add_argument("--packed", action="store_true",
+                    help="only v7 packed against tokens: the ragged batch and batch 1, fp16 and fp8 (PACKED_FIRST on)")
 parser.add_argument("--launches", type=int, default=50)
 parser.add_argument("--no-timing", action="store_true", help="for ncu: verify and launch, no ceiling")
 args = parser.parse_args()
@@ -237,6 +246,7 @@ if ceiling:
         c = harness.measure_read_ceiling(int(gib * (1 << 30)))
         print(f"  stream read {gib} GiB: {c}")
 chosen = (range(FP8_FIRST, D64_FIRST) if args.fp8 else range(D64_FIRST, D7_FIRST) if args.v7
-          else range(D7_FIRST, len(SWEEP)) if args.d7 else range(len(SWEEP)))
+          else range(D7_FIRST, len(SWEEP)) if args.d7 else range(PACKED_FIRST, len(SWEEP)) if args.packed
+          else range(len(SWEEP)))
 for i in args.only or chosen:
     run(SWEEP[i], args.launches, ceiling)

@@ -240,14 +240,15 @@ def test_v7_packed_and_tokens_forced(monkeypatch, path, spec, dtype):
         assert again.passed, again
 
 
-@pytest.mark.parametrize("snap", [0, 8])
-def test_v7_packed_snap(monkeypatch, snap):
+@pytest.mark.parametrize("knob, key, value", [("V7_PACK_SNAP", "snap", 0), ("V7_PACK_SNAP", "snap", 8),
+                                              ("V7_PACK_ITEM_COST", "item_cost", 0)])
+def test_v7_packed_snap_and_item_cost(monkeypatch, knob, key, value):
     from paprof.families.paged_decode import variants
 
-    monkeypatch.setattr(variants, "V7_PACK_SNAP", snap)
+    monkeypatch.setattr(variants, knob, value)
     monkeypatch.setattr(variants, "V7_PATH", "packed")  # built, not shipped (V7_CHOICES)
     prep = check("v7", Shape(batch=len(ISSUE_RAGGED), context=ISSUE_RAGGED, dtype="bf16"))
-    assert prep.launcher.details["path"] == "packed" and prep.launcher.details["snap"] == snap
+    assert prep.launcher.details["path"] == "packed" and prep.launcher.details[key] == value
 
 
 @pytest.mark.parametrize("dtype", ["fp16", "fp8"])

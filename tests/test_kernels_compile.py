@@ -72,15 +72,18 @@ def test_v7_work_list_kernel_compiles_without_spills(tmp_path, dtype, q_heads, k
     sequence written directly) and its packed ranges (WORKLIST 2: the kernel's body a loop
     over the CTA's items) within v6's register budget: no spills, and the registers the
     resident CTAs a SM (MIN_BLOCKS) allow (3 warps x 4 CTAs: 168; group 1 at head_dim 64,
-    2 warps x 8 CTAs: 128). One exception, measured: the packed fp16 kernel with groups of 8
-    stores 4 bytes (one register) around its call of the merge (merge_parts, not inlined: 0
-    bytes and 161 registers with the call taken out; inlined, 560 bytes)."""
+    2 warps x 8 CTAs: 128). The packed kernel calls the merge (merge_parts, not inlined)
+    after its item loop, not inside it: no stack frame (with the call inside the loop,
+    ptxas saved 176-496 bytes of registers around it), but for groups of 8, whose 8-row
+    merge spills in both kernels (token kernel 32 bytes of frame, packed 64)."""
     shape = Shape(dtype=dtype, q_heads=q_heads, kv_heads=kv_heads, head_dim=head_dim)
     defines = pd_variants.fast_defines(shape, True, name, worklist=worklist)
     assert defines["WORKLIST"] == worklist and defines["SPLIT"] == 1
     log = nvcc(tmp_path, pd_variants.fast_source(shape), defines.items())
-    allowed = 4 if (worklist, dtype, q_heads // kv_heads) == (2, "fp16", 8) else 0
-    assert kernel_spill_stores(log, name) <= allowed, log
+    assert kernel_spill_stores(log, name) == 0, log
+    frame = int(re.search(rf"Function properties for {name}\n\s*(\d+) bytes stack frame", log)[1])
+    if worklist == 2:
+        assert frame <= (64 if q_heads // kv_heads == 8 else 0), log
     regs = int(re.search(rf"Compiling entry function '{name}'.*?Used (\d+) registers", log, re.S)[1])
     assert regs * defines["WARPS"] * 32 * defines["MIN_BLOCKS"] <= 65536, (regs, log)
 

@@ -15,6 +15,7 @@ written for 2-byte elements."""
 from __future__ import annotations
 
 import functools
+import os
 import subprocess
 from pathlib import Path
 
@@ -63,7 +64,8 @@ def launch_config(shape: Shape, vid: str, tuning: dict | None = None):
         name, split, splits, rows = variants.V7_KERNEL, True, len(items), plan["part_slots"] * shape.q_heads
         parts, worklist = plan["max_parts"], 1
     elif vid == "v7packed":
-        plan = variants.plan_packed(shape.context_lens, shape.page_size, shape.kv_heads, V7_CAPACITY)
+        plan = variants.plan_packed(shape.context_lens, shape.page_size, shape.kv_heads, V7_CAPACITY,
+                                    item_cost=variants.packed_item_cost(shape))
         items = variants.packed_array(plan)
         name, split, splits, rows = variants.V7_PACKED_KERNEL, True, plan["ctas"], plan["part_slots"] * shape.q_heads
         parts, worklist = plan["max_parts"], 2
@@ -80,8 +82,9 @@ def launch_config(shape: Shape, vid: str, tuning: dict | None = None):
 
 
 def run_emulated(vid: str, shape: Shape, build: Path, tuning: dict | None = None, seed: int = 5,
-                 folder: Path = FOLDER):
-    """The kernel's output, the K and V bytes it read, its split counters after the run."""
+                 folder: Path = FOLDER, cta_order: str = ""):
+    """The kernel's output, the K and V bytes it read, its split counters after the run (the
+    CTAs in y order, or ``cta_order`` "odd-first": the driver's PAGED_EMU_CTA_ORDER)."""
     defines, splits, threads, smem, rows, items = launch_config(shape, vid, tuning)
     exe = driver(tuple(sorted(defines.items())), build, folder)
     inputs = problem.make_inputs(shape, seed, xp=np)
@@ -97,7 +100,8 @@ def run_emulated(vid: str, shape: Shape, build: Path, tuning: dict | None = None
                 fh.write(np.ascontiguousarray(inputs[name]).tobytes())
         if items is not None:
             fh.write(np.ascontiguousarray(items, dtype=np.int32).tobytes())
-    done = subprocess.run([str(exe), str(src), str(dst)], capture_output=True, text=True, timeout=900)
+    env = {**os.environ, "PAGED_EMU_CTA_ORDER": cta_order}
+    done = subprocess.run([str(exe), str(src), str(dst)], capture_output=True, text=True, timeout=900, env=env)
     assert done.returncode == 0, done.stderr[-4000:]
     raw = dst.read_bytes()
     n_out = shape.batch * shape.q_heads * shape.head_dim * 4
@@ -118,8 +122,9 @@ def attended_bytes(shape: Shape, inputs: dict) -> np.ndarray:
     return np.repeat(mask.reshape(-1), row)
 
 
-def check_emulated(vid: str, shape: Shape, build: Path, tuning: dict | None = None, folder: Path = FOLDER):
-    inputs, out, seen, counters = run_emulated(vid, shape, build, tuning, folder=folder)
+def check_emulated(vid: str, shape: Shape, build: Path, tuning: dict | None = None, folder: Path = FOLDER,
+                   cta_order: str = ""):
+    inputs, out, seen, counters = run_emulated(vid, shape, build, tuning, folder=folder, cta_order=cta_order)
     want = attended_bytes(shape, inputs)
     for name, got in zip(("K", "V"), seen):
         wrong = np.flatnonzero(got != want)
@@ -291,17 +296,24 @@ def test_v7_path_is_direct_only_for_even_full_batches():
     assert variants.V7_PATH == ""  # the rule ships; scripts/tune_v5.py's PATH knob forces one
 
 
+def broken_common(build: Path, name: str, line: str, replacement: str) -> Path:
+    """A copy of the family's kernels in build/name whose fast_common.cuh has ``line`` (which
+    must be there) replaced: a folder for check_emulated, to show a test is not vacuous."""
+    common = (FOLDER / "fast_common.cuh").read_text()
+    assert line in common
+    broken = build / name
+    broken.mkdir(exist_ok=True)
+    (broken / "fast_common.cuh").write_text(common.replace(line, replacement))
+    for other in ("common.cuh", "v5_mma.cu"):
+        (broken / other).write_text((FOLDER / other).read_text())
+    return broken
+
+
 def test_a_kernel_ignoring_its_item_is_caught(build):
     """Not vacuous: a kernel that starts every CTA at its sequence's first page (the item's
     first page ignored) fails here, through the CTA's item and the bytes it reads."""
-    common = (FOLDER / "fast_common.cuh").read_text()
     line = "const int b = item[0], p_begin = item[1], p_end = item[2];"
-    assert line in common
-    broken = build / "broken-item"
-    broken.mkdir(exist_ok=True)
-    (broken / "fast_common.cuh").write_text(common.replace(line, line.replace("item[1]", "0")))
-    for name in ("common.cuh", "v5_mma.cu"):
-        (broken / name).write_text((FOLDER / name).read_text())
+    broken = broken_common(build, "broken-item", line, line.replace("item[1]", "0"))
     with pytest.raises(AssertionError, match="outside the CTA's work item|cache bytes read"):
         check_emulated("v7", Shape(batch=2, q_heads=4, kv_heads=2, context=(40, 400), dtype="fp16"), build,
                        folder=broken)
@@ -332,11 +344,14 @@ def test_v7_serpentine_order_is_the_same_items_every_other_round_reversed():
 
 # -- v7 packed: equal page ranges a CTA over the concatenated sequences -----------------------
 
-def _packed_covering(shape: Shape, plan: dict, capacity: int, snap: int) -> None:
+def _packed_covering(shape: Shape, plan: dict, capacity: int, snap: int, cost: int) -> None:
     """The packed plan's items cover each sequence's pages once, in parts numbered along
     the sequence; each CTA's range is contiguous in the concatenated stream (its last
-    segment first, then the others in order) and within +-1 page of equal, plus ``snap``
-    pages each side where a cut moved onto a sequence boundary."""
+    segment first, then the others in order), holds at most PACKED_MERGES (2) items of
+    several parts, and is within +-1 of equal cost (its pages, plus ``cost`` a sequence
+    but the first that starts in it), plus ``snap`` pages each side where a cut moved onto
+    a sequence boundary and ``cost`` where it fell within a sequence's cost. The kernel's
+    array (packed_array) gives CTA y item y first and chains the rest in order."""
     pages = [-(-c // shape.page_size) for c in shape.context_lens]
     starts = np.concatenate([[0], np.cumsum(pages)]).tolist()
     total = starts[-1]
@@ -345,14 +360,22 @@ def _packed_covering(shape: Shape, plan: dict, capacity: int, snap: int) -> None
     assert ranges[0] == 0 and ranges[-1] == len(items) and len(ranges) == plan["ctas"] + 1
     seen = np.zeros(total, dtype=int)
     by_seq: dict = {}
-    sizes = []
+    sizes, costs = [], []
+    arr = variants.packed_array(plan).reshape(-1, variants.WORK_ITEM_INTS)
     for k in range(plan["ctas"]):
         mine = items[ranges[k]:ranges[k + 1]]
         assert mine, f"CTA {k} has no item"
+        chain, at = [], k
+        while at >= 0:
+            chain.append(tuple(arr[at, :6]))
+            at = arr[at, 6]
+        assert chain == mine, f"CTA {k}'s chain in the kernel's array is not its items"
+        assert sum(1 for it in mine if it[4] > 1) <= 2, f"CTA {k} could owe more than PACKED_MERGES merges"
         stream = mine[1:] + mine[:1]  # the kernel's order: the last segment first
         flat = [(starts[s] + p0, starts[s] + p1) for s, p0, p1, *_ in stream]
         assert all(a[1] == b[0] for a, b in zip(flat, flat[1:])), f"CTA {k}'s range is not contiguous"
         sizes.append(flat[-1][1] - flat[0][0])
+        costs.append(sizes[-1] + cost * sum(1 for s, p0, *_ in stream if p0 == 0 and s > 0 and starts[s] > flat[0][0]))
         for (s, p0, p1, part, parts, base), (a, b) in zip(stream, flat):
             assert 0 <= p0 < p1 <= pages[s]
             seen[a:b] += 1
@@ -371,8 +394,9 @@ def _packed_covering(shape: Shape, plan: dict, capacity: int, snap: int) -> None
     bases.sort()
     assert [b for b, _ in bases] == [sum(n for _, n in bases[:i]) for i in range(len(bases))]
     assert plan["part_slots"] == sum(n for _, n in bases) and plan["multi_part"] == len(bases)
-    mean = total / plan["ctas"]
-    assert max(sizes) <= mean + 1 + 2 * snap and min(sizes) >= mean - 1 - 2 * snap, (sizes, mean)
+    mean = sum(costs) / plan["ctas"]
+    slack = 1 + 2 * snap + 2 * cost
+    assert max(costs) <= mean + slack and min(costs) >= mean - slack, (costs, mean)
     assert plan["pages_per_cta"] == max(sizes)
 
 
@@ -399,7 +423,8 @@ def test_v7_packed_cases_span_one_two_and_many_sequences_a_cta():
     per_cta, per_seq = set(), set()
     for c, _ in PACKED_CASES:
         shape = Shape(**c)
-        plan = variants.plan_packed(shape.context_lens, shape.page_size, shape.kv_heads, V7_CAPACITY)
+        plan = variants.plan_packed(shape.context_lens, shape.page_size, shape.kv_heads, V7_CAPACITY,
+                                    item_cost=variants.packed_item_cost(shape))
         r = plan["ranges"]
         per_cta |= {len({it[0] for it in plan["items"][a:b]}) for a, b in zip(r, r[1:])}
         per_seq |= {it[4] for it in plan["items"]}
@@ -416,8 +441,9 @@ def _spans(plan: dict) -> tuple[int, int]:
 @pytest.mark.parametrize("shape, spans", PACKED_CASES, ids=lambda c: c if isinstance(c, str) else Shape(**c).slug())
 def test_v7_packed_matches_the_reference_reading_exactly_its_tokens(build, shape, spans):
     shape = Shape(**shape)
-    plan = variants.plan_packed(shape.context_lens, shape.page_size, shape.kv_heads, V7_CAPACITY)
-    _packed_covering(shape, plan, V7_CAPACITY, variants.V7_PACK_SNAP)
+    cost = variants.packed_item_cost(shape)
+    plan = variants.plan_packed(shape.context_lens, shape.page_size, shape.kv_heads, V7_CAPACITY, item_cost=cost)
+    _packed_covering(shape, plan, V7_CAPACITY, variants.V7_PACK_SNAP, cost)
     per_cta, per_seq = _spans(plan)
     one = any(len({it[0] for it in plan["items"][a:b]}) == 1 for a, b in zip(plan["ranges"], plan["ranges"][1:]))
     assert {"many": per_cta >= 3, "split3": per_seq >= 3 and one, "two": per_cta >= 2}[spans], (per_cta, per_seq)
@@ -428,20 +454,40 @@ def test_v7_packed_matches_the_reference_reading_exactly_its_tokens(build, shape
                                   "batch=4,context=32768", "context=1:1:1:40000", "batch=3,context=5",
                                   "context=16:16:16:16:16:16:16:16:16:4000,kv_heads=2"])
 @pytest.mark.parametrize("snap", [0, 2, 6])
-def test_v7_packed_plan_covers_every_page_once_in_equal_ranges(spec, snap):
+@pytest.mark.parametrize("cost", [0, 3, 8])
+def test_v7_packed_plan_covers_every_page_once_in_equal_ranges(spec, snap, cost):
     shape = problem.parse_shape(spec)
-    plan = variants.plan_packed(shape.context_lens, shape.page_size, shape.kv_heads, 528, snap)
-    _packed_covering(shape, plan, 528, snap)
+    plan = variants.plan_packed(shape.context_lens, shape.page_size, shape.kv_heads, 528, snap, cost)
+    _packed_covering(shape, plan, 528, snap, cost)
 
 
 def test_v7_packed_on_the_issue_batch_evens_the_largest_cta():
     """The issue's 16 lengths: 6,164 pages a KV head over 66 CTAs (one wave of 528): the
     largest CTA 94 pages (tokens: 108, 86 % of the ceiling measured = mean / max)."""
-    plan = variants.plan_packed(ISSUE_RAGGED, 16, 8, 528)
+    plan = variants.plan_packed(ISSUE_RAGGED, 16, 8, 528, item_cost=0)
     tokens = variants.plan_work(ISSUE_RAGGED, 16, 8, 528)
     total = sum(-(-c // 16) for c in ISSUE_RAGGED)
     assert plan["ctas"] == 66 and plan["waves"] == 1
     assert plan["pages_per_cta"] == -(-total // 66) and tokens["chunk_pages"] == 108
+
+
+def test_v7_packed_item_cost_gives_ctas_of_several_items_fewer_pages():
+    """The issue's 16 lengths with V7_PACK_ITEM_COST 3: the CTA of the short sequences (4
+    items and 93 pages with equal pages) gets fewer pages, so that the largest CTA in pages
+    plus 3 an item is 98 rather than 105; one sequence (b1) keeps the token plan's parts."""
+    def worst(plan, cost):
+        r = plan["ranges"]
+        return max(sum(p1 - p0 + cost for _, p0, p1, *_ in plan["items"][a:b]) for a, b in zip(r, r[1:]))
+
+    equal = variants.plan_packed(ISSUE_RAGGED, 16, 8, 528, item_cost=0)
+    costed = variants.plan_packed(ISSUE_RAGGED, 16, 8, 528, item_cost=3)
+    assert variants.V7_PACK_ITEM_COST == 3
+    assert (worst(equal, 3), worst(costed, 3)) == (105, 98)
+    assert [variants.packed_item_cost(Shape(dtype=d)) for d in ("fp16", "bf16", "fp8", "fp32")] == [3, 3, 6, 1]
+    assert costed["pages_per_cta"] == 95 and costed["min_pages_per_cta"] < 90
+    b1 = variants.plan_packed([131072], 16, 8, 528)
+    tokens = variants.plan_work([131072], 16, 8, 528)
+    assert sorted(it[1:3] for it in b1["items"]) == sorted(it[1:3] for it in tokens["items"])
 
 
 def test_v7_packed_snap_moves_cuts_onto_sequence_ends():
@@ -449,23 +495,41 @@ def test_v7_packed_snap_moves_cuts_onto_sequence_ends():
     with snap 0."""
     lens = [16 * 41] + [16 * 40] * 3  # 161 pages, 8 CTAs of ~20: the first cut at 20
     cap = 8
-    exact = variants.plan_packed(lens, 16, 1, cap, 0)
-    snapped = variants.plan_packed(lens, 16, 1, cap, 2)
+    exact = variants.plan_packed(lens, 16, 1, cap, 0, 0)
+    snapped = variants.plan_packed(lens, 16, 1, cap, 2, 0)
     smallest = lambda plan: min(p1 - p0 for _, p0, p1, *_ in plan["items"])  # noqa: E731
     assert smallest(exact) == 1 and smallest(snapped) > 2
+
+
+def test_v7_packed_cta_owing_two_merges(build):
+    """In y order the last CTA of a sequence's parts is its highest, so a CTA owes at most
+    the merge of its first segment's sequence; with the odd CTAs first, an even CTA is the
+    last of both the sequence it ends and the one it starts (two parts each): both merges
+    after its last item (packed_merges' list of two)."""
+    shape = Shape(batch=6, q_heads=8, kv_heads=2, context=(200,) * 6, dtype="fp16")
+    plan = variants.plan_packed(shape.context_lens, 16, 2, V7_CAPACITY, item_cost=variants.packed_item_cost(shape))
+    r, items = plan["ranges"], plan["items"]
+    ctas_of: dict = {}
+    for k in range(plan["ctas"]):
+        for it in items[r[k]:r[k + 1]]:
+            ctas_of.setdefault(it[0], []).append(k)
+    rank = {k: (k % 2 == 0, k) for k in range(plan["ctas"])}  # the driver's odd-first order
+    owed = [max(cs, key=rank.get) for cs in ctas_of.values() if len(cs) > 1]
+    assert max(owed.count(k) for k in owed) == 2, (plan, owed)
+    check_emulated("v7packed", shape, build, cta_order="odd-first")
+    # not vacuous: a kernel that merges only the last sequence listed passes in y order and
+    # fails here
+    broken = broken_common(build, "broken-merges", "if (threadIdx.x == 0) list.count = k;",
+                           "if (threadIdx.x == 0) list.count = 0;")
+    check_emulated("v7packed", shape, build, folder=broken)
+    with pytest.raises(AssertionError, match="NaN"):
+        check_emulated("v7packed", shape, build, folder=broken, cta_order="odd-first")
 
 
 def test_a_packed_kernel_taking_one_item_a_cta_is_caught(build):
     """Not vacuous: a packed kernel that stops after its CTA's first item leaves outputs
     unwritten and tokens unread."""
-    common = (FOLDER / "fast_common.cuh").read_text()
-    line = "item_index < packed_end(FAST_WORK_ITEMS);"
-    assert line in common
-    broken = build / "broken-packed"
-    broken.mkdir(exist_ok=True)
-    (broken / "fast_common.cuh").write_text(common.replace(line, "item_index < FAST_WORK_ITEMS[blockIdx.y] + 1;"))
-    for name in ("common.cuh", "v5_mma.cu"):
-        (broken / name).write_text((FOLDER / name).read_text())
+    broken = broken_common(build, "broken-packed", "item_index = packed_next_item())", "item_index = -1)")
     with pytest.raises(AssertionError, match="cache bytes read|NaN|rel"):
         check_emulated("v7packed", Shape(batch=6, q_heads=4, kv_heads=2, context=EDGE_RAGGED, dtype="fp16"), build,
                        folder=broken)

@@ -6,12 +6,14 @@
 // V), partial rows; float32 scale; then query (float32), key_cache, value_cache (bytes),
 // block_tables, context_lens (int32), for fp8 k_scale, v_scale (float32 a KV head) and,
 // with WORKLIST (v7), the work list (WORK_ITEM_INTS int32 an item; WORKLIST 2, packed:
-// splits = CTAs, the CTA ranges, splits + 1 ints padded to a whole item, first). OUT: the output
+// splits = CTAs, CTA y's first item is item y, int 6 of an item the CTA's next, -1 none). OUT: the output
 // (float32), a byte a cache byte of K then of V (1: the kernel read it), the split
 // counters (int32).
 #include "v5_mma.cu"
 
+#include <cstdlib>
 #include <fstream>
+#include <string>
 #include <limits>
 #include <thread>
 
@@ -43,14 +45,12 @@ int main(int argc, char** argv) {
     auto v_scale = read<float>(in, size_t(kv_heads));
 #endif
 #if WORKLIST == 2
-    const size_t head_ints = size_t(splits + WORK_ITEM_INTS) / WORK_ITEM_INTS * WORK_ITEM_INTS;
-    auto items = read<int>(in, head_ints);
-    if (!in) return 3;
-    const size_t n_items = size_t(items[size_t(splits)]);
-    items.resize(head_ints + n_items * WORK_ITEM_INTS);
-    in.read(reinterpret_cast<char*>(items.data() + head_ints), std::streamsize(n_items * WORK_ITEM_INTS * sizeof(int)));
-    paged_emu::layout.ranges = items.data();
-    paged_emu::layout.items = items.data() + head_ints;
+    std::vector<int> items;  // the rest of the file: CTA y's first item is item y, int 6 the next
+    for (int v; in.read(reinterpret_cast<char*>(&v), sizeof v);) items.push_back(v);
+    in.clear();
+    if (items.size() % WORK_ITEM_INTS || items.size() < size_t(splits) * WORK_ITEM_INTS) return 3;
+    paged_emu::layout.items = items.data();
+    paged_emu::layout.n_items = int(items.size() / WORK_ITEM_INTS);
 #elif WORKLIST
     auto items = read<int>(in, size_t(splits) * WORK_ITEM_INTS);
     paged_emu::layout.items = items.data();
@@ -86,8 +86,16 @@ int main(int argc, char** argv) {
     gridDim = {unsigned(kv_heads), unsigned(batch), unsigned(splits)};
 #endif
     blockDim = {unsigned(threads), 1, 1};
+    // the CTAs one after another, y in order, or (PAGED_EMU_CTA_ORDER=odd-first) the odd y
+    // first: then an even CTA can be the last of two sequences' parts (v7 packed: two merges)
+    std::vector<unsigned> ys;
+    const char* order = std::getenv("PAGED_EMU_CTA_ORDER");
+    const bool odd_first = order && std::string(order) == "odd-first";
+    for (int pass = odd_first ? 0 : 1; pass < 2; ++pass)
+        for (unsigned y = 0; y < gridDim.y; ++y)
+            if (!odd_first || (y % 2 == 0) == (pass == 1)) ys.push_back(y);
     for (unsigned z = 0; z < gridDim.z; ++z) {
-        for (unsigned y = 0; y < gridDim.y; ++y) {
+        for (unsigned y : ys) {
             for (unsigned x = 0; x < gridDim.x; ++x) {
                 blockIdx = {x, y, z};
                 paged_emu::Cta cta(size_t(smem), threads);

@@ -77,21 +77,21 @@ inline Cache caches[2];
 // logical page each physical page is (from the block table): a CTA (KV head x, sequence
 // y, split z) may read only its head's rows of its sequence's tokens in its split's pages;
 // with WORKLIST (v7: y is a work item) only those of its item's sequence and pages;
-// WORKLIST 2 (packed: y is a range of items) those of the item the thread is on, which
-// must be one of the CTA's range (the kernel names it through paged_emu_item).
+// WORKLIST 2 (packed: CTA y's items are item y, then each item's next, int 6) those of the
+// item the thread is on, which must be the CTA's next in that chain (the kernel names it
+// through paged_emu_item).
 struct Layout {
     int page_size = 0, kv_heads = 0, row_bytes = 0;
     std::vector<int> seq_of_page, logical_of_page, lens;
-    const int* items = nullptr;   // WORKLIST: the host's work list (WORK_ITEM_INTS an item)
-    const int* ranges = nullptr;  // WORKLIST 2: CTA y's items are [ranges[y], ranges[y + 1])
+    const int* items = nullptr;  // WORKLIST: the host's work list (WORK_ITEM_INTS an item)
+    int n_items = 0;             // WORKLIST 2: items in the list
 };
 inline Layout layout;
 inline thread_local int current_item = -1;  // WORKLIST 2: the item this thread works on
 
 inline const int* cta_item() {
 #if WORKLIST == 2
-    const int lo = layout.ranges[blockIdx.y], hi = layout.ranges[blockIdx.y + 1];
-    if (current_item < lo || current_item >= hi) fail("a load while on an item outside the CTA's range");
+    if (current_item < 0) fail("a load before the CTA's first item");
     return layout.items + size_t(WORK_ITEM_INTS) * size_t(current_item);
 #else
     return layout.items + size_t(WORK_ITEM_INTS) * blockIdx.y;
@@ -160,12 +160,13 @@ inline unsigned short e4m3_to_f16(unsigned char b) {
 }  // namespace paged_emu
 
 #if WORKLIST == 2
-// fast_common.cuh's hook: the packed kernel names each item as it starts it; one the CTA
-// does not own, or the items out of order, fail
+// fast_common.cuh's hook: the packed kernel names each item as it starts it; anything but
+// the CTA's next item (item y first, then each item's int 6) fails
 void paged_emu_item(int index) {
-    if (index < paged_emu::layout.ranges[blockIdx.y] || index >= paged_emu::layout.ranges[blockIdx.y + 1] ||
-        index <= paged_emu::current_item)
-        paged_emu::fail("an item outside the CTA's range, or out of order");
+    const int cur = paged_emu::current_item;
+    const int want = cur < 0 ? int(blockIdx.y) : paged_emu::layout.items[size_t(WORK_ITEM_INTS) * size_t(cur) + 6];
+    if (index != want || index < 0 || index >= paged_emu::layout.n_items)
+        paged_emu::fail("an item that is not the CTA's next (outside its chain, or out of order)");
     paged_emu::current_item = index;
 }
 #endif

@@ -7,12 +7,12 @@
 // WORKLIST 1 (v7, with SPLIT 1): grid (kv_heads, items), each CTA's sequence and pages
 // from a work list the host built (token-balanced chunks, longest first), the parts of a
 // sequence merged by its last CTA; a sequence of one part writes its output directly.
-// WORKLIST 2 (v7's packed path): grid (kv_heads, CTAs), CTA y takes the items
-// [ranges[y], ranges[y + 1]) of the same list in turn (FAST_ITEMS_BEGIN / END around the
-// kernel's body: the online-softmax state, the query and the block-table staging are per
-// item; a barrier at the start of each item, so no thread writes shared memory another
-// still reads for the previous one). A CTA that is the last of a sequence's
-// parts merges it before its next item; no CTA ever waits for another.
+// WORKLIST 2 (v7's packed path): grid (kv_heads, CTAs), CTA y takes item y, then the items
+// each names as its next, in turn (FAST_ITEMS_BEGIN / END around the kernel's body: the
+// online-softmax state, the query and the block-table staging are per item; a barrier at
+// the start of each item but the first, so no thread writes shared memory another still
+// reads for the previous one). A CTA that is the last of a sequence's parts to finish
+// merges it after its last item; no CTA ever waits for another.
 #pragma once
 
 #ifndef SPLIT
@@ -20,7 +20,7 @@
 #endif
 #ifndef WORKLIST
 #define WORKLIST 0  // 1: v7, blockIdx.y indexes the work list (WORK_ITEM_INTS ints an item);
-                    // 2: v7 packed, blockIdx.y indexes the CTA ranges ahead of the list
+                    // 2: v7 packed, blockIdx.y indexes the CTA's first item
 #endif
 #if WORKLIST && !SPLIT
 #error "WORKLIST (v7) writes partials: it needs SPLIT 1"
@@ -28,9 +28,10 @@
 // A work item: sequence, first page, end page (exclusive), part index within the
 // sequence, the sequence's part count, the sequence's first part slot in the partial
 // buffers (its rows start at part_base x q_heads; [q_head][part] within), two unused ints
-// (32 bytes an item). variants.py's plan_work writes them. WORKLIST 2: the buffer starts
-// with gridDim.y + 1 ints of CTA ranges (CTA y: items [r[y], r[y + 1])), padded to a whole
-// item, then the items (variants.py's plan_packed and packed_array).
+// (32 bytes an item). variants.py's plan_work writes them. WORKLIST 2: item y is CTA y's
+// first item, int 6 of an item the index of the CTA's next one (-1 after its last), the
+// CTAs' further items after the first gridDim.y (variants.py's plan_packed and
+// packed_array).
 #define WORK_ITEM_INTS 8
 #ifndef KERNEL_NAME
 #define KERNEL_NAME paged_decode_v5
@@ -120,28 +121,35 @@ struct CtaWork {
 };
 
 #if WORKLIST == 2
-// The packed work list's items (after the CTA ranges, padded to a whole item).
-__device__ __forceinline__ const int* packed_items(const int* work_items) {
-    return work_items + (gridDim.y + WORK_ITEM_INTS) / WORK_ITEM_INTS * WORK_ITEM_INTS;
-}
 #ifdef PAGED_EMULATE
 void paged_emu_item(int index);  // tests/paged_emu: the item this thread works on
 #endif
-// The end of CTA y's range, read again at every item (volatile: not held in a register
-// across the body, where the fp32 kernel at 128 registers would spill it).
-__device__ __forceinline__ int packed_end(const int* work_items) {
-#ifdef PAGED_EMULATE
-    return work_items[blockIdx.y + 1];
-#else
-    int v;
-    asm volatile("ld.global.nc.u32 %0, [%1];" : "=r"(v) : "l"(work_items + blockIdx.y + 1));
-    return v;
-#endif
+// The sequences whose merge this CTA owes (it was the last of their parts to finish): at
+// most PACKED_MERGES (a range's first and last segments are the only ones cut), done after
+// its last item (packed_merges), so that no call of merge_parts sits inside the item loop
+// (a call there made ptxas save 232-496 bytes of registers around it and spill the merge).
+#define PACKED_MERGES 2
+struct PackedMerges {
+    int count, b[PACKED_MERGES], parts[PACKED_MERGES];
+    size_t row0[PACKED_MERGES];  // the sequence's first partial row (CtaWork's part_row0)
+};
+__device__ __forceinline__ PackedMerges& packed_merge_list() {
+    __shared__ PackedMerges list;
+    return list;
 }
-// threadIdx.x (CTA_X false) or blockIdx.x (true) read anew at each item (volatile): what
-// the body derives from them (lanes, warps, addresses) is then computed again an item
-// rather than held in registers across the loop, where the tensor-core kernel at 168
-// registers would spill.
+// The kernel's body runs once an item of the CTA: CTA y's first item is item y (addressed
+// at once, as the token kernel's), each item names the next (its int 6; -1 after the
+// last), which cta_work leaves in shared memory (packed_next_item) for the loop to read
+// when the body is done: no register holds loop state across the body. A barrier starts
+// every item but the first, so no thread writes shared memory another still reads for the
+// previous one (the body has barriers of its own between its start and its end).
+__device__ __forceinline__ int& packed_next_item() {
+    __shared__ int next;
+    return next;
+}
+// threadIdx.x (CTA_X false) or blockIdx.x (true) read anew at each item (volatile), so that
+// what the body derives from them is computed an item, not hoisted out of the item loop
+// and held in registers across the streaming loop.
 template <bool CTA_X>
 __device__ __forceinline__ int fresh_index() {
 #ifdef PAGED_EMULATE
@@ -155,16 +163,15 @@ __device__ __forceinline__ int fresh_index() {
     return v;
 #endif
 }
-// The kernel's body runs once an item of the CTA's range; item_index names the item. A
-// barrier starts each item, so no thread writes shared memory another still reads for the
-// previous one (a CTA's first item: one barrier more than the tokens kernel's).
-#define FAST_ITEMS_BEGIN                                                                     \
-    for (int item_index = FAST_WORK_ITEMS[blockIdx.y]; item_index < packed_end(FAST_WORK_ITEMS); \
-         ++item_index) {                                                                     \
-        __syncthreads();
-#define FAST_ITEMS_END }
 #define FAST_TID fresh_index<false>()
 #define FAST_KVH fresh_index<true>()
+#define FAST_ITEMS_BEGIN                                                                     \
+    if (threadIdx.x == 0) packed_merge_list().count = 0;                                     \
+    for (int item_index = blockIdx.y; item_index >= 0; item_index = packed_next_item()) {    \
+        if (item_index != static_cast<int>(blockIdx.y)) __syncthreads();
+#define FAST_ITEMS_END                                                                       \
+    }                                                                                        \
+    packed_merges<WARPS, GROUP, HEAD_DIM>(reinterpret_cast<float*>(s_dyn), q_heads, out, part_m, part_l, part_o);
 #else
 #define FAST_ITEMS_BEGIN {                                                                   \
         constexpr int item_index = 0;
@@ -178,10 +185,11 @@ __device__ __forceinline__ CtaWork cta_work(const int* context_lens, const int* 
                                             [[maybe_unused]] int item_index) {
 #if WORKLIST
 #if WORKLIST == 2
-    const int* item = packed_items(work_items) + static_cast<size_t>(WORK_ITEM_INTS) * item_index;
+    const int* item = work_items + static_cast<size_t>(WORK_ITEM_INTS) * item_index;
 #ifdef PAGED_EMULATE
     paged_emu_item(item_index);
 #endif
+    if (threadIdx.x == 0) packed_next_item() = item[6];
 #else
     const int* item = work_items + static_cast<size_t>(WORK_ITEM_INTS) * blockIdx.y;
 #endif
@@ -398,11 +406,47 @@ __device__ __forceinline__ void merge_warps_and_store(const float* s_m, const fl
             paprof_timeline[TL_SLOTS * (blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z)) + 7] = global_ns();
 #endif
         if (s_last) {
+#if WORKLIST == 2
+            if (threadIdx.x == 0) {  // merged after the CTA's last item (packed_merges)
+                *counter = 0;  // every part has been counted: ready for the next launch
+                PackedMerges& list = packed_merge_list();
+                list.b[list.count] = work.b;
+                list.parts[list.count] = work.parts;
+                list.row0[list.count] = work.part_row0;
+                ++list.count;
+            }
+#else
             __threadfence();
             merge_parts<WARPS_, GROUP_, HEAD_DIM_>(out + head0 * HEAD_DIM_, part_m + work.part_row0,
                                                    part_l + work.part_row0, part_o + work.part_row0 * HEAD_DIM_,
                                                    phead0, work.parts, const_cast<float*>(s_m));
             if (threadIdx.x == 0) *counter = 0;  // ready for the next launch
+#endif
         }
     }
 }
+
+#if WORKLIST == 2
+// After the packed kernel's last item: the merges the CTA owes (merge_warps_and_store listed
+// them), as the token kernel does its one, with the CTA's shared memory as scratch.
+template <int WARPS_, int GROUP_, int HEAD_DIM_>
+__device__ __forceinline__ void packed_merges(float* scratch, int q_heads, float* out, const float* part_m,
+                                              const float* part_l, const float* part_o) {
+    PackedMerges& list = packed_merge_list();
+    for (;;) {  // the list from its end: nothing held in registers across the call
+        __syncthreads();  // the list is complete (the previous merge's reads of scratch are done)
+        const int k = list.count - 1;
+        if (k < 0) return;
+        const int b = list.b[k], parts = list.parts[k];
+        const size_t row0 = list.row0[k];
+        __syncthreads();  // every thread has read the count
+        if (threadIdx.x == 0) list.count = k;
+        __threadfence();  // the other parts' partials are visible (they were counted before)
+        const int kvh = blockIdx.x;
+        const size_t head0 = static_cast<size_t>(b) * q_heads + kvh * GROUP_;
+        merge_parts<WARPS_, GROUP_, HEAD_DIM_>(out + head0 * HEAD_DIM_, part_m + row0, part_l + row0,
+                                               part_o + row0 * HEAD_DIM_, static_cast<size_t>(kvh) * GROUP_,
+                                               parts, scratch);
+    }
+}
+#endif

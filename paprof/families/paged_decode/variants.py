@@ -360,8 +360,11 @@ V7_CHOICES = {
         "tokens on the issue's 16 lengths ran one wave of 66 parts a KV head whose largest is "
         "108 pages against a mean of 93 (86.0 % of the ceiling = 93 / 108: the wave ends "
         "with its largest CTA); packed concatenates the sequences' pages and gives each of "
-        "the slots an equal range (+-V7_PACK_SNAP pages), a CTA taking every segment of "
-        "its range in turn (plan_packed), so the largest CTA is the mean"),
+        "the slots a range of equal cost (its pages plus V7_PACK_ITEM_COST a sequence that "
+        "starts in it, +-V7_PACK_SNAP pages), a CTA taking every segment of its range in "
+        "turn (plan_packed), so the largest CTA is the mean. Third round (not yet measured): "
+        "the kernel's item loop rebuilt so that an item's code is the token kernel's (no "
+        "stack frame, merges after the loop, item y first)"),
 }
 """v7's choices, with the reason for each. The tuning inside each path (warps, loads in
 flight, TSUB) is FAST_TUNING's, the same as v5/v6's (group 1 at head_dim 64 takes 2 warps x
@@ -442,6 +445,20 @@ that no segment is cut off with 1-2 pages (an item costs a restart of the warps'
 query and block-table staging, the warps' merge, a partial and a share of a merge: about a
 page or two of streaming, as much as the ranges grow by snapping; 0: exact equal ranges)."""
 
+V7_PACK_ITEM_COST = 3
+"""plan_packed: what an item costs its CTA beyond its pages, in pages of a 16-bit cache (its
+prologue: the item, the query and the block-table entries, then the first K/V loads, three
+dependent round trips; its end: the warps' merge, the partial or output, the fence and the
+counter; ~3-4 us against ~1 us a CTA streams a 16-bit page in): the ranges are equal in
+pages plus this much a sequence that starts in them, so a CTA of several items gets fewer
+pages (0: equal pages, the second round's plan). The time is latency, not bytes: an fp8
+page streams in half the time, so fp8 counts twice the pages, fp32 half (packed_item_cost)."""
+
+
+def packed_item_cost(shape: Shape) -> int:
+    """V7_PACK_ITEM_COST in pages of the shape's cache (2 bytes an element: as it is)."""
+    return V7_PACK_ITEM_COST * 2 // shape.elem_bytes
+
 V7_PATH = ""
 """v7's path forced ("packed" or "tokens"; "": V7_CHOICES's rule): scripts/tune_v5.py's PATH
 knob, for the A/B of packed against tokens on the same shape (not a -D value)."""
@@ -458,12 +475,15 @@ def v7_path(shape: Shape, plan: dict) -> str:
     return "tokens"
 
 
-def plan_packed(context_lens, page_size: int, kv_heads: int, capacity: int, snap: int | None = None) -> dict:
+def plan_packed(context_lens, page_size: int, kv_heads: int, capacity: int, snap: int | None = None,
+                item_cost: int | None = None) -> dict:
     """v7's packed work list: the sequences' pages one after another (every KV head alike),
-    cut into ``slots`` ranges of equal page counts (floor(k total / slots) cuts: +-1 page),
-    ``slots`` = one wave of ``capacity`` resident CTAs over the KV heads, no more than
-    MIN_PAGES_PER_SPLIT pages a range allow. A cut within ``snap`` (V7_PACK_SNAP) pages of a
-    sequence boundary moves onto it (never past the neighbouring cuts). A range's segments
+    cut into ``slots`` ranges of equal cost (floor(k total / slots) cuts: +-1 page), the
+    cost of a range its pages plus ``item_cost`` (V7_PACK_ITEM_COST) for every sequence
+    but the first that starts in it (one sequence, b1: the token plan's parts), ``slots`` = one wave of ``capacity`` resident CTAs over the KV heads,
+    no more than MIN_PAGES_PER_SPLIT pages a range allow. A cut within ``snap``
+    (V7_PACK_SNAP) pages of a sequence boundary moves onto it (never past the neighbouring
+    cuts). A range's segments
     are items as plan_work's (sequence, first page, end page, part, parts, part_base): a
     sequence wholly inside a range is one part (written directly, no partial), one cut by
     range ends has a part per range it touches, merged by the last CTA to finish one.
@@ -473,11 +493,23 @@ def plan_packed(context_lens, page_size: int, kv_heads: int, capacity: int, snap
     pages = [_pages(c, page_size) for c in context_lens]
     total = sum(pages)
     snap = V7_PACK_SNAP if snap is None else snap
+    cost = V7_PACK_ITEM_COST if item_cost is None else item_cost
     slots = max(1, min(max(1, capacity) // kv_heads, total // MIN_PAGES_PER_SPLIT))
     starts = [0]
     for p in pages:
         starts.append(starts[-1] + p)
-    ideal = [k * total // slots for k in range(slots + 1)]
+    # equal cuts of the cost axis, where every sequence but the first (which starts the
+    # first range, as a continuation starts the others) has `cost` before its pages; a cut
+    # within that cost falls on the sequence's start; never two cuts on one page
+    first = [starts[i] + cost * i for i in range(len(pages))]  # a sequence's first page there
+    ideal, s = [0], 0
+    for k in range(1, slots):
+        v = k * (total + cost * (len(pages) - 1)) // slots
+        while s + 1 < len(pages) and first[s + 1] - cost <= v:
+            s += 1
+        page = starts[s] + max(0, v - first[s])
+        ideal.append(min(max(page, ideal[-1] + 1), total - (slots - k)))
+    ideal.append(total)
     cuts = [0]
     for k in range(1, slots):
         c = ideal[k]
@@ -520,13 +552,18 @@ def plan_packed(context_lens, page_size: int, kv_heads: int, capacity: int, snap
 
 
 def packed_array(plan: dict) -> "np.ndarray":
-    """The packed work list as the kernel reads it (WORKLIST 2): the CTA ranges (ctas + 1
-    int32, padded to a whole item), then WORK_ITEM_INTS int32 an item."""
-    head = -(-(plan["ctas"] + 1) // WORK_ITEM_INTS) * WORK_ITEM_INTS
-    arr = np.zeros(head + WORK_ITEM_INTS * len(plan["items"]), dtype=np.int32)
-    arr[:plan["ctas"] + 1] = plan["ranges"]
-    arr[head:] = work_array(plan["items"]).reshape(-1)
-    return arr
+    """The packed work list as the kernel reads it (WORKLIST 2), WORK_ITEM_INTS int32 an
+    item: item y is CTA y's first (the CTA finds it at once, as the token kernel does), the
+    CTAs' further items follow in CTA order, and int 6 of each is the index of its CTA's
+    next item (-1 after the last)."""
+    ranges, ctas = plan["ranges"], plan["ctas"]
+    order = [ranges[y] for y in range(ctas)] + [i for y in range(ctas) for i in range(ranges[y] + 1, ranges[y + 1])]
+    at = {i: k for k, i in enumerate(order)}
+    arr = work_array([plan["items"][i] for i in order])
+    for y in range(ctas):
+        for i in range(ranges[y], ranges[y + 1]):
+            arr[at[i], 6] = at[i + 1] if i + 1 < ranges[y + 1] else -1
+    return arr.reshape(-1)
 
 
 def _build_v7(variant, shape, device):
@@ -574,7 +611,8 @@ def _packed_launcher(variant, shape: Shape, device, details: dict) -> Launcher:
     """v7's packed path: grid (kv_heads, ctas), CTA y the items of its range in turn."""
     kernel, block, smem = _fast_kernel(shape, True, V7_PACKED_KERNEL, worklist=2)
     resident = gpu.blocks_per_sm(kernel, block[0], smem, device)
-    plan = plan_packed(shape.context_lens, shape.page_size, shape.kv_heads, device.sm_count * max(1, resident))
+    plan = plan_packed(shape.context_lens, shape.page_size, shape.kv_heads, device.sm_count * max(1, resident),
+                       item_cost=packed_item_cost(shape))
     smem = max(smem, merge_smem(block[0] // 32, shape.group, shape.head_dim, plan["max_parts"]))
     if smem > device.smem_per_block_optin:
         raise ShapeError(f"v7 packed merges {plan['max_parts']} parts of a sequence: {smem} bytes of shared "
@@ -597,7 +635,8 @@ def _packed_launcher(variant, shape: Shape, device, details: dict) -> Launcher:
     return Launcher(variant.id, [info], run_packed, details={
         **details, "waves": plan["waves"], "resident_ctas_per_sm": resident, "num_splits": plan["max_parts"],
         "ctas": plan["ctas"], "work_items": len(plan["items"]), "pages_per_cta": plan["pages_per_cta"],
-        "multi_part_sequences": plan["multi_part"], **({"snap": V7_PACK_SNAP} if V7_PACK_SNAP != 2 else {})})
+        "multi_part_sequences": plan["multi_part"], **({"snap": V7_PACK_SNAP} if V7_PACK_SNAP != 2 else {}),
+        **({"item_cost": V7_PACK_ITEM_COST} if V7_PACK_ITEM_COST != 3 else {})})
 
 
 _BUILDERS = {

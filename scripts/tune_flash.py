@@ -49,6 +49,7 @@ WGMMA2_SWEEP = [
     (D128, "Q in registers (RS)", {"QSMEM": 0}),
     (D128, "BC 64", {"BC": 64}),
     (D128, "3 stages", {"STAGES": 3}),
+    (D128, "producer fences (no cp.async arrive-on)", {"PRODUCER_FENCE": 1}),
     (CAUSAL, "shipped", {}),
     (CAUSAL, "no ping-pong", {"PINGPONG": 0}),
 ]

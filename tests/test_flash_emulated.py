@@ -1,7 +1,7 @@
 """flash_fwd's kernels, run on the CPU by tests/flash_emu (no GPU): their .cu sources
 compiled unchanged with g++ against host stand-ins for every PTX instruction they use
-(ldmatrix, mma.sync, cp.async, shuffles, barriers; written from the PTX ISA's fragment
-layouts), then checked against the family's float64 reference on shapes that hit partial
+(ldmatrix, mma.sync, cp.async, shuffles, barriers, wgmma, mbarriers, named barriers;
+written from the PTX ISA's fragment layouts and definitions), then checked against the family's float64 reference on shapes that hit partial
 tiles, GQA, seq_k != seq_q and the causal diagonal. AddressSanitizer watches every
 shared- and global-memory access; cp.async copies land only when waited for (or, in
 eager mode, when issued)."""
@@ -157,6 +157,7 @@ WGMMA2_BUILDS = {
     # other tile / ring sizes
     "shipped": {}, "no-overlap": {"OVERLAP": 0}, "no-pingpong": {"PINGPONG": 0}, "q-registers": {"QSMEM": 0},
     "bc64": {"BC": 64}, "stages3": {"STAGES": 3}, "plain": {"OVERLAP": 0, "PINGPONG": 0},
+    "producer-fence": {"PRODUCER_FENCE": 1},
 }
 
 

@@ -113,7 +113,8 @@ def test_wgmma_by_tile(vid, shape, dtype):
     by_tile(vid, shape, dtype)
 
 
-WGMMA2_BUILDS = ["", "OVERLAP=0", "PINGPONG=0", "QSMEM=0", "BC=64", "STAGES=3", "OVERLAP=0,PINGPONG=0"]
+WGMMA2_BUILDS = ["", "OVERLAP=0", "PINGPONG=0", "QSMEM=0", "BC=64", "STAGES=3", "OVERLAP=0,PINGPONG=0",
+                 "PRODUCER_FENCE=1"]
 """wgmma2's knob settings scripts/tune_flash.py --variant wgmma2 benches (over the shipped ones)."""
 
 

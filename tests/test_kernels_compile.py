@@ -187,7 +187,7 @@ WGMMA2_BUILDS = {
     # knobs over the shipped ones -> HGMMA in the SASS: S = Q K^T is head_dim / 16 = 8, P V
     # BC / 16; with OVERLAP the first S and the last P V are peeled off the loop (twice each)
     "": 32, "OVERLAP=0": 16, "PINGPONG=0": 32, "QSMEM=0": 32, "BC=64": 24, "STAGES=3": 32,
-    "OVERLAP=0,PINGPONG=0": 16,
+    "OVERLAP=0,PINGPONG=0": 16, "PRODUCER_FENCE=1": 32,
 }
 
 
@@ -246,15 +246,22 @@ def written_registers(ins: str) -> set[int]:
 
 
 def q_fragment_clobbers(lines: list[str]) -> list[str]:
-    """Instructions other than LDSM writing a register that an S = Q K^T HGMMA (not the
-    transposed-B one of P V) reads as its A fragment: Q is loaded once and must stay in
-    those registers for the whole key loop."""
+    """Instructions writing a register that an S = Q K^T HGMMA (not the transposed-B one
+    of P V) reads as its A fragment, after the LDSM that loaded Q into it: Q is loaded once,
+    before the key loop, and must stay in those registers through it."""
     q = set()
     for ins in lines:
         m = re.match(r"HGMMA\.\S+ R\d+, R(\d+), gdesc\[\w+\](?!\.tnspB)", ins)
         if m:
             q |= set(range(int(m[1]), int(m[1]) + 4))
-    return [ins for ins in lines if not ins.startswith("LDSM") and written_registers(ins) & q]
+    loaded, found = set(), []
+    for ins in lines:
+        written = written_registers(ins) & q
+        if ins.startswith("LDSM"):
+            loaded |= written
+        elif written & loaded:
+            found.append(ins)
+    return found
 
 
 @pytest.mark.parametrize("vid, head_dim, knobs, clobbered", [

@@ -64,8 +64,8 @@ def parse_knobs(text: str, vid: str = "mma128") -> dict:
             raise ValueError(f"{vid} knobs: expected NAME=INT with NAME in {', '.join(names)}; got {item!r}")
         knobs[name.strip()] = int(value)
     return knobs
-WGMMA2_SHIPPED = {"BC": 128, "QSMEM": 1, "OVERLAP": 1, "PINGPONG": 1, "STAGES": 2, "SETMAXNREG": 1,
-                  "REG_CONSUMER": 232, "REG_PRODUCER": 40}
+WGMMA2_SHIPPED = {"BC": 128, "QSMEM": 1, "OVERLAP": 1, "PINGPONG": 1, "STAGES": 2, "PRODUCER_FENCE": 0,
+                  "SETMAXNREG": 1, "REG_CONSUMER": 232, "REG_PRODUCER": 40}
 """wgmma2's -D values (wgmma2.cu's header; docs/NOTES.md items 59-64): 128 keys a step, Q read by
 wgmma from shared memory, S(j+1) beside the softmax, the two consumer warpgroups ping-ponged,
 a 2-stage K/V ring filled by a producer warpgroup through mbarriers, setmaxnreg 232 / 40."""
@@ -209,7 +209,9 @@ check_mma128 = _check_tensor_cores("mma128")
 WGMMA_DIMS = (128,)
 """head_dim values wgmma takes. 64 compiles and passes the CPU emulation, but on the H200 its
 output is wrong as soon as seq_k passes one 64-key tile (right within one tile; docs/NOTES.md,
-wgmma's outcomes): refused until that is understood."""
+wgmma's outcomes). The likely cause (item 64, from the SASS): at d64 ptxas gives Q's A
+fragments the registers of P's and of the loop's address arithmetic, so the second key
+tile's S = Q K^T reads P instead of Q; refused until a build keeps them apart."""
 
 
 def check_wgmma(p: Shape) -> None:

@@ -13,6 +13,8 @@
 //               1 and 2, bar.sync / bar.arrive of 256 threads): one's softmax runs while the
 //               other's GEMMs run, instead of both meeting at one __syncthreads.
 //   STAGES 2    K and V buffers each (a ring).
+//   PRODUCER_FENCE 0  see tile_filled (1: a fallback in case the reader's proxy fence after
+//               the mbarrier wait is not enough for cp.async data on the hardware).
 // Loads are decoupled from the consumers: a third warpgroup (the producer) fills the K/V
 // ring with cp.async and signals each tile's full mbarrier with cp.async.mbarrier.arrive.noinc
 // (128 arrivals a phase, one a producer thread, when its copies have landed); the consumers
@@ -54,6 +56,9 @@
 #endif
 #ifndef STAGES
 #define STAGES 2
+#endif
+#ifndef PRODUCER_FENCE
+#define PRODUCER_FENCE 0  // 1: the producer waits for its copies, fences, then arrives (no noinc)
 #endif
 #ifndef SETMAXNREG
 #define SETMAXNREG 1
@@ -117,6 +122,19 @@ FLASH_DEVICE void copy_tile(unsigned char* tile, const elem* src, int row0, int 
     }
 }
 
+// A producer thread's copies of a tile signalled on its full barrier: when they land
+// (cp.async's noinc arrive-on; the consumers fence for their async proxy after the wait),
+// or, PRODUCER_FENCE 1, the classic order: wait for them, fence.proxy.async, arrive.
+FLASH_DEVICE void tile_filled(unsigned full) {
+#if PRODUCER_FENCE
+    cp_async_wait_all();
+    fence_proxy_async();
+    mbar_arrive(full);
+#else
+    cp_async_mbar_arrive(full);
+#endif
+}
+
 // The producer warpgroup: K and V of every step into the ring, each tile's copies signalled on its
 // full barrier; a buffer is refilled once its empty barrier's previous phase completed.
 FLASH_DEVICE void produce(unsigned char* sK, unsigned char* sV, const elem* kh, const elem* vh, unsigned bars, int steps,
@@ -125,10 +143,10 @@ FLASH_DEVICE void produce(unsigned char* sK, unsigned char* sV, const elem* kh, 
         const unsigned round = j / STAGES;
         if (j >= STAGES) mbar_wait(empty_k(bars, j), (round - 1) & 1);
         copy_tile<BC, PRODUCERS>(sK + (j % STAGES) * TILE(BC), kh, j * BC, seq_k, ptid);
-        cp_async_mbar_arrive(full_k(bars, j));
+        tile_filled(full_k(bars, j));
         if (j >= STAGES) mbar_wait(empty_v(bars, j), (round - 1) & 1);
         copy_tile<BC, PRODUCERS>(sV + (j % STAGES) * TILE(BC), vh, j * BC, seq_k, ptid);
-        cp_async_mbar_arrive(full_v(bars, j));
+        tile_filled(full_v(bars, j));
     }
     cp_async_wait_all();
 }

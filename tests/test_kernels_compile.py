@@ -264,6 +264,53 @@ def q_fragment_clobbers(lines: list[str]) -> list[str]:
     return found
 
 
+def window_hazards(lines):
+    """writes, by non-HGMMA instructions, to the A or D registers of an HGMMA in flight:
+    issued, its group (closed by the HGMMA marked gsb0) not yet retired by a
+    WARPGROUP.DEPBAR.LE gsb0, N (which leaves the N newest groups flying); straight-line order"""
+    out, groups, open_ = [], [], set()
+    for ins in lines:
+        m = re.match(r"HGMMA\.64x(\d+)x16\S* R(\d+), (R(\d+)|gdesc)", ins)
+        if m:
+            n, d = int(m[1]), int(m[2])
+            open_ |= set(range(d, d + n // 2))
+            if m[4]:
+                open_ |= set(range(int(m[4]), int(m[4]) + 4))
+            if ins.rstrip().endswith("gsb0"):
+                groups.append(open_)
+                open_ = set()
+            continue
+        m = re.match(r"WARPGROUP\.DEPBAR\.LE gsb0, 0x(\d+)", ins)
+        if m:
+            keep = int(m[1], 16)
+            groups = groups[len(groups) - keep:] if keep else []
+            continue
+        live = set().union(*groups) if groups else set()
+        w = written_registers(ins) & live
+        if w:
+            out.append(ins)
+    return out
+
+
+@pytest.mark.parametrize("vid, head_dim, knobs", [("wgmma", 64, ""), ("wgmma", 128, ""), ("wgmma2", 128, ""),
+                                                  ("wgmma2", 128, "QSMEM=0"), ("wgmma2", 128, "OVERLAP=0")])
+def test_no_register_of_a_flying_hgmma_is_written(monkeypatch, tmp_path, vid, head_dim, knobs):
+    """In the SASS, nothing but HGMMA writes an in-flight HGMMA's A fragments or
+    accumulators (wgmma's d64 failure is not such a move: item 64)."""
+    from paprof import static
+    from paprof.families.flash_fwd import FAMILY, catalog
+
+    cuobjdump = static.find_cuobjdump()
+    if cuobjdump is None:
+        pytest.skip("cuobjdump not found (the test extra's nvidia-cuda-cuobjdump)")
+    monkeypatch.setattr(catalog, "WGMMA2_TUNING", catalog.parse_knobs(knobs, "wgmma2"))
+    variant = FAMILY.variant(vid)
+    defines = (catalog.wgmma_defines if vid == "wgmma" else variant.defines)(
+        FAMILY.parse(f"dtype=bf16,head_dim={head_dim},seq_q=1000"))
+    found = window_hazards(sass_lines(tmp_path, variant.source_paths()[0], defines.items(), cuobjdump))
+    assert not found, found[:8]
+
+
 @pytest.mark.parametrize("vid, head_dim, knobs, clobbered", [
     ("wgmma", 128, "", False),
     # docs/NOTES.md (wgmma2, item 64): at head_dim 64 ptxas gives Q's A fragments the same

@@ -314,6 +314,7 @@ MUTATIONS2 = {  # a bug put into wgmma2.cu -> (the text replaced, its replacemen
                                     "    mbar_wait(full, (j / STAGES) & 1);"),
     "full barrier waited with the wrong parity": ("mbar_wait(full, (j / STAGES) & 1)", "mbar_wait(full, (j / STAGES + 1) & 1)"),
     "producer refills without waiting": ("        if (j >= STAGES) mbar_wait(empty_v(bars, j), (round - 1) & 1);\n", "\n"),
+    "the first turn never given (a deadlock)": ("    if (wg == 1 && steps > 0) named_arrive(1, CONSUMERS);", ""),
 }
 
 

@@ -39,6 +39,11 @@
 #            layouts (4 x 32 shipped, 8 x 16, alternatives; bf16 b4 h32 s8192 d128, causal,
 #            d64, with sdpa_flash timed beside them), then paprof bench of mma, mma128 and
 #            sdpa_flash (30 launches) at the four issue shapes -> logs/flash3-*, a TFLOP/s table
+#   flash4   flash_fwd wgmma2 (FlashAttention-3's scheduling, issue 13): its GPU tests (stop at
+#            the first failure; every knob setting on two shapes), compute-sanitizer memcheck
+#            on two small shapes, paprof bench of wgmma2, wgmma, sdpa_flash, sdpa_cudnn at the
+#            four issue shapes (wgmma2 skips d64), then scripts/tune_flash.py --variant wgmma2
+#            (FA3's steps taken away one at a time; sdpa_flash beside) -> logs/flash4-*
 #   ship     the runs shipped for issues 13 and 16: mma128 and wgmma at the issue's flash_fwd
 #            shape, v6/v7 on the ragged batch and at group 1 head_dim 64, v7 at the main shape
 #            (fp16) -> $OUT/ship.tar.xz[.aa ...]
@@ -101,6 +106,23 @@ flash_bench() {
     tail -4 "$OUT/logs/$name-bench-$i.log"
   done
   python3 scripts/bench_table.py --flops "$OUT"/logs/"$name"-bench-*.json | tee "$OUT/logs/$name-bench-table.md"
+}
+# flash_memcheck NAME TIMEOUT VARIANT SHAPE...: one verified launch of the flash_fwd variant at
+# each shape under compute-sanitizer memcheck (no timing, no GEMM ceiling) -> logs/NAME-memcheck.log
+flash_memcheck() {
+  local name=$1 limit=$2 vid=$3 SAN
+  shift 3
+  SAN=$(ls -d /usr/local/cuda*/bin/compute-sanitizer 2>/dev/null | sort -V | tail -1)
+  timeout "$limit" "${SAN:-compute-sanitizer}" --tool memcheck --print-limit 5 python3 -c "
+import sys
+from paprof import registry
+from paprof.kernels import harness
+fam = registry.family('flash_fwd')
+for text in sys.argv[2:]:
+    p = fam.parse(text)
+    print(sys.argv[1], p.slug(), harness.verify(harness.prepare(fam, registry.get(sys.argv[1], 'flash_fwd'), p)), flush=True)
+" "$vid" "$@" > "$OUT/logs/$name-memcheck.log" 2>&1
+  echo "$vid memcheck: rc $?"; tail -6 "$OUT/logs/$name-memcheck.log"
 }
 stamp() { echo "[$(( $(date +%s) - t0 ))s] $*"; }
 # peers_env P: the environment FlashInfer's kit in P runs in (exported: call it in a
@@ -395,18 +417,8 @@ from paprof.kernels import gpu; print(gpu.current_device())
       echo "wgmma tests ($k): rc $?"
     done
     grep -E "^(FAILED|ERROR)|by query block|passed|failed|skipped" "$OUT/logs/flashw-tests.log" | tail -15
-    SAN=$(ls -d /usr/local/cuda*/bin/compute-sanitizer 2>/dev/null | sort -V | tail -1)
-    # one verified launch a shape (no timing, no GEMM ceiling under the sanitizer)
-    timeout 90 "${SAN:-compute-sanitizer}" --tool memcheck --print-limit 5 python3 -c "
-from paprof import registry
-from paprof.kernels import harness
-fam = registry.family('flash_fwd')
-for text in ('batch=1,q_heads=4,kv_heads=2,seq_q=200,seq_k=333,head_dim=128,causal=true,dtype=bf16',
-             'batch=1,q_heads=2,seq_q=77,head_dim=64,dtype=fp16'):
-    p = fam.parse(text)
-    print('wgmma', p.slug(), harness.verify(harness.prepare(fam, registry.get('wgmma', 'flash_fwd'), p)), flush=True)
-" > "$OUT/logs/flashw-memcheck.log" 2>&1
-    echo "wgmma memcheck: rc $?"; tail -6 "$OUT/logs/flashw-memcheck.log"
+    flash_memcheck flashw 90 wgmma "batch=1,q_heads=4,kv_heads=2,seq_q=200,seq_k=333,head_dim=128,causal=true,dtype=bf16" \
+      "batch=1,q_heads=2,seq_q=77,head_dim=64,dtype=fp16"
     flash_bench flashw 85 wgmma mma mma128 sdpa_flash sdpa_cudnn
     ;;
   decode7)
@@ -480,6 +492,24 @@ for f in sys.argv[1:]:
     timeout 200 python3 scripts/tune_flash.py --launches 30 2>&1 | tee "$OUT/logs/flash3-tune.log"
     stamp flash3 bench
     flash_bench flash3 60 mma mma128 sdpa_flash
+    ;;
+  flash4)
+    # at most 130 + 70 + 4 x 60 s, then the A/B cut at F4_END (default 570 s from the
+    # script's start: under the device tool's 10 minutes); expected ~6 minutes
+    stamp flash4
+    timeout 130 python3 -m pytest -m gpu tests/test_gpu_flash.py -k wgmma2 -x -q -p no:cacheprovider -rfEs \
+      --tb=short > "$OUT/logs/flash4-tests.log" 2>&1
+    echo "wgmma2 tests: rc $?"
+    grep -E "^(FAILED|ERROR)|by query block|passed|failed|skipped" "$OUT/logs/flash4-tests.log" | tail -15
+    stamp flash4 memcheck
+    flash_memcheck flash4 70 wgmma2 "batch=1,q_heads=4,kv_heads=2,seq_q=200,seq_k=333,head_dim=128,causal=true,dtype=bf16" \
+      "batch=1,q_heads=2,seq_q=77,seq_k=700,head_dim=128,dtype=fp16"
+    stamp flash4 bench
+    flash_bench flash4 60 wgmma2 wgmma sdpa_flash sdpa_cudnn
+    stamp flash4 tune
+    left=$(( ${F4_END:-570} - ($(date +%s) - t0) ))
+    [ "$left" -lt 30 ] && left=30
+    timeout "$left" python3 scripts/tune_flash.py --variant wgmma2 --launches 30 2>&1 | tee "$OUT/logs/flash4-tune.log"
     ;;
   ship)
     stamp ship

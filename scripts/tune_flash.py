@@ -1,16 +1,18 @@
-"""Bench flash_fwd mma128's layouts (its -D values) on the GPU, in one process.
+"""Bench flash_fwd mma128's layouts, or wgmma2's knobs (their -D values) on the GPU, in one process.
 
     python3 scripts/tune_flash.py                              # the whole sweep
     python3 scripts/tune_flash.py --only 0 --only 1            # entries of SWEEP
     python3 scripts/tune_flash.py --knobs "BC=32,KSUB=32,STAGES=3" --shape "head_dim=128"
     python3 scripts/tune_flash.py --only 0 --no-timing --launches 1   # for ncu
+    python3 scripts/tune_flash.py --variant wgmma2             # WGMMA2_SWEEP: FA3's steps one by one
+    python3 scripts/tune_flash.py --variant wgmma2 --knobs "OVERLAP=0,PINGPONG=0"
 
 Each configuration is built (NVRTC, through the catalogue: grid, block, shared memory and
 -D values follow the knobs), checked against the float64 reference, then timed twice with
 CUDA events (median of --launches each); TFLOP/s against the cuBLAS GEMM ceiling measured
 in the same process. The peer sdpa_flash is timed the same way at each shape (--no-peer:
-not). The sweep sets ``catalog.MMA128_TUNING`` for its own runs only; the shipped choice is
-``catalog.MMA128_4X32``.
+not). The sweep sets ``catalog.MMA128_TUNING`` (``WGMMA2_TUNING``) for its own runs only; the
+shipped choices are ``catalog.MMA128_4X32`` and ``catalog.WGMMA2_SHIPPED``.
 """
 
 import argparse
@@ -35,6 +37,23 @@ SWEEP = [
     (D64, "8x16 (round 1)", catalog.MMA128_8X16),
     (D64, "4x32 Q from sQ, 2 buffers", {"QREG": 0, "STAGES": 2}),
 ]
+
+
+WGMMA2_SWEEP = [
+    # (shape, name, knobs over WGMMA2_SHIPPED): the shipped build, then each of FA3's steps
+    # taken away (docs/NOTES.md items 59-64 predict each), then the causal shape
+    (D128, "shipped (BC 128, SS Q, overlap, ping-pong, producer + mbarriers, setmaxnreg)", {}),
+    (D128, "no ping-pong", {"PINGPONG": 0}),
+    (D128, "no intra-warpgroup overlap", {"OVERLAP": 0}),
+    (D128, "neither (producer + mbarriers only)", {"OVERLAP": 0, "PINGPONG": 0}),
+    (D128, "Q in registers (RS)", {"QSMEM": 0}),
+    (D128, "BC 64", {"BC": 64}),
+    (D128, "3 stages", {"STAGES": 3}),
+    (D128, "producer fences (no cp.async arrive-on)", {"PRODUCER_FENCE": 1}),
+    (CAUSAL, "shipped", {}),
+    (CAUSAL, "no ping-pong", {"PINGPONG": 0}),
+]
+TUNINGS = {"mma128": (catalog.MMA128_TUNING, SWEEP), "wgmma2": (catalog.WGMMA2_TUNING, WGMMA2_SWEEP)}
 
 
 def timed(vid: str, spec: str, launches: int, timing: bool):
@@ -68,16 +87,18 @@ def line(label: str, spec: str, prep, check, runs, gemm) -> str:
 
 
 def run(spec: str, label: str, knobs: dict, args, gemm) -> None:
-    shipped = dict(catalog.MMA128_TUNING)
-    catalog.MMA128_TUNING.update(knobs)
+    vid = args.variant
+    tuning = TUNINGS[vid][0]
+    shipped = dict(tuning)
+    tuning.update(knobs)
     try:
-        prep, check, runs = timed("mma128", spec, args.launches, not args.no_timing)
-        print(f"mma128 {line(f'{label} {knobs}', spec, prep, check, runs, gemm)}", flush=True)
+        prep, check, runs = timed(vid, spec, args.launches, not args.no_timing)
+        print(f"{vid} {line(f'{label} {knobs}', spec, prep, check, runs, gemm)}", flush=True)
     except Exception as err:  # report and go on with the sweep
-        print(f"mma128 {spec} {label} {knobs}: {type(err).__name__}: {err}", flush=True)
+        print(f"{vid} {spec} {label} {knobs}: {type(err).__name__}: {err}", flush=True)
     finally:
-        catalog.MMA128_TUNING.clear()
-        catalog.MMA128_TUNING.update(shipped)
+        tuning.clear()
+        tuning.update(shipped)
 
 
 def peer(spec: str, args, gemm) -> None:
@@ -89,8 +110,9 @@ def peer(spec: str, args, gemm) -> None:
 
 
 parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-parser.add_argument("--only", type=int, action="append", help="index into SWEEP (repeatable)")
-parser.add_argument("--knobs", help='one configuration instead of the sweep: "NAME=INT,..." or 8x16 / 4x32')
+parser.add_argument("--variant", choices=sorted(TUNINGS), default="mma128")
+parser.add_argument("--only", type=int, action="append", help="index into the variant's sweep (repeatable)")
+parser.add_argument("--knobs", help='one configuration instead of the sweep: "NAME=INT,..." (mma128: or 8x16 / 4x32)')
 parser.add_argument("--shape", default="", help=f"with --knobs: overrides of {BASE}")
 parser.add_argument("--launches", type=int, default=30)
 parser.add_argument("--no-timing", action="store_true", help="for ncu: verify and launch, no ceiling")
@@ -98,11 +120,12 @@ parser.add_argument("--no-peer", action="store_true", help="do not time sdpa_fla
 args = parser.parse_args()
 if args.knobs is not None:
     try:
-        entries = [(",".join(filter(None, [BASE, args.shape])), "--knobs", catalog.parse_knobs(args.knobs))]
+        entries = [(",".join(filter(None, [BASE, args.shape])), "--knobs", catalog.parse_knobs(args.knobs, args.variant))]
     except ValueError as err:
         parser.error(str(err))
 else:
-    entries = [SWEEP[i] for i in (args.only or range(len(SWEEP)))]
+    sweep = TUNINGS[args.variant][1]
+    entries = [sweep[i] for i in (args.only or range(len(sweep)))]
 gemm = 0.0
 if not args.no_timing:
     gemm = harness.measure_gemm_ceiling()["tflops"]

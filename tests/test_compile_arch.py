@@ -76,17 +76,20 @@ def fake_gpu(monkeypatch, tmp_path):
     return types.SimpleNamespace(loaded=loaded, device=device, nvrtc=nvrtc, cache=tmp_path / "cache")
 
 
-def wgmma_sources():
-    variant = FAMILY.variant("wgmma")
+def wgmma_sources(vid="wgmma"):
+    variant = FAMILY.variant(vid)
     return variant.source_paths(), variant.defines(FAMILY.parse("dtype=bf16")), variant.arch
 
 
-def test_arch_compiles_through_nvrtc_once(fake_gpu):
-    sources, defines, arch = wgmma_sources()
+@pytest.mark.parametrize("vid", ["wgmma", "wgmma2"])
+def test_arch_compiles_through_nvrtc_once(fake_gpu, vid):
+    sources, defines, arch = wgmma_sources(vid)
     assert arch == "sm_90a"
     gpu.compile_module(sources, defines, arch=arch)
     (options,) = fake_gpu.nvrtc.compiled
     assert options[-1] == "-arch=sm_90a" and "-DHEAD_DIM=128" in options and "-std=c++17" in options
+    if vid == "wgmma2":  # its knobs reach NVRTC as -D values
+        assert {"-DBC=128", "-DOVERLAP=1", "-DPINGPONG=1", "-DSETMAXNREG=1"} <= set(options), options
     (cubin,) = fake_gpu.cache.glob("*.cubin")
     assert fake_gpu.loaded == [{"path": str(cubin)}] and fake_gpu.nvrtc.destroyed == 1
     gpu._MODULES.clear()  # a second process: the cached cubin, no compile

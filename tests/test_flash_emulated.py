@@ -1,7 +1,7 @@
 """flash_fwd's kernels, run on the CPU by tests/flash_emu (no GPU): their .cu sources
 compiled unchanged with g++ against host stand-ins for every PTX instruction they use
-(ldmatrix, mma.sync, cp.async, shuffles, barriers; written from the PTX ISA's fragment
-layouts), then checked against the family's float64 reference on shapes that hit partial
+(ldmatrix, mma.sync, cp.async, shuffles, barriers, wgmma, mbarriers, named barriers;
+written from the PTX ISA's fragment layouts and definitions), then checked against the family's float64 reference on shapes that hit partial
 tiles, GQA, seq_k != seq_q and the causal diagonal. AddressSanitizer watches every
 shared- and global-memory access; cp.async copies land only when waited for (or, in
 eager mode, when issued)."""
@@ -28,7 +28,8 @@ FOLDER = Path(problem.__file__).resolve().parent
 pytestmark = pytest.mark.skipif(GXX is None, reason="g++ is not on PATH")
 
 ELEM = {"handbook": "float"}  # the tensor-core kernels move 16-bit bit patterns
-EMULATED = ("handbook", "mma", "mma128", "wgmma")
+EMULATED = ("handbook", "mma", "mma128", "wgmma", "wgmma2")
+TUNING = {"mma128": catalog.MMA128_TUNING, "wgmma2": catalog.WGMMA2_TUNING}  # knobs that set block / smem too
 
 
 def kernel(vid: str):
@@ -63,9 +64,10 @@ def run_emulated(vid: str, p: problem.Shape, build: Path, eager: bool = False, s
         # wgmma at head_dim 64 stays emulated though the catalogue refuses it: it passes here
         # and fails on the H200 past one key tile (docs/NOTES.md), the case a fix must mend
         v.check(p)
-    shipped = dict(catalog.MMA128_TUNING)
-    if vid == "mma128":  # the layout's knobs also set the block and shared memory
-        catalog.MMA128_TUNING.update(override)
+    tuning = TUNING.get(vid, {})
+    shipped = dict(tuning)
+    if vid in TUNING:  # the knobs also set the block and shared memory
+        tuning.update(override)
         override_d = {}
     else:
         override_d = override
@@ -75,8 +77,8 @@ def run_emulated(vid: str, p: problem.Shape, build: Path, eager: bool = False, s
         (threads,) = v.block(p) if callable(v.block) else v.block
         smem = v.shared_mem(p)
     finally:
-        catalog.MMA128_TUNING.clear()
-        catalog.MMA128_TUNING.update(shipped)
+        tuning.clear()
+        tuning.update(shipped)
     exe = exe or driver(vid, tuple(sorted(defines.items())), build)
     inputs = problem.make_inputs(p, seed, xp=np)
     assert grid_y == p.batch * p.q_heads
@@ -136,6 +138,43 @@ MMA128_LAYOUTS = {
     "8x16": catalog.MMA128_8X16,
     "4x32-bc32": {"BC": 32, "KSUB": 32, "STAGES": 3},
 }
+
+
+WGMMA2_SHAPES = [
+    # 128-query and 128-key tiles: partial tiles of both, the ring wrapping (steps > STAGES),
+    # the causal diagonal (bottom-right, seq_k >= seq_q), seq_k < seq_q, GQA, one query, both
+    # dtypes
+    dict(batch=1, q_heads=2, seq_q=200, seq_k=200, head_dim=128, causal=False, dtype="bf16"),
+    dict(batch=1, q_heads=1, seq_q=130, seq_k=520, head_dim=128, causal=False, dtype="fp16"),
+    dict(batch=1, q_heads=1, seq_q=256, head_dim=128, causal=True, dtype="fp16"),   # whole tiles
+    dict(batch=1, q_heads=4, kv_heads=2, seq_q=150, seq_k=333, head_dim=128, causal=True, dtype="bf16"),
+    dict(batch=1, q_heads=2, kv_heads=1, seq_q=300, seq_k=100, head_dim=128, causal=False, dtype="fp16"),
+    dict(batch=1, q_heads=1, seq_q=1, seq_k=129, head_dim=128, causal=True, dtype="bf16"),
+    dict(batch=2, q_heads=1, seq_q=64, seq_k=64, head_dim=128, causal=False, dtype="bf16"),
+]
+WGMMA2_BUILDS = {
+    # name -> knobs over the shipped ones: each of FA3's steps switched off alone, and the
+    # other tile / ring sizes
+    "shipped": {}, "no-overlap": {"OVERLAP": 0}, "no-pingpong": {"PINGPONG": 0}, "q-registers": {"QSMEM": 0},
+    "bc64": {"BC": 64}, "stages3": {"STAGES": 3}, "plain": {"OVERLAP": 0, "PINGPONG": 0},
+    "producer-fence": {"PRODUCER_FENCE": 1},
+}
+
+
+@pytest.mark.parametrize("shape", WGMMA2_SHAPES, ids=lambda c: problem.Shape(**c).slug())
+def test_wgmma2_matches_the_reference(build, shape):
+    check = run_emulated("wgmma2", problem.Shape(**shape), build)
+    assert check.passed, check
+
+
+@pytest.mark.parametrize("eager", [False, True])
+@pytest.mark.parametrize("name", WGMMA2_BUILDS)
+def test_wgmma2_builds(build, name, eager):
+    """Every knob setting on a shape whose ring wraps (5 key tiles), partial tiles and the
+    causal diagonal; copies landing when the phase completes or when issued."""
+    p = problem.Shape(batch=1, q_heads=2, kv_heads=1, seq_q=200, seq_k=600, head_dim=128, causal=True, dtype="bf16")
+    check = run_emulated("wgmma2", p, build, eager=eager, **WGMMA2_BUILDS[name])
+    assert check.passed, check
 
 
 @pytest.mark.parametrize("vid, shape", CASES, ids=lambda c: c if isinstance(c, str) else problem.Shape(**c).slug())
@@ -206,6 +245,7 @@ UNIT_CASES = {  # case -> the emulated wgmma agrees with A x B
     "bad_kmajor_sbo": False, "bad_kmajor_noswizzle": False, "bad_kmajor_as_nmajor": False,
     "bad_nmajor_lbo_sbo_swapped": False, "bad_nmajor_as_kmajor": False, "bad_a_fragment": False,
     "bad_read_before_wait": False, "bad_no_fence": False,
+    "ss": True, "wait1": True, "bad_ss_sbo": False, "bad_write_in_flight": False, "bad_a_changed": False,
 }
 
 
@@ -225,10 +265,10 @@ def test_emulated_wgmma_against_a_plain_product(build, dtype):
             assert done.returncode != 0 or float(done.stdout) > 0.1, (case, done.stdout)
 
 
-MUTATIONS = {  # a bug put into wgmma.cu -> (the text replaced, its replacement)
+MUTATIONS = {  # a bug put into wgmma.cu or its layout functions in flash_wgmma.cuh -> (the text replaced, its replacement)
     "no swizzle in the tiles": ("((((c >> 3) & 7) ^ (r & 7)) << 4)", "(((c >> 3) & 7) << 4)"),
-    "V's LBO and SBO swapped": ("BC * ATOM, PERIOD)", "PERIOD, BC * ATOM)"),
-    "K's SBO doubled": ("16, PERIOD)", "16, 2 * PERIOD)"),
+    "V's LBO and SBO swapped": ("ROWS * WGMMA_ATOM, WGMMA_PERIOD)", "WGMMA_PERIOD, ROWS * WGMMA_ATOM)"),
+    "K's SBO doubled": ("16, WGMMA_PERIOD)", "16, 2 * WGMMA_PERIOD)"),
     "V not transposed": ("wgmma_m64n128<1>", "wgmma_m64n128<0>"),
     "P: row g given row g + 8's values": ("(i / 4) % 2 * 2] = pack2(p0, p1)", "(i / 4) % 2 * 2] = pack2(p2, p3)"),
     "no fence.proxy.async": ("    fence_proxy_async();\n", "\n"),
@@ -242,15 +282,58 @@ MUTATIONS = {  # a bug put into wgmma.cu -> (the text replaced, its replacement)
 def test_a_wgmma_bug_fails_in_emulation(build, what, tmp_path):
     """Each mutation of the kernel gives the wrong output or an emulator error."""
     old, new = MUTATIONS[what]
-    source = (FOLDER / "wgmma.cu").read_text()
-    assert source.count(old) == 1, f"the mutation's text is not in wgmma.cu once: {old!r}"
-    (tmp_path / "wgmma.cu").write_text(source.replace(old, new))
+    (where,) = [name for name in ("wgmma.cu", "flash_wgmma.cuh") if old in (FOLDER / name).read_text()]
+    source = (FOLDER / where).read_text()
+    assert source.count(old) == 1, f"the mutation's text is not in {where} once: {old!r}"
+    (tmp_path / where).write_text(source.replace(old, new))
+    if where != "wgmma.cu":
+        (tmp_path / "wgmma.cu").write_text((FOLDER / "wgmma.cu").read_text())
     p = problem.Shape(batch=1, q_heads=1, seq_q=130, seq_k=130, head_dim=128, causal=False, dtype="bf16")
     defines = {"FLASH_EMULATE": None, "FLASH_KERNEL_FILE": '"wgmma.cu"', "FLASH_KERNEL": "flash_fwd_wgmma",
                "FLASH_ELEM": "unsigned short", **catalog.wgmma_defines(p)}
     exe = build_driver(HERE / "driver.cpp", tmp_path / "driver", defines, [tmp_path, FOLDER, HERE])
     try:
         check = run_emulated("wgmma", p, build, exe=exe)
+    except AssertionError as err:  # the driver aborted: an emulator check
+        assert "emulation:" in str(err), err
+        return
+    assert not check.passed, f"{what}: the emulation did not notice ({check})"
+
+
+MUTATIONS2 = {  # a bug put into wgmma2.cu -> (the text replaced, its replacement)
+    "S(j + 1) read before its wait_group 1": ("        wgmma_wait<1>();  // S(j + 1) done", "        // S(j + 1) done"),
+    "O rescaled while P V flies": ("        wgmma_wait<0>();\n        wgmma_hold(acc);\n        wgmma_hold(s);  // P(j + 1)",
+                                   "        rescale_rows(acc, c);\n        wgmma_wait<0>();\n        wgmma_hold(acc);\n"
+                                   "        wgmma_hold(s);  // P(j + 1)"),
+    "P(j + 1) packed while P V flies": ("        softmax(j + 1);\n        wgmma_wait<0>();",
+                                        "        softmax(j + 1);\n        probs_to_a(s, pa);\n        wgmma_wait<0>();"),
+    "K released before S is waited for": ("        wgmma_commit();\n        turn_pass(wg, false);\n        wgmma_wait<1>();",
+                                          "        wgmma_commit();\n        turn_pass(wg, false);\n"
+                                          "        mbar_arrive(empty_k(bars, j + 1));\n        wgmma_wait<1>();"),
+    "no reader fence.proxy.async": ("    mbar_wait(full, (j / STAGES) & 1);\n    fence_proxy_async();",
+                                    "    mbar_wait(full, (j / STAGES) & 1);"),
+    "full barrier waited with the wrong parity": ("mbar_wait(full, (j / STAGES) & 1)", "mbar_wait(full, (j / STAGES + 1) & 1)"),
+    "producer refills without waiting": ("        if (j >= STAGES) mbar_wait(empty_v(bars, j), (round - 1) & 1);\n", "\n"),
+    "the first turn never given (a deadlock)": ("    if (wg == 1 && steps > 0) named_arrive(1, CONSUMERS);", ""),
+}
+
+
+@pytest.mark.parametrize("eager", [False, True])
+@pytest.mark.parametrize("what", MUTATIONS2)
+def test_a_wgmma2_bug_fails_in_emulation(build, what, eager, tmp_path):
+    """Each mutation of wgmma2's pipeline (the waits, fences and barriers the overlap and
+    the producer rely on) gives the wrong output or an emulator error, with copies landing
+    at the phase's completion and when issued."""
+    old, new = MUTATIONS2[what]
+    source = (FOLDER / "wgmma2.cu").read_text()
+    assert source.count(old) == 1, f"the mutation's text is not in wgmma2.cu once: {old!r}"
+    (tmp_path / "wgmma2.cu").write_text(source.replace(old, new))
+    p = problem.Shape(batch=1, q_heads=1, seq_q=130, seq_k=600, head_dim=128, causal=False, dtype="bf16")
+    defines = {"FLASH_EMULATE": None, "FLASH_KERNEL_FILE": '"wgmma2.cu"', "FLASH_KERNEL": "flash_fwd_wgmma2",
+               "FLASH_ELEM": "unsigned short", **catalog.wgmma2_defines(p)}
+    exe = build_driver(HERE / "driver.cpp", tmp_path / "driver", defines, [tmp_path, FOLDER, HERE])
+    try:
+        check = run_emulated("wgmma2", p, build, exe=exe, eager=eager)
     except AssertionError as err:  # the driver aborted: an emulator check
         assert "emulation:" in str(err), err
         return

@@ -91,24 +91,45 @@ def tile_errors(prep, rows: int = 64) -> str:
     return "; ".join(out)
 
 
-@pytest.mark.parametrize("dtype", ["bf16", "fp16"])
-@pytest.mark.parametrize("shape", WGMMA_SHAPES)
-def test_wgmma_by_tile(shape, dtype):
-    """wgmma against the reference, with the error of every 64-query block in the message."""
+def by_tile(vid: str, shape: str, dtype: str):
     params = FAMILY.parse(f"{shape},dtype={dtype}")
-    variant = FAMILY.variant("wgmma")
+    variant = FAMILY.variant(vid)
     try:
         variant.check(params)
         prep = harness.prepare(FAMILY, variant, params)
     except ShapeError as err:
-        pytest.skip(f"wgmma does not take {params.slug()}: {err}")
+        pytest.skip(f"{vid} does not take {params.slug()}: {err}")
     result = harness.verify(prep)
     if not result.passed:
-        pytest.fail(f"wgmma {params.slug()}: rel {result.rel_error:.3g}, max abs {result.max_abs_error:.3g}; "
+        pytest.fail(f"{vid} {params.slug()}: rel {result.rel_error:.3g}, max abs {result.max_abs_error:.3g}; "
                     f"by query block: {tile_errors(prep)}")
 
 
-@pytest.mark.parametrize("vid, tiles", [("handbook", 4), ("mma", 4), ("mma128", 2), ("wgmma", 2)])
+@pytest.mark.parametrize("dtype", ["bf16", "fp16"])
+@pytest.mark.parametrize("shape", WGMMA_SHAPES)
+@pytest.mark.parametrize("vid", ["wgmma", "wgmma2"])
+def test_wgmma_by_tile(vid, shape, dtype):
+    """wgmma and wgmma2 against the reference, with the error of every 64-query block in the message."""
+    by_tile(vid, shape, dtype)
+
+
+WGMMA2_BUILDS = ["", "OVERLAP=0", "PINGPONG=0", "QSMEM=0", "BC=64", "STAGES=3", "OVERLAP=0,PINGPONG=0",
+                 "PRODUCER_FENCE=1"]
+"""wgmma2's knob settings scripts/tune_flash.py --variant wgmma2 benches (over the shipped ones)."""
+
+
+@pytest.mark.parametrize("shape", ["batch=1,q_heads=4,kv_heads=2,seq_q=1000,seq_k=1500,head_dim=128,causal=true",
+                                   "batch=2,q_heads=2,seq_q=1024,seq_k=700,head_dim=128,causal=false"])
+@pytest.mark.parametrize("knobs", WGMMA2_BUILDS)
+def test_wgmma2_builds_by_tile(monkeypatch, knobs, shape):
+    """Each of wgmma2's knob settings (FA3's steps switched off one at a time) is right too."""
+    from paprof.families.flash_fwd import catalog
+
+    monkeypatch.setattr(catalog, "WGMMA2_TUNING", catalog.parse_knobs(knobs, "wgmma2"))
+    by_tile("wgmma2", shape, "bf16")
+
+
+@pytest.mark.parametrize("vid, tiles", [("handbook", 4), ("mma", 4), ("mma128", 2), ("wgmma", 2), ("wgmma2", 2)])
 def test_kernels_report_their_launch(vid, tiles):
     dtype = "fp32" if vid == "handbook" else "bf16"
     prep, _ = check(vid, f"batch=1,q_heads=2,seq_q=200,head_dim=128,dtype={dtype}")

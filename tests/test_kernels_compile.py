@@ -115,7 +115,8 @@ def test_fp8_head_dim_64_and_other_pages_compile_without_spills(tmp_path, split,
 FLASH_CONFIGS = [("handbook", "fp32", 64), ("handbook", "fp32", 128),
                  ("mma", "fp16", 64), ("mma", "fp16", 128), ("mma", "bf16", 64), ("mma", "bf16", 128),
                  ("mma128", "fp16", 64), ("mma128", "fp16", 128), ("mma128", "bf16", 64), ("mma128", "bf16", 128),
-                 ("wgmma", "fp16", 64), ("wgmma", "fp16", 128), ("wgmma", "bf16", 64), ("wgmma", "bf16", 128)]
+                 ("wgmma", "fp16", 64), ("wgmma", "fp16", 128), ("wgmma", "bf16", 64), ("wgmma", "bf16", 128),
+                 ("wgmma2", "fp16", 128), ("wgmma2", "bf16", 128)]
 
 
 @pytest.mark.parametrize("vid, dtype, head_dim", FLASH_CONFIGS, ids=lambda x: str(x))
@@ -183,3 +184,155 @@ def test_wgmma_runs_on_hgmma(dtype, head_dim):
     counts = static.kernel_counts(unit, static.find_nvcc(), cuobjdump)["flash_fwd_wgmma"]
     assert counts["sass_hgmma"] == head_dim // 16 + 4 and counts["sass_hmma"] == 0, counts
     assert counts["spill_stores_bytes"] == counts["spill_loads_bytes"] == 0, counts
+
+
+WGMMA2_BUILDS = {
+    # knobs over the shipped ones -> HGMMA in the SASS: S = Q K^T is head_dim / 16 = 8, P V
+    # BC / 16; with OVERLAP the first S and the last P V are peeled off the loop (twice each)
+    "": 32, "OVERLAP=0": 16, "PINGPONG=0": 32, "QSMEM=0": 32, "BC=64": 24, "STAGES=3": 32,
+    "OVERLAP=0,PINGPONG=0": 16, "PRODUCER_FENCE=1": 32,
+}
+
+
+@pytest.mark.parametrize("dtype", ["fp16", "bf16"])
+@pytest.mark.parametrize("knobs", WGMMA2_BUILDS, ids=lambda k: k or "shipped")
+def test_wgmma2_builds_compile_unserialised_without_spills(monkeypatch, tmp_path, dtype, knobs):
+    """wgmma2 in each knob setting the tuning script benches: no spills (the consumers at
+    setmaxnreg's 232, the producer at 40), no ptxas note that it serialised the wgmma
+    (C7510-C7520: a wgmma issued under a branch, an accumulator read in flight), the HGMMA
+    count of the design, and the CTA's shared memory within the SM's."""
+    from paprof import static
+    from paprof.families.flash_fwd import FAMILY, catalog
+
+    monkeypatch.setattr(catalog, "WGMMA2_TUNING", catalog.parse_knobs(knobs, "wgmma2"))
+    variant = FAMILY.variant("wgmma2")
+    shape = FAMILY.parse(f"dtype={dtype},head_dim=128,seq_q=1000")
+    log = nvcc(tmp_path, variant.source_paths()[0], variant.defines(shape).items())
+    props = re.search(r"Function properties for flash_fwd_wgmma2\n\s*(\d+) bytes stack frame, "
+                      r"(\d+) bytes spill stores, (\d+) bytes spill loads", log)
+    assert props and props.group(2) == props.group(3) == "0", log
+    assert "serialized" not in log, log
+    assert variant.shared_mem(shape) + 1024 <= 228 * 1024
+    cuobjdump = static.find_cuobjdump()
+    if cuobjdump is None:
+        pytest.skip("cuobjdump not found (the test extra's nvidia-cuda-cuobjdump)")
+    (unit,) = static.compile_units(variant, shape)
+    counts = static.kernel_counts(unit, static.find_nvcc(), cuobjdump)["flash_fwd_wgmma2"]
+    assert counts["sass_hgmma"] == WGMMA2_BUILDS[knobs] and counts["sass_hmma"] == 0, counts
+
+
+def sass_lines(tmp_path, source, defines, cuobjdump) -> list[str]:
+    """The SASS of ``source`` built with ``defines`` for its arch: one instruction a line,
+    without the address and encoding comments."""
+    cubin = tmp_path / "k.cubin"
+    cmd = [NVCC, *target(source), "-std=c++17", "-cubin", "-o", str(cubin), f"-I{source.parent}",
+           *[f"-D{k}={v}" for k, v in defines], str(source)]
+    done = subprocess.run(cmd, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    text = subprocess.run([cuobjdump, "-sass", str(cubin)], capture_output=True, text=True, check=True).stdout
+    found = (re.match(r"\s*/\*[0-9a-f]+\*/\s+(.*?)\s*;", line) for line in text.splitlines())
+    return [m[1] for m in found if m]
+
+
+def written_registers(ins: str) -> set[int]:
+    """The general registers an instruction writes (its first operand, when that is a
+    register: 4 for LDSM .x4 and 128-bit loads, 2 for 64-bit and .WIDE results)."""
+    parts = re.sub(r"^@!?U?P\w+\s+", "", ins).split(None, 1)
+    if len(parts) < 2 or parts[0].startswith(("HGMMA", "ST", "BAR", "BRA", "RED", "SYNCS", "WARPGROUP")):
+        return set()
+    first = re.match(r"R(\d+)\b", parts[1])
+    if not first:
+        return set()
+    op = parts[0]
+    width = 4 if (op.startswith("LDSM") and op.endswith(".4")) or ".128" in op else 2 if (".64" in op or "WIDE" in op) else 1
+    return set(range(int(first[1]), int(first[1]) + width))
+
+
+def q_fragment_clobbers(lines: list[str]) -> list[str]:
+    """Instructions writing a register that an S = Q K^T HGMMA (not the transposed-B one
+    of P V) reads as its A fragment, after the LDSM that loaded Q into it: Q is loaded once,
+    before the key loop, and must stay in those registers through it."""
+    q = set()
+    for ins in lines:
+        m = re.match(r"HGMMA\.\S+ R\d+, R(\d+), gdesc\[\w+\](?!\.tnspB)", ins)
+        if m:
+            q |= set(range(int(m[1]), int(m[1]) + 4))
+    loaded, found = set(), []
+    for ins in lines:
+        written = written_registers(ins) & q
+        if ins.startswith("LDSM"):
+            loaded |= written
+        elif written & loaded:
+            found.append(ins)
+    return found
+
+
+def window_hazards(lines):
+    """writes, by non-HGMMA instructions, to the A or D registers of an HGMMA in flight:
+    issued, its group (closed by the HGMMA marked gsb0) not yet retired by a
+    WARPGROUP.DEPBAR.LE gsb0, N (which leaves the N newest groups flying); straight-line order"""
+    out, groups, open_ = [], [], set()
+    for ins in lines:
+        m = re.match(r"HGMMA\.64x(\d+)x16\S* R(\d+), (R(\d+)|gdesc)", ins)
+        if m:
+            n, d = int(m[1]), int(m[2])
+            open_ |= set(range(d, d + n // 2))
+            if m[4]:
+                open_ |= set(range(int(m[4]), int(m[4]) + 4))
+            if ins.rstrip().endswith("gsb0"):
+                groups.append(open_)
+                open_ = set()
+            continue
+        m = re.match(r"WARPGROUP\.DEPBAR\.LE gsb0, 0x(\d+)", ins)
+        if m:
+            keep = int(m[1], 16)
+            groups = groups[len(groups) - keep:] if keep else []
+            continue
+        live = set().union(*groups) if groups else set()
+        w = written_registers(ins) & live
+        if w:
+            out.append(ins)
+    return out
+
+
+@pytest.mark.parametrize("vid, head_dim, knobs", [("wgmma", 64, ""), ("wgmma", 128, ""), ("wgmma2", 128, ""),
+                                                  ("wgmma2", 128, "QSMEM=0"), ("wgmma2", 128, "OVERLAP=0")])
+def test_no_register_of_a_flying_hgmma_is_written(monkeypatch, tmp_path, vid, head_dim, knobs):
+    """In the SASS, nothing but HGMMA writes an in-flight HGMMA's A fragments or
+    accumulators (wgmma's d64 failure is not such a move: item 64)."""
+    from paprof import static
+    from paprof.families.flash_fwd import FAMILY, catalog
+
+    cuobjdump = static.find_cuobjdump()
+    if cuobjdump is None:
+        pytest.skip("cuobjdump not found (the test extra's nvidia-cuda-cuobjdump)")
+    monkeypatch.setattr(catalog, "WGMMA2_TUNING", catalog.parse_knobs(knobs, "wgmma2"))
+    variant = FAMILY.variant(vid)
+    defines = (catalog.wgmma_defines if vid == "wgmma" else variant.defines)(
+        FAMILY.parse(f"dtype=bf16,head_dim={head_dim},seq_q=1000"))
+    found = window_hazards(sass_lines(tmp_path, variant.source_paths()[0], defines.items(), cuobjdump))
+    assert not found, found[:8]
+
+
+@pytest.mark.parametrize("vid, head_dim, knobs, clobbered", [
+    ("wgmma", 128, "", False),
+    # docs/NOTES.md (wgmma2, item 64): at head_dim 64 ptxas gives Q's A fragments the same
+    # registers as P's and the loop's address arithmetic; right for the first key tile only,
+    # as the H200 showed (wgmma refuses d64 until ptxas does otherwise)
+    ("wgmma", 64, "", True),
+    ("wgmma2", 128, "QSMEM=0", False),
+])
+def test_q_fragments_stay_in_their_registers(monkeypatch, tmp_path, vid, head_dim, knobs, clobbered):
+    from paprof import static
+    from paprof.families.flash_fwd import FAMILY, catalog
+
+    cuobjdump = static.find_cuobjdump()
+    if cuobjdump is None:
+        pytest.skip("cuobjdump not found (the test extra's nvidia-cuda-cuobjdump)")
+    if vid == "wgmma2":
+        monkeypatch.setattr(catalog, "WGMMA2_TUNING", catalog.parse_knobs(knobs, "wgmma2"))
+    variant = FAMILY.variant(vid)
+    defines = (catalog.wgmma_defines if vid == "wgmma" else variant.defines)(
+        FAMILY.parse(f"dtype=bf16,head_dim={head_dim},seq_q=1000"))
+    found = q_fragment_clobbers(sass_lines(tmp_path, variant.source_paths()[0], defines.items(), cuobjdump))
+    assert bool(found) == clobbered, found[:8]

@@ -16,7 +16,11 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <chrono>
+#include <condition_variable>
 #include <limits>
+#include <map>
+#include <mutex>
 #include <vector>
 
 #define EMU_BF16 (DTYPE == 2)
@@ -62,35 +66,103 @@ struct Copy {
     void* dst;
     const void* src;
     int bytes;
+    int thread;  // the CUDA thread that issued it
 };
 inline thread_local std::vector<Copy> open_group;
 inline thread_local std::vector<std::vector<Copy>> committed;
 
-// The async proxy (wgmma's reads of shared memory) sees a generic-proxy write only after
-// the writer's fence.proxy.async: writer[chunk] is the thread whose cp.async last wrote
-// that 16-byte chunk and has not fenced since, -1 when none. (Plain stores are not
-// tracked: no kernel here writes a tile wgmma reads with them.)
-inline std::unique_ptr<std::atomic<int>[]> writer;
+// The async proxy (wgmma's reads of shared memory) sees a generic-proxy write only after a
+// fence.proxy.async ordered after it: by the thread whose cp.async wrote the chunk (then a
+// barrier), or by the reading thread itself once the write is visible to it (after the
+// mbarrier wait that acquired it). Logical time: clock ticks at every copy performed and
+// every fence; chunk_time / chunk_thread say when and by whose cp.async a 16-byte chunk was
+// last written (0: never by a cp.async; plain stores are not tracked: no kernel here
+// writes a tile wgmma reads with them), fence_time a thread's last fence. inflight counts
+// the in-flight wgmma (issued, not yet retired) that read a chunk: a copy landing in one
+// is an error (the tile was refilled before the wgmma that reads it was waited for).
+inline std::atomic<unsigned long long> clock{0};
+inline std::unique_ptr<std::atomic<unsigned long long>[]> chunk_time;
+inline std::unique_ptr<std::atomic<int>[]> chunk_thread, inflight;
+inline std::unique_ptr<std::atomic<unsigned long long>[]> fence_time;
 inline size_t writer_chunks = 0;
 // warpgroup barriers (128 threads each), for the warpgroup collectives of wgmma_emulate.h
 inline std::vector<std::unique_ptr<std::barrier<>>> warpgroups;
 // wgmma.mma_async operations issued and not yet waited for, this thread
 inline thread_local int wgmma_pending = 0;
 
+inline void perform(const Copy& c);
+
+// ---- mbarriers and named barriers -----------------------------------------------------
+// An mbarrier (PTX ISA, "Parallel Synchronization and Communication Instructions: mbarrier"):
+// an expected count and a pending count per phase; the phase completes when pending reaches
+// 0 (phase number + 1, pending = expected again). try_wait.parity p succeeds once the
+// current phase's parity differs from p (the phase of parity p has completed). cp.async's
+// .noinc arrive-on counts as one of the phase's expected arrivals; its copies land (in the
+// default, deferred mode) when that phase completes, the latest the ISA allows, so a
+// consumer that reads a tile without waiting for the phase reads the old tile. A wait
+// that sees no progress for 20 s aborts (a deadlock). Named barriers (bar.sync / bar.arrive
+// id, count): a generation completes when count threads have arrived.
+struct MBar {
+    std::mutex m;
+    std::condition_variable cv;
+    int expected = 0, pending = 0;
+    unsigned long long phase = 0;
+    std::vector<Copy> copies;  // landing when the current phase completes
+    bool named = false;
+};
+inline std::mutex barriers_lock;
+inline std::map<long, std::unique_ptr<MBar>> barriers;  // smem offset (mbarriers), -id (named)
+inline void begin_barriers() { barriers.clear(); }
+inline MBar& barrier_at(long key, bool create) {
+    std::lock_guard<std::mutex> g(barriers_lock);
+    auto it = barriers.find(key);
+    if (it == barriers.end()) {
+        if (!create) fail("mbarrier used before mbarrier.init");
+        it = barriers.emplace(key, std::make_unique<MBar>()).first;
+    }
+    return *it->second;
+}
+// one arrival, the lock held; completes the phase on the last
+inline void arrive_locked(MBar& b) {
+    if (b.pending <= 0) fail("barrier arrival with no pending count");
+    if (--b.pending == 0) {
+        for (auto& c : b.copies) perform(c);
+        b.copies.clear();
+        ++b.phase;
+        b.pending = b.expected;
+        b.cv.notify_all();
+    }
+}
+template <class Pred>
+inline void wait_locked(MBar& b, std::unique_lock<std::mutex>& lk, Pred done, const char* what) {
+    while (!done())
+        if (b.cv.wait_for(lk, std::chrono::seconds(20)) == std::cv_status::timeout && !done()) fail(what);
+}
+
 // Set up the per-CTA state above: called by the driver for each CTA before its threads start.
 inline void begin_cta(size_t smem_bytes, int threads) {
     writer_chunks = smem_bytes / 16;
-    writer = std::make_unique<std::atomic<int>[]>(writer_chunks);
-    for (size_t i = 0; i < writer_chunks; ++i) writer[i] = -1;
+    chunk_time = std::make_unique<std::atomic<unsigned long long>[]>(writer_chunks);
+    chunk_thread = std::make_unique<std::atomic<int>[]>(writer_chunks);
+    inflight = std::make_unique<std::atomic<int>[]>(writer_chunks);
+    for (size_t i = 0; i < writer_chunks; ++i) chunk_time[i] = 0, chunk_thread[i] = -1, inflight[i] = 0;
+    fence_time = std::make_unique<std::atomic<unsigned long long>[]>(threads);
+    for (int t = 0; t < threads; ++t) fence_time[t] = 0;
+    begin_barriers();
     warpgroups.clear();
     for (int w = 0; w < threads / 128; ++w) warpgroups.push_back(std::make_unique<std::barrier<>>(128));
 }
 
 inline void perform(const Copy& c) {
+    const size_t chunk = size_t(static_cast<unsigned char*>(c.dst) - cta().smem.data()) / 16;
+    if (chunk < writer_chunks && inflight[chunk] > 0)
+        fail("a cp.async landed in a tile an in-flight wgmma reads (refilled before its wgmma.wait_group)");
     std::memset(c.dst, 0, 16);
     if (c.bytes) std::memcpy(c.dst, c.src, c.bytes);
-    const size_t chunk = size_t(static_cast<unsigned char*>(c.dst) - cta().smem.data()) / 16;
-    if (chunk < writer_chunks) writer[chunk] = int(threadIdx.x);
+    if (chunk < writer_chunks) {
+        chunk_thread[chunk] = c.thread;
+        chunk_time[chunk] = ++clock;
+    }
 }
 
 }  // namespace flash_emu
@@ -113,7 +185,7 @@ FLASH_DEVICE void cp_async16(void* dst_smem, const void* src, int src_bytes) {
         flash_emu::check_input(src, 16);
         if (reinterpret_cast<uintptr_t>(src) % 16) flash_emu::fail("misaligned cp.async source");
     }
-    flash_emu::Copy c{dst_smem, src, src_bytes};
+    flash_emu::Copy c{dst_smem, src, src_bytes, int(threadIdx.x)};
     if (flash_emu::eager)
         flash_emu::perform(c);
     else
@@ -163,6 +235,12 @@ FLASH_DEVICE void ldsm_x4_trans(unsigned (&r)[4], const void* row) { emu_ldsm(r,
 // mma .m16n8k16, f32 accumulators (warp_emulate.h, from the PTX ISA's fragments)
 FLASH_DEVICE void mma_16816(float (&d)[4], const unsigned (&a)[4], unsigned b0, unsigned b1) {
     warp_emu::mma_16816(d, a, b0, b1);
+}
+
+// cp.async.wait_all: every copy of this thread, committed or not
+FLASH_DEVICE void cp_async_wait_all() {
+    cp_async_commit();
+    cp_async_wait<0>();
 }
 
 FLASH_DEVICE unsigned pack2(float lo, float hi) {

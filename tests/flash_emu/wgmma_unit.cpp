@@ -5,7 +5,11 @@
 // and run as `wgmma_unit CASE`: one warpgroup (128 threads) issues one m64nNk16 with A in
 // registers and B in shared memory, and the program prints the largest error against
 // A x B in float64. CASE names the layout; the "bad_*" cases break one thing on purpose
-// (the test expects those to print a large error, or the emulator to abort).
+// (the test expects those to print a large error, or the emulator to abort). "ss" takes A
+// from shared memory (K-major, laid out as the K-major B); "wait1" commits two groups and
+// checks, after wgmma.wait_group 1, that the first is done and the second still in flight
+// (its accumulators NaN); "bad_write_in_flight" and "bad_a_changed" touch the accumulators
+// / the A registers between the issue and the wait (the emulator must abort).
 //
 // The pictures, for 16-bit elements:
 //  - 128-byte swizzle: a 1024-byte block of 8 rows of 128 bytes; in row r, the 16-byte
@@ -39,6 +43,7 @@ int main(int argc, char** argv) {
     if (argc != 2) return 2;
     const std::string which = argv[1];
     const bool nmajor = which == "nmajor" || which.rfind("bad_nmajor", 0) == 0;  // B's layout
+    const bool ss = which == "ss" || which == "bad_ss_sbo";                     // A from shared memory
     const int N = nmajor ? 128 : 64;
     constexpr int K = 16;
     // shared memory: 64 KiB, tiles from a 1024-byte boundary of the window
@@ -94,6 +99,19 @@ int main(int argc, char** argv) {
         trans = which == "bad_nmajor_as_kmajor" ? 0 : 1;
     }
 
+    unsigned long long desc_a = 0;
+    if (ss) {
+        // A K-major at tile + 32 KiB: row m is a 128-byte swizzle row (its 16 k values in
+        // chunks 2, 3: the descriptor starts 32 bytes in), 8-row blocks 1024 apart
+        const unsigned sbo = which == "bad_ss_sbo" ? 2048 : 1024;
+        for (int m = 0; m < 64; ++m)
+            for (int k = 0; k < K; ++k) {
+                const int chunk = 2 + k / 8;
+                put(32768 + size_t(m / 8) * 1024 + (m % 8) * 128 + (chunk ^ (m % 8)) * 16 + (k % 8) * 2, A[m][k]);
+            }
+        desc_a = field(tile_addr + 32768 + 32) | (field(16) << 16) | (field(sbo) << 32) | (1ull << 62);
+    }
+
     float D[128][64] = {};
     std::vector<std::thread> pool;
     for (int tid = 0; tid < 128; ++tid) {
@@ -108,22 +126,42 @@ int main(int argc, char** argv) {
                 if (which == "bad_a_fragment") r = rows[j ^ 1], c = cols[j ^ 1];  // rows g, g+8 swapped
                 a[j] = unsigned(bits_of(A[r][c])) | (unsigned(bits_of(A[r][c + 1])) << 16);
             }
-            float d[64];
-            for (int i = 0; i < 64; ++i) d[i] = 1000.f;  // scale-d 0: never read
+            float d[64], d2[64];
+            for (int i = 0; i < 64; ++i) d[i] = 1000.f, d2[i] = 0.f;  // scale-d 0: d never read
             if (which != "bad_no_fence") wgmma_fence();
-            if (N == 64) {
+            if (ss) {
+                float (&d32)[32] = *reinterpret_cast<float (*)[32]>(d);
+                wgmma_m64n64_ss<0>(d32, desc_a, desc, 0);
+            } else if (N == 64) {
                 float (&d32)[32] = *reinterpret_cast<float (*)[32]>(d);
                 if (trans) wgmma_m64n64<1>(d32, a, desc, 0); else wgmma_m64n64<0>(d32, a, desc, 0);
             } else {
                 if (trans) wgmma_m64n128<1>(d, a, desc, 0); else wgmma_m64n128<0>(d, a, desc, 0);
             }
             wgmma_commit();
+            if (which == "wait1") {  // a second group, d2 += A B twice: still in flight after wait 1
+                float (&e32)[32] = *reinterpret_cast<float (*)[32]>(d2);
+                wgmma_m64n64<0>(e32, a, desc, 1);
+                wgmma_m64n64<0>(e32, a, desc, 1);
+                wgmma_commit();
+            }
+            if (which == "bad_write_in_flight") d[0] = 0.f;
+            if (which == "bad_a_changed") a[1] ^= 1u;
             float early[64];
             std::memcpy(early, d, sizeof d);  // what a read before the wait sees
+            if (which == "wait1") {
+                wgmma_wait<1>();
+                for (int i = 0; i < 32; ++i)
+                    if (d2[i] == d2[i]) d[0] = 1e30f;  // the second group's accumulators must be NaN
+                std::memcpy(early, d, sizeof d);
+            }
             wgmma_wait<0>();
-            const float* got = which == "bad_read_before_wait" ? early : d;
+            const float* got = which == "bad_read_before_wait" || which == "wait1" ? early : d;
             for (int i = 0; i < N / 2; ++i)
                 D[tid][i] = got[i];
+            if (which == "wait1")
+                for (int i = 0; i < N / 2; ++i)
+                    if (d2[i] != 2 * got[i]) D[tid][i] = 1e30f;  // twice the product
         });
     }
     for (auto& th : pool) th.join();
@@ -135,7 +173,8 @@ int main(int argc, char** argv) {
             const int row = 16 * w + g + 8 * ((i / 2) % 2), col = 8 * (i / 4) + 2 * t + (i % 2);
             double want = 0;
             for (int k = 0; k < K; ++k) want += double(A[row][k]) * double(B[k][col]);
-            worst = std::max(worst, std::abs(want - double(D[tid][i])));
+            const double e = std::abs(want - double(D[tid][i]));
+            worst = std::max(worst, e <= 1e30 ? e : 1e30);  // NaN: a read before the wait
         }
     }
     std::printf("%.6g\n", worst);

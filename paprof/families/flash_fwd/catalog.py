@@ -50,18 +50,29 @@ MMA128_TUNING: dict = {}
 scripts/tune_flash.py sets it (from ``parse_knobs``) for its own runs only."""
 
 
-def parse_knobs(text: str) -> dict:
+def parse_knobs(text: str, vid: str = "mma128") -> dict:
     """``"WARP_M=2,WARPS=4,STAGES=2"`` (or ``"8x16"`` / ``"4x32"``, the two layouts) as -D
-    values for mma128; anything else raises ValueError with one line."""
-    if text in ("8x16", "4x32"):
+    values for mma128 (``vid="wgmma2"``: ``"OVERLAP=0,PINGPONG=0"`` over WGMMA2_SHIPPED);
+    anything else raises ValueError with one line."""
+    if vid == "mma128" and text in ("8x16", "4x32"):
         return dict(MMA128_8X16) if text == "8x16" else {}
+    names = WGMMA2_KNOBS if vid == "wgmma2" else MMA128_KNOBS
     knobs = {}
     for item in filter(None, text.split(",")):
         name, eq, value = item.partition("=")
-        if not eq or name.strip() not in MMA128_KNOBS or not value.strip().isdigit():
-            raise ValueError(f"mma128 knobs: expected NAME=INT with NAME in {', '.join(MMA128_KNOBS)}; got {item!r}")
+        if not eq or name.strip() not in names or not value.strip().isdigit():
+            raise ValueError(f"{vid} knobs: expected NAME=INT with NAME in {', '.join(names)}; got {item!r}")
         knobs[name.strip()] = int(value)
     return knobs
+WGMMA2_SHIPPED = {"BC": 128, "QSMEM": 1, "OVERLAP": 1, "PINGPONG": 1, "STAGES": 2, "PRODUCER_FENCE": 0,
+                  "SETMAXNREG": 1, "REG_CONSUMER": 232, "REG_PRODUCER": 40}
+"""wgmma2's -D values (wgmma2.cu's header; docs/NOTES.md items 59-64): 128 keys a step, Q read by
+wgmma from shared memory, S(j+1) beside the softmax, the two consumer warpgroups ping-ponged,
+a 2-stage K/V ring filled by a producer warpgroup through mbarriers, setmaxnreg 232 / 40."""
+WGMMA2_KNOBS = tuple(WGMMA2_SHIPPED)
+WGMMA2_TUNING: dict = {}
+"""-D values replacing wgmma2's shipped ones (scripts/tune_flash.py --variant wgmma2 sets it)."""
+WGMMA2_THREADS = 384
 WGMMA_ROWS = MMA128_ROWS
 """Queries a CTA of the wgmma kernel (2 warpgroups of 64 rows: BR in wgmma.cu)."""
 WGMMA_KEYS = 64
@@ -151,6 +162,23 @@ def wgmma_defines(p: Shape) -> dict:
             "MIN_BLOCKS": 2 if p.head_dim == 64 else 1}
 
 
+def wgmma2_knobs(p: Shape) -> dict:
+    return {**WGMMA2_SHIPPED, **WGMMA2_TUNING}
+
+
+def wgmma2_smem(p: Shape) -> int:
+    """sQ (128 rows), sK and sV (STAGES buffers of BC rows each), 16-bit elements, 1 KiB of
+    alignment slack and the 4 x STAGES mbarriers (8 bytes each)."""
+    k = wgmma2_knobs(p)
+    return 2 * p.head_dim * (WGMMA_ROWS + 2 * k["STAGES"] * k["BC"]) + 1024 + 32 * k["STAGES"]
+
+
+def wgmma2_defines(p: Shape) -> dict:
+    # ptxas (nvcc 13.0, sm_90a), shipped knobs: 168 registers reported (the 384-thread
+    # budget), setmaxnreg moves the consumers to 232 and the producer to 40; no spills
+    return {"HEAD_DIM": p.head_dim, "DTYPE": _DTYPE_CODE.get(p.dtype, 2), **wgmma2_knobs(p)}
+
+
 def _grid_fits(p: Shape, vid: str) -> None:
     if p.batch * p.q_heads > MAX_GRID_Y:
         raise ShapeError(f"{vid} runs a grid row per (batch, head): batch x q_heads must be at "
@@ -181,7 +209,9 @@ check_mma128 = _check_tensor_cores("mma128")
 WGMMA_DIMS = (128,)
 """head_dim values wgmma takes. 64 compiles and passes the CPU emulation, but on the H200 its
 output is wrong as soon as seq_k passes one 64-key tile (right within one tile; docs/NOTES.md,
-wgmma's outcomes): refused until that is understood."""
+wgmma's outcomes). The likely cause (item 64, from the SASS): at d64 ptxas gives Q's A
+fragments the registers of P's and of the loop's address arithmetic, so the second key
+tile's S = Q K^T reads P instead of Q; refused until a build keeps them apart."""
 
 
 def check_wgmma(p: Shape) -> None:
@@ -189,6 +219,12 @@ def check_wgmma(p: Shape) -> None:
     if p.head_dim not in WGMMA_DIMS:
         raise ShapeError(f"wgmma takes head_dim 128 only, got {p.head_dim} (at 64 it failed verification "
                          "on the H200 beyond one key tile; mma128 takes it)")
+
+
+def check_wgmma2(p: Shape) -> None:
+    _check_tensor_cores("wgmma2")(p)
+    if p.head_dim != 128:
+        raise ShapeError(f"wgmma2 is written for head_dim 128, got {p.head_dim} (mma128 takes 64)")
 
 
 SDPA = {
@@ -276,6 +312,19 @@ def _cuda_variants() -> list:
             args=kernel_args, accepts=check_wgmma, arch=WGMMA_ARCH,
             launch="grid (ceil(seq_q/128), batch x q_heads) x 256 threads, 97 KiB shared (head_dim 128); "
                    "sm_90 (Hopper) only",
+        ),
+        CudaVariant(
+            id="wgmma2",
+            idea="wgmma with FlashAttention-3's scheduling: 128 keys a step (m64n128k16 for S and P V), "
+                 "Q read by wgmma from shared memory, the next tile's S = Q K^T issued with this tile's "
+                 "P V and softmaxed under it (wait_group 1), the two consumer warpgroups ping-ponged "
+                 "by named barriers, K/V loaded by a producer warpgroup (cp.async, full/empty "
+                 "mbarriers per stage, no __syncthreads), setmaxnreg 232 / 40; each a -D knob",
+            sources=("wgmma2.cu",), kernel="flash_fwd_wgmma2",
+            grid=wgmma_grid, block=(WGMMA2_THREADS,), shared_mem=wgmma2_smem, defines=wgmma2_defines,
+            args=kernel_args, accepts=check_wgmma2, arch=WGMMA_ARCH,
+            launch="grid (ceil(seq_q/128), batch x q_heads) x 384 threads (2 consumer warpgroups, 1 "
+                   "producer), 161 KiB shared; sm_90 (Hopper) only",
         ),
     ]
 

@@ -15,7 +15,7 @@
 // Tiles lie in shared memory in the 128-byte swizzle of wgmma's canonical layouts: a row
 // of 64 columns (128 bytes) is an atom row, its 16-byte chunk c stored at c ^ (row % 8);
 // a head_dim-128 row is two atoms, the atoms of a tile one after the other (tile_offset
-// below is the one layout function: the loads use it, the descriptors are derived from the
+// in flash_wgmma.cuh is the one layout function: the loads use it, the descriptors are derived from the
 // same geometry). Tiles start on 1024-byte boundaries (the pattern's period), so every
 // descriptor's base offset is 0. K/V tiles are double-buffered and filled by cp.async
 // (zero-filled past seq_k); each thread fences its copies into the async proxy
@@ -46,43 +46,13 @@
 #define PSTEPS (BC / 16)          // k16 steps of P V
 #define SREGS (BC / 2)            // S accumulators a thread
 #define OREGS (HEAD_DIM / 2)      // O accumulators a thread
-#define ATOM 128                  // bytes of an atom row (64 16-bit columns)
-#define PERIOD 1024               // bytes of the swizzle's period (8 atom rows)
+#define PERIOD WGMMA_PERIOD       // bytes of the swizzle's period (8 atom rows)
 
 static_assert(DTYPE == 1 || DTYPE == 2, "wgmma takes fp16 (1) or bf16 (2)");
 static_assert(HEAD_DIM == 64 || HEAD_DIM == 128, "head_dim 64 or 128");
 static_assert((BC * CHUNKS) % THREADS == 0 && (BR * CHUNKS) % THREADS == 0, "tiles are whole copies of the CTA");
 
 typedef unsigned short elem;
-
-// The layout function: byte offset of element (r, c) in a [ROWS][HEAD_DIM] tile under the
-// 128-byte swizzle. Atom a = c / 64 holds columns 64a..64a+63 of every row, ROWS x 128
-// bytes; in it row r is 128 bytes at r * 128, chunk (c % 64) / 8 at ((c % 64) / 8 ^ r % 8).
-template <int ROWS>
-FLASH_DEVICE int tile_offset(int r, int c) {
-    return (c >> 6) * (ROWS * ATOM) + r * ATOM + ((((c >> 3) & 7) ^ (r & 7)) << 4) + ((c & 7) << 1);
-}
-
-// A wgmma matrix descriptor, 128-byte swizzle: start address, leading and stride byte
-// offsets (each >> 4, 14 bits), base offset 0 (every tile starts on a 1024-byte boundary).
-FLASH_DEVICE unsigned long long sw128_desc(unsigned addr, unsigned lbo, unsigned sbo) {
-    return (unsigned long long)((addr & 0x3FFFF) >> 4) | ((unsigned long long)((lbo & 0x3FFFF) >> 4) << 16) |
-           ((unsigned long long)((sbo & 0x3FFFF) >> 4) << 32) | (1ull << 62);
-}
-
-// B of S = Q K^T, k16 step kk: the K tile's keys as N (8-row groups PERIOD bytes apart:
-// SBO), dims 16kk..16kk+15 as K, inside one atom row (its 32-byte slice kk % 4 of atom
-// kk / 4); a K-major swizzled layout has no leading offset (the ISA: "assumed 1").
-FLASH_DEVICE unsigned long long k_desc(unsigned tile, int kk) {
-    return sw128_desc(tile + tile_offset<BC>(0, kk * 16), 16, PERIOD);
-}
-
-// B of O += P V, k16 step kk: keys 16kk..16kk+15 as K (8-row groups PERIOD bytes apart:
-// SBO), the dims as N, contiguous in atom rows of 64 (N-major); the next 64 dims are the
-// next atom, BC rows on (LBO).
-FLASH_DEVICE unsigned long long v_desc(unsigned tile, int kk) {
-    return sw128_desc(tile + tile_offset<BC>(kk * 16, 0), BC * ATOM, PERIOD);
-}
 
 // rows [row0, row0 + ROWS) of a [n][HEAD_DIM] matrix into a tile, zeros past row n
 template <int ROWS>
@@ -149,7 +119,7 @@ flash_fwd_wgmma(const elem* __restrict__ q, const elem* __restrict__ k,
         float s[SREGS];  // S: s[4n + e], keys 8n + 2t + (e & 1), row g + 8 (e >> 1)
         wgmma_fence();
 #pragma unroll
-        for (int kk = 0; kk < KSTEPS; ++kk) wgmma_m64n64<0>(s, qf[kk], k_desc(tK, kk), kk);
+        for (int kk = 0; kk < KSTEPS; ++kk) wgmma_m64n64<0>(s, qf[kk], kmajor_desc<BC>(tK, 0, kk), kk);
         wgmma_commit();
         wgmma_wait<0>();
         wgmma_hold(s);
@@ -207,9 +177,9 @@ flash_fwd_wgmma(const elem* __restrict__ q, const elem* __restrict__ k,
 #pragma unroll
         for (int kk = 0; kk < PSTEPS; ++kk) {
 #if HEAD_DIM == 128
-            wgmma_m64n128<1>(acc, pa[kk], v_desc(tV, kk), 1);
+            wgmma_m64n128<1>(acc, pa[kk], nmajor_desc<BC>(tV, kk), 1);
 #else
-            wgmma_m64n64<1>(acc, pa[kk], v_desc(tV, kk), 1);
+            wgmma_m64n64<1>(acc, pa[kk], nmajor_desc<BC>(tV, kk), 1);
 #endif
         }
         wgmma_commit();

@@ -497,6 +497,11 @@ for f in sys.argv[1:]:
     # at most 130 + 70 + 4 x 60 s, then the A/B cut at F4_END (default 570 s from the
     # script's start: under the device tool's 10 minutes); expected ~6 minutes
     stamp flash4
+    # wgmma first: head_dim 64 with QRELOAD (NOTES item 76) among its tile classes
+    timeout 60 python3 -m pytest -m gpu tests/test_gpu_flash.py -k "test_wgmma_by_tile and not wgmma2" -q \
+      -p no:cacheprovider -rfEs --tb=short > "$OUT/logs/flash4-wgmma-tests.log" 2>&1
+    echo "wgmma tests: rc $?"
+    grep -E "^(FAILED|ERROR)|passed|failed|skipped" "$OUT/logs/flash4-wgmma-tests.log" | tail -8
     timeout 130 python3 -m pytest -m gpu tests/test_gpu_flash.py -k wgmma2 -x -q -p no:cacheprovider -rfEs \
       --tb=short > "$OUT/logs/flash4-tests.log" 2>&1
     echo "wgmma2 tests: rc $?"

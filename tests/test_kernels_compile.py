@@ -168,7 +168,7 @@ def test_mma128_layouts_compile_without_spills(tmp_path, monkeypatch, dtype, hea
     assert blocks * (variant.shared_mem(shape) + 1024) <= 228 * 1024
 
 
-@pytest.mark.parametrize("dtype, head_dim", [("bf16", 128), ("fp16", 128)])  # 64 is refused (catalog.WGMMA_DIMS)
+@pytest.mark.parametrize("dtype, head_dim", [("bf16", 128), ("fp16", 128), ("bf16", 64)])
 def test_wgmma_runs_on_hgmma(dtype, head_dim):
     """The static gate's compile of wgmma (its own sm_90a target): Hopper's HGMMA in the
     SASS (S = Q K^T: head_dim / 16 of them, O += P V: 64 / 16), no mma.sync HMMA, no spills."""
@@ -316,10 +316,12 @@ def test_no_register_of_a_flying_hgmma_is_written(monkeypatch, tmp_path, vid, he
 
 @pytest.mark.parametrize("vid, head_dim, knobs, clobbered", [
     ("wgmma", 128, "", False),
-    # docs/NOTES.md (wgmma2, item 64): at head_dim 64 ptxas gives Q's A fragments the same
-    # registers as P's and the loop's address arithmetic; right for the first key tile only,
-    # as the H200 showed (wgmma refuses d64 until ptxas does otherwise)
-    ("wgmma", 64, "", True),
+    # docs/NOTES.md (items 64, 76): loaded once before the loop, at head_dim 64 ptxas gives
+    # Q's A fragments the same registers as P's and the loop's address arithmetic; right for
+    # the first key tile only, as the H200 showed. QRELOAD (wgmma's default at d64) reads
+    # them again each step, and ptxas then keeps them apart.
+    ("wgmma", 64, "QRELOAD=0", True),
+    ("wgmma", 64, "", False),
     ("wgmma2", 128, "QSMEM=0", False),
 ])
 def test_q_fragments_stay_in_their_registers(monkeypatch, tmp_path, vid, head_dim, knobs, clobbered):
@@ -334,5 +336,7 @@ def test_q_fragments_stay_in_their_registers(monkeypatch, tmp_path, vid, head_di
     variant = FAMILY.variant(vid)
     defines = (catalog.wgmma_defines if vid == "wgmma" else variant.defines)(
         FAMILY.parse(f"dtype=bf16,head_dim={head_dim},seq_q=1000"))
+    if vid == "wgmma" and knobs:
+        defines = {**defines, **dict(kv.split("=") for kv in knobs.split(","))}
     found = q_fragment_clobbers(sass_lines(tmp_path, variant.source_paths()[0], defines.items(), cuobjdump))
     assert bool(found) == clobbered, found[:8]

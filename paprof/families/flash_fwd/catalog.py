@@ -206,19 +206,17 @@ check_mma = _check_tensor_cores("mma")
 check_mma128 = _check_tensor_cores("mma128")
 
 
-WGMMA_DIMS = (128,)
-"""head_dim values wgmma takes. 64 compiles and passes the CPU emulation, but on the H200 its
-output is wrong as soon as seq_k passes one 64-key tile (right within one tile; docs/NOTES.md,
-wgmma's outcomes). The likely cause (item 64, from the SASS): at d64 ptxas gives Q's A
-fragments the registers of P's and of the loop's address arithmetic, so the second key
-tile's S = Q K^T reads P instead of Q; refused until a build keeps them apart."""
+WGMMA_DIMS = (64, 128)
+"""head_dim values wgmma takes. At 64 the first build was wrong on the H200 past one key
+tile: ptxas gave Q's A fragments, loaded once before the key loop, the registers of P's and
+of the loop's address arithmetic (docs/NOTES.md, items 64 and 76); wgmma.cu's QRELOAD (on at
+64) reads them from shared memory again each step."""
 
 
 def check_wgmma(p: Shape) -> None:
     _check_tensor_cores("wgmma")(p)
     if p.head_dim not in WGMMA_DIMS:
-        raise ShapeError(f"wgmma takes head_dim 128 only, got {p.head_dim} (at 64 it failed verification "
-                         "on the H200 beyond one key tile; mma128 takes it)")
+        raise ShapeError(f"wgmma takes head_dim {' or '.join(map(str, WGMMA_DIMS))}, got {p.head_dim}")
 
 
 def check_wgmma2(p: Shape) -> None:

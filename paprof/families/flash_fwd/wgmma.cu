@@ -33,6 +33,13 @@
 #ifndef HEAD_DIM
 #define HEAD_DIM 128
 #endif
+#ifndef QRELOAD
+// 1: Q's fragments are read from sQ again at every key step. At head_dim 64 ptxas (CUDA 13)
+// gave the fragments loaded once before the loop the registers that P's packs and the K
+// prefetch's addresses write inside it, so the second tile's S read P (docs/NOTES.md, items
+// 64 and 76); loaded in the loop they are the step's own values. 4 LDSM a warp a step.
+#define QRELOAD (HEAD_DIM == 64)
+#endif
 #ifndef MIN_BLOCKS
 #define MIN_BLOCKS 1  // resident CTAs a SM the registers must allow
 #endif
@@ -69,6 +76,13 @@ FLASH_DEVICE void tiles_ready() {
     block_sync();
 }
 
+// This warp's 16 query rows of sQ as the A fragments of m64nNk16 (KSTEPS k16 steps).
+FLASH_DEVICE void load_q(unsigned (&qf)[KSTEPS][4], const unsigned char* sQ, int warp, int lane) {
+#pragma unroll
+    for (int kk = 0; kk < KSTEPS; ++kk)
+        ldsm_x4(qf[kk], sQ + tile_offset<BR>(warp * 16 + (lane % 16), kk * 16 + (lane / 16) * 8));
+}
+
 extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
 flash_fwd_wgmma(const elem* __restrict__ q, const elem* __restrict__ k,
                 const elem* __restrict__ v, elem* __restrict__ o,
@@ -100,9 +114,7 @@ flash_fwd_wgmma(const elem* __restrict__ q, const elem* __restrict__ k,
     tiles_ready<1>();
 
     unsigned qf[KSTEPS][4];  // this warp's 16 query rows as A fragments of m64nNk16
-#pragma unroll
-    for (int kk = 0; kk < KSTEPS; ++kk)
-        ldsm_x4(qf[kk], sQ + tile_offset<BR>(warp * 16 + (lane % 16), kk * 16 + (lane / 16) * 8));
+    load_q(qf, sQ, warp, lane);
 
     float acc[OREGS];  // O: acc[4n + e], dims 8n + 2t + (e & 1), row g + 8 (e >> 1)
 #pragma unroll
@@ -115,6 +127,9 @@ flash_fwd_wgmma(const elem* __restrict__ q, const elem* __restrict__ k,
         const int buf = step & 1;
         const unsigned tK = aK + buf * BC * HEAD_DIM * 2, tV = aV + buf * BC * HEAD_DIM * 2;
         if (step > 0) tiles_ready<1>();  // K of this step is in (V of this step may still fly)
+#if QRELOAD
+        if (step > 0) load_q(qf, sQ, warp, lane);  // sQ still holds Q (O is staged there after the loop)
+#endif
 
         float s[SREGS];  // S: s[4n + e], keys 8n + 2t + (e & 1), row g + 8 (e >> 1)
         wgmma_fence();

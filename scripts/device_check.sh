@@ -24,6 +24,8 @@
 #            error of each 64-query block in the message), compute-sanitizer memcheck on
 #            small shapes, then paprof bench of wgmma, mma, mma128, sdpa_flash, sdpa_cudnn at the
 #            issue shapes (bf16 b4 h32 s8192 d128, causal, d64, s1024) -> logs/flashw-*
+#   packed   v7 packed against tokens: its GPU tests, tune_v5.py --packed
+#   flashship wgmma2 and sdpa_cudnn under ncu at the issue's shape (-> $OUT/flashship.tar.xz)
 #   fp8runs  v7 under ncu, fp8 and fp16 caches, b64 and b1 (-> $OUT/fp8runs.tar.xz)
 #   flashbig flash_fwd's runs at the issue's shape (b4 h32 s8192 d128 bf16; handbook fp32)
 #            (-> $OUT/flash-big.tar.xz)
@@ -531,6 +533,29 @@ for f in sys.argv[1:]:
     done
     python3 -m paprof table /tmp/ship > "$OUT/logs/ship-table.txt" 2>&1; tail -12 "$OUT/logs/ship-table.txt"
     (cd /tmp && pack ship ship)
+    ;;
+  packed)
+    stamp packed
+    # v7's packed path against tokens (issue 16, NOTES items 65-69): its GPU tests, then
+    # scripts/tune_v5.py --packed (ragged and b1, fp16 and fp8, with timelines)
+    timeout 200 python3 -m pytest -m gpu -q -p no:cacheprovider tests/test_gpu_kernels.py -k "v7 and not chunks_given" \
+      > "$OUT/logs/packed-tests.log" 2>&1
+    echo "packed tests: rc $?"; tail -5 "$OUT/logs/packed-tests.log"
+    timeout 360 python3 scripts/tune_v5.py --packed 2>&1 | tee "$OUT/logs/tune-packed.log" | grep -v "^    SM "
+    ;;
+  flashship)
+    stamp flashship
+    # flash_fwd's Hopper kernels under ncu at the issue's shape (bf16 b4 h32 s8192 d128),
+    # cuDNN's beside them -> $OUT/flashship.tar.xz (examples/h200-flash_fwd)
+    rm -rf /tmp/flashship
+    for v in wgmma2 sdpa_cudnn; do
+      start=$(date +%s)
+      timeout 150 python3 -m paprof run --family flash_fwd --variant "$v" \
+        --shape batch=4,q_heads=32,seq_q=8192,head_dim=128,dtype=bf16 --runs /tmp/flashship 2>&1 | tail -4 | tee -a "$OUT/logs/flashship.log"
+      echo "paprof run $v: rc ${PIPESTATUS[0]} $(( $(date +%s) - start )) s wall" | tee -a "$OUT/logs/flashship.log"
+    done
+    python3 -m paprof table /tmp/flashship 2>&1 | tail -6
+    (cd /tmp && pack flashship flashship)
     ;;
   fp8runs)
     stamp fp8runs

@@ -103,6 +103,11 @@ def test_redundant_work_that_kept_a_level_busy_while_dram_idled():
     busy_dram = step(dict(idle, dram_throughput_pct=40.0),
                      {"l1_global_load_bytes": 0.2e9, "instructions_executed": 0.2e9, "duration_us": 200.0})
     assert "redundant" not in busy_dram.cause
+    # a tensor-core kernel idles DRAM by design: the instructions it sheds are not "redundant work"
+    tensor = step(dict(idle, tensor_pipe_pct=64.7),
+                  {"l1_global_load_bytes": 0.2e9, "instructions_executed": 0.2e9, "duration_us": 200.0,
+                   "dram_throughput_pct": 5.0, "l1_throughput_pct": 15.0, "tensor_pipe_pct": 76.6})
+    assert "for the same DRAM bytes" in tensor.cause and "redundant" not in tensor.cause
 
 
 def test_shared_memory_and_barriers_that_vanish_are_named_when_they_were_real_work():

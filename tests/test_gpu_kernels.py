@@ -246,7 +246,7 @@ def test_v7_packed_snap_and_item_cost(monkeypatch, knob, key, value):
     from paprof.families.paged_decode import variants
 
     monkeypatch.setattr(variants, knob, value)
-    monkeypatch.setattr(variants, "V7_PATH", "packed")  # built, not shipped (V7_CHOICES)
+    monkeypatch.setattr(variants, "V7_PATH", "packed")  # (the rule takes it for ragged 16-bit batches only)
     prep = check("v7", Shape(batch=len(ISSUE_RAGGED), context=ISSUE_RAGGED, dtype="bf16"))
     assert prep.launcher.details["path"] == "packed" and prep.launcher.details[key] == value
 

@@ -283,11 +283,14 @@ def test_v7_matches_v6s_split_count_on_even_batches():
         assert plan["max_parts"] == variants.choose_splits(shape, Device, 4), (batch, ctx, plan["max_parts"])
 
 
-def test_v7_path_is_direct_only_for_even_full_batches():
+def test_v7_path_direct_for_even_full_batches_packed_for_ragged_16_bit():
     cap = 132 * 4
     for spec, path in [("batch=64,context=4096", "direct"), ("batch=64,context=4096,kv_heads=32,head_dim=64", "direct"),
                        ("batch=4,context=32768", "tokens"), ("batch=64,context=4096,chunk=256", "tokens"),
-                       ("context=" + ":".join(map(str, ISSUE_RAGGED)), "tokens"),
+                       ("context=" + ":".join(map(str, ISSUE_RAGGED)) + ",dtype=fp16", "packed"),
+                       ("context=" + ":".join(map(str, ISSUE_RAGGED)) + ",dtype=bf16", "packed"),
+                       ("context=" + ":".join(map(str, ISSUE_RAGGED)) + ",dtype=fp8", "tokens"),
+                       ("context=" + ":".join(map(str, ISSUE_RAGGED)) + ",dtype=fp32", "tokens"),
                        ("context=" + ":".join(map(str, ISSUE_RAGGED)) + ",chunk=108", "tokens")]:
         shape = problem.parse_shape(spec)
         plan = variants.plan_work(shape.context_lens, shape.page_size, shape.kv_heads, cap, shape.chunk_pages)

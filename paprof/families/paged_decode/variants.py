@@ -345,26 +345,24 @@ V7_CHOICES = {
         "slots, a work list would only reorder equal CTAs (v6: 95.3 % at b64 ctx4096, 92.6 % "
         "at b32 64/8, 87.0 % at 32/32 d64 on the H200)"),
     "tokens": (
-        "every other shape: small batches, ragged batches, or a chunk given",
+        "every other shape: small even batches, ragged fp8 / fp32 batches, or a chunk given",
         "every sequence cut into parts of at most chunk_pages pages, chunk the smallest "
         "(>= MIN_PAGES_PER_SPLIT) whose (part, KV head) CTAs fit the resident slots in "
         "the fewest whole waves; the longest parts first. An even batch gets v6's split "
         "(b4: 16 parts of 128 pages; b1: 66 of ~124); a ragged one equal work a CTA instead "
         "of v6's equal count a sequence (v6: 60.1 % on the issue's 16 lengths)"),
     "packed": (
-        "only when forced (V7_PATH = \"packed\": scripts/tune_v5.py's PATH knob). Measured on "
-        "the H200 on the issue's 16 lengths, in one process: packed 107.7 us, tokens 105.0 us "
-        "(84.8 against 87.0 % of the ceiling): its largest CTA is the mean (94 pages, not "
-        "108) and the SMs end within 13 us of each other (tokens: 84 us), but its 81 items and "
-        "40 merging CTAs cost more than the tail they remove; tokens ships",
-        "tokens on the issue's 16 lengths ran one wave of 66 parts a KV head whose largest is "
-        "108 pages against a mean of 93 (86.0 % of the ceiling = 93 / 108: the wave ends "
-        "with its largest CTA); packed concatenates the sequences' pages and gives each of "
-        "the slots a range of equal cost (its pages plus V7_PACK_ITEM_COST a sequence that "
-        "starts in it, +-V7_PACK_SNAP pages), a CTA taking every segment of its range in "
-        "turn (plan_packed), so the largest CTA is the mean. Third round (not yet measured): "
-        "the kernel's item loop rebuilt so that an item's code is the token kernel's (no "
-        "stack frame, merges after the loop, item y first)"),
+        "a ragged batch (longest > V7_EVEN_RATIO x mean) of a 16-bit cache, no chunk given",
+        "tokens on the issue's 16 lengths runs one wave of 66 parts a KV head whose largest is "
+        "108 pages against a mean of 93 (the wave ends with its largest CTA); packed "
+        "concatenates the sequences' pages and gives each of the slots a range of equal cost "
+        "(its pages plus V7_PACK_ITEM_COST a sequence that starts in it, +-V7_PACK_SNAP "
+        "pages), a CTA taking every segment of its range in turn (plan_packed), so the largest "
+        "CTA is the mean. Its third round (the item loop compiled to the token kernel's code, "
+        "merges after the loop) measured on the H200 in one process, fp16: 103.8 us against "
+        "tokens' 105.4 (85.9 against 84.6 % of the ceiling); fp8: 62.6 against 61.1 us, so fp8 "
+        "keeps tokens (its items cost twice the pages); at b1, where both plans are the same, "
+        "88.0 against 88.6 %"),
 }
 """v7's choices, with the reason for each. The tuning inside each path (warps, loads in
 flight, TSUB) is FAST_TUNING's, the same as v5/v6's (group 1 at head_dim 64 takes 2 warps x
@@ -472,6 +470,8 @@ def v7_path(shape: Shape, plan: dict) -> str:
         return V7_PATH
     if not shape.chunk_pages and plan["multi_part"] == 0 and even:
         return "direct"
+    if not shape.chunk_pages and not even and shape.elem_bytes == 2:
+        return "packed"
     return "tokens"
 
 

@@ -360,17 +360,23 @@ def _block_header(head: bytes) -> tuple[dict[int, int], bytes | None]:
         if number in counts:
             if wire != 0:
                 raise Unsupported(f"block header field {number} of wire type {wire}")
-            counts[number], pos = _varint(head, pos)
         elif number in (_B_STRINGS, _B_SESSION, _B_PROCESS):
             if wire != 2:
                 raise Unsupported("string table of the wrong wire type" if number == _B_STRINGS
                                   else f"block header field {number} of wire type {wire}")
-            length, pos = _varint(head, pos)
-            if number == _B_STRINGS:
-                table = head[pos:pos + length]
-            pos += length
         else:
             raise Unsupported(f"unknown block header field {number}")
+        value = head[pos]  # the count, or the length: one byte nearly always
+        if value < 0x80:
+            pos += 1
+        else:
+            value, pos = _varint(head, pos)
+        if wire == 0:
+            counts[number] = value
+        else:
+            if number == _B_STRINGS:
+                table = head[pos:pos + value]
+            pos += value
     if pos != end:
         raise Unsupported("a message runs past its end")
     return counts, table
@@ -530,7 +536,11 @@ class _Reader:
                 tag, pos = _varint(data, pos - 1)
             wire = tag & 7
             if wire == 2:
-                length, pos = _varint(data, pos)
+                length = data[pos]
+                if length < 0x80:  # a one-byte length: most fields
+                    pos += 1
+                else:
+                    length, pos = _varint(data, pos)
                 start = pos
                 pos += length
                 if pos > end:

@@ -638,6 +638,92 @@ def test_a_skipped_run_is_exactly_what_the_walk_passes_over(case):
                 == _instances_over(instances, pos)), pos
 
 
+# -- the shortcuts: the general path's answers, found sooner ------------------------------
+
+
+@st.composite
+def _after_a_name_id(draw):
+    """What a metric result may hold after its name id: the commonest layout (a value
+    message of one double, then perhaps field 4), that layout with one byte changed or
+    cut, or any bytes."""
+    common = (b"\x12\x09\x19" + draw(st.binary(min_size=8, max_size=8))
+              + draw(st.sampled_from([b"", b"\x20\x05", b"\x20\x85\x01", b"\x1a\x00",
+                                      b"\x20\x05\x20\x01", b"\x20\x05\x1a\x00"])))
+    kind = draw(st.sampled_from(["common", "changed", "cut", "any"]))
+    if kind == "changed":
+        at = draw(st.integers(0, len(common) - 1))
+        common = common[:at] + bytes([draw(st.integers(0, 255))]) + common[at + 1:]
+    elif kind == "cut":
+        common = common[:draw(st.integers(0, len(common)))]
+    elif kind == "any":
+        common = draw(st.binary(max_size=16))
+    return common
+
+
+def _inline_agrees(rest: bytes) -> bool:
+    """Whether the inline double, when it takes ``rest`` (a metric result's bytes after
+    name id 5), reads what ``_metric_value`` reads; and whether it took it."""
+    data = b"\x08\x05" + rest
+    if not ncu_fastread._plain_double(data, 2, len(data)):
+        return False
+    reader = ncu_fastread._Reader(None, frozenset({"m"}), frozenset())
+    value = reader._metric_value("m", data, 0, len(data))
+    assert type(value) is float and struct.pack("<d", value) == data[5:13], rest
+    return True
+
+
+@settings(max_examples=500, deadline=None)
+@given(_after_a_name_id())
+def test_the_inline_double_is_what_the_general_path_reads(rest):
+    _inline_agrees(rest)
+
+
+def test_the_inline_double_takes_the_commonest_layouts_and_no_byte_changed():
+    double = b"\x12\x09\x19" + struct.pack("<d", 2.5)
+    assert _inline_agrees(double) and _inline_agrees(double + b"\x20\x07")
+    for rest in (double + b"\x20\x87\x01", double + b"\x1a\x00", double + b"\x20",
+                 double[:-1], b"\x12\x05\x15" + struct.pack("<f", 2.5)):
+        assert not _inline_agrees(rest), rest
+    for layout in (double, double + b"\x20\x07"):  # every byte of them changed, or cut
+        for at in range(len(layout)):
+            for byte in range(256):
+                _inline_agrees(layout[:at] + bytes([byte]) + layout[at + 1:])
+            _inline_agrees(layout[:at])
+
+
+def test_a_rule_result_is_decoded_once_for_its_bytes_and_read_as_copies():
+    ncu_fastread._RULES.clear()
+    (one,) = ncu_fastread.read_report(report("v3"), NUMERIC, TEXT)
+    decoded = dict(ncu_fastread._RULES)
+    assert decoded and sum(map(len, decoded.values())) == len(one.rules)
+    for raw, rules in decoded.items():
+        assert same(list(rules), list(ncu_fastread._decode_rule(raw)))
+    (two,) = ncu_fastread.read_report(report("v3"), NUMERIC, TEXT)
+    assert all(a is b for a, b in zip(one.rules, two.rules))  # decoded once
+    mine = ncu_reader.read_rules(one)
+    mine[0]["message"] = "changed"
+    assert ncu_reader.read_rules(two)[0]["message"] != "changed"
+    assert same(ncu_reader.read_rules(two), ncu_reader.read_rules(one))
+
+
+def test_the_rule_cache_is_bounded_and_keeps_no_failure(tmp_path, monkeypatch):
+    ncu_fastread._RULES.clear()
+    monkeypatch.setattr(ncu_fastread, "_rules_bytes", 0)
+    monkeypatch.setattr(ncu_fastread, "_RULES_MAX_BYTES", 2000)
+    for variant in ("v3", "v4", "v5"):
+        ncu_fastread.read_report(report(variant), NUMERIC, TEXT)
+        assert sum(map(len, ncu_fastread._RULES)) == ncu_fastread._rules_bytes <= 2000
+    # a rule message of a type the file format does not have: Unsupported, every time
+    crafted = Crafted(report("v3"))
+    bad = encode([(1, 2, encode([(1, 2, b"text"), (2, 0, 9)]))])
+    crafted.edit_result(0, lambda fields: fields + [
+        (19, 2, encode([(1, 2, b"Odd"), (2, 2, b"Odd"), (3, 2, encode([(1, 2, bad)]))]))])
+    path = crafted.write(tmp_path / "odd-rule.ncu-rep")
+    for _ in range(2):
+        with pytest.raises(ncu_fastread.Unsupported, match="of type 9"):
+            ncu_fastread.read_report(path, NUMERIC, TEXT)
+
+
 def test_a_name_id_past_the_string_table_is_unsupported(tmp_path):
     # An id the table does not have, in a metric result the skipped runs would otherwise
     # pass over (16 bytes, the name id first): never skipped, always refused.

@@ -96,6 +96,44 @@ def test_the_first_bad_report_in_order_is_the_error(tmp_path, small_pool):
     assert multiprocessing.active_children() == []
 
 
+def _break_sidecar(report: Path) -> None:
+    sidecar = report.with_suffix(".json")
+    sidecar.unlink()  # (a hard link: the shipped file stays whole)
+    sidecar.write_text("{not json")
+
+
+@pytest.mark.parametrize("bad_report", [None, 2, 7, 20, 30])
+def test_a_bad_sidecar_is_the_error_wherever_the_first_bad_report_is(
+        tmp_path, small_pool, bad_report):
+    """The pool reads the sidecars piece by piece as it hands the pieces out, the serial
+    load all of them first: a sidecar that cannot be read is the error either way, even
+    when a report before it (in an earlier piece, the same one or a later one) is bad."""
+    store = _store(tmp_path)
+    reports = sorted(store.rglob("*.ncu-rep"))
+    assert reports[25].with_suffix(".json").is_file()
+    _break_sidecar(reports[25])
+    if bad_report is not None:
+        reports[bad_report].unlink()
+        reports[bad_report].write_bytes(b"NVR\x00" + b"\x07" * 40)
+    with pytest.raises(UserError) as serial:
+        load.load_reports([store], jobs=1)
+    with pytest.raises(UserError) as pooled:
+        load.load_reports([store], jobs=2)
+    assert "cannot read the run sidecar" in str(serial.value)
+    assert str(pooled.value) == str(serial.value)
+    assert multiprocessing.active_children() == []
+
+
+def test_a_bad_sidecar_comes_before_a_later_path_s_error(tmp_path):
+    store = _store(tmp_path, copies=1)
+    _break_sidecar(sorted(store.rglob("*.ncu-rep"))[3])
+    with pytest.raises(UserError, match="cannot read the run sidecar"):
+        load.load_reports([store, tmp_path / "nothing here"], jobs=2)
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(UserError, match="cannot read the run sidecar"):
+        load.load_reports([store, tmp_path / "empty"], jobs=2)
+
+
 def test_paprof_jobs_1_and_small_stores_stay_in_process(tmp_path, monkeypatch):
     store = _store(tmp_path, copies=1)
     expected = _text(load.load_reports([store], jobs=1))

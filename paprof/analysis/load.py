@@ -16,7 +16,7 @@ import math
 import os
 from array import array
 from pathlib import Path
-from typing import Iterable
+from typing import Iterable, Iterator
 
 import numpy as np
 import pandas as pd
@@ -43,13 +43,15 @@ def columns() -> list[str]:
     return first + rest + ["result_index"]
 
 
-def _runs(paths: Iterable, scan=None) -> list[tuple[Path, dict | None, dict]]:
-    """(report, sidecar, store layout) for every report named or found under a folder
-    (``scan``: the command's ``store.Scan``, so that a folder is read once)."""
+def _found(paths: Iterable, scan=None) -> list[tuple]:
+    """Every report named or found under a folder, in order and each once: (report,
+    sidecar, store layout) when its sidecar is read (``scan``: the command's
+    ``store.Scan``, so that a folder is read once), else (report, folder), the sidecar
+    still to read (``_run``). A path's error is raised after the sidecars found before
+    it are read, so that theirs comes first, as when each folder's were read in turn."""
     from paprof.profiler import store
 
-    find = scan.find_runs if scan is not None else store.find_runs
-    found: list[tuple[Path, dict | None, dict]] = []
+    found: list[tuple] = []
     seen: set[str] = set()
     folders: dict[str, str] = {}  # folder -> its real path: one lookup a folder, not a file
     given = [Path(p) for p in ([paths] if isinstance(paths, (str, Path)) else paths)]
@@ -57,24 +59,47 @@ def _runs(paths: Iterable, scan=None) -> list[tuple[Path, dict | None, dict]]:
         raise UserError("no report given: name .ncu-rep files or folders holding them")
     for path in given:
         if path.is_dir():
-            runs = [(r.report, r.sidecar, r.layout) for r in find(path)]
-            runs = [r for r in runs if r[0].name.endswith(REPORT_SUFFIXES)]
+            if scan is not None:
+                runs = [(r.report, r.sidecar, r.layout) for r in scan.find_runs(path)]
+                runs = [r for r in runs if r[0].name.endswith(REPORT_SUFFIXES)]
+            else:
+                runs = [(report, path) for report in store.report_paths(path)]
             if not runs:
+                _runs_of(found)
                 raise UserError(f"{path}: no .ncu-rep reports in this folder or below")
         elif path.is_file():
-            if path.name.endswith(".ncu-rep"):
-                run = find(path)[0]
+            if not path.name.endswith(".ncu-rep"):
+                runs = [(path, None, {})]
+            elif scan is not None:
+                run = scan.find_runs(path)[0]
                 runs = [(run.report, run.sidecar, run.layout)]
             else:
-                runs = [(path, None, {})]
+                runs = [(path, path.parent)]  # as find_runs makes the run of a report
         else:
+            _runs_of(found)
             raise UserError(f"{path}: no such report or folder")
-        for report, sidecar, layout in runs:
-            key = _real(report, folders)
+        for entry in runs:
+            key = _real(entry[0], folders)
             if key not in seen:
                 seen.add(key)
-                found.append((report, sidecar, layout))
+                found.append(entry)
     return found
+
+
+def _run(entry: tuple) -> tuple[Path, dict | None, dict]:
+    """(report, sidecar, layout) of one of ``_found``'s entries, its sidecar read now
+    if it was not."""
+    if len(entry) == 3:
+        return entry
+    from paprof.profiler import store
+
+    run = store.load_run(*entry)
+    return run.report, run.sidecar, run.layout
+
+
+def _runs_of(entries: Iterable[tuple]) -> list[tuple[Path, dict | None, dict]]:
+    """``_run`` of each entry, in order (the first sidecar error raised)."""
+    return [_run(entry) for entry in entries]
 
 
 def _real(path: Path, folders: dict[str, str]) -> str:
@@ -105,15 +130,29 @@ def _metrics(action, entries) -> dict:
         return {e.column: _convert(read_metric(action, e.ncu_name, e.text), e) for e in entries}
     decoded = action.values
     values = {}
-    for entry in entries:
-        name = entry.ncu_name
+    for column, name, text, scale in _plan(entries):
         value = decoded.get(name)
-        if value is None or isinstance(value, str) != bool(entry.text):
-            value = read_metric(action, name, entry.text)  # "" or NaN, or its KeyError
-        elif not entry.text and value == value:  # not NaN
-            value = value * entry.scale
-        values[entry.column] = value
+        if value is None or isinstance(value, str) != text:
+            value = read_metric(action, name, text)  # "" or NaN, or its KeyError
+        elif not text and value == value:  # not NaN
+            value = value * scale
+        values[column] = value
     return values
+
+
+_MEASURED_PLAN: tuple = ()
+
+
+def _plan(entries) -> tuple[tuple[str, str, bool, float], ...]:
+    """(column, ncu name, text, scale) of each of ``entries``; made once for
+    ``metrics.MEASURED``, the catalogue the loader asks every result for."""
+    global _MEASURED_PLAN
+    if entries is M.MEASURED and _MEASURED_PLAN:
+        return _MEASURED_PLAN
+    plan = tuple((e.column, e.ncu_name, bool(e.text), e.scale) for e in entries)
+    if entries is M.MEASURED:
+        _MEASURED_PLAN = plan
+    return plan
 
 
 def _nan(value) -> bool:
@@ -386,36 +425,75 @@ def load_reports(paths, thresholds: Thresholds = DEFAULT_THRESHOLDS, scan=None,
     from paprof import parallel
     from paprof.profiler.store import gc_paused
 
-    runs = _runs(paths, scan)
+    found = _found(paths, scan)
     workers = parallel.jobs() if jobs is None else jobs
-    table = _Columns(columns(), len(runs))
+    table = _Columns(columns(), len(found))
     missing: dict = {}
     # Each run is let go of once its rows are in: its paths are not held to the end.
     with gc_paused():
-        if workers <= 1 or len(runs) < PARALLEL_RUNS:
+        if workers <= 1 or len(found) < PARALLEL_RUNS:
+            runs = _runs_of(found)
+            found.clear()
             runs.reverse()
             while runs:
                 report, sidecar, layout = runs.pop()
                 _add_run(table, report, _report_facts(report, sidecar, layout), sidecar,
                          thresholds, missing)
             return table.frame(missing)
-        # The sidecars stay here (each row holds its run's dict, as read once); a worker
-        # gets what the rows take from them.
-        sidecars = [side for _report, side, _layout in runs]
-        runs[:] = [(report, _report_facts(report, side, layout)) for report, side, layout in runs]
-        size = parallel.chunk_size(len(runs), workers, CHUNK_RUNS)
-        tasks = ((piece, thresholds, ncu_reader.FAST_READER)
-                 for piece in parallel.drain(runs, size))
+        size = parallel.chunk_size(len(found), workers, CHUNK_RUNS)
+        count = min(workers, -(-len(found) // size))
+        runs = _Pieces(found)
+        tasks = ((piece, thresholds, ncu_reader.FAST_READER) for piece in runs.pieces(size))
         done = 0
-        with parallel.ordered_map(_load_chunk, tasks, min(workers, -(-len(runs) // size))
-                                  ) as parts:
-            for stores, seen, counts in parts:
-                mine = sidecars[done:done + len(counts)]
-                done += len(counts)
-                table.extend(stores, "sidecar", [s for s, n in zip(mine, counts) for _ in range(n)])
-                for column, section in seen.items():
-                    missing.setdefault(column, section)  # the first row's, in run order
+        try:
+            with parallel.ordered_map(_load_chunk, tasks, count) as parts:
+                for stores, seen, counts in parts:
+                    mine = runs.sidecars[done:done + len(counts)]
+                    done += len(counts)
+                    table.extend(stores, "sidecar",
+                                 [s for s, n in zip(mine, counts) for _ in range(n)])
+                    for column, section in seen.items():
+                        missing.setdefault(column, section)  # the first row's, in run order
+        except Exception:
+            runs.raise_sidecar_error()  # before a report's, as when all were read first
+            raise
         return table.frame(missing)
+
+
+class _Pieces:
+    """The runs of a pooled load cut into the workers' tasks, each piece's sidecars read
+    as the pool takes it (in the pool's task thread, while the workers read the reports
+    handed out before), not all before the first report is read as the serial load
+    reads them. The sidecars stay here (each row holds its run's dict, as read once); a
+    worker gets what the rows take from them."""
+
+    def __init__(self, found: list[tuple]):
+        self.found = found  # ``_found``'s entries not taken yet
+        self.sidecars: list = []  # the sidecar of every run taken, in order
+        self.error: Exception | None = None  # the sidecar's error that ended the taking
+
+    def pieces(self, size: int) -> Iterator[list[tuple[Path, dict]]]:
+        """(report, ``_report_facts``) of ``size`` runs at a time, in order, each piece
+        taken out of ``found`` as it is given."""
+        from paprof import parallel
+
+        for piece in parallel.drain(self.found, size):
+            try:
+                runs = _runs_of(piece)
+            except Exception as err:
+                self.error = err
+                raise
+            self.sidecars += [side for _report, side, _layout in runs]
+            yield [(report, _report_facts(report, side, layout))
+                   for report, side, layout in runs]
+
+    def raise_sidecar_error(self) -> None:
+        """Raise the error of the first sidecar that cannot be read, if any (called once
+        the pool has ended, its task thread with it): the one that stopped ``pieces``,
+        else one of the runs not taken."""
+        if self.error is not None:
+            raise self.error
+        _runs_of(self.found)
 
 
 def _add_run(table: _Columns, report: Path, facts: dict, sidecar: dict | None,

@@ -76,8 +76,10 @@ class FastResult:
     ``values`` maps each requested metric name the result records with a value to that
     value (``float`` for a numeric metric, ``str`` for a text one); a name that is absent
     or has no value (``has_value()`` False) is not in it. ``rules`` is exactly what
-    :func:`paprof.analysis.ncu_reader.read_rules` returns for the action. ``asked`` is
-    every name that was decoded, present or not.
+    :func:`paprof.analysis.ncu_reader.read_rules` returns for the action (before its
+    markup is made plain), its dicts shared with every result holding the same rule
+    bytes: read-only (``read_rules`` copies them). ``asked`` is every name that was
+    decoded, present or not.
     """
 
     __slots__ = ("kernel", "values", "rules", "asked")
@@ -179,6 +181,16 @@ def _fields(buf: bytes, pos: int, end: int) -> list[tuple[int, int, int, int]]:
 
 def _text(buf: bytes, start: int, end: int) -> str:
     return buf[start:end].decode("utf-8")
+
+
+def _plain_double(buf: bytes, pos: int, end: int) -> bool:
+    """Whether ``buf[pos:end]``, the rest of a metric result after its name id, is the
+    commonest layout: a value message holding one double (``12 09 19`` + 8 bytes),
+    then nothing or field 4 as a one-byte varint (``20 xx``). The double is at
+    ``pos + 3``."""
+    size = end - pos
+    return ((size == 11 or size == 13 and buf[pos + 11] == 0x20 and buf[pos + 12] < 0x80)
+            and buf[pos] == 0x12 and buf[pos + 1] == 0x09 and buf[pos + 2] == 0x19)
 
 
 def _read(handle, size: int) -> bytes:
@@ -348,17 +360,23 @@ def _block_header(head: bytes) -> tuple[dict[int, int], bytes | None]:
         if number in counts:
             if wire != 0:
                 raise Unsupported(f"block header field {number} of wire type {wire}")
-            counts[number], pos = _varint(head, pos)
         elif number in (_B_STRINGS, _B_SESSION, _B_PROCESS):
             if wire != 2:
                 raise Unsupported("string table of the wrong wire type" if number == _B_STRINGS
                                   else f"block header field {number} of wire type {wire}")
-            length, pos = _varint(head, pos)
-            if number == _B_STRINGS:
-                table = head[pos:pos + length]
-            pos += length
         else:
             raise Unsupported(f"unknown block header field {number}")
+        value = head[pos]  # the count, or the length: one byte nearly always
+        if value < 0x80:
+            pos += 1
+        else:
+            value, pos = _varint(head, pos)
+        if wire == 0:
+            counts[number] = value
+        else:
+            if number == _B_STRINGS:
+                table = head[pos:pos + value]
+            pos += value
     if pos != end:
         raise Unsupported("a message runs past its end")
     return counts, table
@@ -460,6 +478,7 @@ class _Reader:
         if not lookup:
             raise Unsupported("a result before any string table")
         skip = self.skip
+        text = self.text
         end = len(data)
         pos = 0
         skipped = -1  # where the last run of skipped metric results ended
@@ -486,13 +505,16 @@ class _Reader:
                 pos = start + length
                 if length > 2 and data[start] == 0x08:  # field 1 (name id) first
                     ident = data[start + 1]
+                    after = start + 2  # where the id ends
                     if ident >= 0x80:
                         if data[start + 2] < 0x80:  # two bytes, inline
                             ident = (ident & 0x7F) | (data[start + 2] << 7)
+                            after = start + 3
                         else:
-                            ident = _varint(data, start + 1)[0]
+                            ident, after = _varint(data, start + 1)
                 else:
                     ident = self._metric_id(data, start, pos)
+                    after = pos  # (no inline layout below: it takes the general path)
                 if ident >= len(lookup):
                     raise Unsupported(f"metric name id {ident} outside the string table")
                 name = lookup[ident]
@@ -502,6 +524,9 @@ class _Reader:
                     if name in seen:
                         raise Unsupported(f"metric {name} recorded twice")
                     seen.add(name)
+                    if _plain_double(data, after, pos) and name not in text:
+                        values[name] = _DOUBLE(data, after + 3)[0]  # (most wanted metrics)
+                        continue
                     value = self._metric_value(name, data, start, pos)
                     if value is not None:
                         values[name] = value
@@ -511,7 +536,11 @@ class _Reader:
                 tag, pos = _varint(data, pos - 1)
             wire = tag & 7
             if wire == 2:
-                length, pos = _varint(data, pos)
+                length = data[pos]
+                if length < 0x80:  # a one-byte length: most fields
+                    pos += 1
+                else:
+                    length, pos = _varint(data, pos)
                 start = pos
                 pos += length
                 if pos > end:
@@ -541,7 +570,7 @@ class _Reader:
             raise Unsupported("a result without a kernel function name")
         rules = []
         for start, stop in rule_spans:
-            self._rule(data, start, stop, rules)
+            rules += _rule_results(data[start:stop])
         return FastResult(kernel, values, rules, self.wanted)
 
     def _metric_id(self, data: bytes, start: int, end: int) -> int:
@@ -641,66 +670,95 @@ class _Reader:
             return float(number)
         raise Unsupported(f"metric {name}: value kind {kind} (wire type {wire})")
 
-    def _rule(self, data: bytes, start: int, end: int, out: list[dict]) -> None:
-        """Append the rule results ``read_rules`` makes of one rule result: one per body
-        item that holds a message with text."""
-        ident = display = None
-        items = []
-        for number, wire, s, e in _fields(data, start, end):
-            if wire != 2:
-                raise Unsupported(f"rule result field {number} of wire type {wire}")
-            if number == 1:
-                ident = _text(data, s, e)
-            elif number == 2:
-                display = _text(data, s, e)
-            elif number == 3:
-                for num, w, s2, e2 in _fields(data, s, e):
-                    if num != 1 or w != 2:
-                        raise Unsupported(f"rule body field {num}")
-                    items.append((s2, e2))
-        if ident is None or display is None:
-            raise Unsupported("a rule result without identifier or name")
-        for s, e in items:
-            message = speedup = None
+
+#: Decoded rule results by their bytes: a rule whose message holds no measured number
+#: (and no speedup estimate) is byte for byte the same in every report that has it (in
+#: the shipped reports, half the rule results repeat one seen before). Bounded in bytes;
+#: cleared when full.
+_RULES: dict[bytes, tuple[dict, ...]] = {}
+_RULES_MAX_BYTES = 1 << 20
+_rules_bytes = 0
+
+
+def _rule_results(raw: bytes) -> tuple[dict, ...]:
+    """The rule results ``read_rules`` makes of one serialised rule result, decoded once
+    for the same bytes: the dicts are shared by every result that has them (read-only:
+    ``read_rules`` copies them)."""
+    global _rules_bytes
+    rules = _RULES.get(raw)
+    if rules is None:
+        rules = _decode_rule(raw)
+        if _rules_bytes + len(raw) > _RULES_MAX_BYTES:
+            _RULES.clear()
+            _rules_bytes = 0
+        _RULES[raw] = rules
+        _rules_bytes += len(raw)
+    return rules
+
+
+def _decode_rule(data: bytes) -> tuple[dict, ...]:
+    """The rule results of one serialised rule result (the whole of ``data``): one per
+    body item that holds a message with text."""
+    start, end = 0, len(data)
+    out = []
+    ident = display = None
+    items = []
+    for number, wire, s, e in _fields(data, start, end):
+        if wire != 2:
+            raise Unsupported(f"rule result field {number} of wire type {wire}")
+        if number == 1:
+            ident = _text(data, s, e)
+        elif number == 2:
+            display = _text(data, s, e)
+        elif number == 3:
             for num, w, s2, e2 in _fields(data, s, e):
-                if num == 1:
-                    if w != 2 or message is not None:
-                        raise Unsupported("odd rule message")
-                    message = (s2, e2)
-                elif num == 10:
-                    if w != 2 or speedup is not None:
-                        raise Unsupported("odd speedup estimation")
-                    speedup = (s2, e2)
-            if message is None:
-                continue  # has_rule_message() is False
-            text = title = kind = None
-            for num, w, s2, e2 in _fields(data, *message):
-                if num == 1 and w == 2:
-                    text = _text(data, s2, e2)
-                elif num == 2 and w == 0:
-                    kind = _varint(data, s2)[0]
-                elif num == 4 and w == 2:
-                    title = _text(data, s2, e2)
-                elif num == 3 and w == 0:
-                    pass
-                else:
-                    raise Unsupported(f"rule message field {num} (wire type {w})")
-            if text is None or kind not in _RULE_TYPES:
-                raise Unsupported(f"rule message without text or of type {kind}")
-            estimate = math.nan
-            if speedup is not None:
-                found = [(num, w, s2) for num, w, s2, _e in _fields(data, *speedup)
-                         if num == 2]
-                if len(found) != 1 or found[0][1] != 1:
-                    raise Unsupported("a speedup estimation without one double")
-                estimate = _DOUBLE(data, found[0][2])[0]
-            text = text.strip()
-            if not text:
-                continue
-            out.append({
-                "id": ident,
-                "title": title or display,
-                "type": _RULE_TYPES[kind],
-                "message": text,
-                "speedup_pct": estimate,
-            })
+                if num != 1 or w != 2:
+                    raise Unsupported(f"rule body field {num}")
+                items.append((s2, e2))
+    if ident is None or display is None:
+        raise Unsupported("a rule result without identifier or name")
+    for s, e in items:
+        message = speedup = None
+        for num, w, s2, e2 in _fields(data, s, e):
+            if num == 1:
+                if w != 2 or message is not None:
+                    raise Unsupported("odd rule message")
+                message = (s2, e2)
+            elif num == 10:
+                if w != 2 or speedup is not None:
+                    raise Unsupported("odd speedup estimation")
+                speedup = (s2, e2)
+        if message is None:
+            continue  # has_rule_message() is False
+        text = title = kind = None
+        for num, w, s2, e2 in _fields(data, *message):
+            if num == 1 and w == 2:
+                text = _text(data, s2, e2)
+            elif num == 2 and w == 0:
+                kind = _varint(data, s2)[0]
+            elif num == 4 and w == 2:
+                title = _text(data, s2, e2)
+            elif num == 3 and w == 0:
+                pass
+            else:
+                raise Unsupported(f"rule message field {num} (wire type {w})")
+        if text is None or kind not in _RULE_TYPES:
+            raise Unsupported(f"rule message without text or of type {kind}")
+        estimate = math.nan
+        if speedup is not None:
+            found = [(num, w, s2) for num, w, s2, _e in _fields(data, *speedup)
+                     if num == 2]
+            if len(found) != 1 or found[0][1] != 1:
+                raise Unsupported("a speedup estimation without one double")
+            estimate = _DOUBLE(data, found[0][2])[0]
+        text = text.strip()
+        if not text:
+            continue
+        out.append({
+            "id": ident,
+            "title": title or display,
+            "type": _RULE_TYPES[kind],
+            "message": text,
+            "speedup_pct": estimate,
+        })
+    return tuple(out)

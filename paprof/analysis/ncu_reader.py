@@ -17,6 +17,7 @@ turns every problem into a :class:`~paprof.errors.UserError` naming the file.
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import math
 import os
@@ -315,8 +316,15 @@ def _plain(rule: dict) -> dict:
     """``rule`` with ncu's ``@url:...@`` / ``@section:...@`` markup as plain text."""
     for key in ("title", "message"):
         if isinstance(rule.get(key), str):
-            rule[key] = fmt.ncu_plain(rule[key])
+            rule[key] = _plain_text(rule[key])
     return rule
+
+
+@functools.lru_cache(maxsize=4096)
+def _plain_text(text: str) -> str:
+    """``fmt.ncu_plain(text)``, worked out once for a text: the same rule messages come
+    back in report after report (and the fast reader gives them as the same string)."""
+    return fmt.ncu_plain(text)
 
 
 # -- source-level counters (SourceCounters): ncu_report only ----------------------------

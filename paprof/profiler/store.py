@@ -141,8 +141,9 @@ def _read_sidecar(report: Path) -> dict | None:
     return data if isinstance(data, dict) else None
 
 
-def _load(report: Path, root: Path) -> Run:
-    """A run; without a sidecar, gpu/family/variant come from the store layout if it fits."""
+def load_run(report: Path, root: Path) -> Run:
+    """A run of the folder ``root`` (its sidecar read); without a sidecar, gpu/family/
+    variant come from the store layout if it fits."""
     sidecar = _read_sidecar(report)
     layout = {}
     if sidecar is None:
@@ -170,14 +171,21 @@ def find_runs(root: Path | str) -> list[Run]:
     """Every report under ``root`` (or ``root`` itself if it is a report), sorted by path."""
     root = Path(root)
     if root.is_file():
-        return [_load(root, root.parent)]
+        return [load_run(root, root.parent)]
+    reports = report_paths(root)
+    with gc_paused():
+        return [load_run(p, root) for p in reports]
+
+
+def report_paths(root: Path) -> list[Path]:
+    """The reports of the folder ``root`` and below (temporary ones left out), sorted by
+    path: what ``find_runs`` makes runs of, before any sidecar is read. UserError when
+    ``root`` is not a folder."""
     if not root.is_dir():
         hint = (" (the default run store, which 'paprof run' fills; the H200 runs shipped "
                 f"with paprof: --runs {SHIPPED_RUNS})") if root == Path(DEFAULT_ROOT) else ""
         raise UserError(f"no such runs folder or report: {root}{hint}")
-    reports = sorted(p for p in root.rglob(f"*{REPORT_SUFFIX}") if p.is_file() and not _is_temp(p))
-    with gc_paused():
-        return [_load(p, root) for p in reports]
+    return sorted(p for p in root.rglob(f"*{REPORT_SUFFIX}") if p.is_file() and not _is_temp(p))
 
 
 class Scan:

@@ -108,11 +108,26 @@ SWEEP = [
     ("v7", f"{B1},dtype=fp16", MMA, {**SHIPPED, "PATH": "packed"}),  # again, after tokens: the order's share
     ("v7", f"{B1},dtype=fp8", MMA, {**SHIPPED, "TSUB": 2, "PATH": "packed"}),
     ("v7", f"{B1},dtype=fp8", MMA, {**SHIPPED, "TSUB": 2, "PATH": "tokens"}),
+    # FP8_WARPS_FIRST on (--fp8-warps): fp8 at groups of 4 with more resident warps (NOTES
+    # item 80: fp8's warps compute twice as long a byte, so fewer of them have loads in
+    # flight). ptxas (sm_90a): shipped 3 x 4 TSUB 2 152 registers; 16 or 15 warps a SM cap
+    # them at 128 (TSUB 2: 60 bytes spilled; TSUB 1: none)
+    ("v5", f"{MAIN},dtype=fp8", MMA, {**SHIPPED, "TSUB": 2}),
+    ("v5", f"{MAIN},dtype=fp8", MMA, {**SHIPPED, "TSUB": 2, "MIN_BLOCKS": 5}),
+    ("v5", f"{MAIN},dtype=fp8", MMA, {**SHIPPED, "TSUB": 2, "WARPS": 2, "MIN_BLOCKS": 8}),
+    ("v5", f"{MAIN},dtype=fp8", MMA, {**SHIPPED, "TSUB": 2, "WARPS": 4, "MIN_BLOCKS": 4}),
+    ("v5", f"{MAIN},dtype=fp8", MMA, {**SHIPPED, "TSUB": 1, "MIN_BLOCKS": 5}),
+    ("v5", f"{MAIN},dtype=fp8", MMA, {**SHIPPED, "TSUB": 1, "WARPS": 2, "MIN_BLOCKS": 8}),
+    ("v5", f"{MAIN},dtype=fp8", MMA, {**SHIPPED, "TSUB": 1, "WARPS": 4, "MIN_BLOCKS": 4}),
+    ("v7", f"{B1},dtype=fp8", MMA, {**SHIPPED, "TSUB": 2}),
+    ("v7", f"{B1},dtype=fp8", MMA, {**SHIPPED, "TSUB": 2, "WARPS": 2, "MIN_BLOCKS": 8}),
+    ("v7", f"{B1},dtype=fp8", MMA, {**SHIPPED, "TSUB": 1, "WARPS": 2, "MIN_BLOCKS": 8}),
 ]
 FP8_FIRST = next(i for i, entry in enumerate(SWEEP) if "fp8" in entry[1])
 D64_FIRST = next(i for i, entry in enumerate(SWEEP) if entry[1].startswith(D64))
 D7_FIRST = next(i for i, entry in enumerate(SWEEP) if entry[1] == f"{D64},dtype=bf16")
 PACKED_FIRST = next(i for i, entry in enumerate(SWEEP) if entry[3].get("PATH"))
+FP8_WARPS_FIRST = next(i for i, entry in enumerate(SWEEP) if i > PACKED_FIRST and not entry[3].get("PATH"))
 HOST_KNOBS = {"ORDER": "V7_ORDER", "PATH": "V7_PATH", "SNAP": "V7_PACK_SNAP", "COST": "V7_PACK_ITEM_COST"}
 """Knobs that set a variants.py module value for the entry (v7's planning), not a -D value."""
 
@@ -236,6 +251,8 @@ parser.add_argument("--d7", action="store_true",
                     help="only the decode7 stage's entries: group 1 d64 bf16 / fp8, v7 packed against tokens")
 parser.add_argument("--packed", action="store_true",
                     help="only v7 packed against tokens: the ragged batch and batch 1, fp16 and fp8 (PACKED_FIRST on)")
+parser.add_argument("--fp8-warps", action="store_true",
+                    help="only fp8 at groups of 4 with more resident warps (FP8_WARPS_FIRST on)")
 parser.add_argument("--launches", type=int, default=50)
 parser.add_argument("--no-timing", action="store_true", help="for ncu: verify and launch, no ceiling")
 args = parser.parse_args()
@@ -246,7 +263,7 @@ if ceiling:
         c = harness.measure_read_ceiling(int(gib * (1 << 30)))
         print(f"  stream read {gib} GiB: {c}")
 chosen = (range(FP8_FIRST, D64_FIRST) if args.fp8 else range(D64_FIRST, D7_FIRST) if args.v7
-          else range(D7_FIRST, len(SWEEP)) if args.d7 else range(PACKED_FIRST, len(SWEEP)) if args.packed
-          else range(len(SWEEP)))
+          else range(D7_FIRST, FP8_WARPS_FIRST) if args.d7 else range(PACKED_FIRST, FP8_WARPS_FIRST) if args.packed
+          else range(FP8_WARPS_FIRST, len(SWEEP)) if args.fp8_warps else range(len(SWEEP)))
 for i in args.only or chosen:
     run(SWEEP[i], args.launches, ceiling)

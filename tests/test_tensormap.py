@@ -72,3 +72,48 @@ def test_wgmma2_args_without_tma_are_the_plain_ones():
     assert args == catalog.kernel_args(p, {"q": 1, "k": 2, "v": 3}, 4)
     assert "TMA" in catalog.WGMMA2_KNOBS and "WAIT_HINT" in catalog.WGMMA2_KNOBS
     assert catalog.parse_knobs("TMA=1", "wgmma2") == {"TMA": 1}
+
+
+STUB = r"""
+#include <stdint.h>
+#include <string.h>
+/* cuda.h's signature (enums as int); records what it was given, fills the map with 0..127 */
+uint64_t seen[32];
+int cuTensorMapEncodeTiled(void* map, int dtype, uint32_t rank, void* address, const uint64_t* dims,
+                           const uint64_t* strides, const uint32_t* box, const uint32_t* estr, int interleave,
+                           int swizzle, int l2, int oob) {
+    int n = 0;
+    seen[n++] = (uint64_t)(uintptr_t)map % 64; seen[n++] = dtype; seen[n++] = rank; seen[n++] = (uintptr_t)address;
+    for (uint32_t i = 0; i < rank; ++i) seen[n++] = dims[i];
+    for (uint32_t i = 0; i + 1 < rank; ++i) seen[n++] = strides[i];
+    for (uint32_t i = 0; i < rank; ++i) seen[n++] = box[i];
+    for (uint32_t i = 0; i < rank; ++i) seen[n++] = estr[i];
+    seen[n++] = interleave; seen[n++] = swizzle; seen[n++] = l2; seen[n++] = oob;
+    for (int i = 0; i < 128; ++i) ((unsigned char*)map)[i] = (unsigned char)i;
+    return 0;
+}
+"""
+
+
+def test_the_ctypes_call_through_a_stub_driver(monkeypatch, tmp_path):
+    """The real ctypes path (argtypes, arrays, the 128-byte-aligned map) against a C stub of
+    the driver function with cuda.h's signature."""
+    import shutil
+    import subprocess
+
+    cc = shutil.which("gcc") or shutil.which("cc")
+    if cc is None:
+        pytest.skip("no C compiler")
+    (tmp_path / "stub.c").write_text(STUB)
+    lib = tmp_path / "libstub.so"
+    subprocess.run([cc, "-shared", "-fPIC", "-O1", "-o", str(lib), str(tmp_path / "stub.c")], check=True)
+    monkeypatch.setattr(tensormap, "LIBCUDA", str(lib))
+    tensormap._encode_fn.cache_clear()
+    try:
+        m = tensormap.rows_map("bf16", 4 * 8, 8192, 128, 128)
+        assert tensormap.encode_tiled(m, 0x7F1234560000) == bytes(range(128))
+        seen = list((ctypes.c_uint64 * 32).in_dll(ctypes.CDLL(str(lib)), "seen"))
+        assert seen[:4 + 3 + 2 + 3 + 3 + 4] == [0, 9, 3, 0x7F1234560000, 128, 8192, 32, 256, 8192 * 256,
+                                                  64, 128, 1, 1, 1, 1, 0, 3, 3, 0]
+    finally:
+        tensormap._encode_fn.cache_clear()

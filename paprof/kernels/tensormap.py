@@ -33,6 +33,7 @@ MAP_BYTES = 128    # sizeof(CUtensorMap): CU_TENSOR_MAP_NUM_QWORDS (16) x 8, ali
 MAP_ALIGN = 64     # "tensorMap address must be aligned to 64 bytes"
 CUDA_SUCCESS = 0
 DTYPE_CODE = {"fp16": DATA_TYPE_FLOAT16, "bf16": DATA_TYPE_BFLOAT16}
+LIBCUDA = "libcuda.so.1"
 
 
 @dataclass(frozen=True)
@@ -126,9 +127,9 @@ def rows_map(dtype: str, matrices: int, rows: int, cols: int, box_rows: int, box
 @functools.lru_cache(maxsize=1)
 def _encode_fn():
     try:
-        lib = ctypes.CDLL("libcuda.so.1")
+        lib = ctypes.CDLL(LIBCUDA)
     except OSError as err:
-        raise RuntimeError(f"tensor maps need the CUDA driver (libcuda.so.1): {err}") from None
+        raise RuntimeError(f"tensor maps need the CUDA driver ({LIBCUDA}): {err}") from None
     fn = lib.cuTensorMapEncodeTiled
     u32p, u64p = ctypes.POINTER(ctypes.c_uint32), ctypes.POINTER(ctypes.c_uint64)
     # CUresult cuTensorMapEncodeTiled(CUtensorMap*, CUtensorMapDataType, cuuint32_t rank,

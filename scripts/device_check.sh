@@ -42,10 +42,11 @@
 #            d64, with sdpa_flash timed beside them), then paprof bench of mma, mma128 and
 #            sdpa_flash (30 launches) at the four issue shapes -> logs/flash3-*, a TFLOP/s table
 #   flash4   flash_fwd wgmma2 (FlashAttention-3's scheduling, issue 13): its GPU tests (stop at
-#            the first failure; every knob setting on two shapes), compute-sanitizer memcheck
-#            on two small shapes, paprof bench of wgmma2, wgmma, sdpa_flash, sdpa_cudnn at the
-#            four issue shapes (wgmma2 skips d64), then scripts/tune_flash.py --variant wgmma2
-#            (FA3's steps taken away one at a time; sdpa_flash beside) -> logs/flash4-*
+#            the first failure; every knob setting on two shapes, the TMA producer's first),
+#            compute-sanitizer memcheck on two small shapes (and TMA=1 on one), paprof bench
+#            of wgmma2, wgmma, sdpa_flash, sdpa_cudnn at the four issue shapes (wgmma2 skips
+#            d64), then scripts/tune_flash.py --variant wgmma2 (FA3's steps taken away one at
+#            a time, TMA=1 and WAIT_HINT early; sdpa_flash beside) -> logs/flash4-*
 #   ship     the runs shipped for issues 13 and 16: mma128 and wgmma at the issue's flash_fwd
 #            shape, v6/v7 on the ragged batch and at group 1 head_dim 64, v7 at the main shape
 #            (fp16) -> $OUT/ship.tar.xz[.aa ...]
@@ -110,7 +111,8 @@ flash_bench() {
   python3 scripts/bench_table.py --flops "$OUT"/logs/"$name"-bench-*.json | tee "$OUT/logs/$name-bench-table.md"
 }
 # flash_memcheck NAME TIMEOUT VARIANT SHAPE...: one verified launch of the flash_fwd variant at
-# each shape under compute-sanitizer memcheck (no timing, no GEMM ceiling) -> logs/NAME-memcheck.log
+# each shape under compute-sanitizer memcheck (no timing, no GEMM ceiling) -> logs/NAME-memcheck.log;
+# FLASH_KNOBS="TMA=1" (wgmma2's knobs) builds the variant with those -D values
 flash_memcheck() {
   local name=$1 limit=$2 vid=$3 SAN
   shift 3
@@ -120,6 +122,9 @@ import sys
 from paprof import registry
 from paprof.kernels import harness
 fam = registry.family('flash_fwd')
+import os
+from paprof.families.flash_fwd import catalog
+catalog.WGMMA2_TUNING.update(catalog.parse_knobs(os.environ.get('FLASH_KNOBS', ''), 'wgmma2'))
 for text in sys.argv[2:]:
     p = fam.parse(text)
     print(sys.argv[1], p.slug(), harness.verify(harness.prepare(fam, registry.get(sys.argv[1], 'flash_fwd'), p)), flush=True)
@@ -496,21 +501,25 @@ for f in sys.argv[1:]:
     flash_bench flash3 60 mma mma128 sdpa_flash
     ;;
   flash4)
-    # at most 130 + 70 + 4 x 60 s, then the A/B cut at F4_END (default 570 s from the
-    # script's start: under the device tool's 10 minutes); expected ~6 minutes
+    # at most 60 + 170 + 2 x 60 + 4 x 60 s, then the A/B cut at F4_END (default 570 s from
+    # the script's start: under the device tool's 10 minutes; the TMA entries come early in
+    # its sweep); expected ~7 minutes
     stamp flash4
     # wgmma first: head_dim 64 with QRELOAD (NOTES item 76) among its tile classes
     timeout 60 python3 -m pytest -m gpu tests/test_gpu_flash.py -k "test_wgmma_by_tile and not wgmma2" -q \
       -p no:cacheprovider -rfEs --tb=short > "$OUT/logs/flash4-wgmma-tests.log" 2>&1
     echo "wgmma tests: rc $?"
     grep -E "^(FAILED|ERROR)|passed|failed|skipped" "$OUT/logs/flash4-wgmma-tests.log" | tail -8
-    timeout 130 python3 -m pytest -m gpu tests/test_gpu_flash.py -k wgmma2 -x -q -p no:cacheprovider -rfEs \
+    # wgmma2's tests, the TMA producer's (NOTES items 77-79) among them
+    timeout 170 python3 -m pytest -m gpu tests/test_gpu_flash.py -k wgmma2 -x -q -p no:cacheprovider -rfEs \
       --tb=short > "$OUT/logs/flash4-tests.log" 2>&1
     echo "wgmma2 tests: rc $?"
     grep -E "^(FAILED|ERROR)|by query block|passed|failed|skipped" "$OUT/logs/flash4-tests.log" | tail -15
     stamp flash4 memcheck
     flash_memcheck flash4 70 wgmma2 "batch=1,q_heads=4,kv_heads=2,seq_q=200,seq_k=333,head_dim=128,causal=true,dtype=bf16" \
       "batch=1,q_heads=2,seq_q=77,seq_k=700,head_dim=128,dtype=fp16"
+    FLASH_KNOBS="TMA=1" flash_memcheck flash4-tma 60 wgmma2 \
+      "batch=1,q_heads=4,kv_heads=2,seq_q=200,seq_k=333,head_dim=128,causal=true,dtype=bf16"
     stamp flash4 bench
     flash_bench flash4 60 wgmma2 wgmma sdpa_flash sdpa_cudnn
     stamp flash4 tune

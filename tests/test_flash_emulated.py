@@ -1,6 +1,7 @@
 """flash_fwd's kernels, run on the CPU by tests/flash_emu (no GPU): their .cu sources
 compiled unchanged with g++ against host stand-ins for every PTX instruction they use
-(ldmatrix, mma.sync, cp.async, shuffles, barriers, wgmma, mbarriers, named barriers;
+(ldmatrix, mma.sync, cp.async, shuffles, barriers, wgmma, mbarriers with tx-counts, named
+barriers, cp.async.bulk.tensor through the tensor maps' encode parameters;
 written from the PTX ISA's fragment layouts and definitions), then checked against the family's float64 reference on shapes that hit partial
 tiles, GQA, seq_k != seq_q and the causal diagonal. AddressSanitizer watches every
 shared- and global-memory access; cp.async copies land only when waited for (or, in
@@ -87,8 +88,16 @@ def run_emulated(vid: str, p: problem.Shape, build: Path, eager: bool = False, s
     scale = np.array([p.scale * np.log2(np.e)], dtype=np.float32)
     tag = f"{p.slug()}-{vid}-{'-'.join(f'{k}{x}' for k, x in sorted(override.items()))}"
     src, dst = build / f"in-{tag}", build / f"out-{tag}"
+    parts = [header, scale, inputs["q"], inputs["k"], inputs["v"]]
+    if vid == "wgmma2" and defines.get("TMA"):  # the tensor maps' encode parameters, as the launcher's
+        tuning.update(override)
+        try:
+            parts += [np.array(m.fields(), dtype=np.int64) for m in catalog.wgmma2_maps(p)]
+        finally:
+            tuning.clear()
+            tuning.update(shipped)
     with open(src, "wb") as fh:
-        for part in (header, scale, inputs["q"], inputs["k"], inputs["v"]):
+        for part in parts:
             fh.write(np.ascontiguousarray(part).tobytes())
     done = subprocess.run([str(exe), str(src), str(dst)], capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stderr[-4000:]
@@ -158,12 +167,25 @@ WGMMA2_BUILDS = {
     "shipped": {}, "no-overlap": {"OVERLAP": 0}, "no-pingpong": {"PINGPONG": 0}, "q-registers": {"QSMEM": 0},
     "bc64": {"BC": 64}, "stages3": {"STAGES": 3}, "plain": {"OVERLAP": 0, "PINGPONG": 0},
     "producer-fence": {"PRODUCER_FENCE": 1},
+    # the TMA producer (cp.async.bulk.tensor, expect_tx / complete_tx) with the shipped
+    # consumers and with the other tile / ring sizes (BC 64: a 64-row box)
+    "tma": {"TMA": 1}, "tma-bc64": {"TMA": 1, "BC": 64}, "tma-stages3": {"TMA": 1, "STAGES": 3},
+    "tma-plain": {"TMA": 1, "OVERLAP": 0, "PINGPONG": 0},
+    "tma-wait-hint": {"TMA": 1, "WAIT_HINT": 200}, "wait-hint": {"WAIT_HINT": 200},
 }
 
 
 @pytest.mark.parametrize("shape", WGMMA2_SHAPES, ids=lambda c: problem.Shape(**c).slug())
 def test_wgmma2_matches_the_reference(build, shape):
     check = run_emulated("wgmma2", problem.Shape(**shape), build)
+    assert check.passed, check
+
+
+@pytest.mark.parametrize("shape", WGMMA2_SHAPES, ids=lambda c: problem.Shape(**c).slug())
+def test_wgmma2_tma_matches_the_reference(build, shape):
+    """TMA 1 on every wgmma2 shape: partial tiles (rows past seq_k zero-filled by the map),
+    causal, GQA (the map's third coordinate), seq_k != seq_q, both dtypes."""
+    check = run_emulated("wgmma2", problem.Shape(**shape), build, TMA=1)
     assert check.passed, check
 
 
@@ -310,12 +332,55 @@ MUTATIONS2 = {  # a bug put into wgmma2.cu -> (the text replaced, its replacemen
     "K released before S is waited for": ("        wgmma_commit();\n        turn_pass(wg, false);\n        wgmma_wait<1>();",
                                           "        wgmma_commit();\n        turn_pass(wg, false);\n"
                                           "        mbar_arrive(empty_k(bars, j + 1));\n        wgmma_wait<1>();"),
-    "no reader fence.proxy.async": ("    mbar_wait(full, (j / STAGES) & 1);\n    fence_proxy_async();",
-                                    "    mbar_wait(full, (j / STAGES) & 1);"),
+    "no reader fence.proxy.async": ("#if !TMA\n    fence_proxy_async();\n#endif", ""),
     "full barrier waited with the wrong parity": ("mbar_wait(full, (j / STAGES) & 1)", "mbar_wait(full, (j / STAGES + 1) & 1)"),
     "producer refills without waiting": ("        if (j >= STAGES) mbar_wait(empty_v(bars, j), (round - 1) & 1);\n", "\n"),
     "the first turn never given (a deadlock)": ("    if (wg == 1 && steps > 0) named_arrive(1, CONSUMERS);", ""),
 }
+
+
+MUTATIONS2_TMA = {  # the same with TMA 1: the consumers' mutations, then the TMA producer's
+    **{k: MUTATIONS2[k] for k in ("S(j + 1) read before its wait_group 1", "O rescaled while P V flies",
+                                  "P(j + 1) packed while P V flies", "K released before S is waited for",
+                                  "full barrier waited with the wrong parity")},
+    "TMA: producer refills V without waiting": ("        refill_wait(empty_v(bars, j), j);\n", "\n"),
+    "TMA: expect_tx of half a tile": ("mbar_arrive_expect_tx(full, TILE(BC));", "mbar_arrive_expect_tx(full, TILE(BC) / 2);"),
+    "TMA: the two atoms' columns swapped": ("map, 64 * a, row0", "map, 64 * (HEAD_DIM / 64 - 1 - a), row0"),
+    "TMA: a key tile's rows one tile on": ("kmap, j * BC, kvh", "kmap, (j + 1) * BC, kvh"),
+    "TMA: the maps never acquired": ("    tensormap_acquire(kmap);\n    tensormap_acquire(vmap);\n", ""),
+}
+
+
+def mutated_wgmma2_fails(build, old, new, eager, tmp_path, **knobs):
+    source = (FOLDER / "wgmma2.cu").read_text()
+    assert source.count(old) == 1, f"the mutation's text is not in wgmma2.cu once: {old!r}"
+    (tmp_path / "wgmma2.cu").write_text(source.replace(old, new))
+    p = problem.Shape(batch=1, q_heads=1, seq_q=130, seq_k=600, head_dim=128, causal=False, dtype="bf16")
+    shipped = dict(catalog.WGMMA2_TUNING)
+    catalog.WGMMA2_TUNING.update(knobs)
+    try:
+        defines = {"FLASH_EMULATE": None, "FLASH_KERNEL_FILE": '"wgmma2.cu"', "FLASH_KERNEL": "flash_fwd_wgmma2",
+                   "FLASH_ELEM": "unsigned short", **catalog.wgmma2_defines(p)}
+    finally:
+        catalog.WGMMA2_TUNING.clear()
+        catalog.WGMMA2_TUNING.update(shipped)
+    exe = build_driver(HERE / "driver.cpp", tmp_path / "driver", defines, [tmp_path, FOLDER, HERE])
+    try:
+        check = run_emulated("wgmma2", p, build, exe=exe, eager=eager, **knobs)
+    except AssertionError as err:  # the driver aborted: an emulator check
+        assert "emulation:" in str(err), err
+        return
+    assert not check.passed, f"the emulation did not notice ({check})"
+
+
+@pytest.mark.parametrize("eager", [False, True])
+@pytest.mark.parametrize("what", MUTATIONS2_TMA)
+def test_a_wgmma2_tma_bug_fails_in_emulation(build, what, eager, tmp_path):
+    """Each mutation of wgmma2's pipeline with the TMA producer (its barrier's expected
+    bytes, the copies' coordinates, the refill's wait, the maps' acquire, and the
+    consumers' waits) gives the wrong output or an emulator error."""
+    old, new = MUTATIONS2_TMA[what]
+    mutated_wgmma2_fails(build, old, new, eager, tmp_path, TMA=1)
 
 
 @pytest.mark.parametrize("eager", [False, True])

@@ -113,9 +113,21 @@ def test_wgmma_by_tile(vid, shape, dtype):
     by_tile(vid, shape, dtype)
 
 
-WGMMA2_BUILDS = ["", "OVERLAP=0", "PINGPONG=0", "QSMEM=0", "BC=64", "STAGES=3", "OVERLAP=0,PINGPONG=0",
-                 "PRODUCER_FENCE=1"]
-"""wgmma2's knob settings scripts/tune_flash.py --variant wgmma2 benches (over the shipped ones)."""
+WGMMA2_BUILDS = ["", "TMA=1", "TMA=1,BC=64", "TMA=1,STAGES=3", "TMA=1,WAIT_HINT=200", "WAIT_HINT=200",
+                 "OVERLAP=0", "PINGPONG=0", "QSMEM=0", "BC=64", "STAGES=3", "OVERLAP=0,PINGPONG=0", "PRODUCER_FENCE=1"]
+"""wgmma2's knob settings scripts/tune_flash.py --variant wgmma2 benches (over the shipped ones);
+the TMA producer's first (a hang or wrong tiles there show before the rest)."""
+
+
+@pytest.mark.parametrize("dtype", ["bf16", "fp16"])
+@pytest.mark.parametrize("shape", [s for s in WGMMA_SHAPES if "head_dim=128" in s])
+def test_wgmma2_tma_by_tile(monkeypatch, shape, dtype):
+    """wgmma2 with the TMA producer (tensor maps encoded by the driver for these tensors) on
+    wgmma's tile classes at head_dim 128."""
+    from paprof.families.flash_fwd import catalog
+
+    monkeypatch.setattr(catalog, "WGMMA2_TUNING", catalog.parse_knobs("TMA=1", "wgmma2"))
+    by_tile("wgmma2", shape, dtype)
 
 
 @pytest.mark.parametrize("shape", ["batch=1,q_heads=4,kv_heads=2,seq_q=1000,seq_k=1500,head_dim=128,causal=true",

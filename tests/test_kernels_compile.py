@@ -191,6 +191,8 @@ WGMMA2_BUILDS = {
     # BC / 16; with OVERLAP the first S and the last P V are peeled off the loop (twice each)
     "": 32, "OVERLAP=0": 16, "PINGPONG=0": 32, "QSMEM=0": 32, "BC=64": 24, "STAGES=3": 32,
     "OVERLAP=0,PINGPONG=0": 16, "PRODUCER_FENCE=1": 32,
+    "TMA=1": 32, "TMA=1,BC=64": 24, "TMA=1,STAGES=3": 32, "TMA=1,OVERLAP=0,PINGPONG=0": 16,
+    "TMA=1,WAIT_HINT=200": 32, "WAIT_HINT=200": 32,
 }
 
 
@@ -219,6 +221,29 @@ def test_wgmma2_builds_compile_unserialised_without_spills(monkeypatch, tmp_path
     (unit,) = static.compile_units(variant, shape)
     counts = static.kernel_counts(unit, static.find_nvcc(), cuobjdump)["flash_fwd_wgmma2"]
     assert counts["sass_hgmma"] == WGMMA2_BUILDS[knobs] and counts["sass_hmma"] == 0, counts
+
+
+@pytest.mark.parametrize("knobs, copies", [("", 0), ("TMA=1", 4), ("TMA=1,BC=64", 4)])
+def test_wgmma2_tma_issues_tensor_copies(monkeypatch, tmp_path, knobs, copies):
+    """TMA 1: the producer's loop holds HEAD_DIM / 64 UTMALDG.3D a K tile and as many a V
+    tile and no LDGSTS of its own (Q's are the consumers': the same count as TMA 0's minus the
+    producer's); TMA 0 has no UTMALDG."""
+    from paprof import static
+    from paprof.families.flash_fwd import FAMILY, catalog
+
+    cuobjdump = static.find_cuobjdump()
+    if cuobjdump is None:
+        pytest.skip("cuobjdump not found (the test extra's nvidia-cuda-cuobjdump)")
+    variant = FAMILY.variant("wgmma2")
+    shape = FAMILY.parse("dtype=bf16,head_dim=128,seq_q=1000")
+    monkeypatch.setattr(catalog, "WGMMA2_TUNING", catalog.parse_knobs(knobs, "wgmma2"))
+    sass = sass_lines(tmp_path, variant.source_paths()[0], variant.defines(shape).items(), cuobjdump)
+    assert sum(ins.split()[0].startswith("UTMALDG.3D") for ins in sass) == copies, knobs
+    if copies:
+        monkeypatch.setattr(catalog, "WGMMA2_TUNING", catalog.parse_knobs(knobs.replace("TMA=1", "TMA=0"), "wgmma2"))
+        plain = sass_lines(tmp_path, variant.source_paths()[0], variant.defines(shape).items(), cuobjdump)
+        ldgsts = [sum(ins.startswith("LDGSTS") for ins in x) for x in (sass, plain)]
+        assert 0 < ldgsts[0] < ldgsts[1], ldgsts
 
 
 def sass_lines(tmp_path, source, defines, cuobjdump) -> list[str]:

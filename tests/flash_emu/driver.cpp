@@ -4,7 +4,9 @@
 //       -DFLASH_ELEM='unsigned short' -DHEAD_DIM=.. -DDTYPE=.. -I<family> -I<here> driver.cpp
 // and run as `driver IN OUT`. IN: int32 batch, q_heads, kv_heads, seq_q, seq_k, causal,
 // eager, shared-memory bytes, grid x, threads; float32 scale * log2(e); then Q, K, V as
-// FLASH_ELEM. OUT: O as FLASH_ELEM.
+// FLASH_ELEM; a kernel built with TMA 1 (wgmma2) then takes K's and V's tensor maps: two
+// records of flash_emu::TENSOR_MAP_FIELDS int64 (tensormap.TiledMap.fields(), the launcher's
+// encode parameters), over K and V. OUT: O as FLASH_ELEM.
 #include "flash_common.cuh"
 #include FLASH_KERNEL_FILE
 
@@ -27,6 +29,22 @@ int main(int argc, char** argv) {
     in.read(reinterpret_cast<char*>(q.data()), nq * sizeof(FLASH_ELEM));
     in.read(reinterpret_cast<char*>(k.data()), nkv * sizeof(FLASH_ELEM));
     in.read(reinterpret_cast<char*>(v.data()), nkv * sizeof(FLASH_ELEM));
+#if defined(TMA) && TMA
+    flash_emu::TensorMap maps[2];
+    for (int i = 0; i < 2; ++i) {
+        long long f[flash_emu::TENSOR_MAP_FIELDS];
+        in.read(reinterpret_cast<char*>(f), sizeof f);
+        auto& m = maps[i];
+        long long* at = f;
+        m.data_type = *at++, m.rank = *at++;
+        for (auto& d : m.dims) d = *at++;
+        for (auto& d : m.strides) d = *at++;
+        for (auto& d : m.box) d = *at++;
+        for (auto& d : m.element_strides) d = *at++;
+        m.interleave = *at++, m.swizzle = *at++, m.l2_promotion = *at++, m.oob_fill = *at++;
+        m.address = reinterpret_cast<const unsigned char*>(i == 0 ? k.data() : v.data());
+    }
+#endif
     if (!in) return 3;
     std::memset(o.data(), 0xFF, nq * sizeof(FLASH_ELEM));  // poison: NaN in every type
     flash_emu::inputs = {{reinterpret_cast<const unsigned char*>(q.data()), nq * sizeof(FLASH_ELEM)},
@@ -48,7 +66,11 @@ int main(int argc, char** argv) {
                     flash_emu::committed.clear();
                     flash_emu::wgmma_pending = 0;
                     FLASH_KERNEL(q.data(), k.data(), v.data(), o.data(), seq_q, seq_k, q_heads,
-                                 kv_heads, scale_log2, causal);
+                                 kv_heads, scale_log2, causal
+#if defined(TMA) && TMA
+                                 , &maps[0], &maps[1]
+#endif
+                    );
                     if (flash_emu::wgmma_pending) flash_emu::fail("wgmma.mma_async never waited for");
                     if (!flash_emu::open_group.empty()) flash_emu::fail("cp.async never committed");
                     for (auto& group : flash_emu::committed)

@@ -102,14 +102,26 @@ inline void perform(const Copy& c);
 // consumer that reads a tile without waiting for the phase reads the old tile. A wait
 // that sees no progress for 20 s aborts (a deadlock). Named barriers (bar.sync / bar.arrive
 // id, count): a generation completes when count threads have arrived.
+// The transaction count (PTX ISA, "mbarrier: tx-count"): expect_tx raises the current
+// phase's, complete_tx (a cp.async.bulk's bytes landing) lowers it; the phase completes when
+// the pending arrivals and the tx-count are both 0 (the count may go below 0 for a while: a
+// copy completing before its expect_tx). TmaChunk: 16 bytes a cp.async.bulk.tensor writes,
+// read from global memory when issued, landing (deferred mode) when the phase completes.
+struct TmaChunk {
+    unsigned char* dst;
+    unsigned char data[16];
+};
 struct MBar {
     std::mutex m;
     std::condition_variable cv;
     int expected = 0, pending = 0;
+    long long tx = 0;
     unsigned long long phase = 0;
     std::vector<Copy> copies;  // landing when the current phase completes
+    std::vector<TmaChunk> tma;  // likewise (TMA's copies, through the async proxy)
     bool named = false;
 };
+inline void perform_tma(const TmaChunk& c);
 inline std::mutex barriers_lock;
 inline std::map<long, std::unique_ptr<MBar>> barriers;  // smem offset (mbarriers), -id (named)
 inline void begin_barriers() { barriers.clear(); }
@@ -123,15 +135,26 @@ inline MBar& barrier_at(long key, bool create) {
     return *it->second;
 }
 // one arrival, the lock held; completes the phase on the last
-inline void arrive_locked(MBar& b) {
-    if (b.pending <= 0) fail("barrier arrival with no pending count");
-    if (--b.pending == 0) {
+inline void complete_if_done(MBar& b) {
+    if (b.pending == 0 && b.tx == 0) {
         for (auto& c : b.copies) perform(c);
         b.copies.clear();
+        for (auto& c : b.tma) perform_tma(c);
+        b.tma.clear();
         ++b.phase;
         b.pending = b.expected;
         b.cv.notify_all();
     }
+}
+inline void arrive_locked(MBar& b) {
+    if (b.pending <= 0) fail("barrier arrival with no pending count");
+    --b.pending;
+    complete_if_done(b);
+}
+// the ISA's tx-count range: -(2^20 - 1) .. 2^20 - 1
+inline void tx_locked(MBar& b, long long bytes) {
+    b.tx += bytes;
+    if (b.tx >= (1 << 20) || b.tx <= -(1 << 20)) fail("mbarrier tx-count outside the ISA's range");
 }
 template <class Pred>
 inline void wait_locked(MBar& b, std::unique_lock<std::mutex>& lk, Pred done, const char* what) {
@@ -162,6 +185,18 @@ inline void perform(const Copy& c) {
     if (chunk < writer_chunks) {
         chunk_thread[chunk] = c.thread;
         chunk_time[chunk] = ++clock;
+    }
+}
+
+// A TMA write: no generic-proxy write (chunk_time 0: wgmma may read it with no proxy fence)
+inline void perform_tma(const TmaChunk& c) {
+    const size_t chunk = size_t(c.dst - cta().smem.data()) / 16;
+    if (chunk < writer_chunks && inflight[chunk] > 0)
+        fail("a cp.async.bulk.tensor landed in a tile an in-flight wgmma reads (refilled before its wgmma.wait_group)");
+    std::memcpy(c.dst, c.data, 16);
+    if (chunk < writer_chunks) {
+        chunk_thread[chunk] = -1;
+        chunk_time[chunk] = 0;
     }
 }
 

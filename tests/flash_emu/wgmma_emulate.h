@@ -342,3 +342,85 @@ FLASH_DEVICE int warp_uniform(int x) {
     flash_emu::exchange(x, all);
     return all[0];
 }
+
+// ---- TMA: cp.async.bulk.tensor (tile mode) through a tensor map, mbarrier expect_tx ----
+// The driver's CUtensorMap is opaque; here the map is the encode call's parameters
+// (paprof/kernels/tensormap.py's TiledMap, filled by the same Python helper the launcher
+// encodes with) and the tensor's host address. A copy (PTX ISA, "Tensor Access Modes" /
+// "Tiled mode", "Tensor-map swizzling modes") reads the box at the given coordinates
+// (dimension 0 innermost; box elements stored densely, dimension 0 fastest), elements
+// outside [0, globalDim) of any dimension as zeros (OOB fill none), and writes it to shared
+// memory at dst with the 128-byte swizzle applied to the shared address: the 16-byte chunk
+// bits 6-4 XORed with bits 9-7 (the same pattern wgmma's descriptors decode). The box's
+// bytes, out-of-bounds ones included, complete as transactions on the mbarrier. Checked:
+// the map acquired by the issuing thread (fence.proxy.tensormap::generic.acquire), rank 3,
+// a 16-bit data type, no interleave, unit element strides, the 128-byte swizzle with a
+// 128-byte inner box (others not modelled), dst 128-byte aligned and inside shared memory,
+// every element read inside a registered input.
+namespace flash_emu {
+struct TensorMap {
+    long long data_type, rank, dims[5], strides[4], box[5], element_strides[5], interleave, swizzle, l2_promotion,
+        oob_fill;
+    const unsigned char* address;
+};
+constexpr int TENSOR_MAP_FIELDS = 25;  // TiledMap.fields(): all but the address
+inline thread_local std::vector<const void*> acquired_maps;
+}  // namespace flash_emu
+
+FLASH_DEVICE void tensormap_acquire(const void* map) { flash_emu::acquired_maps.push_back(map); }
+
+FLASH_DEVICE void mbar_arrive_expect_tx(unsigned bar, unsigned bytes) {
+    auto& b = flash_emu::barrier_at(mbar_key(bar), false);
+    std::lock_guard<std::mutex> g(b.m);
+    flash_emu::tx_locked(b, (long long)bytes);
+    flash_emu::arrive_locked(b);
+}
+
+FLASH_DEVICE void tma_load_3d(unsigned dst, const void* map, int x, int y, int z, unsigned bar) {
+    using namespace flash_emu;
+    const auto& m = *static_cast<const TensorMap*>(map);
+    if (std::find(acquired_maps.begin(), acquired_maps.end(), map) == acquired_maps.end())
+        fail("cp.async.bulk.tensor through a tensor map this thread never acquired (fence.proxy.tensormap)");
+    if (m.rank != 3) fail("cp.async.bulk.tensor.3d with a map of another rank");
+    if (m.data_type != 1 && m.data_type != 6 && m.data_type != 9) fail("tensor map: not a 16-bit data type");
+    if (m.interleave != 0 || m.oob_fill != 0) fail("tensor map: interleave / NaN fill not modelled");
+    for (int i = 0; i < 3; ++i)
+        if (m.element_strides[i] != 1) fail("tensor map: element strides other than 1 not modelled");
+    if (m.swizzle != 3 || m.box[0] * 2 != 128) fail("tensor map: only the 128-byte swizzle with a 128-byte inner box is modelled");
+    if (dst % 128) fail("cp.async.bulk.tensor: shared destination not 128-byte aligned");
+    const long long bytes = m.box[0] * m.box[1] * m.box[2] * 2;
+    window_offset(dst, size_t(bytes));
+    std::vector<TmaChunk> chunks;
+    for (long long zz = 0; zz < m.box[2]; ++zz)
+        for (long long yy = 0; yy < m.box[1]; ++yy)
+            for (long long xc = 0; xc < m.box[0] / 8; ++xc) {
+                const unsigned lin = unsigned(((zz * m.box[1] + yy) * m.box[0] + xc * 8) * 2);
+                TmaChunk c;
+                c.dst = cta().smem.data() + window_offset(swizzle128(dst + lin), 16);
+                for (int e = 0; e < 8; ++e) {
+                    const long long gx = x + xc * 8 + e, gy = y + yy, gz = z + zz;
+                    unsigned short v = 0;
+                    if (gx >= 0 && gx < m.dims[0] && gy >= 0 && gy < m.dims[1] && gz >= 0 && gz < m.dims[2]) {
+                        const unsigned char* src = m.address + gz * m.strides[1] + gy * m.strides[0] + gx * 2;
+                        check_input(src, 2);
+                        std::memcpy(&v, src, 2);
+                    }
+                    std::memcpy(c.data + 2 * e, &v, 2);
+                }
+                chunks.push_back(c);
+            }
+    auto& b = barrier_at(mbar_key(bar), false);
+    std::lock_guard<std::mutex> g(b.m);
+    if (eager)
+        for (auto& c : chunks) perform_tma(c);
+    else
+        b.tma.insert(b.tma.end(), chunks.begin(), chunks.end());
+    tx_locked(b, -bytes);
+    complete_if_done(b);
+}
+
+// The suspend-time hint changes only how long a thread may sleep inside try_wait
+FLASH_DEVICE void mbar_wait_hint(unsigned bar, unsigned parity, unsigned ns) {
+    if (ns == 0) flash_emu::fail("mbarrier.try_wait with a suspend-time hint of 0");
+    mbar_wait(bar, parity);
+}

@@ -69,7 +69,11 @@ WGMMA2_SHIPPED = {"BC": 128, "QSMEM": 1, "OVERLAP": 1, "PINGPONG": 1, "STAGES": 
 """wgmma2's -D values (wgmma2.cu's header; docs/NOTES.md items 59-64): 128 keys a step, Q read by
 wgmma from shared memory, S(j+1) beside the softmax, the two consumer warpgroups ping-ponged,
 a 2-stage K/V ring filled by a producer warpgroup through mbarriers, setmaxnreg 232 / 40."""
-WGMMA2_KNOBS = tuple(WGMMA2_SHIPPED)
+WGMMA2_EXTRA = {"TMA": 0, "WAIT_HINT": 0}
+"""wgmma2's knobs off in the shipped build until measured (docs/NOTES.md items 77-79): TMA 1 the
+producer loads K and V with cp.async.bulk.tensor (tensor maps built per call, ``wgmma2_args``),
+WAIT_HINT N > 0 a suspend-time hint of N ns on the consumers' mbarrier waits."""
+WGMMA2_KNOBS = tuple(WGMMA2_SHIPPED) + tuple(k for k in WGMMA2_EXTRA if k not in WGMMA2_SHIPPED)
 WGMMA2_TUNING: dict = {}
 """-D values replacing wgmma2's shipped ones (scripts/tune_flash.py --variant wgmma2 sets it)."""
 WGMMA2_THREADS = 384
@@ -163,7 +167,38 @@ def wgmma_defines(p: Shape) -> dict:
 
 
 def wgmma2_knobs(p: Shape) -> dict:
+    """The -D values of wgmma2's knobs for ``p``: the shipped ones, then WGMMA2_TUNING's. TMA
+    and WAIT_HINT appear only when set (the TMA 0 build is then the one without them)."""
     return {**WGMMA2_SHIPPED, **WGMMA2_TUNING}
+
+
+WGMMA2_MAP_COLS = 64
+"""Columns a K / V tensor-map copy takes (64 x 2 bytes: one 128-byte swizzle atom row)."""
+_TENSOR_MAPS = None
+
+
+def wgmma2_maps(p: Shape) -> tuple:
+    """The K and V tensor maps' parameters (TMA 1): [batch * kv_heads][seq_k][head_dim] as a
+    3-D map, a copy BC rows x 64 columns of one head into one swizzle atom of a tile."""
+    from paprof.kernels import tensormap  # noqa: PLC0415 (no GPU needed)
+
+    m = tensormap.rows_map(p.dtype, p.batch * p.kv, p.keys, p.head_dim, wgmma2_knobs(p)["BC"], WGMMA2_MAP_COLS)
+    return m, m
+
+
+def wgmma2_args(p: Shape, inputs: dict, out) -> tuple:
+    """kernel_args, and with TMA 1 the global addresses of K's and V's tensor maps (device
+    buffers of 128 bytes, encoded once for given arrays: ``tensormap.DeviceMaps``)."""
+    args = kernel_args(p, inputs, out)
+    if not wgmma2_knobs(p).get("TMA"):
+        return args
+    global _TENSOR_MAPS
+    from paprof.kernels import tensormap  # noqa: PLC0415
+
+    if _TENSOR_MAPS is None:
+        _TENSOR_MAPS = tensormap.DeviceMaps()
+    km, vm = wgmma2_maps(p)
+    return (*args, _TENSOR_MAPS.get(km, inputs["k"].data.ptr), _TENSOR_MAPS.get(vm, inputs["v"].data.ptr))
 
 
 def wgmma2_smem(p: Shape) -> int:
@@ -320,7 +355,7 @@ def _cuda_variants() -> list:
                  "mbarriers per stage, no __syncthreads), setmaxnreg 232 / 40; each a -D knob",
             sources=("wgmma2.cu",), kernel="flash_fwd_wgmma2",
             grid=wgmma_grid, block=(WGMMA2_THREADS,), shared_mem=wgmma2_smem, defines=wgmma2_defines,
-            args=kernel_args, accepts=check_wgmma2, arch=WGMMA_ARCH,
+            args=wgmma2_args, accepts=check_wgmma2, arch=WGMMA_ARCH,
             launch="grid (ceil(seq_q/128), batch x q_heads) x 384 threads (2 consumer warpgroups, 1 "
                    "producer), 161 KiB shared; sm_90 (Hopper) only",
         ),

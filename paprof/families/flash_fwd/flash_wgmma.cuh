@@ -130,6 +130,35 @@ FLASH_DEVICE int warp_uniform(int x) { return __shfl_sync(0xffffffffu, x, 0); }
 // Named barrier `id` (1..15; 0 is __syncthreads) of `count` threads: wait for them / only arrive.
 FLASH_DEVICE void named_sync(int id, int count) { asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(count) : "memory"); }
 FLASH_DEVICE void named_arrive(int id, int count) { asm volatile("bar.arrive %0, %1;" ::"r"(id), "r"(count) : "memory"); }
+
+// ---- TMA: cp.async.bulk.tensor into shared memory, completing on an mbarrier -----------
+// One arrival on bar (release) that first raises its current phase's expected transaction
+// count by `bytes`: the phase completes once every arrival came and that many bytes landed.
+FLASH_DEVICE void mbar_arrive_expect_tx(unsigned bar, unsigned bytes) {
+    asm volatile("mbarrier.arrive.expect_tx.release.cta.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(bytes) : "memory");
+}
+// The tensor map at generic address `map` (128 bytes of global memory the host wrote) ordered
+// before this thread's tensormap-proxy reads of it (the ISA's acquire for a map in .global).
+FLASH_DEVICE void tensormap_acquire(const void* map) {
+    asm volatile("fence.proxy.tensormap::generic.acquire.gpu [%0], 128;" ::"l"(map) : "memory");
+}
+// The box of tensor map `map` at coordinates (x, y, z) (dimension 0 innermost) into shared
+// memory at window address dst, in the map's swizzle; elements outside the tensor are zeros.
+// It completes the box's bytes as transactions on the mbarrier at bar.
+FLASH_DEVICE void tma_load_3d(unsigned dst, const void* map, int x, int y, int z, unsigned bar) {
+    asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+                 " [%0], [%1, {%2, %3, %4}], [%5];" ::"r"(dst), "l"(map), "r"(x), "r"(y), "r"(z), "r"(bar)
+                 : "memory");
+}
+// mbar_wait with a suspend-time hint: a thread whose phase has not completed may sleep up to
+// `ns` nanoseconds inside try_wait (woken when it completes) instead of spinning.
+FLASH_DEVICE void mbar_wait_hint(unsigned bar, unsigned parity, unsigned ns) {
+    unsigned done;
+    do {
+        asm volatile("{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2, %3;\nselp.u32 %0, 1, 0, p;\n}\n"
+                     : "=r"(done) : "r"(bar), "r"(parity), "r"(ns) : "memory");
+    } while (!done);
+}
 #else
 #include "wgmma_emulate.h"
 #endif

@@ -22,6 +22,14 @@
 // tile is visible to this thread, now to its async proxy too) and, once the wgmma that read
 // the tile has been waited for, arrive on its empty mbarrier (256 arrivals), which the
 // producer waits on before refilling it. No __syncthreads after the prologue.
+//   TMA 0       the producer's copies: cp.async (0, above) or, TMA 1, one producer thread
+//               issuing cp.async.bulk.tensor through tensor maps of K and V the host built
+//               (catalog.wgmma2_args; two copies a tile, one a 64-column swizzle atom), each
+//               tile's full barrier expecting 1 arrival (mbarrier.arrive.expect_tx of the
+//               tile's bytes) and the copies' complete_tx; rows past seq_k land as zeros. The
+//               copies write through the async proxy, so the consumers need no proxy fence.
+//   WAIT_HINT 0 N > 0: the consumers' mbarrier waits carry a suspend-time hint of N ns
+//               (ptxas: a NANOSLEEP.SYNCS after a failed try instead of a spin back).
 //   SETMAXNREG 1  ptxas budgets a 384-thread CTA at 168 registers a thread (it rounds a
 //               lone producer warp up to a warpgroup too); setmaxnreg moves them: the
 //               producer gives its down to REG_PRODUCER, the consumers take REG_CONSUMER.
@@ -63,6 +71,12 @@
 #ifndef SETMAXNREG
 #define SETMAXNREG 1
 #endif
+#ifndef TMA
+#define TMA 0  // 1: K and V by cp.async.bulk.tensor (two tensor-map arguments follow causal)
+#endif
+#ifndef WAIT_HINT
+#define WAIT_HINT 0  // N > 0: the consumers' try_wait with a suspend-time hint of N ns
+#endif
 #ifndef REG_CONSUMER
 #define REG_CONSUMER 232  // registers a consumer thread after setmaxnreg.inc
 #endif
@@ -80,11 +94,13 @@
 #define OREGS (HEAD_DIM / 2)        // O accumulators a thread
 #define QREGS (QSMEM ? 1 : KSTEPS)  // Q's A fragments a thread (none used when QSMEM)
 #define TILE(rows) ((rows) * HEAD_DIM * 2)
+#define FULL_ARRIVALS (TMA ? 1 : PRODUCERS)  // a full barrier's arrivals a phase
 
 static_assert(DTYPE == 1 || DTYPE == 2, "wgmma2 takes fp16 (1) or bf16 (2)");
 static_assert(HEAD_DIM == 128, "wgmma2 is written for head_dim 128");
 static_assert(BC == 64 || BC == 128, "BC 64 or 128");
 static_assert(STAGES >= 2, "a ring of two buffers at least");
+static_assert(!TMA || PRODUCER_FENCE == 0, "PRODUCER_FENCE is a cp.async producer's");
 static_assert(CONSUMERS * REG_CONSUMER + PRODUCERS * REG_PRODUCER <= 65536, "the register file");
 
 typedef unsigned short elem;
@@ -151,11 +167,43 @@ FLASH_DEVICE void produce(unsigned char* sK, unsigned char* sV, const elem* kh, 
     cp_async_wait_all();
 }
 
+// TMA 1: the producer's thread 0 alone. Tile j's buffer is refilled once the previous
+// round's consumers released it (as produce); the tile's full barrier gets the thread's one
+// arrival with the tile's bytes as expected transactions, then the HEAD_DIM / 64 copies of
+// BC rows x 64 columns (atom a: columns 64a.. of rows j BC.. of K/V head kvh), each
+// completing its bytes on it. Every tile starts on the swizzle's 1024-byte period and an
+// atom is BC x 128 bytes, so TMA's 128-byte swizzle lands exactly tile_offset's layout.
+FLASH_DEVICE void refill_wait(unsigned empty, int j) {
+    if (j >= STAGES) mbar_wait(empty, (j / STAGES - 1) & 1);
+}
+FLASH_DEVICE void tma_tile(unsigned tile, const void* map, int row0, int kvh, unsigned full) {
+    mbar_arrive_expect_tx(full, TILE(BC));
+#pragma unroll
+    for (int a = 0; a < HEAD_DIM / 64; ++a) tma_load_3d(tile + a * BC * WGMMA_ATOM, map, 64 * a, row0, kvh, full);
+}
+FLASH_DEVICE void produce_tma(unsigned aK, unsigned aV, const void* kmap, const void* vmap, unsigned bars, int steps,
+                              int kvh) {
+    tensormap_acquire(kmap);
+    tensormap_acquire(vmap);
+    for (int j = 0; j < steps; ++j) {
+        refill_wait(empty_k(bars, j), j);
+        tma_tile(aK + (j % STAGES) * TILE(BC), kmap, j * BC, kvh, full_k(bars, j));
+        refill_wait(empty_v(bars, j), j);
+        tma_tile(aV + (j % STAGES) * TILE(BC), vmap, j * BC, kvh, full_v(bars, j));
+    }
+}
+
 // Tile j of a ring is in (its full barrier's phase j / STAGES completed) and visible to this
-// thread's async proxy.
+// thread's async proxy (TMA's copies wrote through it: no fence).
 FLASH_DEVICE void tile_wait(unsigned full, int j) {
+#if WAIT_HINT
+    mbar_wait_hint(full, (j / STAGES) & 1, WAIT_HINT);
+#else
     mbar_wait(full, (j / STAGES) & 1);
+#endif
+#if !TMA
     fence_proxy_async();
+#endif
 }
 
 // The ping-pong: warpgroup wg waits for its turn (barrier 1 + wg: its own bar.sync and the
@@ -208,7 +256,11 @@ FLASH_DEVICE void hold_p(unsigned (&pa)[PSTEPS][4]) {
 extern "C" __global__ void __launch_bounds__(THREADS, 1)
 flash_fwd_wgmma2(const elem* __restrict__ q, const elem* __restrict__ k,
                  const elem* __restrict__ v, elem* __restrict__ o,
-                 int seq_q, int seq_k, int q_heads, int kv_heads, float scale_log2, int causal) {
+                 int seq_q, int seq_k, int q_heads, int kv_heads, float scale_log2, int causal
+#if TMA
+                 , const void* kmap, const void* vmap  // K's and V's tensor maps (128 bytes each, global)
+#endif
+) {
     FLASH_SHARED_BYTES(smem_raw);
     unsigned char* smem = period_aligned(smem_raw);
     unsigned char* sQ = smem;                    // [BR][HEAD_DIM], later O's staging
@@ -228,8 +280,8 @@ flash_fwd_wgmma2(const elem* __restrict__ q, const elem* __restrict__ k,
 
     if (tid == 0) {
         for (int st = 0; st < STAGES; ++st) {
-            mbar_init(full_k(bars, st), PRODUCERS);
-            mbar_init(full_v(bars, st), PRODUCERS);
+            mbar_init(full_k(bars, st), FULL_ARRIVALS);
+            mbar_init(full_v(bars, st), FULL_ARRIVALS);
             mbar_init(empty_k(bars, st), CONSUMERS);
             mbar_init(empty_v(bars, st), CONSUMERS);
         }
@@ -245,7 +297,11 @@ flash_fwd_wgmma2(const elem* __restrict__ q, const elem* __restrict__ k,
 #if SETMAXNREG
         setmaxnreg_dec<REG_PRODUCER>();
 #endif
+#if TMA
+        if (tid == CONSUMERS) produce_tma(aK, aV, kmap, vmap, bars, steps, cta.kvh);
+#else
         produce(sK, sV, rows.k, rows.v, bars, steps, seq_k, tid - CONSUMERS);
+#endif
         return;
     }
 #if SETMAXNREG

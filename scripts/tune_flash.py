@@ -41,10 +41,16 @@ SWEEP = [
 
 WGMMA2_SWEEP = [
     # (shape, name, knobs over WGMMA2_SHIPPED): the shipped build, then each of FA3's steps
-    # taken away (docs/NOTES.md items 59-64 predict each), then the causal shape
+    # taken away (docs/NOTES.md items 59-64 predict each), then the causal shape; the TMA
+    # producer's and the persistent grid's entries (NOTES 77-79, 82-84) first, the causal
+    # persistent A/B among them, so that a cut sweep still has them
     (D128, "shipped (BC 128, SS Q, overlap, ping-pong, producer + mbarriers, setmaxnreg)", {}),
     (D128, "TMA producer (cp.async.bulk.tensor, expect_tx)", {"TMA": 1}),
     (D128, "TMA producer, 3 stages", {"TMA": 1, "STAGES": 3}),
+    (D128, "persistent (a CTA a SM), TMA producer, 3 stages", {"TMA": 1, "STAGES": 3, "PERSISTENT": 1}),
+    (D128, "persistent (a CTA a SM), TMA producer", {"TMA": 1, "PERSISTENT": 1}),
+    (CAUSAL, "persistent (a CTA a SM), TMA producer, 3 stages", {"TMA": 1, "STAGES": 3, "PERSISTENT": 1}),
+    (CAUSAL, "TMA producer, 3 stages", {"TMA": 1, "STAGES": 3}),
     (D128, "TMA producer, consumers' waits hinted 200 ns", {"TMA": 1, "WAIT_HINT": 200}),
     (D128, "consumers' waits hinted 200 ns", {"WAIT_HINT": 200}),
     (D128, "no ping-pong", {"PINGPONG": 0}),

@@ -57,9 +57,11 @@ def build(tmp_path_factory):
 
 
 def run_emulated(vid: str, p: problem.Shape, build: Path, eager: bool = False, seed: int = 3,
-                 exe: Path | None = None, **override):
+                 exe: Path | None = None, sms: int = 3, **override):
     """Run ``vid`` on ``p`` in the emulation; ``override``: -D values replacing the catalogue's;
-    ``exe``: a driver built from another copy of the source (the mutation tests)."""
+    ``exe``: a driver built from another copy of the source (the mutation tests); ``sms``: the
+    SMs a persistent grid (wgmma2 PERSISTENT 1) is sized for (catalog.WGMMA2_SMS): a few, so
+    that each emulated CTA takes several work items."""
     v = kernel(vid)
     if not (vid == "wgmma" and p.head_dim not in catalog.WGMMA_DIMS):
         # wgmma at head_dim 64 stays emulated though the catalogue refuses it: it passes here
@@ -72,17 +74,20 @@ def run_emulated(vid: str, p: problem.Shape, build: Path, eager: bool = False, s
         override_d = {}
     else:
         override_d = override
+    sms_before = catalog.WGMMA2_SMS
+    catalog.WGMMA2_SMS = sms
     try:
         defines = {**v.defines(p), **override_d}
         grid_x, grid_y = v.grid(p)
         (threads,) = v.block(p) if callable(v.block) else v.block
         smem = v.shared_mem(p)
     finally:
+        catalog.WGMMA2_SMS = sms_before
         tuning.clear()
         tuning.update(shipped)
     exe = exe or driver(vid, tuple(sorted(defines.items())), build)
     inputs = problem.make_inputs(p, seed, xp=np)
-    assert grid_y == p.batch * p.q_heads
+    assert grid_y == (1 if defines.get("PERSISTENT") else p.batch * p.q_heads)
     header = np.array([p.batch, p.q_heads, p.kv, p.seq_q, p.keys, int(p.causal), int(eager),
                        smem, grid_x, threads], dtype=np.int32)
     scale = np.array([p.scale * np.log2(np.e)], dtype=np.float32)
@@ -172,7 +177,17 @@ WGMMA2_BUILDS = {
     "tma": {"TMA": 1}, "tma-bc64": {"TMA": 1, "BC": 64}, "tma-stages3": {"TMA": 1, "STAGES": 3},
     "tma-plain": {"TMA": 1, "OVERLAP": 0, "PINGPONG": 0},
     "tma-wait-hint": {"TMA": 1, "WAIT_HINT": 200}, "wait-hint": {"WAIT_HINT": 200},
+    # the persistent grid (3 emulated CTAs over 4 work items here: the first CTA takes two),
+    # with either producer, every ring size and the consumers' other builds
+    "persistent-tma-stages3": {"TMA": 1, "STAGES": 3, "PERSISTENT": 1}, "persistent-tma": {"TMA": 1, "PERSISTENT": 1},
+    "persistent-tma-bc64": {"TMA": 1, "BC": 64, "PERSISTENT": 1},
+    "persistent-tma-plain": {"TMA": 1, "OVERLAP": 0, "PINGPONG": 0, "PERSISTENT": 1},
+    "persistent-tma-q-registers": {"TMA": 1, "QSMEM": 0, "PERSISTENT": 1},
+    "persistent": {"PERSISTENT": 1}, "persistent-stages3": {"STAGES": 3, "PERSISTENT": 1},
+    "persistent-producer-fence": {"PRODUCER_FENCE": 1, "PERSISTENT": 1},
 }
+WGMMA2_PERSISTENT = {"tma-stages3": {"TMA": 1, "STAGES": 3}, "tma": {"TMA": 1}, "cp-async": {}}
+"""The persistent builds run on every wgmma2 shape (the producers and ring sizes that matter)."""
 
 
 @pytest.mark.parametrize("shape", WGMMA2_SHAPES, ids=lambda c: problem.Shape(**c).slug())
@@ -186,6 +201,29 @@ def test_wgmma2_tma_matches_the_reference(build, shape):
     """TMA 1 on every wgmma2 shape: partial tiles (rows past seq_k zero-filled by the map),
     causal, GQA (the map's third coordinate), seq_k != seq_q, both dtypes."""
     check = run_emulated("wgmma2", problem.Shape(**shape), build, TMA=1)
+    assert check.passed, check
+
+
+@pytest.mark.parametrize("build_knobs", WGMMA2_PERSISTENT)
+@pytest.mark.parametrize("shape", WGMMA2_SHAPES, ids=lambda c: problem.Shape(**c).slug())
+def test_wgmma2_persistent_matches_the_reference(build, shape, build_knobs):
+    """PERSISTENT 1 on every wgmma2 shape with 2 emulated CTAs: each takes several work items
+    (heads, query tiles of different lengths when causal, a partial last tile), the ring's
+    index and phases going on across them; one shape has fewer items than CTAs."""
+    p = problem.Shape(**shape)
+    check = run_emulated("wgmma2", p, build, sms=2, PERSISTENT=1, **WGMMA2_PERSISTENT[build_knobs])
+    assert check.passed, check
+
+
+@pytest.mark.parametrize("knobs", [{"TMA": 1, "STAGES": 3}, {}], ids=["tma-stages3", "cp-async"])
+def test_wgmma2_persistent_one_cta_and_more_ctas_than_items(build, knobs):
+    """One persistent CTA taking all 6 work items of a causal GQA shape (3 tiles of 3 lengths,
+    2 heads, a partial tile, seq_k != seq_q); then 8 CTAs for 2 items (6 with none)."""
+    p = problem.Shape(batch=1, q_heads=2, kv_heads=1, seq_q=300, seq_k=420, head_dim=128, causal=True, dtype="fp16")
+    check = run_emulated("wgmma2", p, build, sms=1, PERSISTENT=1, **knobs)
+    assert check.passed, check
+    p = problem.Shape(batch=2, q_heads=1, seq_q=100, seq_k=260, head_dim=128, causal=False, dtype="bf16")
+    check = run_emulated("wgmma2", p, build, sms=8, PERSISTENT=1, **knobs)
     assert check.passed, check
 
 
@@ -346,16 +384,16 @@ MUTATIONS2_TMA = {  # the same with TMA 1: the consumers' mutations, then the TM
     "TMA: producer refills V without waiting": ("        refill_wait(empty_v(bars, j), j);\n", "\n"),
     "TMA: expect_tx of half a tile": ("mbar_arrive_expect_tx(full, TILE(BC));", "mbar_arrive_expect_tx(full, TILE(BC) / 2);"),
     "TMA: the two atoms' columns swapped": ("map, 64 * a, row0", "map, 64 * (HEAD_DIM / 64 - 1 - a), row0"),
-    "TMA: a key tile's rows one tile on": ("kmap, j * BC, kvh", "kmap, (j + 1) * BC, kvh"),
+    "TMA: a key tile's rows one tile on": ("kmap, (j - r0) * BC, kvh", "kmap, (j - r0 + 1) * BC, kvh"),
     "TMA: the maps never acquired": ("    tensormap_acquire(kmap);\n    tensormap_acquire(vmap);\n", ""),
 }
 
 
-def mutated_wgmma2_fails(build, old, new, eager, tmp_path, **knobs):
+def mutated_wgmma2_fails(build, old, new, eager, tmp_path, p=None, sms=3, **knobs):
     source = (FOLDER / "wgmma2.cu").read_text()
     assert source.count(old) == 1, f"the mutation's text is not in wgmma2.cu once: {old!r}"
     (tmp_path / "wgmma2.cu").write_text(source.replace(old, new))
-    p = problem.Shape(batch=1, q_heads=1, seq_q=130, seq_k=600, head_dim=128, causal=False, dtype="bf16")
+    p = p or problem.Shape(batch=1, q_heads=1, seq_q=130, seq_k=600, head_dim=128, causal=False, dtype="bf16")
     shipped = dict(catalog.WGMMA2_TUNING)
     catalog.WGMMA2_TUNING.update(knobs)
     try:
@@ -366,11 +404,41 @@ def mutated_wgmma2_fails(build, old, new, eager, tmp_path, **knobs):
         catalog.WGMMA2_TUNING.update(shipped)
     exe = build_driver(HERE / "driver.cpp", tmp_path / "driver", defines, [tmp_path, FOLDER, HERE])
     try:
-        check = run_emulated("wgmma2", p, build, exe=exe, eager=eager, **knobs)
+        check = run_emulated("wgmma2", p, build, exe=exe, eager=eager, sms=sms, **knobs)
     except AssertionError as err:  # the driver aborted: an emulator check
         assert "emulation:" in str(err), err
         return
     assert not check.passed, f"the emulation did not notice ({check})"
+
+
+MUTATIONS2_PERSISTENT = {  # PERSISTENT 1: the persistent loop's own bugs (one CTA, 4 work items)
+    "Q refilled before the consumers released it": (
+        "        if (n > 0) mbar_wait(q_empty(bars), (n - 1) & 1);  // the consumers are done with the last Q\n", "\n"),
+    "the softmax state not reset between tiles": (
+        "    float m[2] = {neg_inf(), neg_inf()}, l[2] = {0.f, 0.f}, c[2];",
+        "    static thread_local float m[2] = {neg_inf(), neg_inf()}, l[2] = {0.f, 0.f}, c[2];"),
+    "O not reset between tiles": (
+        "    float acc[OREGS];  // O: acc[4n + e], dims 8n + 2t + (e & 1), row g + 8 (e >> 1)\n#pragma unroll\n"
+        "    for (int i = 0; i < OREGS; ++i) acc[i] = 0.f;",
+        "    static thread_local float acc[OREGS];"),
+    "the consumers' ring index not carried across tiles": ("    ring += steps;\n", "\n"),
+    "the producer's ring index not carried across tiles": ("        r0 += steps;\n", "\n"),
+    "Q released before the tile's last S": ("        probs_to_a(s, pa);\n    }\n#if PERSISTENT && QSMEM\n",
+                                            "        probs_to_a(s, pa);\n    }\n    mbar_arrive(q_empty(bars));\n"
+                                            "#if PERSISTENT && QSMEM\n"),
+    "the next tile's Q waited with the wrong parity": ("mbar_wait(q_full(bars), n & 1)", "mbar_wait(q_full(bars), (n + 1) & 1)"),
+}
+
+
+@pytest.mark.parametrize("eager", [False, True])
+@pytest.mark.parametrize("knobs", [{"TMA": 1, "STAGES": 3}, {}], ids=["tma-stages3", "cp-async"])
+@pytest.mark.parametrize("what", MUTATIONS2_PERSISTENT)
+def test_a_wgmma2_persistent_bug_fails_in_emulation(build, what, knobs, eager, tmp_path):
+    """Each mutation of the persistent loop (sQ's refill, the per-tile resets, the ring's index
+    across tiles) gives the wrong output or an emulator error: one CTA over 2 heads x 2 tiles."""
+    old, new = MUTATIONS2_PERSISTENT[what]
+    p = problem.Shape(batch=1, q_heads=2, seq_q=130, seq_k=600, head_dim=128, causal=False, dtype="bf16")
+    mutated_wgmma2_fails(build, old, new, eager, tmp_path, p=p, sms=1, PERSISTENT=1, **knobs)
 
 
 @pytest.mark.parametrize("eager", [False, True])

@@ -113,10 +113,12 @@ def test_wgmma_by_tile(vid, shape, dtype):
     by_tile(vid, shape, dtype)
 
 
-WGMMA2_BUILDS = ["", "TMA=1", "TMA=1,BC=64", "TMA=1,STAGES=3", "TMA=1,WAIT_HINT=200", "WAIT_HINT=200",
+WGMMA2_BUILDS = ["", "TMA=1", "TMA=1,BC=64", "TMA=1,STAGES=3", "TMA=1,STAGES=3,PERSISTENT=1", "TMA=1,PERSISTENT=1",
+                 "PERSISTENT=1", "TMA=1,WAIT_HINT=200", "WAIT_HINT=200",
                  "OVERLAP=0", "PINGPONG=0", "QSMEM=0", "BC=64", "STAGES=3", "OVERLAP=0,PINGPONG=0", "PRODUCER_FENCE=1"]
 """wgmma2's knob settings scripts/tune_flash.py --variant wgmma2 benches (over the shipped ones);
-the TMA producer's first (a hang or wrong tiles there show before the rest)."""
+the TMA producer's first, then the persistent grid's (a hang or wrong tiles there show before
+the rest)."""
 
 
 @pytest.mark.parametrize("dtype", ["bf16", "fp16"])
@@ -127,6 +129,21 @@ def test_wgmma2_tma_by_tile(monkeypatch, shape, dtype):
     from paprof.families.flash_fwd import catalog
 
     monkeypatch.setattr(catalog, "WGMMA2_TUNING", catalog.parse_knobs("TMA=1", "wgmma2"))
+    by_tile("wgmma2", shape, dtype)
+
+
+@pytest.mark.parametrize("dtype", ["bf16", "fp16"])
+@pytest.mark.parametrize("knobs", ["TMA=1,STAGES=3,PERSISTENT=1", "PERSISTENT=1"])
+@pytest.mark.parametrize("shape", [s for s in WGMMA_SHAPES if "head_dim=128" in s])
+def test_wgmma2_persistent_by_tile(monkeypatch, shape, knobs, dtype):
+    """wgmma2's persistent grid (a CTA a SM looping over the work items, the producer running
+    ahead across them) on wgmma's tile classes at head_dim 128, with the SM count the launcher
+    reads (the shapes' work items fewer than the SMs, then a grid of 3 CTAs that loop)."""
+    from paprof.families.flash_fwd import catalog
+
+    monkeypatch.setattr(catalog, "WGMMA2_TUNING", catalog.parse_knobs(knobs, "wgmma2"))
+    by_tile("wgmma2", shape, dtype)
+    monkeypatch.setattr(catalog, "WGMMA2_SMS", 3)
     by_tile("wgmma2", shape, dtype)
 
 

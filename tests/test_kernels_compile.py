@@ -193,6 +193,9 @@ WGMMA2_BUILDS = {
     "OVERLAP=0,PINGPONG=0": 16, "PRODUCER_FENCE=1": 32,
     "TMA=1": 32, "TMA=1,BC=64": 24, "TMA=1,STAGES=3": 32, "TMA=1,OVERLAP=0,PINGPONG=0": 16,
     "TMA=1,WAIT_HINT=200": 32, "WAIT_HINT=200": 32,
+    # the persistent grid: the same loop, once a work item
+    "TMA=1,STAGES=3,PERSISTENT=1": 32, "TMA=1,PERSISTENT=1": 32, "TMA=1,BC=64,PERSISTENT=1": 24,
+    "PERSISTENT=1": 32, "STAGES=3,PERSISTENT=1": 32,
 }
 
 
@@ -244,6 +247,29 @@ def test_wgmma2_tma_issues_tensor_copies(monkeypatch, tmp_path, knobs, copies):
         plain = sass_lines(tmp_path, variant.source_paths()[0], variant.defines(shape).items(), cuobjdump)
         ldgsts = [sum(ins.startswith("LDGSTS") for ins in x) for x in (sass, plain)]
         assert 0 < ldgsts[0] < ldgsts[1], ldgsts
+
+
+@pytest.mark.parametrize("knobs", ["TMA=1,PERSISTENT=1", "TMA=1,STAGES=3,PERSISTENT=1"])
+def test_wgmma2_persistent_tma_loads_q_by_tma(monkeypatch, tmp_path, knobs):
+    """PERSISTENT 1 with TMA 1: the producer's thread copies Q too (2 more UTMALDG.3D, Q's two
+    swizzle atoms), and no thread issues an LDGSTS; the grid is a CTA a SM (the nominal 132
+    without a GPU) for 4 x 32 x 64 work items and every one for fewer."""
+    from paprof import static
+    from paprof.families.flash_fwd import FAMILY, catalog
+
+    monkeypatch.setattr(catalog, "WGMMA2_TUNING", catalog.parse_knobs(knobs, "wgmma2"))
+    monkeypatch.setattr(catalog, "WGMMA2_SMS", None)
+    monkeypatch.setattr(catalog, "wgmma2_sms", lambda: catalog.NOMINAL_SMS)
+    variant = FAMILY.variant("wgmma2")
+    assert variant.grid(FAMILY.parse("batch=4,q_heads=32,seq_q=8192,head_dim=128,dtype=bf16")) == (132, 1)
+    assert variant.grid(FAMILY.parse("batch=1,q_heads=2,seq_q=300,head_dim=128,dtype=bf16")) == (6, 1)
+    cuobjdump = static.find_cuobjdump()
+    if cuobjdump is None:
+        pytest.skip("cuobjdump not found (the test extra's nvidia-cuda-cuobjdump)")
+    shape = FAMILY.parse("dtype=bf16,head_dim=128,seq_q=1000")
+    sass = sass_lines(tmp_path, variant.source_paths()[0], variant.defines(shape).items(), cuobjdump)
+    assert sum(ins.split()[0].startswith("UTMALDG.3D") for ins in sass) == 6, knobs
+    assert not any(ins.startswith("LDGSTS") for ins in sass), knobs
 
 
 def sass_lines(tmp_path, source, defines, cuobjdump) -> list[str]:

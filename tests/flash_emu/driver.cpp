@@ -6,7 +6,8 @@
 // eager, shared-memory bytes, grid x, threads; float32 scale * log2(e); then Q, K, V as
 // FLASH_ELEM; a kernel built with TMA 1 (wgmma2) then takes K's and V's tensor maps: two
 // records of flash_emu::TENSOR_MAP_FIELDS int64 (tensormap.TiledMap.fields(), the launcher's
-// encode parameters), over K and V. OUT: O as FLASH_ELEM.
+// encode parameters), over K and V (and, PERSISTENT 1, a third over Q). A kernel built with
+// PERSISTENT 1 runs a grid (grid x, 1) and takes batch x q_heads after them. OUT: O as FLASH_ELEM.
 #include "flash_common.cuh"
 #include FLASH_KERNEL_FILE
 
@@ -29,9 +30,15 @@ int main(int argc, char** argv) {
     in.read(reinterpret_cast<char*>(q.data()), nq * sizeof(FLASH_ELEM));
     in.read(reinterpret_cast<char*>(k.data()), nkv * sizeof(FLASH_ELEM));
     in.read(reinterpret_cast<char*>(v.data()), nkv * sizeof(FLASH_ELEM));
+#if defined(PERSISTENT) && PERSISTENT
+    constexpr int persistent = 1;
+#else
+    constexpr int persistent = 0;
+#endif
 #if defined(TMA) && TMA
-    flash_emu::TensorMap maps[2];
-    for (int i = 0; i < 2; ++i) {
+    constexpr int nmaps = 2 + persistent;
+    flash_emu::TensorMap maps[3];
+    for (int i = 0; i < nmaps; ++i) {
         long long f[flash_emu::TENSOR_MAP_FIELDS];
         in.read(reinterpret_cast<char*>(f), sizeof f);
         auto& m = maps[i];
@@ -42,7 +49,7 @@ int main(int argc, char** argv) {
         for (auto& d : m.box) d = *at++;
         for (auto& d : m.element_strides) d = *at++;
         m.interleave = *at++, m.swizzle = *at++, m.l2_promotion = *at++, m.oob_fill = *at++;
-        m.address = reinterpret_cast<const unsigned char*>(i == 0 ? k.data() : v.data());
+        m.address = reinterpret_cast<const unsigned char*>(i == 0 ? k.data() : i == 1 ? v.data() : q.data());
     }
 #endif
     if (!in) return 3;
@@ -50,7 +57,7 @@ int main(int argc, char** argv) {
     flash_emu::inputs = {{reinterpret_cast<const unsigned char*>(q.data()), nq * sizeof(FLASH_ELEM)},
                          {reinterpret_cast<const unsigned char*>(k.data()), nkv * sizeof(FLASH_ELEM)},
                          {reinterpret_cast<const unsigned char*>(v.data()), nkv * sizeof(FLASH_ELEM)}};
-    gridDim = {unsigned(grid_x), unsigned(batch * q_heads), 1};
+    gridDim = {unsigned(grid_x), persistent ? 1u : unsigned(batch * q_heads), 1};
     blockDim = {unsigned(threads), 1, 1};
     for (unsigned y = 0; y < gridDim.y; ++y) {
         for (unsigned x = 0; x < gridDim.x; ++x) {
@@ -69,6 +76,12 @@ int main(int argc, char** argv) {
                                  kv_heads, scale_log2, causal
 #if defined(TMA) && TMA
                                  , &maps[0], &maps[1]
+#endif
+#if defined(PERSISTENT) && PERSISTENT
+                                 , batch * q_heads
+#if defined(TMA) && TMA
+                                 , &maps[2]
+#endif
 #endif
                     );
                     if (flash_emu::wgmma_pending) flash_emu::fail("wgmma.mma_async never waited for");

@@ -69,13 +69,21 @@ WGMMA2_SHIPPED = {"BC": 128, "QSMEM": 1, "OVERLAP": 1, "PINGPONG": 1, "STAGES": 
 """wgmma2's -D values (wgmma2.cu's header; docs/NOTES.md items 59-64): 128 keys a step, Q read by
 wgmma from shared memory, S(j+1) beside the softmax, the two consumer warpgroups ping-ponged,
 a 2-stage K/V ring filled by a producer warpgroup through mbarriers, setmaxnreg 232 / 40."""
-WGMMA2_EXTRA = {"TMA": 0, "WAIT_HINT": 0}
-"""wgmma2's knobs off in the shipped build until measured (docs/NOTES.md items 77-79): TMA 1 the
-producer loads K and V with cp.async.bulk.tensor (tensor maps built per call, ``wgmma2_args``),
-WAIT_HINT N > 0 a suspend-time hint of N ns on the consumers' mbarrier waits."""
+WGMMA2_EXTRA = {"TMA": 0, "WAIT_HINT": 0, "PERSISTENT": 0}
+"""wgmma2's knobs off in the shipped build until measured (docs/NOTES.md items 77-79, 82-84): TMA 1
+the producer loads K and V with cp.async.bulk.tensor (tensor maps built per call, ``wgmma2_args``),
+WAIT_HINT N > 0 a suspend-time hint of N ns on the consumers' mbarrier waits, PERSISTENT 1 a
+persistent grid of min(work items, SMs) CTAs looping over the (query tile, head) work items, the
+producer running ahead across them (``wgmma2_grid``)."""
 WGMMA2_KNOBS = tuple(WGMMA2_SHIPPED) + tuple(k for k in WGMMA2_EXTRA if k not in WGMMA2_SHIPPED)
 WGMMA2_TUNING: dict = {}
 """-D values replacing wgmma2's shipped ones (scripts/tune_flash.py --variant wgmma2 sets it)."""
+WGMMA2_SMS: int | None = None
+"""The SMs a persistent wgmma2 grid (PERSISTENT 1) fills, one CTA each: None the current device's
+(``gpu.current_device().sm_count``; NOMINAL_SMS where no GPU answers, as in the static gate and
+the compile tests); the emulated tests set a few, so that each CTA takes several work items."""
+NOMINAL_SMS = 132
+"""An H200's (and H100 SXM's) SMs."""
 WGMMA2_THREADS = 384
 WGMMA_ROWS = MMA128_ROWS
 """Queries a CTA of the wgmma kernel (2 warpgroups of 64 rows: BR in wgmma.cu)."""
@@ -179,33 +187,64 @@ _TENSOR_MAPS = None
 
 def wgmma2_maps(p: Shape) -> tuple:
     """The K and V tensor maps' parameters (TMA 1): [batch * kv_heads][seq_k][head_dim] as a
-    3-D map, a copy BC rows x 64 columns of one head into one swizzle atom of a tile."""
+    3-D map, a copy BC rows x 64 columns of one head into one swizzle atom of a tile; with
+    PERSISTENT 1 also Q's, [batch * q_heads][seq_q][head_dim], a copy 128 rows x 64 columns."""
     from paprof.kernels import tensormap  # noqa: PLC0415 (no GPU needed)
 
     m = tensormap.rows_map(p.dtype, p.batch * p.kv, p.keys, p.head_dim, wgmma2_knobs(p)["BC"], WGMMA2_MAP_COLS)
-    return m, m
+    if not wgmma2_knobs(p).get("PERSISTENT"):
+        return m, m
+    qm = tensormap.rows_map(p.dtype, p.batch * p.q_heads, p.seq_q, p.head_dim, WGMMA_ROWS, WGMMA2_MAP_COLS)
+    return m, m, qm
 
 
 def wgmma2_args(p: Shape, inputs: dict, out) -> tuple:
     """kernel_args, and with TMA 1 the global addresses of K's and V's tensor maps (device
-    buffers of 128 bytes, encoded once for given arrays: ``tensormap.DeviceMaps``)."""
+    buffers of 128 bytes, encoded once for given arrays: ``tensormap.DeviceMaps``); with
+    PERSISTENT 1 then batch x q_heads and (TMA 1) Q's tensor map."""
     args = kernel_args(p, inputs, out)
-    if not wgmma2_knobs(p).get("TMA"):
-        return args
+    knobs = wgmma2_knobs(p)
+    if not knobs.get("TMA"):
+        return (*args, np.int32(p.batch * p.q_heads)) if knobs.get("PERSISTENT") else args
     global _TENSOR_MAPS
     from paprof.kernels import tensormap  # noqa: PLC0415
 
     if _TENSOR_MAPS is None:
         _TENSOR_MAPS = tensormap.DeviceMaps()
-    km, vm = wgmma2_maps(p)
-    return (*args, _TENSOR_MAPS.get(km, inputs["k"].data.ptr), _TENSOR_MAPS.get(vm, inputs["v"].data.ptr))
+    km, vm, *qm = wgmma2_maps(p)
+    args = (*args, _TENSOR_MAPS.get(km, inputs["k"].data.ptr), _TENSOR_MAPS.get(vm, inputs["v"].data.ptr))
+    if not knobs.get("PERSISTENT"):
+        return args
+    return (*args, np.int32(p.batch * p.q_heads), _TENSOR_MAPS.get(qm[0], inputs["q"].data.ptr))
 
 
 def wgmma2_smem(p: Shape) -> int:
     """sQ (128 rows), sK and sV (STAGES buffers of BC rows each), 16-bit elements, 1 KiB of
-    alignment slack and the 4 x STAGES mbarriers (8 bytes each)."""
+    alignment slack and the 4 x STAGES mbarriers (8 bytes each), PERSISTENT 1 two more (sQ's)."""
     k = wgmma2_knobs(p)
-    return 2 * p.head_dim * (WGMMA_ROWS + 2 * k["STAGES"] * k["BC"]) + 1024 + 32 * k["STAGES"]
+    return (2 * p.head_dim * (WGMMA_ROWS + 2 * k["STAGES"] * k["BC"]) + 1024 + 32 * k["STAGES"]
+            + (16 if k.get("PERSISTENT") else 0))
+
+
+def wgmma2_sms() -> int:
+    """WGMMA2_SMS, else the current device's SM count, else (no GPU) NOMINAL_SMS."""
+    if WGMMA2_SMS is not None:
+        return WGMMA2_SMS
+    try:
+        from paprof.kernels import gpu  # noqa: PLC0415
+
+        return gpu.current_device().sm_count
+    except Exception:  # noqa: BLE001 (no CuPy or no GPU: the static gate, the compile tests)
+        return NOMINAL_SMS
+
+
+def wgmma2_grid(p: Shape) -> tuple[int, int]:
+    """wgmma_grid; PERSISTENT 1: (min(work items, SMs), 1), a CTA a SM looping over the
+    work items (query tiles x batch x q_heads) in the order wgmma_grid launches them."""
+    if not wgmma2_knobs(p).get("PERSISTENT"):
+        return wgmma_grid(p)
+    items = -(-p.seq_q // WGMMA_ROWS) * p.batch * p.q_heads
+    return min(items, wgmma2_sms()), 1
 
 
 def wgmma2_defines(p: Shape) -> dict:
@@ -258,6 +297,9 @@ def check_wgmma2(p: Shape) -> None:
     _check_tensor_cores("wgmma2")(p)
     if p.head_dim != 128:
         raise ShapeError(f"wgmma2 is written for head_dim 128, got {p.head_dim} (mma128 takes 64)")
+    if wgmma2_knobs(p).get("PERSISTENT") and -(-p.seq_q // WGMMA_ROWS) * p.batch * p.q_heads >= 2**31:
+        raise ShapeError("wgmma2 PERSISTENT=1 numbers its work items (query tiles x batch x q_heads) in "
+                         "32-bit ints: fewer than 2^31 of them")
 
 
 SDPA = {
@@ -354,7 +396,7 @@ def _cuda_variants() -> list:
                  "by named barriers, K/V loaded by a producer warpgroup (cp.async, full/empty "
                  "mbarriers per stage, no __syncthreads), setmaxnreg 232 / 40; each a -D knob",
             sources=("wgmma2.cu",), kernel="flash_fwd_wgmma2",
-            grid=wgmma_grid, block=(WGMMA2_THREADS,), shared_mem=wgmma2_smem, defines=wgmma2_defines,
+            grid=wgmma2_grid, block=(WGMMA2_THREADS,), shared_mem=wgmma2_smem, defines=wgmma2_defines,
             args=wgmma2_args, accepts=check_wgmma2, arch=WGMMA_ARCH,
             launch="grid (ceil(seq_q/128), batch x q_heads) x 384 threads (2 consumer warpgroups, 1 "
                    "producer), 161 KiB shared; sm_90 (Hopper) only",

@@ -30,6 +30,19 @@
 //               copies write through the async proxy, so the consumers need no proxy fence.
 //   WAIT_HINT 0 N > 0: the consumers' mbarrier waits carry a suspend-time hint of N ns
 //               (ptxas: a NANOSLEEP.SYNCS after a failed try instead of a spin back).
+//   PERSISTENT 0  1: a persistent grid of min(tiles, SMs) CTAs (catalog.wgmma2_grid), CTA c
+//               taking work items w = c, c + gridDim.x, ... of the (query tile, batch x head)
+//               order the PERSISTENT 0 grid launches in (w % tiles the blockIdx.x, w / tiles
+//               the blockIdx.y it would have had; causal: the longest rows of a head first).
+//               The producer runs ahead across tiles: its ring index and the barriers' phases
+//               go on from tile to tile, and it loads the next tile's Q (the producer's copy,
+//               or TMA through a third tensor map, of Q) into sQ once the consumers released
+//               it (a Q full / empty mbarrier pair; released after the tile's last S GEMM was
+//               waited for, QSMEM 0: after its A fragments were read), so the next tile's Q
+//               and first K/V tiles land under this tile's last P V and its epilogue. O goes
+//               straight from the accumulators to global memory (no staging: sQ holds the
+//               next Q by then). The consumers' softmax state and O are reset each tile; the
+//               ping-pong's turns balance within each tile as in PERSISTENT 0.
 //   SETMAXNREG 1  ptxas budgets a 384-thread CTA at 168 registers a thread (it rounds a
 //               lone producer warp up to a warpgroup too); setmaxnreg moves them: the
 //               producer gives its down to REG_PRODUCER, the consumers take REG_CONSUMER.
@@ -74,6 +87,9 @@
 #ifndef TMA
 #define TMA 0  // 1: K and V by cp.async.bulk.tensor (two tensor-map arguments follow causal)
 #endif
+#ifndef PERSISTENT
+#define PERSISTENT 0  // 1: a persistent grid, the producer running ahead across tiles (the header)
+#endif
 #ifndef WAIT_HINT
 #define WAIT_HINT 0  // N > 0: the consumers' try_wait with a suspend-time hint of N ns
 #endif
@@ -111,6 +127,16 @@ FLASH_DEVICE unsigned full_k(unsigned bars, int j) { return bars + 8 * (j % STAG
 FLASH_DEVICE unsigned full_v(unsigned bars, int j) { return bars + 8 * (STAGES + j % STAGES); }
 FLASH_DEVICE unsigned empty_k(unsigned bars, int j) { return bars + 8 * (2 * STAGES + j % STAGES); }
 FLASH_DEVICE unsigned empty_v(unsigned bars, int j) { return bars + 8 * (3 * STAGES + j % STAGES); }
+// PERSISTENT 1: sQ's full and empty barriers, after the ring's; a CTA's tile n uses phase n.
+FLASH_DEVICE unsigned q_full(unsigned bars) { return bars + 8 * (4 * STAGES); }
+FLASH_DEVICE unsigned q_empty(unsigned bars) { return bars + 8 * (4 * STAGES + 1); }
+
+// PERSISTENT 1: work item w of the order the PERSISTENT 0 grid launches in, (w % tiles,
+// w / tiles) as its (blockIdx.x, blockIdx.y): flash_cta's head, K/V head and query tile.
+FLASH_DEVICE FlashCta work_cta(int w, int tiles, int q_heads, int kv_heads, int causal) {
+    const int bh = w / tiles, x = w - bh * tiles, b = bh / q_heads;
+    return {bh, b * kv_heads + (bh - b * q_heads) / (q_heads / kv_heads), causal ? tiles - 1 - x : x};
+}
 
 // rows [row0, row0 + ROWS) of a [n][HEAD_DIM] matrix into a swizzled tile, zeros past row n,
 // by NT threads (tid 0..NT-1)
@@ -153,18 +179,22 @@ FLASH_DEVICE void tile_filled(unsigned full) {
 
 // The producer warpgroup: K and V of every step into the ring, each tile's copies signalled on its
 // full barrier; a buffer is refilled once its empty barrier's previous phase completed.
+// j is the ring index: r0 (0 but with PERSISTENT, where it goes on across tiles) for the
+// tile's first key step.
 FLASH_DEVICE void produce(unsigned char* sK, unsigned char* sV, const elem* kh, const elem* vh, unsigned bars, int steps,
-                          int seq_k, int ptid) {
-    for (int j = 0; j < steps; ++j) {
+                          int seq_k, int ptid, int r0 = 0) {
+    for (int j = r0; j < r0 + steps; ++j) {
         const unsigned round = j / STAGES;
         if (j >= STAGES) mbar_wait(empty_k(bars, j), (round - 1) & 1);
-        copy_tile<BC, PRODUCERS>(sK + (j % STAGES) * TILE(BC), kh, j * BC, seq_k, ptid);
+        copy_tile<BC, PRODUCERS>(sK + (j % STAGES) * TILE(BC), kh, (j - r0) * BC, seq_k, ptid);
         tile_filled(full_k(bars, j));
         if (j >= STAGES) mbar_wait(empty_v(bars, j), (round - 1) & 1);
-        copy_tile<BC, PRODUCERS>(sV + (j % STAGES) * TILE(BC), vh, j * BC, seq_k, ptid);
+        copy_tile<BC, PRODUCERS>(sV + (j % STAGES) * TILE(BC), vh, (j - r0) * BC, seq_k, ptid);
         tile_filled(full_v(bars, j));
     }
+#if !PERSISTENT
     cp_async_wait_all();
+#endif
 }
 
 // TMA 1: the producer's thread 0 alone. Tile j's buffer is refilled once the previous
@@ -181,17 +211,80 @@ FLASH_DEVICE void tma_tile(unsigned tile, const void* map, int row0, int kvh, un
 #pragma unroll
     for (int a = 0; a < HEAD_DIM / 64; ++a) tma_load_3d(tile + a * BC * WGMMA_ATOM, map, 64 * a, row0, kvh, full);
 }
-FLASH_DEVICE void produce_tma(unsigned aK, unsigned aV, const void* kmap, const void* vmap, unsigned bars, int steps,
-                              int kvh) {
+FLASH_DEVICE void acquire_maps(const void* kmap, const void* vmap) {
     tensormap_acquire(kmap);
     tensormap_acquire(vmap);
-    for (int j = 0; j < steps; ++j) {
+}
+FLASH_DEVICE void produce_tma_steps(unsigned aK, unsigned aV, const void* kmap, const void* vmap, unsigned bars,
+                                    int steps, int kvh, int r0) {
+    for (int j = r0; j < r0 + steps; ++j) {  // j: the ring index, as produce's
         refill_wait(empty_k(bars, j), j);
-        tma_tile(aK + (j % STAGES) * TILE(BC), kmap, j * BC, kvh, full_k(bars, j));
+        tma_tile(aK + (j % STAGES) * TILE(BC), kmap, (j - r0) * BC, kvh, full_k(bars, j));
         refill_wait(empty_v(bars, j), j);
-        tma_tile(aV + (j % STAGES) * TILE(BC), vmap, j * BC, kvh, full_v(bars, j));
+        tma_tile(aV + (j % STAGES) * TILE(BC), vmap, (j - r0) * BC, kvh, full_v(bars, j));
     }
 }
+FLASH_DEVICE void produce_tma(unsigned aK, unsigned aV, const void* kmap, const void* vmap, unsigned bars, int steps,
+                              int kvh) {
+    acquire_maps(kmap, vmap);
+    produce_tma_steps(aK, aV, kmap, vmap, bars, steps, kvh, 0);
+}
+
+#if PERSISTENT
+// The producer of a persistent CTA: for each of its tiles (n-th), Q into sQ once the
+// consumers released the previous tile's (q_empty's phase n - 1), signalled on q_full, then
+// the tile's K/V steps at ring indices r0.. (produce / produce_tma_steps), r0 going on.
+// TMA 1: the producer warpgroup's thread 0 alone (ptid 0), Q through qmap (two BR x 64 copies).
+FLASH_DEVICE void produce_all(unsigned char* smem, unsigned bars, const elem* q, const elem* k, const elem* v,
+                              int seq_q, int seq_k, int q_heads, int kv_heads, int causal, int heads, int ptid,
+                              const void* kmap, const void* vmap, const void* qmap) {
+    unsigned char* sQ = smem;
+    unsigned char* sK = sQ + TILE(BR);
+    unsigned char* sV = sK + STAGES * TILE(BC);
+    const int tiles = (seq_q + BR - 1) / BR, offset = seq_k - seq_q;
+#if TMA
+    if (ptid != 0) return;
+    acquire_maps(kmap, vmap);
+    tensormap_acquire(qmap);
+#endif
+    int r0 = 0, n = 0;
+    for (int w = blockIdx.x; w < tiles * heads; w += gridDim.x, ++n) {
+        const FlashCta cta = work_cta(w, tiles, q_heads, kv_heads, causal);
+        const int q0 = cta.tile * BR, steps = key_steps(q0, BR, BC, seq_k, offset, causal).steps;
+        if (n > 0) mbar_wait(q_empty(bars), (n - 1) & 1);  // the consumers are done with the last Q
+#if TMA
+        mbar_arrive_expect_tx(q_full(bars), TILE(BR));
+#pragma unroll
+        for (int a = 0; a < HEAD_DIM / 64; ++a)
+            tma_load_3d(smem_addr(sQ) + a * BR * WGMMA_ATOM, qmap, 64 * a, q0, cta.bh, q_full(bars));
+        produce_tma_steps(smem_addr(sK), smem_addr(sV), kmap, vmap, bars, steps, cta.kvh, r0);
+#else
+        const HeadRows<elem> rows = head_rows<HEAD_DIM>(q, k, v, (elem*)nullptr, cta, seq_q, seq_k);
+        copy_tile<BR, PRODUCERS>(sQ, rows.q, q0, seq_q, ptid);
+        tile_filled(q_full(bars));
+        produce(sK, sV, rows.k, rows.v, bars, steps, seq_k, ptid, r0);
+#endif
+        r0 += steps;
+    }
+#if !TMA
+    cp_async_wait_all();
+#endif
+}
+
+// O of a warp's rows row0 / row1 (rows g and g + 8 of its 16) from the accumulators straight
+// to the head's rows oh (4 bytes a store, a row's quad 16 contiguous bytes); rows past seq_q
+// are not written.
+FLASH_DEVICE void store_o_direct(const float (&acc)[OREGS], const float (&l)[2], elem* oh, int row0, int row1,
+                                 int seq_q, int t) {
+    const float inv0 = softmax_inverse(l[0]), inv1 = softmax_inverse(l[1]);
+#pragma unroll
+    for (int i = 0; i < OREGS; i += 4) {
+        const int c = (i / 4) * 8 + 2 * t;
+        if (row0 < seq_q) *reinterpret_cast<unsigned*>(oh + (size_t)row0 * HEAD_DIM + c) = pack2(acc[i] * inv0, acc[i + 1] * inv0);
+        if (row1 < seq_q) *reinterpret_cast<unsigned*>(oh + (size_t)row1 * HEAD_DIM + c) = pack2(acc[i + 2] * inv1, acc[i + 3] * inv1);
+    }
+}
+#endif
 
 // Tile j of a ring is in (its full barrier's phase j / STAGES completed) and visible to this
 // thread's async proxy (TMA's copies wrote through it: no fence).
@@ -260,6 +353,12 @@ flash_fwd_wgmma2(const elem* __restrict__ q, const elem* __restrict__ k,
 #if TMA
                  , const void* kmap, const void* vmap  // K's and V's tensor maps (128 bytes each, global)
 #endif
+#if PERSISTENT
+                 , int heads  // batch x q_heads: the work items are tiles x heads
+#if TMA
+                 , const void* qmap  // Q's tensor map
+#endif
+#endif
 ) {
     FLASH_SHARED_BYTES(smem_raw);
     unsigned char* smem = period_aligned(smem_raw);
@@ -271,12 +370,16 @@ flash_fwd_wgmma2(const elem* __restrict__ q, const elem* __restrict__ k,
 
     const int tid = threadIdx.x;
     const int warp = warp_uniform(tid / 32), lane = tid % 32;  // warp: known uniform to the compiler
+#if !PERSISTENT
     const FlashCta cta = flash_cta(q_heads, kv_heads, causal);
     const HeadRows<elem> rows = head_rows<HEAD_DIM>(q, k, v, o, cta, seq_q, seq_k);
     const int q0 = cta.tile * BR;
+#endif
     const int offset = seq_k - seq_q;  // query i sees keys j <= i + offset when causal
+#if !PERSISTENT
     const KeySteps ks = key_steps(q0, BR, BC, seq_k, offset, causal);
     const int steps = ks.steps;
+#endif
 
     if (tid == 0) {
         for (int st = 0; st < STAGES; ++st) {
@@ -285,19 +388,32 @@ flash_fwd_wgmma2(const elem* __restrict__ q, const elem* __restrict__ k,
             mbar_init(empty_k(bars, st), CONSUMERS);
             mbar_init(empty_v(bars, st), CONSUMERS);
         }
+#if PERSISTENT
+        mbar_init(q_full(bars), FULL_ARRIVALS);
+        mbar_init(q_empty(bars), CONSUMERS);
+#endif
         mbar_init_fence();
     }
+#if !PERSISTENT
     if (tid < CONSUMERS) {  // Q by the consumers, in and fenced before the barrier
         load_tile<BR, CONSUMERS>(sQ, rows.q, q0, seq_q, tid);
         cp_async_wait_all();
         fence_proxy_async();
     }
+#endif
     block_sync();  // the barriers initialised, Q in: the last CTA-wide barrier
     if (warp >= CONSUMERS / 32) {
 #if SETMAXNREG
         setmaxnreg_dec<REG_PRODUCER>();
 #endif
+#if PERSISTENT
 #if TMA
+        produce_all(smem, bars, q, k, v, seq_q, seq_k, q_heads, kv_heads, causal, heads, tid - CONSUMERS, kmap, vmap, qmap);
+#else
+        produce_all(smem, bars, q, k, v, seq_q, seq_k, q_heads, kv_heads, causal, heads, tid - CONSUMERS, nullptr, nullptr,
+                    nullptr);
+#endif
+#elif TMA
         if (tid == CONSUMERS) produce_tma(aK, aV, kmap, vmap, bars, steps, cta.kvh);
 #else
         produce(sK, sV, rows.k, rows.v, bars, steps, seq_k, tid - CONSUMERS);
@@ -309,11 +425,32 @@ flash_fwd_wgmma2(const elem* __restrict__ q, const elem* __restrict__ k,
 #endif
 
     const int wg = warp / 4, g = lane / 4, t = lane % 4;
+#if PERSISTENT
+    // the tile loop (its body not indented): tile n of this CTA, its first key step at ring
+    // index ring; the softmax state and O start afresh each tile
+    const int tiles = (seq_q + BR - 1) / BR;
+    int ring = 0, n = 0;
+    for (int w = blockIdx.x; w < tiles * heads; w += gridDim.x, ++n) {
+    const FlashCta cta = work_cta(w, tiles, q_heads, kv_heads, causal);
+    const HeadRows<elem> rows = head_rows<HEAD_DIM>(q, k, v, o, cta, seq_q, seq_k);
+    const int q0 = cta.tile * BR;
+    const KeySteps ks = key_steps(q0, BR, BC, seq_k, offset, causal);
+    const int steps = ks.steps;
+    mbar_wait(q_full(bars), n & 1);  // this tile's Q in
+    if (!TMA) fence_proxy_async();
+#else
+    {  // one tile
+    const int ring = 0;
+#endif
     unsigned qf[QREGS][4];  // RS: this warp's 16 query rows as A fragments of m64nNk16
 #if !QSMEM
 #pragma unroll
     for (int kk = 0; kk < KSTEPS; ++kk)
         ldsm_x4(qf[kk], sQ + tile_offset<BR>(warp * 16 + (lane % 16), kk * 16 + (lane / 16) * 8));
+#if PERSISTENT
+    fence_proxy_async();  // the generic reads of sQ before the next Q's (async-proxy) copy
+    mbar_arrive(q_empty(bars));
+#endif
 #endif
     float acc[OREGS];  // O: acc[4n + e], dims 8n + 2t + (e & 1), row g + 8 (e >> 1)
 #pragma unroll
@@ -322,8 +459,9 @@ flash_fwd_wgmma2(const elem* __restrict__ q, const elem* __restrict__ k,
     unsigned pa[PSTEPS][4];  // P of the tile P V is issued for, as A fragments
     float m[2] = {neg_inf(), neg_inf()}, l[2] = {0.f, 0.f}, c[2];
     const int row0 = q0 + warp * 16 + g, row1 = row0 + 8;
-    auto k_tile = [&](int j) { return aK + (j % STAGES) * TILE(BC); };
-    auto v_tile = [&](int j) { return aV + (j % STAGES) * TILE(BC); };
+    // key step j of the tile at ring index ring + j (its buffers and barriers' phases)
+    auto k_tile = [&](int j) { return aK + ((ring + j) % STAGES) * TILE(BC); };
+    auto v_tile = [&](int j) { return aV + ((ring + j) % STAGES) * TILE(BC); };
     // S of step j (waited for, its K buffer released) to P: masks, softmax, c
     auto softmax = [&](int j) {
         if (j >= ks.first_masked) mask_scores(s, j * BC, t, row0, row1, seq_k, causal, offset);
@@ -335,7 +473,7 @@ flash_fwd_wgmma2(const elem* __restrict__ q, const elem* __restrict__ k,
 
     // one round of S = Q K^T (step j) alone, waited for, K released: softmax(j) may follow
     auto s_round = [&](int j) {
-        tile_wait(full_k(bars, j), j);
+        tile_wait(full_k(bars, ring + j), ring + j);
         turn_take(wg);
         wgmma_fence();
         s_gemm(s, qf, aQ, wg, k_tile(j));
@@ -343,11 +481,11 @@ flash_fwd_wgmma2(const elem* __restrict__ q, const elem* __restrict__ k,
         turn_pass(wg, false);
         wgmma_wait<0>();
         wgmma_hold(s);
-        mbar_arrive(empty_k(bars, j));
+        mbar_arrive(empty_k(bars, ring + j));
     };
     // one round of O += P(j) V(j) alone, waited for, V released
     auto pv_round = [&](int j) {
-        tile_wait(full_v(bars, j), j);
+        tile_wait(full_v(bars, ring + j), ring + j);
         turn_take(wg);
         wgmma_hold(acc);
         hold_p(pa);
@@ -357,7 +495,7 @@ flash_fwd_wgmma2(const elem* __restrict__ q, const elem* __restrict__ k,
         turn_pass(wg, j + 1 == steps);
         wgmma_wait<0>();
         wgmma_hold(acc);
-        mbar_arrive(empty_v(bars, j));
+        mbar_arrive(empty_v(bars, ring + j));
     };
 
 #if OVERLAP
@@ -369,8 +507,8 @@ flash_fwd_wgmma2(const elem* __restrict__ q, const elem* __restrict__ k,
     // S(j + 1) with P(j) V(j): no branch between the issues and the waits (a wgmma issued
     // under a condition makes ptxas serialise them all), the last P V peeled off below
     for (int j = 0; j + 1 < steps; ++j) {
-        tile_wait(full_k(bars, j + 1), j + 1);
-        tile_wait(full_v(bars, j), j);
+        tile_wait(full_k(bars, ring + j + 1), ring + j + 1);
+        tile_wait(full_v(bars, ring + j), ring + j);
         turn_take(wg);
         wgmma_hold(acc);
         hold_p(pa);
@@ -382,15 +520,18 @@ flash_fwd_wgmma2(const elem* __restrict__ q, const elem* __restrict__ k,
         turn_pass(wg, false);
         wgmma_wait<1>();  // S(j + 1) done, P(j) V(j) may still fly
         wgmma_hold(s);
-        mbar_arrive(empty_k(bars, j + 1));
+        mbar_arrive(empty_k(bars, ring + j + 1));
         softmax(j + 1);
         wgmma_wait<0>();
         wgmma_hold(acc);
         wgmma_hold(s);  // P(j + 1) into pa only after P(j) V(j), which reads pa, is done
-        mbar_arrive(empty_v(bars, j));
+        mbar_arrive(empty_v(bars, ring + j));
         rescale_rows(acc, c);
         probs_to_a(s, pa);
     }
+#if PERSISTENT && QSMEM
+    mbar_arrive(q_empty(bars));  // every S of the tile waited for: sQ may take the next Q
+#endif
     if (steps > 0) pv_round(steps - 1);
 #else
     for (int j = 0; j < steps; ++j) {
@@ -400,7 +541,16 @@ flash_fwd_wgmma2(const elem* __restrict__ q, const elem* __restrict__ k,
         probs_to_a(s, pa);
         pv_round(j);
     }
+#if PERSISTENT && QSMEM
+    mbar_arrive(q_empty(bars));  // every S of the tile waited for: sQ may take the next Q
 #endif
+#endif
+#if PERSISTENT
+    store_o_direct(acc, l, rows.o, row0, row1, seq_q, t);
+    ring += steps;
+#else
     // O through this warp's own 16 rows of sQ (its warpgroup's S GEMMs are all done), then out
     store_o_rows<BR, HEAD_DIM>(acc, l, sQ, rows.o, warp, q0, seq_q, lane);
+#endif
+    }  // the tile loop
 }

@@ -501,7 +501,7 @@ for f in sys.argv[1:]:
     flash_bench flash3 60 mma mma128 sdpa_flash
     ;;
   flash4)
-    # at most 60 + 170 + 2 x 60 + 4 x 60 s, then the A/B cut at F4_END (default 570 s from
+    # at most 60 + 220 + 2 x 60 + 4 x 60 s, then the A/B cut at F4_END (default 570 s from
     # the script's start: under the device tool's 10 minutes; the TMA entries come early in
     # its sweep); expected ~7 minutes
     stamp flash4
@@ -510,8 +510,9 @@ for f in sys.argv[1:]:
       -p no:cacheprovider -rfEs --tb=short > "$OUT/logs/flash4-wgmma-tests.log" 2>&1
     echo "wgmma tests: rc $?"
     grep -E "^(FAILED|ERROR)|passed|failed|skipped" "$OUT/logs/flash4-wgmma-tests.log" | tail -8
-    # wgmma2's tests, the TMA producer's (NOTES items 77-79) among them
-    timeout 170 python3 -m pytest -m gpu tests/test_gpu_flash.py -k wgmma2 -x -q -p no:cacheprovider -rfEs \
+    # wgmma2's tests, the TMA producer's (NOTES items 77-79) and the persistent grid's (82-84)
+    # among them
+    timeout 220 python3 -m pytest -m gpu tests/test_gpu_flash.py -k wgmma2 -x -q -p no:cacheprovider -rfEs \
       --tb=short > "$OUT/logs/flash4-tests.log" 2>&1
     echo "wgmma2 tests: rc $?"
     grep -E "^(FAILED|ERROR)|by query block|passed|failed|skipped" "$OUT/logs/flash4-tests.log" | tail -15

@@ -427,6 +427,7 @@ MUTATIONS2_PERSISTENT = {  # PERSISTENT 1: the persistent loop's own bugs (one C
                                             "        probs_to_a(s, pa);\n    }\n    mbar_arrive(q_empty(bars));\n"
                                             "#if PERSISTENT && QSMEM\n"),
     "the next tile's Q waited with the wrong parity": ("mbar_wait(q_full(bars), n & 1)", "mbar_wait(q_full(bars), (n + 1) & 1)"),
+    "the turn not passed on across tiles (a deadlock)": ("if (PERSISTENT || !(last && wg == 1))", "if (!(last && wg == 1))"),
 }
 
 

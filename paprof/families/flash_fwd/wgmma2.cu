@@ -301,7 +301,10 @@ FLASH_DEVICE void tile_wait(unsigned full, int j) {
 
 // The ping-pong: warpgroup wg waits for its turn (barrier 1 + wg: its own bar.sync and the
 // other's bar.arrive) before issuing GEMMs and passes the turn on after. Warpgroup 1 passes
-// none after its last round, so every barrier's arrivals balance at the end.
+// none after its last round, so every barrier's arrivals balance at the end. PERSISTENT 1:
+// the turn goes on across tiles: warpgroup 1 gives the first once a CTA and passes after its
+// last round of every tile too (warpgroup 0 may issue the next tile's S(0) while warpgroup 1's
+// last P V and epilogue run), and warpgroup 0 takes the one left after the CTA's last tile.
 FLASH_DEVICE void turn_take(int wg) {
 #if PINGPONG
     named_sync(1 + wg, CONSUMERS);
@@ -309,7 +312,7 @@ FLASH_DEVICE void turn_take(int wg) {
 }
 FLASH_DEVICE void turn_pass(int wg, bool last) {
 #if PINGPONG
-    if (!(last && wg == 1)) named_arrive(2 - wg, CONSUMERS);
+    if (PERSISTENT || !(last && wg == 1)) named_arrive(2 - wg, CONSUMERS);
 #endif
 }
 
@@ -426,6 +429,9 @@ flash_fwd_wgmma2(const elem* __restrict__ q, const elem* __restrict__ k,
 
     const int wg = warp / 4, g = lane / 4, t = lane % 4;
 #if PERSISTENT
+#if PINGPONG
+    if (wg == 1) named_arrive(1, CONSUMERS);  // warpgroup 0 issues first (every CTA has a work item)
+#endif
     // the tile loop (its body not indented): tile n of this CTA, its first key step at ring
     // index ring; the softmax state and O start afresh each tile
     const int tiles = (seq_q + BR - 1) / BR;
@@ -467,7 +473,7 @@ flash_fwd_wgmma2(const elem* __restrict__ q, const elem* __restrict__ k,
         if (j >= ks.first_masked) mask_scores(s, j * BC, t, row0, row1, seq_k, causal, offset);
         scores_to_probs(s, scale_log2, m, l, c);
     };
-#if PINGPONG
+#if PINGPONG && !PERSISTENT
     if (wg == 1 && steps > 0) named_arrive(1, CONSUMERS);  // warpgroup 0 issues first
 #endif
 
@@ -553,4 +559,7 @@ flash_fwd_wgmma2(const elem* __restrict__ q, const elem* __restrict__ k,
     store_o_rows<BR, HEAD_DIM>(acc, l, sQ, rows.o, warp, q0, seq_q, lane);
 #endif
     }  // the tile loop
+#if PERSISTENT && PINGPONG
+    if (wg == 0) turn_take(wg);  // the turn warpgroup 1 passed after the CTA's last tile
+#endif
 }

@@ -223,7 +223,7 @@ def test_wgmma2_builds_compile_unserialised_without_spills(monkeypatch, tmp_path
     assert counts["sass_hgmma"] == WGMMA2_BUILDS[knobs] and counts["sass_hmma"] == 0, counts
 
 
-@pytest.mark.parametrize("knobs, copies", [("", 0), ("TMA=1", 4), ("TMA=1,BC=64", 4)])
+@pytest.mark.parametrize("knobs, copies", [("TMA=0", 0), ("TMA=1", 4), ("TMA=1,BC=64", 4)])
 def test_wgmma2_tma_issues_tensor_copies(monkeypatch, tmp_path, knobs, copies):
     """TMA 1: the producer's loop holds HEAD_DIM / 64 UTMALDG.3D a K tile and as many a V
     tile and no LDGSTS of its own (Q's are the consumers': the same count as TMA 0's minus the

@@ -42,11 +42,11 @@
 #            d64, with sdpa_flash timed beside them), then paprof bench of mma, mma128 and
 #            sdpa_flash (30 launches) at the four issue shapes -> logs/flash3-*, a TFLOP/s table
 #   flash4   flash_fwd wgmma2 (FlashAttention-3's scheduling, issue 13): its GPU tests (stop at
-#            the first failure; every knob setting on two shapes, the TMA producer's first),
-#            compute-sanitizer memcheck on two small shapes (and TMA=1 on one), paprof bench
+#            the first failure; every knob setting on two shapes, the shipped TMA build first),
+#            compute-sanitizer memcheck on two small shapes (and the cp.async producer on one), paprof bench
 #            of wgmma2, wgmma, sdpa_flash, sdpa_cudnn at the four issue shapes (wgmma2 skips
 #            d64), then scripts/tune_flash.py --variant wgmma2 (FA3's steps taken away one at
-#            a time, TMA=1 and WAIT_HINT early; sdpa_flash beside) -> logs/flash4-*
+#            a time, the cp.async producer and WAIT_HINT early; sdpa_flash beside) -> logs/flash4-*
 #   ship     the runs shipped for issues 13 and 16: mma128 and wgmma at the issue's flash_fwd
 #            shape, v6/v7 on the ragged batch and at group 1 head_dim 64, v7 at the main shape
 #            (fp16) -> $OUT/ship.tar.xz[.aa ...]
@@ -112,7 +112,7 @@ flash_bench() {
 }
 # flash_memcheck NAME TIMEOUT VARIANT SHAPE...: one verified launch of the flash_fwd variant at
 # each shape under compute-sanitizer memcheck (no timing, no GEMM ceiling) -> logs/NAME-memcheck.log;
-# FLASH_KNOBS="TMA=1" (wgmma2's knobs) builds the variant with those -D values
+# FLASH_KNOBS="TMA=0,STAGES=2" (wgmma2's knobs) builds the variant with those -D values
 flash_memcheck() {
   local name=$1 limit=$2 vid=$3 SAN
   shift 3
@@ -519,7 +519,7 @@ for f in sys.argv[1:]:
     stamp flash4 memcheck
     flash_memcheck flash4 70 wgmma2 "batch=1,q_heads=4,kv_heads=2,seq_q=200,seq_k=333,head_dim=128,causal=true,dtype=bf16" \
       "batch=1,q_heads=2,seq_q=77,seq_k=700,head_dim=128,dtype=fp16"
-    FLASH_KNOBS="TMA=1" flash_memcheck flash4-tma 60 wgmma2 \
+    FLASH_KNOBS="TMA=0,STAGES=2" flash_memcheck flash4-cpasync 60 wgmma2 \
       "batch=1,q_heads=4,kv_heads=2,seq_q=200,seq_k=333,head_dim=128,causal=true,dtype=bf16"
     stamp flash4 bench
     flash_bench flash4 60 wgmma2 wgmma sdpa_flash sdpa_cudnn

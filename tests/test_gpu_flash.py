@@ -113,27 +113,27 @@ def test_wgmma_by_tile(vid, shape, dtype):
     by_tile(vid, shape, dtype)
 
 
-WGMMA2_BUILDS = ["", "TMA=1", "TMA=1,BC=64", "TMA=1,STAGES=3", "TMA=1,STAGES=3,PERSISTENT=1", "TMA=1,PERSISTENT=1",
-                 "PERSISTENT=1", "TMA=1,WAIT_HINT=200", "WAIT_HINT=200",
-                 "OVERLAP=0", "PINGPONG=0", "QSMEM=0", "BC=64", "STAGES=3", "OVERLAP=0,PINGPONG=0", "PRODUCER_FENCE=1"]
-"""wgmma2's knob settings scripts/tune_flash.py --variant wgmma2 benches (over the shipped ones);
-the TMA producer's first, then the persistent grid's (a hang or wrong tiles there show before
-the rest)."""
+WGMMA2_BUILDS = ["", "PERSISTENT=1", "STAGES=2", "STAGES=2,PERSISTENT=1", "TMA=0,STAGES=2,PERSISTENT=1", "BC=64", "WAIT_HINT=200", "OVERLAP=0", "PINGPONG=0", "QSMEM=0",
+                 "OVERLAP=0,PINGPONG=0", "TMA=0,STAGES=2", "TMA=0", "TMA=0,STAGES=2,BC=64",
+                 "TMA=0,STAGES=2,OVERLAP=0,PINGPONG=0", "TMA=0,STAGES=2,PRODUCER_FENCE=1"]
+"""wgmma2's knob settings scripts/tune_flash.py --variant wgmma2 benches (over the shipped ones:
+the TMA producer, 3 stages), the persistent grid's early (a hang there shows before the rest),
+then the cp.async producer's (TMA=0)."""
 
 
 @pytest.mark.parametrize("dtype", ["bf16", "fp16"])
 @pytest.mark.parametrize("shape", [s for s in WGMMA_SHAPES if "head_dim=128" in s])
-def test_wgmma2_tma_by_tile(monkeypatch, shape, dtype):
-    """wgmma2 with the TMA producer (tensor maps encoded by the driver for these tensors) on
-    wgmma's tile classes at head_dim 128."""
+def test_wgmma2_cpasync_by_tile(monkeypatch, shape, dtype):
+    """wgmma2 with the cp.async producer (TMA=0, 2 stages) on wgmma's tile classes at head_dim
+    128 (the shipped TMA build is in test_wgmma_by_tile)."""
     from paprof.families.flash_fwd import catalog
 
-    monkeypatch.setattr(catalog, "WGMMA2_TUNING", catalog.parse_knobs("TMA=1", "wgmma2"))
+    monkeypatch.setattr(catalog, "WGMMA2_TUNING", catalog.parse_knobs("TMA=0,STAGES=2", "wgmma2"))
     by_tile("wgmma2", shape, dtype)
 
 
 @pytest.mark.parametrize("dtype", ["bf16", "fp16"])
-@pytest.mark.parametrize("knobs", ["TMA=1,STAGES=3,PERSISTENT=1", "PERSISTENT=1"])
+@pytest.mark.parametrize("knobs", ["PERSISTENT=1", "TMA=0,STAGES=2,PERSISTENT=1"])
 @pytest.mark.parametrize("shape", [s for s in WGMMA_SHAPES if "head_dim=128" in s])
 def test_wgmma2_persistent_by_tile(monkeypatch, shape, knobs, dtype):
     """wgmma2's persistent grid (a CTA a SM looping over the work items, the producer running

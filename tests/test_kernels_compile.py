@@ -189,13 +189,13 @@ def test_wgmma_runs_on_hgmma(dtype, head_dim):
 WGMMA2_BUILDS = {
     # knobs over the shipped ones -> HGMMA in the SASS: S = Q K^T is head_dim / 16 = 8, P V
     # BC / 16; with OVERLAP the first S and the last P V are peeled off the loop (twice each)
-    "": 32, "OVERLAP=0": 16, "PINGPONG=0": 32, "QSMEM=0": 32, "BC=64": 24, "STAGES=3": 32,
-    "OVERLAP=0,PINGPONG=0": 16, "PRODUCER_FENCE=1": 32,
-    "TMA=1": 32, "TMA=1,BC=64": 24, "TMA=1,STAGES=3": 32, "TMA=1,OVERLAP=0,PINGPONG=0": 16,
-    "TMA=1,WAIT_HINT=200": 32, "WAIT_HINT=200": 32,
+    "": 32, "OVERLAP=0": 16, "PINGPONG=0": 32, "QSMEM=0": 32, "BC=64": 24, "STAGES=2": 32,
+    "OVERLAP=0,PINGPONG=0": 16, "WAIT_HINT=200": 32,
+    "TMA=0,STAGES=2": 32, "TMA=0,STAGES=2,BC=64": 24, "TMA=0": 32, "TMA=0,STAGES=2,OVERLAP=0,PINGPONG=0": 16,
+    "TMA=0,STAGES=2,PRODUCER_FENCE=1": 32, "TMA=0,STAGES=2,WAIT_HINT=200": 32,
     # the persistent grid: the same loop, once a work item
-    "TMA=1,STAGES=3,PERSISTENT=1": 32, "TMA=1,PERSISTENT=1": 32, "TMA=1,BC=64,PERSISTENT=1": 24,
-    "PERSISTENT=1": 32, "STAGES=3,PERSISTENT=1": 32,
+    "PERSISTENT=1": 32, "STAGES=2,PERSISTENT=1": 32, "STAGES=2,BC=64,PERSISTENT=1": 24,
+    "TMA=0,STAGES=2,PERSISTENT=1": 32, "TMA=0,PERSISTENT=1": 32,
 }
 
 
@@ -226,7 +226,7 @@ def test_wgmma2_builds_compile_unserialised_without_spills(monkeypatch, tmp_path
     assert counts["sass_hgmma"] == WGMMA2_BUILDS[knobs] and counts["sass_hmma"] == 0, counts
 
 
-@pytest.mark.parametrize("knobs, copies", [("", 0), ("TMA=1", 4), ("TMA=1,BC=64", 4)])
+@pytest.mark.parametrize("knobs, copies", [("TMA=0", 0), ("TMA=1", 4), ("TMA=1,BC=64", 4)])
 def test_wgmma2_tma_issues_tensor_copies(monkeypatch, tmp_path, knobs, copies):
     """TMA 1: the producer's loop holds HEAD_DIM / 64 UTMALDG.3D a K tile and as many a V
     tile and no LDGSTS of its own (Q's are the consumers': the same count as TMA 0's minus the
@@ -249,7 +249,7 @@ def test_wgmma2_tma_issues_tensor_copies(monkeypatch, tmp_path, knobs, copies):
         assert 0 < ldgsts[0] < ldgsts[1], ldgsts
 
 
-@pytest.mark.parametrize("knobs", ["TMA=1,PERSISTENT=1", "TMA=1,STAGES=3,PERSISTENT=1"])
+@pytest.mark.parametrize("knobs", ["STAGES=2,PERSISTENT=1", "PERSISTENT=1"])
 def test_wgmma2_persistent_tma_loads_q_by_tma(monkeypatch, tmp_path, knobs):
     """PERSISTENT 1 with TMA 1: the producer's thread copies Q too (2 more UTMALDG.3D, Q's two
     swizzle atoms), and no thread issues an LDGSTS; the grid is a CTA a SM (the nominal 132

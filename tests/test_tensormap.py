@@ -66,7 +66,8 @@ def test_encode_passes_the_parameters(monkeypatch):
         tensormap.encode_tiled(m, 0x1000)
 
 
-def test_wgmma2_args_without_tma_are_the_plain_ones():
+def test_wgmma2_args_without_tma_are_the_plain_ones(monkeypatch):
+    monkeypatch.setattr(catalog, "WGMMA2_TUNING", catalog.parse_knobs("TMA=0,STAGES=2", "wgmma2"))
     p = Shape(batch=1, q_heads=2, seq_q=100, head_dim=128, dtype="bf16")
     args = catalog.wgmma2_args(p, {"q": 1, "k": 2, "v": 3}, 4)
     assert args == catalog.kernel_args(p, {"q": 1, "k": 2, "v": 3}, 4)
@@ -81,7 +82,7 @@ def test_wgmma2_persistent_args_maps_and_grid(monkeypatch):
     p = Shape(batch=2, q_heads=4, kv_heads=2, seq_q=300, seq_k=500, head_dim=128, dtype="bf16")
     plain = catalog.kernel_args(p, {"q": 1, "k": 2, "v": 3}, 4)
     smem = catalog.wgmma2_smem(p)
-    monkeypatch.setattr(catalog, "WGMMA2_TUNING", {"PERSISTENT": 1})
+    monkeypatch.setattr(catalog, "WGMMA2_TUNING", {"PERSISTENT": 1, "TMA": 0})
     assert catalog.wgmma2_args(p, {"q": 1, "k": 2, "v": 3}, 4) == (*plain, 8)
     assert catalog.wgmma2_smem(p) == smem + 16
     monkeypatch.setattr(catalog, "WGMMA2_SMS", 132)

@@ -396,13 +396,14 @@ def _cuda_variants() -> list:
             idea="wgmma with FlashAttention-3's scheduling: 128 keys a step (m64n128k16 for S and P V), "
                  "Q read by wgmma from shared memory, the next tile's S = Q K^T issued with this tile's "
                  "P V and softmaxed under it (wait_group 1), the two consumer warpgroups ping-ponged "
-                 "by named barriers, K/V loaded by a producer warpgroup (cp.async, full/empty "
-                 "mbarriers per stage, no __syncthreads), setmaxnreg 232 / 40; each a -D knob",
+                 "by named barriers, K/V loaded by a producer warpgroup with TMA (tensor maps built "
+                 "per call) into a 3-stage ring of full/empty mbarriers (no __syncthreads), setmaxnreg "
+                 "232 / 40; each a -D knob (TMA=0: the cp.async producer; PERSISTENT=1: one CTA a SM)",
             sources=("wgmma2.cu",), kernel="flash_fwd_wgmma2",
             grid=wgmma2_grid, block=(WGMMA2_THREADS,), shared_mem=wgmma2_smem, defines=wgmma2_defines,
             args=wgmma2_args, accepts=check_wgmma2, arch=WGMMA_ARCH,
             launch="grid (ceil(seq_q/128), batch x q_heads) x 384 threads (2 consumer warpgroups, 1 "
-                   "producer), 161 KiB shared; sm_90 (Hopper) only",
+                   "producer), 225 KiB shared; sm_90 (Hopper) only",
         ),
     ]
 

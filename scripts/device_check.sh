@@ -25,6 +25,8 @@
 #            small shapes, then paprof bench of wgmma, mma, mma128, sdpa_flash, sdpa_cudnn at the
 #            issue shapes (bf16 b4 h32 s8192 d128, causal, d64, s1024) -> logs/flashw-*
 #   packed   v7 packed against tokens: its GPU tests, tune_v5.py --packed
+#   diet     wgmma2's consumer instruction diet (NOTES item 85): the new knob builds' GPU tests,
+#            scripts/tune_flash.py --sweep diet beside cuDNN and SDPA flash -> logs/diet-*
 #   flashship wgmma2 and sdpa_cudnn under ncu at the issue's shape (-> $OUT/flashship.tar.xz)
 #   fp8runs  v7 under ncu, fp8 and fp16 caches, b64 and b1 (-> $OUT/fp8runs.tar.xz)
 #   flashbig flash_fwd's runs at the issue's shape (b4 h32 s8192 d128 bf16; handbook fp32)
@@ -552,6 +554,19 @@ for f in sys.argv[1:]:
       > "$OUT/logs/packed-tests.log" 2>&1
     echo "packed tests: rc $?"; tail -5 "$OUT/logs/packed-tests.log"
     timeout 360 python3 scripts/tune_v5.py --packed 2>&1 | tee "$OUT/logs/tune-packed.log" | grep -v "^    SM "
+    ;;
+  diet)
+    # wgmma2's consumer instruction diet (NOTES item 85): the new builds against the reference
+    # on wgmma's tile classes, then scripts/tune_flash.py --sweep diet with cuDNN and SDPA
+    # flash timed beside (one process) -> logs/diet-*; expected ~5 minutes
+    stamp diet
+    timeout 200 python3 -m pytest -m gpu tests/test_gpu_flash.py -k "wgmma2 and (FAST or DESC or RESCALE)" -x -q \
+      -p no:cacheprovider -rfEs --tb=short > "$OUT/logs/diet-tests.log" 2>&1
+    echo "diet tests: rc $?"
+    grep -E "^(FAILED|ERROR)|by query block|passed|failed|skipped" "$OUT/logs/diet-tests.log" | tail -15
+    stamp diet tune
+    timeout 330 python3 scripts/tune_flash.py --variant wgmma2 --sweep diet --peer sdpa_cudnn --peer sdpa_flash \
+      --launches 30 2>&1 | tee "$OUT/logs/diet-tune.log"
     ;;
   flashship)
     stamp flashship

@@ -6,6 +6,7 @@
     python3 scripts/tune_flash.py --only 0 --no-timing --launches 1   # for ncu
     python3 scripts/tune_flash.py --variant wgmma2             # WGMMA2_SWEEP: FA3's steps one by one
     python3 scripts/tune_flash.py --variant wgmma2 --knobs "OVERLAP=0,PINGPONG=0"
+    python3 scripts/tune_flash.py --variant wgmma2 --sweep diet --peer sdpa_cudnn --peer sdpa_flash
 
 Each configuration is built (NVRTC, through the catalogue: grid, block, shared memory and
 -D values follow the knobs), checked against the float64 reference, then timed twice with
@@ -63,7 +64,27 @@ WGMMA2_SWEEP = [
     (CAUSAL, "cp.async producer, 2 stages", {"TMA": 0, "STAGES": 2}),
     (CAUSAL, "no ping-pong", {"PINGPONG": 0}),
 ]
+DIET = {"FAST_MAX": 1, "DESC_ADD": 1}
+WGMMA2_DIET = [
+    # (NOTES item 85) the consumers' instruction diet, each step alone then together, the shipped
+    # build first and last (the call's drift), then the causal shape
+    (D128, "shipped", {}),
+    (D128, "maxima unscaled (FAST_MAX)", {"FAST_MAX": 1}),
+    (D128, "descriptors by adds (DESC_ADD)", {"DESC_ADD": 1}),
+    (D128, "FAST_MAX + DESC_ADD", DIET),
+    (D128, "FAST_MAX + DESC_ADD + RESCALE_EARLY", {**DIET, "RESCALE_EARLY": 1}),
+    (D128, "FAST_MAX + DESC_ADD, Q in registers", {**DIET, "QSMEM": 0}),
+    (D128, "FAST_MAX + DESC_ADD, setmaxnreg 240 / 24", {**DIET, "REG_CONSUMER": 240, "REG_PRODUCER": 24}),
+    (D128, "FAST_MAX + DESC_ADD + RESCALE_EARLY, Q in registers", {**DIET, "RESCALE_EARLY": 1, "QSMEM": 0}),
+    (D128, "shipped (again)", {}),
+    (CAUSAL, "shipped", {}),
+    (CAUSAL, "FAST_MAX + DESC_ADD", DIET),
+    (CAUSAL, "FAST_MAX + DESC_ADD + RESCALE_EARLY", {**DIET, "RESCALE_EARLY": 1}),
+    (CAUSAL, "shipped (again)", {}),
+]
 TUNINGS = {"mma128": (catalog.MMA128_TUNING, SWEEP), "wgmma2": (catalog.WGMMA2_TUNING, WGMMA2_SWEEP)}
+SWEEPS = {"diet": WGMMA2_DIET}
+"""Other sweeps of wgmma2 (--sweep NAME)."""
 
 
 def timed(vid: str, spec: str, launches: int, timing: bool):
@@ -112,11 +133,12 @@ def run(spec: str, label: str, knobs: dict, args, gemm) -> None:
 
 
 def peer(spec: str, args, gemm) -> None:
-    try:
-        prep, check, runs = timed("sdpa_flash", spec, args.launches, True)
-        print(f"sdpa_flash {line('(peer)', spec, prep, check, runs, gemm)}", flush=True)
-    except Exception as err:
-        print(f"sdpa_flash {spec}: {type(err).__name__}: {err}", flush=True)
+    for vid in args.peer or ["sdpa_flash"]:
+        try:
+            prep, check, runs = timed(vid, spec, args.launches, True)
+            print(f"{vid} {line('(peer)', spec, prep, check, runs, gemm)}", flush=True)
+        except Exception as err:
+            print(f"{vid} {spec}: {type(err).__name__}: {err}", flush=True)
 
 
 parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -126,15 +148,20 @@ parser.add_argument("--knobs", help='one configuration instead of the sweep: "NA
 parser.add_argument("--shape", default="", help=f"with --knobs: overrides of {BASE}")
 parser.add_argument("--launches", type=int, default=30)
 parser.add_argument("--no-timing", action="store_true", help="for ncu: verify and launch, no ceiling")
-parser.add_argument("--no-peer", action="store_true", help="do not time sdpa_flash at each shape")
+parser.add_argument("--no-peer", action="store_true", help="do not time the peers at each shape")
+parser.add_argument("--peer", action="append", choices=["sdpa_flash", "sdpa_cudnn", "sdpa_efficient"],
+                    help="the peer timed at each shape, before the first entry there (repeatable; default sdpa_flash)")
+parser.add_argument("--sweep", choices=sorted(SWEEPS), help="wgmma2: another sweep than WGMMA2_SWEEP (diet: NOTES item 85)")
 args = parser.parse_args()
+if args.sweep and args.variant != "wgmma2":
+    parser.error("--sweep is wgmma2's (--variant wgmma2)")
 if args.knobs is not None:
     try:
         entries = [(",".join(filter(None, [BASE, args.shape])), "--knobs", catalog.parse_knobs(args.knobs, args.variant))]
     except ValueError as err:
         parser.error(str(err))
 else:
-    sweep = TUNINGS[args.variant][1]
+    sweep = SWEEPS[args.sweep] if args.sweep else TUNINGS[args.variant][1]
     entries = [sweep[i] for i in (args.only or range(len(sweep)))]
 gemm = 0.0
 if not args.no_timing:

@@ -168,6 +168,9 @@ WGMMA2_SHAPES = [
 ]
 CPASYNC = {"TMA": 0, "STAGES": 2}
 """The cp.async producer (16-byte copies arriving on the full barriers), wgmma2's first build."""
+DIET = {"FAST_MAX": 1, "DESC_ADD": 1, "RESCALE_EARLY": 1}
+"""The consumers' instruction diet: the softmax's maxima unscaled, descriptors by adds, O
+rescaled between the issues of S(j + 1) and P(j) V(j)."""
 WGMMA2_BUILDS = {
     # name -> knobs over the shipped ones (the TMA producer, 3 stages): each of FA3's steps
     # switched off alone, the other tile / ring sizes, and the same with the cp.async producer
@@ -187,6 +190,10 @@ WGMMA2_BUILDS = {
     "persistent-tma-q-registers": {"TMA": 1, "STAGES": 3, "QSMEM": 0, "PERSISTENT": 1},
     "persistent-cpasync": {**CPASYNC, "PERSISTENT": 1}, "persistent-cpasync-stages3": {"TMA": 0, "STAGES": 3, "PERSISTENT": 1},
     "persistent-producer-fence": {**CPASYNC, "PRODUCER_FENCE": 1, "PERSISTENT": 1},
+    # the consumers' instruction diet (NOTES item 85), alone and together, with either producer
+    "fast-max": {"FAST_MAX": 1}, "desc-add": {"DESC_ADD": 1}, "rescale-early": {"RESCALE_EARLY": 1},
+    "diet": DIET, "diet-cpasync": {**CPASYNC, **DIET}, "diet-persistent": {"PERSISTENT": 1, **DIET},
+    "diet-no-overlap": {"OVERLAP": 0, **DIET}, "diet-q-registers": {"QSMEM": 0, **DIET},
 }
 WGMMA2_PERSISTENT = {"tma-stages3": {"TMA": 1, "STAGES": 3}, "tma": {"TMA": 1, "STAGES": 2}, "cp-async": CPASYNC}
 """The persistent builds run on every wgmma2 shape (the producers and ring sizes that matter)."""

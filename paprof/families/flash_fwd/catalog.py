@@ -72,12 +72,15 @@ ping-ponged, a 3-stage K/V ring filled by a producer warpgroup with TMA (cp.asyn
 tensor maps built per call, ``wgmma2_args``) through mbarriers, setmaxnreg 232 / 40. Measured on
 the H200 in one process (bf16 b4 h32 s8192 d128): 584.7 TFLOP/s, against 576.6 with TMA at 2
 stages and 536.0 with the cp.async producer (TMA 0, STAGES 2, the first build)."""
-WGMMA2_EXTRA = {"WAIT_HINT": 0, "PERSISTENT": 0}
+WGMMA2_EXTRA = {"WAIT_HINT": 0, "PERSISTENT": 0, "FAST_MAX": 0, "RESCALE_EARLY": 0, "DESC_ADD": 0}
 """wgmma2's knobs off in the shipped build: WAIT_HINT N > 0, a suspend-time hint of N ns on the
 consumers' mbarrier waits (measured 572.2 against 576.6 TFLOP/s without it, TMA at 2 stages);
-PERSISTENT 1 (docs/NOTES.md items 82-84, not yet measured), a persistent grid of min(work items,
-SMs) CTAs looping over the (query tile, head) work items, the producer running ahead across
-them (``wgmma2_grid``)."""
+PERSISTENT 1 (docs/NOTES.md items 82-84: measured slower, 566 against 575), a persistent grid of
+min(work items, SMs) CTAs looping over the (query tile, head) work items, the producer running
+ahead across them (``wgmma2_grid``); FAST_MAX 1, the softmax's row maxima of the raw scores in
+independent chains, scaled once; RESCALE_EARLY 1, O rescaled under S(j + 1)'s tensor-core time
+before P(j) V(j) is issued (FlashAttention-3's order); DESC_ADD 1, each wgmma operand's
+descriptor as its tile's plus the offset (one add, not a mask-and-shift); NOTES item 85."""
 WGMMA2_KNOBS = tuple(WGMMA2_SHIPPED) + tuple(k for k in WGMMA2_EXTRA if k not in WGMMA2_SHIPPED)
 WGMMA2_TUNING: dict = {}
 """-D values replacing wgmma2's shipped ones (scripts/tune_flash.py --variant wgmma2 sets it)."""

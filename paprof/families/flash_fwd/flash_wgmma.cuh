@@ -192,9 +192,22 @@ FLASH_DEVICE unsigned long long sw128_desc(unsigned addr, unsigned lbo, unsigned
 // tile's rows as N (B of S = Q K^T): 8-row groups PERIOD bytes apart (SBO), dims
 // 16kk..16kk+15 inside one atom row (its 32-byte slice kk % 4 of atom kk / 4); a K-major
 // swizzled layout has no leading offset (the ISA: "assumed 1").
+//
+// DESC_ADD 1: the tile's descriptor plus the offset's 16-byte units, instead of a descriptor
+// built from each operand's address: the same 64-bit value (the tile is 16-byte aligned and
+// tile + offset stays below 256 KiB, so the 14-bit address field cannot carry), one add an
+// operand once the tile's own descriptor is known (the compiler cannot see that the masks
+// and shifts of sw128_desc distribute over the sum).
+#ifndef DESC_ADD
+#define DESC_ADD 0
+#endif
 template <int ROWS>
 FLASH_DEVICE unsigned long long kmajor_desc(unsigned tile, int row0, int kk) {
+#if DESC_ADD
+    return sw128_desc(tile, 16, WGMMA_PERIOD) + (unsigned)(tile_offset<ROWS>(row0, kk * 16) >> 4);
+#else
     return sw128_desc(tile + tile_offset<ROWS>(row0, kk * 16), 16, WGMMA_PERIOD);
+#endif
 }
 
 // B of O += P V from a [ROWS][dims] V tile, k16 step kk: keys 16kk..16kk+15 as K (8-row
@@ -202,7 +215,11 @@ FLASH_DEVICE unsigned long long kmajor_desc(unsigned tile, int row0, int kk) {
 // the next 64 dims are the next atom, ROWS rows on (LBO).
 template <int ROWS>
 FLASH_DEVICE unsigned long long nmajor_desc(unsigned tile, int kk) {
+#if DESC_ADD
+    return sw128_desc(tile, ROWS * WGMMA_ATOM, WGMMA_PERIOD) + (unsigned)(tile_offset<ROWS>(kk * 16, 0) >> 4);
+#else
     return sw128_desc(tile + tile_offset<ROWS>(kk * 16, 0), ROWS * WGMMA_ATOM, WGMMA_PERIOD);
+#endif
 }
 
 // ---- Online softmax on wgmma's accumulator fragments (m64nNk16, R = N / 2 registers) ----
@@ -224,14 +241,32 @@ FLASH_DEVICE void mask_scores(float (&s)[R], int k0, int t, int row0, int row1, 
 // this lane's share l of the running sum of rows g (index 0) and g + 8 (1) are updated,
 // the scores become the probabilities 2^(x - m) in place, and c gets the factors the
 // output accumulators must be multiplied by.
+// FAST_MAX 1: each row's maximum of the raw scores in two independent chains, scaled once
+// (scale_log2 > 0 and rounding is monotonic, so max(s) x scale is max(s x scale) exactly):
+// R - 4 FMNMX and 2 FMUL a row pair instead of R / 2 FMUL and 3R / 4 FMNMX in two serial chains.
+#ifndef FAST_MAX
+#define FAST_MAX 0
+#endif
 template <int R>
 FLASH_DEVICE void scores_to_probs(float (&s)[R], float scale_log2, float (&m)[2], float (&l)[2], float (&c)[2]) {
+#if FAST_MAX
+    float a0 = s[0], b0 = s[1], a1 = s[2], b1 = s[3];
+#pragma unroll
+    for (int i = 4; i < R; i += 4) {
+        a0 = fmaxf(a0, s[i]);
+        b0 = fmaxf(b0, s[i + 1]);
+        a1 = fmaxf(a1, s[i + 2]);
+        b1 = fmaxf(b1, s[i + 3]);
+    }
+    const float mx0 = fmaxf(a0, b0) * scale_log2, mx1 = fmaxf(a1, b1) * scale_log2;
+#else
     float mx0 = neg_inf(), mx1 = neg_inf();
 #pragma unroll
     for (int i = 0; i < R; i += 4) {
         mx0 = fmaxf(mx0, fmaxf(s[i], s[i + 1]) * scale_log2);
         mx1 = fmaxf(mx1, fmaxf(s[i + 2], s[i + 3]) * scale_log2);
     }
+#endif
     const float base0 = softmax_step(m[0], l[0], mx0, c[0]), base1 = softmax_step(m[1], l[1], mx1, c[1]);
 #pragma unroll
     for (int i = 0; i < R; i += 4) {

@@ -43,6 +43,10 @@
 //               straight from the accumulators to global memory (no staging: sQ holds the
 //               next Q by then). The consumers' softmax state and O are reset each tile; the
 //               ping-pong's turns balance within each tile as in PERSISTENT 0.
+//   RESCALE_EARLY 0  1 (OVERLAP 1): FlashAttention-3's order within a step: O is rescaled by
+//               the factors of step j's softmax between the issue of S(j + 1) and that of
+//               P(j) V(j) (a second wgmma.fence before P V), under S(j + 1)'s tensor-core
+//               time, instead of after P(j) V(j) was waited for (OVERLAP 0: no effect).
 //   SETMAXNREG 1  ptxas budgets a 384-thread CTA at 168 registers a thread (it rounds a
 //               lone producer warp up to a warpgroup too); setmaxnreg moves them: the
 //               producer gives its down to REG_PRODUCER, the consumers take REG_CONSUMER.
@@ -92,6 +96,9 @@
 #endif
 #ifndef WAIT_HINT
 #define WAIT_HINT 0  // N > 0: the consumers' try_wait with a suspend-time hint of N ns
+#endif
+#ifndef RESCALE_EARLY
+#define RESCALE_EARLY 0  // 1 (with OVERLAP): O rescaled by c(j) while S(j + 1) runs, before P(j) V(j) is issued
 #endif
 #ifndef REG_CONSUMER
 #define REG_CONSUMER 232  // registers a consumer thread after setmaxnreg.inc
@@ -521,6 +528,11 @@ flash_fwd_wgmma2(const elem* __restrict__ q, const elem* __restrict__ k,
         wgmma_fence();
         s_gemm(s, qf, aQ, wg, k_tile(j + 1));
         wgmma_commit();
+#if RESCALE_EARLY
+        rescale_rows(acc, c);  // c(j), from softmax(j): O up to step j - 1 onto step j's maxima
+        wgmma_hold(acc);       // the multiplies before the fence (volatile asm keeps the order)
+        wgmma_fence();         // registers written by this thread, then read by P(j) V(j)
+#endif
         pv_gemm(acc, pa, v_tile(j));
         wgmma_commit();
         turn_pass(wg, false);
@@ -532,13 +544,20 @@ flash_fwd_wgmma2(const elem* __restrict__ q, const elem* __restrict__ k,
         wgmma_hold(acc);
         wgmma_hold(s);  // P(j + 1) into pa only after P(j) V(j), which reads pa, is done
         mbar_arrive(empty_v(bars, ring + j));
+#if !RESCALE_EARLY
         rescale_rows(acc, c);
+#endif
         probs_to_a(s, pa);
     }
 #if PERSISTENT && QSMEM
     mbar_arrive(q_empty(bars));  // every S of the tile waited for: sQ may take the next Q
 #endif
-    if (steps > 0) pv_round(steps - 1);
+    if (steps > 0) {
+#if RESCALE_EARLY
+        rescale_rows(acc, c);  // c(steps - 1)
+#endif
+        pv_round(steps - 1);
+    }
 #else
     for (int j = 0; j < steps; ++j) {
         s_round(j);

@@ -47,8 +47,8 @@
 #            the first failure; every knob setting on two shapes, the shipped TMA build first),
 #            compute-sanitizer memcheck on two small shapes (and the cp.async producer on one), paprof bench
 #            of wgmma2, wgmma, sdpa_flash, sdpa_cudnn at the four issue shapes (wgmma2 skips
-#            d64), then scripts/tune_flash.py --variant wgmma2 (FA3's steps taken away one at
-#            a time, the cp.async producer and WAIT_HINT early; sdpa_flash beside) -> logs/flash4-*
+#            d64), then scripts/tune_flash.py --variant wgmma2 $F4_TUNE (default --sweep diet: the
+#            consumers' diet taken away a step at a time; cuDNN and sdpa_flash beside) -> logs/flash4-*
 #   ship     the runs shipped for issues 13 and 16: mma128 and wgmma at the issue's flash_fwd
 #            shape, v6/v7 on the ragged batch and at group 1 head_dim 64, v7 at the main shape
 #            (fp16) -> $OUT/ship.tar.xz[.aa ...]
@@ -528,7 +528,10 @@ for f in sys.argv[1:]:
     stamp flash4 tune
     left=$(( ${F4_END:-570} - ($(date +%s) - t0) ))
     [ "$left" -lt 30 ] && left=30
-    timeout "$left" python3 scripts/tune_flash.py --variant wgmma2 --launches 30 2>&1 | tee "$OUT/logs/flash4-tune.log"
+    # F4_TUNE: the sweep's arguments (default the diet's A/B, NOTES items 85-86, cuDNN beside)
+    # shellcheck disable=SC2086
+    timeout "$left" python3 scripts/tune_flash.py --variant wgmma2 ${F4_TUNE:---sweep diet --peer sdpa_cudnn --peer sdpa_flash} \
+      --launches 30 2>&1 | tee "$OUT/logs/flash4-tune.log"
     ;;
   ship)
     stamp ship

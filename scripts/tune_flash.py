@@ -45,7 +45,7 @@ WGMMA2_SWEEP = [
     # taken away (docs/NOTES.md items 59-64, 77-79 predict each), then the causal shape; the
     # persistent grid's entries (NOTES 82-84) right after the shipped one, its causal A/B
     # among them, so that a cut sweep still has them
-    (D128, "shipped (BC 128, SS Q, overlap, ping-pong, TMA producer, 3 stages, setmaxnreg)", {}),
+    (D128, "shipped (BC 128, RS Q, overlap, ping-pong, TMA producer, 3 stages, setmaxnreg, the diet)", {}),
     (D128, "persistent (a CTA a SM), TMA producer, 3 stages", {"TMA": 1, "STAGES": 3, "PERSISTENT": 1}),
     (D128, "persistent (a CTA a SM), TMA producer, 2 stages", {"TMA": 1, "STAGES": 2, "PERSISTENT": 1}),
     (CAUSAL, "persistent (a CTA a SM), TMA producer, 3 stages", {"TMA": 1, "STAGES": 3, "PERSISTENT": 1}),
@@ -56,7 +56,7 @@ WGMMA2_SWEEP = [
     (D128, "no ping-pong", {"PINGPONG": 0}),
     (D128, "no intra-warpgroup overlap", {"OVERLAP": 0}),
     (D128, "neither (producer + mbarriers only)", {"OVERLAP": 0, "PINGPONG": 0}),
-    (D128, "Q in registers (RS)", {"QSMEM": 0}),
+    (D128, "Q from shared memory (SS)", {"QSMEM": 1}),
     (D128, "BC 64", {"BC": 64}),
     (D128, "cp.async producer, 3 stages", {"TMA": 0}),
     (D128, "cp.async producer fences (no arrive-on)", {"TMA": 0, "STAGES": 2, "PRODUCER_FENCE": 1}),
@@ -64,22 +64,22 @@ WGMMA2_SWEEP = [
     (CAUSAL, "cp.async producer, 2 stages", {"TMA": 0, "STAGES": 2}),
     (CAUSAL, "no ping-pong", {"PINGPONG": 0}),
 ]
-DIET = {"FAST_MAX": 1, "DESC_ADD": 1}
+BEFORE = {"QSMEM": 1, "FAST_MAX": 0, "DESC_ADD": 0, "RESCALE_EARLY": 0}
 WGMMA2_DIET = [
-    # (NOTES item 85) the consumers' instruction diet, each step alone then together, the shipped
-    # build first and last (the call's drift), then the causal shape
-    (D128, "shipped", {}),
-    (D128, "maxima unscaled (FAST_MAX)", {"FAST_MAX": 1}),
-    (D128, "descriptors by adds (DESC_ADD)", {"DESC_ADD": 1}),
-    (D128, "FAST_MAX + DESC_ADD", DIET),
-    (D128, "FAST_MAX + DESC_ADD + RESCALE_EARLY", {**DIET, "RESCALE_EARLY": 1}),
-    (D128, "FAST_MAX + DESC_ADD, Q in registers", {**DIET, "QSMEM": 0}),
-    (D128, "FAST_MAX + DESC_ADD, setmaxnreg 240 / 24", {**DIET, "REG_CONSUMER": 240, "REG_PRODUCER": 24}),
-    (D128, "FAST_MAX + DESC_ADD + RESCALE_EARLY, Q in registers", {**DIET, "RESCALE_EARLY": 1, "QSMEM": 0}),
+    # (NOTES items 85-86) the consumers' instruction diet (shipped since item 85's call), each
+    # step taken away, then the build before it; the shipped build first and last (the
+    # call's drift), then the causal shape
+    (D128, "shipped (RS Q, the diet)", {}),
+    (D128, "maxima scaled first (FAST_MAX 0)", {"FAST_MAX": 0}),
+    (D128, "descriptors from addresses (DESC_ADD 0)", {"DESC_ADD": 0}),
+    (D128, "O rescaled after P V (RESCALE_EARLY 0)", {"RESCALE_EARLY": 0}),
+    (D128, "Q from shared memory (QSMEM 1)", {"QSMEM": 1}),
+    (D128, "the build before the diet (item 79)", BEFORE),
+    (D128, "setmaxnreg 240 / 24", {"REG_CONSUMER": 240, "REG_PRODUCER": 24}),
     (D128, "shipped (again)", {}),
     (CAUSAL, "shipped", {}),
-    (CAUSAL, "FAST_MAX + DESC_ADD", DIET),
-    (CAUSAL, "FAST_MAX + DESC_ADD + RESCALE_EARLY", {**DIET, "RESCALE_EARLY": 1}),
+    (CAUSAL, "the build before the diet (item 79)", BEFORE),
+    (CAUSAL, "O rescaled after P V (RESCALE_EARLY 0)", {"RESCALE_EARLY": 0}),
     (CAUSAL, "shipped (again)", {}),
 ]
 TUNINGS = {"mma128": (catalog.MMA128_TUNING, SWEEP), "wgmma2": (catalog.WGMMA2_TUNING, WGMMA2_SWEEP)}

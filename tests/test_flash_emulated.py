@@ -168,17 +168,17 @@ WGMMA2_SHAPES = [
 ]
 CPASYNC = {"TMA": 0, "STAGES": 2}
 """The cp.async producer (16-byte copies arriving on the full barriers), wgmma2's first build."""
-DIET = {"FAST_MAX": 1, "DESC_ADD": 1, "RESCALE_EARLY": 1}
-"""The consumers' instruction diet: the softmax's maxima unscaled, descriptors by adds, O
-rescaled between the issues of S(j + 1) and P(j) V(j)."""
+NO_DIET = {"FAST_MAX": 0, "DESC_ADD": 0, "RESCALE_EARLY": 0}
+"""The consumers' instruction diet off (shipped on: the softmax's maxima unscaled, descriptors by
+adds, O rescaled between the issues of S(j + 1) and P(j) V(j))."""
 WGMMA2_BUILDS = {
     # name -> knobs over the shipped ones (the TMA producer, 3 stages): each of FA3's steps
     # switched off alone, the other tile / ring sizes, and the same with the cp.async producer
-    "shipped": {}, "no-overlap": {"OVERLAP": 0}, "no-pingpong": {"PINGPONG": 0}, "q-registers": {"QSMEM": 0},
+    "shipped": {}, "no-overlap": {"OVERLAP": 0}, "no-pingpong": {"PINGPONG": 0}, "q-smem": {"QSMEM": 1},
     "bc64": {"BC": 64}, "stages2": {"STAGES": 2}, "plain": {"OVERLAP": 0, "PINGPONG": 0},
     "wait-hint": {"WAIT_HINT": 200},
     "cpasync": CPASYNC, "cpasync-no-overlap": {**CPASYNC, "OVERLAP": 0}, "cpasync-no-pingpong": {**CPASYNC, "PINGPONG": 0},
-    "cpasync-q-registers": {**CPASYNC, "QSMEM": 0}, "cpasync-bc64": {**CPASYNC, "BC": 64},
+    "cpasync-q-smem": {**CPASYNC, "QSMEM": 1}, "cpasync-bc64": {**CPASYNC, "BC": 64},
     "cpasync-stages3": {"TMA": 0, "STAGES": 3}, "cpasync-plain": {**CPASYNC, "OVERLAP": 0, "PINGPONG": 0},
     "producer-fence": {**CPASYNC, "PRODUCER_FENCE": 1}, "cpasync-wait-hint": {**CPASYNC, "WAIT_HINT": 200},
     # the persistent grid (3 emulated CTAs over 4 work items here: the first CTA takes two),
@@ -187,13 +187,14 @@ WGMMA2_BUILDS = {
     "persistent-tma": {"TMA": 1, "STAGES": 2, "PERSISTENT": 1},
     "persistent-tma-bc64": {"TMA": 1, "STAGES": 2, "BC": 64, "PERSISTENT": 1},
     "persistent-tma-plain": {"TMA": 1, "STAGES": 3, "OVERLAP": 0, "PINGPONG": 0, "PERSISTENT": 1},
-    "persistent-tma-q-registers": {"TMA": 1, "STAGES": 3, "QSMEM": 0, "PERSISTENT": 1},
+    "persistent-tma-q-smem": {"TMA": 1, "STAGES": 3, "QSMEM": 1, "PERSISTENT": 1},
     "persistent-cpasync": {**CPASYNC, "PERSISTENT": 1}, "persistent-cpasync-stages3": {"TMA": 0, "STAGES": 3, "PERSISTENT": 1},
     "persistent-producer-fence": {**CPASYNC, "PRODUCER_FENCE": 1, "PERSISTENT": 1},
-    # the consumers' instruction diet (NOTES item 85), alone and together, with either producer
-    "fast-max": {"FAST_MAX": 1}, "desc-add": {"DESC_ADD": 1}, "rescale-early": {"RESCALE_EARLY": 1},
-    "diet": DIET, "diet-cpasync": {**CPASYNC, **DIET}, "diet-persistent": {"PERSISTENT": 1, **DIET},
-    "diet-no-overlap": {"OVERLAP": 0, **DIET}, "diet-q-registers": {"QSMEM": 0, **DIET},
+    # the consumers' instruction diet (NOTES item 85) taken away, a step and all, with either
+    # producer; the build before it (Q from shared memory, no diet)
+    "no-fast-max": {"FAST_MAX": 0}, "no-desc-add": {"DESC_ADD": 0}, "no-rescale-early": {"RESCALE_EARLY": 0},
+    "no-diet": NO_DIET, "no-diet-cpasync": {**CPASYNC, **NO_DIET}, "no-diet-persistent": {"PERSISTENT": 1, **NO_DIET},
+    "before-diet": {"QSMEM": 1, **NO_DIET}, "before-diet-cpasync": {**CPASYNC, "QSMEM": 1, **NO_DIET},
 }
 WGMMA2_PERSISTENT = {"tma-stages3": {"TMA": 1, "STAGES": 3}, "tma": {"TMA": 1, "STAGES": 2}, "cp-async": CPASYNC}
 """The persistent builds run on every wgmma2 shape (the producers and ring sizes that matter)."""
@@ -384,13 +385,16 @@ MUTATIONS2 = {  # a bug put into wgmma2.cu -> (the text replaced, its replacemen
     "full barrier waited with the wrong parity": ("mbar_wait(full, (j / STAGES) & 1)", "mbar_wait(full, (j / STAGES + 1) & 1)"),
     "producer refills without waiting": ("        if (j >= STAGES) mbar_wait(empty_v(bars, j), (round - 1) & 1);\n", "\n"),
     "the first turn never given (a deadlock)": ("    if (wg == 1 && steps > 0) named_arrive(1, CONSUMERS);", ""),
+    "the last P V not rescaled (RESCALE_EARLY)": ("        rescale_rows(acc, c);  // c(steps - 1)\n", ""),
+    "O rescaled after P V is issued (RESCALE_EARLY)": (
+        "        rescale_rows(acc, c);  // c(j), from softmax(j)", "        // c(j), from softmax(j)"),
 }
 
 
 MUTATIONS2_TMA = {  # the same with TMA 1: the consumers' mutations, then the TMA producer's
     **{k: MUTATIONS2[k] for k in ("S(j + 1) read before its wait_group 1", "O rescaled while P V flies",
                                   "P(j + 1) packed while P V flies", "K released before S is waited for",
-                                  "full barrier waited with the wrong parity")},
+                                  "full barrier waited with the wrong parity", "the last P V not rescaled (RESCALE_EARLY)")},
     "TMA: producer refills V without waiting": ("        refill_wait(empty_v(bars, j), j);\n", "\n"),
     "TMA: expect_tx of half a tile": ("mbar_arrive_expect_tx(full, TILE(BC));", "mbar_arrive_expect_tx(full, TILE(BC) / 2);"),
     "TMA: the two atoms' columns swapped": ("map, 64 * a, row0", "map, 64 * (HEAD_DIM / 64 - 1 - a), row0"),
@@ -449,6 +453,8 @@ def test_a_wgmma2_persistent_bug_fails_in_emulation(build, what, knobs, eager, t
     across tiles) gives the wrong output or an emulator error: one CTA over 2 heads x 2 tiles."""
     old, new = MUTATIONS2_PERSISTENT[what]
     p = problem.Shape(batch=1, q_heads=2, seq_q=130, seq_k=600, head_dim=128, causal=False, dtype="bf16")
+    if what == "Q released before the tile's last S":  # Q from shared memory's bug (QSMEM 0 releases
+        knobs = {**knobs, "QSMEM": 1}                   # sQ once its fragments are loaded)
     mutated_wgmma2_fails(build, old, new, eager, tmp_path, p=p, sms=1, PERSISTENT=1, **knobs)
 
 

@@ -189,17 +189,18 @@ def test_wgmma_runs_on_hgmma(dtype, head_dim):
 WGMMA2_BUILDS = {
     # knobs over the shipped ones -> HGMMA in the SASS: S = Q K^T is head_dim / 16 = 8, P V
     # BC / 16; with OVERLAP the first S and the last P V are peeled off the loop (twice each)
-    "": 32, "OVERLAP=0": 16, "PINGPONG=0": 32, "QSMEM=0": 32, "BC=64": 24, "STAGES=2": 32,
+    "": 32, "OVERLAP=0": 16, "PINGPONG=0": 32, "QSMEM=1": 32, "BC=64": 24, "STAGES=2": 32,
     "OVERLAP=0,PINGPONG=0": 16, "WAIT_HINT=200": 32,
     "TMA=0,STAGES=2": 32, "TMA=0,STAGES=2,BC=64": 24, "TMA=0": 32, "TMA=0,STAGES=2,OVERLAP=0,PINGPONG=0": 16,
     "TMA=0,STAGES=2,PRODUCER_FENCE=1": 32, "TMA=0,STAGES=2,WAIT_HINT=200": 32,
     # the persistent grid: the same loop, once a work item
     "PERSISTENT=1": 32, "STAGES=2,PERSISTENT=1": 32, "STAGES=2,BC=64,PERSISTENT=1": 24,
     "TMA=0,STAGES=2,PERSISTENT=1": 32, "TMA=0,PERSISTENT=1": 32,
-    # the consumers' instruction diet (NOTES item 85): the same GEMMs
-    "FAST_MAX=1": 32, "RESCALE_EARLY=1": 32, "FAST_MAX=1,RESCALE_EARLY=1": 32,
-    "FAST_MAX=1,RESCALE_EARLY=1,REG_CONSUMER=240,REG_PRODUCER=24": 32,
-    "FAST_MAX=1,RESCALE_EARLY=1,PERSISTENT=1": 32, "TMA=0,STAGES=2,FAST_MAX=1,RESCALE_EARLY=1": 32,
+    # the consumers' instruction diet (NOTES item 85) taken away, one step and all: the same
+    # GEMMs; the build before it (Q from shared memory, no diet)
+    "FAST_MAX=0": 32, "DESC_ADD=0": 32, "RESCALE_EARLY=0": 32, "FAST_MAX=0,DESC_ADD=0,RESCALE_EARLY=0": 32,
+    "QSMEM=1,FAST_MAX=0,DESC_ADD=0,RESCALE_EARLY=0": 32, "REG_CONSUMER=240,REG_PRODUCER=24": 32,
+    "QSMEM=1,PERSISTENT=1": 32, "TMA=0,STAGES=2,QSMEM=1,FAST_MAX=0,DESC_ADD=0,RESCALE_EARLY=0": 32,
 }
 
 
@@ -351,7 +352,8 @@ def window_hazards(lines):
 
 
 @pytest.mark.parametrize("vid, head_dim, knobs", [("wgmma", 64, ""), ("wgmma", 128, ""), ("wgmma2", 128, ""),
-                                                  ("wgmma2", 128, "QSMEM=0"), ("wgmma2", 128, "OVERLAP=0")])
+                                                  ("wgmma2", 128, "QSMEM=1"), ("wgmma2", 128, "OVERLAP=0"),
+                                                  ("wgmma2", 128, "RESCALE_EARLY=0")])
 def test_no_register_of_a_flying_hgmma_is_written(monkeypatch, tmp_path, vid, head_dim, knobs):
     """In the SASS, nothing but HGMMA writes an in-flight HGMMA's A fragments or
     accumulators (wgmma's d64 failure is not such a move: item 64)."""
@@ -377,7 +379,8 @@ def test_no_register_of_a_flying_hgmma_is_written(monkeypatch, tmp_path, vid, he
     # them again each step, and ptxas then keeps them apart.
     ("wgmma", 64, "QRELOAD=0", True),
     ("wgmma", 64, "", False),
-    ("wgmma2", 128, "QSMEM=0", False),
+    ("wgmma2", 128, "", False),
+    ("wgmma2", 128, "FAST_MAX=0,DESC_ADD=0,RESCALE_EARLY=0", False),
 ])
 def test_q_fragments_stay_in_their_registers(monkeypatch, tmp_path, vid, head_dim, knobs, clobbered):
     from paprof import static

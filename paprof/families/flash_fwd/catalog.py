@@ -64,23 +64,25 @@ def parse_knobs(text: str, vid: str = "mma128") -> dict:
             raise ValueError(f"{vid} knobs: expected NAME=INT with NAME in {', '.join(names)}; got {item!r}")
         knobs[name.strip()] = int(value)
     return knobs
-WGMMA2_SHIPPED = {"BC": 128, "QSMEM": 1, "OVERLAP": 1, "PINGPONG": 1, "STAGES": 3, "PRODUCER_FENCE": 0,
-                  "SETMAXNREG": 1, "REG_CONSUMER": 232, "REG_PRODUCER": 40, "TMA": 1}
-"""wgmma2's -D values (wgmma2.cu's header; docs/NOTES.md items 59-64, 77-79): 128 keys a step, Q
-read by wgmma from shared memory, S(j+1) beside the softmax, the two consumer warpgroups
+WGMMA2_SHIPPED = {"BC": 128, "QSMEM": 0, "OVERLAP": 1, "PINGPONG": 1, "STAGES": 3, "PRODUCER_FENCE": 0,
+                  "SETMAXNREG": 1, "REG_CONSUMER": 232, "REG_PRODUCER": 40, "TMA": 1,
+                  "FAST_MAX": 1, "DESC_ADD": 1, "RESCALE_EARLY": 1}
+"""wgmma2's -D values (wgmma2.cu's header; docs/NOTES.md items 59-64, 77-79, 85): 128 keys a step,
+Q's A fragments in registers, S(j+1) beside the softmax, the two consumer warpgroups
 ping-ponged, a 3-stage K/V ring filled by a producer warpgroup with TMA (cp.async.bulk.tensor,
-tensor maps built per call, ``wgmma2_args``) through mbarriers, setmaxnreg 232 / 40. Measured on
-the H200 in one process (bf16 b4 h32 s8192 d128): 584.7 TFLOP/s, against 576.6 with TMA at 2
-stages and 536.0 with the cp.async producer (TMA 0, STAGES 2, the first build)."""
-WGMMA2_EXTRA = {"WAIT_HINT": 0, "PERSISTENT": 0, "FAST_MAX": 0, "RESCALE_EARLY": 0, "DESC_ADD": 0}
+tensor maps built per call, ``wgmma2_args``) through mbarriers, setmaxnreg 232 / 40, and the
+consumers' instruction diet (the softmax's maxima unscaled, descriptors by adds, O rescaled
+between the issues of S(j + 1) and P(j) V(j)). Measured on the H200 in one process (bf16 b4 h32
+s8192 d128): 635.2 TFLOP/s against 590.0 for the build before the diet (Q from shared memory)
+and cuDNN's 623.8; earlier, 584.7 against 576.6 with TMA at 2 stages and 536.0 with the
+cp.async producer (TMA 0, STAGES 2, the first build)."""
+WGMMA2_EXTRA = {"WAIT_HINT": 0, "PERSISTENT": 0}
 """wgmma2's knobs off in the shipped build: WAIT_HINT N > 0, a suspend-time hint of N ns on the
 consumers' mbarrier waits (measured 572.2 against 576.6 TFLOP/s without it, TMA at 2 stages);
 PERSISTENT 1 (docs/NOTES.md items 82-84: measured slower, 566 against 575), a persistent grid of
 min(work items, SMs) CTAs looping over the (query tile, head) work items, the producer running
-ahead across them (``wgmma2_grid``); FAST_MAX 1, the softmax's row maxima of the raw scores in
-independent chains, scaled once; RESCALE_EARLY 1, O rescaled under S(j + 1)'s tensor-core time
-before P(j) V(j) is issued (FlashAttention-3's order); DESC_ADD 1, each wgmma operand's
-descriptor as its tile's plus the offset (one add, not a mask-and-shift); NOTES item 85."""
+ahead across them (``wgmma2_grid``). The diet's knobs (FAST_MAX, DESC_ADD, RESCALE_EARLY) and QSMEM 1 (Q read
+by wgmma from shared memory) give the build before item 85 when set to 0 / 1."""
 WGMMA2_KNOBS = tuple(WGMMA2_SHIPPED) + tuple(k for k in WGMMA2_EXTRA if k not in WGMMA2_SHIPPED)
 WGMMA2_TUNING: dict = {}
 """-D values replacing wgmma2's shipped ones (scripts/tune_flash.py --variant wgmma2 sets it)."""
@@ -397,11 +399,13 @@ def _cuda_variants() -> list:
         CudaVariant(
             id="wgmma2",
             idea="wgmma with FlashAttention-3's scheduling: 128 keys a step (m64n128k16 for S and P V), "
-                 "Q read by wgmma from shared memory, the next tile's S = Q K^T issued with this tile's "
-                 "P V and softmaxed under it (wait_group 1), the two consumer warpgroups ping-ponged "
-                 "by named barriers, K/V loaded by a producer warpgroup with TMA (tensor maps built "
-                 "per call) into a 3-stage ring of full/empty mbarriers (no __syncthreads), setmaxnreg "
-                 "232 / 40; each a -D knob (TMA=0: the cp.async producer; PERSISTENT=1: one CTA a SM)",
+                 "Q's A fragments in registers, the next tile's S = Q K^T issued with this tile's "
+                 "P V and softmaxed under it (wait_group 1), O rescaled between the two issues, the "
+                 "two consumer warpgroups ping-ponged by named barriers, K/V loaded by a producer "
+                 "warpgroup with TMA (tensor maps built per call) into a 3-stage ring of full/empty "
+                 "mbarriers (no __syncthreads), setmaxnreg 232 / 40, a lean softmax (maxima unscaled, "
+                 "descriptors by adds); each a -D knob (TMA=0: the cp.async producer; PERSISTENT=1: "
+                 "one CTA a SM; QSMEM=1: Q read by wgmma from shared memory)",
             sources=("wgmma2.cu",), kernel="flash_fwd_wgmma2",
             grid=wgmma2_grid, block=(WGMMA2_THREADS,), shared_mem=wgmma2_smem, defines=wgmma2_defines,
             args=wgmma2_args, accepts=check_wgmma2, arch=WGMMA_ARCH,

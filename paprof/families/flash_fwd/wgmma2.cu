@@ -4,7 +4,8 @@
 //   BC 128      keys a step: S = Q K^T is m64n128k16 (8 instructions), O += P V k16 over 128
 //               keys (8 m64n128k16); BC 64 is wgmma's step (m64n64 for S).
 //   QSMEM 1     S reads Q from shared memory through a descriptor (SS) instead of 32
-//               registers of A fragments (RS, QSMEM 0): the registers go to the second S.
+//               registers of A fragments (RS, QSMEM 0; shipped since the diet: with it RS
+//               measured faster, docs/NOTES.md item 85, and needs fewer descriptors a step).
 //   OVERLAP 1   intra-warpgroup overlap: S(j+1) is issued (its own commit group) together
 //               with P(j) V(j); wgmma.wait_group 1 retires S(j+1) alone, its softmax runs
 //               while P(j) V(j) is still on the tensor cores, then wait_group 0, the rescale

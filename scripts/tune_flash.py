@@ -5,7 +5,7 @@
     python3 scripts/tune_flash.py --knobs "BC=32,KSUB=32,STAGES=3" --shape "head_dim=128"
     python3 scripts/tune_flash.py --only 0 --no-timing --launches 1   # for ncu
     python3 scripts/tune_flash.py --variant wgmma2             # WGMMA2_SWEEP: FA3's steps one by one
-    python3 scripts/tune_flash.py --variant wgmma2 --knobs "OVERLAP=0,PINGPONG=0"
+    python3 scripts/tune_flash.py --variant wgmma2 --knobs "OVERLAP=0,PINGPONG=0,QSMEM=1"
     python3 scripts/tune_flash.py --variant wgmma2 --sweep diet --peer sdpa_cudnn --peer sdpa_flash
 
 Each configuration is built (NVRTC, through the catalogue: grid, block, shared memory and
@@ -54,8 +54,8 @@ WGMMA2_SWEEP = [
     (D128, "cp.async producer, 2 stages (the first build)", {"TMA": 0, "STAGES": 2}),
     (D128, "consumers' waits hinted 200 ns", {"WAIT_HINT": 200}),
     (D128, "no ping-pong", {"PINGPONG": 0}),
-    (D128, "no intra-warpgroup overlap", {"OVERLAP": 0}),
-    (D128, "neither (producer + mbarriers only)", {"OVERLAP": 0, "PINGPONG": 0}),
+    (D128, "no intra-warpgroup overlap (Q from shared memory: OVERLAP 0 needs it)", {"OVERLAP": 0, "QSMEM": 1}),
+    (D128, "neither (producer + mbarriers only; SS Q)", {"OVERLAP": 0, "PINGPONG": 0, "QSMEM": 1}),
     (D128, "Q from shared memory (SS)", {"QSMEM": 1}),
     (D128, "BC 64", {"BC": 64}),
     (D128, "cp.async producer, 3 stages", {"TMA": 0}),

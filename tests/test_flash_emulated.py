@@ -174,19 +174,19 @@ adds, O rescaled between the issues of S(j + 1) and P(j) V(j))."""
 WGMMA2_BUILDS = {
     # name -> knobs over the shipped ones (the TMA producer, 3 stages): each of FA3's steps
     # switched off alone, the other tile / ring sizes, and the same with the cp.async producer
-    "shipped": {}, "no-overlap": {"OVERLAP": 0}, "no-pingpong": {"PINGPONG": 0}, "q-smem": {"QSMEM": 1},
-    "bc64": {"BC": 64}, "stages2": {"STAGES": 2}, "plain": {"OVERLAP": 0, "PINGPONG": 0},
+    "shipped": {}, "no-overlap": {"OVERLAP": 0, "QSMEM": 1}, "no-pingpong": {"PINGPONG": 0}, "q-smem": {"QSMEM": 1},
+    "bc64": {"BC": 64}, "stages2": {"STAGES": 2}, "plain": {"OVERLAP": 0, "PINGPONG": 0, "QSMEM": 1},
     "wait-hint": {"WAIT_HINT": 200},
-    "cpasync": CPASYNC, "cpasync-no-overlap": {**CPASYNC, "OVERLAP": 0}, "cpasync-no-pingpong": {**CPASYNC, "PINGPONG": 0},
+    "cpasync": CPASYNC, "cpasync-no-overlap": {**CPASYNC, "OVERLAP": 0, "QSMEM": 1}, "cpasync-no-pingpong": {**CPASYNC, "PINGPONG": 0},
     "cpasync-q-smem": {**CPASYNC, "QSMEM": 1}, "cpasync-bc64": {**CPASYNC, "BC": 64},
-    "cpasync-stages3": {"TMA": 0, "STAGES": 3}, "cpasync-plain": {**CPASYNC, "OVERLAP": 0, "PINGPONG": 0},
+    "cpasync-stages3": {"TMA": 0, "STAGES": 3}, "cpasync-plain": {**CPASYNC, "OVERLAP": 0, "PINGPONG": 0, "QSMEM": 1},
     "producer-fence": {**CPASYNC, "PRODUCER_FENCE": 1}, "cpasync-wait-hint": {**CPASYNC, "WAIT_HINT": 200},
     # the persistent grid (3 emulated CTAs over 4 work items here: the first CTA takes two),
     # with either producer, every ring size and the consumers' other builds
     "persistent-tma-stages3": {"TMA": 1, "STAGES": 3, "PERSISTENT": 1},
     "persistent-tma": {"TMA": 1, "STAGES": 2, "PERSISTENT": 1},
     "persistent-tma-bc64": {"TMA": 1, "STAGES": 2, "BC": 64, "PERSISTENT": 1},
-    "persistent-tma-plain": {"TMA": 1, "STAGES": 3, "OVERLAP": 0, "PINGPONG": 0, "PERSISTENT": 1},
+    "persistent-tma-plain": {"TMA": 1, "STAGES": 3, "OVERLAP": 0, "PINGPONG": 0, "QSMEM": 1, "PERSISTENT": 1},
     "persistent-tma-q-smem": {"TMA": 1, "STAGES": 3, "QSMEM": 1, "PERSISTENT": 1},
     "persistent-cpasync": {**CPASYNC, "PERSISTENT": 1}, "persistent-cpasync-stages3": {"TMA": 0, "STAGES": 3, "PERSISTENT": 1},
     "persistent-producer-fence": {**CPASYNC, "PRODUCER_FENCE": 1, "PERSISTENT": 1},

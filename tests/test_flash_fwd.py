@@ -463,3 +463,20 @@ def test_paprof_run_records_the_gemm_ceiling_of_tensor_core_work(fake_bin, fake_
     run = profile_variant(FAMILY.variant("handbook"), FAMILY.parse("seq_q=1024,dtype=fp32"), NcuSettings(),
                           tmp_path / "runs")
     assert "--gemm-ceiling" not in fake_launcher.calls[0] and run.sidecar["gemm_ceiling_tflops"] is None
+
+
+def test_wgmma2_refuses_overlap_off_with_q_in_registers(monkeypatch):
+    """OVERLAP 0 with Q's fragments in registers computed garbage on the H200 (ptxas gives the
+    fragments away in that loop: docs/NOTES.md item 86), so the knob pair is refused in one
+    line; with Q from shared memory it builds."""
+    from paprof.families.flash_fwd import catalog
+
+    w2 = FAMILY.variant("wgmma2")
+    shape = FAMILY.parse("dtype=bf16,head_dim=128,seq_q=1000")
+    w2.check(shape)
+    monkeypatch.setattr(catalog, "WGMMA2_TUNING", {"OVERLAP": 0})
+    with pytest.raises(ShapeError, match="OVERLAP=0 needs QSMEM=1") as err:
+        w2.check(shape)
+    assert "\n" not in str(err.value)
+    monkeypatch.setattr(catalog, "WGMMA2_TUNING", {"OVERLAP": 0, "QSMEM": 1})
+    w2.check(shape)

@@ -113,9 +113,9 @@ def test_wgmma_by_tile(vid, shape, dtype):
     by_tile(vid, shape, dtype)
 
 
-WGMMA2_BUILDS = ["", "PERSISTENT=1", "STAGES=2", "STAGES=2,PERSISTENT=1", "TMA=0,STAGES=2,PERSISTENT=1", "BC=64", "WAIT_HINT=200", "OVERLAP=0", "PINGPONG=0", "QSMEM=1",
-                 "OVERLAP=0,PINGPONG=0", "TMA=0,STAGES=2", "TMA=0", "TMA=0,STAGES=2,BC=64",
-                 "TMA=0,STAGES=2,OVERLAP=0,PINGPONG=0", "TMA=0,STAGES=2,PRODUCER_FENCE=1",
+WGMMA2_BUILDS = ["", "PERSISTENT=1", "STAGES=2", "STAGES=2,PERSISTENT=1", "TMA=0,STAGES=2,PERSISTENT=1", "BC=64", "WAIT_HINT=200", "OVERLAP=0,QSMEM=1", "PINGPONG=0", "QSMEM=1",
+                 "OVERLAP=0,PINGPONG=0,QSMEM=1", "TMA=0,STAGES=2", "TMA=0", "TMA=0,STAGES=2,BC=64",
+                 "TMA=0,STAGES=2,OVERLAP=0,PINGPONG=0,QSMEM=1", "TMA=0,STAGES=2,PRODUCER_FENCE=1",
                  "FAST_MAX=0", "DESC_ADD=0", "RESCALE_EARLY=0", "QSMEM=1,FAST_MAX=0,DESC_ADD=0,RESCALE_EARLY=0",
                  "REG_CONSUMER=240,REG_PRODUCER=24", "QSMEM=1,PERSISTENT=1"]
 """wgmma2's knob settings scripts/tune_flash.py --variant wgmma2 benches (over the shipped ones:

@@ -305,6 +305,9 @@ def check_wgmma2(p: Shape) -> None:
     _check_tensor_cores("wgmma2")(p)
     if p.head_dim != 128:
         raise ShapeError(f"wgmma2 is written for head_dim 128, got {p.head_dim} (mma128 takes 64)")
+    if not wgmma2_knobs(p)["OVERLAP"] and not wgmma2_knobs(p)["QSMEM"]:
+        raise ShapeError("wgmma2 OVERLAP=0 needs QSMEM=1: in that loop ptxas gives Q's register "
+                         "fragments to other values (wrong on the H200; docs/NOTES.md item 86)")
     if wgmma2_knobs(p).get("PERSISTENT") and -(-p.seq_q // WGMMA_ROWS) * p.batch * p.q_heads >= 2**31:
         raise ShapeError("wgmma2 PERSISTENT=1 numbers its work items (query tiles x batch x q_heads) in "
                          "32-bit ints: fewer than 2^31 of them")

@@ -25,6 +25,8 @@
 #            small shapes, then paprof bench of wgmma, mma, mma128, sdpa_flash, sdpa_cudnn at the
 #            issue shapes (bf16 b4 h32 s8192 d128, causal, d64, s1024) -> logs/flashw-*
 #   packed   v7 packed against tokens: its GPU tests, tune_v5.py --packed
+#   flash5   wgmma2 as shipped (the diet): all its GPU tests, paprof bench at the four issue shapes
+#            beside cuDNN, SDPA flash and wgmma -> logs/flash5-*
 #   diet     wgmma2's consumer instruction diet (NOTES item 85): the new knob builds' GPU tests,
 #            scripts/tune_flash.py --sweep diet beside cuDNN and SDPA flash -> logs/diet-*
 #   flashship wgmma2 and sdpa_cudnn under ncu at the issue's shape (-> $OUT/flashship.tar.xz)
@@ -557,6 +559,18 @@ for f in sys.argv[1:]:
       > "$OUT/logs/packed-tests.log" 2>&1
     echo "packed tests: rc $?"; tail -5 "$OUT/logs/packed-tests.log"
     timeout 360 python3 scripts/tune_v5.py --packed 2>&1 | tee "$OUT/logs/tune-packed.log" | grep -v "^    SM "
+    ;;
+  flash5)
+    # wgmma2 as shipped with the diet (NOTES items 85-87): every wgmma2 GPU test (no -x), then
+    # paprof bench of wgmma2, cuDNN, SDPA flash and wgmma at the four issue shapes (a second
+    # process for the spread; run flashship after it for the ncu runs) -> logs/flash5-*
+    stamp flash5
+    timeout 240 python3 -m pytest -m gpu tests/test_gpu_flash.py -k wgmma2 -q -p no:cacheprovider -rfEs \
+      --tb=short > "$OUT/logs/flash5-tests.log" 2>&1
+    echo "wgmma2 tests: rc $?"
+    grep -E "^(FAILED|ERROR)|passed|failed|skipped" "$OUT/logs/flash5-tests.log" | tail -15
+    stamp flash5 bench
+    flash_bench flash5 60 wgmma2 sdpa_cudnn sdpa_flash wgmma
     ;;
   diet)
     # wgmma2's consumer instruction diet (NOTES item 85): the new builds against the reference

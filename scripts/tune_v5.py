@@ -122,23 +122,12 @@ SWEEP = [
     ("v7", f"{B1},dtype=fp8", MMA, {**SHIPPED, "TSUB": 2}),
     ("v7", f"{B1},dtype=fp8", MMA, {**SHIPPED, "TSUB": 2, "WARPS": 2, "MIN_BLOCKS": 8}),
     ("v7", f"{B1},dtype=fp8", MMA, {**SHIPPED, "TSUB": 1, "WARPS": 2, "MIN_BLOCKS": 8}),
-    # AHEAD_FIRST on (--ahead, NOTES item 88): each warp's step j + N prefetched into L2 at step
-    # j (L2_AHEAD N), against none, first and last at each shape (the call's drift): fp8 at the
-    # main shape, batch 4 and batch 1, then the 16-bit cache at batch 1, the main shape and
-    # the ragged batch
-    *[("v5", f"{MAIN},dtype=fp8", MMA, {**SHIPPED, "TSUB": 2, "L2_AHEAD": n}) for n in (0, 1, 2, 4, 0)],
-    *[("v7", f"{B1},dtype=fp8", MMA, {**SHIPPED, "TSUB": 2, "L2_AHEAD": n}) for n in (0, 1, 2, 4, 0)],
-    *[("v7", f"{B4},dtype=fp8", MMA, {**SHIPPED, "TSUB": 2, "L2_AHEAD": n}) for n in (0, 2, 0)],
-    *[("v7", f"{B1},dtype=fp16", MMA, {**SHIPPED, "L2_AHEAD": n}) for n in (0, 1, 2, 4, 0)],
-    *[("v5", f"{MAIN},dtype=fp16", MMA, {**SHIPPED, "L2_AHEAD": n}) for n in (0, 2, 0)],
-    *[("v7", f"{RAGGED},dtype=fp16", MMA, {**SHIPPED, "L2_AHEAD": n}) for n in (0, 2, 0)],
 ]
 FP8_FIRST = next(i for i, entry in enumerate(SWEEP) if "fp8" in entry[1])
 D64_FIRST = next(i for i, entry in enumerate(SWEEP) if entry[1].startswith(D64))
 D7_FIRST = next(i for i, entry in enumerate(SWEEP) if entry[1] == f"{D64},dtype=bf16")
 PACKED_FIRST = next(i for i, entry in enumerate(SWEEP) if entry[3].get("PATH"))
 FP8_WARPS_FIRST = next(i for i, entry in enumerate(SWEEP) if i > PACKED_FIRST and not entry[3].get("PATH"))
-AHEAD_FIRST = next(i for i, entry in enumerate(SWEEP) if "L2_AHEAD" in entry[3])
 HOST_KNOBS = {"ORDER": "V7_ORDER", "PATH": "V7_PATH", "SNAP": "V7_PACK_SNAP", "COST": "V7_PACK_ITEM_COST"}
 """Knobs that set a variants.py module value for the entry (v7's planning), not a -D value."""
 
@@ -264,8 +253,6 @@ parser.add_argument("--packed", action="store_true",
                     help="only v7 packed against tokens: the ragged batch and batch 1, fp16 and fp8 (PACKED_FIRST on)")
 parser.add_argument("--fp8-warps", action="store_true",
                     help="only fp8 at groups of 4 with more resident warps (FP8_WARPS_FIRST on)")
-parser.add_argument("--ahead", action="store_true",
-                    help="only the L2 prefetch distance (L2_AHEAD) against none, fp8 and fp16 (AHEAD_FIRST on)")
 parser.add_argument("--launches", type=int, default=50)
 parser.add_argument("--no-timing", action="store_true", help="for ncu: verify and launch, no ceiling")
 args = parser.parse_args()
@@ -277,7 +264,6 @@ if ceiling:
         print(f"  stream read {gib} GiB: {c}")
 chosen = (range(FP8_FIRST, D64_FIRST) if args.fp8 else range(D64_FIRST, D7_FIRST) if args.v7
           else range(D7_FIRST, FP8_WARPS_FIRST) if args.d7 else range(PACKED_FIRST, FP8_WARPS_FIRST) if args.packed
-          else range(FP8_WARPS_FIRST, AHEAD_FIRST) if args.fp8_warps else range(AHEAD_FIRST, len(SWEEP)) if args.ahead
-          else range(len(SWEEP)))
+          else range(FP8_WARPS_FIRST, len(SWEEP)) if args.fp8_warps else range(len(SWEEP)))
 for i in args.only or chosen:
     run(SWEEP[i], args.launches, ceiling)

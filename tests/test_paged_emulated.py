@@ -536,19 +536,3 @@ def test_a_packed_kernel_taking_one_item_a_cta_is_caught(build):
     with pytest.raises(AssertionError, match="cache bytes read|NaN|rel"):
         check_emulated("v7packed", Shape(batch=6, q_heads=4, kv_heads=2, context=EDGE_RAGGED, dtype="fp16"), build,
                        folder=broken)
-
-
-@pytest.mark.parametrize("vid, shape, tuning", [
-    # L2_AHEAD (docs/NOTES.md item 88): each warp's step j + N prefetched into L2 at step j;
-    # every prefetch must start a line of a row the CTA may read (the emulator's check), the
-    # output stays the reference's: fp8 at two tiles a step, fp16 / bf16 at one, v7's items,
-    # a page smaller than a tile, a 256-page chunk plus one (rows of whole 128-byte lines only)
-    ("v6", dict(batch=3, q_heads=8, kv_heads=2, context=(1, 17, 300), num_splits=3, dtype="fp8"), {"TSUB": 2, "L2_AHEAD": 2}),
-    ("v7", dict(batch=2, q_heads=8, kv_heads=2, context=(40, 700), chunk_pages=8, dtype="fp8"), {"TSUB": 2, "L2_AHEAD": 1}),
-    ("v5", dict(batch=1, q_heads=2, kv_heads=1, context=(4112,), dtype="fp8"), {"TSUB": 2, "L2_AHEAD": 4}),
-    ("v5", dict(batch=3, q_heads=16, kv_heads=2, page_size=8, context=(1, 9, 77), dtype="fp8"), {"TSUB": 2, "L2_AHEAD": 2}),
-    ("v7", dict(batch=2, q_heads=4, kv_heads=2, context=(17, 500), chunk_pages=8, dtype="fp16"), {"L2_AHEAD": 2}),
-    ("v6", dict(batch=2, q_heads=4, kv_heads=2, context=(9, 200), num_splits=3, dtype="bf16"), {"L2_AHEAD": 3}),
-], ids=lambda c: c if isinstance(c, str) else "-".join(f"{k}{v}" for k, v in c.items()) if "L2_AHEAD" in c else Shape(**c).slug())
-def test_l2_prefetch_ahead_reads_only_the_ctas_rows(build, vid, shape, tuning):
-    check_emulated(vid, Shape(**shape), build, tuning)

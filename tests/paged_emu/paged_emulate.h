@@ -247,20 +247,6 @@ inline uint4 load16(const unsigned char* p) {
     return v;
 }
 
-// L2_AHEAD's prefetch: a line start inside a cache, of a row the CTA may read (nothing is
-// moved, nothing counts as read).
-inline void prefetch_l2(const unsigned char* p) {
-    for (auto& c : paged_emu::caches) {
-        if (c.lo && p >= c.lo && p < c.lo + c.bytes) {
-            const size_t at = size_t(p - c.lo);
-            if (at % 128) paged_emu::fail("a prefetch not at a 128-byte line");
-            paged_emu::check_owner(at);
-            return;
-        }
-    }
-    paged_emu::fail("a prefetch outside the K and V caches");
-}
-
 inline uint4 load8(const unsigned char* p) {
     uint2 v;
     paged_emu::global_load(&v, p, 8);

@@ -61,9 +61,6 @@
 #ifndef TSUB
 #define TSUB 1  // FEED 1: 16-token tiles a warp takes in one step (loads in flight: TSUB tiles)
 #endif
-#ifndef L2_AHEAD
-#define L2_AHEAD 0  // FEED 1, N > 0: the rows of the warp's step j + N prefetched into L2 at step j
-#endif
 
 #define TILE 16
 #define ELEM_BYTES (KV_DTYPE == 3 ? 1 : 2)
@@ -87,7 +84,6 @@
 static_assert(KV_DTYPE >= 1 && KV_DTYPE <= 3, "the tensor-core path reads fp16, bf16 or fp8 caches");
 static_assert(KV_DTYPE != 3 || FEED, "fp8 caches take the register feed only");
 static_assert(TSUB == 1 || FEED, "TSUB is the register feed's");
-static_assert(L2_AHEAD == 0 || (FEED && ROW_BYTES % 128 == 0), "L2_AHEAD: the register feed, rows of whole lines");
 static_assert(GROUP >= 1 && GROUP <= 8, "a group's heads fill at most the 8 real rows of an m16 tile");
 static_assert(HEAD_DIM % 16 == 0 && (TILE * CHUNKS) % 32 == 0, "head_dim must be a multiple of 16");
 
@@ -286,11 +282,6 @@ __device__ __forceinline__ uint4 load8(const unsigned char* p) {
     return make_uint4(v.x, v.y, 0u, 0u);
 }
 
-// The 128-byte line at p into L2 (no registers, nothing waits for it).
-__device__ __forceinline__ void prefetch_l2(const unsigned char* p) {
-    asm volatile("prefetch.global.L2 [%0];" ::"l"(p));
-}
-
 // Four e4m3 bytes as two f16 pairs, exactly: bytes 0, 1 -> lo, bytes 2, 3 -> hi (the lower
 // byte in the lower half). One F2FP instruction a pair on sm_89+.
 __device__ __forceinline__ void e4m3x4_to_f16x2(unsigned w, unsigned& lo, unsigned& hi) {
@@ -469,31 +460,11 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32, MIN_BLOCKS) KERNEL_NAME
                 }
             }
         };
-        // L2_AHEAD: lanes 0..15 prefetch the K rows, 16..31 the V rows of the warp's step
-        // jd's tiles (ROW_BYTES / 128 lines a row), so that its loads, issued a step before
-        // they are needed, find the lines in L2: more bytes on their way from DRAM than the
-        // registers of one step in flight hold (fp8 computes twice as long a byte).
-        [[maybe_unused]] auto prefetch_step = [&](int jd) {
-#pragma unroll
-            for (int s = 0; s < TSUB; ++s) {
-                const size_t base = PAGE_SIZE % TILE == 0 ? tile_base(jd, s) : 0;
-                const unsigned char* row =
-                    (lane < TILE ? key_cache : value_cache) + head_offset + token(jd, s, base, lane % TILE);
-#pragma unroll
-                for (int c = 0; c < ROW_BYTES; c += 128) prefetch_l2(row + c);
-            }
-        };
         if (n_mine > 0) {
             load_k(0);
             load_v(0);
         }
-#if L2_AHEAD
-        for (int jd = 1; jd < L2_AHEAD && jd < n_mine; ++jd) prefetch_step(jd);
-#endif
         for (int j = 0; j < n_mine; ++j) {
-#if L2_AHEAD
-            if (j + L2_AHEAD < n_mine) prefetch_step(j + L2_AHEAD);
-#endif
 #if TIMELINE
 #pragma unroll
             for (int qq = 0; qq < 3; ++qq)

@@ -25,7 +25,6 @@
 #            small shapes, then paprof bench of wgmma, mma, mma128, sdpa_flash, sdpa_cudnn at the
 #            issue shapes (bf16 b4 h32 s8192 d128, causal, d64, s1024) -> logs/flashw-*
 #   packed   v7 packed against tokens: its GPU tests, tune_v5.py --packed
-#   early    fp8 decode's next-step loads a tile at a time (EARLY_LOADS): scripts/tune_v5.py --early
 #   flash5   wgmma2 as shipped (the diet): all its GPU tests, paprof bench at the four issue shapes
 #            beside cuDNN, SDPA flash and wgmma -> logs/flash5-*
 #   diet     wgmma2's consumer instruction diet (NOTES item 85): the new knob builds' GPU tests,
@@ -560,12 +559,6 @@ for f in sys.argv[1:]:
       > "$OUT/logs/packed-tests.log" 2>&1
     echo "packed tests: rc $?"; tail -5 "$OUT/logs/packed-tests.log"
     timeout 360 python3 scripts/tune_v5.py --packed 2>&1 | tee "$OUT/logs/tune-packed.log" | grep -v "^    SM "
-    ;;
-  early)
-    # fp8 decode's next-step loads a tile at a time (EARLY_LOADS, NOTES item 89):
-    # scripts/tune_v5.py --early (the main shape, b1, b4) -> logs/tune-early.log
-    stamp early
-    timeout 300 python3 scripts/tune_v5.py --early 2>&1 | tee "$OUT/logs/tune-early.log"
     ;;
   flash5)
     # wgmma2 as shipped with the diet (NOTES items 85-87): every wgmma2 GPU test (no -x), then

@@ -536,17 +536,3 @@ def test_a_packed_kernel_taking_one_item_a_cta_is_caught(build):
     with pytest.raises(AssertionError, match="cache bytes read|NaN|rel"):
         check_emulated("v7packed", Shape(batch=6, q_heads=4, kv_heads=2, context=EDGE_RAGGED, dtype="fp16"), build,
                        folder=broken)
-
-
-@pytest.mark.parametrize("vid, shape, tuning", [
-    # EARLY_LOADS (docs/NOTES.md item 89): the next step's loads issued a tile at a time (V
-    # after each tile's P V; 2: K after each tile's S too), at two and four tiles a step
-    ("v6", dict(batch=3, q_heads=8, kv_heads=2, context=(1, 17, 300), num_splits=3, dtype="fp8"), {"TSUB": 2, "EARLY_LOADS": 1}),
-    ("v6", dict(batch=3, q_heads=8, kv_heads=2, context=(1, 17, 300), num_splits=3, dtype="fp8"), {"TSUB": 2, "EARLY_LOADS": 2}),
-    ("v7", dict(batch=2, q_heads=8, kv_heads=2, context=(40, 700), chunk_pages=8, dtype="fp8"), {"TSUB": 2, "EARLY_LOADS": 2}),
-    ("v5", dict(batch=3, q_heads=16, kv_heads=2, page_size=8, context=(1, 9, 77), dtype="fp8"), {"TSUB": 2, "EARLY_LOADS": 1}),
-    ("v5", dict(batch=3, q_heads=4, kv_heads=4, head_dim=64, context=(15, 33, 70), dtype="fp8"), {"TSUB": 4, "EARLY_LOADS": 2}),
-    ("v7", dict(batch=2, q_heads=4, kv_heads=2, context=(17, 500), chunk_pages=8, dtype="fp16"), {"TSUB": 2, "EARLY_LOADS": 2}),
-], ids=lambda c: c if isinstance(c, str) else "-".join(f"{k}{v}" for k, v in c.items()) if "EARLY_LOADS" in c else Shape(**c).slug())
-def test_early_loads_a_tile_at_a_time(build, vid, shape, tuning):
-    check_emulated(vid, Shape(**shape), build, tuning)

@@ -61,9 +61,6 @@
 #ifndef TSUB
 #define TSUB 1  // FEED 1: 16-token tiles a warp takes in one step (loads in flight: TSUB tiles)
 #endif
-#ifndef EARLY_LOADS
-#define EARLY_LOADS 0  // FEED 1, TSUB > 1: 1 V of the next step requested a tile at a time, as
-#endif                 // each tile's P V is done; 2 K too (S a tile at a time; 1: after all of S)
 
 #define TILE 16
 #define ELEM_BYTES (KV_DTYPE == 3 ? 1 : 2)
@@ -87,7 +84,6 @@
 static_assert(KV_DTYPE >= 1 && KV_DTYPE <= 3, "the tensor-core path reads fp16, bf16 or fp8 caches");
 static_assert(KV_DTYPE != 3 || FEED, "fp8 caches take the register feed only");
 static_assert(TSUB == 1 || FEED, "TSUB is the register feed's");
-static_assert(EARLY_LOADS == 0 || FEED, "EARLY_LOADS is the register feed's");
 static_assert(GROUP >= 1 && GROUP <= 8, "a group's heads fill at most the 8 real rows of an m16 tile");
 static_assert(HEAD_DIM % 16 == 0 && (TILE * CHUNKS) % 32 == 0, "head_dim must be a multiple of 16");
 
@@ -439,32 +435,30 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32, MIN_BLOCKS) KERNEL_NAME
 #endif
         };
         uint4 kr[TSUB][2][KPIECES], vr[TSUB][4][VCHUNKS];
-        // tile s of step j's K (V) into kr[s] (vr[s])
-        auto load_k_tile = [&](int j, int s) {
-            const size_t base = PAGE_SIZE % TILE == 0 ? tile_base(j, s) : 0;
-#pragma unroll
-            for (int nb = 0; nb < 2; ++nb) {
-                const unsigned char* src = k_head + token(j, s, base, g + 8 * nb);
-#pragma unroll
-                for (int piece = 0; piece < KPIECES; ++piece) kr[s][nb][piece] = load16(src + 64 * piece);
-            }
-        };
-        auto load_v_tile = [&](int j, int s) {
-            const size_t base = PAGE_SIZE % TILE == 0 ? tile_base(j, s) : 0;
-#pragma unroll
-            for (int ti = 0; ti < 4; ++ti) {
-                const unsigned char* src = v_head + token(j, s, base, 2 * t4 + (ti & 1) + 8 * (ti >> 1));
-#pragma unroll
-                for (int c = 0; c < VCHUNKS; ++c) vr[s][ti][c] = V_LANE_BYTES == 16 ? load16(src + 128 * c) : load8(src);
-            }
-        };
         auto load_k = [&](int j) {
 #pragma unroll
-            for (int s = 0; s < TSUB; ++s) load_k_tile(j, s);
+            for (int s = 0; s < TSUB; ++s) {
+                const size_t base = PAGE_SIZE % TILE == 0 ? tile_base(j, s) : 0;
+#pragma unroll
+                for (int nb = 0; nb < 2; ++nb) {
+                    const unsigned char* src = k_head + token(j, s, base, g + 8 * nb);
+#pragma unroll
+                    for (int piece = 0; piece < KPIECES; ++piece) kr[s][nb][piece] = load16(src + 64 * piece);
+                }
+            }
         };
         auto load_v = [&](int j) {
 #pragma unroll
-            for (int s = 0; s < TSUB; ++s) load_v_tile(j, s);
+            for (int s = 0; s < TSUB; ++s) {
+                const size_t base = PAGE_SIZE % TILE == 0 ? tile_base(j, s) : 0;
+#pragma unroll
+                for (int ti = 0; ti < 4; ++ti) {
+                    const unsigned char* src = v_head + token(j, s, base, 2 * t4 + (ti & 1) + 8 * (ti >> 1));
+#pragma unroll
+                    for (int c = 0; c < VCHUNKS; ++c)
+                        vr[s][ti][c] = V_LANE_BYTES == 16 ? load16(src + 128 * c) : load8(src);
+                }
+            }
         };
         if (n_mine > 0) {
             load_k(0);
@@ -482,23 +476,6 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32, MIN_BLOCKS) KERNEL_NAME
             for (int s = 0; s < TSUB; ++s)
 #pragma unroll
                 for (int e = 0; e < 4; ++e) sc[s][0][e] = sc[s][1][e] = 0.f;
-#if EARLY_LOADS >= 2
-            // a tile at a time: its K registers are free, and refilled, once its S is done
-#pragma unroll
-            for (int s = 0; s < TSUB; ++s) {
-#pragma unroll
-                for (int kk = 0; kk < KSTEPS; ++kk) {
-                    const uint4 qa = lds16(&s_q[kk][lane]);
-#pragma unroll
-                    for (int nb = 0; nb < 2; ++nb) {
-                        unsigned b0, b1;
-                        k_frags(kr[s][nb], kk, b0, b1);
-                        mma16(sc[s][nb], qa.x, qa.y, qa.z, qa.w, b0, b1);
-                    }
-                }
-                if (j + 1 < n_mine) load_k_tile(j + 1, s);
-            }
-#else
 #pragma unroll
             for (int kk = 0; kk < KSTEPS; ++kk) {
                 const uint4 qa = lds16(&s_q[kk][lane]);
@@ -513,7 +490,6 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32, MIN_BLOCKS) KERNEL_NAME
                 }
             }
             if (j + 1 < n_mine) load_k(j + 1);
-#endif
 
             float x[TSUB][4];
             const int step_tok = c_begin + (j * WARPS + warp) * STEP;
@@ -552,13 +528,8 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32, MIN_BLOCKS) KERNEL_NAME
                     mma16(ot[mb], a[0], a[1], a[2], a[3], p.lo0, p.lo1);
 #endif
                 }
-#if EARLY_LOADS
-                if (j + 1 < n_mine) load_v_tile(j + 1, s);  // this tile's V registers are free
-#endif
             }
-#if !EARLY_LOADS
             if (j + 1 < n_mine) load_v(j + 1);
-#endif
         }
     }
 #else

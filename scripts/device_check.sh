@@ -25,6 +25,7 @@
 #            small shapes, then paprof bench of wgmma, mma, mma128, sdpa_flash, sdpa_cudnn at the
 #            issue shapes (bf16 b4 h32 s8192 d128, causal, d64, s1024) -> logs/flashw-*
 #   packed   v7 packed against tokens: its GPU tests, tune_v5.py --packed
+#   ragship  v7 on the ragged batch under ncu (the packed path) -> $OUT/ragship.tar.xz
 #   flash5   wgmma2 as shipped (the diet): all its GPU tests, paprof bench at the four issue shapes
 #            beside cuDNN, SDPA flash and wgmma -> logs/flash5-*
 #   diet     wgmma2's consumer instruction diet (NOTES item 85): the new knob builds' GPU tests,
@@ -550,6 +551,16 @@ for f in sys.argv[1:]:
     done
     python3 -m paprof table /tmp/ship > "$OUT/logs/ship-table.txt" 2>&1; tail -12 "$OUT/logs/ship-table.txt"
     (cd /tmp && pack ship ship)
+    ;;
+  ragship)
+    # v7 on issue 16's ragged batch (fp16) under ncu, the path it takes now (packed) -> $OUT/ragship.tar.xz
+    stamp ragship
+    rm -rf /tmp/ragship
+    RAGGED="context=17:300:1024:2048:4000:4096:6000:8192:9000:12000:15000:16384:500:3000:7000:10000"
+    timeout 150 python3 -m paprof run --family paged_decode --variant v7 --shape "$RAGGED,dtype=fp16" --runs /tmp/ragship \
+      2>&1 | tail -6 | tee -a "$OUT/logs/ragship.log"
+    python3 -m paprof table /tmp/ragship 2>&1 | tail -4
+    (cd /tmp && pack ragship ragship)
     ;;
   packed)
     stamp packed

@@ -203,10 +203,11 @@ FLASH_DEVICE unsigned long long sw128_desc(unsigned addr, unsigned lbo, unsigned
 #endif
 template <int ROWS>
 FLASH_DEVICE unsigned long long kmajor_desc(unsigned tile, int row0, int kk) {
+    constexpr unsigned K_LBO = 16, K_SBO = WGMMA_PERIOD;
 #if DESC_ADD
-    return sw128_desc(tile, 16, WGMMA_PERIOD) + (unsigned)(tile_offset<ROWS>(row0, kk * 16) >> 4);
+    return sw128_desc(tile, K_LBO, K_SBO) + (unsigned)(tile_offset<ROWS>(row0, kk * 16) >> 4);
 #else
-    return sw128_desc(tile + tile_offset<ROWS>(row0, kk * 16), 16, WGMMA_PERIOD);
+    return sw128_desc(tile + tile_offset<ROWS>(row0, kk * 16), K_LBO, K_SBO);
 #endif
 }
 
@@ -215,10 +216,11 @@ FLASH_DEVICE unsigned long long kmajor_desc(unsigned tile, int row0, int kk) {
 // the next 64 dims are the next atom, ROWS rows on (LBO).
 template <int ROWS>
 FLASH_DEVICE unsigned long long nmajor_desc(unsigned tile, int kk) {
+    constexpr unsigned N_LBO = ROWS * WGMMA_ATOM, N_SBO = WGMMA_PERIOD;
 #if DESC_ADD
-    return sw128_desc(tile, ROWS * WGMMA_ATOM, WGMMA_PERIOD) + (unsigned)(tile_offset<ROWS>(kk * 16, 0) >> 4);
+    return sw128_desc(tile, N_LBO, N_SBO) + (unsigned)(tile_offset<ROWS>(kk * 16, 0) >> 4);
 #else
-    return sw128_desc(tile + tile_offset<ROWS>(kk * 16, 0), ROWS * WGMMA_ATOM, WGMMA_PERIOD);
+    return sw128_desc(tile + tile_offset<ROWS>(kk * 16, 0), N_LBO, N_SBO);
 #endif
 }
 

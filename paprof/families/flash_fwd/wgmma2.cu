@@ -48,6 +48,10 @@
 //               the factors of step j's softmax between the issue of S(j + 1) and that of
 //               P(j) V(j) (a second wgmma.fence before P V), under S(j + 1)'s tensor-core
 //               time, instead of after P(j) V(j) was waited for (OVERLAP 0: no effect).
+//   FAST_MAX, DESC_ADD (flash_wgmma.cuh; 1 shipped): the softmax's row maxima of the raw
+//               scores in two chains, scaled once; each wgmma descriptor as its tile's plus the
+//               operand's offset. With RESCALE_EARLY and QSMEM 0, the consumers' "diet"
+//               (docs/NOTES.md items 85-87: 590 -> 635 TFLOP/s).
 //   SETMAXNREG 1  ptxas budgets a 384-thread CTA at 168 registers a thread (it rounds a
 //               lone producer warp up to a warpgroup too); setmaxnreg moves them: the
 //               producer gives its down to REG_PRODUCER, the consumers take REG_CONSUMER.

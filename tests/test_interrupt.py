@@ -26,12 +26,21 @@ V2 = RUNS / "nvidia-h200" / "paged_decode" / "v2" / "b64_ctx4096_h32x8_d128_p16_
 V3 = RUNS / "nvidia-h200" / "paged_decode" / "v3" / "b64_ctx4096_h32x8_d128_p16_fp32.ncu-rep"
 ONE_LINE = "paprof: interrupted\n"
 
+# A suite started as a background job (``cmd &`` in a script) hands its children SIGINT
+# ignored, and Python then installs no KeyboardInterrupt handler: the children here get the
+# disposition a user's shell gives, the default.
 _PRELUDE = """
 import os, signal, sys
+signal.signal(signal.SIGINT, signal.default_int_handler)
 def sigint():
     os.kill(os.getpid(), signal.SIGINT)
     signal.pthread_sigmask(signal.SIG_BLOCK, [])  # a bytecode boundary: the handler runs
 """
+
+
+def _sigint_default() -> None:
+    """In a child before exec: SIGINT at its default, so that Python installs its handler."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def _python(code: str, *args, cwd: Path) -> subprocess.CompletedProcess:
@@ -90,7 +99,7 @@ def test_interrupt_at_several_moments_of_python_m_paprof(tmp_path):
             [sys.executable, "-m", "paprof", "compare", "baseline", "v1", "v2", "v3", "v4",
              "handbook", "v5", "v6", "--runs", str(RUNS), "--out", str(out)],
             cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-            env={**os.environ, "MPLBACKEND": "Agg"})
+            env={**os.environ, "MPLBACKEND": "Agg"}, preexec_fn=_sigint_default)
         time.sleep(delay)
         proc.send_signal(signal.SIGINT)
         _, err = proc.communicate(timeout=120)

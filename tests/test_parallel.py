@@ -227,6 +227,7 @@ def test_ctrl_c_while_workers_read_ends_them(tmp_path):
     pids = tmp_path / "pids"
     code = textwrap.dedent(f"""
         import os, signal, sys, time
+        signal.signal(signal.SIGINT, signal.default_int_handler)  # not ignored if the suite's runner was
         from paprof.analysis import load
         load.PARALLEL_RUNS, load.CHUNK_RUNS = 2, 2
         def stuck(task):

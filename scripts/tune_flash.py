@@ -64,7 +64,7 @@ WGMMA2_SWEEP = [
     (CAUSAL, "cp.async producer, 2 stages", {"TMA": 0, "STAGES": 2}),
     (CAUSAL, "no ping-pong", {"PINGPONG": 0}),
 ]
-BEFORE = {"QSMEM": 1, "FAST_MAX": 0, "DESC_ADD": 0, "RESCALE_EARLY": 0}
+BEFORE = catalog.WGMMA2_BEFORE_DIET
 WGMMA2_DIET = [
     # (NOTES items 85-86) the consumers' instruction diet (shipped since item 85's call), each
     # step taken away, then the build before it; the shipped build first and last (the

@@ -194,9 +194,9 @@ WGMMA2_BUILDS = {
     # producer; the build before it (Q from shared memory, no diet)
     "no-fast-max": {"FAST_MAX": 0}, "no-desc-add": {"DESC_ADD": 0}, "no-rescale-early": {"RESCALE_EARLY": 0},
     "no-diet": NO_DIET, "no-diet-cpasync": {**CPASYNC, **NO_DIET}, "no-diet-persistent": {"PERSISTENT": 1, **NO_DIET},
-    "before-diet": {"QSMEM": 1, **NO_DIET}, "before-diet-cpasync": {**CPASYNC, "QSMEM": 1, **NO_DIET},
+    "before-diet": catalog.WGMMA2_BEFORE_DIET, "before-diet-cpasync": {**CPASYNC, **catalog.WGMMA2_BEFORE_DIET},
 }
-PERSISTENT_CONSUMERS = {"QSMEM": 1, **NO_DIET}
+PERSISTENT_CONSUMERS = catalog.WGMMA2_BEFORE_DIET
 """The consumer build the persistent loop's mutations run with (item 84's, before the diet)."""
 WGMMA2_PERSISTENT = {"tma-stages3": {"TMA": 1, "STAGES": 3}, "tma": {"TMA": 1, "STAGES": 2}, "cp-async": CPASYNC}
 """The persistent builds run on every wgmma2 shape (the producers and ring sizes that matter)."""

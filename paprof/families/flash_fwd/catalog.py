@@ -83,6 +83,9 @@ PERSISTENT 1 (docs/NOTES.md items 82-84: measured slower, 566 against 575), a pe
 min(work items, SMs) CTAs looping over the (query tile, head) work items, the producer running
 ahead across them (``wgmma2_grid``). The diet's knobs (FAST_MAX, DESC_ADD, RESCALE_EARLY) and QSMEM 1 (Q read
 by wgmma from shared memory) give the build before item 85 when set to 0 / 1."""
+WGMMA2_BEFORE_DIET = {"QSMEM": 1, "FAST_MAX": 0, "DESC_ADD": 0, "RESCALE_EARLY": 0}
+"""Over WGMMA2_SHIPPED, the build before the consumers' diet (docs/NOTES.md item 79's: Q from
+shared memory, the maxima scaled first, descriptors from addresses, O rescaled after P V)."""
 WGMMA2_KNOBS = tuple(WGMMA2_SHIPPED) + tuple(k for k in WGMMA2_EXTRA if k not in WGMMA2_SHIPPED)
 WGMMA2_TUNING: dict = {}
 """-D values replacing wgmma2's shipped ones (scripts/tune_flash.py --variant wgmma2 sets it)."""

@@ -28,8 +28,6 @@
 #   ragship  v7 on the ragged batch under ncu (the packed path) -> $OUT/ragship.tar.xz
 #   flash5   wgmma2 as shipped (the diet): all its GPU tests, paprof bench at the four issue shapes
 #            beside cuDNN, SDPA flash and wgmma -> logs/flash5-*
-#   diet     wgmma2's consumer instruction diet (NOTES item 85): the new knob builds' GPU tests,
-#            scripts/tune_flash.py --sweep diet beside cuDNN and SDPA flash -> logs/diet-*
 #   flashship wgmma2 and sdpa_cudnn under ncu at the issue's shape (-> $OUT/flashship.tar.xz)
 #   fp8runs  v7 under ncu, fp8 and fp16 caches, b64 and b1 (-> $OUT/fp8runs.tar.xz)
 #   flashbig flash_fwd's runs at the issue's shape (b4 h32 s8192 d128 bf16; handbook fp32)
@@ -582,19 +580,6 @@ for f in sys.argv[1:]:
     grep -E "^(FAILED|ERROR)|passed|failed|skipped" "$OUT/logs/flash5-tests.log" | tail -15
     stamp flash5 bench
     flash_bench flash5 60 wgmma2 sdpa_cudnn sdpa_flash wgmma
-    ;;
-  diet)
-    # wgmma2's consumer instruction diet (NOTES item 85): the new builds against the reference
-    # on wgmma's tile classes, then scripts/tune_flash.py --sweep diet with cuDNN and SDPA
-    # flash timed beside (one process) -> logs/diet-*; expected ~5 minutes
-    stamp diet
-    timeout 200 python3 -m pytest -m gpu tests/test_gpu_flash.py -k "wgmma2 and (FAST or DESC or RESCALE)" -x -q \
-      -p no:cacheprovider -rfEs --tb=short > "$OUT/logs/diet-tests.log" 2>&1
-    echo "diet tests: rc $?"
-    grep -E "^(FAILED|ERROR)|by query block|passed|failed|skipped" "$OUT/logs/diet-tests.log" | tail -15
-    stamp diet tune
-    timeout 330 python3 scripts/tune_flash.py --variant wgmma2 --sweep diet --peer sdpa_cudnn --peer sdpa_flash \
-      --launches 30 2>&1 | tee "$OUT/logs/diet-tune.log"
     ;;
   flashship)
     stamp flashship

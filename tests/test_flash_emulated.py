@@ -440,9 +440,13 @@ MUTATIONS2_PERSISTENT = {  # PERSISTENT 1: the persistent loop's own bugs (one C
         "    static thread_local float acc[OREGS];"),
     "the consumers' ring index not carried across tiles": ("    ring += steps;\n", "\n"),
     "the producer's ring index not carried across tiles": ("        r0 += steps;\n", "\n"),
-    "Q released before the tile's last S": ("        probs_to_a(s, pa);\n    }\n#if PERSISTENT && QSMEM\n",
-                                            "        probs_to_a(s, pa);\n    }\n    mbar_arrive(q_empty(bars));\n"
-                                            "#if PERSISTENT && QSMEM\n"),
+    # sQ released once more right after the tile's first S: the producer's refill then races
+    # S(1) ... S(steps - 1), a wide window (an extra release at the legal place, after the
+    # last S, only races the other warpgroup's last half step: the emulator's threads
+    # caught it in some runs and not in others)
+    "Q released after the tile's first S": ("        probs_to_a(s, pa);\n    }\n    // S(j + 1) with P(j) V(j)",
+                                            "        probs_to_a(s, pa);\n        mbar_arrive(q_empty(bars));\n    }\n"
+                                            "    // S(j + 1) with P(j) V(j)"),
     "the next tile's Q waited with the wrong parity": ("mbar_wait(q_full(bars), n & 1)", "mbar_wait(q_full(bars), (n + 1) & 1)"),
     "the turn not passed on across tiles (a deadlock)": ("if (PERSISTENT || !(last && wg == 1))", "if (!(last && wg == 1))"),
 }

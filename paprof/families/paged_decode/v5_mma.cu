@@ -21,6 +21,11 @@
 //     by 16 bytes against bank conflicts); P V with rows 8..15 of A zero, results dropped.
 //     With no arithmetic at all this path streams at ~91.5 % of the read ceiling against
 //     ~96 % for register loads over the same addresses (docs/NOTES.md, item 18).
+//   2 (head_dim 64, 128): the register feed's fragments, read from a per-warp ring of
+//     NSTAGES shared-memory stages (a step of TSUB tiles, K then V) that the warp's own lanes
+//     fill with bulk copies (cp.async.bulk, one a token's row, completing on the stage's
+//     mbarrier): the bytes in flight are NSTAGES steps a warp, whatever the registers and
+//     the warp's arithmetic between its loads (fp8 issues twice the instructions a byte).
 // fp8 caches (KV_DTYPE 3, e4m3 with a float scale per KV head for K and one for V) take the
 // register feed only: each 16-byte load brings 16 e4m3 values, converted in registers to f16
 // pairs (cvt.rn.f16x2.e4m3x2, one instruction for two values on sm_89+) that feed the same
@@ -50,7 +55,7 @@
 #endif
 #include "fast_common.cuh"
 #ifndef FEED
-#define FEED 0  // 0: K/V through a cp.async ring and ldmatrix; 1: straight into registers
+#define FEED 0  // 0: K/V through a cp.async ring and ldmatrix; 1: straight into registers; 2: a bulk-copy ring
 #endif
 #ifndef FEED_HINT
 #define FEED_HINT 0  // FEED 1: 1 adds an L2::128B prefetch hint to the loads, 2 L2::256B
@@ -80,13 +85,20 @@
 #define VCHUNKS (ROW_BYTES >= 128 ? ROW_BYTES / 128 : 1)
 #define V_LANE_BYTES (ROW_BYTES >= 128 ? 16 : ROW_BYTES / 8)
 #define VEC_ELEMS (16 / ELEM_BYTES)
+// FEED 2: a stage is one step's K rows then its V rows, each row ROW_BYTES + 16 apart (the
+// 16 bytes keep the 8 rows of a V read on distinct banks; K's reads are 2-way)
+#define RING_PITCH (ROW_BYTES + 16)
+#define STAGE_BYTES (2 * TILE * TSUB * RING_PITCH)
 
 static_assert(KV_DTYPE >= 1 && KV_DTYPE <= 3, "the tensor-core path reads fp16, bf16 or fp8 caches");
-static_assert(KV_DTYPE != 3 || FEED, "fp8 caches take the register feed only");
+static_assert(KV_DTYPE != 3 || FEED, "fp8 caches take the register feed (FEED 1 or 2)");
 static_assert(TSUB == 1 || FEED, "TSUB is the register feed's");
 static_assert(GROUP >= 1 && GROUP <= 8, "a group's heads fill at most the 8 real rows of an m16 tile");
 static_assert(HEAD_DIM % 16 == 0 && (TILE * CHUNKS) % 32 == 0, "head_dim must be a multiple of 16");
 
+#if FEED == 2 && defined(PAGED_EMULATE)
+#error "the CPU emulation has no bulk copies or mbarriers: it runs FEED 1"
+#endif
 #ifndef PAGED_EMULATE  // tests/paged_emu/paged_emulate.h has the host's (FEED 1)
 __device__ __forceinline__ unsigned smem_u32(const void* ptr) {
     unsigned addr;
@@ -282,6 +294,44 @@ __device__ __forceinline__ uint4 load8(const unsigned char* p) {
     return make_uint4(v.x, v.y, 0u, 0u);
 }
 
+// FEED 2: 8 bytes from shared memory (fp8 with head_dim 64: a V vector), in program order.
+__device__ __forceinline__ uint4 lds8(unsigned addr) {
+    uint2 v;
+    asm volatile("ld.shared.v2.u32 {%0, %1}, [%2];" : "=r"(v.x), "=r"(v.y) : "r"(addr));
+    return make_uint4(v.x, v.y, 0u, 0u);
+}
+__device__ __forceinline__ uint4 lds16_at(unsigned addr) {
+    uint4 v;
+    asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "r"(addr));
+    return v;
+}
+// An mbarrier (8 bytes of shared memory) expecting `count` arrivals a phase; made visible
+// to the async proxy before any copy completes on it.
+__device__ __forceinline__ void mbar_init(unsigned bar, unsigned count) {
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(bar), "r"(count) : "memory");
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+}
+// This thread's arrival, raising the phase's expected bytes by `bytes` first.
+__device__ __forceinline__ void mbar_expect_tx(unsigned bar, unsigned bytes) {
+    asm volatile("mbarrier.arrive.expect_tx.release.cta.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(bytes) : "memory");
+}
+// Until the phase of parity `parity` has completed (its copies have landed and are visible).
+__device__ __forceinline__ void mbar_wait(unsigned bar, unsigned parity) {
+    unsigned done;
+    do {
+        asm volatile("{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}\n"
+                     : "=r"(done) : "r"(bar), "r"(parity) : "memory");
+    } while (!done);
+}
+// `bytes` (a multiple of 16) global -> shared by the copy engine, completing on mbarrier bar.
+__device__ __forceinline__ void bulk_copy(unsigned dst, const void* src, unsigned bytes, unsigned bar) {
+    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
+                 ::"r"(dst), "l"(src), "r"(bytes), "r"(bar) : "memory");
+}
+// Generic-proxy accesses of this thread ordered before its later async-proxy ones (a stage
+// read, or used by the merge, before a copy refills it).
+__device__ __forceinline__ void fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
+
 // Four e4m3 bytes as two f16 pairs, exactly: bytes 0, 1 -> lo, bytes 2, 3 -> hi (the lower
 // byte in the lower half). One F2FP instruction a pair on sm_89+.
 __device__ __forceinline__ void e4m3x4_to_f16x2(unsigned w, unsigned& lo, unsigned& hi) {
@@ -402,9 +452,31 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32, MIN_BLOCKS) KERNEL_NAME
     // the ceiling with no arithmetic at all against 96 % through registers; NOTES item 18.)
     static_assert(HEAD_DIM % 64 == 0 && HEAD_DIM <= 128, "the register feed holds 64-byte K and 128-byte V pieces");
     constexpr int STEP = TILE * TSUB;  // tokens a warp takes a step
+#if FEED == 1
     const int token_stride32 = kv_heads * ROW_BYTES;
+#endif
+#if FEED == 1
     const unsigned char* k_head = key_cache + head_offset + 16 * t4;
     const unsigned char* v_head = value_cache + head_offset + V_LANE_BYTES * g;
+#endif
+#if FEED == 2
+    // Each warp's ring: NSTAGES stages of s_dyn, a full mbarrier each (one arrival, lane 0's
+    // expect_tx, and the step's bytes), and how many steps the warp has put through it
+    // (the parity of a stage's next phase), kept in shared memory across chunks and items.
+    __shared__ unsigned long long s_full[WARPS][NSTAGES];
+    __shared__ int s_uses[WARPS];
+    const unsigned ring = smem_u32(s_dyn) + warp * NSTAGES * STAGE_BYTES;
+#if WORKLIST == 2
+    if (item_index == static_cast<int>(blockIdx.y))
+#endif
+    {
+        if (lane == 0) {
+            for (int st = 0; st < NSTAGES; ++st) mbar_init(smem_u32(&s_full[warp][st]), 1);
+            s_uses[warp] = 0;
+        }
+        __syncwarp();
+    }
+#endif
     for (int chunk = p_begin; chunk < p_end; chunk += CHUNK_PAGES) {
         const int chunk_pages = min(CHUNK_PAGES, p_end - chunk);
         stage_pages<WARPS * 32>(s_pages, table, chunk, chunk_pages);
@@ -413,6 +485,7 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32, MIN_BLOCKS) KERNEL_NAME
         const int n_tiles = (c_end - c_begin + STEP - 1) / STEP;  // steps, of TSUB tiles
         const int n_mine = warp < n_tiles ? (n_tiles - warp + WARPS - 1) / WARPS : 0;  // steps warp, warp+WARPS, ...
         const int last = c_end - 1 - c_begin;
+#if FEED == 1
         // The first token of tile s of the warp's step j, relative to c_begin; with TSUB > 1
         // a tile wholly past the end reads the last tile instead (finite values, weight 0).
         auto tile_first = [&](int j, int s) -> int {
@@ -434,7 +507,58 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32, MIN_BLOCKS) KERNEL_NAME
             return static_cast<size_t>(s_pages[rel / PAGE_SIZE]) * page_stride + (rel % PAGE_SIZE) * token_stride;
 #endif
         };
+#endif
         uint4 kr[TSUB][2][KPIECES], vr[TSUB][4][VCHUNKS];
+#if FEED == 2
+        const int uses0 = s_uses[warp];  // written before the last barrier (stage_pages')
+        // Step j of the warp into its stage: lanes take the step's 2 STEP rows (K then V) a
+        // row each, tokens past the end not copied (their reads take the last token's row).
+        auto produce = [&](int j) {
+            if (j >= n_mine) return;
+            const int first = (j * WARPS + warp) * STEP, valid = min(STEP, last + 1 - first);
+            const unsigned stage = ring + ((uses0 + j) % NSTAGES) * STAGE_BYTES;
+            const unsigned bar = smem_u32(&s_full[warp][(uses0 + j) % NSTAGES]);
+            fence_proxy_async();  // this lane's reads of the stage (or the merge's) come first
+            if (lane == 0) mbar_expect_tx(bar, 2 * valid * ROW_BYTES);
+            __syncwarp();
+#pragma unroll
+            for (int r = lane; r < 2 * STEP; r += 32) {
+                const int tok = r % STEP;
+                if (tok < valid) {
+                    const int rel = first + tok;
+                    const size_t off = static_cast<size_t>(s_pages[rel / PAGE_SIZE]) * page_stride +
+                                       (rel % PAGE_SIZE) * token_stride + head_offset;
+                    bulk_copy(stage + r * RING_PITCH, (r < STEP ? key_cache : value_cache) + off, ROW_BYTES, bar);
+                }
+            }
+        };
+        // Step j's rows from its stage, a row past the end read as the step's last one.
+        auto stage_of = [&](int j) -> unsigned { return ring + ((uses0 + j) % NSTAGES) * STAGE_BYTES; };
+        auto stage_row = [&](int j, int row) -> int { return min(row, last - (j * WARPS + warp) * STEP); };
+        auto load_k = [&](int j) {
+            const unsigned stage = stage_of(j) + 16 * t4;
+#pragma unroll
+            for (int s = 0; s < TSUB; ++s)
+#pragma unroll
+                for (int nb = 0; nb < 2; ++nb) {
+                    const unsigned src = stage + stage_row(j, s * TILE + g + 8 * nb) * RING_PITCH;
+#pragma unroll
+                    for (int piece = 0; piece < KPIECES; ++piece) kr[s][nb][piece] = lds16_at(src + 64 * piece);
+                }
+        };
+        auto load_v = [&](int j) {
+            const unsigned stage = stage_of(j) + STEP * RING_PITCH + V_LANE_BYTES * g;
+#pragma unroll
+            for (int s = 0; s < TSUB; ++s)
+#pragma unroll
+                for (int ti = 0; ti < 4; ++ti) {
+                    const unsigned src = stage + stage_row(j, s * TILE + 2 * t4 + (ti & 1) + 8 * (ti >> 1)) * RING_PITCH;
+#pragma unroll
+                    for (int c = 0; c < VCHUNKS; ++c)
+                        vr[s][ti][c] = V_LANE_BYTES == 16 ? lds16_at(src + 128 * c) : lds8(src);
+                }
+        };
+#else
         auto load_k = [&](int j) {
 #pragma unroll
             for (int s = 0; s < TSUB; ++s) {
@@ -460,15 +584,25 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32, MIN_BLOCKS) KERNEL_NAME
                 }
             }
         };
+#endif
+#if FEED == 2
+#pragma unroll 1
+        for (int j = 0; j < NSTAGES; ++j) produce(j);
+#else
         if (n_mine > 0) {
             load_k(0);
             load_v(0);
         }
+#endif
         for (int j = 0; j < n_mine; ++j) {
 #if TIMELINE
 #pragma unroll
             for (int qq = 0; qq < 3; ++qq)
                 if (j == (qq + 1) * n_mine / 4) t_quarter[qq] = global_ns();
+#endif
+#if FEED == 2
+            mbar_wait(smem_u32(&s_full[warp][(uses0 + j) % NSTAGES]), ((uses0 + j) / NSTAGES) & 1);
+            load_k(j);
 #endif
             // One product gives the hi and the lo share of each score (rows g and g + 8).
             float sc[TSUB][2][4];
@@ -489,7 +623,11 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32, MIN_BLOCKS) KERNEL_NAME
                     }
                 }
             }
+#if FEED == 2
+            load_v(j);
+#else
             if (j + 1 < n_mine) load_k(j + 1);
+#endif
 
             float x[TSUB][4];
             const int step_tok = c_begin + (j * WARPS + warp) * STEP;
@@ -529,8 +667,17 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32, MIN_BLOCKS) KERNEL_NAME
 #endif
                 }
             }
+#if FEED == 2
+            __syncwarp();  // every lane has read the stage
+            produce(j + NSTAGES);
+#else
             if (j + 1 < n_mine) load_v(j + 1);
+#endif
         }
+#if FEED == 2
+        __syncwarp();
+        if (lane == 0) s_uses[warp] = uses0 + n_mine;  // read after the next barrier
+#endif
     }
 #else
     const unsigned ring = smem_u32(s_dyn) + warp * NSTAGES * 2 * TILE_BYTES;

@@ -254,7 +254,13 @@ def fast_smem(defines: dict) -> int:
     reused for the merge of the warps at the end."""
     warps, group, head_dim = defines["WARPS"], defines["GROUP"], defines["HEAD_DIM"]
     merge = (2 * warps * group + warps * group * head_dim) * 4
-    ring = 0 if defines.get("FEED") or "NSTAGES" not in defines else warps * defines["NSTAGES"] * 2 * 16 * (head_dim * 2 + 16)
+    row = head_dim * (1 if defines.get("KV_DTYPE") == 3 else 2)
+    if defines.get("FEED") == 2:  # the bulk-copy ring: NSTAGES steps of TSUB tiles, K and V, a warp
+        ring = warps * defines.get("NSTAGES", 3) * 2 * 16 * defines.get("TSUB", 1) * (row + 16)
+    elif defines.get("FEED") or "NSTAGES" not in defines:
+        ring = 0
+    else:
+        ring = warps * defines["NSTAGES"] * 2 * 16 * (row + 16)
     return max(merge, ring)
 
 

@@ -4,7 +4,7 @@ register feed clamps, splits a tile over pages or leaves splits empty:
     compute-sanitizer --tool memcheck python3 scripts/sanitize_fast.py [--dtype fp8] [--v7] [--ring]
 
 (--v7: v7's work list on its own shapes instead; --ring: the 16-bit and fp8 caches through
-FEED 2, each warp's bulk-copy ring, instead of the shipped feed.)
+FEED 2, each warp's TMA copy ring, instead of the shipped feed.)
 """
 
 import sys
@@ -44,7 +44,7 @@ V7_SHAPES = [
 if "--ring" in sys.argv:  # a build the tune sweep measures (scripts/tune_v5.py's RING_FP8 / RING_16)
     variants.GROUP1_D64_TUNING.clear()
     for dtype, knobs in {"fp16": {"WARPS": 2, "NSTAGES": 3}, "bf16": {"WARPS": 3, "NSTAGES": 2},
-                         "fp8": {"WARPS": 3, "TSUB": 1, "NSTAGES": 4}}.items():
+                         "fp8": {"WARPS": 3, "TSUB": 2, "NSTAGES": 2}}.items():
         variants.FAST_TUNING[dtype] = ("v5_mma.cu", {"FEED": 2, **knobs})
 only = sys.argv[sys.argv.index("--dtype") + 1] if "--dtype" in sys.argv else None
 runs = [(s, ("v7",)) for s in V7_SHAPES] if "--v7" in sys.argv else [(s, ("v5", "v6")) for s in SHAPES]

@@ -30,17 +30,18 @@ RAGGED = "context=17:300:1024:2048:4000:4096:6000:8192:9000:12000:15000:16384:50
 FAST, MMA = "v5_fast.cu", "v5_mma.cu"
 SHIPPED = {"WARPS": 3, "FEED": 1, "FEED_HINT": 1}  # K/V straight into registers
 RING = {"WARPS": 3, "FEED": 0, "NSTAGES": 2, "COPY_HINT": 1}  # the cp.async ring (head_dim 32, 256)
-RING_FP8 = [  # FEED 2 builds for fp8 (bytes of shared memory a CTA: warps x stages x TSUB x 4,608)
-    {"WARPS": 3, "TSUB": 1, "NSTAGES": 4, "MIN_BLOCKS": 3},  # 55 KB, 3 CTAs: 9 warps, 36 stages a SM
-    {"WARPS": 2, "TSUB": 1, "NSTAGES": 4, "MIN_BLOCKS": 5},  # 37 KB, 5 CTAs: 10 warps, 40 stages
-    {"WARPS": 3, "TSUB": 2, "NSTAGES": 2, "MIN_BLOCKS": 3},  # 55 KB, 3 CTAs
-    {"WARPS": 4, "TSUB": 1, "NSTAGES": 3, "MIN_BLOCKS": 3},  # 55 KB, 3 CTAs: 12 warps
-    {"WARPS": 2, "TSUB": 2, "NSTAGES": 3, "MIN_BLOCKS": 4},  # 55 KB, 3 CTAs
-    {"WARPS": 2, "TSUB": 1, "NSTAGES": 6, "MIN_BLOCKS": 3},  # 55 KB, 3 CTAs, deeper rings
+RING_FP8 = [  # FEED 2 builds for fp8 (shared memory a CTA: warps x stages x TSUB x 4 KB + 1 KB)
+    {"WARPS": 3, "TSUB": 1, "NSTAGES": 4, "MIN_BLOCKS": 4},  # 49 KB, 4 CTAs: 12 warps, 48 stages a SM
+    {"WARPS": 2, "TSUB": 1, "NSTAGES": 4, "MIN_BLOCKS": 5},  # 33 KB, 5 CTAs: 10 warps, 40 stages
+    {"WARPS": 3, "TSUB": 2, "NSTAGES": 2, "MIN_BLOCKS": 4},  # 49 KB, 4 CTAs
+    {"WARPS": 4, "TSUB": 1, "NSTAGES": 3, "MIN_BLOCKS": 4},  # 49 KB, 4 CTAs: 16 warps
+    {"WARPS": 2, "TSUB": 2, "NSTAGES": 3, "MIN_BLOCKS": 4},  # 49 KB, 4 CTAs
+    {"WARPS": 3, "TSUB": 1, "NSTAGES": 6, "MIN_BLOCKS": 3},  # 73 KB, 3 CTAs, deeper rings
 ]
-RING_16 = [  # FEED 2 builds for 16-bit caches (a stage 8,704 bytes at head_dim 128)
-    {"WARPS": 2, "NSTAGES": 3, "MIN_BLOCKS": 4},  # 52 KB, 4 CTAs: 8 warps
-    {"WARPS": 3, "NSTAGES": 2, "MIN_BLOCKS": 4},  # 52 KB, 4 CTAs: 12 warps
+RING_16 = [  # FEED 2 builds for 16-bit caches (a stage 8 KB at head_dim 128)
+    {"WARPS": 2, "NSTAGES": 3, "MIN_BLOCKS": 4},  # 49 KB, 4 CTAs: 8 warps
+    {"WARPS": 3, "NSTAGES": 2, "MIN_BLOCKS": 4},  # 49 KB, 4 CTAs: 12 warps
+    {"WARPS": 4, "NSTAGES": 2, "MIN_BLOCKS": 3},  # 65 KB, 3 CTAs: 12 warps
 ]
 SWEEP = [
     # (variant, shape, source, knobs): the shipped choices and the alternatives they beat;
@@ -134,8 +135,8 @@ SWEEP = [
     ("v7", f"{B1},dtype=fp8", MMA, {**SHIPPED, "TSUB": 2}),
     ("v7", f"{B1},dtype=fp8", MMA, {**SHIPPED, "TSUB": 2, "WARPS": 2, "MIN_BLOCKS": 8}),
     ("v7", f"{B1},dtype=fp8", MMA, {**SHIPPED, "TSUB": 1, "WARPS": 2, "MIN_BLOCKS": 8}),
-    # RING_FIRST on (--ring): FEED 2, each warp's bulk-copy ring (NSTAGES steps of TSUB tiles in
-    # shared memory, filled by cp.async.bulk a row a lane) against the shipped register feed;
+    # RING_FIRST on (--ring): FEED 2, each warp's copy ring (NSTAGES steps of TSUB tiles in
+    # shared memory, filled by TMA copies of 16 rows x 128 bytes) against the register feed;
     # the resident CTAs a SM are the shared memory's (MIN_BLOCKS only bounds the registers).
     # fp8 at the main shape, batch 4 and batch 1; fp16 at the main shape, batch 1 and the
     # ragged batch; then shapes for correctness alone (pages of 8 at d64, bf16, fp8 ragged);
@@ -152,7 +153,7 @@ SWEEP = [
     *[("v7", f"{B1},dtype=fp16", MMA, {"FEED": 2, **k}) for k in RING_16],
     ("v7", f"{RAGGED},dtype=fp16", MMA, SHIPPED),
     *[("v7", f"{RAGGED},dtype=fp16", MMA, {"FEED": 2, **k}) for k in RING_16],
-    ("v6", "batch=5,page=8,head_dim=64,q_heads=32,kv_heads=32,context=15:16:17:1000:4096,dtype=fp8", MMA,
+    ("v6", "batch=5,page=8,context=15:16:17:1000:4096,dtype=fp8", MMA,  # pages of 8: two boxes a tile
      {"FEED": 2, **RING_FP8[0]}),
     ("v6", f"{MAIN},dtype=bf16", MMA, {"FEED": 2, **RING_16[0]}),
     ("v7", f"{RAGGED},dtype=fp8", MMA, {"FEED": 2, **RING_FP8[0]}),

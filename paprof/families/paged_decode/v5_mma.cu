@@ -21,11 +21,14 @@
 //     by 16 bytes against bank conflicts); P V with rows 8..15 of A zero, results dropped.
 //     With no arithmetic at all this path streams at ~91.5 % of the read ceiling against
 //     ~96 % for register loads over the same addresses (docs/NOTES.md, item 18).
-//   2 (head_dim 64, 128): the register feed's fragments, read from a per-warp ring of
-//     NSTAGES shared-memory stages (a step of TSUB tiles, K then V) that the warp's own lanes
-//     fill with bulk copies (cp.async.bulk, one a token's row, completing on the stage's
-//     mbarrier): the bytes in flight are NSTAGES steps a warp, whatever the registers and
-//     the warp's arithmetic between its loads (fp8 issues twice the instructions a byte).
+//   2 (head_dim 128, pages of 8 or a multiple of 16): the register feed's fragments, read
+//     from a per-warp ring of NSTAGES shared-memory stages (a step of TSUB tiles, K then V)
+//     that the warp's own lanes fill through the copy engine: a TMA copy (tensor maps of the
+//     caches as [tokens][kv_heads][head_dim], built by the host) brings a tile's 16 rows of
+//     128 bytes in the 128-byte swizzle, completing on the stage's mbarrier; the bytes in
+//     flight are NSTAGES steps a warp, whatever the registers and the warp's arithmetic
+//     between its loads (fp8 issues twice the instructions a byte). A copy a row instead
+//     (cp.async.bulk) streamed at 29-64 % of the read ceiling: NOTES item 92.
 // fp8 caches (KV_DTYPE 3, e4m3 with a float scale per KV head for K and one for V) take the
 // register feed only: each 16-byte load brings 16 e4m3 values, converted in registers to f16
 // pairs (cvt.rn.f16x2.e4m3x2, one instruction for two values on sm_89+) that feed the same
@@ -85,10 +88,16 @@
 #define VCHUNKS (ROW_BYTES >= 128 ? ROW_BYTES / 128 : 1)
 #define V_LANE_BYTES (ROW_BYTES >= 128 ? 16 : ROW_BYTES / 8)
 #define VEC_ELEMS (16 / ELEM_BYTES)
-// FEED 2: a stage is one step's K rows then its V rows, each row ROW_BYTES + 16 apart (the
-// 16 bytes keep the 8 rows of a V read on distinct banks; K's reads are 2-way)
-#define RING_PITCH (ROW_BYTES + 16)
-#define STAGE_BYTES (2 * TILE * TSUB * RING_PITCH)
+// FEED 2: a stage is one step's K tiles then its V tiles, each tile HALVES boxes of 16 rows
+// x 128 bytes (a 128-byte piece of the rows each; BOX_ROWS rows a copy), 128-byte swizzled
+#define HALVES (ROW_BYTES / 128)
+#define BOX_ROWS (PAGE_SIZE < TILE ? PAGE_SIZE : TILE)
+#define STAGE_HALF_BYTES (TSUB * HALVES * TILE * 128)
+#define STAGE_BYTES (2 * STAGE_HALF_BYTES)
+#if FEED == 2
+static_assert(ROW_BYTES % 128 == 0 && (PAGE_SIZE == 8 || PAGE_SIZE % TILE == 0),
+              "FEED 2 takes rows of 128-byte pieces and pages of 8 or whole tiles");
+#endif
 
 static_assert(KV_DTYPE >= 1 && KV_DTYPE <= 3, "the tensor-core path reads fp16, bf16 or fp8 caches");
 static_assert(KV_DTYPE != 3 || FEED, "fp8 caches take the register feed (FEED 1 or 2)");
@@ -294,12 +303,6 @@ __device__ __forceinline__ uint4 load8(const unsigned char* p) {
     return make_uint4(v.x, v.y, 0u, 0u);
 }
 
-// FEED 2: 8 bytes from shared memory (fp8 with head_dim 64: a V vector), in program order.
-__device__ __forceinline__ uint4 lds8(unsigned addr) {
-    uint2 v;
-    asm volatile("ld.shared.v2.u32 {%0, %1}, [%2];" : "=r"(v.x), "=r"(v.y) : "r"(addr));
-    return make_uint4(v.x, v.y, 0u, 0u);
-}
 __device__ __forceinline__ uint4 lds16_at(unsigned addr) {
     uint4 v;
     asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "r"(addr));
@@ -323,11 +326,21 @@ __device__ __forceinline__ void mbar_wait(unsigned bar, unsigned parity) {
                      : "=r"(done) : "r"(bar), "r"(parity) : "memory");
     } while (!done);
 }
-// `bytes` (a multiple of 16) global -> shared by the copy engine, completing on mbarrier bar.
-__device__ __forceinline__ void bulk_copy(unsigned dst, const void* src, unsigned bytes, unsigned bar) {
-    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
-                 ::"r"(dst), "l"(src), "r"(bytes), "r"(bar) : "memory");
+// The box of tensor map `map` at element coordinates (x, y, z) into shared memory at dst
+// (1024-byte aligned), completing its bytes on mbarrier bar.
+__device__ __forceinline__ void tma_copy3(unsigned dst, const void* map, int x, int y, int z, unsigned bar) {
+    asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+                 " [%0], [%1, {%2, %3, %4}], [%5];"
+                 ::"r"(dst), "l"(map), "r"(x), "r"(y), "r"(z), "r"(bar) : "memory");
 }
+// The tensor map's 128 bytes, written by the host before the launch, acquired by this thread
+// for the copy engine.
+__device__ __forceinline__ void map_acquire(const void* map) {
+    asm volatile("fence.proxy.tensormap::generic.acquire.gpu [%0], 128;" ::"l"(map) : "memory");
+}
+// Where the 16 bytes at linear byte `off` of a 128-byte-swizzled region land: chunk bits 4..6
+// XOR row bits 7..9 (the region 1024-byte aligned).
+__device__ __forceinline__ unsigned swz128(unsigned off) { return off ^ (((off >> 7) & 7u) << 4); }
 // Generic-proxy accesses of this thread ordered before its later async-proxy ones (a stage
 // read, or used by the merge, before a copy refills it).
 __device__ __forceinline__ void fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
@@ -436,10 +449,13 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32, MIN_BLOCKS) KERNEL_NAME
 
     // Byte strides of the cache [pages][PAGE_SIZE][kv_heads][HEAD_DIM]: ROW_BYTES a head's
     // row (ELEM_BYTES an element: 1 for fp8, whose loads would otherwise land on the wrong
-    // rows, heads and pages, out of the cache for half of them).
+    // rows, heads and pages, out of the cache for half of them). FEED 2's copies address
+    // the cache through its tensor maps instead.
+#if FEED != 2
     const size_t token_stride = static_cast<size_t>(kv_heads) * ROW_BYTES;
     const size_t page_stride = token_stride * PAGE_SIZE;
     const size_t head_offset = static_cast<size_t>(kvh) * ROW_BYTES;
+#endif
 
 #if FEED
     // Each warp's tiles go straight into registers (16-byte ld.global.nc): thread (g, t4)
@@ -465,7 +481,7 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32, MIN_BLOCKS) KERNEL_NAME
     // (the parity of a stage's next phase), kept in shared memory across chunks and items.
     __shared__ unsigned long long s_full[WARPS][NSTAGES];
     __shared__ int s_uses[WARPS];
-    const unsigned ring = smem_u32(s_dyn) + warp * NSTAGES * STAGE_BYTES;
+    const unsigned ring = ((smem_u32(s_dyn) + 1023u) & ~1023u) + warp * NSTAGES * STAGE_BYTES;
 #if WORKLIST == 2
     if (item_index == static_cast<int>(blockIdx.y))
 #endif
@@ -474,6 +490,8 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32, MIN_BLOCKS) KERNEL_NAME
             for (int st = 0; st < NSTAGES; ++st) mbar_init(smem_u32(&s_full[warp][st]), 1);
             s_uses[warp] = 0;
         }
+        map_acquire(k_map);
+        map_acquire(v_map);
         __syncwarp();
     }
 #endif
@@ -511,52 +529,54 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32, MIN_BLOCKS) KERNEL_NAME
         uint4 kr[TSUB][2][KPIECES], vr[TSUB][4][VCHUNKS];
 #if FEED == 2
         const int uses0 = s_uses[warp];  // written before the last barrier (stage_pages')
-        // Step j of the warp into its stage: lanes take the step's 2 STEP rows (K then V) a
-        // row each, tokens past the end not copied (their reads take the last token's row).
+        // Step j of the warp into its stage: a lane a box (K boxes, then V's), boxes wholly
+        // past the end not copied (their rows' reads take the step's last row).
+        constexpr int BOXES = TSUB * HALVES * (TILE / BOX_ROWS);  // of K, and as many of V
+        static_assert(2 * BOXES <= 32, "a lane a box");
         auto produce = [&](int j) {
             if (j >= n_mine) return;
-            const int first = (j * WARPS + warp) * STEP, valid = min(STEP, last + 1 - first);
+            const int first = (j * WARPS + warp) * STEP;
             const unsigned stage = ring + ((uses0 + j) % NSTAGES) * STAGE_BYTES;
             const unsigned bar = smem_u32(&s_full[warp][(uses0 + j) % NSTAGES]);
+            const int box = lane % BOXES;  // tile, 128-byte piece, rows of a page
+            const int s = box / (HALVES * (TILE / BOX_ROWS)), h = box / (TILE / BOX_ROWS) % HALVES;
+            const int sub = box % (TILE / BOX_ROWS);
+            const int rel = first + s * TILE + sub * BOX_ROWS;
+            const bool copy = lane < 2 * BOXES && rel <= last;
+            const unsigned copies = __popc(__ballot_sync(FULL_MASK, copy));
             fence_proxy_async();  // this lane's reads of the stage (or the merge's) come first
-            if (lane == 0) mbar_expect_tx(bar, 2 * valid * ROW_BYTES);
+            if (lane == 0) mbar_expect_tx(bar, copies * BOX_ROWS * 128);
             __syncwarp();
-#pragma unroll
-            for (int r = lane; r < 2 * STEP; r += 32) {
-                const int tok = r % STEP;
-                if (tok < valid) {
-                    const int rel = first + tok;
-                    const size_t off = static_cast<size_t>(s_pages[rel / PAGE_SIZE]) * page_stride +
-                                       (rel % PAGE_SIZE) * token_stride + head_offset;
-                    bulk_copy(stage + r * RING_PITCH, (r < STEP ? key_cache : value_cache) + off, ROW_BYTES, bar);
-                }
+            if (copy) {
+                tma_copy3(stage + (lane >= BOXES ? STAGE_HALF_BYTES : 0) + ((s * HALVES + h) * TILE + sub * BOX_ROWS) * 128,
+                          lane >= BOXES ? v_map : k_map, h * (128 / ELEM_BYTES), kvh,
+                          s_pages[rel / PAGE_SIZE] * PAGE_SIZE + rel % PAGE_SIZE, bar);
             }
         };
-        // Step j's rows from its stage, a row past the end read as the step's last one.
-        auto stage_of = [&](int j) -> unsigned { return ring + ((uses0 + j) % NSTAGES) * STAGE_BYTES; };
-        auto stage_row = [&](int j, int row) -> int { return min(row, last - (j * WARPS + warp) * STEP); };
+        // Step j's bytes [byte, byte + 16) of row `row` (of STEP; a row past the end read as
+        // the step's last one) from its stage, K (v = 0) or V (v = 1).
+        auto stage_at = [&](int j, int v, int row, int byte) -> unsigned {
+            row = min(row, last - (j * WARPS + warp) * STEP);
+            const unsigned off = ((row / TILE * HALVES + byte / 128) * TILE + row % TILE) * 128 + byte % 128;
+            return ring + ((uses0 + j) % NSTAGES) * STAGE_BYTES + v * STAGE_HALF_BYTES + swz128(off);
+        };
         auto load_k = [&](int j) {
-            const unsigned stage = stage_of(j) + 16 * t4;
 #pragma unroll
             for (int s = 0; s < TSUB; ++s)
 #pragma unroll
-                for (int nb = 0; nb < 2; ++nb) {
-                    const unsigned src = stage + stage_row(j, s * TILE + g + 8 * nb) * RING_PITCH;
+                for (int nb = 0; nb < 2; ++nb)
 #pragma unroll
-                    for (int piece = 0; piece < KPIECES; ++piece) kr[s][nb][piece] = lds16_at(src + 64 * piece);
-                }
+                    for (int piece = 0; piece < KPIECES; ++piece)
+                        kr[s][nb][piece] = lds16_at(stage_at(j, 0, s * TILE + g + 8 * nb, 64 * piece + 16 * t4));
         };
         auto load_v = [&](int j) {
-            const unsigned stage = stage_of(j) + STEP * RING_PITCH + V_LANE_BYTES * g;
 #pragma unroll
             for (int s = 0; s < TSUB; ++s)
 #pragma unroll
-                for (int ti = 0; ti < 4; ++ti) {
-                    const unsigned src = stage + stage_row(j, s * TILE + 2 * t4 + (ti & 1) + 8 * (ti >> 1)) * RING_PITCH;
+                for (int ti = 0; ti < 4; ++ti)
 #pragma unroll
                     for (int c = 0; c < VCHUNKS; ++c)
-                        vr[s][ti][c] = V_LANE_BYTES == 16 ? lds16_at(src + 128 * c) : lds8(src);
-                }
+                        vr[s][ti][c] = lds16_at(stage_at(j, 1, s * TILE + 2 * t4 + (ti & 1) + 8 * (ti >> 1), 128 * c + 16 * g));
         };
 #else
         auto load_k = [&](int j) {

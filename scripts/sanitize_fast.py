@@ -43,8 +43,8 @@ V7_SHAPES = [
 ]
 if "--ring" in sys.argv:  # a build the tune sweep measures (scripts/tune_v5.py's RING_FP8 / RING_16)
     variants.GROUP1_D64_TUNING.clear()
-    for dtype, knobs in {"fp16": {"WARPS": 2, "NSTAGES": 3}, "bf16": {"WARPS": 3, "NSTAGES": 2},
-                         "fp8": {"WARPS": 3, "TSUB": 2, "NSTAGES": 2}}.items():
+    for dtype, knobs in {"fp16": {"WARPS": 2, "NSTAGES": 3, "RING_EARLY": 1}, "bf16": {"WARPS": 3, "NSTAGES": 2},
+                         "fp8": {"WARPS": 3, "TSUB": 2, "NSTAGES": 2, "RING_EARLY": 1}}.items():
         variants.FAST_TUNING[dtype] = ("v5_mma.cu", {"FEED": 2, **knobs})
 only = sys.argv[sys.argv.index("--dtype") + 1] if "--dtype" in sys.argv else None
 runs = [(s, ("v7",)) for s in V7_SHAPES] if "--v7" in sys.argv else [(s, ("v5", "v6")) for s in SHAPES]

@@ -69,6 +69,10 @@
 #ifndef TSUB
 #define TSUB 1  // FEED 1: 16-token tiles a warp takes in one step (loads in flight: TSUB tiles)
 #endif
+#ifndef RING_EARLY
+#define RING_EARLY 0  // FEED 2: 1 reads step j + 1's fragments from its stage during step j, as
+                      // the register feed loads them (K after S(j), V after P V(j))
+#endif
 
 #define TILE 16
 #define ELEM_BYTES (KV_DTYPE == 3 ? 1 : 2)
@@ -606,8 +610,20 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32, MIN_BLOCKS) KERNEL_NAME
         };
 #endif
 #if FEED == 2
+        auto wait_step = [&](int j) {
+            mbar_wait(smem_u32(&s_full[warp][(uses0 + j) % NSTAGES]), ((uses0 + j) / NSTAGES) & 1);
+        };
 #pragma unroll 1
         for (int j = 0; j < NSTAGES; ++j) produce(j);
+#if RING_EARLY
+        if (n_mine > 0) {
+            wait_step(0);
+            load_k(0);
+            load_v(0);
+            __syncwarp();  // step 0's stage is read: it takes step NSTAGES
+            produce(NSTAGES);
+        }
+#endif
 #else
         if (n_mine > 0) {
             load_k(0);
@@ -620,8 +636,8 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32, MIN_BLOCKS) KERNEL_NAME
             for (int qq = 0; qq < 3; ++qq)
                 if (j == (qq + 1) * n_mine / 4) t_quarter[qq] = global_ns();
 #endif
-#if FEED == 2
-            mbar_wait(smem_u32(&s_full[warp][(uses0 + j) % NSTAGES]), ((uses0 + j) / NSTAGES) & 1);
+#if FEED == 2 && !RING_EARLY
+            wait_step(j);
             load_k(j);
 #endif
             // One product gives the hi and the lo share of each score (rows g and g + 8).
@@ -643,8 +659,13 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32, MIN_BLOCKS) KERNEL_NAME
                     }
                 }
             }
-#if FEED == 2
+#if FEED == 2 && !RING_EARLY
             load_v(j);
+#elif FEED == 2
+            if (j + 1 < n_mine) {
+                wait_step(j + 1);
+                load_k(j + 1);
+            }
 #else
             if (j + 1 < n_mine) load_k(j + 1);
 #endif
@@ -687,9 +708,13 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32, MIN_BLOCKS) KERNEL_NAME
 #endif
                 }
             }
-#if FEED == 2
+#if FEED == 2 && !RING_EARLY
             __syncwarp();  // every lane has read the stage
             produce(j + NSTAGES);
+#elif FEED == 2
+            if (j + 1 < n_mine) load_v(j + 1);
+            __syncwarp();  // step j + 1's stage is read: it takes step j + 1 + NSTAGES
+            produce(j + 1 + NSTAGES);
 #else
             if (j + 1 < n_mine) load_v(j + 1);
 #endif

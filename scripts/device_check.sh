@@ -30,8 +30,6 @@
 #            beside cuDNN, SDPA flash and wgmma -> logs/flash5-*
 #   flashship wgmma2 and sdpa_cudnn under ncu at the issue's shape (-> $OUT/flashship.tar.xz)
 #   fp8runs  v7 under ncu, fp8 and fp16 caches, b64 and b1 (-> $OUT/fp8runs.tar.xz)
-#   ring     FEED 2 (each warp's bulk-copy ring, NOTES item 92): sanitize_fast.py's shapes and
-#            v7's under memcheck through it, then scripts/tune_v5.py --ring -> logs/ring-*
 #   flashbig flash_fwd's runs at the issue's shape (b4 h32 s8192 d128 bf16; handbook fp32)
 #            (-> $OUT/flash-big.tar.xz)
 #   attnprobe a bf16 GEMM ceiling and PyTorch SDPA's backends (scripts/attention_probe.py)
@@ -610,17 +608,6 @@ for f in sys.argv[1:]:
     python3 -m paprof table /tmp/fp8runs > "$OUT/logs/fp8runs-table.txt" 2>&1; tail -12 "$OUT/logs/fp8runs-table.txt"
     python3 -m paprof table --format csv /tmp/fp8runs > "$OUT/logs/fp8runs-table.csv" 2>&1
     (cd /tmp && pack fp8runs fp8runs)
-    ;;
-  ring)
-    stamp ring
-    SAN=$(ls -d /usr/local/cuda*/bin/compute-sanitizer 2>/dev/null | sort -V | tail -1)
-    timeout 150 "${SAN:-compute-sanitizer}" --tool memcheck --print-limit 5 python3 scripts/sanitize_fast.py --ring \
-      > "$OUT/logs/ring-sanitize.log" 2>&1
-    echo "ring memcheck: rc $?"; tail -20 "$OUT/logs/ring-sanitize.log"
-    timeout 330 python3 scripts/tune_v5.py --ring 2>&1 | tee "$OUT/logs/ring-tune.log" | grep -v "^    SM "
-    timeout 150 "${SAN:-compute-sanitizer}" --tool memcheck --print-limit 5 python3 scripts/sanitize_fast.py --ring --v7 \
-      > "$OUT/logs/ring-sanitize-v7.log" 2>&1
-    echo "ring memcheck v7: rc $?"; tail -14 "$OUT/logs/ring-sanitize-v7.log"
     ;;
   flashbig)
     stamp flashbig

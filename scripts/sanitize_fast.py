@@ -1,17 +1,15 @@
 """v5/v6's tensor-core kernel under compute-sanitizer (memcheck), on the shapes where the
 register feed clamps, splits a tile over pages or leaves splits empty:
 
-    compute-sanitizer --tool memcheck python3 scripts/sanitize_fast.py [--dtype fp8] [--v7] [--ring]
+    compute-sanitizer --tool memcheck python3 scripts/sanitize_fast.py [--dtype fp8] [--v7]
 
-(--v7: v7's work list on its own shapes instead; --ring: the 16-bit and fp8 caches through
-FEED 2, each warp's TMA copy ring, instead of the shipped feed.)
+(--v7: v7's work list on its own shapes instead.)
 """
 
 import sys
 
 from paprof import registry
 from paprof.kernels import harness
-from paprof.families.paged_decode import variants
 from paprof.families.paged_decode.problem import Shape
 
 SHAPES = [
@@ -41,11 +39,6 @@ V7_SHAPES = [
     Shape(batch=16, context=(17, 300, 1024, 2048, 4000, 4096, 6000, 8192, 9000, 12000, 15000, 16384, 500, 3000,
                              7000, 10000), dtype="bf16"),
 ]
-if "--ring" in sys.argv:  # a build the tune sweep measures (scripts/tune_v5.py's RING_FP8 / RING_16)
-    variants.GROUP1_D64_TUNING.clear()
-    for dtype, knobs in {"fp16": {"WARPS": 2, "NSTAGES": 3, "RING_EARLY": 1}, "bf16": {"WARPS": 3, "NSTAGES": 2},
-                         "fp8": {"WARPS": 3, "TSUB": 2, "NSTAGES": 2, "RING_EARLY": 1}}.items():
-        variants.FAST_TUNING[dtype] = ("v5_mma.cu", {"FEED": 2, **knobs})
 only = sys.argv[sys.argv.index("--dtype") + 1] if "--dtype" in sys.argv else None
 runs = [(s, ("v7",)) for s in V7_SHAPES] if "--v7" in sys.argv else [(s, ("v5", "v6")) for s in SHAPES]
 for shape, vids in ((s, v) for s, v in runs if only in (None, s.dtype)):

@@ -30,18 +30,6 @@ RAGGED = "context=17:300:1024:2048:4000:4096:6000:8192:9000:12000:15000:16384:50
 FAST, MMA = "v5_fast.cu", "v5_mma.cu"
 SHIPPED = {"WARPS": 3, "FEED": 1, "FEED_HINT": 1}  # K/V straight into registers
 RING = {"WARPS": 3, "FEED": 0, "NSTAGES": 2, "COPY_HINT": 1}  # the cp.async ring (head_dim 32, 256)
-RING_FP8 = [  # FEED 2 builds for fp8 (shared memory a CTA: warps x stages x TSUB x 4 KB + 1 KB)
-    {"WARPS": 3, "TSUB": 2, "NSTAGES": 2, "MIN_BLOCKS": 4},  # 49 KB, 4 CTAs: item 93's best
-    {"WARPS": 3, "TSUB": 2, "NSTAGES": 2, "MIN_BLOCKS": 4, "RING_EARLY": 1},  # the same, read a step early
-    {"WARPS": 3, "TSUB": 1, "NSTAGES": 4, "MIN_BLOCKS": 4, "RING_EARLY": 1},  # 49 KB, 4 CTAs
-    {"WARPS": 2, "TSUB": 2, "NSTAGES": 3, "MIN_BLOCKS": 4, "RING_EARLY": 1},  # 49 KB, 4 CTAs: 8 warps
-    {"WARPS": 3, "TSUB": 2, "NSTAGES": 3, "MIN_BLOCKS": 3, "RING_EARLY": 1},  # 73 KB, 3 CTAs
-]
-RING_16 = [  # FEED 2 builds for 16-bit caches (a stage 8 KB at head_dim 128)
-    {"WARPS": 2, "NSTAGES": 3, "MIN_BLOCKS": 4},  # 49 KB, 4 CTAs: item 93's best at b64
-    {"WARPS": 3, "NSTAGES": 2, "MIN_BLOCKS": 4, "RING_EARLY": 1},  # 49 KB, 4 CTAs: 12 warps
-    {"WARPS": 2, "NSTAGES": 3, "MIN_BLOCKS": 4, "RING_EARLY": 1},  # 49 KB, 4 CTAs: 8 warps
-]
 SWEEP = [
     # (variant, shape, source, knobs): the shipped choices and the alternatives they beat;
     # TIMELINE=1 also prints when the CTAs start and end, and how fast each SM streamed
@@ -134,36 +122,12 @@ SWEEP = [
     ("v7", f"{B1},dtype=fp8", MMA, {**SHIPPED, "TSUB": 2}),
     ("v7", f"{B1},dtype=fp8", MMA, {**SHIPPED, "TSUB": 2, "WARPS": 2, "MIN_BLOCKS": 8}),
     ("v7", f"{B1},dtype=fp8", MMA, {**SHIPPED, "TSUB": 1, "WARPS": 2, "MIN_BLOCKS": 8}),
-    # RING_FIRST on (--ring): FEED 2, each warp's copy ring (NSTAGES steps of TSUB tiles in
-    # shared memory, filled by TMA copies of 16 rows x 128 bytes) against the register feed;
-    # the resident CTAs a SM are the shared memory's (MIN_BLOCKS only bounds the registers).
-    # fp8 at the main shape, batch 4 and batch 1; fp16 at the main shape, batch 1 and the
-    # ragged batch; then shapes for correctness alone (pages of 8, bf16, fp8 ragged);
-    # the shipped fp8 build again last
-    ("v5", f"{MAIN},dtype=fp8", MMA, {**SHIPPED, "TSUB": 2}),
-    *[("v5", f"{MAIN},dtype=fp8", MMA, {"FEED": 2, **k}) for k in RING_FP8],
-    ("v6", f"{B4},dtype=fp8", MMA, {**SHIPPED, "TSUB": 2}),
-    *[("v6", f"{B4},dtype=fp8", MMA, {"FEED": 2, **k}) for k in RING_FP8[1:3]],
-    ("v7", f"{B1},dtype=fp8", MMA, {**SHIPPED, "TSUB": 2}),
-    *[("v7", f"{B1},dtype=fp8", MMA, {"FEED": 2, **k}) for k in RING_FP8[1:3]],
-    ("v5", f"{MAIN},dtype=fp16", MMA, SHIPPED),
-    *[("v5", f"{MAIN},dtype=fp16", MMA, {"FEED": 2, **k}) for k in RING_16],
-    ("v7", f"{B1},dtype=fp16", MMA, SHIPPED),
-    *[("v7", f"{B1},dtype=fp16", MMA, {"FEED": 2, **k}) for k in RING_16],
-    ("v7", f"{RAGGED},dtype=fp16", MMA, SHIPPED),
-    *[("v7", f"{RAGGED},dtype=fp16", MMA, {"FEED": 2, **k}) for k in RING_16],
-    ("v6", "batch=5,page=8,context=15:16:17:1000:4096,dtype=fp8", MMA,  # pages of 8: two boxes a tile
-     {"FEED": 2, **RING_FP8[1]}),
-    ("v6", f"{MAIN},dtype=bf16", MMA, {"FEED": 2, **RING_16[1]}),
-    ("v7", f"{RAGGED},dtype=fp8", MMA, {"FEED": 2, **RING_FP8[1]}),
-    ("v5", f"{MAIN},dtype=fp8", MMA, {**SHIPPED, "TSUB": 2}),
 ]
 FP8_FIRST = next(i for i, entry in enumerate(SWEEP) if "fp8" in entry[1])
 D64_FIRST = next(i for i, entry in enumerate(SWEEP) if entry[1].startswith(D64))
 D7_FIRST = next(i for i, entry in enumerate(SWEEP) if entry[1] == f"{D64},dtype=bf16")
 PACKED_FIRST = next(i for i, entry in enumerate(SWEEP) if entry[3].get("PATH"))
 FP8_WARPS_FIRST = next(i for i, entry in enumerate(SWEEP) if i > PACKED_FIRST and not entry[3].get("PATH"))
-RING_FIRST = next(i for i, entry in enumerate(SWEEP) if entry[3].get("FEED") == 2) - 1
 HOST_KNOBS = {"ORDER": "V7_ORDER", "PATH": "V7_PATH", "SNAP": "V7_PACK_SNAP", "COST": "V7_PACK_ITEM_COST"}
 """Knobs that set a variants.py module value for the entry (v7's planning), not a -D value."""
 
@@ -289,8 +253,6 @@ parser.add_argument("--packed", action="store_true",
                     help="only v7 packed against tokens: the ragged batch and batch 1, fp16 and fp8 (PACKED_FIRST on)")
 parser.add_argument("--fp8-warps", action="store_true",
                     help="only fp8 at groups of 4 with more resident warps (FP8_WARPS_FIRST on)")
-parser.add_argument("--ring", action="store_true",
-                    help="only FEED 2 (each warp's bulk-copy ring) against the register feed (RING_FIRST on)")
 parser.add_argument("--launches", type=int, default=50)
 parser.add_argument("--no-timing", action="store_true", help="for ncu: verify and launch, no ceiling")
 args = parser.parse_args()
@@ -302,7 +264,6 @@ if ceiling:
         print(f"  stream read {gib} GiB: {c}")
 chosen = (range(FP8_FIRST, D64_FIRST) if args.fp8 else range(D64_FIRST, D7_FIRST) if args.v7
           else range(D7_FIRST, FP8_WARPS_FIRST) if args.d7 else range(PACKED_FIRST, FP8_WARPS_FIRST) if args.packed
-          else range(FP8_WARPS_FIRST, RING_FIRST) if args.fp8_warps else range(RING_FIRST, len(SWEEP)) if args.ring
-          else range(len(SWEEP)))
+          else range(FP8_WARPS_FIRST, len(SWEEP)) if args.fp8_warps else range(len(SWEEP)))
 for i in args.only or chosen:
     run(SWEEP[i], args.launches, ceiling)

@@ -20,11 +20,10 @@ import functools
 from dataclasses import dataclass
 
 # cuda.h (CUDA 13.0), typedef enum CUtensorMapDataType_enum ... (in declaration order)
-DATA_TYPE_UINT8 = 0
 DATA_TYPE_UINT16 = 1
 DATA_TYPE_FLOAT16 = 6
 DATA_TYPE_BFLOAT16 = 9
-DATA_TYPE_BYTES = {DATA_TYPE_UINT8: 1, DATA_TYPE_UINT16: 2, DATA_TYPE_FLOAT16: 2, DATA_TYPE_BFLOAT16: 2}
+DATA_TYPE_BYTES = {DATA_TYPE_UINT16: 2, DATA_TYPE_FLOAT16: 2, DATA_TYPE_BFLOAT16: 2}
 INTERLEAVE_NONE = 0
 SWIZZLE_NONE, SWIZZLE_32B, SWIZZLE_64B, SWIZZLE_128B = 0, 1, 2, 3
 SWIZZLE_BYTES = {SWIZZLE_NONE: None, SWIZZLE_32B: 32, SWIZZLE_64B: 64, SWIZZLE_128B: 128}
@@ -33,7 +32,7 @@ OOB_FILL_NONE = 0  # out-of-bounds elements read as zeros
 MAP_BYTES = 128    # sizeof(CUtensorMap): CU_TENSOR_MAP_NUM_QWORDS (16) x 8, alignas(128) in C++
 MAP_ALIGN = 64     # "tensorMap address must be aligned to 64 bytes"
 CUDA_SUCCESS = 0
-DTYPE_CODE = {"fp16": DATA_TYPE_FLOAT16, "bf16": DATA_TYPE_BFLOAT16, "fp8": DATA_TYPE_UINT8}  # fp8: e4m3 bytes
+DTYPE_CODE = {"fp16": DATA_TYPE_FLOAT16, "bf16": DATA_TYPE_BFLOAT16}
 LIBCUDA = "libcuda.so.1"
 
 
@@ -72,7 +71,7 @@ class TiledMap:
         if not 1 <= r <= 5:
             raise ValueError(f"tensor map rank {r}: 1..5")
         if self.data_type not in DATA_TYPE_BYTES:
-            raise ValueError(f"tensor map data type {self.data_type}: only bytes and the 16-bit types are used here")
+            raise ValueError(f"tensor map data type {self.data_type}: only the 16-bit types are used here")
         if len(self.strides) != r - 1 or len(self.box) != r or len(self.element_strides) != r:
             raise ValueError("tensor map: strides need rank - 1 entries, box and element strides rank")
         if any(not 0 < d <= 2**32 for d in self.dims):
@@ -121,18 +120,6 @@ def rows_map(dtype: str, matrices: int, rows: int, cols: int, box_rows: int, box
     esize = 2
     m = TiledMap(data_type=DTYPE_CODE[dtype], dims=(cols, rows, matrices),
                  strides=(cols * esize, rows * cols * esize), box=(box_cols, box_rows, 1), element_strides=(1, 1, 1))
-    m.check()
-    return m
-
-
-def cache_map(dtype: str, tokens: int, kv_heads: int, head_dim: int, box_rows: int) -> TiledMap:
-    """A paged K or V cache ``[pages][page_size][kv_heads][head_dim]`` as a 3-D map {head_dim,
-    kv_heads, tokens} (tokens = pages x page_size); a copy takes box_rows tokens of one head's
-    128-byte piece of the rows into a [box_rows][128 bytes] tile in the 128-byte swizzle."""
-    esize = DATA_TYPE_BYTES[DTYPE_CODE[dtype]]
-    row = head_dim * esize
-    m = TiledMap(data_type=DTYPE_CODE[dtype], dims=(head_dim, kv_heads, tokens),
-                 strides=(row, kv_heads * row), box=(128 // esize, 1, box_rows), element_strides=(1, 1, 1))
     m.check()
     return m
 

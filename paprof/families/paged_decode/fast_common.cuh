@@ -81,18 +81,11 @@ __device__ __forceinline__ unsigned long long global_ns() {
 #endif
 // The parameters of every v5/v6 kernel; the launcher passes them in this order (an fp8
 // cache adds its scales, one float a KV head for K and for V, at the end).
-// v5_mma.cu's FEED 2: the K and V caches' TMA tensor maps (device addresses of the host's
-// 128-byte CUtensorMap, variants.py's cache_maps), after everything else.
-#if defined(FEED) && FEED == 2
-#define FAST_MAP_PARAMS , const void *__restrict__ k_map, const void *__restrict__ v_map
-#else
-#define FAST_MAP_PARAMS
-#endif
 #define FAST_KERNEL_PARAMS                                                                   \
     FAST_SPLIT_PARAMS float *__restrict__ out, const float *__restrict__ query,                \
         const unsigned char *__restrict__ key_cache, const unsigned char *__restrict__ value_cache, \
         const int *__restrict__ block_tables, const int *__restrict__ context_lens, float scale, \
-        int q_heads, int kv_heads, int pages_per_seq FAST_SCALE_PARAMS FAST_MAP_PARAMS
+        int q_heads, int kv_heads, int pages_per_seq FAST_SCALE_PARAMS
 
 // The kernel's dynamic shared memory (the emulation on the host gives the CTA's own).
 #ifndef FAST_DYNAMIC_SMEM

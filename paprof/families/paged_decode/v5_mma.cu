@@ -21,14 +21,6 @@
 //     by 16 bytes against bank conflicts); P V with rows 8..15 of A zero, results dropped.
 //     With no arithmetic at all this path streams at ~91.5 % of the read ceiling against
 //     ~96 % for register loads over the same addresses (docs/NOTES.md, item 18).
-//   2 (head_dim 128, pages of 8 or a multiple of 16): the register feed's fragments, read
-//     from a per-warp ring of NSTAGES shared-memory stages (a step of TSUB tiles, K then V)
-//     that the warp's own lanes fill through the copy engine: a TMA copy (tensor maps of the
-//     caches as [tokens][kv_heads][head_dim], built by the host) brings a tile's 16 rows of
-//     128 bytes in the 128-byte swizzle, completing on the stage's mbarrier; the bytes in
-//     flight are NSTAGES steps a warp, whatever the registers and the warp's arithmetic
-//     between its loads (fp8 issues twice the instructions a byte). A copy a row instead
-//     (cp.async.bulk) streamed at 29-64 % of the read ceiling: NOTES item 92.
 // fp8 caches (KV_DTYPE 3, e4m3 with a float scale per KV head for K and one for V) take the
 // register feed only: each 16-byte load brings 16 e4m3 values, converted in registers to f16
 // pairs (cvt.rn.f16x2.e4m3x2, one instruction for two values on sm_89+) that feed the same
@@ -58,7 +50,7 @@
 #endif
 #include "fast_common.cuh"
 #ifndef FEED
-#define FEED 0  // 0: K/V through a cp.async ring and ldmatrix; 1: straight into registers; 2: a bulk-copy ring
+#define FEED 0  // 0: K/V through a cp.async ring and ldmatrix; 1: straight into registers
 #endif
 #ifndef FEED_HINT
 #define FEED_HINT 0  // FEED 1: 1 adds an L2::128B prefetch hint to the loads, 2 L2::256B
@@ -68,10 +60,6 @@
 #endif
 #ifndef TSUB
 #define TSUB 1  // FEED 1: 16-token tiles a warp takes in one step (loads in flight: TSUB tiles)
-#endif
-#ifndef RING_EARLY
-#define RING_EARLY 0  // FEED 2: 1 reads step j + 1's fragments from its stage during step j, as
-                      // the register feed loads them (K after S(j), V after P V(j))
 #endif
 
 #define TILE 16
@@ -92,26 +80,13 @@
 #define VCHUNKS (ROW_BYTES >= 128 ? ROW_BYTES / 128 : 1)
 #define V_LANE_BYTES (ROW_BYTES >= 128 ? 16 : ROW_BYTES / 8)
 #define VEC_ELEMS (16 / ELEM_BYTES)
-// FEED 2: a stage is one step's K tiles then its V tiles, each tile HALVES boxes of 16 rows
-// x 128 bytes (a 128-byte piece of the rows each; BOX_ROWS rows a copy), 128-byte swizzled
-#define HALVES (ROW_BYTES / 128)
-#define BOX_ROWS (PAGE_SIZE < TILE ? PAGE_SIZE : TILE)
-#define STAGE_HALF_BYTES (TSUB * HALVES * TILE * 128)
-#define STAGE_BYTES (2 * STAGE_HALF_BYTES)
-#if FEED == 2
-static_assert(ROW_BYTES % 128 == 0 && (PAGE_SIZE == 8 || PAGE_SIZE % TILE == 0),
-              "FEED 2 takes rows of 128-byte pieces and pages of 8 or whole tiles");
-#endif
 
 static_assert(KV_DTYPE >= 1 && KV_DTYPE <= 3, "the tensor-core path reads fp16, bf16 or fp8 caches");
-static_assert(KV_DTYPE != 3 || FEED, "fp8 caches take the register feed (FEED 1 or 2)");
+static_assert(KV_DTYPE != 3 || FEED, "fp8 caches take the register feed only");
 static_assert(TSUB == 1 || FEED, "TSUB is the register feed's");
 static_assert(GROUP >= 1 && GROUP <= 8, "a group's heads fill at most the 8 real rows of an m16 tile");
 static_assert(HEAD_DIM % 16 == 0 && (TILE * CHUNKS) % 32 == 0, "head_dim must be a multiple of 16");
 
-#if FEED == 2 && defined(PAGED_EMULATE)
-#error "the CPU emulation has no bulk copies or mbarriers: it runs FEED 1"
-#endif
 #ifndef PAGED_EMULATE  // tests/paged_emu/paged_emulate.h has the host's (FEED 1)
 __device__ __forceinline__ unsigned smem_u32(const void* ptr) {
     unsigned addr;
@@ -307,48 +282,6 @@ __device__ __forceinline__ uint4 load8(const unsigned char* p) {
     return make_uint4(v.x, v.y, 0u, 0u);
 }
 
-__device__ __forceinline__ uint4 lds16_at(unsigned addr) {
-    uint4 v;
-    asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "r"(addr));
-    return v;
-}
-// An mbarrier (8 bytes of shared memory) expecting `count` arrivals a phase; made visible
-// to the async proxy before any copy completes on it.
-__device__ __forceinline__ void mbar_init(unsigned bar, unsigned count) {
-    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(bar), "r"(count) : "memory");
-    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
-}
-// This thread's arrival, raising the phase's expected bytes by `bytes` first.
-__device__ __forceinline__ void mbar_expect_tx(unsigned bar, unsigned bytes) {
-    asm volatile("mbarrier.arrive.expect_tx.release.cta.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(bytes) : "memory");
-}
-// Until the phase of parity `parity` has completed (its copies have landed and are visible).
-__device__ __forceinline__ void mbar_wait(unsigned bar, unsigned parity) {
-    unsigned done;
-    do {
-        asm volatile("{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}\n"
-                     : "=r"(done) : "r"(bar), "r"(parity) : "memory");
-    } while (!done);
-}
-// The box of tensor map `map` at element coordinates (x, y, z) into shared memory at dst
-// (1024-byte aligned), completing its bytes on mbarrier bar.
-__device__ __forceinline__ void tma_copy3(unsigned dst, const void* map, int x, int y, int z, unsigned bar) {
-    asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
-                 " [%0], [%1, {%2, %3, %4}], [%5];"
-                 ::"r"(dst), "l"(map), "r"(x), "r"(y), "r"(z), "r"(bar) : "memory");
-}
-// The tensor map's 128 bytes, written by the host before the launch, acquired by this thread
-// for the copy engine.
-__device__ __forceinline__ void map_acquire(const void* map) {
-    asm volatile("fence.proxy.tensormap::generic.acquire.gpu [%0], 128;" ::"l"(map) : "memory");
-}
-// Where the 16 bytes at linear byte `off` of a 128-byte-swizzled region land: chunk bits 4..6
-// XOR row bits 7..9 (the region 1024-byte aligned).
-__device__ __forceinline__ unsigned swz128(unsigned off) { return off ^ (((off >> 7) & 7u) << 4); }
-// Generic-proxy accesses of this thread ordered before its later async-proxy ones (a stage
-// read, or used by the merge, before a copy refills it).
-__device__ __forceinline__ void fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
-
 // Four e4m3 bytes as two f16 pairs, exactly: bytes 0, 1 -> lo, bytes 2, 3 -> hi (the lower
 // byte in the lower half). One F2FP instruction a pair on sm_89+.
 __device__ __forceinline__ void e4m3x4_to_f16x2(unsigned w, unsigned& lo, unsigned& hi) {
@@ -453,13 +386,10 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32, MIN_BLOCKS) KERNEL_NAME
 
     // Byte strides of the cache [pages][PAGE_SIZE][kv_heads][HEAD_DIM]: ROW_BYTES a head's
     // row (ELEM_BYTES an element: 1 for fp8, whose loads would otherwise land on the wrong
-    // rows, heads and pages, out of the cache for half of them). FEED 2's copies address
-    // the cache through its tensor maps instead.
-#if FEED != 2
+    // rows, heads and pages, out of the cache for half of them).
     const size_t token_stride = static_cast<size_t>(kv_heads) * ROW_BYTES;
     const size_t page_stride = token_stride * PAGE_SIZE;
     const size_t head_offset = static_cast<size_t>(kvh) * ROW_BYTES;
-#endif
 
 #if FEED
     // Each warp's tiles go straight into registers (16-byte ld.global.nc): thread (g, t4)
@@ -472,33 +402,9 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32, MIN_BLOCKS) KERNEL_NAME
     // the ceiling with no arithmetic at all against 96 % through registers; NOTES item 18.)
     static_assert(HEAD_DIM % 64 == 0 && HEAD_DIM <= 128, "the register feed holds 64-byte K and 128-byte V pieces");
     constexpr int STEP = TILE * TSUB;  // tokens a warp takes a step
-#if FEED == 1
     const int token_stride32 = kv_heads * ROW_BYTES;
-#endif
-#if FEED == 1
     const unsigned char* k_head = key_cache + head_offset + 16 * t4;
     const unsigned char* v_head = value_cache + head_offset + V_LANE_BYTES * g;
-#endif
-#if FEED == 2
-    // Each warp's ring: NSTAGES stages of s_dyn, a full mbarrier each (one arrival, lane 0's
-    // expect_tx, and the step's bytes), and how many steps the warp has put through it
-    // (the parity of a stage's next phase), kept in shared memory across chunks and items.
-    __shared__ unsigned long long s_full[WARPS][NSTAGES];
-    __shared__ int s_uses[WARPS];
-    const unsigned ring = ((smem_u32(s_dyn) + 1023u) & ~1023u) + warp * NSTAGES * STAGE_BYTES;
-#if WORKLIST == 2
-    if (item_index == static_cast<int>(blockIdx.y))
-#endif
-    {
-        if (lane == 0) {
-            for (int st = 0; st < NSTAGES; ++st) mbar_init(smem_u32(&s_full[warp][st]), 1);
-            s_uses[warp] = 0;
-        }
-        map_acquire(k_map);
-        map_acquire(v_map);
-        __syncwarp();
-    }
-#endif
     for (int chunk = p_begin; chunk < p_end; chunk += CHUNK_PAGES) {
         const int chunk_pages = min(CHUNK_PAGES, p_end - chunk);
         stage_pages<WARPS * 32>(s_pages, table, chunk, chunk_pages);
@@ -507,7 +413,6 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32, MIN_BLOCKS) KERNEL_NAME
         const int n_tiles = (c_end - c_begin + STEP - 1) / STEP;  // steps, of TSUB tiles
         const int n_mine = warp < n_tiles ? (n_tiles - warp + WARPS - 1) / WARPS : 0;  // steps warp, warp+WARPS, ...
         const int last = c_end - 1 - c_begin;
-#if FEED == 1
         // The first token of tile s of the warp's step j, relative to c_begin; with TSUB > 1
         // a tile wholly past the end reads the last tile instead (finite values, weight 0).
         auto tile_first = [&](int j, int s) -> int {
@@ -529,60 +434,7 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32, MIN_BLOCKS) KERNEL_NAME
             return static_cast<size_t>(s_pages[rel / PAGE_SIZE]) * page_stride + (rel % PAGE_SIZE) * token_stride;
 #endif
         };
-#endif
         uint4 kr[TSUB][2][KPIECES], vr[TSUB][4][VCHUNKS];
-#if FEED == 2
-        const int uses0 = s_uses[warp];  // written before the last barrier (stage_pages')
-        // Step j of the warp into its stage: a lane a box (K boxes, then V's), boxes wholly
-        // past the end not copied (their rows' reads take the step's last row).
-        constexpr int BOXES = TSUB * HALVES * (TILE / BOX_ROWS);  // of K, and as many of V
-        static_assert(2 * BOXES <= 32, "a lane a box");
-        auto produce = [&](int j) {
-            if (j >= n_mine) return;
-            const int first = (j * WARPS + warp) * STEP;
-            const unsigned stage = ring + ((uses0 + j) % NSTAGES) * STAGE_BYTES;
-            const unsigned bar = smem_u32(&s_full[warp][(uses0 + j) % NSTAGES]);
-            const int box = lane % BOXES;  // tile, 128-byte piece, rows of a page
-            const int s = box / (HALVES * (TILE / BOX_ROWS)), h = box / (TILE / BOX_ROWS) % HALVES;
-            const int sub = box % (TILE / BOX_ROWS);
-            const int rel = first + s * TILE + sub * BOX_ROWS;
-            const bool copy = lane < 2 * BOXES && rel <= last;
-            const unsigned copies = __popc(__ballot_sync(FULL_MASK, copy));
-            fence_proxy_async();  // this lane's reads of the stage (or the merge's) come first
-            if (lane == 0) mbar_expect_tx(bar, copies * BOX_ROWS * 128);
-            __syncwarp();
-            if (copy) {
-                tma_copy3(stage + (lane >= BOXES ? STAGE_HALF_BYTES : 0) + ((s * HALVES + h) * TILE + sub * BOX_ROWS) * 128,
-                          lane >= BOXES ? v_map : k_map, h * (128 / ELEM_BYTES), kvh,
-                          s_pages[rel / PAGE_SIZE] * PAGE_SIZE + rel % PAGE_SIZE, bar);
-            }
-        };
-        // Step j's bytes [byte, byte + 16) of row `row` (of STEP; a row past the end read as
-        // the step's last one) from its stage, K (v = 0) or V (v = 1).
-        auto stage_at = [&](int j, int v, int row, int byte) -> unsigned {
-            row = min(row, last - (j * WARPS + warp) * STEP);
-            const unsigned off = ((row / TILE * HALVES + byte / 128) * TILE + row % TILE) * 128 + byte % 128;
-            return ring + ((uses0 + j) % NSTAGES) * STAGE_BYTES + v * STAGE_HALF_BYTES + swz128(off);
-        };
-        auto load_k = [&](int j) {
-#pragma unroll
-            for (int s = 0; s < TSUB; ++s)
-#pragma unroll
-                for (int nb = 0; nb < 2; ++nb)
-#pragma unroll
-                    for (int piece = 0; piece < KPIECES; ++piece)
-                        kr[s][nb][piece] = lds16_at(stage_at(j, 0, s * TILE + g + 8 * nb, 64 * piece + 16 * t4));
-        };
-        auto load_v = [&](int j) {
-#pragma unroll
-            for (int s = 0; s < TSUB; ++s)
-#pragma unroll
-                for (int ti = 0; ti < 4; ++ti)
-#pragma unroll
-                    for (int c = 0; c < VCHUNKS; ++c)
-                        vr[s][ti][c] = lds16_at(stage_at(j, 1, s * TILE + 2 * t4 + (ti & 1) + 8 * (ti >> 1), 128 * c + 16 * g));
-        };
-#else
         auto load_k = [&](int j) {
 #pragma unroll
             for (int s = 0; s < TSUB; ++s) {
@@ -608,37 +460,15 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32, MIN_BLOCKS) KERNEL_NAME
                 }
             }
         };
-#endif
-#if FEED == 2
-        auto wait_step = [&](int j) {
-            mbar_wait(smem_u32(&s_full[warp][(uses0 + j) % NSTAGES]), ((uses0 + j) / NSTAGES) & 1);
-        };
-#pragma unroll 1
-        for (int j = 0; j < NSTAGES; ++j) produce(j);
-#if RING_EARLY
-        if (n_mine > 0) {
-            wait_step(0);
-            load_k(0);
-            load_v(0);
-            __syncwarp();  // step 0's stage is read: it takes step NSTAGES
-            produce(NSTAGES);
-        }
-#endif
-#else
         if (n_mine > 0) {
             load_k(0);
             load_v(0);
         }
-#endif
         for (int j = 0; j < n_mine; ++j) {
 #if TIMELINE
 #pragma unroll
             for (int qq = 0; qq < 3; ++qq)
                 if (j == (qq + 1) * n_mine / 4) t_quarter[qq] = global_ns();
-#endif
-#if FEED == 2 && !RING_EARLY
-            wait_step(j);
-            load_k(j);
 #endif
             // One product gives the hi and the lo share of each score (rows g and g + 8).
             float sc[TSUB][2][4];
@@ -659,16 +489,7 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32, MIN_BLOCKS) KERNEL_NAME
                     }
                 }
             }
-#if FEED == 2 && !RING_EARLY
-            load_v(j);
-#elif FEED == 2
-            if (j + 1 < n_mine) {
-                wait_step(j + 1);
-                load_k(j + 1);
-            }
-#else
             if (j + 1 < n_mine) load_k(j + 1);
-#endif
 
             float x[TSUB][4];
             const int step_tok = c_begin + (j * WARPS + warp) * STEP;
@@ -708,21 +529,8 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32, MIN_BLOCKS) KERNEL_NAME
 #endif
                 }
             }
-#if FEED == 2 && !RING_EARLY
-            __syncwarp();  // every lane has read the stage
-            produce(j + NSTAGES);
-#elif FEED == 2
             if (j + 1 < n_mine) load_v(j + 1);
-            __syncwarp();  // step j + 1's stage is read: it takes step j + 1 + NSTAGES
-            produce(j + 1 + NSTAGES);
-#else
-            if (j + 1 < n_mine) load_v(j + 1);
-#endif
         }
-#if FEED == 2
-        __syncwarp();
-        if (lane == 0) s_uses[warp] = uses0 + n_mine;  // read after the next barrier
-#endif
     }
 #else
     const unsigned ring = smem_u32(s_dyn) + warp * NSTAGES * 2 * TILE_BYTES;

@@ -184,33 +184,10 @@ def _build_v3(variant, shape, device):
     return Launcher(variant.id, [info], run)
 
 
-def _fast_args(inputs: dict, shape: Shape, maps: bool = False) -> tuple:
-    """v5/v6's arguments after the outputs (FAST_KERNEL_PARAMS); fp8 adds its scales, FEED 2
-    (``maps``) the caches' tensor maps."""
+def _fast_args(inputs: dict, shape: Shape) -> tuple:
+    """v5/v6's arguments after the outputs (FAST_KERNEL_PARAMS); fp8 adds its scales."""
     scales = (inputs["k_scale"], inputs["v_scale"]) if shape.dtype == "fp8" else ()
-    return (*_common_args(inputs, shape), np.int32(shape.pages_per_seq), *scales,
-            *(cache_maps(inputs, shape) if maps else ()))
-
-
-_CACHE_MAPS = None
-
-
-def cache_maps(inputs: dict, shape: Shape) -> tuple:
-    """FEED 2: the device addresses of the K and V caches' tensor maps (encoded once for given
-    arrays, ``tensormap.DeviceMaps``)."""
-    global _CACHE_MAPS
-    from paprof.kernels import tensormap  # noqa: PLC0415
-
-    if _CACHE_MAPS is None:
-        _CACHE_MAPS = tensormap.DeviceMaps()
-    m = tensormap.cache_map(shape.dtype, shape.num_pages * shape.page_size, shape.kv_heads, shape.head_dim,
-                            min(shape.page_size, 16))
-    return tuple(_CACHE_MAPS.get(m, inputs[name].data.ptr) for name in ("key_cache", "value_cache"))
-
-
-def uses_maps(shape: Shape) -> bool:
-    """Whether v5/v6/v7's kernel at this shape takes the caches' tensor maps (FEED 2)."""
-    return fast_defines(shape, False, "k").get("FEED") == 2
+    return (*_common_args(inputs, shape), np.int32(shape.pages_per_seq), *scales)
 
 
 def _split_buffers(shape: Shape, splits: int):
@@ -255,9 +232,6 @@ def fast_defines(shape: Shape, split: bool, name: str, worklist: int = 0) -> dic
         tuning.update(GROUP1_D64_TUNING.get(shape.dtype, {}))
     if tuning.get("FEED") and shape.head_dim not in FEED_DIMS:
         tuning.update(RING_TUNING)
-    row = shape.head_dim * (1 if shape.dtype == "fp8" else 2)
-    if tuning.get("FEED") == 2 and not (row % 128 == 0 and (shape.page_size == 8 or shape.page_size % 16 == 0)):
-        tuning["FEED"] = 1  # the copy ring takes 128-byte pieces of rows, pages of 8 or whole tiles
     # Resident CTAs a SM the registers must allow. Groups of 8 heads on the H200 (docs/NOTES.md,
     # item 19): the fp32 kernel at 4 spills 928 bytes (1,479 us) and at 2 does not (903 us);
     # the register feed fits 4 with any group (252 us against 269 at 2); the ring keeps 2.
@@ -280,13 +254,7 @@ def fast_smem(defines: dict) -> int:
     reused for the merge of the warps at the end."""
     warps, group, head_dim = defines["WARPS"], defines["GROUP"], defines["HEAD_DIM"]
     merge = (2 * warps * group + warps * group * head_dim) * 4
-    row = head_dim * (1 if defines.get("KV_DTYPE") == 3 else 2)
-    if defines.get("FEED") == 2:  # the copy ring: NSTAGES steps of TSUB tiles, K and V, a warp; aligned
-        ring = warps * defines.get("NSTAGES", 3) * 2 * 16 * defines.get("TSUB", 1) * row + 1024
-    elif defines.get("FEED") or "NSTAGES" not in defines:
-        ring = 0
-    else:
-        ring = warps * defines["NSTAGES"] * 2 * 16 * (row + 16)
+    ring = 0 if defines.get("FEED") or "NSTAGES" not in defines else warps * defines["NSTAGES"] * 2 * 16 * (head_dim * 2 + 16)
     return max(merge, ring)
 
 
@@ -323,12 +291,11 @@ def _no_split_launcher(variant, shape: Shape, details: dict, name: str = "paged_
     """The fast kernel without splits (grid kv_heads x batch, the output written directly):
     v5's, and v6's and v7's no-split path."""
     kernel, block, smem = _fast_kernel(shape, False, name)
-    maps = uses_maps(shape)  # FEED 2: the caches' tensor maps follow
     grid = (shape.kv_heads, shape.batch)
     info = _launch(kernel, name, grid, block, smem)
 
     def run_direct(inputs, out):
-        kernel(grid, block, (out, *_fast_args(inputs, shape, maps)), shared_mem=smem)
+        kernel(grid, block, (out, *_fast_args(inputs, shape)), shared_mem=smem)
 
     return Launcher(variant.id, [info], run_direct, details=details)
 
@@ -339,7 +306,6 @@ def _build_v5(variant, shape, device):
 
 def _build_v6(variant, shape, device):
     partial, block, smem = _fast_kernel(shape, True, "paged_decode_v6_split")
-    maps = uses_maps(shape)  # FEED 2: the caches' tensor maps follow
     splits = choose_splits(shape, device, gpu.blocks_per_sm(partial, block[0], smem, device))
     if splits == 1:
         return _no_split_launcher(variant, shape, {"num_splits": 1})
@@ -352,7 +318,7 @@ def _build_v6(variant, shape, device):
     infos = [_launch(partial, "paged_decode_v6_split", grid, block, smem)]
 
     def run_split(inputs, out):
-        partial(grid, block, (part_m, part_l, part_o, counters, out, *_fast_args(inputs, shape, maps)),
+        partial(grid, block, (part_m, part_l, part_o, counters, out, *_fast_args(inputs, shape)),
                 shared_mem=smem)
 
     return Launcher(variant.id, infos, run_split, details={"num_splits": splits})
@@ -602,7 +568,6 @@ def packed_array(plan: dict) -> "np.ndarray":
 
 def _build_v7(variant, shape, device):
     kernel, block, smem = _fast_kernel(shape, True, V7_KERNEL, worklist=True)
-    maps = uses_maps(shape)  # FEED 2: the caches' tensor maps follow
     resident = gpu.blocks_per_sm(kernel, block[0], smem, device)
     plan = plan_work(shape.context_lens, shape.page_size, shape.kv_heads, device.sm_count * max(1, resident),
                      shape.chunk_pages, device.sm_count)
@@ -634,7 +599,7 @@ def _build_v7(variant, shape, device):
     info = _launch(kernel, V7_KERNEL, grid, block, smem)
 
     def run_tokens(inputs, out):
-        kernel(grid, block, (part_m, part_l, part_o, counters, work, out, *_fast_args(inputs, shape, maps)),
+        kernel(grid, block, (part_m, part_l, part_o, counters, work, out, *_fast_args(inputs, shape)),
                shared_mem=smem)
 
     return Launcher(variant.id, [info], run_tokens, details={
@@ -645,7 +610,6 @@ def _build_v7(variant, shape, device):
 def _packed_launcher(variant, shape: Shape, device, details: dict) -> Launcher:
     """v7's packed path: grid (kv_heads, ctas), CTA y the items of its range in turn."""
     kernel, block, smem = _fast_kernel(shape, True, V7_PACKED_KERNEL, worklist=2)
-    maps = uses_maps(shape)  # FEED 2: the caches' tensor maps follow
     resident = gpu.blocks_per_sm(kernel, block[0], smem, device)
     plan = plan_packed(shape.context_lens, shape.page_size, shape.kv_heads, device.sm_count * max(1, resident),
                        item_cost=packed_item_cost(shape))
@@ -665,7 +629,7 @@ def _packed_launcher(variant, shape: Shape, device, details: dict) -> Launcher:
     info = _launch(kernel, V7_PACKED_KERNEL, grid, block, smem)
 
     def run_packed(inputs, out):
-        kernel(grid, block, (part_m, part_l, part_o, counters, work, out, *_fast_args(inputs, shape, maps)),
+        kernel(grid, block, (part_m, part_l, part_o, counters, work, out, *_fast_args(inputs, shape)),
                shared_mem=smem)
 
     return Launcher(variant.id, [info], run_packed, details={

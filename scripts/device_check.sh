@@ -25,6 +25,7 @@
 #            small shapes, then paprof bench of wgmma, mma, mma128, sdpa_flash, sdpa_cudnn at the
 #            issue shapes (bf16 b4 h32 s8192 d128, causal, d64, s1024) -> logs/flashw-*
 #   packed   v7 packed against tokens: its GPU tests, tune_v5.py --packed
+#   merge    v7's merge kernel against the fused merge: GPU tests, memcheck, tune_v5.py --merge
 #   ragship  v7 on the ragged batch under ncu (the packed path) -> $OUT/ragship.tar.xz
 #   flash5   wgmma2 as shipped (the diet): all its GPU tests, paprof bench at the four issue shapes
 #            beside cuDNN, SDPA flash and wgmma -> logs/flash5-*
@@ -568,6 +569,23 @@ for f in sys.argv[1:]:
       > "$OUT/logs/packed-tests.log" 2>&1
     echo "packed tests: rc $?"; tail -5 "$OUT/logs/packed-tests.log"
     timeout 360 python3 scripts/tune_v5.py --packed 2>&1 | tee "$OUT/logs/tune-packed.log" | grep -v "^    SM "
+    ;;
+  merge)
+    stamp merge
+    # v7's merges in a kernel of their own against the fused last-CTA merge (issue 16, NOTES
+    # item 95): the GPU tests of both, memcheck of the merge kernel on v7's edge shapes,
+    # then scripts/tune_v5.py --merge (b1, b4, ragged, groups of 8; fp16 and fp8; one
+    # process, each pair fused then kernel) -> logs/merge-*, logs/tune-merge.log
+    timeout 200 python3 -m pytest -m gpu -q -p no:cacheprovider tests/test_gpu_kernels.py -k "merge_kernel_or_fused" \
+      -rfE --tb=line > "$OUT/logs/merge-tests.log" 2>&1
+    echo "merge tests: rc $?"; tail -6 "$OUT/logs/merge-tests.log"
+    stamp "merge memcheck"
+    SAN=$(ls -d /usr/local/cuda*/bin/compute-sanitizer 2>/dev/null | sort -V | tail -1)
+    timeout 90 "${SAN:-compute-sanitizer}" --tool memcheck --print-limit 5 python3 scripts/sanitize_fast.py --v7 \
+      --merge-kernel > "$OUT/logs/sanitize-merge.log" 2>&1
+    echo "merge memcheck: rc $?"; tail -12 "$OUT/logs/sanitize-merge.log"
+    stamp "merge tune"
+    timeout 240 python3 scripts/tune_v5.py --merge 2>&1 | tee "$OUT/logs/tune-merge.log" | grep -v "^    SM "
     ;;
   flash5)
     # wgmma2 as shipped with the diet (NOTES items 85-87): every wgmma2 GPU test (no -x), then

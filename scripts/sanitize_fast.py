@@ -3,13 +3,15 @@ register feed clamps, splits a tile over pages or leaves splits empty:
 
     compute-sanitizer --tool memcheck python3 scripts/sanitize_fast.py [--dtype fp8] [--v7]
 
-(--v7: v7's work list on its own shapes instead.)
+(--v7: v7's work list on its own shapes instead; --merge-kernel: v7 with V7_MERGE "kernel",
+its merges in paged_decode_v7_merge.)
 """
 
 import sys
 
 from paprof import registry
 from paprof.kernels import harness
+from paprof.families.paged_decode import variants
 from paprof.families.paged_decode.problem import Shape
 
 SHAPES = [
@@ -40,10 +42,13 @@ V7_SHAPES = [
                              7000, 10000), dtype="bf16"),
 ]
 only = sys.argv[sys.argv.index("--dtype") + 1] if "--dtype" in sys.argv else None
+if "--merge-kernel" in sys.argv:
+    variants.V7_MERGE = "kernel"
 runs = [(s, ("v7",)) for s in V7_SHAPES] if "--v7" in sys.argv else [(s, ("v5", "v6")) for s in SHAPES]
 for shape, vids in ((s, v) for s, v in runs if only in (None, s.dtype)):
     for vid in vids:
         prep = harness.prepare(registry.family("paged_decode"), registry.get(vid, "paged_decode"), shape)
         check = harness.verify(prep)
         path = prep.launcher.details.get("path")
-        print(f"{vid} {shape.slug()}{f' ({path})' if path else ''}: rel {check.rel_error:.1e} ok={check.passed}", flush=True)
+        merge = prep.launcher.details.get("merge")
+        print(f"{vid} {shape.slug()}{f' ({path})' if path else ''}{f' merge {merge}' if merge else ''}: rel {check.rel_error:.1e} ok={check.passed}", flush=True)

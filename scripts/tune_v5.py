@@ -25,6 +25,7 @@ from paprof.families.paged_decode.problem import parse_shape
 
 MAIN = "batch=64,context=4096"
 B4, B1 = "batch=4,context=32768", "batch=1,context=131072"
+B32G8 = "batch=32,context=8192,q_heads=64"  # groups of 8 heads
 D64 = "batch=64,context=4096,q_heads=32,kv_heads=32,head_dim=64"  # group 1
 RAGGED = "context=17:300:1024:2048:4000:4096:6000:8192:9000:12000:15000:16384:500:3000:7000:10000"
 FAST, MMA = "v5_fast.cu", "v5_mma.cu"
@@ -122,13 +123,40 @@ SWEEP = [
     ("v7", f"{B1},dtype=fp8", MMA, {**SHIPPED, "TSUB": 2}),
     ("v7", f"{B1},dtype=fp8", MMA, {**SHIPPED, "TSUB": 2, "WARPS": 2, "MIN_BLOCKS": 8}),
     ("v7", f"{B1},dtype=fp8", MMA, {**SHIPPED, "TSUB": 1, "WARPS": 2, "MIN_BLOCKS": 8}),
+    # MERGE_FIRST on (--merge): v7's merges fused into the last CTA of a sequence's parts
+    # against paged_decode_v7_merge after the streaming kernel (MERGE: V7_MERGE, not a -D
+    # value), one shape after another in one process, at the shapes whose sequences have
+    # several parts: b1 (66 parts a KV head), b4 (16), the ragged batch (packed for 16-bit,
+    # tokens for fp8), groups of 8 (2 parts); b1 fp16 once more, fused, after the rest
+    ("v7", f"{B1},dtype=fp16", MMA, {**SHIPPED, "MERGE": "fused", "TIMELINE": 1}),
+    ("v7", f"{B1},dtype=fp16", MMA, {**SHIPPED, "MERGE": "kernel", "TIMELINE": 1}),
+    ("v7", f"{B4},dtype=fp16", MMA, {**SHIPPED, "MERGE": "fused"}),
+    ("v7", f"{B4},dtype=fp16", MMA, {**SHIPPED, "MERGE": "kernel"}),
+    ("v7", f"{RAGGED},dtype=fp16", MMA, {**SHIPPED, "MERGE": "fused"}),
+    ("v7", f"{RAGGED},dtype=fp16", MMA, {**SHIPPED, "MERGE": "kernel"}),
+    ("v7", f"{RAGGED},dtype=fp16", MMA, {**SHIPPED, "MERGE": "kernel", "PATH": "tokens"}),
+    ("v7", f"{B32G8},dtype=fp16", MMA, {**SHIPPED, "MERGE": "fused"}),
+    ("v7", f"{B32G8},dtype=fp16", MMA, {**SHIPPED, "MERGE": "kernel"}),
+    ("v7", f"{B1},dtype=fp8", MMA, {**SHIPPED, "TSUB": 2, "MERGE": "fused"}),
+    ("v7", f"{B1},dtype=fp8", MMA, {**SHIPPED, "TSUB": 2, "MERGE": "kernel"}),
+    ("v7", f"{B4},dtype=fp8", MMA, {**SHIPPED, "TSUB": 2, "MERGE": "fused"}),
+    ("v7", f"{B4},dtype=fp8", MMA, {**SHIPPED, "TSUB": 2, "MERGE": "kernel"}),
+    ("v7", f"{RAGGED},dtype=fp8", MMA, {**SHIPPED, "TSUB": 2, "MERGE": "fused"}),
+    ("v7", f"{RAGGED},dtype=fp8", MMA, {**SHIPPED, "TSUB": 2, "MERGE": "kernel"}),
+    ("v7", f"{B1},dtype=fp16", MMA, {**SHIPPED, "MERGE": "fused"}),
+    ("v7", f"{B1},dtype=fp16", MMA, {**SHIPPED, "MERGE": "kernel"}),
+    # the same 12 warps a SM as 2 CTAs of 6: half the parts a sequence (b1: 33 a KV head)
+    ("v7", f"{B1},dtype=fp16", MMA, {**SHIPPED, "WARPS": 6, "MIN_BLOCKS": 2, "MERGE": "kernel"}),
+    ("v7", f"{B1},dtype=fp8", MMA, {**SHIPPED, "TSUB": 2, "WARPS": 6, "MIN_BLOCKS": 2, "MERGE": "kernel"}),
 ]
 FP8_FIRST = next(i for i, entry in enumerate(SWEEP) if "fp8" in entry[1])
 D64_FIRST = next(i for i, entry in enumerate(SWEEP) if entry[1].startswith(D64))
 D7_FIRST = next(i for i, entry in enumerate(SWEEP) if entry[1] == f"{D64},dtype=bf16")
 PACKED_FIRST = next(i for i, entry in enumerate(SWEEP) if entry[3].get("PATH"))
 FP8_WARPS_FIRST = next(i for i, entry in enumerate(SWEEP) if i > PACKED_FIRST and not entry[3].get("PATH"))
-HOST_KNOBS = {"ORDER": "V7_ORDER", "PATH": "V7_PATH", "SNAP": "V7_PACK_SNAP", "COST": "V7_PACK_ITEM_COST"}
+MERGE_FIRST = next(i for i, entry in enumerate(SWEEP) if entry[3].get("MERGE"))
+HOST_KNOBS = {"ORDER": "V7_ORDER", "PATH": "V7_PATH", "SNAP": "V7_PACK_SNAP", "COST": "V7_PACK_ITEM_COST",
+              "MERGE": "V7_MERGE"}
 """Knobs that set a variants.py module value for the entry (v7's planning), not a -D value."""
 
 
@@ -139,7 +167,8 @@ def timeline(prep, shape) -> str:
     name = prep.launcher.kernels[0].name
     module = gpu.compile_module(
         [variants.fast_source(shape)], variants.fast_defines(shape, prep.launcher.details.get("num_splits", 1) > 1, name,
-                                                             worklist=variants._WORKLIST_OF.get(name, 0))
+                                                             worklist=variants._WORKLIST_OF.get(name, 0),
+                                                             defer=prep.launcher.details.get("merge") == "kernel")
     )
     prep.step(0)
     cp.cuda.runtime.deviceSynchronize()
@@ -253,6 +282,8 @@ parser.add_argument("--packed", action="store_true",
                     help="only v7 packed against tokens: the ragged batch and batch 1, fp16 and fp8 (PACKED_FIRST on)")
 parser.add_argument("--fp8-warps", action="store_true",
                     help="only fp8 at groups of 4 with more resident warps (FP8_WARPS_FIRST on)")
+parser.add_argument("--merge", action="store_true",
+                    help="only v7's fused merges against its merge kernel (MERGE_FIRST on)")
 parser.add_argument("--launches", type=int, default=50)
 parser.add_argument("--no-timing", action="store_true", help="for ncu: verify and launch, no ceiling")
 args = parser.parse_args()
@@ -264,6 +295,7 @@ if ceiling:
         print(f"  stream read {gib} GiB: {c}")
 chosen = (range(FP8_FIRST, D64_FIRST) if args.fp8 else range(D64_FIRST, D7_FIRST) if args.v7
           else range(D7_FIRST, FP8_WARPS_FIRST) if args.d7 else range(PACKED_FIRST, FP8_WARPS_FIRST) if args.packed
-          else range(FP8_WARPS_FIRST, len(SWEEP)) if args.fp8_warps else range(len(SWEEP)))
+          else range(FP8_WARPS_FIRST, MERGE_FIRST) if args.fp8_warps else range(MERGE_FIRST, len(SWEEP)) if args.merge
+          else range(len(SWEEP)))
 for i in args.only or chosen:
     run(SWEEP[i], args.launches, ceiling)

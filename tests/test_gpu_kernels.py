@@ -225,13 +225,17 @@ def test_v7_issue_ragged_batch(dtype):
     assert d["multi_part_sequences"] >= 1 and d["num_splits"] > 1, d
 
 
-@pytest.mark.parametrize("path", ["tokens", "packed"])
-@pytest.mark.parametrize("spec", [
+V7_FORCED_SPECS = [
     dict(batch=len(ISSUE_RAGGED), context=ISSUE_RAGGED),
     dict(batch=1, context=131072),
     dict(batch=6, context=(1, 15, 16, 17, 3000, 9000), q_heads=64),
     dict(batch=5, context=(1, 1, 1, 1, 40000), q_heads=32, kv_heads=32, head_dim=64),
-])
+]
+"""Shapes both v7 paths run forced: the ragged batch, b1, groups of 8, group 1 at d64."""
+
+
+@pytest.mark.parametrize("path", ["tokens", "packed"])
+@pytest.mark.parametrize("spec", V7_FORCED_SPECS)
 @pytest.mark.parametrize("dtype", ["fp16", "fp8"])
 def test_v7_packed_and_tokens_forced(monkeypatch, path, spec, dtype):
     # the A/B scripts/tune_v5.py's PATH knob makes: either path on the same shapes
@@ -241,6 +245,28 @@ def test_v7_packed_and_tokens_forced(monkeypatch, path, spec, dtype):
     prep = check("v7", Shape(**spec, dtype=dtype))
     assert prep.launcher.details["path"] == path, prep.launcher.details
     for _ in range(2):  # the counters are back at 0 after each launch
+        again = harness.verify(prep)
+        assert again.passed, again
+
+
+@pytest.mark.parametrize("merge", ["kernel", "fused"])
+@pytest.mark.parametrize("path", ["tokens", "packed"])
+@pytest.mark.parametrize("spec", [*V7_FORCED_SPECS, dict(batch=3, context=(5000, 20, 9000), head_dim=256)])  # d256: the ring
+@pytest.mark.parametrize("dtype", ["fp16", "fp8", "fp32"])
+def test_v7_merge_kernel_or_fused(monkeypatch, merge, path, spec, dtype):
+    # scripts/tune_v5.py's MERGE knob: the merges in paged_decode_v7_merge after the
+    # streaming kernel (two kernels a step), or fused into the last CTA of a sequence's parts
+    from paprof.families.paged_decode import variants
+
+    if spec.get("head_dim") == 256 and dtype == "fp8":
+        pytest.skip("fp8 caches take head_dim 64 and 128")
+    monkeypatch.setattr(variants, "V7_MERGE", merge)
+    monkeypatch.setattr(variants, "V7_PATH", path)
+    prep = check("v7", Shape(**spec, dtype=dtype))
+    names = [k.name for k in prep.launcher.kernels]
+    assert (names[-1] == "paged_decode_v7_merge") == (merge == "kernel") and len(names) == 1 + (merge == "kernel")
+    assert prep.launcher.details.get("merge", "fused") == merge
+    for _ in range(2):  # launch after launch (fused: the counters are back at 0)
         again = harness.verify(prep)
         assert again.passed, again
 

@@ -536,3 +536,44 @@ def test_a_packed_kernel_taking_one_item_a_cta_is_caught(build):
     with pytest.raises(AssertionError, match="cache bytes read|NaN|rel"):
         check_emulated("v7packed", Shape(batch=6, q_heads=4, kv_heads=2, context=EDGE_RAGGED, dtype="fp16"), build,
                        folder=broken)
+
+
+# -- v7 with its merges in a kernel of their own (V7_MERGE "kernel": DEFER_MERGE 1) -----------
+
+DEFERRED_CASES = [
+    ("v7", V7_CASES[0]), ("v7", V7_CASES[2]), ("v7", V7_CASES[3]), ("v7", V7_CASES[4]), ("v7", V7_CASES[5]),
+    ("v7", V7_CASES[7]),  # every sequence one part: no merge kernel CTA at all
+    ("v7packed", PACKED_CASES[0][0]), ("v7packed", PACKED_CASES[2][0]), ("v7packed", PACKED_CASES[3][0]),
+]
+
+
+@pytest.mark.parametrize("vid, shape", DEFERRED_CASES,
+                         ids=lambda c: c if isinstance(c, str) else Shape(**c).slug())
+def test_v7_deferred_merge_matches_the_reference_reading_exactly_its_tokens(build, vid, shape):
+    """The streaming kernel writes only partials (no fence, no counter) and
+    paged_decode_v7_merge, run after the whole grid as the launcher enqueues it, merges every
+    sequence of several parts: groups 1 / 4 / 8, d64 / d128, fp16 / fp8, token and packed
+    plans, pages smaller than a tile."""
+    check_emulated(vid, Shape(**shape), build, {"DEFER_MERGE": 1})
+
+
+def test_merge_list_names_each_sequence_of_several_parts_once():
+    shape = Shape(batch=len(ISSUE_RAGGED), context=ISSUE_RAGGED)
+    for plan in (variants.plan_work(shape.context_lens, 16, 8, 528),
+                 variants.plan_packed(shape.context_lens, 16, 8, 528, item_cost=3)):
+        merges = variants.merge_list(plan["items"])
+        parts = {}
+        for it in plan["items"]:
+            parts.setdefault(it[0], set()).add((it[4], it[5]))
+        want = sorted((b, base, n) for b, ps in parts.items() for n, base in ps if n > 1)
+        assert [tuple(m[:3]) for m in merges] == want and len(merges) == plan["multi_part"]
+        assert (merges[:, 3] == 0).all() and merges.shape[1] == variants.MERGE_INTS
+
+
+def test_a_merge_kernel_dropping_a_part_is_caught(build):
+    """Not vacuous: a merge kernel that leaves out every sequence's last part fails here."""
+    line = "const int b = mg[0], parts = mg[2];"
+    broken = broken_common(build, "broken-merge", line, line.replace("mg[2]", "mg[2] - 1"))
+    with pytest.raises(AssertionError, match="rel"):
+        check_emulated("v7", Shape(batch=2, q_heads=4, kv_heads=2, context=(40, 400), dtype="fp16"), build,
+                       {"DEFER_MERGE": 1}, folder=broken)

@@ -11,7 +11,10 @@
 // counters (int32).
 #include "v5_mma.cu"
 
+#include <algorithm>
+#include <array>
 #include <cstdlib>
+#include <set>
 #include <fstream>
 #include <string>
 #include <limits>
@@ -125,6 +128,37 @@ int main(int argc, char** argv) {
             }
         }
     }
+#if DEFER_MERGE
+    // v7's merges in their own kernel (paged_decode_v7_merge), after the streaming grid as
+    // the launcher enqueues it: the list as variants.merge_list builds it from the items
+    std::vector<std::array<int, MERGE_INTS>> merges;
+    {
+        std::set<std::array<int, 3>> seqs;  // (sequence, first part slot, parts), batch order
+        for (size_t i = 0; i < items.size() / WORK_ITEM_INTS; ++i) {
+            const int* it = items.data() + i * WORK_ITEM_INTS;
+            if (it[4] > 1) seqs.insert({it[0], it[5], it[4]});
+        }
+        for (const auto& q : seqs) merges.push_back({q[0], q[1], q[2], 0});
+    }
+    int max_parts = 1;
+    for (const auto& m : merges) max_parts = std::max(max_parts, m[2]);
+    gridDim = {unsigned(q_heads), unsigned(merges.size()), 1u};
+    blockDim = {unsigned(MERGE_THREADS), 1, 1};
+    for (unsigned y = 0; y < gridDim.y; ++y)
+        for (unsigned x = 0; x < gridDim.x; ++x) {
+            blockIdx = {x, y, 0};
+            paged_emu::Cta cta(size_t(16 * MERGE_THREADS + 8 * max_parts), MERGE_THREADS);
+            paged_emu::current = &cta;
+            std::vector<std::thread> pool;
+            for (int t = 0; t < MERGE_THREADS; ++t)
+                pool.emplace_back([&, t] {
+                    threadIdx = {unsigned(t), 0, 0};
+                    paged_decode_v7_merge(out.data(), part_m.data(), part_l.data(), part_o.data(),
+                                          merges.empty() ? nullptr : merges[0].data(), q_heads);
+                });
+            for (auto& th : pool) th.join();
+        }
+#endif
     std::ofstream o(argv[2], std::ios::binary);
     o.write(reinterpret_cast<const char*>(out.data()), std::streamsize(nq * sizeof(float)));
     for (auto* seen : {&seen_k, &seen_v})

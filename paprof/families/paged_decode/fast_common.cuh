@@ -25,6 +25,14 @@
 #if WORKLIST && !SPLIT
 #error "WORKLIST (v7) writes partials: it needs SPLIT 1"
 #endif
+#ifndef DEFER_MERGE
+#define DEFER_MERGE 0  // 1 (v7, V7_MERGE "kernel"): the CTAs only write their partials, with no
+                       // fence, counter or merge; paged_decode_v7_merge, launched after the
+                       // kernel in the same stream, merges every sequence of several parts
+#endif
+#if DEFER_MERGE && !WORKLIST
+#error "DEFER_MERGE is v7's (WORKLIST 1 or 2)"
+#endif
 // A work item: sequence, first page, end page (exclusive), part index within the
 // sequence, the sequence's part count, the sequence's first part slot in the partial
 // buffers (its rows start at part_base x q_heads; [q_head][part] within), two unused ints
@@ -394,7 +402,7 @@ __device__ __forceinline__ void merge_warps_and_store(const float* s_m, const fl
             out[(head0 + g) * HEAD_DIM_ + d] = o / lsum;
         }
     }
-    if (SPLIT_ && !direct) {
+    if (SPLIT_ && !direct && !DEFER_MERGE) {
         __shared__ int s_last;
         int* counter = counters + work.b * gridDim.x + kvh;
         __threadfence();  // this CTA's partials are visible device-wide before it is counted
@@ -447,6 +455,115 @@ __device__ __forceinline__ void packed_merges(float* scratch, int q_heads, float
         merge_parts<WARPS_, GROUP_, HEAD_DIM_>(out + head0 * HEAD_DIM_, part_m + row0, part_l + row0,
                                                part_o + row0 * HEAD_DIM_, static_cast<size_t>(kvh) * GROUP_,
                                                parts, scratch);
+    }
+}
+#endif
+
+#if DEFER_MERGE
+// v7's merges in a kernel of their own (V7_MERGE "kernel"), launched after the streaming
+// kernel in the same stream, so that the kernel boundary orders the partials before their
+// reads (no fence, no counter, no CTA that merges 66 parts alone at the end of the wave).
+// CTA (h, i) merges query head h of the i-th sequence of several parts: `merges` holds
+// MERGE_INTS ints a sequence (its batch index, its first part slot, its part count, unused),
+// its rows [q_heads][parts] from slot x q_heads on, as merge_warps_and_store wrote them.
+// The (m, l) of every part in one round, two block reductions for the weights, then
+// MERGE_THREADS / (HEAD_DIM / 4) groups of threads each sum a share of the parts, float4 a
+// thread, MERGE_UNROLL loads in flight, the groups met in shared memory. Dynamic shared
+// memory: variants.deferred_merge_smem.
+#define MERGE_INTS 4
+#ifndef MERGE_THREADS
+#define MERGE_THREADS 256
+#endif
+#ifndef MERGE_UNROLL
+#define MERGE_UNROLL 8
+#endif
+template <bool MAX_>
+__device__ __forceinline__ float merge_block_reduce(float v, float* s_red) {
+    constexpr int NW = MERGE_THREADS / 32;
+#pragma unroll
+    for (int off = 16; off > 0; off >>= 1) {
+        const float o = __shfl_xor_sync(FULL_MASK, v, off);
+        v = MAX_ ? fmaxf(v, o) : v + o;
+    }
+    __syncthreads();  // s_red's previous use is read
+    if ((threadIdx.x & 31) == 0) s_red[threadIdx.x >> 5] = v;
+    __syncthreads();
+    v = s_red[0];
+#pragma unroll
+    for (int w = 1; w < NW; ++w) v = MAX_ ? fmaxf(v, s_red[w]) : v + s_red[w];
+    return v;
+}
+
+extern "C" __global__ void __launch_bounds__(MERGE_THREADS)
+    paged_decode_v7_merge(float* __restrict__ out, const float* __restrict__ part_m, const float* __restrict__ part_l,
+                          const float* __restrict__ part_o, const int* __restrict__ merges, int q_heads) {
+    static_assert(HEAD_DIM % 4 == 0 && HEAD_DIM / 4 <= MERGE_THREADS, "a float4 a thread, a row at least");
+    constexpr int VPR = HEAD_DIM / 4, GROUPS = MERGE_THREADS / VPR;
+    const int h = blockIdx.x;
+    const int* mg = merges + static_cast<size_t>(MERGE_INTS) * blockIdx.y;
+    const int b = mg[0], parts = mg[2];
+    const size_t row0 = static_cast<size_t>(mg[1]) * q_heads + static_cast<size_t>(h) * parts;
+    FAST_DYNAMIC_SMEM(float4, s_dyn4);
+    float4* red = s_dyn4;                                    // [GROUPS][VPR]
+    float* w = reinterpret_cast<float*>(s_dyn4 + GROUPS * VPR);  // [parts]: m (or -inf), then the weight
+    float* l_of = w + parts;                                      // [parts]
+    __shared__ float s_red[MERGE_THREADS / 32];
+    float mx = NEG_INF;
+    for (int s = threadIdx.x; s < parts; s += MERGE_THREADS) {
+        const float l = load_l2(part_l + row0 + s), m = load_l2(part_m + row0 + s);
+        w[s] = l > 0.f ? m : NEG_INF;  // an empty part (l = 0) carries no weight
+        l_of[s] = l;
+        mx = fmaxf(mx, w[s]);
+    }
+    mx = merge_block_reduce<true>(mx, s_red);
+    float lsum = 0.f;
+    for (int s = threadIdx.x; s < parts; s += MERGE_THREADS) {
+        const float wt = w[s] > NEG_INF ? exp2f(w[s] - mx) : 0.f;
+        w[s] = wt;
+        lsum += wt * l_of[s];
+    }
+    lsum = merge_block_reduce<false>(lsum, s_red);  // its barriers also publish w
+    const int vec = threadIdx.x % VPR, grp = threadIdx.x / VPR;
+    float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
+    if (grp < GROUPS) {
+        const float4* col = reinterpret_cast<const float4*>(part_o + row0 * HEAD_DIM) + vec;
+        for (int s0 = grp; s0 < parts; s0 += MERGE_UNROLL * GROUPS) {
+            float4 v[MERGE_UNROLL];
+#pragma unroll
+            for (int u = 0; u < MERGE_UNROLL; ++u) {
+                const int s = s0 + u * GROUPS;
+                if (s < parts) v[u] = load_l2(col + static_cast<size_t>(s) * VPR);
+            }
+#pragma unroll
+            for (int u = 0; u < MERGE_UNROLL; ++u) {
+                const int s = s0 + u * GROUPS;
+                if (s < parts) {
+                    const float wt = w[s];
+                    acc.x += wt * v[u].x;
+                    acc.y += wt * v[u].y;
+                    acc.z += wt * v[u].z;
+                    acc.w += wt * v[u].w;
+                }
+            }
+        }
+        red[grp * VPR + vec] = acc;
+    }
+    __syncthreads();
+    if (threadIdx.x < VPR) {
+        float4 o = red[threadIdx.x];
+        for (int g2 = 1; g2 < GROUPS; ++g2) {
+            const float4 r = red[g2 * VPR + threadIdx.x];
+            o.x += r.x;
+            o.y += r.y;
+            o.z += r.z;
+            o.w += r.w;
+        }
+        const float inv = 1.f / lsum;
+        o.x *= inv;
+        o.y *= inv;
+        o.z *= inv;
+        o.w *= inv;
+        reinterpret_cast<float4*>(out + (static_cast<size_t>(b) * q_heads + h) * HEAD_DIM)[threadIdx.x] = o;
     }
 }
 #endif

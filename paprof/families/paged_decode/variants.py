@@ -224,9 +224,9 @@ def fast_source(shape: Shape) -> Path:
     return HERE / FAST_TUNING[shape.dtype][0]
 
 
-def fast_defines(shape: Shape, split: bool, name: str, worklist: int = 0) -> dict:
+def fast_defines(shape: Shape, split: bool, name: str, worklist: int = 0, defer: bool = False) -> dict:
     """Compile-time constants of v5/v6's kernel for this shape (v7's work list: worklist 1
-    an item a CTA, 2 packed ranges)."""
+    an item a CTA, 2 packed ranges; ``defer``: the merges left to paged_decode_v7_merge)."""
     tuning = dict(FAST_TUNING[shape.dtype][1])
     if shape.group == 1 and shape.head_dim == 64 and tuning.get("FEED"):
         tuning.update(GROUP1_D64_TUNING.get(shape.dtype, {}))
@@ -245,6 +245,7 @@ def fast_defines(shape: Shape, split: bool, name: str, worklist: int = 0) -> dic
         **tuning,
         "SPLIT": int(split),
         **({"WORKLIST": int(worklist)} if worklist else {}),
+        **({"DEFER_MERGE": 1} if defer else {}),
         "KERNEL_NAME": name,
     }
 
@@ -264,10 +265,46 @@ def merge_smem(warps: int, rows: int, head_dim: int, parts: int) -> int:
     return 4 * (-(-2 * rows * parts // 4) * 4) + 4 * warps * rows * head_dim
 
 
-def _fast_kernel(shape: Shape, split: bool, name: str, worklist: int = 0):
-    defines = fast_defines(shape, split, name, worklist)
+MERGE_THREADS = 256
+"""Threads of a CTA of paged_decode_v7_merge (MERGE_THREADS in fast_common.cuh)."""
+MERGE_INTS = 4
+"""Ints a sequence takes in the merge kernel's list (MERGE_INTS in fast_common.cuh)."""
+
+
+def deferred_merge_smem(head_dim: int, parts: int) -> int:
+    """Dynamic shared memory of paged_decode_v7_merge: a float4 a thread (the groups'
+    sums), then m and l of every part of the sequence."""
+    return 16 * MERGE_THREADS + 8 * parts
+
+
+def merge_list(items) -> "np.ndarray":
+    """The sequences of several parts in a v7 plan (token or packed items: sequence, first
+    page, end page, part, parts, part base), MERGE_INTS int32 each, in batch order: the
+    batch index, the first part slot, the part count, 0."""
+    seqs = sorted({(it[0], it[5], it[4]) for it in items if it[4] > 1})
+    arr = np.zeros((len(seqs), MERGE_INTS), dtype=np.int32)
+    if seqs:
+        arr[:, :3] = np.asarray(seqs, dtype=np.int64)
+    return arr
+
+
+def _fast_kernel(shape: Shape, split: bool, name: str, worklist: int = 0, defer: bool = False):
+    defines = fast_defines(shape, split, name, worklist, defer)
     kernel = gpu.compile_module([fast_source(shape)], defines).get_function(name)
     return kernel, (defines["WARPS"] * 32,), fast_smem(defines)
+
+
+def _merge_kernel(shape: Shape, name: str, worklist: int, items, max_parts: int):
+    """paged_decode_v7_merge, from the module of the streaming kernel compiled with
+    DEFER_MERGE (a CTA a query head and sequence of several parts), with its list; None
+    when no sequence has several parts."""
+    merges = merge_list(items)
+    if not len(merges):
+        return None
+    defines = fast_defines(shape, True, name, worklist, defer=True)
+    kernel = gpu.compile_module([fast_source(shape)], defines).get_function("paged_decode_v7_merge")
+    grid = (shape.q_heads, len(merges))
+    return kernel, grid, (MERGE_THREADS,), deferred_merge_smem(shape.head_dim, max_parts), gpu.cupy().asarray(merges)
 
 
 def choose_splits(shape: Shape, device, resident_blocks_per_sm: int) -> int:
@@ -457,6 +494,12 @@ def packed_item_cost(shape: Shape) -> int:
     """V7_PACK_ITEM_COST in pages of the shape's cache (2 bytes an element: as it is)."""
     return V7_PACK_ITEM_COST * 2 // shape.elem_bytes
 
+V7_MERGE = "fused"
+"""Where v7 merges a sequence's parts: "fused" (the last CTA of its parts to finish, after
+a fence and a counter: one kernel) or "kernel" (the CTAs only write partials;
+paged_decode_v7_merge, a CTA a query head, runs after them in the same stream).
+scripts/tune_v5.py's MERGE knob measures one against the other (docs/NOTES.md)."""
+
 V7_PATH = ""
 """v7's path forced ("packed" or "tokens"; "": V7_CHOICES's rule): scripts/tune_v5.py's PATH
 knob, for the A/B of packed against tokens on the same shape (not a -D value)."""
@@ -567,7 +610,8 @@ def packed_array(plan: dict) -> "np.ndarray":
 
 
 def _build_v7(variant, shape, device):
-    kernel, block, smem = _fast_kernel(shape, True, V7_KERNEL, worklist=True)
+    defer = V7_MERGE == "kernel"
+    kernel, block, smem = _fast_kernel(shape, True, V7_KERNEL, worklist=True, defer=defer)
     resident = gpu.blocks_per_sm(kernel, block[0], smem, device)
     plan = plan_work(shape.context_lens, shape.page_size, shape.kv_heads, device.sm_count * max(1, resident),
                      shape.chunk_pages, device.sm_count)
@@ -581,8 +625,9 @@ def _build_v7(variant, shape, device):
         return _packed_launcher(variant, shape, device, details)
 
     cp = gpu.cupy()
-    smem = max(smem, merge_smem(block[0] // 32, shape.group, shape.head_dim, plan["max_parts"]))
-    if smem > device.smem_per_block_optin:
+    if not defer:
+        smem = max(smem, merge_smem(block[0] // 32, shape.group, shape.head_dim, plan["max_parts"]))
+    if max(smem, deferred_merge_smem(shape.head_dim, plan["max_parts"]) if defer else 0) > device.smem_per_block_optin:
         raise ShapeError(f"v7 with chunks of {plan['chunk_pages']} pages merges {plan['max_parts']} parts of a "
                          f"sequence: {smem} bytes of shared memory a CTA, beyond this GPU's "
                          f"{device.smem_per_block_optin}; give a larger chunk")
@@ -596,25 +641,45 @@ def _build_v7(variant, shape, device):
     part_o = cp.empty(rows * shape.head_dim, dtype=cp.float32)
     counters = cp.zeros(shape.batch * shape.kv_heads, dtype=cp.int32)  # the kernel leaves them at 0
     grid = (shape.kv_heads, len(items))
-    info = _launch(kernel, V7_KERNEL, grid, block, smem)
+    infos = [_launch(kernel, V7_KERNEL, grid, block, smem)]
+    merge = _merge_kernel(shape, V7_KERNEL, 1, items, plan["max_parts"]) if defer else None
+    run_merge = _merge_step(merge, infos, part_m, part_l, part_o, shape)
 
     def run_tokens(inputs, out):
         kernel(grid, block, (part_m, part_l, part_o, counters, work, out, *_fast_args(inputs, shape)),
                shared_mem=smem)
+        run_merge(out)
 
-    return Launcher(variant.id, [info], run_tokens, details={
+    return Launcher(variant.id, infos, run_tokens, details={
         **details, "num_splits": plan["max_parts"], "chunk_pages": plan["chunk_pages"], "work_items": len(items),
-        "multi_part_sequences": plan["multi_part"]})
+        "multi_part_sequences": plan["multi_part"], **({"merge": "kernel"} if defer else {})})
+
+
+def _merge_step(merge, infos: list, part_m, part_l, part_o, shape: Shape):
+    """What run() calls after v7's streaming kernel: paged_decode_v7_merge over the
+    sequences of several parts (V7_MERGE "kernel"; its launch appended to ``infos``), or
+    nothing (fused merges, or no sequence of several parts)."""
+    if merge is None:
+        return lambda out: None
+    kernel, grid, block, smem, merges = merge
+    infos.append(_launch(kernel, "paged_decode_v7_merge", grid, block, smem))
+
+    def run_merge(out):
+        kernel(grid, block, (out, part_m, part_l, part_o, merges, np.int32(shape.q_heads)), shared_mem=smem)
+
+    return run_merge
 
 
 def _packed_launcher(variant, shape: Shape, device, details: dict) -> Launcher:
     """v7's packed path: grid (kv_heads, ctas), CTA y the items of its range in turn."""
-    kernel, block, smem = _fast_kernel(shape, True, V7_PACKED_KERNEL, worklist=2)
+    defer = V7_MERGE == "kernel"
+    kernel, block, smem = _fast_kernel(shape, True, V7_PACKED_KERNEL, worklist=2, defer=defer)
     resident = gpu.blocks_per_sm(kernel, block[0], smem, device)
     plan = plan_packed(shape.context_lens, shape.page_size, shape.kv_heads, device.sm_count * max(1, resident),
                        item_cost=packed_item_cost(shape))
-    smem = max(smem, merge_smem(block[0] // 32, shape.group, shape.head_dim, plan["max_parts"]))
-    if smem > device.smem_per_block_optin:
+    if not defer:
+        smem = max(smem, merge_smem(block[0] // 32, shape.group, shape.head_dim, plan["max_parts"]))
+    if max(smem, deferred_merge_smem(shape.head_dim, plan["max_parts"]) if defer else 0) > device.smem_per_block_optin:
         raise ShapeError(f"v7 packed merges {plan['max_parts']} parts of a sequence: {smem} bytes of shared "
                          f"memory a CTA, beyond this GPU's {device.smem_per_block_optin}")
     if plan["ctas"] > MAX_GRID_Y:
@@ -626,13 +691,17 @@ def _packed_launcher(variant, shape: Shape, device, details: dict) -> Launcher:
     part_o = cp.empty(rows * shape.head_dim, dtype=cp.float32)
     counters = cp.zeros(shape.batch * shape.kv_heads, dtype=cp.int32)  # the kernel leaves them at 0
     grid = (shape.kv_heads, plan["ctas"])
-    info = _launch(kernel, V7_PACKED_KERNEL, grid, block, smem)
+    infos = [_launch(kernel, V7_PACKED_KERNEL, grid, block, smem)]
+    merge = _merge_kernel(shape, V7_PACKED_KERNEL, 2, plan["items"], plan["max_parts"]) if defer else None
+    run_merge = _merge_step(merge, infos, part_m, part_l, part_o, shape)
 
     def run_packed(inputs, out):
         kernel(grid, block, (part_m, part_l, part_o, counters, work, out, *_fast_args(inputs, shape)),
                shared_mem=smem)
+        run_merge(out)
 
-    return Launcher(variant.id, [info], run_packed, details={
+    return Launcher(variant.id, infos, run_packed, details={
+        **({"merge": "kernel"} if defer else {}),
         **details, "waves": plan["waves"], "resident_ctas_per_sm": resident, "num_splits": plan["max_parts"],
         "ctas": plan["ctas"], "work_items": len(plan["items"]), "pages_per_cta": plan["pages_per_cta"],
         "multi_part_sequences": plan["multi_part"], **({"snap": V7_PACK_SNAP} if V7_PACK_SNAP != 2 else {}),

@@ -573,9 +573,11 @@ for f in sys.argv[1:]:
   merge)
     stamp merge
     # v7's merges in a kernel of their own against the fused last-CTA merge (issue 16, NOTES
-    # item 95): the GPU tests of both, memcheck of the merge kernel on v7's edge shapes,
-    # then scripts/tune_v5.py --merge (b1, b4, ragged, groups of 8; fp16 and fp8; one
-    # process, each pair fused then kernel) -> logs/merge-*, logs/tune-merge.log
+    # item 95): scripts/tune_v5.py --merge first (b1, b4, ragged, groups of 8; fp16 and fp8;
+    # one process, each pair fused then kernel), then the GPU tests of both, then memcheck of
+    # the merge kernel on v7's edge shapes -> logs/merge-*, logs/tune-merge.log
+    timeout 240 python3 scripts/tune_v5.py --merge 2>&1 | tee "$OUT/logs/tune-merge.log" | grep -v "^    SM "
+    stamp "merge tests"
     timeout 200 python3 -m pytest -m gpu -q -p no:cacheprovider tests/test_gpu_kernels.py -k "merge_kernel_or_fused" \
       -rfE --tb=line > "$OUT/logs/merge-tests.log" 2>&1
     echo "merge tests: rc $?"; tail -6 "$OUT/logs/merge-tests.log"
@@ -584,8 +586,6 @@ for f in sys.argv[1:]:
     timeout 90 "${SAN:-compute-sanitizer}" --tool memcheck --print-limit 5 python3 scripts/sanitize_fast.py --v7 \
       --merge-kernel > "$OUT/logs/sanitize-merge.log" 2>&1
     echo "merge memcheck: rc $?"; tail -12 "$OUT/logs/sanitize-merge.log"
-    stamp "merge tune"
-    timeout 240 python3 scripts/tune_v5.py --merge 2>&1 | tee "$OUT/logs/tune-merge.log" | grep -v "^    SM "
     ;;
   flash5)
     # wgmma2 as shipped with the diet (NOTES items 85-87): every wgmma2 GPU test (no -x), then

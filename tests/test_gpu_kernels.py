@@ -260,6 +260,8 @@ def test_v7_merge_kernel_or_fused(monkeypatch, merge, path, spec, dtype):
 
     if spec.get("head_dim") == 256 and dtype == "fp8":
         pytest.skip("fp8 caches take head_dim 64 and 128")
+    if merge == "fused" and dtype != "fp16":
+        pytest.skip("the fused merge of fp8 and fp32: test_v7_packed_and_tokens_forced, test_v7_issue_ragged_batch")
     monkeypatch.setattr(variants, "V7_MERGE", merge)
     monkeypatch.setattr(variants, "V7_PATH", path)
     prep = check("v7", Shape(**spec, dtype=dtype))

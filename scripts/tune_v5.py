@@ -125,29 +125,31 @@ SWEEP = [
     ("v7", f"{B1},dtype=fp8", MMA, {**SHIPPED, "TSUB": 1, "WARPS": 2, "MIN_BLOCKS": 8}),
     # MERGE_FIRST on (--merge): v7's merges fused into the last CTA of a sequence's parts
     # against paged_decode_v7_merge after the streaming kernel (MERGE: V7_MERGE, not a -D
-    # value), one shape after another in one process, at the shapes whose sequences have
-    # several parts: b1 (66 parts a KV head), b4 (16), the ragged batch (packed for 16-bit,
-    # tokens for fp8), groups of 8 (2 parts); b1 fp16 once more, fused, after the rest
+    # value), one process, at the shapes whose sequences have several parts: b1 (66 parts a
+    # KV head), b4 (16), the ragged batch (packed for 16-bit, tokens for fp8), groups of 8
+    # (2 parts); the same 12 warps a SM as 2 CTAs of 6 warps (half the parts: b1 33, b4 8)
     ("v7", f"{B1},dtype=fp16", MMA, {**SHIPPED, "MERGE": "fused", "TIMELINE": 1}),
     ("v7", f"{B1},dtype=fp16", MMA, {**SHIPPED, "MERGE": "kernel", "TIMELINE": 1}),
+    ("v7", f"{B1},dtype=fp16", MMA, {**SHIPPED, "WARPS": 6, "MIN_BLOCKS": 2, "MERGE": "kernel"}),
+    ("v7", f"{B1},dtype=fp16", MMA, {**SHIPPED, "WARPS": 6, "MIN_BLOCKS": 2, "MERGE": "fused"}),
     ("v7", f"{B4},dtype=fp16", MMA, {**SHIPPED, "MERGE": "fused"}),
     ("v7", f"{B4},dtype=fp16", MMA, {**SHIPPED, "MERGE": "kernel"}),
+    ("v7", f"{B4},dtype=fp16", MMA, {**SHIPPED, "WARPS": 6, "MIN_BLOCKS": 2, "MERGE": "kernel"}),
     ("v7", f"{RAGGED},dtype=fp16", MMA, {**SHIPPED, "MERGE": "fused"}),
     ("v7", f"{RAGGED},dtype=fp16", MMA, {**SHIPPED, "MERGE": "kernel"}),
-    ("v7", f"{RAGGED},dtype=fp16", MMA, {**SHIPPED, "MERGE": "kernel", "PATH": "tokens"}),
     ("v7", f"{B32G8},dtype=fp16", MMA, {**SHIPPED, "MERGE": "fused"}),
     ("v7", f"{B32G8},dtype=fp16", MMA, {**SHIPPED, "MERGE": "kernel"}),
     ("v7", f"{B1},dtype=fp8", MMA, {**SHIPPED, "TSUB": 2, "MERGE": "fused"}),
     ("v7", f"{B1},dtype=fp8", MMA, {**SHIPPED, "TSUB": 2, "MERGE": "kernel"}),
+    ("v7", f"{B1},dtype=fp8", MMA, {**SHIPPED, "TSUB": 2, "WARPS": 6, "MIN_BLOCKS": 2, "MERGE": "kernel"}),
     ("v7", f"{B4},dtype=fp8", MMA, {**SHIPPED, "TSUB": 2, "MERGE": "fused"}),
     ("v7", f"{B4},dtype=fp8", MMA, {**SHIPPED, "TSUB": 2, "MERGE": "kernel"}),
+    ("v7", f"{B4},dtype=fp8", MMA, {**SHIPPED, "TSUB": 2, "WARPS": 6, "MIN_BLOCKS": 2, "MERGE": "kernel"}),
     ("v7", f"{RAGGED},dtype=fp8", MMA, {**SHIPPED, "TSUB": 2, "MERGE": "fused"}),
     ("v7", f"{RAGGED},dtype=fp8", MMA, {**SHIPPED, "TSUB": 2, "MERGE": "kernel"}),
-    ("v7", f"{B1},dtype=fp16", MMA, {**SHIPPED, "MERGE": "fused"}),
+    ("v7", f"{B1},dtype=fp16", MMA, {**SHIPPED, "MERGE": "fused"}),  # again, after the rest
     ("v7", f"{B1},dtype=fp16", MMA, {**SHIPPED, "MERGE": "kernel"}),
-    # the same 12 warps a SM as 2 CTAs of 6: half the parts a sequence (b1: 33 a KV head)
     ("v7", f"{B1},dtype=fp16", MMA, {**SHIPPED, "WARPS": 6, "MIN_BLOCKS": 2, "MERGE": "kernel"}),
-    ("v7", f"{B1},dtype=fp8", MMA, {**SHIPPED, "TSUB": 2, "WARPS": 6, "MIN_BLOCKS": 2, "MERGE": "kernel"}),
 ]
 FP8_FIRST = next(i for i, entry in enumerate(SWEEP) if "fp8" in entry[1])
 D64_FIRST = next(i for i, entry in enumerate(SWEEP) if entry[1].startswith(D64))

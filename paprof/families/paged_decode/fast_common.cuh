@@ -466,13 +466,14 @@ __device__ __forceinline__ void packed_merges(float* scratch, int q_heads, float
 // CTA (h, i) merges query head h of the i-th sequence of several parts: `merges` holds
 // MERGE_INTS ints a sequence (its batch index, its first part slot, its part count, unused),
 // its rows [q_heads][parts] from slot x q_heads on, as merge_warps_and_store wrote them.
-// The (m, l) of every part in one round, two block reductions for the weights, then
 // MERGE_THREADS / (HEAD_DIM / 4) groups of threads each sum a share of the parts, float4 a
-// thread, MERGE_UNROLL loads in flight, the groups met in shared memory. Dynamic shared
-// memory: variants.deferred_merge_smem.
+// thread: the first MERGE_UNROLL parts of each share are loaded at the start, with the
+// (m, l) of every part, so that their latency overlaps the two block reductions that make
+// the weights (d128: 16 groups x 8, 128 parts in one round); the groups meet in shared
+// memory. Dynamic shared memory: variants.deferred_merge_smem.
 #define MERGE_INTS 4
 #ifndef MERGE_THREADS
-#define MERGE_THREADS 256
+#define MERGE_THREADS 512
 #endif
 #ifndef MERGE_UNROLL
 #define MERGE_UNROLL 8
@@ -508,6 +509,14 @@ extern "C" __global__ void __launch_bounds__(MERGE_THREADS)
     float* w = reinterpret_cast<float*>(s_dyn4 + GROUPS * VPR);  // [parts]: m (or -inf), then the weight
     float* l_of = w + parts;                                      // [parts]
     __shared__ float s_red[MERGE_THREADS / 32];
+    const int vec = threadIdx.x % VPR, grp = threadIdx.x / VPR;
+    const float4* col = reinterpret_cast<const float4*>(part_o + row0 * HEAD_DIM) + vec;
+    float4 v[MERGE_UNROLL];  // the share's first parts, in flight while the weights are made
+#pragma unroll
+    for (int u = 0; u < MERGE_UNROLL; ++u) {
+        const int s = grp + u * GROUPS;
+        if (grp < GROUPS && s < parts) v[u] = load_l2(col + static_cast<size_t>(s) * VPR);
+    }
     float mx = NEG_INF;
     for (int s = threadIdx.x; s < parts; s += MERGE_THREADS) {
         const float l = load_l2(part_l + row0 + s), m = load_l2(part_m + row0 + s);
@@ -523,17 +532,9 @@ extern "C" __global__ void __launch_bounds__(MERGE_THREADS)
         lsum += wt * l_of[s];
     }
     lsum = merge_block_reduce<false>(lsum, s_red);  // its barriers also publish w
-    const int vec = threadIdx.x % VPR, grp = threadIdx.x / VPR;
     float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
     if (grp < GROUPS) {
-        const float4* col = reinterpret_cast<const float4*>(part_o + row0 * HEAD_DIM) + vec;
-        for (int s0 = grp; s0 < parts; s0 += MERGE_UNROLL * GROUPS) {
-            float4 v[MERGE_UNROLL];
-#pragma unroll
-            for (int u = 0; u < MERGE_UNROLL; ++u) {
-                const int s = s0 + u * GROUPS;
-                if (s < parts) v[u] = load_l2(col + static_cast<size_t>(s) * VPR);
-            }
+        for (int s0 = grp;;) {
 #pragma unroll
             for (int u = 0; u < MERGE_UNROLL; ++u) {
                 const int s = s0 + u * GROUPS;
@@ -544,6 +545,13 @@ extern "C" __global__ void __launch_bounds__(MERGE_THREADS)
                     acc.z += wt * v[u].z;
                     acc.w += wt * v[u].w;
                 }
+            }
+            s0 += MERGE_UNROLL * GROUPS;
+            if (s0 >= parts) break;
+#pragma unroll
+            for (int u = 0; u < MERGE_UNROLL; ++u) {  // more parts than one round holds
+                const int s = s0 + u * GROUPS;
+                if (s < parts) v[u] = load_l2(col + static_cast<size_t>(s) * VPR);
             }
         }
         red[grp * VPR + vec] = acc;

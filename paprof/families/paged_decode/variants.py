@@ -265,7 +265,7 @@ def merge_smem(warps: int, rows: int, head_dim: int, parts: int) -> int:
     return 4 * (-(-2 * rows * parts // 4) * 4) + 4 * warps * rows * head_dim
 
 
-MERGE_THREADS = 256
+MERGE_THREADS = 512
 """Threads of a CTA of paged_decode_v7_merge (MERGE_THREADS in fast_common.cuh)."""
 MERGE_INTS = 4
 """Ints a sequence takes in the merge kernel's list (MERGE_INTS in fast_common.cuh)."""
@@ -494,11 +494,33 @@ def packed_item_cost(shape: Shape) -> int:
     """V7_PACK_ITEM_COST in pages of the shape's cache (2 bytes an element: as it is)."""
     return V7_PACK_ITEM_COST * 2 // shape.elem_bytes
 
-V7_MERGE = "fused"
-"""Where v7 merges a sequence's parts: "fused" (the last CTA of its parts to finish, after
-a fence and a counter: one kernel) or "kernel" (the CTAs only write partials;
-paged_decode_v7_merge, a CTA a query head, runs after them in the same stream).
-scripts/tune_v5.py's MERGE knob measures one against the other (docs/NOTES.md)."""
+V7_MERGE = ""
+"""Where v7 merges a sequence's parts, forced: "fused" (the last CTA of its parts to finish,
+after a fence and a counter: one kernel) or "kernel" (the CTAs only write partials;
+paged_decode_v7_merge, a CTA a query head and sequence, runs after them in the same
+stream); "": v7_merge's rule. scripts/tune_v5.py's MERGE knob (docs/NOTES.md, item 95)."""
+
+V7_MERGE_KERNEL_PARTS = 16
+"""v7_merge: a plan whose most-cut sequence has at least this many parts merges in
+paged_decode_v7_merge."""
+
+
+def v7_merge(plan: dict) -> str:
+    """Where v7 merges the parts of the plan ``plan`` (token or packed): in its own kernel
+    when a sequence is cut into V7_MERGE_KERNEL_PARTS parts or more, fused otherwise.
+
+    The fused merge puts the last CTA's fence, count, second fence and a merge of every
+    part by one CTA at the end of the launch, a cost that grows with the parts; the merge
+    kernel costs a launch after the streaming one and merges over many SMs, whatever the
+    parts, but every merge then waits for the end of the wave (fused merges of sequences
+    that finish early run inside it). On the H200 (commit ce9ffe6, one process, fused
+    against kernel, % of the read ceiling): b1 ctx131072 (66 parts) fp16 88.4-88.6 against
+    89.7 %, fp8 75.9 against 78.3; b4 ctx32768 (16 parts) fp16 89.7 against 90.0, fp8 77.4
+    against 78.4; the issue's ragged batch (12 parts at most) fp16 86.1 against 86.0, fp8
+    73.9 against 71.7; b32 ctx8192 with groups of 8 (2 parts) 93.3 against 91.0."""
+    if V7_MERGE:
+        return V7_MERGE
+    return "kernel" if plan["max_parts"] >= V7_MERGE_KERNEL_PARTS else "fused"
 
 V7_PATH = ""
 """v7's path forced ("packed" or "tokens"; "": V7_CHOICES's rule): scripts/tune_v5.py's PATH
@@ -610,8 +632,7 @@ def packed_array(plan: dict) -> "np.ndarray":
 
 
 def _build_v7(variant, shape, device):
-    defer = V7_MERGE == "kernel"
-    kernel, block, smem = _fast_kernel(shape, True, V7_KERNEL, worklist=True, defer=defer)
+    kernel, block, smem = _fast_kernel(shape, True, V7_KERNEL, worklist=True)
     resident = gpu.blocks_per_sm(kernel, block[0], smem, device)
     plan = plan_work(shape.context_lens, shape.page_size, shape.kv_heads, device.sm_count * max(1, resident),
                      shape.chunk_pages, device.sm_count)
@@ -625,7 +646,10 @@ def _build_v7(variant, shape, device):
         return _packed_launcher(variant, shape, device, details)
 
     cp = gpu.cupy()
-    if not defer:
+    defer = v7_merge(plan) == "kernel"
+    if defer:  # the same kernel without its merge: fewer registers, the same resident CTAs or more
+        kernel, block, smem = _fast_kernel(shape, True, V7_KERNEL, worklist=True, defer=True)
+    else:
         smem = max(smem, merge_smem(block[0] // 32, shape.group, shape.head_dim, plan["max_parts"]))
     if max(smem, deferred_merge_smem(shape.head_dim, plan["max_parts"]) if defer else 0) > device.smem_per_block_optin:
         raise ShapeError(f"v7 with chunks of {plan['chunk_pages']} pages merges {plan['max_parts']} parts of a "
@@ -652,7 +676,7 @@ def _build_v7(variant, shape, device):
 
     return Launcher(variant.id, infos, run_tokens, details={
         **details, "num_splits": plan["max_parts"], "chunk_pages": plan["chunk_pages"], "work_items": len(items),
-        "multi_part_sequences": plan["multi_part"], **({"merge": "kernel"} if defer else {})})
+        "multi_part_sequences": plan["multi_part"], "merge": "kernel" if defer else "fused"})
 
 
 def _merge_step(merge, infos: list, part_m, part_l, part_o, shape: Shape):
@@ -672,12 +696,14 @@ def _merge_step(merge, infos: list, part_m, part_l, part_o, shape: Shape):
 
 def _packed_launcher(variant, shape: Shape, device, details: dict) -> Launcher:
     """v7's packed path: grid (kv_heads, ctas), CTA y the items of its range in turn."""
-    defer = V7_MERGE == "kernel"
-    kernel, block, smem = _fast_kernel(shape, True, V7_PACKED_KERNEL, worklist=2, defer=defer)
+    kernel, block, smem = _fast_kernel(shape, True, V7_PACKED_KERNEL, worklist=2)
     resident = gpu.blocks_per_sm(kernel, block[0], smem, device)
     plan = plan_packed(shape.context_lens, shape.page_size, shape.kv_heads, device.sm_count * max(1, resident),
                        item_cost=packed_item_cost(shape))
-    if not defer:
+    defer = v7_merge(plan) == "kernel"
+    if defer:
+        kernel, block, smem = _fast_kernel(shape, True, V7_PACKED_KERNEL, worklist=2, defer=True)
+    else:
         smem = max(smem, merge_smem(block[0] // 32, shape.group, shape.head_dim, plan["max_parts"]))
     if max(smem, deferred_merge_smem(shape.head_dim, plan["max_parts"]) if defer else 0) > device.smem_per_block_optin:
         raise ShapeError(f"v7 packed merges {plan['max_parts']} parts of a sequence: {smem} bytes of shared "
@@ -701,7 +727,7 @@ def _packed_launcher(variant, shape: Shape, device, details: dict) -> Launcher:
         run_merge(out)
 
     return Launcher(variant.id, infos, run_packed, details={
-        **({"merge": "kernel"} if defer else {}),
+        "merge": "kernel" if defer else "fused",
         **details, "waves": plan["waves"], "resident_ctas_per_sm": resident, "num_splits": plan["max_parts"],
         "ctas": plan["ctas"], "work_items": len(plan["items"]), "pages_per_cta": plan["pages_per_cta"],
         "multi_part_sequences": plan["multi_part"], **({"snap": V7_PACK_SNAP} if V7_PACK_SNAP != 2 else {}),

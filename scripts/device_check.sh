@@ -26,6 +26,8 @@
 #            issue shapes (bf16 b4 h32 s8192 d128, causal, d64, s1024) -> logs/flashw-*
 #   packed   v7 packed against tokens: its GPU tests, tune_v5.py --packed
 #   merge    v7's merge kernel against the fused merge: GPU tests, memcheck, tune_v5.py --merge
+#   decode16 the whole GPU suite (FlashInfer's JIT building meanwhile), then paprof bench of v6,
+#            v7 and the FlashInfer peers at issue 16's nine shapes -> logs/d16-*, logs/bench-d16-*
 #   ragship  v7 on the ragged batch under ncu (the packed path) -> $OUT/ragship.tar.xz
 #   flash5   wgmma2 as shipped (the diet): all its GPU tests, paprof bench at the four issue shapes
 #            beside cuDNN, SDPA flash and wgmma -> logs/flash5-*
@@ -86,6 +88,38 @@ SECTIONS="--section SpeedOfLight --section MemoryWorkloadAnalysis --section Occu
 t0=$(date +%s)
 # flash_runs STORE SHAPE LOG TIMEOUT: paprof run of every flash_fwd variant in bf16, then the
 # fp32 handbook, at SHAPE into STORE (emptied first), logged to $OUT/logs/LOG.log
+# decode_bench TAG PEERS: paprof bench of v6 and v7 (and FlashInfer's two paths when PEERS is
+# set and logs/TAG-peers.log says they installed) at issue 16's nine shapes -> logs/bench-TAG-*,
+# the table and v7's launch details; no new shape after D7_BUDGET s from the start
+decode_bench() {
+  (
+    PV="--family paged_decode --variant v6 --variant v7"
+    if [ -n "$2" ] && grep -q "peers_install rc 0" "$OUT/logs/$1-peers.log" 2>/dev/null; then
+      peers_env $P; PV="$PV --variant flashinfer --variant flashinfer_cc"
+    fi
+    RAGGED="context=17:300:1024:2048:4000:4096:6000:8192:9000:12000:15000:16384:500:3000:7000:10000"
+    for spec in "$MAIN,dtype=fp16" "batch=4,context=32768,dtype=fp16" "batch=1,context=131072,dtype=fp16" \
+                "batch=32,context=8192,q_heads=64,kv_heads=8,dtype=fp16" "batch=64,context=4096,q_heads=32,kv_heads=32,head_dim=64,dtype=fp16" \
+                "$RAGGED,dtype=fp16" "$MAIN,dtype=fp8" "batch=4,context=32768,dtype=fp8" "batch=1,context=131072,dtype=fp8"; do
+      if [ $(( $(date +%s) - t0 )) -gt "${D7_BUDGET:-210}" ]; then echo "bench $spec: skipped (past D7_BUDGET)"; continue; fi
+      name=$1-$(echo "$spec" | sed -e 's/batch=64,context=4096,q_heads=32,kv_heads=8,head_dim=128,page=16/main/' -e "s/$RAGGED/ragged16/" | tr ',=' '_-')
+      timeout 90 python3 -m paprof bench $PV --shape "$spec" --json > "$OUT/logs/bench-$name.json" 2> "$OUT/logs/bench-$name.log"
+      echo "bench $spec: rc $?"
+    done
+    python3 scripts/bench_table.py "$OUT"/logs/bench-$1-*.json | tee "$OUT/logs/bench-$1-table.txt"
+    # what v7 chose at each shape (its launch details)
+    python3 -c "
+import json, sys
+for f in sys.argv[1:]:
+  try:
+      d = json.load(open(f))
+  except ValueError:
+      continue
+  for r in d['rows']:
+      if r['variant'] == 'v7':
+          print(d['shape_slug'], r.get('details'))" "$OUT"/logs/bench-$1-*.json | tee "$OUT/logs/bench-$1-v7-details.txt"
+  )
+}
 flash_runs() {
   rm -rf "$1"
   for which in "all bf16" "handbook fp32"; do
@@ -444,7 +478,7 @@ from paprof.kernels import gpu; print(gpu.current_device())
     stamp decode7
     P=/tmp/peers
     if [ "${PEERS:-1}" = 1 ] && ls peers-kit/flashinfer-*-trimmed.tar.xz > /dev/null 2>&1; then
-      ( peers_install $P > "$OUT/logs/decode7-peers.log" 2>&1; echo "peers_install rc $?" >> "$OUT/logs/decode7-peers.log" ) &
+      ( peers_install $P > "$OUT/logs/d7-peers.log" 2>&1; echo "peers_install rc $?" >> "$OUT/logs/d7-peers.log" ) &
       peers_pid=$!
     else
       peers_pid=""; echo "decode7: no peers-kit (or PEERS=0): FlashInfer left out"
@@ -458,35 +492,9 @@ from paprof.kernels import gpu; print(gpu.current_device())
     timeout 90 "${SAN:-compute-sanitizer}" --tool memcheck --print-limit 5 python3 scripts/sanitize_fast.py --v7 \
       > "$OUT/logs/sanitize-v7.log" 2>&1
     echo "v7 memcheck: rc $?"; tail -12 "$OUT/logs/sanitize-v7.log"
-    [ -n "$peers_pid" ] && { wait $peers_pid; tail -4 "$OUT/logs/decode7-peers.log"; }
+    [ -n "$peers_pid" ] && { wait $peers_pid; tail -4 "$OUT/logs/d7-peers.log"; }
     stamp "decode7 bench"
-    (
-      PV="--family paged_decode --variant v6 --variant v7"
-      if [ -n "$peers_pid" ] && grep -q "peers_install rc 0" "$OUT/logs/decode7-peers.log"; then
-        peers_env $P; PV="$PV --variant flashinfer --variant flashinfer_cc"
-      fi
-      RAGGED="context=17:300:1024:2048:4000:4096:6000:8192:9000:12000:15000:16384:500:3000:7000:10000"
-      for spec in "$MAIN,dtype=fp16" "batch=4,context=32768,dtype=fp16" "batch=1,context=131072,dtype=fp16" \
-                  "batch=32,context=8192,q_heads=64,kv_heads=8,dtype=fp16" "batch=64,context=4096,q_heads=32,kv_heads=32,head_dim=64,dtype=fp16" \
-                  "$RAGGED,dtype=fp16" "$MAIN,dtype=fp8" "batch=4,context=32768,dtype=fp8" "batch=1,context=131072,dtype=fp8"; do
-        if [ $(( $(date +%s) - t0 )) -gt "${D7_BUDGET:-210}" ]; then echo "bench $spec: skipped (past D7_BUDGET)"; continue; fi
-        name=d7-$(echo "$spec" | sed -e 's/batch=64,context=4096,q_heads=32,kv_heads=8,head_dim=128,page=16/main/' -e "s/$RAGGED/ragged16/" | tr ',=' '_-')
-        timeout 90 python3 -m paprof bench $PV --shape "$spec" --json > "$OUT/logs/bench-$name.json" 2> "$OUT/logs/bench-$name.log"
-        echo "bench $spec: rc $?"
-      done
-      python3 scripts/bench_table.py "$OUT"/logs/bench-d7-*.json | tee "$OUT/logs/bench-d7-table.txt"
-      # what v7 chose at each shape (its launch details)
-      python3 -c "
-import json, sys
-for f in sys.argv[1:]:
-    try:
-        d = json.load(open(f))
-    except ValueError:
-        continue
-    for r in d['rows']:
-        if r['variant'] == 'v7':
-            print(d['shape_slug'], r.get('details'))" "$OUT"/logs/bench-d7-*.json | tee "$OUT/logs/bench-d7-v7-details.txt"
-    )
+    decode_bench d7 "$peers_pid"
     stamp "decode7 tune"
     left=$(( ${D7_END:-250} - ($(date +%s) - t0) ))  # the sweep stops by D7_END s (default 250)
     if [ $left -gt 20 ]; then
@@ -569,6 +577,22 @@ for f in sys.argv[1:]:
       > "$OUT/logs/packed-tests.log" 2>&1
     echo "packed tests: rc $?"; tail -5 "$OUT/logs/packed-tests.log"
     timeout 360 python3 scripts/tune_v5.py --packed 2>&1 | tee "$OUT/logs/tune-packed.log" | grep -v "^    SM "
+    ;;
+  decode16)
+    # issue 16's closing call: the whole GPU suite while FlashInfer's JIT modules build on the
+    # CPUs, then decode_bench (v6, v7, flashinfer, flashinfer_cc at the nine shapes)
+    stamp decode16
+    P=/tmp/peers
+    peers_pid=""
+    if ls peers-kit/flashinfer-*-trimmed.tar.xz > /dev/null 2>&1; then
+      ( peers_install $P > "$OUT/logs/d16-peers.log" 2>&1; echo "peers_install rc $?" >> "$OUT/logs/d16-peers.log" ) &
+      peers_pid=$!
+    fi
+    timeout 300 python3 -m pytest -m gpu tests -q -p no:cacheprovider -rfE --tb=line > "$OUT/logs/d16-tests.log" 2>&1
+    echo "GPU tests: rc $?"; tail -8 "$OUT/logs/d16-tests.log"
+    [ -n "$peers_pid" ] && { wait $peers_pid; tail -2 "$OUT/logs/d16-peers.log"; }
+    stamp "decode16 bench"
+    D7_BUDGET=${D7_BUDGET:-560} decode_bench d16 "$peers_pid"
     ;;
   merge)
     stamp merge

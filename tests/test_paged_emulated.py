@@ -580,14 +580,14 @@ def test_a_merge_kernel_dropping_a_part_is_caught(build):
 
 
 @pytest.mark.parametrize("spec, merge", [
-    ("batch=1,context=131072", "kernel"), ("batch=4,context=32768", "kernel"),
+    ("batch=1,context=131072", "kernel"), ("batch=4,context=32768", "fused"), ("batch=2,context=131072", "kernel"),
     ("context=" + ":".join(map(str, ISSUE_RAGGED)), "fused"), ("batch=32,context=8192,q_heads=64", "fused"),
 ])
-def test_v7_merges_in_a_kernel_where_a_sequence_has_16_parts_or_more(spec, merge):
+def test_v7_merges_in_a_kernel_where_a_sequence_has_32_parts_or_more(spec, merge):
     from paprof.families.paged_decode.problem import parse_shape
 
     shape = parse_shape(spec)
     for plan in (variants.plan_work(shape.context_lens, 16, 8, 528),
                  variants.plan_packed(shape.context_lens, 16, 8, 528, item_cost=3)):
         assert variants.v7_merge(plan) == merge, plan["max_parts"]
-    assert variants.V7_MERGE == "" and variants.V7_MERGE_KERNEL_PARTS == 16  # the rule ships
+    assert variants.V7_MERGE == "" and variants.V7_MERGE_KERNEL_PARTS == 32  # the rule ships

@@ -241,10 +241,10 @@ VARIANTS = [
     ),
     CudaVariant(
         id="v7",
-        idea="the one to pick: v6's kernels with the work split by tokens; a host-built work list cuts every sequence into chunks of at most P pages (P the smallest whose CTAs fit the resident slots, longest chunks first), the last chunk of a sequence merges its parts, a one-chunk sequence writes directly; an even batch that fills the GPU takes v6's no-split kernel. A ragged batch of a 16-bit cache takes the packed path (the sequences' pages concatenated and cut into ranges of equal cost, one a CTA). A plan that cuts a sequence into 16 parts or more (batches 1 and 4 of long contexts) merges them in a second kernel over many SMs, not in the last CTA to finish",
+        idea="the one to pick: v6's kernels with the work split by tokens; a host-built work list cuts every sequence into chunks of at most P pages (P the smallest whose CTAs fit the resident slots, longest chunks first), the last chunk of a sequence merges its parts, a one-chunk sequence writes directly; an even batch that fills the GPU takes v6's no-split kernel. A ragged batch of a 16-bit cache takes the packed path (the sequences' pages concatenated and cut into ranges of equal cost, one a CTA). A plan that cuts a sequence into 32 parts or more (a batch of one or two long contexts) merges them in a second kernel over many SMs, not in the last CTA to finish",
         kernel_regex=r"paged_decode_v7_(tokens|packed|merge)|paged_decode_v6_nosplit",
         sources=("v5_fast.cu", "v5_mma.cu"),
-        launch="grid (kv_heads, work items) x v5's block, or v6's (kv_heads, batch) when the batch fills the GPU; then, for plans of 16 parts a sequence or more, paged_decode_v7_merge over (q_heads, sequences of several parts) x 512 threads",
+        launch="grid (kv_heads, work items) x v5's block, or v6's (kv_heads, batch) when the batch fills the GPU; then, for plans of 32 parts a sequence or more, paged_decode_v7_merge over (q_heads, sequences of several parts) x 512 threads",
         build=_build,
         compile_units=_units("v7"),
         accepts=check_v7,

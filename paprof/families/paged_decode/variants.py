@@ -500,7 +500,7 @@ after a fence and a counter: one kernel) or "kernel" (the CTAs only write partia
 paged_decode_v7_merge, a CTA a query head and sequence, runs after them in the same
 stream); "": v7_merge's rule. scripts/tune_v5.py's MERGE knob (docs/NOTES.md, item 95)."""
 
-V7_MERGE_KERNEL_PARTS = 16
+V7_MERGE_KERNEL_PARTS = 32
 """v7_merge: a plan whose most-cut sequence has at least this many parts merges in
 paged_decode_v7_merge."""
 
@@ -510,14 +510,16 @@ def v7_merge(plan: dict) -> str:
     when a sequence is cut into V7_MERGE_KERNEL_PARTS parts or more, fused otherwise.
 
     The fused merge puts the last CTA's fence, count, second fence and a merge of every
-    part by one CTA at the end of the launch, a cost that grows with the parts; the merge
-    kernel costs a launch after the streaming one and merges over many SMs, whatever the
-    parts, but every merge then waits for the end of the wave (fused merges of sequences
-    that finish early run inside it). On the H200 (commit ce9ffe6, one process, fused
-    against kernel, % of the read ceiling): b1 ctx131072 (66 parts) fp16 88.4-88.6 against
-    89.7 %, fp8 75.9 against 78.3; b4 ctx32768 (16 parts) fp16 89.7 against 90.0, fp8 77.4
-    against 78.4; the issue's ragged batch (12 parts at most) fp16 86.1 against 86.0, fp8
-    73.9 against 71.7; b32 ctx8192 with groups of 8 (2 parts) 93.3 against 91.0."""
+    part by one CTA at the end of the launch, a cost that grows with the parts (b1: the
+    merging CTAs end 6-7 us after their streaming); the merge kernel costs a second launch
+    and ~2-3 us whatever the parts, and every merge then waits for the end of the wave
+    (fused merges of sequences that finish early run inside it). On the H200 (two calls,
+    commits ce9ffe6 and ff67c30, one process each, fused against kernel, % of the read
+    ceiling): b1 ctx131072 (66 parts) fp16 88.1-88.7 against 89.1-90.4 %, fp8 75.3-75.9
+    against 78.1-78.3; b4 ctx32768 (16 parts) fp16 89.6-89.7 against 89.3-90.0, fp8
+    77.4-77.5 against 77.6-78.4 (no gain); the issue's ragged batch (12 parts at most) fp16
+    85.8-86.1 against 84.0-86.0, fp8 73.9-74.0 against 70.0-71.7; b32 ctx8192 with groups
+    of 8 (2 parts) 92.6-93.3 against 87.3-91.0."""
     if V7_MERGE:
         return V7_MERGE
     return "kernel" if plan["max_parts"] >= V7_MERGE_KERNEL_PARTS else "fused"

@@ -26,7 +26,6 @@
 #            issue shapes (bf16 b4 h32 s8192 d128, causal, d64, s1024) -> logs/flashw-*
 #   packed   v7 packed against tokens: its GPU tests, tune_v5.py --packed
 #   merge    v7's merge kernel against the fused merge: GPU tests, memcheck, tune_v5.py --merge
-#   fp8shift fp8's integer e4m3 conversion against cvt: tune_v5.py --fp8-shift
 #   decode16 the whole GPU suite (FlashInfer's JIT building meanwhile), then paprof bench of v6,
 #            v7 and the FlashInfer peers at issue 16's nine shapes -> logs/d16-*, logs/bench-d16-*
 #   ragship  v7 on the ragged batch under ncu (the packed path) -> $OUT/ragship.tar.xz
@@ -594,12 +593,6 @@ from paprof.kernels import gpu; print(gpu.current_device())
     [ -n "$peers_pid" ] && { wait $peers_pid; tail -2 "$OUT/logs/d16-peers.log"; }
     stamp "decode16 bench"
     D7_BUDGET=${D7_BUDGET:-560} decode_bench d16 "$peers_pid"
-    ;;
-  fp8shift)
-    stamp fp8shift
-    # fp8's e4m3 -> f16 by integer operations against cvt (FP8_SHIFT, NOTES item 96): the
-    # sweep (each entry verified against the float64 reference first) -> logs/tune-fp8shift.log
-    timeout 200 python3 scripts/tune_v5.py --fp8-shift 2>&1 | tee "$OUT/logs/tune-fp8shift.log" | grep -v "^    SM "
     ;;
   merge)
     stamp merge

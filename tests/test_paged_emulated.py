@@ -591,23 +591,3 @@ def test_v7_merges_in_a_kernel_where_a_sequence_has_32_parts_or_more(spec, merge
                  variants.plan_packed(shape.context_lens, 16, 8, 528, item_cost=3)):
         assert variants.v7_merge(plan) == merge, plan["max_parts"]
     assert variants.V7_MERGE == "" and variants.V7_MERGE_KERNEL_PARTS == 32  # the rule ships
-
-
-@pytest.mark.parametrize("vid, shape", [CASES[0], CASES[1], CASES[5], ("v7", V7_CASES[2]), ("v7", V7_CASES[3])],
-                         ids=lambda c: c if isinstance(c, str) else Shape(**c).slug())
-def test_fp8_integer_conversion_matches_the_reference(build, vid, shape):
-    """FP8_SHIFT 1 (scripts/tune_v5.py's entries): e4m3 -> f16 by a byte permute, a shift and
-    two masks (each value / 256, the 256 in K's and V's scales) instead of cvt: both head
-    dims, splits, groups 1 and 8, the emulation running the kernel's own integer code."""
-    check_emulated(vid, Shape(**shape), build, {"FP8_SHIFT": 1})
-
-
-def test_fp8_integer_conversion_is_exact_for_every_byte():
-    """The formula of v5_mma.cu's e4m3x2_to_f16x2_div256 for each of the 256 bytes against
-    problem.py's e4m3 decoding (0x7f and 0xff, NaN in e4m3, aside): the f16 times 256 is
-    the e4m3 value exactly, subnormals and both zeros included."""
-    codes = np.array([c for c in range(256) if c & 0x7F != 0x7F], dtype=np.uint32)
-    t = codes << 8
-    f16 = ((t & 0x8000) | ((t >> 1) & 0x3F80)).astype(np.uint16).view(np.float16).astype(np.float64) * 256
-    want = problem.from_e4m3(np, codes.astype(np.uint8))
-    assert len(codes) == 254 and np.array_equal(f16, want) and np.array_equal(np.signbit(f16), codes >= 128)

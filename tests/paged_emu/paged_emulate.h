@@ -230,13 +230,11 @@ inline float2 unpack2(unsigned w) { return make_float2(paged_emu::lo(w), paged_e
 // a = bytes 0, 1 of w, b = bytes 2, 3; PTX ISA (and cuda_fp8.hpp's host path of
 // __nv_cvt_fp8x2_to_halfraw2): the upper half of the destination comes from the upper
 // byte of the source.
-#if !FP8_SHIFT  // FP8_SHIFT 1: the kernel's own integer conversion runs as it is
 inline void e4m3x4_to_f16x2(unsigned w, unsigned& lo, unsigned& hi) {
     using paged_emu::e4m3_to_f16;
     lo = unsigned(e4m3_to_f16(w & 0xFF)) | (unsigned(e4m3_to_f16((w >> 8) & 0xFF)) << 16);
     hi = unsigned(e4m3_to_f16((w >> 16) & 0xFF)) | (unsigned(e4m3_to_f16(w >> 24)) << 16);
 }
-#endif
 
 inline uint4 lds16(const uint4* p) {
     if (reinterpret_cast<uintptr_t>(p) % 16) paged_emu::fail("misaligned shared-memory load");

@@ -58,11 +58,6 @@
 #ifndef COPY_HINT
 #define COPY_HINT 0  // 0: cp.async.cg; 1: + L2::128B prefetch; 2: + L2::256B; 3: cp.async.ca
 #endif
-#ifndef FP8_SHIFT
-#define FP8_SHIFT 0  // fp8: 0 cvt.rn.f16x2.e4m3x2; 1 integer ops, each f16 the value / 256
-                     // (e4m3x4_to_f16x2 below), the 256 folded into K's and V's scales
-#endif
-#define FP8_UNIT (FP8_SHIFT ? 256.f : 1.f)  // what the converted K and V values lack
 #ifndef TSUB
 #define TSUB 1  // FEED 1: 16-token tiles a warp takes in one step (loads in flight: TSUB tiles)
 #endif
@@ -287,7 +282,6 @@ __device__ __forceinline__ uint4 load8(const unsigned char* p) {
     return make_uint4(v.x, v.y, 0u, 0u);
 }
 
-#if !FP8_SHIFT
 // Four e4m3 bytes as two f16 pairs, exactly: bytes 0, 1 -> lo, bytes 2, 3 -> hi (the lower
 // byte in the lower half). One F2FP instruction a pair on sm_89+.
 __device__ __forceinline__ void e4m3x4_to_f16x2(unsigned w, unsigned& lo, unsigned& hi) {
@@ -295,24 +289,7 @@ __device__ __forceinline__ void e4m3x4_to_f16x2(unsigned w, unsigned& lo, unsign
         : "=r"(lo), "=r"(hi)
         : "r"(w));
 }
-#endif
 #endif  // PAGED_EMULATE
-
-#if FP8_SHIFT
-// FP8_SHIFT: the same pairs from integer operations (a byte permute, a shift, two masks a
-// pair), each f16 the e4m3 value / 256, exactly: an e4m3 byte S.EEEE.MMM (bias 7) shifted
-// into S.0EEEE.MMM0000000 is the f16 (bias 15) of the value x 2^-8, subnormals included
-// (e4m3 0.0000.MMM = M/8 x 2^-6 -> f16 0.00000.MMM0000000 = M/8 x 2^-14). The pair's bytes
-// go to bits 8-15 and 24-31 first, so the sign is in place and the rest moves down one.
-__device__ __forceinline__ unsigned e4m3x2_to_f16x2_div256(unsigned t) {
-    return (t & 0x80008000u) | ((t >> 1) & 0x3F803F80u);
-}
-
-__device__ __forceinline__ void e4m3x4_to_f16x2(unsigned w, unsigned& lo, unsigned& hi) {
-    lo = e4m3x2_to_f16x2_div256(__byte_perm(w, 0u, 0x1404u));
-    hi = e4m3x2_to_f16x2_div256(__byte_perm(w, 0u, 0x3424u));
-}
-#endif
 
 // FEED: the B fragments (b0: k 2 t4 + {0, 1}; b1: + 8) of k-step kk from one token's K
 // vectors, as q_dim maps dims to k: 16-bit words as loaded, fp8 bytes converted.
@@ -375,7 +352,7 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32, MIN_BLOCKS) KERNEL_NAME
 #endif
     {
 #if KV_DTYPE == 3
-        const float qscale = scale * LOG2E * k_scales[kvh] * FP8_UNIT;  // K's scale, once for every score
+        const float qscale = scale * LOG2E * k_scales[kvh];  // K's scale, once for every score
 #else
         const float qscale = scale * LOG2E;
 #endif
@@ -663,7 +640,7 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32, MIN_BLOCKS) KERNEL_NAME
     }
 #if FEED
 #if KV_DTYPE == 3
-    const float vscale = v_scales[kvh] * FP8_UNIT;  // V's scale, once for every output
+    const float vscale = v_scales[kvh];  // V's scale, once for every output
 #else
     constexpr float vscale = 1.f;
 #endif

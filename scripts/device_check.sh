@@ -29,6 +29,8 @@
 #   decode16 the whole GPU suite (FlashInfer's JIT building meanwhile), then paprof bench of v6,
 #            v7 and the FlashInfer peers at issue 16's nine shapes -> logs/d16-*, logs/bench-d16-*
 #   ragship  v7 on the ragged batch under ncu (the packed path) -> $OUT/ragship.tar.xz
+#   ship16   v6 and v7 at batch 1 (fp16; v7 fp8 too) under ncu, v7 with its merge kernel, and
+#            paprof compare v6 v7 -> $OUT/ship16.tar.xz
 #   flash5   wgmma2 as shipped (the diet): all its GPU tests, paprof bench at the four issue shapes
 #            beside cuDNN, SDPA flash and wgmma -> logs/flash5-*
 #   flashship wgmma2 and sdpa_cudnn under ncu at the issue's shape (-> $OUT/flashship.tar.xz)
@@ -558,6 +560,24 @@ from paprof.kernels import gpu; print(gpu.current_device())
     done
     python3 -m paprof table /tmp/ship > "$OUT/logs/ship-table.txt" 2>&1; tail -12 "$OUT/logs/ship-table.txt"
     (cd /tmp && pack ship ship)
+    ;;
+  ship16)
+    # v6 and v7 at batch 1, context 131,072 (fp16; v7 also fp8) under ncu, v7 on its path
+    # there now (the token plan's 66 parts a KV head merged by paged_decode_v7_merge), then
+    # paprof compare v6 v7 on them -> $OUT/ship16.tar.xz
+    stamp ship16
+    rm -rf /tmp/ship16
+    for args in "--variant v6 --variant v7 --shape batch=1,context=131072,dtype=fp16" \
+                "--variant v7 --shape batch=1,context=131072,dtype=fp8"; do
+      start=$(date +%s)
+      # shellcheck disable=SC2086  # one word a flag
+      timeout 200 python3 -m paprof run --family paged_decode $args --runs /tmp/ship16 2>&1 | tail -6 | tee -a "$OUT/logs/ship16.log"
+      echo "paprof run $args: rc ${PIPESTATUS[0]} $(( $(date +%s) - start )) s wall" | tee -a "$OUT/logs/ship16.log"
+    done
+    python3 -m paprof table /tmp/ship16 2>&1 | tail -8
+    python3 -m paprof compare v6 v7 --runs /tmp/ship16 --shape batch=1,context=131072,dtype=fp16 \
+      --out "$OUT/logs/ship16-compare.html" 2>&1 | tail -12
+    (cd /tmp && pack ship16 ship16)
     ;;
   ragship)
     # v7 on issue 16's ragged batch (fp16) under ncu, the path it takes now (packed) -> $OUT/ragship.tar.xz

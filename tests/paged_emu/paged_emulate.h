@@ -236,6 +236,73 @@ inline void e4m3x4_to_f16x2(unsigned w, unsigned& lo, unsigned& hi) {
     hi = unsigned(e4m3_to_f16((w >> 16) & 0xFF)) | (unsigned(e4m3_to_f16(w >> 24)) << 16);
 }
 
+// S_FP8's `mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32` (PTX ISA, 8-bit A and B, four
+// elements a register, the lowest byte the lowest k): A a0 (g, 4t + {0..3}), a1 (g + 8, same
+// k), a2 (g, 16 + 4t + {0..3}), a3 (g + 8, same k); B b0 (k 4t + {0..3}, n g), b1 (k 16 + 4t +
+// {0..3}, n g); C, D as m16n8k16's. Every e4m3 x e4m3 product is exact in float.
+inline void mma_e4m3(float (&d)[4], unsigned a0, unsigned a1, unsigned a2, unsigned a3, unsigned b0, unsigned b1) {
+    using paged_emu::e4m3_to_f16;
+    warp_emu::MmaLane mine{{a0, a1, a2, a3}, {b0, b1}, {d[0], d[1], d[2], d[3]}};
+    warp_emu::MmaLane all[32];
+    warp_emu::exchange(mine, all);
+    auto val = [](unsigned w, int i) {
+        _Float16 h;
+        const unsigned short bits = e4m3_to_f16((w >> (8 * i)) & 0xFF);
+        std::memcpy(&h, &bits, 2);
+        return double(h);
+    };
+    double A[16][32], B[32][8], C[16][8];
+    for (int L = 0; L < 32; ++L) {
+        const int g = L / 4, t = L % 4;
+        const warp_emu::MmaLane& x = all[L];
+        for (int i = 0; i < 4; ++i) {
+            A[g][4 * t + i] = val(x.a[0], i);
+            A[g + 8][4 * t + i] = val(x.a[1], i);
+            A[g][16 + 4 * t + i] = val(x.a[2], i);
+            A[g + 8][16 + 4 * t + i] = val(x.a[3], i);
+            B[4 * t + i][g] = val(x.b[0], i);
+            B[16 + 4 * t + i][g] = val(x.b[1], i);
+        }
+        C[g][2 * t] = x.c[0];
+        C[g][2 * t + 1] = x.c[1];
+        C[g + 8][2 * t] = x.c[2];
+        C[g + 8][2 * t + 1] = x.c[3];
+    }
+    const int g = warp_emu::lane() / 4, t = warp_emu::lane() % 4;
+    auto dot = [&](int r, int n) {
+        double s = C[r][n];
+        for (int k = 0; k < 32; ++k) s += A[r][k] * B[k][n];
+        return float(s);
+    };
+    d[0] = dot(g, 2 * t);
+    d[1] = dot(g, 2 * t + 1);
+    d[2] = dot(g + 8, 2 * t);
+    d[3] = dot(g + 8, 2 * t + 1);
+}
+
+// e4m3x2_of's `cvt.rn.satfinite.e4m3x2.f32 d, x1, x0` (x0 the low byte): round to nearest
+// even on e4m3's grid (3 mantissa bits, subnormals of 2^-9 below 2^-6), saturating at +-448,
+// as paged_decode's problem.to_e4m3 does.
+inline unsigned char e4m3_of(float x) {
+    const bool neg = std::signbit(x);
+    const float a = std::fmin(std::fabs(x), 448.f);
+    int e = 0;
+    std::frexp(a, &e);  // a = m 2^e, m in [0.5, 1)
+    const float step = std::ldexp(1.f, (e - 1 > -6 ? e - 1 : -6) - 3);
+    const float q = std::fmin(std::nearbyint(a / step) * step, 448.f);
+    unsigned bits;
+    if (q >= std::ldexp(1.f, -6)) {
+        int eq = 0;
+        std::frexp(q, &eq);
+        bits = unsigned((eq - 1 + 7) << 3) | unsigned(std::ldexp(q, -(eq - 1) + 3) - 8.f);
+    } else {
+        bits = unsigned(std::ldexp(q, 9));
+    }
+    return static_cast<unsigned char>(bits | (neg ? 0x80u : 0u));
+}
+
+inline unsigned e4m3x2_of(float x0, float x1) { return unsigned(e4m3_of(x0)) | (unsigned(e4m3_of(x1)) << 8); }
+
 inline uint4 lds16(const uint4* p) {
     if (reinterpret_cast<uintptr_t>(p) % 16) paged_emu::fail("misaligned shared-memory load");
     return *p;

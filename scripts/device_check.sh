@@ -26,7 +26,6 @@
 #            issue shapes (bf16 b4 h32 s8192 d128, causal, d64, s1024) -> logs/flashw-*
 #   packed   v7 packed against tokens: its GPU tests, tune_v5.py --packed
 #   merge    v7's merge kernel against the fused merge: GPU tests, memcheck, tune_v5.py --merge
-#   fp8mma   fp8's S through e4m3 mma against the f16 product: tune_v5.py --fp8-mma
 #   decode16 the whole GPU suite (FlashInfer's JIT building meanwhile), then paprof bench of v6,
 #            v7 and the FlashInfer peers at issue 16's nine shapes -> logs/d16-*, logs/bench-d16-*
 #   ragship  v7 on the ragged batch under ncu (the packed path) -> $OUT/ragship.tar.xz
@@ -614,12 +613,6 @@ from paprof.kernels import gpu; print(gpu.current_device())
     [ -n "$peers_pid" ] && { wait $peers_pid; tail -2 "$OUT/logs/d16-peers.log"; }
     stamp "decode16 bench"
     D7_BUDGET=${D7_BUDGET:-560} decode_bench d16 "$peers_pid"
-    ;;
-  fp8mma)
-    stamp fp8mma
-    # fp8's S through mma.m16n8k32 with e4m3 operands against the f16 product (FP8_MMA, NOTES
-    # item 97): the sweep, each entry verified against the float64 reference first
-    timeout 240 python3 scripts/tune_v5.py --fp8-mma 2>&1 | tee "$OUT/logs/tune-fp8mma.log" | grep -v "^    SM "
     ;;
   merge)
     stamp merge

@@ -150,24 +150,6 @@ SWEEP = [
     ("v7", f"{B1},dtype=fp16", MMA, {**SHIPPED, "MERGE": "fused"}),  # again, after the rest
     ("v7", f"{B1},dtype=fp16", MMA, {**SHIPPED, "MERGE": "kernel"}),
     ("v7", f"{B1},dtype=fp16", MMA, {**SHIPPED, "WARPS": 6, "MIN_BLOCKS": 2, "MERGE": "kernel"}),
-    # FP8_MMA_FIRST on (--fp8-mma): S = Q K^T through mma.m16n8k32 with e4m3 operands (K's
-    # bytes as loaded, the query as three e4m3 terms; groups up to 4) against the f16
-    # product of converted K (cvt), fp8 at the issue's shapes
-    ("v5", f"{MAIN},dtype=fp8", MMA, {**SHIPPED, "TSUB": 2}),
-    ("v5", f"{MAIN},dtype=fp8", MMA, {**SHIPPED, "TSUB": 2, "FP8_MMA": 1}),
-    ("v5", f"{MAIN},dtype=fp8", MMA, {**SHIPPED, "TSUB": 1, "FP8_MMA": 1}),
-    ("v5", f"{MAIN},dtype=fp8", MMA, {**SHIPPED, "TSUB": 2, "FP8_MMA": 1, "WARPS": 4, "MIN_BLOCKS": 3}),
-    ("v7", f"{B1},dtype=fp8", MMA, {**SHIPPED, "TSUB": 2}),
-    ("v7", f"{B1},dtype=fp8", MMA, {**SHIPPED, "TSUB": 2, "FP8_MMA": 1}),
-    ("v7", f"{B4},dtype=fp8", MMA, {**SHIPPED, "TSUB": 2}),
-    ("v7", f"{B4},dtype=fp8", MMA, {**SHIPPED, "TSUB": 2, "FP8_MMA": 1}),
-    ("v7", f"{RAGGED},dtype=fp8", MMA, {**SHIPPED, "TSUB": 2}),
-    ("v7", f"{RAGGED},dtype=fp8", MMA, {**SHIPPED, "TSUB": 2, "FP8_MMA": 1}),
-    ("v6", f"{D64},dtype=fp8", MMA, {**SHIPPED, "TSUB": 2, "WARPS": 2, "MIN_BLOCKS": 8}),
-    ("v6", f"{D64},dtype=fp8", MMA, {**SHIPPED, "TSUB": 2, "WARPS": 2, "MIN_BLOCKS": 8, "FP8_MMA": 1}),
-    ("v6", f"{D64},dtype=fp8", MMA, {**SHIPPED, "TSUB": 4, "WARPS": 2, "MIN_BLOCKS": 8, "FP8_MMA": 1}),
-    ("v5", f"{MAIN},dtype=fp8", MMA, {**SHIPPED, "TSUB": 2, "FP8_MMA": 1}),  # again, after the rest
-    ("v5", f"{MAIN},dtype=fp8", MMA, {**SHIPPED, "TSUB": 2}),
 ]
 FP8_FIRST = next(i for i, entry in enumerate(SWEEP) if "fp8" in entry[1])
 D64_FIRST = next(i for i, entry in enumerate(SWEEP) if entry[1].startswith(D64))
@@ -175,7 +157,6 @@ D7_FIRST = next(i for i, entry in enumerate(SWEEP) if entry[1] == f"{D64},dtype=
 PACKED_FIRST = next(i for i, entry in enumerate(SWEEP) if entry[3].get("PATH"))
 FP8_WARPS_FIRST = next(i for i, entry in enumerate(SWEEP) if i > PACKED_FIRST and not entry[3].get("PATH"))
 MERGE_FIRST = next(i for i, entry in enumerate(SWEEP) if entry[3].get("MERGE"))
-FP8_MMA_FIRST = next(i for i, entry in enumerate(SWEEP) if i > MERGE_FIRST and not entry[3].get("MERGE"))
 HOST_KNOBS = {"ORDER": "V7_ORDER", "PATH": "V7_PATH", "SNAP": "V7_PACK_SNAP", "COST": "V7_PACK_ITEM_COST",
               "MERGE": "V7_MERGE"}
 """Knobs that set a variants.py module value for the entry (v7's planning), not a -D value."""
@@ -305,8 +286,6 @@ parser.add_argument("--fp8-warps", action="store_true",
                     help="only fp8 at groups of 4 with more resident warps (FP8_WARPS_FIRST on)")
 parser.add_argument("--merge", action="store_true",
                     help="only v7's fused merges against its merge kernel (MERGE_FIRST on)")
-parser.add_argument("--fp8-mma", action="store_true",
-                    help="only fp8's S through e4m3 mma against the f16 product (FP8_MMA_FIRST on)")
 parser.add_argument("--launches", type=int, default=50)
 parser.add_argument("--no-timing", action="store_true", help="for ncu: verify and launch, no ceiling")
 args = parser.parse_args()
@@ -318,8 +297,7 @@ if ceiling:
         print(f"  stream read {gib} GiB: {c}")
 chosen = (range(FP8_FIRST, D64_FIRST) if args.fp8 else range(D64_FIRST, D7_FIRST) if args.v7
           else range(D7_FIRST, FP8_WARPS_FIRST) if args.d7 else range(PACKED_FIRST, FP8_WARPS_FIRST) if args.packed
-          else range(FP8_WARPS_FIRST, MERGE_FIRST) if args.fp8_warps else range(MERGE_FIRST, FP8_MMA_FIRST) if args.merge
-          else range(FP8_MMA_FIRST, len(SWEEP)) if args.fp8_mma
+          else range(FP8_WARPS_FIRST, MERGE_FIRST) if args.fp8_warps else range(MERGE_FIRST, len(SWEEP)) if args.merge
           else range(len(SWEEP)))
 for i in args.only or chosen:
     run(SWEEP[i], args.launches, ceiling)

@@ -591,34 +591,3 @@ def test_v7_merges_in_a_kernel_where_a_sequence_has_32_parts_or_more(spec, merge
                  variants.plan_packed(shape.context_lens, 16, 8, 528, item_cost=3)):
         assert variants.v7_merge(plan) == merge, plan["max_parts"]
     assert variants.V7_MERGE == "" and variants.V7_MERGE_KERNEL_PARTS == 32  # the rule ships
-
-
-FP8_MMA_CASES = [CASES[0], CASES[1], CASES[2], CASES[3], CASES[4], CASES[5], CASES[6], CASES[8],
-                 ("v7", V7_CASES[3]), ("v7", dict(batch=6, q_heads=8, kv_heads=4, context=EDGE_RAGGED, dtype="fp8"))]
-
-
-@pytest.mark.parametrize("vid, shape", FP8_MMA_CASES, ids=lambda c: c if isinstance(c, str) else Shape(**c).slug())
-def test_fp8_mma_matches_the_reference_reading_exactly_its_tokens(build, vid, shape):
-    """FP8_MMA 1 (scripts/tune_v5.py's entries): S through mma.m16n8k32 with e4m3 operands,
-    K's bytes as loaded and the query as three e4m3 terms, for groups of 1, 2 and 4 (8 keeps
-    the f16 product); both head dims, pages of 4 to 32, splits, v7's work list."""
-    shape = Shape(**shape)
-    check = check_emulated(vid, shape, build, {"FP8_MMA": 1})
-    assert check.rel_error < 1e-3, check  # the three terms hold ~12 bits of the query
-
-
-def test_a_query_of_one_e4m3_term_is_caught(build):
-    """Not vacuous: with the mid and lo terms dropped (the query rounded to e4m3 once) the
-    error is past the fp8 tolerance."""
-    broken = build / "broken-fp8mma"
-    broken.mkdir(exist_ok=True)
-    source = (FOLDER / "v5_mma.cu").read_text()
-    line = "                a[2 * half] = g < 4 ? w[0] : w[1];\n                a[2 * half + 1] = g < 4 ? w[2] : 0u;"
-    assert line in source
-    source = source.replace(line, "                a[2 * half] = g < 4 ? w[0] : 0u;\n                a[2 * half + 1] = 0u;")
-    (broken / "v5_mma.cu").write_text(source)
-    for name in ("common.cuh", "fast_common.cuh"):
-        (broken / name).write_text((FOLDER / name).read_text())
-    with pytest.raises(AssertionError, match="rel"):
-        check_emulated("v5", Shape(batch=4, q_heads=8, kv_heads=2, context=(1, 16, 17, 100), dtype="fp8"), build,
-                       {"FP8_MMA": 1}, folder=broken)

@@ -61,13 +61,6 @@
 #ifndef TSUB
 #define TSUB 1  // FEED 1: 16-token tiles a warp takes in one step (loads in flight: TSUB tiles)
 #endif
-#ifndef FP8_MMA
-#define FP8_MMA 0  // fp8, GROUP <= 4: 1 takes S = Q K^T through mma.m16n8k32 with e4m3 operands,
-                   // K's bytes as loaded and the query as three e4m3 terms (S_FP8 below)
-#endif
-// S from e4m3 operands: no conversion of K, half the products of S; P V is unchanged
-#define S_FP8 (KV_DTYPE == 3 && FP8_MMA && GROUP <= 4)
-#define KSTEPS8 (HEAD_DIM / 32)  // S_FP8: k-steps of 32 dims
 
 #define TILE 16
 #define ELEM_BYTES (KV_DTYPE == 3 ? 1 : 2)
@@ -139,26 +132,6 @@ __device__ __forceinline__ void mma16(float (&d)[4], unsigned a0, unsigned a1, u
                  : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
                  : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
 }
-
-#if S_FP8
-// d += A B for one m16n8k32 tile of e4m3 operands (four a register, the lowest byte the
-// lowest k): A rows g / g + 8 at k 4 t4 + {0..3} (a0 / a1) and 16 + 4 t4 + {0..3} (a2 / a3),
-// B column g at the same k (b0, b1).
-__device__ __forceinline__ void mma_e4m3(float (&d)[4], unsigned a0, unsigned a1, unsigned a2, unsigned a3,
-                                         unsigned b0, unsigned b1) {
-    asm volatile("mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
-                 "{%0, %1, %2, %3};"
-                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-                 : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
-}
-
-// Two floats as e4m3 bytes (round to nearest even, saturating at +-448): x0 the low byte.
-__device__ __forceinline__ unsigned e4m3x2_of(float x0, float x1) {
-    unsigned short r;
-    asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(r) : "f"(x1), "f"(x0));
-    return r;
-}
-#endif
 
 // d += A B for rows 0..7 only: rows 8..15 of A are zero and their results are dropped
 // (written to scratch registers), so an accumulator takes 2 registers instead of 4.
@@ -318,25 +291,6 @@ __device__ __forceinline__ void e4m3x4_to_f16x2(unsigned w, unsigned& lo, unsign
 }
 #endif  // PAGED_EMULATE
 
-#if S_FP8
-// Four floats as three e4m3 words (byte i value i): y ~ hi + mid / 16 + lo / 256, each term
-// the e4m3 rounding of what the ones before it left, times 16: about 12 significant bits
-// where one e4m3 holds 4 (y within +-256: see the query's scale).
-__device__ __forceinline__ void e4m3_terms(float (&y)[4], unsigned (&w)[3]) {
-#pragma unroll
-    for (int t = 0; t < 3; ++t) {
-        w[t] = e4m3x2_of(y[0], y[1]) | (e4m3x2_of(y[2], y[3]) << 16);
-        unsigned lo, hi;
-        e4m3x4_to_f16x2(w[t], lo, hi);
-        const float2 d01 = unpack2(lo), d23 = unpack2(hi);
-        y[0] = (y[0] - d01.x) * 16.f;
-        y[1] = (y[1] - d01.y) * 16.f;
-        y[2] = (y[2] - d23.x) * 16.f;
-        y[3] = (y[3] - d23.y) * 16.f;
-    }
-}
-#endif
-
 // FEED: the B fragments (b0: k 2 t4 + {0, 1}; b1: + 8) of k-step kk from one token's K
 // vectors, as q_dim maps dims to k: 16-bit words as loaded, fp8 bytes converted.
 __device__ __forceinline__ void k_frags(const uint4 (&kv)[KPIECES], int kk, unsigned& b0, unsigned& b1) {
@@ -390,61 +344,6 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32, MIN_BLOCKS) KERNEL_NAME
 
     // A fragments of the group's queries (row g = head g), pre-scaled for exp2: the hi
     // 16-bit part goes to rows 0..7 (a0, a2), the lo part to rows 8..15 (a1, a3).
-#if S_FP8
-    // S_FP8: the A fragments of the e4m3 product, in shared memory as the register feed's:
-    // lane g < 4 holds the hi term of head g in row g (a0, a2) and its lo term in row g + 8
-    // (a1, a3), lane g + 4 the mid term of head g in row g + 4 (rows 12..15 zero); k-step kk's
-    // dims are those of K word 2 kk (a0, a1) and 2 kk + 1 (a2, a3) of the lane's K vectors,
-    // bytes 64 (w / 4) + 16 t4 + 4 (w % 4) + {0..3} of the row for word w. The query is first
-    // scaled by a power of 2 that brings the group's largest |value| into [128, 256); q_inv
-    // undoes it, the terms' 1/16 and 1/256 on the way (s_scale).
-    __shared__ uint4 s_q8[KSTEPS8][32];
-    float s_scale;  // what row g's hi term's scores are multiplied by (0: a row that is no head)
-    {
-#if KV_DTYPE == 3
-        const float qscale = scale * LOG2E * k_scales[kvh];
-#else
-        const float qscale = scale * LOG2E;
-#endif
-        const int hh = g & 3;
-        const float* qrow = query + (static_cast<size_t>(b) * q_heads + kvh * GROUP + min(hh, GROUP - 1)) * HEAD_DIM;
-        // the lane's four query values of K word w (scaled; 0 in a row that is no head)
-        auto q4 = [&](int w, float (&y)[4], float mul) {
-            const float4 x = *reinterpret_cast<const float4*>(qrow + 64 * (w / 4) + 16 * t4 + 4 * (w % 4));
-            const float f = hh < GROUP ? qscale * mul : 0.f;
-            y[0] = x.x * f;
-            y[1] = x.y * f;
-            y[2] = x.z * f;
-            y[3] = x.w * f;
-        };
-        float mx = 0.f;
-#pragma unroll
-        for (int w = 0; w < 2 * KSTEPS8; ++w) {
-            float y[4];
-            q4(w, y, 1.f);
-            mx = fmaxf(mx, fmaxf(fmaxf(fabsf(y[0]), fabsf(y[1])), fmaxf(fabsf(y[2]), fabsf(y[3]))));
-        }
-#pragma unroll
-        for (int off = 16; off > 0; off >>= 1) mx = fmaxf(mx, __shfl_xor_sync(FULL_MASK, mx, off));
-        int e = 0;
-        if (mx > 0.f) frexpf(mx, &e);  // mx in [2^(e-1), 2^e)
-        s_scale = g < GROUP ? ldexpf(1.f, e - 8) : 0.f;
-#pragma unroll 1
-        for (int kk = 0; kk < KSTEPS8; ++kk) {
-            unsigned a[4];
-#pragma unroll
-            for (int half = 0; half < 2; ++half) {
-                float y[4];
-                q4(2 * kk + half, y, ldexpf(1.f, 8 - e));  // exact: a power of 2
-                unsigned w[3];
-                e4m3_terms(y, w);
-                a[2 * half] = g < 4 ? w[0] : w[1];
-                a[2 * half + 1] = g < 4 ? w[2] : 0u;
-            }
-            if (warp == 0) s_q8[kk][lane] = make_uint4(a[0], a[1], a[2], a[3]);
-        }
-    }  // (visible to every warp after stage_pages' barrier)
-#else
     unsigned qa_hi[KSTEPS][2], qa_lo[KSTEPS][2];
 #if FEED
     // the register feed needs the registers: the fragments wait in shared memory (the same
@@ -471,7 +370,6 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32, MIN_BLOCKS) KERNEL_NAME
 #endif
         }
     }  // (FEED: visible to every warp after stage_pages' barrier)
-#endif  // S_FP8
 
 #if FEED
     // O^T in MBLK m-blocks of 16 dims: rows g, g + 8 = dims v_dim(mb, 0 | 1, g), columns
@@ -578,33 +476,6 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32, MIN_BLOCKS) KERNEL_NAME
             for (int s = 0; s < TSUB; ++s)
 #pragma unroll
                 for (int e = 0; e < 4; ++e) sc[s][0][e] = sc[s][1][e] = 0.f;
-#if S_FP8
-            // the e4m3 product: K words 2 kk and 2 kk + 1 are k-step kk's B fragments
-#pragma unroll
-            for (int kk = 0; kk < KSTEPS8; ++kk) {
-                const uint4 qa = lds16(&s_q8[kk][lane]);
-#pragma unroll
-                for (int s = 0; s < TSUB; ++s)
-#pragma unroll
-                    for (int nb = 0; nb < 2; ++nb)
-                        mma_e4m3(sc[s][nb], qa.x, qa.y, qa.z, qa.w, word(kr[s][nb][kk / 2], (2 * kk) % 4),
-                                 word(kr[s][nb][kk / 2], (2 * kk) % 4 + 1));
-            }
-            if (j + 1 < n_mine) load_k(j + 1);
-            // row g's scores: its hi term (c0, c1) plus the mid term from lane g + 4 (row g + 4)
-            // over 16, as the lo term (c2, c3) over 256 already is below, all times s_scale
-#pragma unroll
-            for (int s = 0; s < TSUB; ++s)
-#pragma unroll
-                for (int nb = 0; nb < 2; ++nb) {
-                    const float mid0 = __shfl_xor_sync(FULL_MASK, sc[s][nb][0], 16);
-                    const float mid1 = __shfl_xor_sync(FULL_MASK, sc[s][nb][1], 16);
-                    sc[s][nb][0] = (sc[s][nb][0] + mid0 * 0.0625f) * s_scale;
-                    sc[s][nb][1] = (sc[s][nb][1] + mid1 * 0.0625f) * s_scale;
-                    sc[s][nb][2] *= s_scale * 0.00390625f;
-                    sc[s][nb][3] *= s_scale * 0.00390625f;
-                }
-#else
 #pragma unroll
             for (int kk = 0; kk < KSTEPS; ++kk) {
                 const uint4 qa = lds16(&s_q[kk][lane]);
@@ -619,7 +490,6 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32, MIN_BLOCKS) KERNEL_NAME
                 }
             }
             if (j + 1 < n_mine) load_k(j + 1);
-#endif
 
             float x[TSUB][4];
             const int step_tok = c_begin + (j * WARPS + warp) * STEP;

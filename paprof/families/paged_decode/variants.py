@@ -653,9 +653,10 @@ def _build_v7(variant, shape, device):
         kernel, block, smem = _fast_kernel(shape, True, V7_KERNEL, worklist=True, defer=True)
     else:
         smem = max(smem, merge_smem(block[0] // 32, shape.group, shape.head_dim, plan["max_parts"]))
-    if max(smem, deferred_merge_smem(shape.head_dim, plan["max_parts"]) if defer else 0) > device.smem_per_block_optin:
+    need = max(smem, deferred_merge_smem(shape.head_dim, plan["max_parts"]) if defer else 0)  # the larger CTA's
+    if need > device.smem_per_block_optin:
         raise ShapeError(f"v7 with chunks of {plan['chunk_pages']} pages merges {plan['max_parts']} parts of a "
-                         f"sequence: {smem} bytes of shared memory a CTA, beyond this GPU's "
+                         f"sequence: {need} bytes of shared memory a CTA, beyond this GPU's "
                          f"{device.smem_per_block_optin}; give a larger chunk")
     items = plan["items"]
     if len(items) > MAX_GRID_Y:
@@ -707,8 +708,9 @@ def _packed_launcher(variant, shape: Shape, device, details: dict) -> Launcher:
         kernel, block, smem = _fast_kernel(shape, True, V7_PACKED_KERNEL, worklist=2, defer=True)
     else:
         smem = max(smem, merge_smem(block[0] // 32, shape.group, shape.head_dim, plan["max_parts"]))
-    if max(smem, deferred_merge_smem(shape.head_dim, plan["max_parts"]) if defer else 0) > device.smem_per_block_optin:
-        raise ShapeError(f"v7 packed merges {plan['max_parts']} parts of a sequence: {smem} bytes of shared "
+    need = max(smem, deferred_merge_smem(shape.head_dim, plan["max_parts"]) if defer else 0)  # the larger CTA's
+    if need > device.smem_per_block_optin:
+        raise ShapeError(f"v7 packed merges {plan['max_parts']} parts of a sequence: {need} bytes of shared "
                          f"memory a CTA, beyond this GPU's {device.smem_per_block_optin}")
     if plan["ctas"] > MAX_GRID_Y:
         raise ShapeError(f"v7 packed makes {plan['ctas']} CTAs a KV head, beyond the grid's {MAX_GRID_Y} in y")

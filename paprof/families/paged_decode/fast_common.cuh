@@ -478,14 +478,12 @@ __device__ __forceinline__ void packed_merges(float* scratch, int q_heads, float
 #ifndef MERGE_UNROLL
 #define MERGE_UNROLL 8
 #endif
+// The block's max (MAX_) or sum of v: common.cuh's warp reduction, then the warps' values
+// through s_red; every thread gets the result.
 template <bool MAX_>
 __device__ __forceinline__ float merge_block_reduce(float v, float* s_red) {
     constexpr int NW = MERGE_THREADS / 32;
-#pragma unroll
-    for (int off = 16; off > 0; off >>= 1) {
-        const float o = __shfl_xor_sync(FULL_MASK, v, off);
-        v = MAX_ ? fmaxf(v, o) : v + o;
-    }
+    v = MAX_ ? warp_max(v) : warp_sum(v);
     __syncthreads();  // s_red's previous use is read
     if ((threadIdx.x & 31) == 0) s_red[threadIdx.x >> 5] = v;
     __syncthreads();
@@ -498,7 +496,7 @@ __device__ __forceinline__ float merge_block_reduce(float v, float* s_red) {
 extern "C" __global__ void __launch_bounds__(MERGE_THREADS)
     paged_decode_v7_merge(float* __restrict__ out, const float* __restrict__ part_m, const float* __restrict__ part_l,
                           const float* __restrict__ part_o, const int* __restrict__ merges, int q_heads) {
-    static_assert(HEAD_DIM % 4 == 0 && HEAD_DIM / 4 <= MERGE_THREADS, "a float4 a thread, a row at least");
+    static_assert(HEAD_DIM % 4 == 0 && MERGE_THREADS % (HEAD_DIM / 4) == 0, "float4s a row divide the threads");
     constexpr int VPR = HEAD_DIM / 4, GROUPS = MERGE_THREADS / VPR;
     const int h = blockIdx.x;
     const int* mg = merges + static_cast<size_t>(MERGE_INTS) * blockIdx.y;
@@ -515,7 +513,7 @@ extern "C" __global__ void __launch_bounds__(MERGE_THREADS)
 #pragma unroll
     for (int u = 0; u < MERGE_UNROLL; ++u) {
         const int s = grp + u * GROUPS;
-        if (grp < GROUPS && s < parts) v[u] = load_l2(col + static_cast<size_t>(s) * VPR);
+        if (s < parts) v[u] = load_l2(col + static_cast<size_t>(s) * VPR);
     }
     float mx = NEG_INF;
     for (int s = threadIdx.x; s < parts; s += MERGE_THREADS) {
@@ -533,29 +531,27 @@ extern "C" __global__ void __launch_bounds__(MERGE_THREADS)
     }
     lsum = merge_block_reduce<false>(lsum, s_red);  // its barriers also publish w
     float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
-    if (grp < GROUPS) {
-        for (int s0 = grp;;) {
+    for (int s0 = grp;;) {
 #pragma unroll
-            for (int u = 0; u < MERGE_UNROLL; ++u) {
-                const int s = s0 + u * GROUPS;
-                if (s < parts) {
-                    const float wt = w[s];
-                    acc.x += wt * v[u].x;
-                    acc.y += wt * v[u].y;
-                    acc.z += wt * v[u].z;
-                    acc.w += wt * v[u].w;
-                }
-            }
-            s0 += MERGE_UNROLL * GROUPS;
-            if (s0 >= parts) break;
-#pragma unroll
-            for (int u = 0; u < MERGE_UNROLL; ++u) {  // more parts than one round holds
-                const int s = s0 + u * GROUPS;
-                if (s < parts) v[u] = load_l2(col + static_cast<size_t>(s) * VPR);
+        for (int u = 0; u < MERGE_UNROLL; ++u) {
+            const int s = s0 + u * GROUPS;
+            if (s < parts) {
+                const float wt = w[s];
+                acc.x += wt * v[u].x;
+                acc.y += wt * v[u].y;
+                acc.z += wt * v[u].z;
+                acc.w += wt * v[u].w;
             }
         }
-        red[grp * VPR + vec] = acc;
+        s0 += MERGE_UNROLL * GROUPS;
+        if (s0 >= parts) break;
+#pragma unroll
+        for (int u = 0; u < MERGE_UNROLL; ++u) {  // more parts than one round holds
+            const int s = s0 + u * GROUPS;
+            if (s < parts) v[u] = load_l2(col + static_cast<size_t>(s) * VPR);
+        }
     }
+    red[grp * VPR + vec] = acc;
     __syncthreads();
     if (threadIdx.x < VPR) {
         float4 o = red[threadIdx.x];

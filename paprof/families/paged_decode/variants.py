@@ -271,7 +271,7 @@ MERGE_INTS = 4
 """Ints a sequence takes in the merge kernel's list (MERGE_INTS in fast_common.cuh)."""
 
 
-def deferred_merge_smem(head_dim: int, parts: int) -> int:
+def deferred_merge_smem(parts: int) -> int:
     """Dynamic shared memory of paged_decode_v7_merge: a float4 a thread (the groups'
     sums), then m and l of every part of the sequence."""
     return 16 * MERGE_THREADS + 8 * parts
@@ -304,7 +304,7 @@ def _merge_kernel(shape: Shape, name: str, worklist: int, items, max_parts: int)
     defines = fast_defines(shape, True, name, worklist, defer=True)
     kernel = gpu.compile_module([fast_source(shape)], defines).get_function("paged_decode_v7_merge")
     grid = (shape.q_heads, len(merges))
-    return kernel, grid, (MERGE_THREADS,), deferred_merge_smem(shape.head_dim, max_parts), gpu.cupy().asarray(merges)
+    return kernel, grid, (MERGE_THREADS,), deferred_merge_smem(max_parts), gpu.cupy().asarray(merges)
 
 
 def choose_splits(shape: Shape, device, resident_blocks_per_sm: int) -> int:
@@ -648,12 +648,7 @@ def _build_v7(variant, shape, device):
         return _packed_launcher(variant, shape, device, details)
 
     cp = gpu.cupy()
-    defer = v7_merge(plan) == "kernel"
-    if defer:  # the same kernel without its merge: fewer registers, the same resident CTAs or more
-        kernel, block, smem = _fast_kernel(shape, True, V7_KERNEL, worklist=True, defer=True)
-    else:
-        smem = max(smem, merge_smem(block[0] // 32, shape.group, shape.head_dim, plan["max_parts"]))
-    need = max(smem, deferred_merge_smem(shape.head_dim, plan["max_parts"]) if defer else 0)  # the larger CTA's
+    defer, kernel, block, smem, need = _v7_merge_choice(shape, plan, V7_KERNEL, 1, (kernel, block, smem))
     if need > device.smem_per_block_optin:
         raise ShapeError(f"v7 with chunks of {plan['chunk_pages']} pages merges {plan['max_parts']} parts of a "
                          f"sequence: {need} bytes of shared memory a CTA, beyond this GPU's "
@@ -682,6 +677,20 @@ def _build_v7(variant, shape, device):
         "multi_part_sequences": plan["multi_part"], "merge": "kernel" if defer else "fused"})
 
 
+def _v7_merge_choice(shape: Shape, plan: dict, name: str, worklist: int, fused):
+    """v7_merge's choice for ``plan`` and the streaming kernel it takes: (defer, kernel,
+    block, smem, need). ``fused`` is the kernel with its merge, (kernel, block, smem), which
+    planned the work (its occupancy); deferred, the same kernel without its merge (fewer
+    registers: the same resident CTAs or more). ``need``: the larger CTA's shared memory
+    (the merging CTA's, or the merge kernel's)."""
+    kernel, block, smem = fused
+    if v7_merge(plan) == "kernel":
+        kernel, block, smem = _fast_kernel(shape, True, name, worklist=worklist, defer=True)
+        return True, kernel, block, smem, max(smem, deferred_merge_smem(plan["max_parts"]))
+    smem = max(smem, merge_smem(block[0] // 32, shape.group, shape.head_dim, plan["max_parts"]))
+    return False, kernel, block, smem, smem
+
+
 def _merge_step(merge, infos: list, part_m, part_l, part_o, shape: Shape):
     """What run() calls after v7's streaming kernel: paged_decode_v7_merge over the
     sequences of several parts (V7_MERGE "kernel"; its launch appended to ``infos``), or
@@ -703,12 +712,7 @@ def _packed_launcher(variant, shape: Shape, device, details: dict) -> Launcher:
     resident = gpu.blocks_per_sm(kernel, block[0], smem, device)
     plan = plan_packed(shape.context_lens, shape.page_size, shape.kv_heads, device.sm_count * max(1, resident),
                        item_cost=packed_item_cost(shape))
-    defer = v7_merge(plan) == "kernel"
-    if defer:
-        kernel, block, smem = _fast_kernel(shape, True, V7_PACKED_KERNEL, worklist=2, defer=True)
-    else:
-        smem = max(smem, merge_smem(block[0] // 32, shape.group, shape.head_dim, plan["max_parts"]))
-    need = max(smem, deferred_merge_smem(shape.head_dim, plan["max_parts"]) if defer else 0)  # the larger CTA's
+    defer, kernel, block, smem, need = _v7_merge_choice(shape, plan, V7_PACKED_KERNEL, 2, (kernel, block, smem))
     if need > device.smem_per_block_optin:
         raise ShapeError(f"v7 packed merges {plan['max_parts']} parts of a sequence: {need} bytes of shared "
                          f"memory a CTA, beyond this GPU's {device.smem_per_block_optin}")

@@ -47,8 +47,8 @@ def test_one_row_per_action_in_the_contract_column_order(fake_reports):
     df = load.load_reports([path])
     assert len(df) == 1
     assert list(df.columns[: len(M.DESIGN_COLUMNS)]) == list(M.DESIGN_COLUMNS)
-    after = list(df.columns[len(M.DESIGN_COLUMNS): len(M.DESIGN_COLUMNS) + 4])
-    assert after == ["bottleneck_evidence", "rules", "report_path", "sidecar"]
+    after = list(df.columns[len(M.DESIGN_COLUMNS): len(M.DESIGN_COLUMNS) + 5])
+    assert after == ["bottleneck_evidence", "rules", "report_path", "sidecar", "steps_from"]
     assert list(df.columns) == load.columns()
     assert df.columns[-1] == "result_index"
 
@@ -161,7 +161,10 @@ def test_launch_counts_each_kernels_launches(fake_reports):
     assert df["launch"].dtype == "int64" and df["grid_size"].dtype == "float64"
 
 
-def test_variant_rows_sum_split_kv_kernels_per_launch(fake_reports):
+def test_variant_rows_sum_the_launches_of_one_step(fake_reports):
+    # A report without step marks or a record is ONE step: its four launches are summed,
+    # never paired by the n-th launch of each kernel name (that guess made the MLP's
+    # eager program "the sum of 2 kernels" and its median a meaningless partial sum).
     partial = dict(duration_us=3900.0, dram_throughput_pct=73.4, registers_per_thread=64.0,
                    grid_size=16384.0, dram_bytes_per_second=3.0e12, stall_long_scoreboard=40.0)
     merge = dict(duration_us=100.0, dram_throughput_pct=85.7, registers_per_thread=30.0,
@@ -172,20 +175,20 @@ def test_variant_rows_sum_split_kv_kernels_per_launch(fake_reports):
                         make_action("partial", **partial), make_action("merge", **merge))
     v3 = fake_reports("v3.ncu-rep", make_action())
     df = load.load_reports([path, v3])
+    assert list(df["step"]) == [0, 0, 0, 0, 0] and set(df["steps_from"]) == {"one step"}
     rows = load.variant_rows(df)
-    assert list(rows["variant"]) == ["v4", "v4", "v3"]
+    assert list(rows["variant"]) == ["v4", "v3"]
     first = rows.iloc[0]
-    assert first["kernels"] == ["partial", "merge"]
-    assert first["kernel"] == "partial + merge"
-    assert first["duration_us"] == pytest.approx(4000.0)
+    assert first["kernels"] == ["partial", "merge", "partial", "merge"]
+    assert first["duration_us"] == pytest.approx(8000.0)
     assert first["dram_throughput_pct"] == pytest.approx((73.4 * 3900 + 85.7 * 100) / 4000)
-    assert first["dram_bytes"] == pytest.approx(3.0e12 * 3900e-6 + 1.0e12 * 100e-6)
-    assert first["achieved_bandwidth_gbs"] == pytest.approx(first["dram_bytes"] / 4000e-6 / 1e9)
+    assert first["dram_bytes"] == pytest.approx(2 * (3.0e12 * 3900e-6 + 1.0e12 * 100e-6))
+    assert first["achieved_bandwidth_gbs"] == pytest.approx(first["dram_bytes"] / 8000e-6 / 1e9)
     assert first["registers_per_thread"] == 64 and first["grid_size"] == 16384
     assert first["top_stall_reason"] == "long_scoreboard"
     assert first["bottleneck"] == "dram-bound"
-    assert rows.iloc[2]["kernels"] == ["paged_decode_v3"]
-    assert rows.iloc[2]["duration_us"] == pytest.approx(600.0)
+    assert rows.iloc[1]["kernels"] == ["paged_decode_v3"]
+    assert rows.iloc[1]["duration_us"] == pytest.approx(600.0)
     assert list(rows.columns) == list(df.columns) + ["kernels"]
     assert rows.attrs["missing"] == df.attrs["missing"]
 

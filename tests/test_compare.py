@@ -12,6 +12,8 @@ import math
 import pandas as pd
 import pytest
 
+from paprof.errors import UserError
+
 from paprof.analysis import compare as C
 from paprof.analysis.load import columns, variant_rows
 
@@ -54,7 +56,7 @@ def make_row(variant="v2", kernel=None, report=None, sidecar="default", launch=0
     side = dict(SIDE, variant=variant) if sidecar == "default" else sidecar
     row.update(
         variant=variant, family="paged_decode", kernel=kernel or f"paged_decode_{variant}",
-        launch=launch, shape=(side or {}).get("shape", ""), gpu=(side or {}).get("gpu", "NVIDIA H200"),
+        launch=launch, step=launch, shape=(side or {}).get("shape", ""), gpu=(side or {}).get("gpu", "NVIDIA H200"),
         rules=list(rules), report_path=report or f"/runs/nvidia-h200/paged_decode/{variant}/b64.ncu-rep",
         sidecar=side, result_index=0,
         bottleneck_evidence=evidence if evidence is not None else [f"evidence for {metrics.get('bottleneck', V2['bottleneck'])}"],
@@ -73,9 +75,9 @@ def make_frame(*rows: dict) -> pd.DataFrame:
     return df
 
 
-def comparison(*rows: dict, thresholds=C.THRESHOLDS, order=None) -> C.Comparison:
+def comparison(*rows: dict, thresholds=C.THRESHOLDS, order=None, cross=False) -> C.Comparison:
     df = make_frame(*rows)
-    return C.compare(df, variant_rows(df), order=order, thresholds=thresholds)
+    return C.compare(df, variant_rows(df), order=order, thresholds=thresholds, cross=cross)
 
 
 def split_rows(variant="v4", **kw) -> list[dict]:
@@ -256,15 +258,19 @@ def test_order_follows_the_paths_given():
 def test_repeated_ids_get_unique_labels():
     a = make_row("v3", **V3, report="/a/v3.ncu-rep")
     b = make_row("v3", **V3, report="/b/v3.ncu-rep", sidecar=dict(SIDE, variant="v3", shape="batch=1", shape_slug="b1"))
-    cmp = comparison(a, b)
+    with pytest.raises(UserError, match=r"not comparable \(parameters differ: v3 at batch=64.*v3 at batch=1\)"):
+        comparison(a, b)
+    cmp = comparison(a, b, cross=True)
     assert [v.label for v in cmp.variants] == [f"v3 [{SIDE['shape']}]", "v3 [batch=1]"]
+    assert cmp.cross == [f"parameters differ: v3 at {SIDE['shape']}, v3 at batch=1"]
+    assert cmp.steps[0].headline.startswith("cross comparison (batch 64 -> 1, q_heads 32 -> -, ")
 
 
 def test_several_launches_of_one_run_show_the_median_one():
     rows = [make_row("v3", **dict(V3, duration_us=d), launch=i) for i, d in enumerate((3300.0, 3500.0, 3350.0))]
     cmp = comparison(make_row("v2"), *rows)
     assert cmp.variant("v3").get("duration_us") == 3350.0
-    assert any("3 profiled launches" in n for n in cmp.notes)
+    assert any("3 profiled steps" in n for n in cmp.notes)
 
 
 # -- rules -----------------------------------------------------------------------------------
@@ -330,7 +336,7 @@ def test_matching_provenance_gives_no_warning(v2_v3):
 ])
 def test_mismatched_provenance_is_a_visible_warning(key, value, plural):
     other = dict(SIDE, variant="v3", **{key: value})
-    cmp = comparison(make_row("v2"), make_row("v3", sidecar=other, **V3))
+    cmp = comparison(make_row("v2"), make_row("v3", sidecar=other, **V3), cross=True)
     assert len(cmp.warnings) == 1
     assert cmp.warnings[0].startswith(f"Profiled with different {plural}: ")
     shown = other["shape"] if key == "shape_slug" else value
@@ -481,7 +487,7 @@ def test_five_launches_show_median_and_half_range():
     assert v3.spread["grid_size"] == 0.0  # the same launch configuration each time
     assert v3.kernels[0].duration_us == 3350.0  # the median-duration launch's kernel
     assert cmp.variant("v2").spread == {} and cmp.variant("v2").launches == 1
-    assert any("5 profiled launches" in n and "median" in n for n in cmp.notes)
+    assert any("5 profiled steps" in n and "median" in n for n in cmp.notes)
     ctx = build_context(cmp, charts=False)
     dur = ctx.row("duration_us").cells
     assert dur[0].spread is None and "±" not in dur[0].text

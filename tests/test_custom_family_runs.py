@@ -87,17 +87,22 @@ def test_the_family_of_a_users_repository_gets_causes_from_its_own_counters():
     cmp = write_report(["naive", "block", "fused", "triton", "torch"], runs=RUNS, out=None,
                        markdown=None).comparison
     causes = {(s.before, s.after): s.cause for s in cmp.steps}
-    # naive: 128 CTAs, one per 128 rows; block: a CTA per row
+    # naive: 128 CTAs, one per 128 rows, one warp a scheduler; block: a CTA per row
     assert causes[("naive", "block")].startswith(
+        "warps in flight per scheduler 0.999 -> 15.2 -1.93 ms (grid size 128 blocks -> 16.4 k blocks")
+    # fused: one pass, a third of block's instructions
+    assert causes[("block", "fused")].startswith("instructions issued 0.307x -205 us (warp instructions 93.5 M -> 28.7 M)")
+    traffic = {(s.before, s.after): s.traffic for s in cmp.steps}
+    assert traffic[("naive", "block")].startswith(
         "the grid grows 128x, 128 -> 16,384 CTAs, filling 100 % of the 1,056 resident-CTA "
         "slots instead of 6.1 % (0.06 -> 15.52 waves); with DRAM traffic down 2.07x, "
         "1.07 GB -> 517 MB")  # naive's second and third passes missed the caches
-    assert causes[("block", "fused")].startswith(
+    assert traffic[("block", "fused")].startswith(
         "DRAM throughput rises 47 % -> 83 % of peak (3.99 TB/s, 88.1 % of the measured 4.53 TB/s "
         "ceiling): each resident warp moves 2.85x the DRAM bytes per second")
     assert causes[("fused", "triton")] == ("the same work as fused: warp instructions 28.7 M -> "
                                            "29.5 M, DRAM traffic 511 MB -> 511 MB")
-    assert causes[("triton", "torch")].startswith("warp instructions rise 5.37x, 29.5 M -> 158 M")
+    assert causes[("triton", "torch")].startswith("instructions issued 5.36x +280 us (warp instructions 29.5 M -> 158 M")
     fused = next(s for s in cmp.steps if s.after == "fused")
     assert fused.next_move.startswith(
         "ncu's estimates for what would move fused next, none of them about its DRAM-bound limit: ")

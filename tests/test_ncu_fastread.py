@@ -497,10 +497,19 @@ def _string_for_number(names):
     return lambda fields: set_value(names, fields, "gpu__time_duration.sum", [(1, 2, b"1.5")])
 
 
-def _twice(names):
+def _twice(names, same=False):
+    # launch__grid_size recorded a second time: with another value (uncertain: which
+    # one does ncu_report give?), or byte for byte the same (as PyTorch's kernels have
+    # sass__inst_executed_register_spilling twice): then the value is certain.
     ident = names.index("launch__grid_size")
-    return lambda fields: fields + [f for f in fields if f[0] == 13
-                                    and decode(f[2])[0] == (1, 0, ident)]
+
+    def change(fields):
+        mine = [f for f in fields if f[0] == 13 and decode(f[2])[0] == (1, 0, ident)]
+        if same:
+            return fields + mine
+        other = [(n, w, v if n != 2 else encode([(5, 0, 77777)])) for n, w, v in decode(mine[0][2])]
+        return fields + [(13, 2, encode(other))]
+    return change
 
 
 def _value_after_instances(names):
@@ -810,3 +819,28 @@ def test_unknown_file_versions_and_range_results_are_unsupported(tmp_path):
 def _write(path: Path, data: bytes) -> Path:
     path.write_bytes(data)
     return path
+
+
+def test_a_metric_recorded_twice_alike_reads_as_ncu_report_reads_it(ncu_report, tmp_path):
+    crafted = Crafted(report("v4"))
+    crafted.edit_result(1, _twice(crafted.names(), same=True))
+    path = crafted.write(tmp_path / "twice.ncu-rep")
+    fast = ncu_fastread.read_report(path, ["launch__grid_size"])
+    slow = ncu_report.load_report(str(path)).range_by_idx(0).action_by_idx(1)
+    assert fast[1].values["launch__grid_size"] == slow.metric_by_name("launch__grid_size").as_double()
+
+
+def test_nvtx_ranges_with_their_push_ids_and_names_as_ncu_report_gives_them(ncu_report):
+    # The fast reader reads which push of a range each launch sat in (ncu_report gives
+    # the names only): what tells a program's steps apart when each is one push of "step".
+    path = Path(__file__).parent.parent / "examples/custom_family/runs/nvidia-h200/command/whole_program/command.ncu-rep"
+    fast = ncu_fastread.read_report(path, ["gpu__time_duration.sum"])
+    assert [r.nvtx for r in fast] == [(("<default domain>", "softmax_step", 623),),
+                                      (("<default domain>", "softmax_step", 641),),
+                                      (("<default domain>", "softmax_step", 659),)]
+    context = ncu_report.load_report(str(path))
+    for i, result in enumerate(fast):
+        state = context.range_by_idx(0).action_by_idx(i).nvtx_state()
+        names = [(state.domain_by_id(d).name(), name) for d in state.domains()
+                 for name in state.domain_by_id(d).push_pop_ranges()]
+        assert names == [(d, n) for d, n, _ident in result.nvtx]

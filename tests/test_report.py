@@ -171,7 +171,8 @@ def test_html_autoescapes_names():
 
 def test_mismatched_provenance_shows_a_warning_box():
     other = dict(SIDE, variant="v3", gpu="NVIDIA H100 80GB HBM3", clock_control="base")
-    ctx = build_context(comparison(make_row("v2"), make_row("v3", sidecar=other, **V3)), charts=False)
+    ctx = build_context(comparison(make_row("v2"), make_row("v3", sidecar=other, **V3), cross=True),
+                        charts=False)
     assert len(ctx.warnings) == 2
     text = render_html(ctx)
     assert 'class="warnings"' in text and 'role="alert"' in text
@@ -220,7 +221,7 @@ def reports(tmp_path, monkeypatch):
         rows.append(make_row(vid, report=str(p), **metrics))
     frame = make_frame(*rows)
 
-    def fake_load(given):
+    def fake_load(given, step_range=None):
         assert [str(g) for g in given] == [str(p) for p in paths]
         return frame.copy()
 

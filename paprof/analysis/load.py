@@ -25,14 +25,15 @@ from paprof.analysis import metrics as M
 from paprof.analysis import ncu_reader
 from paprof.analysis.bottleneck import DEFAULT_THRESHOLDS, Thresholds, classify
 from paprof.analysis.ncu_fastread import FastResult
-from paprof.analysis.ncu_reader import open_report, read_metric, read_rules
+from paprof.analysis import steps
+from paprof.analysis.ncu_reader import open_report, read_metric, read_nvtx, read_rules
 from paprof.errors import UserError
 
 REPORT_SUFFIXES = (".ncu-rep", ".ncu-repz")
 
 _TEXT_COLUMNS = {"variant", "family", "kernel", "shape", "gpu", "bottleneck",
-                 "report_path"} | {m.column for m in M.CATALOGUE if m.text}
-_INT_COLUMNS = ("launch", "result_index")
+                 "report_path", "steps_from"} | {m.column for m in M.CATALOGUE if m.text}
+_INT_COLUMNS = ("launch", "step", "result_index")
 _NOT_FLOAT = _TEXT_COLUMNS | set(_INT_COLUMNS) | set(M.TRAILING_COLUMNS) | {"kernels"}
 
 
@@ -127,17 +128,31 @@ def _metrics(action, entries) -> dict:
     ``_convert`` of each, straight from the decoded values for the fast reader's result
     (the same answers and errors, without two calls a metric)."""
     if not isinstance(action, FastResult):
-        return {e.column: _convert(read_metric(action, e.ncu_name, e.text), e) for e in entries}
-    decoded = action.values
-    values = {}
-    for column, name, text, scale in _plan(entries):
-        value = decoded.get(name)
-        if value is None or isinstance(value, str) != text:
-            value = read_metric(action, name, text)  # "" or NaN, or its KeyError
-        elif not text and value == value:  # not NaN
-            value = value * scale
-        values[column] = value
+        values = {e.column: _convert(read_metric(action, e.ncu_name, e.text), e) for e in entries}
+    else:
+        decoded = action.values
+        values = {}
+        for column, name, text, scale in _plan(entries):
+            value = decoded.get(name)
+            if value is None or isinstance(value, str) != text:
+                value = read_metric(action, name, text)  # "" or NaN, or its KeyError
+            elif not text and value == value:  # not NaN
+                value = value * scale
+            values[column] = value
+    for entry in _ALIASED:  # an older ncu's spelling where the current one is absent
+        if entry.column in values and _nan(values[entry.column]):
+            for alias in entry.aliases:
+                try:
+                    value = read_metric(action, alias, entry.text)
+                except KeyError:
+                    continue
+                if not _nan(value) and value != "":
+                    values[entry.column] = _convert(value, entry)
+                    break
     return values
+
+
+_ALIASED = tuple(m for m in M.MEASURED if m.aliases)
 
 
 _MEASURED_PLAN: tuple = ()
@@ -266,6 +281,8 @@ def _report_facts(report: Path, sidecar: dict | None, layout: dict) -> dict:
         "gpu": side.get("gpu"),
         "report_path": str(report),
         "work": work_model(sidecar),
+        # what the step model needs of the record (a worker gets no sidecar)
+        "record": {k: side.get(k) for k in ("step_range", "kind", "nvtx_range", "launches")},
         # one kernel of several: the work is the variant's, not this kernel's
         "several": len(_kernel_names(sidecar)) > 1,
     }
@@ -378,7 +395,10 @@ class _Columns:
                       pd.Series(store, dtype=object))
             del store[:]
             df.insert(place[column], column, values)
+        notes = missing.pop(_STEP_NOTE, None)
         df.attrs["missing"] = dict(missing)
+        if notes:
+            df.attrs["notes"] = [notes]
         return df
 
 
@@ -407,7 +427,7 @@ to send (a task costs ~1 ms)."""
 
 
 def load_reports(paths, thresholds: Thresholds = DEFAULT_THRESHOLDS, scan=None,
-                 jobs: int | None = None) -> pd.DataFrame:
+                 jobs: int | None = None, step_range: str | None = None) -> pd.DataFrame:
     """One row per profiled kernel launch of every report in ``paths``.
 
     ``paths``: a path or an iterable of paths, each an ``.ncu-rep`` file or a folder
@@ -421,6 +441,9 @@ def load_reports(paths, thresholds: Thresholds = DEFAULT_THRESHOLDS, scan=None,
     ``jobs``: worker processes that read the reports (default ``paprof.parallel.jobs()``,
     ``PAPROF_JOBS=1`` for none); used from ``PARALLEL_RUNS`` runs on. The rows, their
     order and ``attrs`` are the same either way.
+
+    ``step_range``: the NVTX range whose pushes delimit steps in reports whose records
+    name none (``paprof.analysis.steps``); the ``step`` column numbers them.
     """
     from paprof import parallel
     from paprof.profiler.store import gc_paused
@@ -438,12 +461,13 @@ def load_reports(paths, thresholds: Thresholds = DEFAULT_THRESHOLDS, scan=None,
             while runs:
                 report, sidecar, layout = runs.pop()
                 _add_run(table, report, _report_facts(report, sidecar, layout), sidecar,
-                         thresholds, missing)
+                         thresholds, missing, step_range)
             return table.frame(missing)
         size = parallel.chunk_size(len(found), workers, CHUNK_RUNS)
         count = min(workers, -(-len(found) // size))
         runs = _Pieces(found)
-        tasks = ((piece, thresholds, ncu_reader.FAST_READER) for piece in runs.pieces(size))
+        tasks = ((piece, thresholds, ncu_reader.FAST_READER, step_range)
+                 for piece in runs.pieces(size))
         done = 0
         try:
             with parallel.ordered_map(_load_chunk, tasks, count) as parts:
@@ -497,15 +521,27 @@ class _Pieces:
 
 
 def _add_run(table: _Columns, report: Path, facts: dict, sidecar: dict | None,
-             thresholds: Thresholds, missing: dict) -> int:
-    """Add the rows of one run to ``table``; how many."""
+             thresholds: Thresholds, missing: dict, step_range: str | None = None) -> int:
+    """Add the rows of one run to ``table``, each with its step (:mod:`steps`); how many."""
     _context, actions = open_report(report)
     launches: dict = {}
-    count = 0
-    for count, action in enumerate(actions, 1):
-        table.add(_action_row(action, M.MEASURED, facts, sidecar, count - 1, launches,
-                              missing, thresholds))
-    return count
+    rows, stacks = [], []
+    for index, action in enumerate(actions):
+        rows.append(_action_row(action, M.MEASURED, facts, sidecar, index, launches,
+                                missing, thresholds))
+        stacks.append(read_nvtx(action))
+    found = steps.plan([r["kernel"] for r in rows], stacks, facts.get("record") or sidecar,
+                       step_range)
+    for row, step in zip(rows, found.steps):
+        row["step"] = step
+        row["steps_from"] = found.source
+        table.add(row)
+    if found.note:
+        missing.setdefault(_STEP_NOTE, found.note)
+    return len(rows)
+
+_STEP_NOTE = "(steps)"
+"""The key under which ``attrs["missing"]`` carries a note on how steps were found."""
 
 
 def _load_chunk(task: tuple) -> tuple[tuple, dict, array]:
@@ -514,33 +550,36 @@ def _load_chunk(task: tuple) -> tuple[tuple, dict, array]:
     run's number of rows."""
     from paprof.profiler.store import gc_paused
 
-    runs, thresholds, fast_reader = task
+    runs, thresholds, fast_reader, step_range = task
     ncu_reader.FAST_READER = fast_reader  # as the parent reads (a spawned worker starts anew)
     table = _Columns(columns(), len(runs))
     missing: dict = {}
     counts = array("q")
     with gc_paused():
         for report, facts in runs:
-            counts.append(_add_run(table, report, facts, None, thresholds, missing))
+            counts.append(_add_run(table, report, facts, None, thresholds, missing, step_range))
     return table.stores("sidecar"), missing, counts
 
 
 def variant_rows(df: pd.DataFrame, thresholds: Thresholds = DEFAULT_THRESHOLDS
                  ) -> pd.DataFrame:
-    """One row per (variant, shape, report, launch): the kernels of a multi-kernel variant
-    (same report, same variant) combined, single-kernel variants passed through.
+    """One row per step of each run (variant, shape, report, step: :mod:`steps`): the
+    kernel launches of one step summed, a step of one launch passed through.
 
     Durations, cycles and bytes are summed; percentages and rates are weighted by
     duration; launch configuration, registers and occupancy come from the dominant
     (longest) kernel (each column's rule is its catalogue ``combine``). ``kernel`` joins
     the parts' names with " + " and the added ``kernels`` column lists them; ``rules``
     holds every part's rules (each with a ``kernel`` key); the bottleneck is decided again
-    on the combined row. ``launch`` pairs the n-th launch of each kernel of a report.
+    on the combined row.
     """
-    keys = ["variant", "shape", "report_path", "launch"]
+    keys = ["variant", "shape", "report_path", "step"]
     out_columns = list(df.columns) + (["kernels"] if "kernels" not in df.columns else [])
     bare = df.copy(deep=False)
     bare.attrs = {}  # pandas deep-copies attrs into every group: 10,000 runs, 58,000 copies
+    if "step" not in bare:  # a frame made without the loader: each report is one step
+        bare["step"] = 0
+        out_columns.append("step")
     # Groups numbered in order of first appearance (as the groupby walks them); a group
     # of one row passes through column by column, only several kernels are combined.
     codes = bare.groupby(keys, sort=False, dropna=False).ngroup().to_numpy()

@@ -110,6 +110,16 @@ class Metric:
     """For a traffic counter, the memory level it measures (one of :data:`LEVELS`); the
     reports' "traffic per level" table groups its rows by it."""
 
+    aliases: tuple[str, ...] = field(default=())
+    """Other spellings of the same quantity that older Nsight Compute versions record
+    (read, in order, when ``ncu_name`` is absent), so that one set of counters gets one
+    column, and so one label, whatever version wrote the report."""
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """``ncu_name`` then its aliases: every name the loader asks a report for."""
+        return ((self.ncu_name,) if self.ncu_name else ()) + self.aliases
+
     @property
     def derived(self) -> bool:
         """True when paprof computes the column rather than reading one ncu metric."""
@@ -147,7 +157,8 @@ _MEASURED = (
            section=SOL, meaning="Memory throughput: the max over DRAM, L1 and L2, % of peak "
            "(not by itself evidence of DRAM bounds)", **_PCT),
     Metric("dram_throughput_pct", "gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed",
-           section=SOL, meaning="DRAM throughput, % of peak", **_PCT),
+           section=SOL, meaning="DRAM throughput, % of peak",
+           aliases=("dram__throughput.avg.pct_of_peak_sustained_elapsed",), **_PCT),
     Metric("l1_throughput_pct", "l1tex__throughput.avg.pct_of_peak_sustained_active",
            section=SOL, meaning="L1/TEX cache throughput, % of peak (of active cycles)",
            **_PCT),
@@ -191,7 +202,8 @@ _MEASURED = (
     Metric("shared_mem_dynamic_bytes", "launch__shared_mem_per_block_dynamic", "byte",
            LAUNCH, "Dynamic shared memory per block", ncu_unit="byte/block"),
     Metric("sm_count", "launch__sm_count", "SM", LAUNCH,
-           "SMs of the GPU the kernel ran on", ncu_unit="sm"),
+           "SMs of the GPU the kernel ran on", ncu_unit="sm",
+           aliases=("device__attribute_multiprocessor_count",)),
     Metric("sm_active_cycles", "sm__cycles_active.avg", "cycle", SOL,
            "Cycles an SM had at least one warp resident, average over SMs",
            ncu_unit="cycle", combine=SUM),
@@ -214,7 +226,10 @@ _MEASURED = (
            section=SOL, meaning="Tensor-core pipe busy cycles, % of peak", **_PCT),
     Metric("issue_slots_busy_pct", "sm__inst_issued.avg.pct_of_peak_sustained_elapsed",
            section=SOL, meaning="Instructions issued, % of the schedulers' peak issue rate",
-           **_PCT),
+           # ncu 2020.3-2023.2's SpeedOfLight: the share of cycles with an issue (one
+           # instruction a cycle at most, so the same ratio)
+           aliases=("sm__issue_active.avg.pct_of_peak_sustained_elapsed",
+                    "sm__issue_active.avg.pct_of_peak_sustained_active"), **_PCT),
     Metric("issue_active_pct", "smsp__issue_active.avg.pct_of_peak_sustained_active",
            section=SCHED, meaning="Active cycles in which a scheduler issued an instruction",
            **_PCT),
@@ -227,11 +242,26 @@ _MEASURED = (
     Metric("warp_cycles_per_issue", "smsp__average_warp_latency_per_inst_issued.ratio",
            "cycle", WARP, "Cycles a warp waits between two issued instructions",
            combine=WEIGHTED),
+    # The warp-time identity's inputs (paprof.analysis.decompose): per scheduler,
+    # active cycles x warps resident = instructions issued x cycles per issued instruction.
+    Metric("smsp_cycles_active", "smsp__cycles_active.avg", "cycle", SCHED,
+           "Cycles a scheduler had at least one warp resident, average over schedulers "
+           "(elapsed minus these: schedulers left idle by the grid)", ncu_unit="cycle",
+           combine=SUM),
+    Metric("instructions_issued", "smsp__inst_issued.sum", "inst", "InstructionStats",
+           "Warp-level instructions issued, all schedulers", combine=SUM,
+           level="instructions"),
+    Metric("threads_per_instruction", "smsp__thread_inst_executed_per_inst_executed.ratio",
+           "thread", WARP, "Threads active per executed warp instruction (32: no divergence, "
+           "no inactive lanes)", combine=WEIGHTED),
+    Metric("barriers_per_block", "launch__barrier_count", "barrier", LAUNCH,
+           "Named barriers the kernel uses per block (0: none)"),
     # Deterministic counts the regression gate takes exactly (recorded with the default
     # sections on the H200: tests/data's list).
     Metric("instructions_executed", "inst_executed", "inst", WARP,
            "Warp-level SASS instructions executed (the same count as InstructionStats' "
-           "smsp__inst_executed.sum)", combine=SUM, level="instructions"),
+           "smsp__inst_executed.sum)", combine=SUM, level="instructions",
+           aliases=("smsp__inst_executed.sum", "sm__inst_executed.sum")),
     Metric("spill_instructions", "sass__inst_executed_register_spilling", "inst", WARP,
            "Warp-level instructions executed that spill or restore registers (local or "
            "shared memory)", combine=SUM),
@@ -261,7 +291,13 @@ _TRAFFIC = (
     Metric("l1_global_store_sectors", "l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum",
            "sector", MWA_TABLES, "32-byte sectors the global stores wrote through L1/TEX",
            combine=SUM, level="SM<->L1"),
-    Metric("l1_global_load_hit_rate_pct",
+    Metric("global_atomic_requests", "l1tex__t_requests_pipe_lsu_mem_global_op_atom.sum",
+           "request", MWA_TABLES, "Global atomic requests (with a return value) L1/TEX received",
+           combine=SUM, level="SM<->L1"),
+    Metric("global_reduction_requests", "l1tex__t_requests_pipe_lsu_mem_global_op_red.sum",
+           "request", MWA_CHART, "Global reduction requests (atomics without a return value)",
+           combine=SUM, level="SM<->L1"),
+        Metric("l1_global_load_hit_rate_pct",
            "l1tex__t_sector_pipe_lsu_mem_global_op_ld_hit_rate.pct", "%", MWA_TABLES,
            "L1/TEX sector hit rate of global loads", combine=WEIGHTED, level="L1<->L2"),
     Metric("shared_load_instructions", "smsp__sass_inst_executed_op_shared_ld.sum", "inst",
@@ -485,7 +521,7 @@ BLOCK_LIMITS = {
 
 #: The DataFrame's first columns, exactly as DESIGN.md orders them.
 DESIGN_COLUMNS = (
-    "variant", "family", "kernel", "launch", "shape", "gpu",
+    "variant", "family", "kernel", "launch", "step", "shape", "gpu",
     "duration_us", "elapsed_cycles", "sm_throughput_pct", "memory_throughput_pct",
     "dram_throughput_pct", "l1_throughput_pct", "l2_throughput_pct",
     "dram_active_cycles", "dram_bytes", "achieved_bandwidth_gbs", "registers_per_thread",
@@ -496,7 +532,7 @@ DESIGN_COLUMNS = (
 )
 
 #: Columns after the DESIGN.md ones, before the remaining catalogue columns.
-TRAILING_COLUMNS = ("bottleneck_evidence", "rules", "report_path", "sidecar")
+TRAILING_COLUMNS = ("bottleneck_evidence", "rules", "report_path", "sidecar", "steps_from")
 
 
 def metric(column: str) -> Metric:
@@ -513,6 +549,10 @@ def ncu_metric_names(sections: tuple[str, ...] | None = None) -> list[str]:
     Presets use this to add ``--metrics`` for catalogue metrics their sections lack.
     """
     return [m.ncu_name for m in MEASURED if sections is None or m.section in sections]
+
+
+#: Every other spelling the catalogue knows -> its column.
+ALIASES: dict[str, str] = {alias: m.column for m in CATALOGUE for alias in m.aliases}
 
 
 def sections_for(columns) -> list[str]:

@@ -21,6 +21,12 @@ protobuf (proto2) wire format; "field n" is a protobuf field number.
 * Payload: (u32 length + message) for each source, then for each result. A result is
   a ProfileResult: 6 kernel function name (``IAction.name()``), 13 metric results,
   19 rule results; everything else is skipped.
+* NVTX state (``IAction.nvtx_state()``): 1 domains ``{1 id, 2 name}``; 2 a thread's
+  stacks ``{1 thread id, 2 a domain's push/pop stack {1 domain id, 3 repeated range
+  {1 name, 3 the range's instance id}}}``; other fields skipped. The instance id
+  (the API call id of the push, distinct for each push) is what ``ncu_report`` does not
+  expose: it tells one repetition of a range from the next when their names are equal.
+  A state this module cannot parse leaves ``nvtx`` None; it never changes the metrics.
 * Metric result: 1 name id, 2 value, 3 instance values (skipped: ``as_double`` reads
   the aggregate, field 2), 4 a varint that does not change the value. No field 2 means
   ``has_value()`` is False. Value: exactly one of 1 string, 2 float (fixed32),
@@ -82,13 +88,18 @@ class FastResult:
     decoded, present or not.
     """
 
-    __slots__ = ("kernel", "values", "rules", "asked")
+    __slots__ = ("kernel", "values", "rules", "asked", "nvtx")
 
-    def __init__(self, kernel: str, values: dict, rules: list[dict], asked: frozenset):
+    def __init__(self, kernel: str, values: dict, rules: list[dict], asked: frozenset,
+                 nvtx: "tuple | None" = None):
         self.kernel = kernel
         self.values = values
         self.rules = rules
         self.asked = asked
+        self.nvtx = nvtx
+        """The push/pop ranges around the launch: ``((domain, name, instance id), ...)``
+        from the bottom of the stack up; ``()`` for none; None where the state was not
+        decoded."""
 
     def name(self) -> str:
         """The kernel's function name, as ``IAction.name()`` gives it."""
@@ -484,8 +495,9 @@ class _Reader:
         skipped = -1  # where the last run of skipped metric results ended
         kernel = None
         values: dict = {}
-        seen: set = set()
+        seen: dict = {}
         rule_spans = []
+        nvtx_span = None
         while pos < end:
             tag = data[pos]
             if tag == 0x6A:  # field 13 (a metric result), wire type 2: most fields
@@ -522,8 +534,12 @@ class _Reader:
                     if pos > end:
                         raise Unsupported("a metric result runs past its result")
                     if name in seen:
-                        raise Unsupported(f"metric {name} recorded twice")
-                    seen.add(name)
+                        # twice, byte for byte the same (a section and a rule's own copy,
+                        # seen with PyTorch's kernels): the same value; else uncertain
+                        if seen[name] != data[start:pos]:
+                            raise Unsupported(f"metric {name} recorded twice")
+                        continue
+                    seen[name] = data[start:pos]
                     if _plain_double(data, after, pos) and name not in text:
                         values[name] = _DOUBLE(data, after + 3)[0]  # (most wanted metrics)
                         continue
@@ -550,6 +566,8 @@ class _Reader:
                     raise Unsupported("a metric result with a long tag")  # not canonical
                 elif number == 19:
                     rule_spans.append((start, pos))
+                elif number == 21:
+                    nvtx_span = (start, pos)
                 elif number == 6:
                     if kernel is not None:
                         raise Unsupported("two kernel names")
@@ -571,7 +589,8 @@ class _Reader:
         rules = []
         for start, stop in rule_spans:
             rules += _rule_results(data[start:stop])
-        return FastResult(kernel, values, rules, self.wanted)
+        nvtx = _nvtx_state(data, *nvtx_span) if nvtx_span else ()
+        return FastResult(kernel, values, rules, self.wanted, nvtx)
 
     def _metric_id(self, data: bytes, start: int, end: int) -> int:
         ident = None
@@ -669,6 +688,44 @@ class _Reader:
                 raise Unsupported(f"metric {name}: integer out of range")
             return float(number)
         raise Unsupported(f"metric {name}: value kind {kind} (wire type {wire})")
+
+
+def _nvtx_state(data: bytes, start: int, end: int) -> "tuple | None":
+    """The push/pop ranges of a serialised NVTX state: ``((domain, name, id), ...)``,
+    each thread's stack from the bottom up; None where a field is not as expected."""
+    try:
+        domains: dict[int, str] = {}
+        stacks = []
+        for number, wire, s, e in _fields(data, start, end):
+            if number == 1 and wire == 2:
+                ident, name = 0, ""
+                for num, w, s2, e2 in _fields(data, s, e):
+                    if num == 1 and w == 0:
+                        ident = _varint(data, s2)[0]
+                    elif num == 2 and w == 2:
+                        name = _text(data, s2, e2)
+                domains[ident] = name
+            elif number == 2 and wire == 2:
+                for num, w, s2, e2 in _fields(data, s, e):
+                    if num == 2 and w == 2:
+                        stacks.append((s2, e2))
+        ranges = []
+        for s, e in stacks:
+            domain = 0
+            for num, w, s2, e2 in _fields(data, s, e):
+                if num == 1 and w == 0:
+                    domain = _varint(data, s2)[0]
+                elif num == 3 and w == 2:
+                    name, ident = "", None
+                    for n3, w3, s3, e3 in _fields(data, s2, e2):
+                        if n3 == 1 and w3 == 2:
+                            name = _text(data, s3, e3)
+                        elif n3 == 3 and w3 == 0:
+                            ident = _varint(data, s3)[0]
+                    ranges.append((domain, name, ident))
+        return tuple((domains.get(d, ""), name, ident) for d, name, ident in ranges)
+    except (Unsupported, IndexError, UnicodeDecodeError):
+        return None
 
 
 #: Decoded rule results by their bytes: a rule whose message holds no measured number

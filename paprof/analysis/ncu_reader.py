@@ -150,8 +150,8 @@ def catalogue_metrics() -> tuple[list[str], list[str]]:
     """The ncu names of the catalogue's measured metrics: (numeric, text)."""
     from paprof.analysis import metrics as M
 
-    return ([m.ncu_name for m in M.MEASURED if not m.text],
-            [m.ncu_name for m in M.MEASURED if m.text])
+    return ([name for m in M.MEASURED if not m.text for name in m.names],
+            [name for m in M.MEASURED if m.text for name in m.names])
 
 
 _CATALOGUE: tuple[frozenset, frozenset] | None = None
@@ -310,6 +310,24 @@ def read_rules(action) -> list[dict]:
             "speedup_pct": speedup,
         }))
     return rules
+
+
+def read_nvtx(action) -> tuple | None:
+    """The NVTX push/pop ranges around one action's launch, from the bottom of each
+    stack up: ``((domain, name, instance id), ...)``. The fast reader knows each range's
+    instance id (which push it was); ``ncu_report`` gives only names (id None). None
+    where the report holds no NVTX state that can be read."""
+    if isinstance(action, ncu_fastread.FastResult):
+        return action.nvtx
+    try:
+        state = action.nvtx_state()
+        out = []
+        for ident in state.domains():
+            domain = state.domain_by_id(ident)
+            out += [(domain.name(), str(name), None) for name in domain.push_pop_ranges()]
+        return tuple(out)
+    except Exception:  # an older report or module without NVTX state
+        return None
 
 
 def _plain(rule: dict) -> dict:

@@ -23,24 +23,32 @@ from paprof.reports.build import DEFAULT_OUT, DEFAULT_RUNS, STDOUT, write_report
               "any other file is kept unless --force.")
 @click.option("--markdown", type=click.Path(dir_okay=False, allow_dash=True), default=None,
               metavar="FILE.md", help="Also write the report as Markdown (a PR comment); '-' prints it.")
+@click.option("--cross", is_flag=True,
+              help="Compare runs at different parameters or on different GPUs (refused without "
+              "it); every headline then says what differs.")
+@click.option("--step-range", default=None, metavar="NAME",
+              help="The NVTX range pushed once per step, for reports whose run record names "
+              "none (a foreign report is otherwise one step).")
 @click.option("--open", "open_browser", is_flag=True, help="Open the HTML report in the web browser.")
 @click.option("--force", is_flag=True, help="Overwrite --out / --markdown even if not paprof reports.")
-def compare(variants, runs, shape, out, markdown, open_browser, force):
+def compare(variants, runs, shape, out, markdown, cross, step_range, open_browser, force):
     """Compare VARIANTs in the order given: run-store ids (the latest run of that variant
     and shape, e.g. v2 or paged_decode/v2) or .ncu-rep paths.
 
-    Each step (v2 -> v3) gets its own story: first its cause from the counters (traffic
-    per memory level, instructions, barriers, DRAM % of peak, the grid against the GPU),
-    what limits the faster variant now and what ncu's rules estimate would move it next;
-    then the bottleneck before and after and the metrics that moved. A split variant
-    (partial + merge kernels) is compared as its sum.
+    Each step (v2 -> v3) gets its own story: first its cause, the largest term of the
+    time difference split by the warp-time identity (instructions, stall reasons, warps in
+    flight, idle schedulers, clock, kernels new or gone: the terms add up to the
+    difference) with the counters that moved it; what limits the faster variant now and
+    what ncu's rules estimate would move it next; then the details. A variant is compared
+    as one step: all its kernel launches of one repetition, summed. Runs at different
+    parameters or on different GPUs are refused unless --shape picks one or --cross.
 
     \b
     Example, on any machine (the shipped H200 runs):
       paprof compare v2 v3 --runs examples/h200 --out r.html --markdown r.md
     """
     result = write_report(list(variants), runs=runs, out=out, markdown=markdown, shape=shape,
-                          force=force)
+                          force=force, cross=cross, step_range=step_range)
     ctx = result.context
     for warning in ctx.warnings:
         click.echo(f"paprof: warning: {warning}", err=True)

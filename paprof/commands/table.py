@@ -24,16 +24,22 @@ from paprof.profiler.store import Scan, input_files
               help="The traffic per memory level instead of the key columns: SM<->L1, "
               "shared memory, L1<->L2, L2<->DRAM, instructions (default preset's sections).")
 @click.option("--per-variant", is_flag=True,
-              help="Combine the kernels of a multi-kernel variant into one row.")
+              help="One row per step: the kernel launches of one repetition summed "
+              "(docs/explanations.md).")
+@click.option("--step-range", default=None, metavar="NAME",
+              help="The NVTX range pushed once per step, for reports whose run record names "
+              "none (a foreign report is otherwise one step).")
 @click.option("--force", is_flag=True, help="Replace an existing --out FILE.")
-def table(reports, fmt, out, columns, traffic, per_variant, force):
+def table(reports, fmt, out, columns, traffic, per_variant, step_range, force):
     """Tabulate REPORT_OR_DIR... (.ncu-rep files, folders searched recursively).
 
     One row per profiled kernel launch, with the bottleneck label and its evidence.
     """
     scan = Scan()  # the folders named are read once: for the inputs and for the table
     export.check_output(fmt, out, force, inputs=input_files(reports, scan))
-    df = load_reports(reports, scan=scan)
+    df = load_reports(reports, scan=scan, step_range=step_range)
+    for note in df.attrs.get("notes", ()):
+        click.echo(f"paprof: note: {note}", err=True)
     if per_variant:
         df = variant_rows(df)
     chosen = export.parse_columns(columns, df)

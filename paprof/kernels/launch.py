@@ -9,9 +9,10 @@ recorded as ``gemm_ceiling_tflops`` (``--gemm-ceiling`` measures that one alone:
 Find the variant's family (built-in, installed, or the ``[tool.paprof]`` of the current
 folder's repository), build the variant, check it against the family's float64 reference
 on fresh random inputs (exit 1 on a mismatch), optionally time it with CUDA events, then
-make the launches to profile inside an NVTX push/pop range named after the variant
-(``paged_decode.v3``), so that ``ncu --nvtx --nvtx-include paged_decode.v3/`` sees only
-those: compiling, autotuning and warm-up stay outside.
+make the launches to profile, each step inside its own push of an NVTX range named after
+the variant (``paged_decode.v3``), so that ``ncu --nvtx --nvtx-include paged_decode.v3/``
+sees only those (compiling, autotuning and warm-up stay outside) and the report says which
+launches make up each step (``paprof.analysis.steps``).
 Exit codes: 0 ok, 1 verification failed, 2 bad shape or environment (a variant that
 turns the shape down when built or first run also writes ``{"skipped": why}`` to
 ``--result``, so ``paprof run`` skips it as it skips one whose ``accepts`` refuses).
@@ -87,14 +88,18 @@ def run(args) -> dict:
             cp.cuda.runtime.deviceSynchronize()
         nvtx = _nvtx(cp)
         result["nvtx"] = nvtx is not None
-        if nvtx is not None:
-            nvtx.RangePush(variant.nvtx_range)
+        # One push of the variant's range per step: the report then says which launches
+        # make up each step (the fast reader reads which push each launch sat in).
         for i in range(args.profile_launches):
+            if nvtx is not None:
+                nvtx.RangePush(variant.nvtx_range)
             prep.step(i)
+            if nvtx is not None:
+                nvtx.RangePop()  # (a range holds the launches made in it: no sync needed)
         cp.cuda.runtime.deviceSynchronize()
-        if nvtx is not None:
-            nvtx.RangePop()
         result["profiled_launches"] = args.profile_launches
+        if nvtx is not None:
+            result["step_range"] = variant.nvtx_range
     if args.ceiling or args.gemm_ceiling:  # after the variant's launches: its inputs out of the way
         del prep
         cp.get_default_memory_pool().free_all_blocks()

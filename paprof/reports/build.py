@@ -81,7 +81,34 @@ def _shape_slug(shape: str | None, runs: _Store, specs) -> str | None:
     if family is None:
         raise UserError(f"--shape {shape}: give the shape as its slug (the file name in the "
                         "run store), or name a run-store variant whose family can parse it")
-    return registry.family(family).parse(shape).slug()
+    try:
+        return registry.family(family).parse(shape).slug()
+    except UserError:
+        if family in registry.families():
+            raise
+    # The family is not installed here (a colleague's runs): the stored runs' own
+    # parameters say which slug the spec names.
+    given = _spec_items(shape)
+    slugs = {r.sidecar.get("shape_slug") for r in runs.runs()
+             if r.family == family and isinstance(r.sidecar, dict)
+             and given.items() <= _spec_items(str(r.sidecar.get("shape") or "")).items()}
+    slugs.discard(None)
+    if len(slugs) == 1:
+        return slugs.pop()
+    raise UserError(f"--shape {shape}: family {family} is not installed here and "
+                    + (f"{len(slugs)} stored shapes match it ({', '.join(sorted(slugs)[:4])}): "
+                       "give more parameters or the slug" if slugs else
+                       "no stored run of it has those parameters"))
+
+
+def _spec_items(spec: str) -> dict[str, str]:
+    """``KEY=VALUE,...`` as a dict of strings (a family's own spec, compared as text)."""
+    out = {}
+    for part in spec.split(","):
+        key, eq, value = part.partition("=")
+        if eq:
+            out[key.strip()] = value.strip()
+    return out
 
 
 def resolve_variants(specs: list[str], runs: Path | str = DEFAULT_RUNS, shape: str | None = None) -> list[Path]:
@@ -102,6 +129,7 @@ def resolve_variants(specs: list[str], runs: Path | str = DEFAULT_RUNS, shape: s
     wanted_shape = _shape_slug(shape, scanned, specs)
     first_run = None
     paths: list[Path] = []
+    chosen: set = set()  # the shapes of the runs the ids resolved to
     for spec in specs:
         path = Path(spec)
         if spec.endswith(REPORT_SUFFIX) or path.is_file():
@@ -127,6 +155,20 @@ def resolve_variants(specs: list[str], runs: Path | str = DEFAULT_RUNS, shape: s
                 # then warns that the shapes differ), or the store's own error message.
                 run = store.latest(runs, spec, shape_slug=wanted_shape, runs=scanned.runs())
         paths.append(Path(run.report))
+        chosen.add(run.shape_slug)
+    held = {}
+    for spec in specs:
+        if not (spec.endswith(REPORT_SUFFIX) or Path(spec).is_file()):
+            fam, _, vid = spec.rpartition("/")
+            held[spec] = {r.sidecar.get("shape_slug") for r in scanned.runs()
+                          if r.variant == vid and (not fam or r.family == fam)
+                          and isinstance(r.sidecar, dict)}
+    if not wanted_shape and len(held) > 1:
+        common = set.intersection(*held.values()) - {None}
+        if len(chosen) > 1 and common:
+            raise UserError("these variants' latest runs are at different shapes; shapes they "
+                            "all have: " + ", ".join(sorted(common)[:6])
+                            + " (choose one with --shape, or pass --cross)")
     seen: dict[str, str] = {}
     for spec, path in zip(specs, paths):
         key = os.path.realpath(path)
@@ -155,6 +197,8 @@ def write_report(
     force: bool = False,
     generated: str | None = None,
     thresholds=None,
+    cross: bool = False,
+    step_range: str | None = None,
 ) -> ReportFiles:
     """Compare ``specs`` and write the report(s). ``markdown="-"`` returns the Markdown in
     ``ReportFiles.markdown_text`` instead of writing a file; ``out=None`` writes no HTML."""
@@ -181,12 +225,12 @@ def write_report(
     from paprof.analysis.load import load_reports, variant_rows
 
     t = time.perf_counter()
-    df = load_reports(paths)
+    df = load_reports(paths, step_range=step_range)
     summed = variant_rows(df)
     timings["load"] = time.perf_counter() - t
 
     t = time.perf_counter()
-    cmp = compare(df, summed, order=paths, thresholds=thresholds or THRESHOLDS)
+    cmp = compare(df, summed, order=paths, thresholds=thresholds or THRESHOLDS, cross=cross)
     if len(cmp.variants) < 2:
         raise UserError(f"compare needs at least 2 variants; the reports given hold {len(cmp.variants)}")
     timings["compare"] = time.perf_counter() - t

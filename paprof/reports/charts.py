@@ -319,7 +319,10 @@ def stalls(labels: list[str], reasons: list[str], values: list[list]) -> ChartVi
                        "Warp stalls per variant, cycles per issued instruction: " + alt)
 
 
-LEDGER_COLOURS = {"dram": "#D55E00", "tail": "#009E73", "issue": "#0072B2", "residual": MUTED}
+LEDGER_COLOURS = {"instructions": "#0072B2", "memory": "#D55E00", "shared": "#CC79A7",
+                  "barrier": "#E69F00", "pipes": "#56B4E9", "issue": "#000000",
+                  "warps": "#009E73", "idle": "#F0E442", "clock": "#999999",
+                  "kernels": "#882255", "unexplained": MUTED}
 
 
 def ledger(steps: list[tuple[str, float, float, list[tuple[str, str, float]]]]) -> ChartView:
@@ -363,13 +366,15 @@ def ledger(steps: list[tuple[str, float, float, list[tuple[str, str, float]]]]) 
             ax.grid(axis="x", visible=False)
             alts.append(f"{title}: {fmt.duration_us(before)} to {fmt.duration_us(after)}, "
                         + ", ".join(f"{words} {us:+.4g} µs" for _, words, us in rows))
-        fig.suptitle("Time ledger: each step's duration change split by counter", fontsize=10,
+        fig.suptitle("Time ledger: each step's duration change, term by term", fontsize=10,
                      fontweight="bold")
         return _finish(fig, "ledger", "Time ledger",
-                       "Each step's change of ncu duration split into terms derived from counters "
-                       "(an attribution, not a measurement): DRAM bytes at the bandwidth ceiling, "
-                       "the idle last wave, instruction issue beyond the DRAM floor, and the "
-                       "residual; the terms and the residual add up to the change.",
+                       "Each step's change of ncu duration split by the warp-time identity "
+                       "(active cycles x warps in flight = instructions x cycles per instruction, "
+                       "the cycles split by stall reason): instructions, memory, shared-memory and "
+                       "barrier waits, dependencies and pipes, issue, warps in flight, idle "
+                       "schedulers, clock, kernels new or gone. The terms add up to the change; "
+                       "terms under 1 % of the time are left out of the chart.",
                        "Time ledger per step: " + "; ".join(alts))
 
 

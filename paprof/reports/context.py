@@ -134,6 +134,8 @@ class StepView:
     rules: list[RuleView]
     cause: str | None = None
     """The mechanism (also ``sentences[0]``), None when the counters name none."""
+    traffic: str | None = None
+    """The largest traffic change in words (a detail after the cause)."""
 
 
 @dataclass
@@ -570,6 +572,7 @@ def _step_views(cmp: Comparison) -> list[StepView]:
             evidence_after=list(after.evidence),
             rules=[_rule_view(c) for c in s.rule_changes],
             cause=s.cause,
+            traffic=s.traffic,
         ))
     return views
 
@@ -751,7 +754,8 @@ def build_charts(cmp: Comparison, series: dict[str, dict], stalls: StallView | N
         made.append(chart_lib.stalls(labels, stalls.reasons, [stalls.values[lab] for lab in labels]))
     if ledgers:
         made.append(chart_lib.ledger([(led.title, led.before_us, led.after_us,
-                                       [(k, words, us) for k, words, us, _ in led.rows])
+                                       [(k, words, us) for k, words, us, _ in led.rows
+                                        if abs(us) >= 0.01 * max(led.before_us, led.after_us)])
                                       for led in ledgers]))
     if roofline is not None:
         made.append(roofline_chart(roofline))
@@ -849,7 +853,7 @@ def build_context(cmp: Comparison, charts: bool = True, generated: str | None = 
         stalls=stalls,
         raw=series,
         ledgers=ledgers,
-        roofline=roofline_view(roofline),
+        roofline=roofline_view(roofline, {v.label: v.bottleneck for v in cmp.variants}),
         hotspots=hotspots_view(cmp.hotspots),
         traffic=traffic,
         traffic_note=_traffic_note(cmp),

@@ -56,7 +56,9 @@ def _roof_words(roofs: dict, key: str | None) -> str:
     return f"{roof.name} ({roof.text}, {roof.source})" if roof else fmt.MISSING
 
 
-def roofline_view(rl: R.Roofline | None) -> RooflineView | None:
+def roofline_view(rl: R.Roofline | None, verdicts_by_label: dict | None = None) -> RooflineView | None:
+    """The roofline as rows and one sentence a variant; ``verdicts_by_label`` (each
+    variant's one bottleneck verdict) keeps the sentence from contradicting it."""
     if rl is None:
         return None
     compute = [r for r in rl.roofs.values() if r.kind == "compute"]
@@ -78,12 +80,17 @@ def roofline_view(rl: R.Roofline | None) -> RooflineView | None:
                 attainable=fmt.flop_rate(p.bound.attainable / 1e12) if p.bound else fmt.MISSING,
                 of_attainable=fmt.pct(p.of_attainable) if p.of_attainable is not None else fmt.MISSING,
                 binding=p is binding))
-        verdicts.append(_verdict(v, rl.roofs))
+        verdicts.append(_verdict(v, rl.roofs, (verdicts_by_label or {}).get(v.label)))
     return RooflineView(roofs, [c.name for c in compute], rows, [x for x in verdicts if x],
                         list(rl.notes), rl)
 
 
-def _verdict(v: R.VariantRoofline, roofs: dict) -> str:
+#: A point under this share of what its roof allows is not limited by that roof: the
+#: roofline says where the point sits, the bottleneck verdict says what limits it.
+NEAR_ROOF_PCT = 60.0
+
+
+def _verdict(v: R.VariantRoofline, roofs: dict, label: str | None = None) -> str:
     p = v.binding
     if p is None or p.bound is None:
         work = v.point(R.WORK)
@@ -93,10 +100,23 @@ def _verdict(v: R.VariantRoofline, roofs: dict) -> str:
     roof = roofs[p.bound.roof]
     where = R.LEVEL_NAMES.get(p.level, p.level)
     side = "below" if roof.kind == "memory" else "at or above"
-    return (f"{v.label}: bound by the {roof.name} roof ({fmt.sig(p.intensity)} FLOP/byte of {where} "
-            f"traffic, {side} the ridge point of {fmt.sig(p.bound.ridge)}): "
-            f"{fmt.flop_rate(p.flop_rate / 1e12)}, {fmt.pct(p.of_attainable)} of the "
-            f"{fmt.flop_rate(p.bound.attainable / 1e12)} that roof allows.")
+    rate = fmt.flop_rate(p.flop_rate / 1e12)
+    allows = fmt.flop_rate(p.bound.attainable / 1e12)
+    pos = (f"{fmt.sig(p.intensity)} FLOP/byte of {where} traffic, {side} the ridge point of "
+           f"{fmt.sig(p.bound.ridge)}")
+    share = p.of_attainable
+    named = f" ({label})" if label else ""
+    if share is not None and share > 100.0:
+        # a measured roof is one library kernel's rate, not the chip's peak: faster is said
+        return (f"{v.label}{named}: in the {roof.name} roof's region ({pos}) and faster than that "
+                f"roof: {rate} against the {allows} it allows ({roof.source}), so the roof is "
+                "not this kernel's limit.")
+    if share is not None and share < NEAR_ROOF_PCT:
+        return (f"{v.label}{named}: in the {roof.name} roof's region ({pos}) but far under it, "
+                f"{rate}, {fmt.pct(share)} of the {allows} it allows: no roof limits it"
+                + (f"; the verdict is {label}." if label else "."))
+    return (f"{v.label}{named}: bound by the {roof.name} roof ({pos}): "
+            f"{rate}, {fmt.pct(share)} of the {allows} that roof allows.")
 
 
 # -- source hot spots ------------------------------------------------------------------

@@ -90,7 +90,8 @@ def _variant_result(summed: dict, kernels: list[dict]) -> VariantResult:
             grid_size=_num(k.get("grid_size")),
             block_size=_num(k.get("block_size")),
             bottleneck=_clean(k.get("bottleneck")),
-            values={c: _clean(k.get(c)) for c in (*METRIC_COLUMNS, *EXTRA_COLUMNS, *ROOFLINE_COLUMNS)},
+            values={c: _clean(k.get(c)) for c in (*METRIC_COLUMNS, *EXTRA_COLUMNS, *STALL_COLUMNS,
+                                                  *ROOFLINE_COLUMNS)},
         ))
     bottleneck = _clean(summed.get("bottleneck"))
     evidence = _clean(summed.get("bottleneck_evidence"))
@@ -176,13 +177,13 @@ def launch_spread(members: list[dict]) -> tuple[dict[str, float], dict[str, floa
 
 
 def _one_launch_each(rows: list[dict]) -> tuple[list[dict], list[str]]:
-    """Keep one row per (variant, shape, report): over several launches, the one of median
-    duration, its numeric columns replaced by their medians over the launches and their
-    half-ranges kept under ``_spread`` (``_launches``: how many there were).
+    """Keep one row per (variant, shape, report): over several steps (:mod:`paprof.
+    analysis.steps`), the one of median duration, its numeric columns replaced by their
+    medians over the steps and their half-ranges kept under ``_spread`` (``_launches``:
+    how many steps there were).
 
-    A run profiled with ``--profile-launches N`` holds N launches of the same work; the
-    comparison shows each number as median +/- half-range and says so. The kernels, the
-    rules and the words (bottleneck, limiter) are the median-duration launch's.
+    The comparison shows each number as median +/- half-range and says so. The kernels,
+    the rules and the words (bottleneck, limiter) are the median-duration step's.
     """
     groups: dict[tuple, list[dict]] = {}
     for row in rows:
@@ -199,14 +200,49 @@ def _one_launch_each(rows: list[dict]) -> tuple[list[dict], list[str]]:
         choice.update(medians)
         choice["_spread"], choice["_launches"] = spreads, len(members)
         kept.append(choice)
-        notes.append(f"{key[0]}: {len(members)} profiled launches in "
+        notes.append(f"{key[0]}: {len(members)} profiled steps in "
                      f"{Path(str(key[2])).name if key[2] else 'the report'}; numbers are the median "
-                     f"over the launches ± half their range; kernels, rules and the verdict are "
-                     f"launch {_clean(choice.get('launch'))}'s, the one of median duration.")
+                     f"over the steps ± half their range; kernels, rules and the verdict are "
+                     f"step {_clean(choice.get('step'))}'s, the one of median duration.")
     return kept, notes
 
 
-def compare(df, summed=None, order: Iterable | None = None, thresholds: Thresholds = THRESHOLDS) -> Comparison:
+def differences(variants: list[VariantResult]) -> list[str]:
+    """What makes the runs not comparable, one phrase each: their parameters differ
+    ("shapes: v6 at b1_..., flashinfer at b64_..."), or their GPUs do. A run that does
+    not say (a foreign report has no parameters) differs in nothing it does not say."""
+    out = []
+    for what, key in (("parameters", "shape"), ("GPUs", "gpu")):
+        held = [(v.label, getattr(v, key)) for v in variants if getattr(v, key)]
+        if len({value for _label, value in held}) > 1:
+            out.append(f"{what} differ: " + ", ".join(f"{label} at {value}" for label, value in held))
+    return out
+
+
+def _spec(shape: str | None) -> dict[str, str]:
+    out = {}
+    for part in (shape or "").split(","):
+        key, eq, value = part.partition("=")
+        if eq:
+            out[key.strip()] = value.strip()
+    return out
+
+
+def pair_differences(a: VariantResult, b: VariantResult) -> str:
+    """What differs between two compared runs, shortest first: "dtype fp32 -> bf16",
+    "GPU NVIDIA A100 -> NVIDIA H100"; "" when nothing does."""
+    out = []
+    if a.shape and b.shape and a.shape != b.shape:
+        sa, sb = _spec(a.shape), _spec(b.shape)
+        keys = [k for k in dict.fromkeys([*sa, *sb]) if sa.get(k) != sb.get(k)]
+        out += [f"{k} {sa.get(k, '-')} -> {sb.get(k, '-')}" for k in keys] or [f"{a.shape} -> {b.shape}"]
+    if a.gpu and b.gpu and a.gpu != b.gpu:
+        out.append(f"GPU {a.gpu} -> {b.gpu}")
+    return ", ".join(out)
+
+
+def compare(df, summed=None, order: Iterable | None = None, thresholds: Thresholds = THRESHOLDS,
+            cross: bool = False) -> Comparison:
     """Compare the variants in the loader's frame ``df``.
 
     ``summed`` is ``variant_rows(df)`` (computed here when None). ``order`` lists report
@@ -230,17 +266,27 @@ def compare(df, summed=None, order: Iterable | None = None, thresholds: Threshol
         summed_rows = [r for _, r in summed_rows]
 
     def same(k: dict, s: dict) -> bool:
-        return all(_clean(k.get(c)) == _clean(s.get(c)) for c in ("variant", "shape", "report_path", "launch"))
+        return all(_clean(k.get(c)) == _clean(s.get(c)) for c in ("variant", "shape", "report_path", "step"))
 
     variants = [_variant_result(s, [k for k in kernel_rows if same(k, s)] or [s]) for s in summed_rows]
+    apart = differences(variants)
+    if apart and not cross:
+        from paprof.errors import UserError
+
+        raise UserError("the runs are not comparable (" + "; ".join(apart) + "): choose one "
+                        "shape with --shape, or pass --cross to compare them anyway")
     _unique_labels(variants)
     for v in variants:
         v.provenance = replace(v.provenance, label=v.label)
     steps = [tell(a, b, thresholds) for a, b in zip(variants, variants[1:])]
+    for step, (a, b) in zip(steps, zip(variants, variants[1:])):
+        differ = pair_differences(a, b)
+        if differ:
+            step.headline = f"cross comparison ({differ}): {step.headline}"
     provenance = [v.provenance for v in variants]
     warnings, notes = provenance_warnings(provenance)
     return Comparison(variants, steps, provenance, warnings,
-                      family_notes(variants) + notes + launch_notes, thresholds)
+                      family_notes(variants) + notes + launch_notes, thresholds, cross=apart)
 
 
 def family_notes(variants: list[VariantResult]) -> list[str]:
@@ -255,9 +301,9 @@ def family_notes(variants: list[VariantResult]) -> list[str]:
     return list(seen)
 
 
-def compare_reports(paths: list, thresholds: Thresholds = THRESHOLDS) -> Comparison:
+def compare_reports(paths: list, thresholds: Thresholds = THRESHOLDS, cross: bool = False) -> Comparison:
     """Load ``.ncu-rep`` files with the loader and compare them in the order given."""
     from paprof.analysis.load import load_reports, variant_rows
 
     df = load_reports([Path(p) for p in paths])
-    return compare(df, variant_rows(df), order=paths, thresholds=thresholds)
+    return compare(df, variant_rows(df), order=paths, thresholds=thresholds, cross=cross)

@@ -688,13 +688,20 @@ MIN_ESTIMATE_PCT = 1.0
 """ncu rule estimates under this (% of the time) are not worth a sentence."""
 
 
+#: ncu rules whose advice needs something the kernel's author did not choose and cannot
+#: act on in the kernel (L2 compression needs allocations made compressible through the
+#: driver's virtual-memory API): never the top move, listed only in the rule table.
+NOT_ACTIONABLE = frozenset({"MemoryL2Compression"})
+
+
 def next_moves(v: VariantResult, count: int = 2) -> tuple[list, bool]:
     """ncu's rules with the largest estimated speedups for ``v``, largest first: those that
     bear on its bottleneck label (``bottleneck.LABEL_RULES``) when any has an estimate,
-    else any; and whether they bear on the label."""
+    else any; and whether they bear on the label. Advice the author cannot act on in the
+    kernel (:data:`NOT_ACTIONABLE`) is left out."""
     estimated = [r for r in v.rules.values()
                  if r.speedup_pct is not None and r.speedup_pct >= MIN_ESTIMATE_PCT
-                 and r.type in _ESTIMATED]
+                 and r.type in _ESTIMATED and r.id not in NOT_ACTIONABLE]
     wanted = LABEL_RULES.get(_clean(v.bottleneck) or "", ())
     relevant = [r for r in estimated if r.id in wanted]
     return sorted(relevant or estimated, key=lambda r: -r.speedup_pct)[:count], bool(relevant)

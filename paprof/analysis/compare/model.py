@@ -58,6 +58,15 @@ EXTRA_COLUMNS = (
     "fma_pipe_pct",
     "tensor_pipe_pct",
     "fp64_pipe_pct",
+    "lsu_pipe_pct",
+    "alu_pipe_pct",
+    "xu_pipe_pct",
+    "smsp_cycles_active",
+    "warps_active_per_scheduler",
+    "warps_eligible_per_scheduler",
+    "warp_cycles_per_issue",
+    "threads_per_instruction",
+    "spill_instructions",
     *(c for c in TRAFFIC_COLUMNS if c not in METRIC_COLUMNS),
 )
 """Catalogue columns beyond DESIGN.md that the stories and the tables use when present
@@ -272,6 +281,12 @@ class Step:
     """What limits the variant after the step now."""
     next_move: str | None = None
     """What would move it next, by ncu's rule estimates."""
+    decomposition: object = None
+    """The step's time difference as terms that add up to it
+    (``paprof.analysis.decompose.Decomposition``); None without durations."""
+    traffic: str | None = None
+    """The largest traffic change in words (what ``cause`` said before the
+    decomposition): a detail, no longer the cause."""
 
     @property
     def rule_changes(self) -> list[RuleChange]:
@@ -302,6 +317,9 @@ class Comparison:
     hotspots: object = None
     """The source hot spots (``paprof.analysis.source.Hotspots``) when the runs were
     profiled with SourceCounters and someone read them; None otherwise."""
+    cross: list[str] = field(default_factory=list)
+    """What differs between the compared runs (parameters, GPUs) when the user asked for
+    a cross comparison; empty for a comparison of like with like."""
 
     def variant(self, label: str) -> VariantResult:
         for v in self.variants:

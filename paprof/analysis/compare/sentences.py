@@ -376,8 +376,22 @@ def tell(before: VariantResult, after: VariantResult, t: Thresholds = THRESHOLDS
     else:
         headline = f"{after.label} is {fmt.ratio(1 / s)} slower than {before.label}"
     changes = rule_changes(before, after, t)
+    from paprof.analysis.decompose import cause_text, decompose
+
+    spread = sum((v.spread or {}).get("duration_us") or 0.0 for v in (before, after))
+    dec = decompose(before, after, spread)
+    said = cause_text(dec) if dec is not None and dec.causes() else None
+    path = code_path(after, reason=False)
+    if said and path:
+        said = f"{path}: {said}"  # the launch choice the family recorded, then its effect
+    # A step within the noise has no cause: its sentence says what stayed the same (the
+    # code path, the work), as before
+    if said and said != told.get(cause_sentence):
+        sentences.insert(0, said)  # the cause first; the traffic sentence stays as a detail
     return Step(
-        cause=told.get(cause_sentence),
+        cause=said or told.get(cause_sentence),
+        decomposition=dec,
+        traffic=told.get(cause_sentence),
         limit=told.get(limit_sentence),
         next_move=told.get(next_sentence),
         before=before.label,

@@ -1,0 +1,608 @@
+"""Why one step takes longer than another, as terms that add up to the measured difference.
+
+The warp-time identity. On each SM sub-partition (scheduler), every cycle that a warp is
+resident ends, sooner or later, in the issue of that warp's next instruction, so
+
+    active cycles x warps resident per active cycle = instructions issued x cycles per issued instruction
+
+(``smsp__cycles_active.avg x smsp__warps_active.avg.per_cycle_active = smsp__inst_issued.sum
+/ schedulers x smsp__average_warp_latency_per_inst_issued.ratio``: equal to the cycle on the
+shipped H200 reports), and the cycles per issued instruction split by what the warp waited
+on (the ``stall_*`` reasons, ``selected`` being the issue itself). With the elapsed cycles
+and the clock, a kernel's time is a product of factors:
+
+    time = (1 / clock) x (elapsed / active cycles) x instructions per scheduler
+           x (sum over reasons of stall cycles per instruction) / warps in flight
+
+Between two kernels the change of each factor is turned into microseconds by the
+logarithmic-mean (LMDI) rule: term = L(t_a, t_b) x ln(x_b / x_a), where L(a, b) =
+(b - a) / (ln b - ln a). The terms add up to t_b - t_a exactly, whatever the order; the
+stall reasons share their factor's term in proportion to how much each moved. Each term
+means what it says:
+
+* **instructions**: more or fewer warp instructions per scheduler (vector loads, divergence,
+  spills, redundant work, another algorithm);
+* **stall: reason**: longer or shorter waits per instruction on that reason (long
+  scoreboard: global or local memory; barrier; short scoreboard and MIO: shared memory and
+  special functions; wait: fixed-latency dependencies; math pipe throttle; ...);
+* **warps in flight**: fewer or more warps resident per scheduler to hide each wait
+  (occupancy);
+* **idle schedulers**: cycles in which a scheduler had no warp at all (a grid too small
+  for the GPU, a partial last wave, a long tail);
+* **clock**: the SM clock itself.
+
+A step of several kernels is the sum of its kernels: kernels are matched by name, then
+by role (library kernels that differ in a tile suffix), each pair decomposed, and a kernel
+that appears or disappears is a term of its own. A term within the noise (the larger of
+the runs' spread over steps and ``NOISE_SHARE`` of the time) is never named as a cause.
+
+What it assumes: at most one instruction issues per scheduler per cycle (so "issue
+active" cycles count issued instructions), and ncu's counters of one kernel come from
+one replay of the same work (they do: the replays repeat the launch). It explains time
+*inside* kernels; gaps between launches are not in ncu's durations.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+
+from paprof.analysis.metrics import STALL_REASONS
+
+#: A term smaller than this share of the faster time is noise (ncu's duration of the same
+#: launch varies by about 1 % between replays on the H200; twice that, to be safe).
+NOISE_SHARE = 0.02
+
+#: What each stall reason means, in words a reader knows.
+STALL_WORDS = {
+    "long_scoreboard": "waits on global or local memory (long scoreboard)",
+    "barrier": "waits at barriers",
+    "short_scoreboard": "waits on shared memory or special functions (short scoreboard)",
+    "mio_throttle": "a full shared-memory / special-function queue (MIO throttle)",
+    "lg_throttle": "a full global-memory instruction queue (LG throttle)",
+    "math_pipe_throttle": "a busy math pipe (math pipe throttle)",
+    "wait": "fixed-latency dependencies (wait)",
+    "not_selected": "eligible warps not picked (not selected)",
+    "selected": "issuing",
+    "no_instruction": "instruction fetch (no instruction)",
+    "branch_resolving": "branch resolution",
+    "dispatch_stall": "dispatch stalls",
+    "drain": "draining stores at exit",
+    "imc_miss": "constant-cache misses",
+    "membar": "memory barriers and fences",
+    "misc": "miscellaneous stalls",
+    "sleeping": "sleeping warps",
+    "tex_throttle": "a full texture queue",
+    "gmma": "waits on warpgroup matrix operations (GMMA)",
+}
+
+#: The counters that can move each term, as (label, how to compute, unit): a column name
+#: or a function of a kernel's values.
+def _ratio(num: str, den: str):
+    def get(v: dict):
+        a, b = _f(v.get(num)), _f(v.get(den))
+        return a / b if a is not None and b else None
+    return get
+
+
+def _col(name: str):
+    return lambda v: _f(v.get(name))
+
+
+def _waves_tail(v: dict):
+    waves = _f(v.get("waves_per_sm"))
+    if waves is None:
+        return None
+    return waves
+
+
+_MEMORY = (
+    ("global load requests (each a round trip a warp may wait on)", _col("l1_global_load_requests"), ""),
+    ("sectors per global load request", _ratio("l1_global_load_sectors", "l1_global_load_requests"), ""),
+    ("DRAM bytes", _col("dram_bytes"), "B"),
+    ("L2 -> SM bytes", _col("l2_to_l1_bytes"), "B"),
+    ("L1 hit rate", _col("l1_hit_rate_pct"), "%"),
+    ("L2 hit rate", _col("l2_hit_rate_pct"), "%"),
+    ("local-memory (spill) instructions", _col("spill_instructions"), ""),
+    ("DRAM throughput", _col("dram_throughput_pct"), "% of peak"),
+    ("global load instructions", _col("global_load_instructions"), ""),
+)
+_ATOMICS = (
+    ("global atomic requests", lambda v: _sum(v, "global_atomic_requests", "global_reduction_requests"), ""),
+)
+_SHARED = (
+    ("shared-memory wavefronts per load", _ratio("shared_load_wavefronts", "shared_load_instructions"), ""),
+    ("shared-memory bank conflicts", lambda v: _sum(v, "shared_load_bank_conflicts", "shared_store_bank_conflicts"), ""),
+    ("shared-memory instructions", lambda v: _sum(v, "shared_load_instructions", "shared_store_instructions"), ""),
+    ("XU pipe (special functions)", _col("xu_pipe_pct"), "% of peak"),
+)
+_PIPES = (
+    ("FMA pipe", _col("fma_pipe_pct"), "% of peak"),
+    ("FP64 pipe", _col("fp64_pipe_pct"), "% of peak"),
+    ("tensor pipe", _col("tensor_pipe_pct"), "% of peak"),
+    ("ALU pipe", _col("alu_pipe_pct"), "% of peak"),
+)
+EVIDENCE = {
+    "instructions": (
+        ("warp instructions", _col("instructions_executed"), ""),
+        ("threads per instruction", _col("threads_per_instruction"), ""),
+        ("tensor pipe", _col("tensor_pipe_pct"), "% of peak"),
+        ("FMA pipe", _col("fma_pipe_pct"), "% of peak"),
+        ("global load instructions", _col("global_load_instructions"), ""),
+        ("bytes per global load instruction", _ratio("l1_global_load_bytes", "global_load_instructions"), "B"),
+        ("local-memory (spill) instructions", _col("spill_instructions"), ""),
+        ("shared-memory instructions", lambda v: _sum(v, "shared_load_instructions", "shared_store_instructions"), ""),
+        ("FP64 pipe", _col("fp64_pipe_pct"), "% of peak"),
+    ),
+    "stall:long_scoreboard": _MEMORY + _ATOMICS,
+    "stall:lg_throttle": _ATOMICS + _MEMORY,
+    "stall:membar": _ATOMICS + _MEMORY,
+    "stall:drain": _MEMORY,
+    "stall:barrier": (("barriers per block", _col("barriers_per_block"), ""), ("threads per block", _col("block_size"), ""),
+                      *_SHARED[2:3]),
+    "stall:short_scoreboard": _SHARED,
+    "stall:mio_throttle": _SHARED,
+    "stall:math_pipe_throttle": _PIPES,
+    "stall:wait": (("warp instructions", _col("instructions_executed"), ""), *_PIPES),
+    "stall:not_selected": (("warps eligible per scheduler", _col("warps_eligible_per_scheduler"), ""),),
+    "stall:gmma": (("tensor pipe", _col("tensor_pipe_pct"), "% of peak"),),
+    "warps": (
+        ("grid size", _col("grid_size"), "blocks"),
+        ("theoretical occupancy", _col("theoretical_occupancy_pct"), "%"),
+        ("achieved occupancy", _col("achieved_occupancy_pct"), "%"),
+        ("registers per thread", _col("registers_per_thread"), ""),
+        ("shared memory per block", _col("shared_mem_per_block_bytes"), "B"),
+        ("blocks per SM (shared memory limit)", _col("block_limit_shared_mem"), ""),
+        ("blocks per SM (register limit)", _col("block_limit_registers"), ""),
+    ),
+    "idle": (
+        ("launches", lambda v: _f(v.get("launches")) or 1.0, ""),
+        ("waves per SM", _waves_tail, ""),
+        ("grid size", _col("grid_size"), "blocks"),
+        ("SM active cycles share", _ratio("smsp_cycles_active", "smsp_cycles_elapsed"), ""),
+    ),
+    "clock": (("SM clock", _col("sm_clock_hz"), "Hz"),),
+}
+
+
+def _f(x) -> float | None:
+    if x is None or isinstance(x, (str, bool)):
+        return None
+    try:
+        x = float(x)
+    except (TypeError, ValueError):
+        return None
+    return x if math.isfinite(x) else None
+
+
+def _sum(v: dict, *cols: str) -> float | None:
+    xs = [_f(v.get(c)) for c in cols]
+    return sum(xs) if all(x is not None for x in xs) else None
+
+
+def logmean(a: float, b: float) -> float:
+    """L(a, b) = (a - b) / (ln a - ln b); a when they are equal."""
+    if a <= 0 or b <= 0:
+        raise ValueError("logmean of non-positive values")
+    if abs(a - b) <= 1e-12 * max(a, b):
+        return a
+    return (a - b) / (math.log(a) - math.log(b))
+
+
+@dataclass(frozen=True)
+class Factors:
+    """One kernel's time as the identity's factors (module docstring)."""
+
+    time_us: float
+    clock: float
+    """Elapsed cycles per microsecond (the SM clock, MHz)."""
+    idle: float
+    """Elapsed over active cycles (>= 1)."""
+    instructions: float
+    """Warp instructions issued per scheduler."""
+    stalls: dict
+    """Cycles per issued instruction by reason, scaled to sum to ``cpi`` exactly."""
+    cpi: float
+    warps: float
+    """Warps resident per scheduler per active cycle."""
+
+
+def factors(values: dict) -> Factors | None:
+    """The factors of one kernel's values (a compared kernel's or variant's columns);
+    None when a counter the identity needs is missing (a report without WarpStateStats
+    or SchedulerStats)."""
+    t = _f(values.get("duration_us"))
+    elapsed = _f(values.get("smsp_cycles_elapsed"))
+    active = _f(values.get("smsp_cycles_active"))
+    warps = _f(values.get("warps_active_per_scheduler"))
+    cpi = _f(values.get("warp_cycles_per_issue"))
+    if not all(x and x > 0 for x in (t, elapsed, active, warps, cpi)):
+        return None
+    sms = _f(values.get("sm_count"))
+    issued = _f(values.get("instructions_issued"))
+    # instructions per scheduler: measured where InstructionStats was collected, else
+    # what the identity gives from the other three (then the term is exact by definition)
+    per_scheduler = issued / (4 * sms) if issued and sms else active * warps / cpi
+    stalls = {r: _f(values.get(f"stall_{r}")) or 0.0 for r in STALL_REASONS}
+    total = sum(stalls.values())
+    if total <= 0:
+        return None
+    scale = cpi / total
+    stalls = {r: s * scale for r, s in stalls.items()}
+    # the identity's cycles: instructions x cpi / warps = active cycles; the measured
+    # active cycles may differ by rounding: fold it into idle so the product is exact
+    modelled_active = per_scheduler * cpi / warps
+    return Factors(time_us=t, clock=elapsed / t, idle=elapsed / modelled_active,
+                   instructions=per_scheduler, stalls=stalls, cpi=cpi, warps=warps)
+
+
+@dataclass
+class Evidence:
+    """One counter behind a term, before and after."""
+
+    label: str
+    before: float | None
+    after: float | None
+    unit: str = ""
+
+    @property
+    def ratio(self) -> float | None:
+        if self.before and self.after is not None and self.before > 0:
+            return self.after / self.before
+        return None
+
+    @property
+    def moved(self) -> bool:
+        if self.unit.startswith("%"):
+            if self.before is None or self.after is None:
+                return (self.before is None) != (self.after is None)
+            return abs(self.after - self.before) >= 5
+        r = self.ratio
+        if r is None:
+            return (self.before is None) != (self.after is None) or (
+                self.before == 0 and bool(self.after))
+        return abs(math.log(r)) >= math.log(1.15) if r > 0 else True
+
+
+@dataclass
+class Term:
+    """One additive part of a step's time difference."""
+
+    key: str
+    """``instructions``, ``stall:<reason>``, ``warps``, ``idle``, ``clock``, ``kernel+``,
+    ``kernel-``."""
+    label: str
+    us: float
+    """Microseconds this term adds to (positive) or takes from (negative) the step."""
+    before: float | None = None
+    after: float | None = None
+    evidence: list[Evidence] = field(default_factory=list)
+    kernels: list[str] = field(default_factory=list)
+    """Kernels behind it (the new or gone ones, for ``kernel+`` / ``kernel-``)."""
+
+    def to_dict(self) -> dict:
+        return {"key": self.key, "label": self.label, "us": self.us, "before": self.before,
+                "after": self.after, "kernels": list(self.kernels),
+                "evidence": [{"label": e.label, "before": e.before, "after": e.after,
+                              "unit": e.unit, "ratio": e.ratio} for e in self.evidence]}
+
+
+@dataclass
+class Pairing:
+    """How the kernels of two steps correspond."""
+
+    pairs: list[tuple]  # (before KernelPart, after KernelPart)
+    gone: list
+    new: list
+
+
+@dataclass
+class Decomposition:
+    """A step's time difference as terms that add up to it."""
+
+    before_us: float
+    after_us: float
+    terms: list[Term]
+    noise_us: float
+    pairing: Pairing | None = None
+    exact: bool = True
+    """False where some kernel pair lacked the identity's counters (its difference is one
+    ``unexplained`` term)."""
+
+    @property
+    def delta_us(self) -> float:
+        return self.after_us - self.before_us
+
+    @property
+    def total_us(self) -> float:
+        return sum(t.us for t in self.terms)
+
+    def causes(self) -> list[Term]:
+        """The terms that explain the difference: same sign as it, above the noise, the
+        largest first. None when the difference itself is noise."""
+        d = self.delta_us
+        if abs(d) <= self.noise_us:
+            return []
+        return sorted((t for t in self.terms if t.us * d > 0 and abs(t.us) > self.noise_us
+                       and t.key != "unexplained"),
+                      key=lambda t: -abs(t.us))
+
+    def to_dict(self) -> dict:
+        return {"before_us": self.before_us, "after_us": self.after_us,
+                "delta_us": self.delta_us, "noise_us": self.noise_us, "exact": self.exact,
+                "terms": [t.to_dict() for t in self.terms],
+                "causes": [t.key for t in self.causes()]}
+
+
+# -- kernel matching ---------------------------------------------------------------------
+_ROLES = (
+    ("GEMM", ("gemm", "matmul", "xmma", "cutlass", "nvjet", "hgmma", "cublas")),
+    ("attention", ("flash", "attention", "fmha", "sdpa")),
+    ("softmax", ("softmax",)),
+    ("norm", ("norm",)),
+    ("reduction", ("reduce",)),
+    ("elementwise", ("elementwise",)),
+)
+
+
+def role(name: str) -> str:
+    """A kernel's role for matching: a library family (GEMM, attention ...) or, for other
+    kernels, the name without template arguments and trailing numeric suffixes."""
+    low = name.lower()
+    if low.startswith("triton"):
+        return "triton"
+    for label, words in _ROLES:
+        if any(w in low for w in words):
+            return label
+    base = re.sub(r"[<(].*", "", name)
+    return re.sub(r"(_\d+)+$", "", base)
+
+
+def match_kernels(before: list, after: list) -> Pairing:
+    """Pair the kernels of two steps: equal names first (in launch order), then equal
+    roles, then, where one side has a single kernel left, the other side's longest; the
+    rest are gone (before only) or new (after only)."""
+    left, right = list(before), list(after)
+    pairs = []
+    for key in (lambda k: k.kernel, lambda k: role(k.kernel)):
+        remaining = []
+        for b in left:
+            hit = next((a for a in right if key(a) == key(b)), None)
+            if hit is None:
+                remaining.append(b)
+            else:
+                right.remove(hit)
+                pairs.append((b, hit))
+        left = remaining
+    # One kernel left on a side: the other side's kernel that took its place is the
+    # longest one left there (v3 -> v4's partial kernel; v4's merge is new). Several on
+    # both sides (eager's elementwise kernels against compiled's fused ones): no pairing.
+    if left and right and (len(left) == 1 or len(right) == 1):
+        def longest(parts):
+            return max(parts, key=lambda k: _f(k.duration_us) or 0.0)
+        b, a = longest(left), longest(right)
+        left.remove(b)
+        right.remove(a)
+        pairs.append((b, a))
+    order = {id(k): i for i, k in enumerate(before)}
+    pairs.sort(key=lambda p: order[id(p[0])])
+    return Pairing(pairs, left, right)
+
+
+# -- the decomposition -------------------------------------------------------------------
+def _pair_terms(a: dict, b: dict) -> list[Term] | None:
+    fa, fb = factors(a), factors(b)
+    if fa is None or fb is None:
+        return None
+    lm = logmean(fa.time_us, fb.time_us)
+
+    def term(key, label, xa, xb, sign=1.0):
+        return Term(key, label, sign * lm * math.log(xb / xa), xa, xb)
+
+    out = [
+        term("instructions", "instructions issued", fa.instructions, fb.instructions),
+        term("warps", "warps in flight", fa.warps, fb.warps, -1.0),
+        term("idle", "idle schedulers", fa.idle, fb.idle),
+        term("clock", "SM clock", fa.clock, fb.clock, -1.0),
+    ]
+    cpi_term = lm * math.log(fb.cpi / fa.cpi)
+    cpi_mean = logmean(fa.cpi, fb.cpi)
+    for r in STALL_REASONS:
+        sa, sb = fa.stalls[r], fb.stalls[r]
+        if sa == 0 and sb == 0:
+            continue
+        # each reason's share of the cpi factor's log change: (s_b - s_a) / L(cpi_a, cpi_b)
+        us = lm * (sb - sa) / cpi_mean
+        out.append(Term(f"stall:{r}", STALL_WORDS.get(r, r.replace("_", " ")), us, sa, sb))
+    # (the reason terms add up to cpi_term: sum(s_b - s_a) = cpi_b - cpi_a)
+    assert abs(sum(t.us for t in out if t.key.startswith("stall:")) - cpi_term) <= 1e-6 * max(1.0, abs(cpi_term))
+    for t in out:
+        t.evidence = [Evidence(label, fn(a), fn(b), unit) for label, fn, unit in EVIDENCE.get(t.key, ())]
+    return out
+
+
+def _values(part) -> dict:
+    v = dict(part.values)
+    v.setdefault("duration_us", part.duration_us)
+    return v
+
+
+@dataclass
+class _Aggregate:
+    """The launches of one kernel name in one step, as one kernel: durations, cycles and
+    instructions summed, warps weighted by active cycles, cycles per instruction and
+    stalls by instructions, so the identity holds for the whole exactly as for each."""
+
+    kernel: str
+    values: dict
+    launches: int
+
+    @property
+    def duration_us(self) -> float | None:
+        return _f(self.values.get("duration_us"))
+
+
+_SUMMED = ("duration_us", "smsp_cycles_elapsed", "smsp_cycles_active", "instructions_issued",
+           "instructions_executed", "dram_bytes", "l2_to_l1_bytes", "global_load_instructions",
+           "l1_global_load_requests", "l1_global_load_sectors", "l1_global_load_bytes",
+           "shared_load_instructions", "shared_store_instructions", "shared_load_wavefronts",
+           "shared_load_bank_conflicts", "shared_store_bank_conflicts", "spill_instructions",
+           "global_atomic_requests", "global_reduction_requests")
+
+
+def _per_scheduler(v: dict) -> float | None:
+    """Instructions issued per scheduler, by the identity (active x warps / cycles per
+    instruction): what weights each launch's cycles per instruction and stalls."""
+    active, warps, cpi = (_f(v.get(c)) for c in ("smsp_cycles_active", "warps_active_per_scheduler",
+                                                 "warp_cycles_per_issue"))
+    return active * warps / cpi if active and warps and cpi else None
+
+
+def aggregate(parts: list) -> list[_Aggregate]:
+    """One ``_Aggregate`` per kernel name, in order of first launch."""
+    by_name: dict[str, list] = {}
+    for p in parts:
+        by_name.setdefault(p.kernel, []).append(p)
+    out = []
+    for name, group in by_name.items():
+        values = [_values(p) for p in group]
+        if len(values) == 1:
+            out.append(_Aggregate(name, values[0], 1))
+            continue
+        merged = dict(max(values, key=lambda v: _f(v.get("duration_us")) or 0.0))
+        for col in _SUMMED:
+            xs = [_f(v.get(col)) for v in values]
+            merged[col] = sum(xs) if all(x is not None for x in xs) else None
+        active = [_f(v.get("smsp_cycles_active")) for v in values]
+        issued = [_per_scheduler(v) for v in values]
+        if all(active) and all(issued):
+            warp_cycles = sum(a * _f(v["warps_active_per_scheduler"]) for a, v in zip(active, values))
+            merged["warps_active_per_scheduler"] = warp_cycles / sum(active)
+            merged["warp_cycles_per_issue"] = warp_cycles / sum(issued)
+            for r in STALL_REASONS:
+                col = f"stall_{r}"
+                merged[col] = sum((_f(v.get(col)) or 0.0) * i for v, i in zip(values, issued)) / sum(issued)
+        for col in ("dram_throughput_pct", "tensor_pipe_pct", "fma_pipe_pct", "fp64_pipe_pct",
+                    "alu_pipe_pct", "l1_hit_rate_pct", "l2_hit_rate_pct", "threads_per_instruction"):
+            pairs = [(_f(v.get(col)), _f(v.get("duration_us"))) for v in values]
+            if all(x is not None and d for x, d in pairs):
+                merged[col] = sum(x * d for x, d in pairs) / sum(d for _x, d in pairs)
+        merged["launches"] = len(values)
+        out.append(_Aggregate(name, merged, len(values)))
+    return out
+
+
+def decompose(before, after, spread_us: float = 0.0) -> Decomposition | None:
+    """The step ``before -> after`` (two ``VariantResult``) as terms; None without
+    durations. ``spread_us``: the runs' measured spread of the step time, if any."""
+    ta, tb = _f(before.get("duration_us")), _f(after.get("duration_us"))
+    if not ta or not tb:
+        return None
+    pairing = match_kernels(aggregate(before.kernels), aggregate(after.kernels))
+    merged: dict[str, Term] = {}
+    largest: dict[str, float] = {}  # the |us| of the pair whose counters a term shows
+    exact = True
+    for ka, kb in pairing.pairs:
+        va, vb = _values(ka), _values(kb)
+        terms = _pair_terms(va, vb)
+        if terms is None:
+            da, db = _f(va.get("duration_us")) or 0.0, _f(vb.get("duration_us")) or 0.0
+            terms = [Term("unexplained", "a kernel pair without WarpStateStats / SchedulerStats counters",
+                          db - da, da, db)]
+            exact = False
+        for t in terms:
+            have = merged.get(t.key)
+            if have is None:
+                t.kernels = [kb.kernel]
+                merged[t.key] = t
+                largest[t.key] = abs(t.us)
+                continue
+            if abs(t.us) > largest[t.key]:  # several pairs: the counters of the one that
+                largest[t.key] = abs(t.us)  # moved the term most
+                have.evidence, have.before, have.after = t.evidence, t.before, t.after
+            have.us += t.us
+            have.kernels.append(kb.kernel)
+    for key, parts, sign, label in (("kernel-", pairing.gone, -1.0, "kernels gone"),
+                                    ("kernel+", pairing.new, 1.0, "kernels new")):
+        if parts:
+            us = sign * sum(_f(p.duration_us) or 0.0 for p in parts)
+            merged[key] = Term(key, label, us, kernels=[p.kernel for p in parts])
+    terms = sorted(merged.values(), key=lambda t: -abs(t.us))
+    # what the kernels' sum misses of the step's own time (none when the step is the sum)
+    rest = (tb - ta) - sum(t.us for t in terms)
+    if abs(rest) > 1e-6 * max(ta, tb):
+        terms.append(Term("unexplained", "not in the kernels' durations", rest))
+        exact = False
+    noise = max(NOISE_SHARE * min(ta, tb), spread_us)
+    return Decomposition(ta, tb, terms, noise, pairing, exact)
+
+
+# -- words ---------------------------------------------------------------------------------
+def _num(x: float, unit: str = "") -> str:
+    from paprof.analysis import fmt
+
+    if unit.startswith("%"):
+        return fmt.pct(x) + unit[1:]
+    if unit == "B":
+        return fmt.bytes_decimal(x)
+    if unit == "Hz":
+        return f"{x / 1e6:.0f} MHz"
+    text = fmt.big(x) if abs(x) >= 10000 else fmt.number(x)
+    return text + (f" {unit}" if unit else "")
+
+
+def us_text(us: float) -> str:
+    a = abs(us)
+    if a >= 1000:
+        return f"{us / 1000:+.3g} ms"
+    return f"{us:+.3g} us"
+
+
+def evidence_text(ev: Evidence) -> str:
+    b = "none" if ev.before is None else _num(ev.before, ev.unit)
+    a = "none" if ev.after is None else _num(ev.after, ev.unit)
+    return f"{ev.label} {b} -> {a}"
+
+
+def term_text(t: Term, limit: int = 3) -> str:
+    """One term as words with its counters that moved: "long-scoreboard waits -1.2 ms
+    (sectors per global load request 32 -> 4, DRAM bytes 8.6 GB -> 2.15 GB)"."""
+    if t.key in ("kernel+", "kernel-"):
+        names = ", ".join(t.kernels[:3]) + (f" and {len(t.kernels) - 3} more" if len(t.kernels) > 3 else "")
+        return f"{len(t.kernels)} {t.label} ({names}) {us_text(t.us)}"
+    head = t.label
+    if t.key == "instructions" and t.before and t.after:
+        head = f"instructions issued {t.after / t.before:.3g}x"
+    elif t.key == "warps" and t.before and t.after:
+        head = f"warps in flight per scheduler {t.before:.3g} -> {t.after:.3g}"
+    elif t.key == "idle" and t.before and t.after:
+        head = (f"schedulers idle {max(0.0, 1 - 1 / t.before):.0%} -> "
+                f"{max(0.0, 1 - 1 / t.after):.0%} of the time")
+    elif t.key.startswith("stall:") and t.before is not None and t.after is not None:
+        head = f"{t.label}: {t.before:.3g} -> {t.after:.3g} cycles per instruction"
+    moved = [e for e in t.evidence if e.moved][:limit]
+    tail = f" ({', '.join(evidence_text(e) for e in moved)})" if moved else ""
+    return f"{head} {us_text(t.us)}{tail}"
+
+
+def cause_text(dec: Decomposition) -> str | None:
+    """The cause first: the largest term with its counters, then the next ones that
+    matter; None where the difference is within the noise or nothing explains it."""
+    causes = dec.causes()
+    if not causes:
+        if abs(dec.delta_us) <= dec.noise_us:
+            return (f"within the noise ({us_text(dec.delta_us)} against a noise of "
+                    f"{abs(dec.noise_us):.3g} us): no cause is named")
+        return None
+    first = causes[0]
+    share = first.us / dec.delta_us if dec.delta_us else 0.0
+    if share <= 1.0:
+        text = f"{term_text(first)}: {share:.0%} of the {us_text(dec.delta_us)}"
+    else:  # other terms go the other way
+        text = (f"{term_text(first)}: more than the whole {us_text(dec.delta_us)} "
+                f"(the other terms {us_text(dec.delta_us - first.us)})")
+    more = [term_text(t, limit=2) for t in causes[1:3] if abs(t.us) >= 0.1 * abs(dec.delta_us)]
+    if more:
+        text += "; then " + "; ".join(more)
+    return text

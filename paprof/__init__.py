@@ -3,7 +3,7 @@
 Importing paprof never needs a GPU, CuPy or ncu: those are looked up on first use.
 """
 
-__version__ = "0.1.0"
+from paprof._version import __version__
 
 
 def __getattr__(name):

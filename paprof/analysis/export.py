@@ -160,7 +160,8 @@ def _short_shape(row) -> str:
 
 
 def missing_note(df: pd.DataFrame, columns: list[str] | None = None) -> str | None:
-    """One line naming the absent columns (of ``columns``, else the DESIGN.md ones) and
+    """One line naming the absent columns (of ``columns``, else the
+    docs/architecture.md ones, ``metrics.DESIGN_COLUMNS``) and
     the sections that would supply them; None when nothing is missing."""
     missing = df.attrs.get("missing", {})
     wanted = columns if columns is not None else list(M.DESIGN_COLUMNS)

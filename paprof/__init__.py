@@ -3,13 +3,14 @@
 Importing paprof never needs a GPU, CuPy or ncu: those are looked up on first use.
 """
 
-__version__ = "0.1.0"
+from paprof._version import __version__
 
 
 def __getattr__(name):
-    # ``paprof.compare`` for notebooks, imported on first use so ``import paprof`` stays light
-    if name == "compare":
-        from paprof.notebook import compare
+    # ``paprof.compare`` and ``paprof.load`` for notebooks (docs/api.md), imported on first
+    # use so ``import paprof`` stays light
+    if name in ("compare", "load"):
+        from paprof import notebook
 
-        return compare
+        return getattr(notebook, name)
     raise AttributeError(f"module 'paprof' has no attribute {name!r}")

@@ -413,7 +413,10 @@ class Variant:
     """One line: what this version changes and why it should be faster."""
     kernel_regex: str | None = None
     """Matches the names of the kernels it launches (ncu's kernel filter, the grouping of
-    a report's rows). None: every kernel inside the variant's NVTX range."""
+    a report's rows, the static gate's choice of a cubin's kernels; searched, so anchor it
+    with ``^...$`` to mean one name exactly). None: every kernel inside the variant's NVTX
+    range. A ``CudaVariant`` with a declared ``kernel`` defaults to that name exactly
+    (``^vadd$``)."""
     launch: str = ""
     """Grid and block in words, for ``paprof list`` and the reports."""
     accepts: Callable[[Any], None] = field(default=_accept_all, repr=False, compare=False)
@@ -502,7 +505,7 @@ class CudaVariant(Variant):
         if not self.sources:
             raise ValueError(f"CUDA variant {self.id}: name its .cu sources")
         if self.kernel_regex is None and self.kernel:
-            object.__setattr__(self, "kernel_regex", re.escape(self.kernel))
+            object.__setattr__(self, "kernel_regex", kernel_name_regex(self.kernel))
 
     def source_paths(self) -> list[Path]:
         base = self.folder or Path.cwd()
@@ -510,6 +513,13 @@ class CudaVariant(Variant):
 
     def to_dict(self) -> dict:
         return {**super().to_dict(), "sources": [str(p) for p in self.source_paths()]}
+
+
+def kernel_name_regex(kernel: str) -> str:
+    """The ``kernel_regex`` a declared kernel gets by default: its name and nothing else,
+    anchored (``^vadd$``), so that ``vadd`` does not also pick up ``vadd4``. Python's
+    ``re.search`` (the static gate) and ncu's ``-k regex:`` (the profiler) both read it."""
+    return f"^{re.escape(kernel)}$"
 
 
 def _ref(obj) -> str | None:

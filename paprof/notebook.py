@@ -6,6 +6,10 @@ HTML report (charts inline, in an iframe so that its styles stay out of the note
 its properties are DataFrames of what the report says (``variants``, ``steps``,
 ``table``, ``traffic``, ``rules``, ``ledger``, ``roofline``, ``roofs``, ``hotspots``), and
 ``comparison`` / ``context`` hold the objects the report was made from.
+``paprof.compare("v2", "v3", runs=...)`` (the variants as separate arguments) is the same.
+
+``paprof.load("examples/h200")`` is the tidy table itself, as ``paprof table`` reads it.
+The whole API: docs/api.md.
 """
 
 from __future__ import annotations
@@ -157,19 +161,69 @@ class Report:
             for v in (hs.variants if hs else []) for x in v.lines if x.samples], columns=columns)
 
 
-def compare(specs, runs=DEFAULT_RUNS, shape: str | None = None) -> Report:
-    """Compare ``specs`` (run-store ids or ``.ncu-rep`` paths, at least 2) from ``runs``,
-    at ``shape`` when given, as ``paprof compare`` does; a ``Report`` for a notebook."""
+def _specs(given: tuple) -> list[str]:
+    """The variants of ``compare(*given)``: one list (or tuple) of them, or each its own
+    argument; each a run-store id or a report path."""
+    from os import PathLike
+
+    from paprof.errors import UserError
+
+    if len(given) == 1 and isinstance(given[0], (list, tuple)):
+        specs = list(given[0])
+    elif any(isinstance(g, (list, tuple)) for g in given):
+        raise TypeError("paprof.compare takes the variants as one list, compare(['v2', 'v3'], "
+                        "runs=...), or as separate arguments, compare('v2', 'v3', runs=...), "
+                        "not both (runs= and shape= by keyword)")
+    else:
+        specs = list(given)
+    for spec in specs:
+        if not isinstance(spec, (str, PathLike)):
+            raise TypeError(f"paprof.compare: a variant is a run-store id or an .ncu-rep path "
+                            f"(str or path), not {type(spec).__name__}: {spec!r}")
+    if len(specs) < 2:
+        raise UserError(f"compare needs at least 2 variants, got {len(specs)}: e.g. "
+                        "paprof.compare(['v2', 'v3'], runs='examples/h200')")
+    return [str(s) for s in specs]
+
+
+def compare(*specs, runs=DEFAULT_RUNS, shape: str | None = None) -> Report:
+    """Compare variants (run-store ids such as ``"v3"`` or ``"paged_decode/v3"``, or
+    ``.ncu-rep`` paths; at least 2) from the run store ``runs``, at ``shape`` when given,
+    as ``paprof compare`` does; a ``Report`` for a notebook.
+
+    The variants go as one list, ``compare(["v2", "v3"], runs="examples/h200")``, or as
+    separate arguments, ``compare("v2", "v3", runs="examples/h200")``; ``runs`` and
+    ``shape`` by keyword. Fewer than 2 variants: ``paprof.errors.UserError``; anything
+    else than strings and paths: ``TypeError``."""
     from paprof.analysis.compare import compare as compare_frame
     from paprof.analysis.load import load_reports, variant_rows
     from paprof.errors import UserError
     from paprof.reports.build import attach_hotspots, resolve_variants
     from paprof.reports.context import build_context
 
-    paths = resolve_variants([str(s) for s in specs], runs, shape)
+    paths = resolve_variants(_specs(specs), runs, shape)
     df = load_reports(paths)
     cmp = compare_frame(df, variant_rows(df), order=paths)
     if len(cmp.variants) < 2:
         raise UserError(f"compare needs at least 2 variants; the reports given hold {len(cmp.variants)}")
     attach_hotspots(cmp)
     return Report(cmp, build_context(cmp), paths)
+
+
+def load(*paths, per_variant: bool = False):
+    """The tidy table of the reports in ``paths`` (``.ncu-rep`` files or folders searched
+    recursively, such as a run store), as ``paprof table`` reads them: a pandas DataFrame,
+    one row per profiled kernel launch (columns: docs/architecture.md, "The tidy table").
+    ``per_variant``: the kernels of a variant made of several summed into one row per
+    (variant, shape, report, launch), as ``paprof table --per-variant``."""
+    from paprof.analysis.load import load_reports, variant_rows
+
+    if len(paths) == 1 and isinstance(paths[0], (list, tuple)):
+        paths = tuple(paths[0])
+    if not paths:
+        from paprof.errors import UserError
+
+        raise UserError("paprof.load needs at least one report or folder: "
+                        "e.g. paprof.load('examples/h200')")
+    df = load_reports([str(p) for p in paths])
+    return variant_rows(df) if per_variant else df

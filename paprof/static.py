@@ -9,7 +9,8 @@ For each CUDA variant at given parameters, its *compile units* (the declarative 
 
 - from ptxas: registers per thread, stack frame, spill stores and loads, static shared
   memory, constant bank 0;
-- from ``cuobjdump -res-usage`` (when found): local memory per thread;
+- from ``cuobjdump -res-usage`` (when found): local memory per thread (the stack frame,
+  where spills go, plus other local data; without cuobjdump: ptxas's stack frame);
 - from ``cuobjdump -sass`` (needs ``nvdisasm`` beside it): the instruction mix, counts per
   class (``regress.SASS_CLASSES``: LDG/STG and their 128-bit share, LDS/STS, LDL/STL,
   HMMA/HGMMA, FFMA, BAR, ...).
@@ -17,6 +18,15 @@ For each CUDA variant at given parameters, its *compile units* (the declarative 
 ``static_entries`` turns them into the gate's ``Entry`` objects (one per kernel:
 ``v5``, or ``v6:paged_decode_v6_split`` when a variant has several), so a static baseline
 is an ordinary baseline (``gate: "static"``) that ``compare_to_baseline`` judges.
+Compiled cubins are cached (``cache_dir()``: ``$XDG_CACHE_HOME/paprof/cubins``), keyed by
+the sha256 of the sources and the files they include, the defines, the target and nvcc's
+version: a second ``baseline update --static`` or ``check --static`` of unchanged
+sources compiles nothing.
+
+The gate sees what the cubin holds and nothing a launch decides: dynamic shared memory,
+the grid and the block size (and so the occupancy they give) are out of its reach;
+``paprof check --profile`` gates those.
+
 nvcc is looked up on PATH, ``$CUDA_HOME/bin``, ``/usr/local/cuda*/bin``; cuobjdump also in
 the ``nvidia-cuda-cuobjdump`` wheel's folder. CuPy compiles with NVRTC, not nvcc: the same
 ptxas back end, so registers and spills agree; the static gate compares a cubin with a
@@ -25,7 +35,9 @@ cubin made the same way, never with a profiled run.
 
 from __future__ import annotations
 
+import functools
 import glob
+import hashlib
 import os
 import re
 import shutil
@@ -40,6 +52,11 @@ from typing import Sequence
 from paprof.analysis import regress
 from paprof.errors import UserError
 from paprof.family import CudaVariant
+
+REACH_NOTE = ("the static gate reads the cubin: launch-time settings (dynamic shared memory, "
+              "grid, block size, and the occupancy they give) are out of its reach; "
+              "paprof check --profile gates them")
+"""Said by every static ``baseline update`` and ``check``."""
 
 ARCH = "sm_90"
 """The target compiled for (the H200's)."""
@@ -175,7 +192,12 @@ def parse_ptxas(log: str) -> dict[str, dict[str, float]]:
 
 def parse_res_usage(text: str) -> dict[str, dict[str, float]]:
     """``cuobjdump -res-usage``: per function, ``local_mem_bytes`` and ``const_mem_bytes``
-    (bank 0: the kernel's parameters and constants; ptxas of CUDA 13 no longer says)."""
+    (bank 0: the kernel's parameters and constants; ptxas of CUDA 13 no longer says).
+
+    Local memory per thread is the stack frame (``STACK``: where ptxas puts spilled
+    registers and the local arrays it cannot keep in registers) plus ``LOCAL`` (other
+    local data): a kernel that spills has ``LOCAL:0`` and ``STACK:176``, and 176 bytes of
+    local memory a thread."""
     out = {}
     name = None
     for line in text.splitlines():
@@ -185,8 +207,9 @@ def parse_res_usage(text: str) -> dict[str, dict[str, float]]:
             continue
         local = re.search(r"\bLOCAL:(\d+)", line)
         if name and local:
+            stack = re.search(r"\bSTACK:(\d+)", line)
             const = re.search(r"\bCONSTANT\[0\]:(\d+)", line)
-            out[name] = {"local_mem_bytes": float(local[1])}
+            out[name] = {"local_mem_bytes": float(local[1]) + (float(stack[1]) if stack else 0.0)}
             if const:
                 out[name]["const_mem_bytes"] = float(const[1])
             name = None
@@ -238,19 +261,150 @@ def _cuobjdump(cuobjdump: str, flag: str, cubin: Path) -> str:
     return done.stdout if done.returncode == 0 else ""
 
 
+CACHE_ENV = "PAPROF_CUBIN_CACHE"
+"""A folder for the cubin cache, or ``off`` (also ``0``, ``no``, empty) for none."""
+
+_CACHE_FORMAT = "paprof-cubin-cache 1"
+"""Part of every key: a change to what a cache entry holds makes new keys."""
+
+_INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"', re.M)
+
+
+def cache_dir() -> Path | None:
+    """Where compiled cubins are kept: ``$PAPROF_CUBIN_CACHE``, else
+    ``$XDG_CACHE_HOME/paprof/cubins``, else ``~/.cache/paprof/cubins``; None when
+    ``$PAPROF_CUBIN_CACHE`` is ``off``."""
+    given = os.environ.get(CACHE_ENV)
+    if given is not None:
+        return None if given.strip().lower() in ("", "0", "off", "no", "false") else Path(given)
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "paprof" / "cubins"
+
+
+def _includes(source: Path, folder: Path, seen: dict[Path, bytes]) -> None:
+    """``source``'s text and, recursively, the files its ``#include "..."`` lines name
+    (beside the including file, else in ``folder``, the ``-I`` one) into ``seen``.
+    ``<...>`` headers are the toolkit's: the nvcc version stands for them."""
+    source = source.resolve()
+    if source in seen or not source.is_file():
+        return
+    text = source.read_bytes()
+    seen[source] = text
+    for name in _INCLUDE.findall(text.decode(errors="replace")):
+        for base in (source.parent, folder):
+            if (base / name).is_file():
+                _includes(base / name, folder, seen)
+                break
+
+
+@functools.lru_cache(maxsize=None)
+def _nvcc_identity(nvcc: str) -> str:
+    """``nvcc --version`` in full (the release and the build): part of every key."""
+    done = subprocess.run([nvcc, "--version"], capture_output=True, text=True, check=False)
+    return done.stdout.strip()
+
+
+def cache_key(unit: CompileUnit, nvcc: str) -> str:
+    """sha256 of what decides the cubin: the sources and every file they include (by
+    content, in order), the nvcc options (``-D`` defines, ``-I``), the target and nvcc's
+    version."""
+    digest = hashlib.sha256(_CACHE_FORMAT.encode())
+    folder = Path(unit.sources[0]).parent
+    for source in unit.sources:
+        seen: dict[Path, bytes] = {}
+        _includes(Path(source), folder, seen)
+        if Path(source).resolve() not in seen:  # unreadable: nvcc will say so
+            digest.update(f"missing {source}".encode())
+        for path, text in seen.items():
+            digest.update(f"\0file {path.name} {len(text)}\0".encode())
+            digest.update(text)
+    digest.update("\0".join([unit.arch, *unit.options(), _nvcc_identity(nvcc)]).encode())
+    return digest.hexdigest()
+
+
+def cached_cubin(unit: CompileUnit, nvcc: str, scratch: Path
+                 ) -> tuple[str, Path, Path | None]:
+    """``compile_cubin``'s ``(ptxas log, cubin)`` and the cache entry (a folder; None
+    without a cache): from the cache when the same sources were compiled the same way
+    before (``cache_key``), else compiled and stored. A cache that cannot be read or
+    written is no cache (never an error)."""
+    root = cache_dir()
+    entry = root / cache_key(unit, nvcc) if root is not None else None
+    if entry is not None:
+        try:
+            return (entry / "ptxas.log").read_text(), _checked(entry / "unit.cubin"), entry
+        except OSError:
+            shutil.rmtree(entry, ignore_errors=True)  # absent, or a broken entry
+    log, cubin = compile_cubin(unit, scratch, nvcc)
+    if entry is not None:
+        try:
+            entry.parent.mkdir(parents=True, exist_ok=True)
+            staging = Path(tempfile.mkdtemp(prefix=".tmp-", dir=entry.parent))
+            shutil.copyfile(cubin, staging / "unit.cubin")
+            (staging / "ptxas.log").write_text(log)
+            try:
+                os.replace(staging, entry)  # whole or not at all; a rival's copy wins
+            except OSError:
+                shutil.rmtree(staging, ignore_errors=True)
+        except OSError:
+            return log, cubin, None
+    return log, cubin, entry
+
+
+def _tool_stamp(*tools: str | None) -> str:
+    """A short name for the cuobjdump (and nvdisasm) in use: their paths, sizes and times."""
+    digest = hashlib.sha256()
+    for tool in tools:
+        if tool:
+            st = os.stat(tool)
+            digest.update(f"{os.path.realpath(tool)} {st.st_size} {st.st_mtime_ns}\0".encode())
+    return digest.hexdigest()[:16]
+
+
+def _dump(cuobjdump: str, flag: str, cubin: Path, entry: Path | None) -> str:
+    """``cuobjdump flag cubin``, kept in the cache entry beside the cubin (the SASS of a
+    large cubin takes longer to print than the cubin takes to compile)."""
+    if entry is None:
+        return _cuobjdump(cuobjdump, flag, cubin)
+    kept = entry / f"{flag.lstrip('-')}-{_tool_stamp(cuobjdump, _tools('nvdisasm', wheel=True))}.txt"
+    try:
+        return kept.read_text()
+    except OSError:
+        pass
+    text = _cuobjdump(cuobjdump, flag, cubin)
+    if text:
+        try:
+            partial = kept.with_name(f".{kept.name}.{os.getpid()}")
+            partial.write_text(text)
+            os.replace(partial, kept)
+        except OSError:
+            pass
+    return text
+
+
+def _checked(cubin: Path) -> Path:
+    if not cubin.is_file() or cubin.stat().st_size == 0:
+        raise FileNotFoundError(cubin)
+    return cubin
+
+
 def kernel_counts(unit: CompileUnit, nvcc: str, cuobjdump: str | None
                   ) -> dict[str, dict[str, float]]:
     """Per kernel of one compile unit: the static metrics (``regress.STATIC_METRICS``;
-    the instruction mix and local memory only with cuobjdump)."""
+    the instruction mix only with cuobjdump). The cubin comes from the cache
+    (``cached_cubin``) when these sources were compiled before."""
     with tempfile.TemporaryDirectory(prefix="paprof-static-") as scratch:
-        log, cubin = compile_cubin(unit, Path(scratch), nvcc)
+        log, cubin, entry = cached_cubin(unit, nvcc, Path(scratch))
         kernels = parse_ptxas(log)
         if cuobjdump:
-            for table in (parse_res_usage(_cuobjdump(cuobjdump, "-res-usage", cubin)),
-                          parse_sass(_cuobjdump(cuobjdump, "-sass", cubin))):
+            for table in (parse_res_usage(_dump(cuobjdump, "-res-usage", cubin, entry)),
+                          parse_sass(_dump(cuobjdump, "-sass", cubin, entry))):
                 for name, values in table.items():
                     if name in kernels:
                         kernels[name].update(values)
+    for values in kernels.values():
+        # without cuobjdump, ptxas's stack frame is the local memory a thread uses
+        values.setdefault("local_mem_bytes", values["stack_frame_bytes"])
     return kernels
 
 

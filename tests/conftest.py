@@ -31,3 +31,19 @@ def pytest_collection_modifyitems(config, items):
             reason = _gpu_reason()
             if reason:
                 item.add_marker(pytest.mark.skip(reason=f"gpu test: {reason}"))
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _cubin_cache(tmp_path_factory):
+    """The static gate's cubin cache in a folder of the test session, never the user's
+    ``~/.cache`` (``paprof.static.cache_dir``); shared by the session's tests, as a user's
+    would be. A test that needs its own sets ``PAPROF_CUBIN_CACHE`` itself."""
+    import os
+
+    saved = os.environ.get("PAPROF_CUBIN_CACHE")
+    os.environ["PAPROF_CUBIN_CACHE"] = str(tmp_path_factory.mktemp("cubins"))
+    yield
+    if saved is None:
+        os.environ.pop("PAPROF_CUBIN_CACHE", None)
+    else:
+        os.environ["PAPROF_CUBIN_CACHE"] = saved

@@ -1,4 +1,5 @@
-"""The metric catalogue: names ncu really records, complete for the DESIGN.md schema."""
+"""The metric catalogue: names ncu really records, complete for the tidy table's schema
+(docs/architecture.md, "The tidy table")."""
 
 from __future__ import annotations
 
@@ -28,7 +29,7 @@ ROOFLINE_OUTSIDE = {m.ncu_name: m.section for m in M.ROOFLINE_INPUTS if not m.in
 #: counter of executed instructions, in tests/data's list of default-section metrics).
 LEGACY = {"inst_executed"}
 
-#: DESIGN.md columns that do not come from ncu metrics.
+#: The tidy table's first columns (docs/architecture.md) that do not come from ncu metrics.
 NOT_FROM_NCU = {"variant", "family", "kernel", "launch", "step", "shape", "bottleneck"}
 
 

@@ -4,8 +4,10 @@ exit codes on a machine without a GPU (bad input must fail before any GPU is nee
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -38,11 +40,48 @@ def test_list_json_names_every_variant_with_its_idea():
 
 
 def test_list_text_groups_by_family():
+    for args in (["--verbose"], ["-v"], ["--family", "paged_decode"]):
+        result = run("list", *args)
+        assert result.exit_code == 0
+        assert result.stdout.startswith("paged_decode  (built-in)")
+        assert "--shape batch=64,q_heads=32" in result.stdout
+        assert "  v3 " in result.stdout and "launch: grid (kv_heads, batch)" in result.stdout
+    assert "flash_fwd" not in result.stdout  # --family: that one only
+
+
+def test_list_is_one_line_a_family_and_a_variant():
+    from paprof import registry
+
     result = run("list")
     assert result.exit_code == 0
-    assert result.stdout.startswith("paged_decode  (built-in)")
-    assert "--shape batch=64,q_heads=32" in result.stdout
-    assert "  v3 " in result.stdout and "launch: grid (kv_heads, batch)" in result.stdout
+    lines = result.stdout.splitlines()
+    fams = list(registry.discover().values())
+    assert len(lines) == len(fams) + sum(len(f.variants) for f in fams) + 1
+    assert max(len(line) for line in lines) <= 100
+    assert lines[0].startswith("paged_decode  (built-in): ")
+    assert re.match(r"  v3 +\[cuda\] GQA reuse", lines[4])
+    assert "--shape" not in result.stdout and "launch:" not in result.stdout
+    assert lines[-1].startswith("(paprof list --family F or --verbose: ")
+
+
+def test_list_puts_the_users_families_first(monkeypatch):
+    from paprof import registry
+
+    monkeypatch.chdir(Path(__file__).resolve().parents[1] / "examples" / "custom_family")
+    registry.clear()
+    try:
+        short = run("list").stdout.splitlines()
+        full = run("list", "--verbose").stdout
+        data = json.loads(run("list", "--json").stdout)
+    finally:
+        registry.clear()
+    assert short[0].startswith("softmax  ([tool.paprof] of ")
+    assert [l.split()[0] for l in short if not l.startswith(" ")][:3] == [
+        "softmax", "paged_decode", "flash_fwd"]
+    assert full.startswith("softmax  ([tool.paprof] of ") and "--shape rows=16384" in full
+    # --json stays complete: every family, every variant, with its parameters
+    assert {f["family"] for f in data} == {"softmax", "paged_decode", "flash_fwd"}
+    assert all(f["params"] and f["variants"] for f in data)
 
 
 @pytest.mark.parametrize(

@@ -79,7 +79,7 @@ def test_list_json_shows_the_family(fam):
     for v in soft["variants"]:
         assert v["idea"] and "\n" not in v["idea"] and v["launch"]
     by_id = {v["variant"]: v for v in soft["variants"]}
-    assert by_id["fused"]["kernel_regex"] == "softmax_fused"
+    assert by_id["fused"]["kernel_regex"] == "^softmax_fused$"
     assert re.search(by_id["torch"]["kernel_regex"], "cunn_SoftMaxForwardReg")  # torch 2.11's names
     assert re.search(by_id["torch"]["kernel_regex"], "softmax_warp_forward")
     assert by_id["triton"]["kernel_regex"] == "softmax_triton_kernel"

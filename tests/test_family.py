@@ -164,12 +164,33 @@ def _family(**kw):
     return Family(**args)
 
 
+def test_a_declared_kernels_default_regex_is_its_name_exactly():
+    """``vadd`` must not pick up ``vadd4`` (issue 29): the default is anchored, for
+    ``re.search`` (the static gate) and for ncu's ``-k regex:`` alike."""
+    import re
+
+    from paprof.family import kernel_name_regex
+
+    cu = _family().variant("cu")
+    assert cu.kernel_regex == kernel_name_regex("toy_kernel") == "^toy_kernel$"
+    assert re.search(cu.kernel_regex, "toy_kernel")
+    assert not re.search(cu.kernel_regex, "toy_kernel4")
+    assert not re.search(cu.kernel_regex, "my_toy_kernel")
+    assert kernel_name_regex("k.v2") == r"^k\.v2$"
+    given = CudaVariant("own", "its own regex", sources=("toy.cu",), kernel="toy_kernel",
+                        kernel_regex="toy_kernel|merge", grid=(1,), block=(32,),
+                        args=lambda p, i, out: ())
+    assert given.kernel_regex == "toy_kernel|merge"
+    argv = ncu_argv(NcuSettings(ncu="/opt/ncu"), cu, Knobs(), "/tmp/x.ncu-rep", "/tmp/r.json")
+    assert argv[argv.index("-k") + 1] == "regex:^toy_kernel$"
+
+
 def test_family_attaches_its_variants_in_story_order():
     fam = _family()
     assert [v.id for v in fam.variants] == ["py", "cu"]  # the explicit order first
     assert all(v.family == "toy" for v in fam.variants)
     cu = fam.variant("cu")
-    assert cu.kernel_regex == "toy_kernel" and cu.folder == Path(__file__).resolve().parent
+    assert cu.kernel_regex == "^toy_kernel$" and cu.folder == Path(__file__).resolve().parent
     assert cu.source_paths() == [Path(__file__).resolve().parent / "toy.cu"]
     assert cu.nvtx_range == "toy.cu" and cu.name == "toy/cu" and cu.verified
     assert fam.module == __name__ and fam.tolerance_for(Knobs()) == 1e-5

@@ -219,7 +219,7 @@ def test_the_cuda_variants_and_the_shapes_they_take():
         m128.check(FAMILY.parse("dtype=fp32"))
     with pytest.raises(ShapeError, match="mma128 runs a grid row"):
         m128.check(FAMILY.parse("batch=1024,q_heads=128,seq_q=64"))
-    assert m128.kernel_regex == "flash_fwd_mma128" and m128.block(FAMILY.parse("dtype=bf16")) == (128,)
+    assert m128.kernel_regex == "^flash_fwd_mma128$" and m128.block(FAMILY.parse("dtype=bf16")) == (128,)
     hb, mma = FAMILY.variant("handbook"), FAMILY.variant("mma")
     hb.check(FAMILY.parse("dtype=fp32"))
     mma.check(FAMILY.parse("dtype=fp16"))
@@ -230,7 +230,7 @@ def test_the_cuda_variants_and_the_shapes_they_take():
         mma.check(FAMILY.parse("dtype=fp32"))
     with pytest.raises(ShapeError, match="batch x q_heads must be at most 65535"):
         mma.check(FAMILY.parse("batch=1024,q_heads=128,seq_q=64"))
-    assert hb.kernel_regex == "flash_fwd_handbook" and mma.kernel_regex == "flash_fwd_mma"
+    assert hb.kernel_regex == "^flash_fwd_handbook$" and mma.kernel_regex == "^flash_fwd_mma$"
 
 
 @pytest.mark.parametrize("d", [64, 128])

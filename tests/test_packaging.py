@@ -20,3 +20,119 @@ def test_package_data_covers_every_kernel_and_template():
                  if not any(fnmatch.fnmatch(str(p.relative_to(package)), pat.replace("**/", "*"))
                             for pat in patterns)]
     assert uncovered == []
+
+
+# --- the built wheel -------------------------------------------------------------------------
+
+import importlib.util
+import os
+import shutil
+import subprocess
+import sys
+import venv
+import zipfile
+
+import pytest
+
+import paprof
+
+EXAMPLE_RUNS = ROOT / "examples" / "h200"
+
+#: What a build needs from the tree (the sdist's files, without the tests and examples).
+BUILD_INPUTS = ("pyproject.toml", "README.md", "LICENSE", "NOTICE", "paprof")
+
+
+def _can_build_without_isolation() -> bool:
+    """setuptools builds wheels itself from 70.1 on; before that it needs ``wheel``."""
+    import setuptools
+
+    major, minor = (int(x) for x in setuptools.__version__.split(".")[:2])
+    return (major, minor) >= (70, 1) or importlib.util.find_spec("wheel") is not None
+
+
+def _tree_files() -> list[str]:
+    """Every file of the package in the tree, as the wheel names it."""
+    return sorted(str(p.relative_to(ROOT)) for p in (ROOT / "paprof").rglob("*")
+                  if p.is_file() and "__pycache__" not in p.parts and p.suffix != ".pyc")
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory) -> Path:
+    """The wheel ``pip wheel`` builds from a copy of the tree (the copy keeps the tree free
+    of ``build/`` and ``*.egg-info``). Without build isolation: no network needed."""
+    if not _can_build_without_isolation():
+        pytest.skip("no wheel package and setuptools < 70.1: cannot build without isolation")
+    src = tmp_path_factory.mktemp("src")
+    for name in BUILD_INPUTS:
+        if (ROOT / name).is_dir():
+            shutil.copytree(ROOT / name, src / name,
+                            ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+        else:
+            shutil.copy2(ROOT / name, src / name)
+    dist = tmp_path_factory.mktemp("dist")
+    done = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps",
+                           "--no-build-isolation", "--no-index", "-q", "-w", str(dist), str(src)],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    (built,) = dist.glob("paprof-*.whl")
+    return built
+
+
+def test_wheel_holds_every_file_of_the_package(wheel):
+    names = zipfile.ZipFile(wheel).namelist()
+    tree = _tree_files()
+    assert any(n.endswith(".cuh") for n in tree) and "paprof/py.typed" in tree
+    assert [f for f in tree if f not in names] == []
+    assert [n for n in names if n.startswith("paprof/") and n not in tree] == []
+
+
+def test_wheel_metadata_version_licence_and_extras(wheel):
+    z = zipfile.ZipFile(wheel)
+    info = f"paprof-{paprof.__version__}.dist-info"
+    assert wheel.name.startswith(f"paprof-{paprof.__version__}-")
+    meta = z.read(f"{info}/METADATA").decode()
+    assert f"\nVersion: {paprof.__version__}\n" in meta
+    assert "License: Apache-2.0" in meta or "License-Expression: Apache-2.0" in meta
+    assert {f"{info}/LICENSE", f"{info}/NOTICE"} <= {n.replace("/licenses/", "/")
+                                                   for n in z.namelist()}
+    requires = [line for line in meta.splitlines() if line.startswith("Requires-Dist: pyarrow")]
+    assert requires and all('extra == "parquet"' in r or 'extra == "test"' in r
+                            for r in requires)
+
+
+def test_wheel_works_in_a_fresh_venv(wheel, tmp_path):
+    """Installed (not editable) into a fresh venv, the wheel lists the families, tables and
+    compares the shipped H200 runs: the templates and the families' files are in it.
+    About 5 s (the build 3 s more, once for the module): not marked slow."""
+    if not EXAMPLE_RUNS.is_dir():
+        pytest.skip("no examples/h200 in this checkout")
+    env_dir = tmp_path / "venv"
+    # the system's site-packages give the dependencies (pandas, click, ...) without network
+    venv.EnvBuilder(system_site_packages=True, with_pip=False).create(env_dir)
+    python = env_dir / "bin" / "python"
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
+    env["PYTHONNOUSERSITE"] = "1"
+
+    def sh(*argv, cwd=tmp_path):
+        return subprocess.run([str(a) for a in argv], capture_output=True, text=True,
+                              cwd=cwd, env=env, timeout=300)
+
+    done = sh(python, "-m", "pip", "install", "--no-deps", "--no-index", "--force-reinstall",
+              "-q", wheel)
+    assert done.returncode == 0, done.stdout + done.stderr
+    where = sh(python, "-c", "import paprof; print(paprof.__file__, paprof.__version__)")
+    assert where.returncode == 0, where.stderr
+    path, version = where.stdout.split()
+    assert Path(path).is_relative_to(env_dir) and version == paprof.__version__
+
+    cli = env_dir / "bin" / "paprof"
+    listed = sh(cli, "list")
+    assert listed.returncode == 0, listed.stderr
+    assert "paged_decode" in listed.stdout and "flash_fwd" in listed.stdout
+    table = sh(cli, "table", EXAMPLE_RUNS)
+    assert table.returncode == 0, table.stderr
+    assert "paged_decode_v3" in table.stdout
+    out = tmp_path / "report.html"
+    compared = sh(cli, "compare", "v2", "v3", "--runs", EXAMPLE_RUNS, "--out", out)
+    assert compared.returncode == 0, compared.stderr
+    assert out.stat().st_size > 10_000 and "v3 is" in compared.stdout

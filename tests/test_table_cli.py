@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import sys
 from pathlib import Path
 
 import pandas as pd
@@ -119,13 +120,28 @@ def test_parquet_round_trips(reports, tmp_path):
     assert df["grid_size"].dtype == "float64"
 
 
-def test_parquet_without_pyarrow_exits_2(reports, tmp_path, monkeypatch):
-    real = export.importlib.util.find_spec
-    monkeypatch.setattr(export.importlib.util, "find_spec",
-                        lambda name, *a: None if name == "pyarrow" else real(name, *a))
-    result = run(reports / "v3.ncu-rep", "--format", "parquet", "--out", tmp_path / "t.parquet")
+@pytest.fixture
+def no_pyarrow(monkeypatch):
+    """pyarrow hidden as if the parquet extra were not installed: ``import pyarrow`` (and
+    every pyarrow submodule) raises ImportError."""
+    for name in [m for m in sys.modules if m == "pyarrow" or m.startswith("pyarrow.")]:
+        monkeypatch.delitem(sys.modules, name)
+    monkeypatch.setitem(sys.modules, "pyarrow", None)
+
+
+def test_parquet_without_pyarrow_exits_2_naming_the_extra(reports, tmp_path, no_pyarrow):
+    out = tmp_path / "t.parquet"
+    result = run(reports / "v3.ncu-rep", "--format", "parquet", "--out", out)
     assert result.exit_code == 2
-    assert "needs pyarrow" in result.stderr
+    assert result.stderr == ("paprof: error: --format parquet needs pyarrow, which paprof "
+                             "installs only with its parquet extra: pip install 'paprof[parquet]'\n")
+    assert not out.exists()
+
+
+def test_other_formats_need_no_pyarrow(reports, tmp_path, no_pyarrow):
+    for fmt in ("text", "csv", "json"):
+        result = run(reports / "v3.ncu-rep", "--format", fmt)
+        assert result.exit_code == 0, (fmt, result.output)
 
 
 def test_missing_metrics_get_a_note_on_stderr(tmp_path, monkeypatch):
@@ -152,10 +168,14 @@ def test_no_argument_is_a_usage_error():
     assert result.exit_code == 2
 
 
-def test_parquet_works_after_a_plain_install():
-    """pyarrow is a dependency, not only in the test extra: 'pip install -e .' suffices."""
+def test_pyarrow_is_the_parquet_extra_not_a_dependency():
+    """pyarrow (170 MB) only for --format parquet: 'pip install paprof[parquet]'; the test
+    extra keeps it so that the parquet tests run."""
     import tomllib
 
     project = tomllib.loads((Path(__file__).resolve().parents[1] / "pyproject.toml").read_text())
-    deps = [d.split(">")[0].split("=")[0].strip() for d in project["project"]["dependencies"]]
-    assert "pyarrow" in deps
+    names = lambda reqs: [r.split(">")[0].split("=")[0].split(";")[0].strip() for r in reqs]
+    extras = project["project"]["optional-dependencies"]
+    assert "pyarrow" not in names(project["project"]["dependencies"])
+    assert names(extras["parquet"]) == ["pyarrow"]
+    assert "pyarrow" in names(extras["test"])

@@ -1,6 +1,6 @@
 """A bottleneck label and its evidence for one kernel (one table row).
 
-Labels (DESIGN.md): ``dram-bound``, ``l2/l1-bound``, ``compute-bound``, ``latency-bound``,
+Labels (docs/architecture.md): ``dram-bound``, ``l2/l1-bound``, ``compute-bound``, ``latency-bound``,
 ``occupancy/launch-bound``; plus ``unknown`` when the report lacks the SpeedOfLight
 throughputs every decision needs (the evidence then names the missing columns and the
 section that would supply them).

@@ -8,7 +8,6 @@ nested ``rules`` and ``sidecar`` are left out (they stay in the DataFrame API).
 
 from __future__ import annotations
 
-import importlib.util
 import math
 from pathlib import Path
 
@@ -161,7 +160,8 @@ def _short_shape(row) -> str:
 
 
 def missing_note(df: pd.DataFrame, columns: list[str] | None = None) -> str | None:
-    """One line naming the absent columns (of ``columns``, else the DESIGN.md ones) and
+    """One line naming the absent columns (of ``columns``, else the
+    docs/architecture.md ones, ``metrics.DESIGN_COLUMNS``) and
     the sections that would supply them; None when nothing is missing."""
     missing = df.attrs.get("missing", {})
     wanted = columns if columns is not None else list(M.DESIGN_COLUMNS)
@@ -175,6 +175,21 @@ def missing_note(df: pd.DataFrame, columns: list[str] | None = None) -> str | No
     return "note: not recorded in these reports, shown as NaN/-: " + "; ".join(parts)
 
 
+PARQUET_EXTRA = ("--format parquet needs pyarrow, which paprof installs only with its parquet "
+                 "extra: pip install 'paprof[parquet]'")
+"""The one line a missing pyarrow gives (exit 2): pyarrow (170 MB) is an extra, not a
+dependency, since only this format needs it."""
+
+
+def have_pyarrow() -> bool:
+    """Whether ``import pyarrow`` works here (it is the ``parquet`` extra)."""
+    try:
+        import pyarrow  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
 def check_output(fmt: str, out: Path | None, force: bool = False, inputs=()) -> None:
     """UserError now (before any loading) for an output ``fmt`` cannot be written to:
     see ``paprof.outputs.check_target`` (an existing ``out`` needs ``force``)."""
@@ -183,9 +198,8 @@ def check_output(fmt: str, out: Path | None, force: bool = False, inputs=()) -> 
     if fmt == "parquet":
         if out is None:
             raise UserError("--format parquet writes a binary file: give --out FILE.parquet")
-        if importlib.util.find_spec("pyarrow") is None:
-            raise UserError("--format parquet needs pyarrow, a paprof dependency missing here "
-                            "(installed with --no-deps?): pip install pyarrow")
+        if not have_pyarrow():
+            raise UserError(PARQUET_EXTRA)
     if out is not None:
         outputs.check_target(out, force=force, inputs=inputs)
 

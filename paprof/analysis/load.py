@@ -1,7 +1,7 @@
 """Nsight Compute reports -> one tidy pandas DataFrame, a row per profiled kernel launch.
 
 ``load_reports(paths)`` takes ``.ncu-rep`` files and folders (searched recursively, as the
-run store lays them out) and returns the DESIGN.md columns, then ``bottleneck_evidence``,
+run store lays them out) and returns the documented columns (docs/architecture.md), then ``bottleneck_evidence``,
 ``rules``, ``report_path`` and ``sidecar``, then the rest of the metric catalogue
 (:mod:`paprof.analysis.metrics`) and ``result_index``. ``df.attrs["missing"]`` maps each
 column some row lacks to the ncu section that would supply it.

@@ -187,7 +187,7 @@ _MEASURED = (
            "Blocks in the grid", ncu_unit="block"),
     Metric("block_size", "launch__block_size", "thread", LAUNCH,
            "Threads per block", ncu_unit="thread"),
-    # --- beyond the DESIGN.md schema: inputs of derived columns and of the rules ---
+    # --- beyond the documented schema (docs/architecture.md): inputs of derived columns and of the rules ---
     Metric("dram_bytes_per_second", "dram__bytes.sum.per_second", "byte/s", MWA,
            "DRAM bytes (read + write) per second", ncu_unit="byte/second",
            combine=WEIGHTED),
@@ -519,7 +519,7 @@ BLOCK_LIMITS = {
 }
 
 
-#: The DataFrame's first columns, exactly as DESIGN.md orders them.
+#: The DataFrame's first columns, exactly as docs/architecture.md orders them.
 DESIGN_COLUMNS = (
     "variant", "family", "kernel", "launch", "step", "shape", "gpu",
     "duration_us", "elapsed_cycles", "sm_throughput_pct", "memory_throughput_pct",
@@ -531,7 +531,7 @@ DESIGN_COLUMNS = (
     "bottleneck",
 )
 
-#: Columns after the DESIGN.md ones, before the remaining catalogue columns.
+#: Columns after the documented ones, before the remaining catalogue columns.
 TRAILING_COLUMNS = ("bottleneck_evidence", "rules", "report_path", "sidecar", "steps_from")
 
 

@@ -237,6 +237,21 @@ STATIC_METRICS = ("registers_per_thread", "spill_stores_bytes", "spill_loads_byt
 where cuobjdump is found)."""
 
 
+PICTURE_METRICS = ("registers_per_thread", "spill_stores_bytes", "spill_loads_bytes",
+                   "stack_frame_bytes", "local_mem_bytes", "shared_mem_static_bytes")
+"""A kernel's resource picture in the static gate: what sets its occupancy (registers,
+static shared memory, at the launch's block size) and its local-memory traffic (spills,
+stack, local memory)."""
+
+INSTRUCTION_COUNTS = tuple(f"sass_{c}" for c in SASS_CLASSES)
+"""The static gate's instruction mix. A change in it with the picture unchanged (a
+deliberate ``#pragma unroll 8``: more FFMAs, fewer branches, the same registers) is
+reported, not failed, unless ``Settings.exact_counts``."""
+
+REPORTED = "reported"
+"""The verdict of an instruction count that changed while its kernel's picture did not."""
+
+
 def unit(metric: str) -> str:
     """The unit of ``metric`` (``%``, ``us``, ``byte``, ``GB/s``, ``cycle``, ``inst``)."""
     return UNITS[metric] if metric in UNITS else BY_COLUMN[metric].unit
@@ -305,6 +320,10 @@ class Settings:
     fail_ambiguous: bool = False
     """Count a decision still ``ambiguous`` after the rounds as a regression (exit 1);
     by default it passes with its own status and a note."""
+    exact_counts: bool = False
+    """Static gate: fail every instruction count beyond its tolerance. By default a
+    kernel's instruction counts that change while its registers, spills, stack, local
+    and static shared memory stay put are reported (verdict ``reported``), not failed."""
 
     def tolerance(self, metric: str) -> Tolerance:
         return self.tolerances.get(metric) or self.tolerances.get("*") or rule(metric).tolerance
@@ -917,6 +936,9 @@ class Result:
             text += f"; {self.outcome}: {self.decision.describe()}"
         elif self.verdict == "changed":
             text += "; changed: a count that must stay put fell (--ratchet lets it fall)"
+        elif self.verdict == REPORTED:
+            text += ("; reported: the kernel's registers, spills and memory are unchanged "
+                     "(--exact-counts fails it)")
         return text
 
 
@@ -956,6 +978,9 @@ class Verdict:
             extra = f", {improved} improved" if improved else ""
             if self.ambiguous:
                 extra += f", {len(self.ambiguous)} ambiguous"
+            reported = sum(r.verdict == REPORTED for r in self.results)
+            if reported:
+                extra += f", {reported} instruction counts changed (reported, not failed)"
             return f"PASS: {checked} variant/shape pairs, {metrics} metrics within tolerance{extra}"
         return (
             f"FAIL: {len(self.regressions)} regression(s) in "
@@ -1134,6 +1159,9 @@ def compare_to_baseline(baseline: Baseline, current, settings: Settings | None =
                 f"({r.fmt(r.baseline.value)}), so this check cannot fail; give a relative "
                 f"tolerance (--tolerance {r.metric}=50%) or rely on the duration_us check"
             )
+    if baseline.gate == "static" and not settings.exact_counts:
+        results, said = _report_instruction_counts(results)
+        notes += said
     if any(r.status == "improved" for r in results):
         notes.append("some metrics improved beyond tolerance: consider 'paprof baseline update'")
     for r in results:
@@ -1147,6 +1175,34 @@ def compare_to_baseline(baseline: Baseline, current, settings: Settings | None =
                    else "not counted as a regression; --repeat more launches to decide")
             )
     return Verdict(results, notes, pairs[0][1].provenance)
+
+
+def _report_instruction_counts(results: list[Result]) -> tuple[list[Result], list[str]]:
+    """Instruction counts of a kernel whose picture (``PICTURE_METRICS``, registers at
+    least) is unchanged: ``reported`` (status ``pass``) instead of failed, with a note
+    per kernel. A kernel whose picture moved keeps its verdicts: the counts then come
+    with a change that matters."""
+    groups: dict[tuple, list[Result]] = {}
+    for r in results:
+        groups.setdefault((r.family, r.variant, r.shape), []).append(r)
+    replaced: dict[int, Result] = {}
+    notes = []
+    for rs in groups.values():
+        picture = [r for r in rs if r.metric in PICTURE_METRICS]
+        steady = (any(r.metric == "registers_per_thread" for r in picture)
+                  and all(r.outcome == "same" for r in picture))
+        moved = [r for r in rs if r.metric in INSTRUCTION_COUNTS and r.outcome != "same"]
+        if not (steady and moved):
+            continue
+        for r in moved:
+            replaced[id(r)] = dataclasses.replace(r, status="pass", verdict=REPORTED)
+        changes = ", ".join(f"{r.metric} {r.delta_text}" for r in moved)
+        first = moved[0]
+        notes.append(
+            f"{first.name} at {first.shape}: instruction counts changed ({changes}) with "
+            "registers, spills, stack, local and static shared memory unchanged: reported, "
+            "not failed (--exact-counts fails them)")
+    return [replaced.get(id(r), r) for r in results], notes
 
 
 def _match(baseline: Baseline, now_entries: list[Entry]):

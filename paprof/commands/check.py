@@ -21,7 +21,7 @@ from paprof.errors import UserError
 from paprof.profiler.store import Scan, input_files
 
 _STYLE = {"same": "green", "improved": "cyan", "regressed": "bold red", "changed": "bold red",
-          "ambiguous": "yellow"}
+          "ambiguous": "yellow", "reported": "yellow"}
 
 _METRICS = ", ".join(regress.GATE_RULES)
 _DEFAULT_TOLERANCES = ", ".join(
@@ -47,10 +47,12 @@ def _slug(family: str, shape: str) -> str:
         return shape
 
 
-def _verdict_table(verdict: regress.Verdict, limit: int = TABLE_ROWS) -> tuple[Table, int]:
-    """The terminal table, and how many "same" rows it left out (over ``limit`` rows)."""
+def _verdict_table(verdict: regress.Verdict, limit: int = TABLE_ROWS,
+                   changes_only: bool = False) -> tuple[Table, int]:
+    """The terminal table, and how many "same" rows it left out (over ``limit`` rows, or
+    all of them with ``changes_only``)."""
     shown = verdict.results
-    if len(shown) > limit:
+    if len(shown) > limit or changes_only:
         shown = [r for r in verdict.results if r.outcome != "same"]
     shapes = {r.shape for r in verdict.results}
     one_shape = len(shapes) == 1 and not any(r.shape_now for r in verdict.results)
@@ -118,6 +120,10 @@ def _verdict_table(verdict: regress.Verdict, limit: int = TABLE_ROWS) -> tuple[T
 @click.option("--fail-ambiguous", is_flag=True,
               help="Count a decision still ambiguous after its rounds as a regression "
               "(exit 1). Default: it passes, with its own status and a note.")
+@click.option("--exact-counts", is_flag=True,
+              help="With --static: fail every instruction count beyond its tolerance. "
+              "Default: counts that change while the kernel's registers, spills, stack, "
+              "local and shared memory stay put are reported, not failed.")
 @click.option("--metric", "metrics", multiple=True,
               help=f"Metric to gate (repeatable): {_METRICS}. Default: every metric the "
               "baseline holds.")
@@ -140,7 +146,7 @@ def _verdict_table(verdict: regress.Verdict, limit: int = TABLE_ROWS) -> tuple[T
               help="Replace --junit / --markdown files that are not earlier paprof check "
               "outputs (empty files and earlier outputs are replaced anyway).")
 def check(baseline_path, runs, profile, static_gate, repeat, timed, rounds, ratchet,
-          fail_ambiguous, metrics, tolerances, allow_mismatch, junit, markdown, force):
+          fail_ambiguous, exact_counts, metrics, tolerances, allow_mismatch, junit, markdown, force):
     """Fail when kernels got slower than a baseline: the CI regression gate.
 
     With 5+ per-launch samples on both sides (--profile --repeat N; duration_us_event:
@@ -162,6 +168,12 @@ def check(baseline_path, runs, profile, static_gate, repeat, timed, rounds, ratc
 
     --static needs no GPU: nvcc compiles the baseline's variants and the cubin's
     registers, spills, stack, shared/local/constant memory and SASS mix are gated.
+    Instruction counts that move while a kernel's registers, spills, stack, local and
+    shared memory do not (a deliberate unroll) are reported, not failed, unless
+    --exact-counts. Launch-time settings (dynamic shared memory, grid, block) are not
+    in the cubin: out of --static's reach (--profile gates them). Cubins are cached by
+    the hash of their sources ($XDG_CACHE_HOME/paprof/cubins; PAPROF_CUBIN_CACHE=off:
+    none).
 
     \b
     Exit codes: 0 pass (ambiguous decisions pass, noted: after the re-measurements
@@ -197,6 +209,7 @@ def check(baseline_path, runs, profile, static_gate, repeat, timed, rounds, ratc
         ratchet=ratchet,
         rounds=rounds,
         fail_ambiguous=fail_ambiguous,
+        exact_counts=exact_counts,
     )
     remeasure = None
     if static_gate:
@@ -216,15 +229,20 @@ def check(baseline_path, runs, profile, static_gate, repeat, timed, rounds, ratc
         current = regress.load_table(runs or Path("runs"), variants=names, scan=scan)
     verdict = regress.compare_to_baseline(baseline, current, settings, remeasure=remeasure)
     if static_gate:
-        verdict.notes.extend(said)
+        verdict.notes.extend([*said, static.REACH_NOTE])
 
     # Not a terminal (CI logs): wide enough that the table does not wrap.
     width = None if sys.stdout.isatty() else 160
-    table, hidden = _verdict_table(verdict)
-    Console(highlight=False, width=width).print(table)
-    if hidden:
-        click.echo(f"({hidden} results the same as the baseline are not listed; "
-                   "--markdown and --junit have every row)")
+    # the static gate's counts are exact: its table lists what changed, not 28 "same" rows
+    # a kernel
+    table, hidden = _verdict_table(verdict, changes_only=static_gate)
+    if hidden == len(verdict.results):  # nothing but "same": one line, not an empty table
+        click.echo(_all_unchanged(verdict, static_gate))
+    else:
+        Console(highlight=False, width=width).print(table)
+        if hidden:
+            click.echo(f"({hidden} results the same as the baseline are not listed; "
+                       "--markdown and --junit have every row)")
     for r in verdict.regressions:
         click.echo(f"REGRESSION {r.message}")
     for note in verdict.notes:
@@ -235,6 +253,15 @@ def check(baseline_path, runs, profile, static_gate, repeat, timed, rounds, ratc
     if markdown:
         check_markdown.write_markdown(verdict, markdown, force, inputs)
     sys.exit(verdict.exit_code)
+
+
+def _all_unchanged(verdict: regress.Verdict, static_gate: bool) -> str:
+    """The one line of a verdict with nothing but "same" results."""
+    pairs = len({(r.family, r.variant, r.shape) for r in verdict.results})
+    metrics = len({r.metric for r in verdict.results})
+    what = "kernels" if static_gate else "variant/shape pairs"
+    return (f"all {pairs} {what} unchanged ({metrics} metrics each, as in the baseline; "
+            "--markdown and --junit list every one)")
 
 
 @click.group()
@@ -295,10 +322,12 @@ def _update_static(variants, out, force, family, shape):
     regress.save_baseline(made, out, force=force)
     for e in made.entries:
         m = e.metrics
+        local = m.get("local_mem_bytes")
         click.echo(f"{e.name} at {e.shape}: {m['registers_per_thread'].value:g} registers, "
                    f"{m['spill_stores_bytes'].value:g} bytes spilled, "
-                   f"{m['shared_mem_static_bytes'].value:g} bytes static shared memory")
-    for note in notes:
+                   + (f"{local.value:g} bytes local memory, " if local is not None else "")
+                   + f"{m['shared_mem_static_bytes'].value:g} bytes static shared memory")
+    for note in [*notes, static.REACH_NOTE]:
         click.echo(f"note: {note}")
     click.echo(f"wrote {out} ({len(made.entries)} kernels, {made.entries[0].provenance.compiler})")
 

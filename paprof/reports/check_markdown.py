@@ -19,7 +19,8 @@ MARK = "## paprof check: "
 
 _STATUS = {"same": "pass (same)", "pass": "pass", "improved": "improved",
            "regressed": "**REGRESSED**", "changed": "**CHANGED**",
-           "ambiguous": "pass (*ambiguous*: noisier than the minimum effect)"}
+           "ambiguous": "pass (*ambiguous*: noisier than the minimum effect)",
+           "reported": "pass (*reported*: instruction count moved, resources did not)"}
 """Each outcome as the table shows it; a regression and a changed count fail the gate."""
 
 

@@ -42,7 +42,7 @@ METRIC_COLUMNS = (
     "grid_size",
     "block_size",
 )
-"""The DESIGN.md columns a comparison reads (after the identifying ones)."""
+"""The documented columns (docs/architecture.md) a comparison reads (after the identifying ones)."""
 
 EXTRA_COLUMNS = (
     "issue_active_pct",
@@ -69,7 +69,7 @@ EXTRA_COLUMNS = (
     "spill_instructions",
     *(c for c in TRAFFIC_COLUMNS if c not in METRIC_COLUMNS),
 )
-"""Catalogue columns beyond DESIGN.md that the stories and the tables use when present
+"""Catalogue columns beyond the documented ones that the stories and the tables use when present
 (the traffic per level among them)."""
 
 ROOFLINE_COLUMNS = tuple(m.column for m in ROOFLINE_INPUTS)

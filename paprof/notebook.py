@@ -210,12 +210,13 @@ def compare(*specs, runs=DEFAULT_RUNS, shape: str | None = None) -> Report:
     return Report(cmp, build_context(cmp), paths)
 
 
-def load(*paths, per_variant: bool = False):
+def load(*paths, per_variant: bool = False, step_range: str | None = None):
     """The tidy table of the reports in ``paths`` (``.ncu-rep`` files or folders searched
     recursively, such as a run store), as ``paprof table`` reads them: a pandas DataFrame,
     one row per profiled kernel launch (columns: docs/architecture.md, "The tidy table").
-    ``per_variant``: the kernels of a variant made of several summed into one row per
-    (variant, shape, report, launch), as ``paprof table --per-variant``."""
+    ``per_variant``: each step's launches summed into one row per (variant, shape, report,
+    step), as ``paprof table --per-variant``; ``step_range``: the NVTX range that delimits
+    steps in reports whose record names none (docs/explanations.md)."""
     from paprof.analysis.load import load_reports, variant_rows
 
     if len(paths) == 1 and isinstance(paths[0], (list, tuple)):
@@ -225,5 +226,5 @@ def load(*paths, per_variant: bool = False):
 
         raise UserError("paprof.load needs at least one report or folder: "
                         "e.g. paprof.load('examples/h200')")
-    df = load_reports([str(p) for p in paths])
+    df = load_reports([str(p) for p in paths], step_range=step_range)
     return variant_rows(df) if per_variant else df

@@ -34,7 +34,7 @@ def test_the_modules_the_page_names_exist():
 
 
 def test_every_design_citation_resolves():
-    """No code cites a DESIGN.md that no clone has: the design is docs/architecture.md."""
+    """No code cites a design file that no clone has: the design is docs/architecture.md."""
     citing = [p for d in ("paprof", "tests") for p in (ROOT / d).rglob("*.py")
               if "DESIGN" + ".md" in p.read_text()]
     assert citing == []

@@ -26,6 +26,8 @@
 #            issue shapes (bf16 b4 h32 s8192 d128, causal, d64, s1024) -> logs/flashw-*
 #   packed   v7 packed against tokens: its GPU tests, tune_v5.py --packed
 #   merge    v7's merge kernel against the fused merge: GPU tests, memcheck, tune_v5.py --merge
+#   fair     FlashInfer timed as it runs (issue 26): its kit installed, its GPU tests, then v6,
+#            v7 and both FlashInfer paths benched at issue 16's nine shapes -> logs/bench-fair-*
 #   decode16 the whole GPU suite (FlashInfer's JIT building meanwhile), then paprof bench of v6,
 #            v7 and the FlashInfer peers at issue 16's nine shapes -> logs/d16-*, logs/bench-d16-*
 #   ragship  v7 on the ragged batch under ncu (the packed path) -> $OUT/ragship.tar.xz
@@ -677,6 +679,21 @@ from paprof.kernels import gpu; print(gpu.current_device())
     # the handbook in fp32 at the same shape
     flash_runs flash-big "batch=4,q_heads=32,seq_q=8192,head_dim=128" flash-big 200
     pack flash-big flash-big
+    ;;
+  fair)
+    # issue 26: FlashInfer timed as it runs (its own fp16 output, no cast of paprof's in the
+    # step): its kit installed, the peers' GPU tests (an fp16 step is FlashInfer's kernels
+    # only), then v6, v7 and both FlashInfer paths at issue 16's nine shapes
+    stamp fair
+    P=/tmp/peers
+    ( peers_install $P > "$OUT/logs/fair-peers.log" 2>&1; echo "peers_install rc $?" >> "$OUT/logs/fair-peers.log" )
+    tail -2 "$OUT/logs/fair-peers.log"
+    peers_env $P
+    timeout 120 python3 -m pytest -m gpu tests/test_peers.py -q -p no:cacheprovider -rfE --tb=line \
+      > "$OUT/logs/fair-peer-tests.log" 2>&1
+    echo "peer tests: rc $?"; tail -4 "$OUT/logs/fair-peer-tests.log"
+    stamp "fair bench"
+    D7_BUDGET=${D7_BUDGET:-540} decode_bench fair yes
     ;;
   *) echo "unknown stage $stage"; exit 2;;
   esac

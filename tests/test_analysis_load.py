@@ -284,3 +284,32 @@ def test_occupancy_limiter_ties_name_the_hardware_cap_first(fake_reports):
     assert row["occupancy_limiter"] == "blocks"
     assert load.occupancy_limiter({"block_limit_registers": 12.0,
                                    "block_limit_shared_mem": 12.0}) == "registers"
+
+
+@pytest.mark.parametrize("grid, label", [(60.0, "occupancy/launch-bound"), (4096.0, "compute-bound")])
+def test_an_older_ncus_spellings_give_the_same_columns_and_label(fake_reports, grid, label):
+    # ncu 2020.3-2023.2 record sm__issue_active... for the issue slots and the SM count as a
+    # device attribute; a cuBLAS SGEMM there at 68.6 % issue active is compute-bound by
+    # ncu's own rule, as the same counters under their 2024.1+ names are
+    new = make_action("sgemm", issue_slots_busy_pct=68.6, sm_count=80.0, grid_size=grid,
+                      dram_throughput_pct=20.0, sm_throughput_pct=68.6, l1_throughput_pct=40.0,
+                      l2_throughput_pct=30.0, fma_pipe_pct=None, alu_pipe_pct=None,
+                      lsu_pipe_pct=None, tensor_pipe_pct=None, fp64_pipe_pct=None, xu_pipe_pct=None)
+    old = make_action("sgemm", issue_slots_busy_pct=68.6, sm_count=80.0, grid_size=grid,
+                      dram_throughput_pct=20.0, sm_throughput_pct=68.6, l1_throughput_pct=40.0,
+                      l2_throughput_pct=30.0, fma_pipe_pct=None, alu_pipe_pct=None,
+                      lsu_pipe_pct=None, tensor_pipe_pct=None, fp64_pipe_pct=None, xu_pipe_pct=None)
+    renames = {"sm__inst_issued.avg.pct_of_peak_sustained_elapsed":
+               "sm__issue_active.avg.pct_of_peak_sustained_elapsed",
+               "launch__sm_count": "device__attribute_multiprocessor_count",
+               "gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed":
+               "dram__throughput.avg.pct_of_peak_sustained_elapsed"}
+    old._metrics = {renames.get(k, k): v for k, v in old._metrics.items()}
+    df = load.load_reports([fake_reports("new.ncu-rep", new), fake_reports("old.ncu-rep", old)])
+    a, b = df.iloc[0], df.iloc[1]
+    for column in ("issue_slots_busy_pct", "sm_count", "dram_throughput_pct"):
+        assert a[column] == b[column], column
+    assert a["bottleneck"] == b["bottleneck"]
+    # 60 blocks on 80 SMs: the small grid is flagged whichever ncu wrote the report; with
+    # enough blocks, the issue slots make it compute-bound (ncu's rule), as SM 68.6 % says
+    assert b["bottleneck"] == label

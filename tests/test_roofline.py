@@ -148,6 +148,16 @@ def test_no_counters_and_no_work_model_is_no_roofline():
     assert R.build(cmp) is None
 
 
+def test_runs_on_two_gpus_get_no_shared_roofline():
+    # roofs belong to one GPU: an H100's points under an A100's median roofs would sit
+    # over them ("at 101.2 % of the roof")
+    a, b = variant(), variant(label="b")
+    a.gpu, b.gpu = "NVIDIA A100-SXM4-80GB", "NVIDIA H100 80GB HBM3"
+    assert R.build(SimpleNamespace(variants=[a, b])) is None
+    b.gpu = a.gpu
+    assert R.build(SimpleNamespace(variants=[a, b])) is not None
+
+
 # -- the shipped H200 runs -----------------------------------------------------------------
 needs_runs = pytest.mark.skipif(not (SOURCE_RUNS / "nvidia-h200").is_dir(),
                                 reason="examples/h200-source is not there")

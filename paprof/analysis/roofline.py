@@ -317,7 +317,11 @@ def _bounded(point: Point, roofs: dict[str, Roof], memory: str, compute: str) ->
 
 def build(cmp) -> Roofline | None:
     """The roofline of a ``Comparison``; None when no variant has a point (no roofline
-    sections in the reports and no work model with FLOPs)."""
+    sections in the reports and no work model with FLOPs, or runs on several GPUs: roofs
+    belong to one GPU, and one chart of two GPUs' points under one GPU's roofs would put
+    the faster GPU's points over its roofs)."""
+    if len({v.gpu for v in cmp.variants if v.gpu}) > 1:
+        return None
     roofs = roofs_for(cmp.variants)
     pairs = [(v, variant_roofline(v, roofs)) for v in cmp.variants]
     made = [m for _, m in pairs if m is not None]

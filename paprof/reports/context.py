@@ -136,6 +136,48 @@ class StepView:
     """The mechanism (also ``sentences[0]``), None when the counters name none."""
     traffic: str | None = None
     """The largest traffic change in words (a detail after the cause)."""
+    kernels: list = field(default_factory=list)
+    """Where either side runs several kernels: one row per kernel as matched across the
+    step (``KernelRowView``), matched pairs first, then gone, then new; empty otherwise."""
+    kernels_total: tuple = ()
+    """(before, after) step totals as text, beside ``kernels``."""
+
+
+@dataclass
+class KernelRowView:
+    """One kernel of a step's kernel view: matched, gone or new, with its time each side."""
+
+    before: str
+    after: str
+    before_time: str
+    after_time: str
+    status: str
+    """``matched``, ``gone`` or ``new``."""
+    launches: str
+    """Launches of it in a step, before -> after (``"3 -> 3"``), where more than one."""
+
+
+def kernel_rows(dec) -> list[KernelRowView]:
+    """The kernel view of one step from its decomposition's pairing (``decompose``): every
+    kernel name once, its launches in a step summed."""
+    if dec is None or dec.pairing is None:
+        return []
+    p = dec.pairing
+    if len(p.pairs) + len(p.gone) + len(p.new) <= 1 and not p.gone and not p.new:
+        return []
+    dash = "-"
+
+    def n(k):
+        return getattr(k, "launches", 1)
+
+    rows = [KernelRowView(a.kernel, b.kernel, fmt.duration_us(a.duration_us), fmt.duration_us(b.duration_us),
+                          "matched", f"{n(a)} -> {n(b)}" if max(n(a), n(b)) > 1 else "")
+            for a, b in p.pairs]
+    rows += [KernelRowView(a.kernel, dash, fmt.duration_us(a.duration_us), dash, "gone",
+                           str(n(a)) if n(a) > 1 else "") for a in p.gone]
+    rows += [KernelRowView(dash, b.kernel, dash, fmt.duration_us(b.duration_us), "new",
+                           str(n(b)) if n(b) > 1 else "") for b in p.new]
+    return rows
 
 
 @dataclass
@@ -573,6 +615,10 @@ def _step_views(cmp: Comparison) -> list[StepView]:
             rules=[_rule_view(c) for c in s.rule_changes],
             cause=s.cause,
             traffic=s.traffic,
+            kernels=kernel_rows(s.decomposition),
+            kernels_total=((fmt.duration_us(s.decomposition.before_us),
+                            fmt.duration_us(s.decomposition.after_us))
+                           if s.decomposition is not None else ()),
         ))
     return views
 

@@ -26,7 +26,7 @@ except ImportError:  # tests/ as a package
 
 HERE = Path(__file__).resolve().parent / "flash_emu"
 FOLDER = Path(problem.__file__).resolve().parent
-pytestmark = pytest.mark.skipif(GXX is None, reason="g++ is not on PATH")
+pytestmark = [pytest.mark.emulation, pytest.mark.skipif(GXX is None, reason="g++ is not on PATH")]
 
 ELEM = {"handbook": "float"}  # the tensor-core kernels move 16-bit bit patterns
 EMULATED = ("handbook", "mma", "mma128", "wgmma", "wgmma2")

@@ -15,7 +15,7 @@ from paprof.families.paged_decode import variants as pd_variants
 from paprof.families.paged_decode.problem import Shape
 
 NVCC = shutil.which("nvcc")
-pytestmark = pytest.mark.skipif(NVCC is None, reason="nvcc is not on PATH")
+pytestmark = [pytest.mark.nvcc, pytest.mark.skipif(NVCC is None, reason="nvcc is not on PATH")]
 
 SOURCES = sorted({p for v in registry.variants() if hasattr(v, "source_paths") for p in v.source_paths()}) + [
     harness.STREAM_READ_SOURCE, harness.SPIN_SOURCE

@@ -154,6 +154,7 @@ def test_a_metric_not_decoded_is_an_error_not_a_nan():
 # -- many results in one report ----------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_a_thousand_results_decode_to_a_thousand_identical_rows(ncu_report, tmp_path):
     sys.path.insert(0, str(ROOT / "benchmarks"))
     try:

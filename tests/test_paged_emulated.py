@@ -33,7 +33,7 @@ except ImportError:  # tests/ as a package
 
 HERE = Path(__file__).resolve().parent / "paged_emu"
 FOLDER = Path(problem.__file__).resolve().parent
-pytestmark = pytest.mark.skipif(GXX is None, reason="g++ is not on PATH")
+pytestmark = [pytest.mark.emulation, pytest.mark.skipif(GXX is None, reason="g++ is not on PATH")]
 
 
 @functools.lru_cache(maxsize=None)

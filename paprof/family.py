@@ -340,7 +340,12 @@ class Params:
                 text = format_value(value)
             text = re.sub(r"[^A-Za-z0-9.+-]+", "-", text)
             parts.append(text if f.kind == "str" else f"{f.key.replace('_', '')}{text}")
-        return "_".join(parts) or "default"
+        text = "_".join(parts) or "default"
+        # never a hidden or temporary-looking file name (the store's readers skip those)
+        text = re.sub(r"^\.+", lambda m: "-" * len(m.group()), text).replace(".tmp-", "-tmp-")
+        if len(text) > 120:
+            text = f"{text[:100]}-{hashlib.sha1(text.encode()).hexdigest()[:8]}"
+        return text
 
 
 # ---------------------------------------------------------------------------------------
@@ -426,8 +431,8 @@ class Variant:
     kind: ClassVar[str] = ""
 
     def __post_init__(self):
-        if not _ID.match(self.id or ""):
-            raise ValueError(f"variant id {self.id!r}: letters, digits, '_', '.', '+', '-' only")
+        if not _ID.match(self.id or "") or ".tmp-" in self.id or len(self.id) > 100:
+            raise ValueError(f"variant id {self.id!r}: letters, digits, '_', '.', '+', '-' only (no '.tmp-', at most 100 characters)")
 
     @property
     def name(self) -> str:

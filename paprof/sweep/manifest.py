@@ -16,6 +16,7 @@ import hashlib
 import json
 from pathlib import Path
 
+from paprof import names
 from paprof.errors import UserError
 from paprof.profiler import provenance, store
 
@@ -42,7 +43,10 @@ def default_name(defn: dict) -> str:
     return f"{defn['family']}-{defn['mode']}-{digest}"
 
 
-def path(runs, name: str) -> Path:
+def path(runs, name: str, what: str = "--name") -> Path:
+    """``<runs>/sweeps/<name>.json``; ``name`` must be one safe file name (``UserError``
+    otherwise: nothing is written outside the store or hidden inside it)."""
+    names.check(name, what)
     return Path(runs) / FOLDER / f"{name}.json"
 
 

@@ -155,7 +155,7 @@ def join_manifests(into: dict, other: dict) -> None:
 
 def _merge_manifest(file: Path, out: Path, res: MergeResult) -> None:
     incoming = manifests.load(file)
-    target = manifests.path(out, incoming["name"])
+    target = manifests.path(out, incoming.get("name"), f"the sweep manifest {file}: its name")
     if target.is_file():
         have = manifests.load(target)
         if not manifests.same_sweep(have, incoming):

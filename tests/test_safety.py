@@ -104,3 +104,158 @@ def test_a_variant_id_with_the_temp_mark_is_refused():
 
     with pytest.raises(ValueError):
         CommandVariant(id="a.tmp-b", idea="", command=("true",), range_name="r")
+
+
+# -- F2 / F11 / F9: no code from folders the user does not own; broken families one line --
+
+import sys  # noqa: E402
+import textwrap  # noqa: E402
+
+from paprof import registry  # noqa: E402
+
+PLANTED = '''
+from pathlib import Path
+Path({marker!r}).write_text("ran")
+from paprof.family import Family, Params, Work
+from dataclasses import dataclass
+@dataclass(frozen=True)
+class P(Params):
+    pass
+family = Family(name="planted", params=P, inputs=None, output=None, reference=None,
+                work=lambda p: Work(bytes=1), variants=[])
+'''
+
+
+@pytest.fixture
+def clean_registry(monkeypatch):
+    registry.clear()
+    saved = list(sys.path)
+    monkeypatch.delenv(registry.TRUST_ENV, raising=False)
+    yield
+    registry.clear()
+    sys.path[:] = saved
+    for name in [m for m in sys.modules if m.startswith(("planted", "fam_"))]:
+        del sys.modules[name]
+
+
+def _plant(folder: Path, module: str, marker: Path, body: str = PLANTED):
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "pyproject.toml").write_text(
+        f'[tool.paprof]\nfamilies = ["{module}:family"]\npath = ["."]\n')
+    (folder / f"{module}.py").write_text(body.format(marker=str(marker)))
+
+
+def test_discovery_stops_at_the_repository_root(tmp_path, monkeypatch, clean_registry):
+    marker = tmp_path / "ran"
+    _plant(tmp_path / "shared", "planted", marker)
+    work = tmp_path / "shared" / "alice" / "work"
+    work.mkdir(parents=True)
+    (tmp_path / "shared" / "alice" / ".git").mkdir()
+    monkeypatch.chdir(work)
+    assert "planted" not in registry.discover()
+    assert not marker.exists()
+
+
+def test_discovery_stops_at_the_first_pyproject(tmp_path, monkeypatch, clean_registry):
+    marker = tmp_path / "ran"
+    _plant(tmp_path / "shared", "planted", marker)
+    project = tmp_path / "shared" / "bob"
+    (project / "src").mkdir(parents=True)
+    (project / "pyproject.toml").write_text('[project]\nname = "bob"\n')
+    monkeypatch.chdir(project / "src")
+    assert "planted" not in registry.discover()
+    assert not marker.exists()
+
+
+def test_a_world_writable_project_is_refused_until_trusted(tmp_path, monkeypatch, clean_registry):
+    marker = tmp_path / "ran"
+    repo = tmp_path / "repo"
+    _plant(repo, "planted", marker)
+    repo.chmod(0o777)
+    monkeypatch.chdir(repo)
+    with pytest.raises(UserError, match=r"writable by group or others.*PAPROF_TRUST=") as err:
+        registry.discover()
+    assert "\n" not in str(err.value) and str(repo) in str(err.value)
+    assert not marker.exists()
+    monkeypatch.setenv(registry.TRUST_ENV, str(repo))
+    registry.clear()
+    assert registry.discover()["planted"].origin.startswith("[tool.paprof] of ")
+    assert marker.exists()
+
+
+def test_a_writable_module_file_is_refused(tmp_path, monkeypatch, clean_registry):
+    marker = tmp_path / "ran"
+    repo = tmp_path / "repo"
+    _plant(repo, "planted", marker)
+    (repo / "planted.py").chmod(0o666)
+    monkeypatch.chdir(repo)
+    with pytest.raises(UserError, match="planted.py is writable"):
+        registry.discover()
+    assert not marker.exists()
+
+
+@pytest.mark.skipif(not hasattr(os, "getuid"), reason="no file owners")
+def test_a_project_owned_by_another_user_is_refused(tmp_path, monkeypatch, clean_registry):
+    marker = tmp_path / "ran"
+    repo = tmp_path / "repo"
+    _plant(repo, "planted", marker)
+    monkeypatch.chdir(repo)
+    if os.getuid() == 0:  # root: give the project to someone else
+        os.chown(repo / "planted.py", 4243, -1)
+    monkeypatch.setattr(os, "getuid", lambda: 4242)
+    with pytest.raises(UserError, match="owned by another user"):
+        registry.discover()
+    assert not marker.exists()
+
+
+def test_tool_as_a_string_is_one_line(paprof_cli, tmp_path, monkeypatch, clean_registry):
+    (tmp_path / "pyproject.toml").write_text('tool = "x"\n')
+    monkeypatch.chdir(tmp_path)
+    result = invoke(paprof_cli, "list")
+    one_line_exit_2(result)
+    assert "'tool' must be a table" in result.output
+
+
+def test_a_family_calling_sys_exit_is_one_line_exit_2(paprof_cli, tmp_path, monkeypatch, clean_registry):
+    _plant(tmp_path, "fam_exit", tmp_path / "ran", "import sys\nsys.exit(0)\n")
+    monkeypatch.chdir(tmp_path)
+    result = invoke(paprof_cli, "list")
+    one_line_exit_2(result)
+    assert "fam_exit" in result.output and "sys.exit(0)" in result.output
+
+
+BROKEN_FAMILY = '''
+from dataclasses import dataclass
+from paprof.family import Family, Params, Work, param
+@dataclass(frozen=True)
+class P(Params):
+    n: int = param(4)
+    def validate(self):
+        {validate}
+family = Family(name="fam_bad", params=P, inputs=None, output=None, reference=None,
+                work=lambda p: {work}, variants=[])
+'''
+
+
+@pytest.mark.parametrize("validate, work, message", [
+    ("pass", "Work(bytes=float('nan'))", "finite"),
+    ("pass", "Work(bytes=float('inf'))", "finite"),
+    ("pass", "Work(bytes=-1)", "negative"),
+    ("pass", "None", "returned NoneType"),
+    ("pass", "1 / 0", "ZeroDivisionError"),
+    ("raise RuntimeError('boom')", "Work(bytes=1)", "validate() failed (RuntimeError: boom)"),
+])
+def test_a_broken_family_is_flagged_by_list(paprof_cli, tmp_path, monkeypatch, clean_registry,
+                                             validate, work, message):
+    (tmp_path / "pyproject.toml").write_text('[tool.paprof]\nfamilies = ["fam_bad:family"]\n')
+    (tmp_path / "fam_bad.py").write_text(BROKEN_FAMILY.format(validate=validate, work=work))
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(paprof_cli, ["list"], catch_exceptions=False)
+    assert result.exit_code == 2, result.output
+    assert "paged_decode" in result.stdout  # the others are still listed
+    assert "fam_bad" in result.stdout and "BROKEN" in result.stdout
+    assert len(result.stderr.strip().splitlines()) == 1 and message in result.stderr
+    assert "Traceback" not in result.stdout + result.stderr
+    fam = registry.family("fam_bad")
+    with pytest.raises(UserError, match="fam_bad|validate"):
+        fam.work_of(fam.params())

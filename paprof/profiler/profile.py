@@ -26,7 +26,7 @@ from rich.progress import (
 )
 
 from paprof.errors import ShapeError, UserError, VerificationError
-from paprof.family import CommandVariant, Variant
+from paprof.family import CommandVariant, Variant, checked_work
 from paprof.profiler import provenance, store
 from paprof.profiler.argv import NcuSettings, ncu_argv, verify_argv
 from paprof.profiler.locate import find_ncu
@@ -241,7 +241,7 @@ def profile_variant(
     preset = get_preset(settings.preset)
     settings = dataclasses.replace(settings, ncu=settings.ncu or find_ncu())
     holds_to_gemm = getattr(family, "holds_to_gemm", None)
-    if not is_command and holds_to_gemm is not None and holds_to_gemm(family.work(params)):
+    if not is_command and holds_to_gemm is not None and holds_to_gemm(checked_work(family, params)):
         settings = dataclasses.replace(settings, measure_gemm_ceiling=True)  # the run names it
     _early_refusal(runs_dir, variant, params, replace)
     env = child_env()
@@ -256,7 +256,7 @@ def profile_variant(
             say(f"compiling, checking and timing {settings.time_launches} launches (no ncu)")
             result = verify(variant, params, settings, Path(scratch) / "result.json", env)
         settings = dataclasses.replace(settings, kernels_per_launch=_kernels_per_launch(result))
-    work = family.work(params).to_dict() if family is not None else None
+    work = checked_work(family, params).to_dict() if family is not None else None
     source = source_state(variant, getattr(family, "folder", None))
     prov = provenance.collect(settings.ncu, gpu=result.get("gpu"))
     paths = store.run_paths(runs_dir, prov.gpu_slug, variant.family, variant.id, _slug_of(params))

@@ -259,3 +259,73 @@ def test_a_broken_family_is_flagged_by_list(paprof_cli, tmp_path, monkeypatch, c
     fam = registry.family("fam_bad")
     with pytest.raises(UserError, match="fam_bad|validate"):
         fam.work_of(fam.params())
+
+
+# -- F3: a damaged report is one line, and ncu_report never takes paprof down ------------
+
+import struct  # noqa: E402
+
+from paprof.analysis import ncu_fastread, ncu_reader  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[1]
+V5_REPORT = (REPO / "examples/sweeps/h200-profile/nvidia-h200/paged_decode/v5/"
+             "b16_ctx16384_h32x8_d128_p16_fp16.ncu-rep")
+
+
+def _damaged(tmp_path, offset=62443, delta=1) -> Path:
+    data = bytearray(V5_REPORT.read_bytes())
+    struct.pack_into("<I", data, offset, struct.unpack_from("<I", data, offset)[0] + delta)
+    path = tmp_path / "damaged.ncu-rep"
+    path.write_bytes(bytes(data))
+    return path
+
+
+def test_a_payload_length_off_by_one_is_corrupt_not_unsupported(tmp_path):
+    with pytest.raises(ncu_fastread.Corrupt, match="runs past its block"):
+        ncu_fastread.read_report(_damaged(tmp_path), ["gpu__time_duration.sum"])
+
+
+def test_a_report_cut_short_is_corrupt(tmp_path):
+    path = tmp_path / "short.ncu-rep"
+    path.write_bytes(V5_REPORT.read_bytes()[:-3])
+    with pytest.raises(ncu_fastread.Corrupt):
+        ncu_fastread.read_report(path, ["gpu__time_duration.sum"])
+
+
+def test_table_of_a_damaged_report_is_one_line_exit_2(paprof_cli, tmp_path, monkeypatch):
+    def never(*_a, **_k):
+        raise AssertionError("ncu_report must not see a file the fast reader found damaged")
+
+    monkeypatch.setattr(ncu_reader, "import_ncu_report", never)
+    result = invoke(paprof_cli, "table", str(_damaged(tmp_path)))
+    one_line_exit_2(result)
+    assert "damaged.ncu-rep: corrupt Nsight Compute report" in result.output
+
+
+FAKE_NCU_REPORT = '''
+import os
+def load_report(path):
+    if os.path.basename(path).startswith("abort"):
+        os.abort()
+    raise RuntimeError("cannot read " + path)
+'''
+
+
+def test_ncu_report_aborting_is_a_one_line_error_in_a_child(tmp_path, monkeypatch):
+    import importlib.util
+
+    (tmp_path / "mod").mkdir()
+    (tmp_path / "mod" / "ncu_report.py").write_text(FAKE_NCU_REPORT)
+    spec = importlib.util.spec_from_file_location("ncu_report", tmp_path / "mod" / "ncu_report.py")
+    fake = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(fake)
+    monkeypatch.setattr(ncu_reader, "import_ncu_report", lambda: fake)
+    monkeypatch.setattr(ncu_reader, "NCU_CHILD", True)
+    path = tmp_path / "abort.ncu-rep"
+    path.write_bytes(b"whatever")
+    with pytest.raises(UserError, match=r"abort.ncu-rep: damaged Nsight Compute report .*SIGABRT"):
+        ncu_reader._load(path)  # without the child this process would die here
+    other = tmp_path / "plain.ncu-rep"
+    other.write_bytes(b"whatever")
+    with pytest.raises(UserError, match="cannot load the report: cannot read"):
+        ncu_reader._load(other)

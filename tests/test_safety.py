@@ -329,3 +329,97 @@ def test_ncu_report_aborting_is_a_one_line_error_in_a_child(tmp_path, monkeypatc
     other.write_bytes(b"whatever")
     with pytest.raises(UserError, match="cannot load the report: cannot read"):
         ncu_reader._load(other)
+
+
+# -- F6: a record is whole or absent -------------------------------------------------------
+
+from paprof.profiler import store  # noqa: E402
+from paprof.sweep import results as sweep_results  # noqa: E402
+
+
+class Killed(BaseException):
+    """Stands for SIGKILL: nothing after it runs (the temp-file cleanup aside)."""
+
+
+def _write_run(paths, variant, replace=False, kill_after_renames=None, monkeypatch=None):
+    real = os.replace
+    done = []
+
+    def replace_then_die(a, b):
+        if kill_after_renames is not None and len(done) == kill_after_renames:
+            raise Killed()
+        done.append(b)
+        real(a, b)
+
+    if monkeypatch is not None:
+        monkeypatch.setattr(store.os, "replace", replace_then_die)
+    try:
+        with store.writing(paths, replace) as pending:
+            pending.report.write_bytes(b"NVR\x00" + variant.encode() * (10 + len(variant)))
+            store.write_sidecar(pending.sidecar, {"variant": variant, "family": "paged_decode",
+                                                  "shape_slug": "s", "gpu_slug": "g"})
+    finally:
+        if monkeypatch is not None:
+            monkeypatch.setattr(store.os, "replace", real)
+
+
+@pytest.mark.parametrize("kill_after", [0, 1])
+def test_a_kill_between_the_renames_leaves_no_run(tmp_path, monkeypatch, kill_after):
+    paths = store.run_paths(tmp_path, "g", "paged_decode", "v5", "s")
+    with pytest.raises(Killed):
+        _write_run(paths, "v5", kill_after_renames=kill_after, monkeypatch=monkeypatch)
+    assert store.find_runs(tmp_path) == []
+    assert sweep_results.stored(tmp_path, "g", "paged_decode", "v5", "s", "profile") is None
+    _write_run(paths, "v5")  # resume writes it, no --replace needed
+    (run,) = store.find_runs(tmp_path)
+    assert run.sidecar["variant"] == "v5" and run.sidecar[store.REPORT_BYTES] == paths.report.stat().st_size
+    assert sweep_results.stored(tmp_path, "g", "paged_decode", "v5", "s", "profile") == paths.report
+
+
+@pytest.mark.parametrize("kill_after", [0, 1])
+def test_a_kill_while_replacing_never_mixes_two_records(tmp_path, monkeypatch, kill_after):
+    paths = store.run_paths(tmp_path, "g", "paged_decode", "v5", "s")
+    _write_run(paths, "v3")
+    with pytest.raises(Killed):
+        _write_run(paths, "v5-new", replace=True, kill_after_renames=kill_after, monkeypatch=monkeypatch)
+    runs = store.find_runs(tmp_path)
+    assert runs == [] or [r.sidecar["variant"] for r in runs] == ["v3"]
+    for run in runs:  # whatever is there is one record
+        assert store.belongs(run.report, run.sidecar)
+
+
+def test_a_sidecar_of_another_report_is_not_read_as_its_own(tmp_path):
+    paths = store.run_paths(tmp_path, "g", "paged_decode", "v5", "s")
+    _write_run(paths, "v3")
+    paths.report.write_bytes(b"NVR\x00" + b"another, longer report" * 3)  # as after a torn --force
+    (run,) = store.find_runs(tmp_path)
+    assert run.sidecar is None and run.variant == "v5"  # the folder's, not the sidecar's v3
+    assert sweep_results.stored(tmp_path, "g", "paged_decode", "v5", "s", "profile") is None
+
+
+def test_the_shipped_runs_still_load():
+    runs = store.find_runs(REPO / "examples" / "h200")
+    assert runs and all(r.sidecar is not None for r in runs)
+
+
+def test_refusing_an_existing_run_names_the_commands_option(tmp_path):
+    """F21: a sweep has --force, not --replace."""
+    paths = store.run_paths(tmp_path, "g", "paged_decode", "v5", "s")
+    _write_run(paths, "v5")
+    with pytest.raises(UserError, match="pass --force to overwrite"):
+        store.refuse_existing(paths, False, "--force")
+
+
+def test_a_sweep_profiles_with_force_as_its_replace_option(tmp_path, monkeypatch):
+    from paprof.profiler import profile
+
+    seen = {}
+
+    def fake(variants, params, ncu, runs, **kwargs):
+        seen.update(kwargs)
+        return []
+
+    monkeypatch.setattr(profile, "profile_variants", fake)
+    run_module.profile_point(None, [], None, tmp_path, run_module.SweepSettings(mode="profile"),
+                             lambda _t: None)
+    assert seen["replace_option"] == "--force"

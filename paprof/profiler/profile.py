@@ -201,7 +201,8 @@ def _slug_of(params) -> str:
     return params.slug() if params is not None else store.COMMAND_SLUG
 
 
-def _early_refusal(runs_dir: Path, variant: Variant, params, replace: bool) -> None:
+def _early_refusal(runs_dir: Path, variant: Variant, params, replace: bool,
+                   option: str = "--replace") -> None:
     """Refuse before any GPU work when every GPU has one name and the run exists."""
     if replace:
         return
@@ -209,7 +210,7 @@ def _early_refusal(runs_dir: Path, variant: Variant, params, replace: bool) -> N
     if len(names) == 1:
         gpu_slug = provenance.slug(names.pop())
         paths = store.run_paths(runs_dir, gpu_slug, variant.family, variant.id, _slug_of(params))
-        store.refuse_existing(paths, replace)
+        store.refuse_existing(paths, replace, option)
 
 
 def profile_variant(
@@ -220,6 +221,7 @@ def profile_variant(
     replace: bool = False,
     progress: Status | None = None,
     family=None,
+    replace_option: str = "--replace",
 ) -> store.Run:
     """Verify ``variant`` at ``params`` outside ncu, then profile it and store the run.
 
@@ -243,7 +245,7 @@ def profile_variant(
     holds_to_gemm = getattr(family, "holds_to_gemm", None)
     if not is_command and holds_to_gemm is not None and holds_to_gemm(checked_work(family, params)):
         settings = dataclasses.replace(settings, measure_gemm_ceiling=True)  # the run names it
-    _early_refusal(runs_dir, variant, params, replace)
+    _early_refusal(runs_dir, variant, params, replace, replace_option)
     env = child_env()
     if preset.lineinfo:
         env["PAPROF_LINEINFO"] = "1"
@@ -260,7 +262,7 @@ def profile_variant(
     source = source_state(variant, getattr(family, "folder", None))
     prov = provenance.collect(settings.ncu, gpu=result.get("gpu"))
     paths = store.run_paths(runs_dir, prov.gpu_slug, variant.family, variant.id, _slug_of(params))
-    with store.writing(paths, replace) as pending:
+    with store.writing(paths, replace, replace_option) as pending:
         scratch_result = None if is_command else pending.scratch("result.json")
         argv = ncu_argv(settings, variant, params, pending.report, scratch_result)
         say("ncu: starting")
@@ -270,6 +272,7 @@ def profile_variant(
                                 ncu.log.kernels, paths, source,
                                 getattr(family, "gate_metrics", ()), getattr(family, "notes", ()))
         store.write_sidecar(pending.sidecar, sidecar)
+    sidecar[store.REPORT_BYTES] = paths.report.stat().st_size  # as writing() stored it
     return store.Run(paths.report, sidecar)
 
 
@@ -293,6 +296,7 @@ def profile_variants(
     replace: bool = False,
     console: Console | None = None,
     family=None,
+    replace_option: str = "--replace",
 ) -> list[Outcome]:
     """Profile each variant in turn under one progress display (on stderr).
 
@@ -324,7 +328,7 @@ def profile_variants(
             outcome = Outcome(variant)
             try:
                 outcome.run = profile_variant(variant, params, settings, runs_dir, replace, say,
-                                              family=family)
+                                              family=family, replace_option=replace_option)
             except VerificationError as err:
                 outcome.failed = err
             except ShapeError as err:

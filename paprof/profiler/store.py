@@ -145,6 +145,8 @@ def load_run(report: Path, root: Path) -> Run:
     """A run of the folder ``root`` (its sidecar read); without a sidecar, gpu/family/
     variant come from the store layout if it fits."""
     sidecar = _read_sidecar(report)
+    if sidecar is not None and REPORT_BYTES in sidecar and not belongs(report, sidecar):
+        sidecar = None  # another report's sidecar (a torn or mixed record): not this one's
     layout = {}
     if sidecar is None:
         parts = report.relative_to(root).parts if report.is_relative_to(root) else ()
@@ -256,10 +258,43 @@ def latest(
     )
 
 
-def refuse_existing(paths: RunPaths, replace: bool) -> None:
-    """Raise ``UserError`` if the run exists and ``replace`` is False."""
-    if not replace and (paths.report.exists() or paths.sidecar.exists()):
-        raise UserError(f"a run already exists at {paths.report}; pass --replace to overwrite it")
+REPORT_BYTES = "report_bytes"
+"""The sidecar key naming the size of the report it was written with: a sidecar whose
+report has another size belongs to another report (a record torn by a kill, or mixed
+by hand) and is not read as this one's. Sidecars written before it have no such key."""
+
+
+def belongs(report: Path, sidecar: dict | None) -> bool:
+    """Whether ``sidecar`` was written with ``report`` (True for sidecars from before
+    ``REPORT_BYTES``)."""
+    if not isinstance(sidecar, dict):
+        return False
+    size = sidecar.get(REPORT_BYTES)
+    if size is None:
+        return True
+    try:
+        return report.stat().st_size == size
+    except OSError:
+        return False
+
+
+def is_stored(paths: RunPaths) -> bool:
+    """Whether the run is whole in the store: its report and a sidecar written with it.
+    A sidecar alone, or a report beside a sidecar of another report, is not a run."""
+    if not paths.report.is_file():
+        return False
+    try:
+        sidecar = json.loads(paths.sidecar.read_text())
+    except (OSError, ValueError):
+        return False
+    return belongs(paths.report, sidecar)
+
+
+def refuse_existing(paths: RunPaths, replace: bool, option: str = "--replace") -> None:
+    """Raise ``UserError`` if the run is stored and ``replace`` is False (``option``: the
+    command's option that replaces it)."""
+    if not replace and is_stored(paths):
+        raise UserError(f"a run already exists at {paths.report}; pass {option} to overwrite it")
 
 
 @dataclass(frozen=True)
@@ -291,22 +326,31 @@ def write_sidecar(path: Path, data: dict) -> None:
 
 
 @contextlib.contextmanager
-def writing(paths: RunPaths, replace: bool = False) -> Iterator[Pending]:
-    """Write a run under temporary names; rename both files into place on success.
+def writing(paths: RunPaths, replace: bool = False, option: str = "--replace") -> Iterator[Pending]:
+    """Write a run under temporary names; rename both files into place on success: the
+    sidecar first, the report last (a sidecar without its report is no run).
 
     On any exception (ncu failure, ``KeyboardInterrupt``) every temporary file is
     removed and the exception continues; the existing run, if any, is untouched.
     """
-    refuse_existing(paths, replace)
+    refuse_existing(paths, replace, option)
     paths.folder.mkdir(parents=True, exist_ok=True)
     pending = _temp_names(paths)
     try:
         yield pending
         if not pending.report.is_file() or not pending.sidecar.is_file():
             raise RuntimeError(f"run incomplete: {pending.report} or {pending.sidecar} is missing")
-        refuse_existing(paths, replace)
-        os.replace(pending.report, paths.report)
+        sidecar = json.loads(pending.sidecar.read_text())
+        if isinstance(sidecar, dict):
+            sidecar[REPORT_BYTES] = pending.report.stat().st_size
+            write_sidecar(pending.sidecar, sidecar)
+        refuse_existing(paths, replace, option)
+        # Whole or absent, whatever moment a kill comes: the old report goes first (its
+        # sidecar alone is no run), then the new sidecar, then the new report, which
+        # makes the record. A report is never beside a sidecar that is not its own.
+        paths.report.unlink(missing_ok=True)
         os.replace(pending.sidecar, paths.sidecar)
+        os.replace(pending.report, paths.report)
     finally:
         for leftover in paths.folder.glob(f".*{TEMP_MARK}{pending.token}*"):
             leftover.unlink(missing_ok=True)

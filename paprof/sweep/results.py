@@ -132,7 +132,8 @@ def stored(runs, gpu_slug: str | None, family: str, variant: str, shape_slug: st
     suffix = BENCH_SUFFIX if mode == "bench" else ".ncu-rep"
     gpus = [gpu_slug] if gpu_slug else sorted(p.name for p in Path(runs).glob("*") if p.is_dir())
     for gpu in gpus:
-        path = store.run_paths(runs, gpu, family, variant, shape_slug).report.with_name(shape_slug + suffix)
-        if path.is_file():
+        paths = store.run_paths(runs, gpu, family, variant, shape_slug)
+        path = paths.report.with_name(shape_slug + suffix)
+        if mode == "bench" and path.is_file() or mode != "bench" and store.is_stored(paths):
             return path
     return None

@@ -110,7 +110,7 @@ def profile_point(family, variants, params, runs: Path, settings: SweepSettings,
     quiet = Console(stderr=True, force_terminal=False)  # the sweep's own bar is the live one
     out = []
     for o in profile_variants(variants, params, ncu, runs, replace=settings.force, console=quiet,
-                              family=family):
+                              family=family, replace_option="--force"):
         if o.skipped:
             out.append(VariantOutcome(o.variant.id, "skipped", str(o.skipped)))
         elif o.failed:

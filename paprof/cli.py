@@ -66,7 +66,9 @@ class _Group(click.Group):
             try:
                 return super().invoke(ctx)
             except PaprofError as err:
-                click.echo(f"paprof: error: {err}", err=True)
+                from paprof.names import printable
+
+                click.echo(f"paprof: error: {printable(err, newlines=True)}", err=True)
                 sys.exit(err.exit_code)
 
 

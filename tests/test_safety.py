@@ -423,3 +423,67 @@ def test_a_sweep_profiles_with_force_as_its_replace_option(tmp_path, monkeypatch
     run_module.profile_point(None, [], None, tmp_path, run_module.SweepSettings(mode="profile"),
                              lambda _t: None)
     assert seen["replace_option"] == "--force"
+
+
+# -- F16 / F17: hostile names in CI outputs -------------------------------------------------
+
+import xml.etree.ElementTree as ET  # noqa: E402
+
+try:
+    from test_regress import make_baseline, make_rows, make_table, verdict_for
+except ImportError:  # tests/ became a package
+    from tests.test_regress import make_baseline, make_rows, make_table, verdict_for
+
+HOSTILE = "v<script>alert(1)</script><img src=x onerror=alert(2)>[a](javascript:alert(3))\x01\x08\x1b[31m]]>\ufffe"
+HOSTILE_SHAPE = "batch=64,<svg onload=alert(4)>\x1b[2J"
+HOSTILE_GPU = "NVIDIA <b>H200</b>\x1b]0;owned\x07"
+
+
+def _hostile_verdict():
+    rows = lambda **kw: make_rows(variant=HOSTILE, shape=HOSTILE_SHAPE, gpu=HOSTILE_GPU, **kw)  # noqa: E731
+    return verdict_for(make_baseline(make_table(rows())), rows(dram=(57.0,)))
+
+
+def test_check_markdown_escapes_hostile_names():
+    from paprof.reports.check_markdown import verdict_markdown
+
+    text = verdict_markdown(_hostile_verdict())
+    import re
+
+    assert re.search(r"(?<!\\)<", text) is None  # every < escaped: no HTML at all
+    assert re.search(r"(?<!\\)\]\(", text) is None  # no link
+    for raw in ("\x1b", "\x01", "\x08"):
+        assert raw not in text, raw
+    assert "\\<script\\>" in text and "\\[a\\](javascript:alert(3))" in text
+
+
+def test_junit_with_control_characters_is_well_formed(tmp_path):
+    from paprof.reports.junit import write_junit
+
+    path = write_junit(_hostile_verdict(), tmp_path / "check.xml")
+    root = ET.parse(path).getroot()  # well-formed
+    names = [s.get("name") for s in root.iter("testsuite")]
+    assert names and "<script>" in names[0] and "\x1b" not in names[0]
+    raw = path.read_text(encoding="utf-8")
+    assert "\x1b" not in raw and "\x01" not in raw and "\ufffe" not in raw
+    from xml.dom import minidom
+
+    minidom.parse(str(path))  # a second, strict parser agrees
+
+
+def test_names_printed_to_the_terminal_hold_no_escape_characters():
+    assert names.printable("a\x1b[31mb\x08\x00") == "a\\x1b[31mb\\x08\\x00"
+    assert names.printable("one\ttab") == "one\ttab"
+    assert names.printable("two\nlines", newlines=True) == "two\nlines"
+    from paprof.commands.check import _verdict_table
+    from rich.console import Console
+
+    console = Console(record=True, width=300, force_terminal=False)
+    console.print(_verdict_table(_hostile_verdict())[0])
+    shown = console.export_text()
+    assert "\x1b" not in shown and "\\x1b" in shown
+
+
+def test_an_error_line_holds_no_escape_characters(paprof_cli, tmp_path):
+    result = invoke(paprof_cli, "table", str(tmp_path / "no\x1b[2Jsuch"))
+    assert result.exit_code == 2 and "\x1b" not in result.output and "\\x1b" in result.output

@@ -23,8 +23,9 @@ def _interrupts():
     """Ctrl-C as one line and exit 130 (click would print "Aborted!" and exit 1)."""
     try:
         yield
-    except KeyboardInterrupt:
-        raise SystemExit(interrupted()) from None
+    except KeyboardInterrupt as err:
+        detail = str(err.args[0]) if err.args and isinstance(err.args[0], str) else ""
+        raise SystemExit(interrupted(detail.splitlines()[0] if detail else "")) from None
 
 
 _NoArgsIsHelp = getattr(click.exceptions, "NoArgsIsHelpError", ())

@@ -487,3 +487,132 @@ def test_names_printed_to_the_terminal_hold_no_escape_characters():
 def test_an_error_line_holds_no_escape_characters(paprof_cli, tmp_path):
     result = invoke(paprof_cli, "table", str(tmp_path / "no\x1b[2Jsuch"))
     assert result.exit_code == 2 and "\x1b" not in result.output and "\\x1b" in result.output
+
+
+# -- F5: two writers of one store lose nothing ---------------------------------------------
+
+import subprocess  # noqa: E402
+
+SHARD_WRITER = r'''
+import sys, time
+sys.path.insert(0, {tests!r})
+from rich.console import Console
+from paprof import registry
+from paprof.sweep import grid as G
+from paprof.sweep.run import run_sweep
+from sweep_fakes import FakeRunner, GPU
+
+class Slow(FakeRunner):
+    def __call__(self, *a, **k):
+        time.sleep(0.01)
+        return super().__call__(*a, **k)
+
+k, n = int(sys.argv[1]), int(sys.argv[2])
+fam = registry.family("paged_decode")
+variants = registry.resolve(["v5", "v6"], fam.name)
+grid = G.make_grid(fam.params, ["batch=1,2,4,8,16,32", "context=1024,2048,4096,8192"], "dtype=fp16")
+run_sweep(fam, variants, grid, sys.argv[3], shard=(k, n), runner=Slow(), gpu_name=GPU,
+          console=Console(stderr=True, force_terminal=False))
+'''
+
+
+def test_two_shards_at_once_on_one_store_lose_no_status(tmp_path):
+    runs = tmp_path / "runs"
+    script = SHARD_WRITER.format(tests=str(Path(__file__).resolve().parent))
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    procs = [subprocess.Popen([sys.executable, "-c", script, str(k), "2", str(runs)], env=env,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+             for k in (1, 2)]
+    for p in procs:
+        _out, err = p.communicate(timeout=300)
+        assert p.returncode == 0, err.decode()
+    data = M.find(runs)
+    assert M.status_counts(data)["done"] == 48  # 24 points x 2 variants, from both shards
+    assert sorted((s["shard"], s["of"]) for s in data["shards"]) == [(1, 2), (2, 2)]
+
+
+def test_two_merges_into_one_out_at_once_lose_no_status(tmp_path):
+    runs = tmp_path / "runs"
+    script = SHARD_WRITER.format(tests=str(Path(__file__).resolve().parent))
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    for k in (1, 2, 3, 4):
+        subprocess.run([sys.executable, "-c", script, str(k), "4", str(tmp_path / f"s{k}")],
+                       env=env, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    merge = ("import sys; from paprof.sweep.merge import merge_stores; "
+             "merge_stores(sys.argv[1:-1], sys.argv[-1])")
+    procs = [subprocess.Popen([sys.executable, "-c", merge, str(tmp_path / a), str(tmp_path / b),
+                               str(runs)], env=env, stderr=subprocess.PIPE)
+             for a, b in (("s1", "s2"), ("s3", "s4"))]
+    for p in procs:
+        _out, err = p.communicate(timeout=300)
+        assert p.returncode == 0, err.decode()
+    assert M.status_counts(M.find(runs))["done"] == 48
+
+
+def test_the_store_lock_is_reentrant_and_hidden(tmp_path):
+    with store.locked(tmp_path):
+        with store.locked(tmp_path):
+            pass
+    assert (tmp_path / store.LOCK_NAME).is_file() and store.find_runs(tmp_path) == []
+
+
+# -- F4: a manifest of the wrong structure is one line, and merge does not copy it on -----
+
+def _manifest(tmp_path, **change):
+    from paprof.sweep import grid as G
+
+    fam = registry.family("paged_decode")
+    grid = G.make_grid(fam.params, ["batch=1,2"], "dtype=fp16")
+    defn = M.definition(fam.name, ["v5"], grid, "bench")
+    data = M.new("s", defn, grid, (1, 1))
+    data.update(change)
+    src = tmp_path / "src"
+    (src / M.FOLDER).mkdir(parents=True)
+    (src / M.FOLDER / "s.json").write_text(json.dumps(data))
+    return src, data
+
+
+@pytest.mark.parametrize("change", [
+    {"points": None}, {"points": "abc"}, {"shards": "1/2"}, {"gpus": [1]},
+    {"points": [{"index": 0, "variants": {}}]},  # cut short: 1 of 2 points
+    {"points": [{"index": 0, "variants": {"v5": {"status": "great"}}}, {"index": 1, "variants": {}}]},
+    {"axes": "batch"},
+])
+def test_a_manifest_of_the_wrong_structure_is_one_line(paprof_cli, tmp_path, change):
+    src, _data = _manifest(tmp_path, **change)
+    if change.get("points") is None:
+        raw = json.loads((src / M.FOLDER / "s.json").read_text())
+        del raw["points"]
+        (src / M.FOLDER / "s.json").write_text(json.dumps(raw))
+    with pytest.raises(UserError, match="damaged sweep manifest"):
+        M.find(src)
+    result = invoke(paprof_cli, "merge", str(src), "--out", str(tmp_path / "out"))
+    one_line_exit_2(result)
+    assert not (tmp_path / "out" / M.FOLDER / "s.json").exists()
+
+
+def test_a_whole_manifest_still_loads(tmp_path):
+    src, data = _manifest(tmp_path)
+    assert M.find(src)["points"] == data["points"]
+
+
+# -- F23: a sweep error or Ctrl-C is one line ------------------------------------------------
+
+def test_a_sweep_error_is_one_line(paprof_cli, tmp_path, monkeypatch):
+    from paprof.errors import UserError as UE
+
+    def broken(*_a, **_k):
+        raise UE("no GPU here")
+
+    monkeypatch.setitem(run_module.RUNNERS, "bench", broken)
+    result = invoke(paprof_cli, *SWEEP, "--runs", str(tmp_path / "r"))
+    one_line_exit_2(result)
+    assert "no GPU here" in result.output and "stopped at batch 1" in result.output
+
+
+def test_a_sweep_interrupt_is_one_line(paprof_cli, tmp_path, monkeypatch):
+    monkeypatch.setitem(run_module.RUNNERS, "bench", FakeRunner(interrupt_at=2))
+    result = CliRunner().invoke(paprof_cli, [*SWEEP, "--runs", str(tmp_path / "r")])
+    assert result.exit_code == 130
+    lines = [l for l in result.output.strip().splitlines() if not l.startswith("[")]  # progress
+    assert len(lines) == 1 and lines[0].startswith("paprof: interrupted (stopped at batch 2")

@@ -366,3 +366,49 @@ def write_json_atomic(path: Path, data, replace: bool = True) -> None:
     if not replace and path.exists():
         raise UserError(f"{path} exists; pass --force to overwrite it")
     outputs.write(path, json.dumps(data, indent=2) + "\n", parents=True)
+
+
+LOCK_NAME = ".paprof.lock"
+"""The lock file of a store (hidden: the readers pass over it)."""
+_HELD: dict[str, list] = {}
+"""Locks this process holds: store path -> [file object, depth] (the lock is reentrant)."""
+
+
+@contextlib.contextmanager
+def locked(runs: Path | str) -> Iterator[None]:
+    """Hold the store's writer lock (``fcntl.flock`` on ``<runs>/.paprof.lock``): writers
+    of one store (two sweep shards, two merges into one --out) take turns at each
+    read-modify-write of shared files, so no writer's statuses are lost. Reentrant within
+    a process. flock works between processes of one machine and, on Linux NFS clients
+    (v4, or v3 with lockd), between machines; on a file system without locks it only
+    serialises the writers of one machine. Without ``fcntl`` (Windows): no lock."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - Windows
+        yield
+        return
+    folder = Path(runs)
+    key = str(folder.resolve())
+    held = _HELD.get(key)
+    if held is not None:
+        held[1] += 1
+        try:
+            yield
+        finally:
+            held[1] -= 1
+        return
+    folder.mkdir(parents=True, exist_ok=True)
+    try:
+        handle = open(folder / LOCK_NAME, "a+b")
+    except OSError as err:
+        raise UserError(f"cannot lock the run store {folder}: {err.strerror or err}") from None
+    try:
+        fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
+        _HELD[key] = [handle, 1]
+        try:
+            yield
+        finally:
+            del _HELD[key]
+            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+    finally:
+        handle.close()

@@ -154,6 +154,11 @@ def join_manifests(into: dict, other: dict) -> None:
 
 
 def _merge_manifest(file: Path, out: Path, res: MergeResult) -> None:
+    with store.locked(out):  # another merge into --out, or a sweep's writer, waits
+        _merge_manifest_locked(file, out, res)
+
+
+def _merge_manifest_locked(file: Path, out: Path, res: MergeResult) -> None:
     incoming = manifests.load(file)
     target = manifests.path(out, incoming.get("name"), f"the sweep manifest {file}: its name")
     if target.is_file():

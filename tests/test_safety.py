@@ -616,3 +616,35 @@ def test_a_sweep_interrupt_is_one_line(paprof_cli, tmp_path, monkeypatch):
     assert result.exit_code == 130
     lines = [l for l in result.output.strip().splitlines() if not l.startswith("[")]  # progress
     assert len(lines) == 1 and lines[0].startswith("paprof: interrupted (stopped at batch 2")
+
+
+# -- F13 / F14 / F15: an output never overlaps an input ------------------------------------
+
+def test_merge_refuses_a_source_inside_the_output(tmp_path):
+    from paprof.sweep.merge import merge_stores
+
+    outer = tmp_path / "outer"
+    (outer / "s2").mkdir(parents=True)
+    (tmp_path / "s1").mkdir()
+    with pytest.raises(UserError, match="lies inside --out"):
+        merge_stores([tmp_path / "s1", outer / "s2"], outer)
+
+
+def test_sweep_report_never_overwrites_its_manifest(paprof_cli, tmp_path, monkeypatch):
+    monkeypatch.setitem(run_module.RUNNERS, "bench", FakeRunner())
+    runs = tmp_path / "r"
+    assert invoke(paprof_cli, *SWEEP, "--runs", str(runs), "--name", "n").exit_code == 0
+    manifest = runs / M.FOLDER / "n.json"
+    before = manifest.read_bytes()
+    result = invoke(paprof_cli, "sweep-report", "--runs", str(runs), "--out", str(tmp_path / "s.html"),
+                    "--json", str(manifest), "--force")
+    one_line_exit_2(result)
+    assert "inputs" in result.output and manifest.read_bytes() == before
+
+
+def test_check_refuses_one_file_for_junit_and_markdown(paprof_cli, tmp_path):
+    same = tmp_path / "x"
+    result = invoke(paprof_cli, "check", "--baseline", str(tmp_path / "none.json"),
+                    "--junit", str(same), "--markdown", str(same))
+    one_line_exit_2(result)
+    assert "same file" in result.output and not same.exists()

@@ -7,6 +7,7 @@ this module prints the table and writes JUnit / Markdown.
 from __future__ import annotations
 
 import functools
+import os
 
 import sys
 from pathlib import Path
@@ -187,6 +188,8 @@ def check(baseline_path, runs, profile, static_gate, repeat, timed, rounds, ratc
 
     scan = Scan()  # the store is read once: for the inputs and for the runs checked
     inputs = [baseline_path, *input_files([runs or Path("runs")], scan)]
+    if junit and markdown and os.path.abspath(junit) == os.path.abspath(markdown):
+        raise UserError(f"--junit and --markdown are the same file ({junit}); name two files")
     for path, writer in ((junit, junit_xml), (markdown, check_markdown)):
         if path:  # before any work: profiling can take minutes
             writer.check_target(path, force, inputs)

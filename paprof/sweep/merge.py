@@ -185,13 +185,19 @@ def merge_stores(sources, out) -> MergeResult:
             raise UserError(f"no such run store: {s}")
     if out.exists() and not out.is_dir():
         raise UserError(f"--out {out} is a file, not a run store folder")
+    for source in sources:  # every source checked before anything is copied
+        if source.resolve() == out.resolve():
+            continue
+        if out.resolve().is_relative_to(source.resolve()):
+            raise UserError(f"--out {out} lies inside the store {source}; merge into a folder outside it")
+        if source.resolve().is_relative_to(out.resolve()):
+            raise UserError(f"the store {source} lies inside --out {out}; its records would be "
+                            "merged twice: move it out first")
     out.mkdir(parents=True, exist_ok=True)
     res = MergeResult()
     for source in sources:
         if source.resolve() == out.resolve():
             continue
-        if out.resolve().is_relative_to(source.resolve()):
-            raise UserError(f"--out {out} lies inside the store {source}; merge into a folder outside it")
         for rec in results.find_records(source):
             _merge_result(rec, source, out, res)
         folder = source / manifests.FOLDER

@@ -648,3 +648,31 @@ def test_check_refuses_one_file_for_junit_and_markdown(paprof_cli, tmp_path):
                     "--junit", str(same), "--markdown", str(same))
     one_line_exit_2(result)
     assert "same file" in result.output and not same.exists()
+
+
+# -- F8: a sidecar of the wrong types is one line -------------------------------------------
+
+import shutil  # noqa: E402
+
+
+@pytest.mark.parametrize("change", [{"created": 5}, {"gpu_slug": ["a"]}, {"read_ceiling_tbs": "fast"},
+                                    {"params": "batch=1"}, {"duration_us_event": float("nan")}])
+def test_a_sidecar_of_the_wrong_types_is_one_line(paprof_cli, tmp_path, change):
+    folder = tmp_path / "runs" / "nvidia-h200" / "paged_decode" / "v5"
+    folder.mkdir(parents=True)
+    shutil.copy(V5_REPORT, folder)
+    side = json.loads(V5_REPORT.with_suffix(".json").read_text())
+    side.update(change)
+    (folder / V5_REPORT.with_suffix(".json").name).write_text(json.dumps(side))
+    other = tmp_path / "runs" / "nvidia-h200" / "paged_decode" / "v6"
+    other.mkdir(parents=True)
+    result = invoke(paprof_cli, "table", str(tmp_path / "runs"))
+    one_line_exit_2(result)
+    assert "damaged record" in result.output and next(iter(change)) in result.output
+
+
+def test_a_bench_record_of_the_wrong_types_is_one_line(tmp_path):
+    path = tmp_path / "x.bench.json"
+    path.write_text(json.dumps({"kind": sweep_results.BENCH_KIND, "median_us": "fast"}))
+    with pytest.raises(UserError, match="'median_us' must be a finite number"):
+        sweep_results.read_bench(path)

@@ -31,6 +31,12 @@ TEMP_MARK = ".tmp-"
 SCHEMA = 2
 """Sidecar schema written now. Schema 1 (before families: ``shape_fields`` and the
 family's byte count, no ``params``/``work``/``source``) still loads everywhere."""
+REPORT_BYTES = "report_bytes"
+"""The sidecar key naming the size of the report it was written with: a sidecar whose
+report has another size belongs to another report (a record torn by a kill, or mixed
+by hand) and is not read as this one's. Sidecars written before it have no such key."""
+
+
 COMMAND_SLUG = "command"
 """The parameter slug of a run of an external command (it has no parameters)."""
 
@@ -130,6 +136,45 @@ def input_files(paths, scan: "Scan | None" = None) -> list[Path]:
     return found
 
 
+_TEXT_KEYS = ("family", "variant", "kind", "kernel_regex", "shape", "shape_slug", "gpu",
+              "gpu_slug", "driver", "ncu_version", "clock_control", "preset", "git_commit",
+              "created", "paprof_version", "report", "log", "nvtx_range")
+_NUMBER_KEYS = ("schema", "read_ceiling_tbs", "gemm_ceiling_tflops", "duration_us_event",
+                "bandwidth_tbs", "tflops", "replay_passes", "launches", REPORT_BYTES, "median_us",
+                "tbs", "pct_of_ceiling", "rel_error", "rounds")
+_TABLE_KEYS = ("params", "work", "source", "verification", "launch_details")
+_LIST_KEYS = ("sections", "gate_metrics", "command", "profiled_kernels")
+
+
+def check_record(data: dict, path) -> dict:
+    """``data`` (a run sidecar or a bench record) when each key paprof reads has its
+    type (text, a finite number, a table, a list; or null); else a one-line
+    ``UserError`` naming the file and the key: ``created: 5`` would otherwise end a
+    command in a traceback far from the file."""
+    import math
+
+    def bad(key, want):
+        value = data[key]
+        shown = repr(value) if len(repr(value)) <= 40 else repr(value)[:37] + "..."
+        return UserError(f"damaged record {path}: '{key}' must be {want}, got {shown}")
+
+    for key in _TEXT_KEYS:
+        if data.get(key) is not None and not isinstance(data[key], str):
+            raise bad(key, "text")
+    for key in _NUMBER_KEYS:
+        value = data.get(key)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))
+                                  or not math.isfinite(value)):
+            raise bad(key, "a finite number")
+    for key in _TABLE_KEYS:
+        if data.get(key) is not None and not isinstance(data[key], dict):
+            raise bad(key, "a table")
+    for key in _LIST_KEYS:
+        if data.get(key) is not None and not isinstance(data[key], list):
+            raise bad(key, "a list")
+    return data
+
+
 def _read_sidecar(report: Path) -> dict | None:
     sidecar = sidecar_path(report)
     if not sidecar.is_file():
@@ -138,7 +183,7 @@ def _read_sidecar(report: Path) -> dict | None:
         data = json.loads(sidecar.read_text())
     except (OSError, ValueError) as err:
         raise UserError(f"cannot read the run sidecar {sidecar}: {err}") from None
-    return data if isinstance(data, dict) else None
+    return check_record(data, sidecar) if isinstance(data, dict) else None
 
 
 def load_run(report: Path, root: Path) -> Run:
@@ -256,12 +301,6 @@ def latest(
         f"no run of {wanted} in {root}; it holds {listed(r.name for r in runs)} "
         f"(shapes: {listed(r.shape_slug for r in runs)}; GPUs: {listed(r.gpu_slug for r in runs)})"
     )
-
-
-REPORT_BYTES = "report_bytes"
-"""The sidecar key naming the size of the report it was written with: a sidecar whose
-report has another size belongs to another report (a record torn by a kill, or mixed
-by hand) and is not read as this one's. Sidecars written before it have no such key."""
 
 
 def belongs(report: Path, sidecar: dict | None) -> bool:

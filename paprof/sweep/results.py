@@ -88,7 +88,7 @@ def read_bench(path: Path) -> dict:
         raise UserError(f"cannot read the bench record {path}: {err}") from None
     if not isinstance(data, dict) or data.get("kind") != BENCH_KIND:
         raise UserError(f"{path} is not a paprof bench record")
-    return data
+    return store.check_record(data, path)
 
 
 def _is_temp(path: Path) -> bool:

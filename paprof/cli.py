@@ -66,6 +66,15 @@ class _Group(click.Group):
         with _interrupts():
             try:
                 return super().invoke(ctx)
+            except OSError as err:
+                from paprof.errors import environment_error
+                from paprof.names import printable
+
+                said = environment_error(err)
+                if said is None:
+                    raise  # a bug: its traceback
+                click.echo(f"paprof: error: {printable(said)}", err=True)
+                sys.exit(said.exit_code)
             except PaprofError as err:
                 from paprof.names import printable
 

@@ -676,3 +676,64 @@ def test_a_bench_record_of_the_wrong_types_is_one_line(tmp_path):
     path.write_text(json.dumps({"kind": sweep_results.BENCH_KIND, "median_us": "fast"}))
     with pytest.raises(UserError, match="'median_us' must be a finite number"):
         sweep_results.read_bench(path)
+
+
+# -- F7: a full or read-only disk, or a name too long: one line, nothing half-written -------
+
+import errno  # noqa: E402
+
+
+def test_merge_on_a_full_disk_is_one_line_and_leaves_no_temp(paprof_cli, tmp_path, monkeypatch):
+    from paprof.sweep import merge as merge_module
+
+    monkeypatch.setitem(run_module.RUNNERS, "bench", FakeRunner())
+    assert invoke(paprof_cli, *SWEEP, "--runs", str(tmp_path / "src")).exit_code == 0
+    real = shutil.copyfile
+
+    def full(src, dst, *a, **k):
+        with open(dst, "wb") as fh:
+            fh.write(b"half")  # a partial copy, then the disk is full
+        raise OSError(errno.ENOSPC, "No space left on device", str(dst))
+
+    monkeypatch.setattr(merge_module.shutil, "copyfile", full)
+    out = tmp_path / "out"
+    result = invoke(paprof_cli, "merge", str(tmp_path / "src"), "--out", str(out))
+    one_line_exit_2(result)
+    assert "No space left on device" in result.output
+    assert not [p for p in out.rglob("*") if p.is_file() and ".tmp-" in p.name]
+    monkeypatch.setattr(merge_module.shutil, "copyfile", real)
+
+
+def test_an_environment_oserror_anywhere_is_one_line(paprof_cli, tmp_path, monkeypatch):
+    def readonly(*_a, **_k):
+        raise OSError(errno.EROFS, "Read-only file system", str(tmp_path / "x"))
+
+    monkeypatch.setitem(run_module.RUNNERS, "bench", readonly)
+    result = invoke(paprof_cli, *SWEEP, "--runs", str(tmp_path / "r"))
+    assert result.exit_code == 2, result.output
+    lines = [l for l in result.output.splitlines() if l.startswith("paprof")]
+    assert len(lines) == 1 and lines[0].startswith(f"paprof: error: cannot write {tmp_path / 'x'}: Read-only file system")
+
+
+def test_a_300_character_name_is_one_line(paprof_cli, tmp_path):
+    result = invoke(paprof_cli, *SWEEP, "--runs", str(tmp_path / "r"), "--name", "n" * 300)
+    one_line_exit_2(result)
+
+
+def test_the_cli_turns_an_environment_oserror_into_one_line(paprof_cli, tmp_path, monkeypatch):
+    from paprof.sweep import merge as merge_module
+
+    def denied(*_a, **_k):
+        raise PermissionError(errno.EACCES, "Permission denied", "/somewhere")
+
+    monkeypatch.setattr(merge_module, "merge_stores", denied)
+    result = invoke(paprof_cli, "merge", str(tmp_path), "--out", str(tmp_path / "o"))
+    one_line_exit_2(result)
+    assert "cannot write /somewhere: Permission denied" in result.output
+
+    def bug(*_a, **_k):
+        raise FileNotFoundError(errno.ENOENT, "No such file", "/x")
+
+    monkeypatch.setattr(merge_module, "merge_stores", bug)
+    with pytest.raises(FileNotFoundError):  # not the machine's state: a bug keeps its traceback
+        invoke(paprof_cli, "merge", str(tmp_path), "--out", str(tmp_path / "o"))

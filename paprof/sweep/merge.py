@@ -59,14 +59,17 @@ def _digest(path: Path) -> str:
 def _copy_atomic(pairs: list[tuple[Path, Path]]) -> None:
     """Copy each (source, target) under a temporary name, then rename all in order."""
     temps = []
+    dst = None
     try:
         for src, dst in pairs:
             dst.parent.mkdir(parents=True, exist_ok=True)
             tmp = dst.with_name(f".{dst.name}{store.TEMP_MARK}{os.getpid()}")
+            temps.append((tmp, dst))  # before the copy: a partial copy is removed too
             shutil.copyfile(src, tmp)
-            temps.append((tmp, dst))
         for tmp, dst in temps:
             os.replace(tmp, dst)
+    except OSError as err:  # a full or read-only disk, a name too long: one line
+        raise UserError(f"cannot copy into {dst}: {err.strerror or err}") from None
     finally:
         for tmp, _dst in temps:
             tmp.unlink(missing_ok=True)

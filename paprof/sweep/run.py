@@ -24,7 +24,7 @@ from typing import Callable
 
 from rich.console import Console
 
-from paprof.errors import PaprofError, ShapeError
+from paprof.errors import PaprofError, ShapeError, environment_error
 from paprof.profiler import provenance, store
 from paprof.sweep import grid as grids
 from paprof.sweep import manifest as manifests
@@ -274,6 +274,9 @@ def run_sweep(family, variants, grid: grids.Grid, runs, settings: SweepSettings 
                          f"are stored in {runs}; run the same command again to go on")
                 if isinstance(err, PaprofError):  # one line: the error and where it stopped
                     raise type(err)(f"{err} ({where})") from None
+                said = environment_error(err, where)  # a full or read-only disk
+                if said is not None:
+                    raise said from None
                 if isinstance(err, KeyboardInterrupt) and not err.args:  # the CLI's one line
                     raise KeyboardInterrupt(where) from None
                 console.print(f"paprof sweep: {where}", soft_wrap=True)  # a bug: traceback next

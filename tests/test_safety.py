@@ -737,3 +737,51 @@ def test_the_cli_turns_an_environment_oserror_into_one_line(paprof_cli, tmp_path
     monkeypatch.setattr(merge_module, "merge_stores", bug)
     with pytest.raises(FileNotFoundError):  # not the machine's state: a bug keeps its traceback
         invoke(paprof_cli, "merge", str(tmp_path), "--out", str(tmp_path / "o"))
+
+
+# -- F10: a CuPy that cannot start is the environment (exit 2), not a failed verification ----
+
+@pytest.fixture
+def broken_cupy(tmp_path, monkeypatch):
+    from paprof.kernels import gpu
+
+    pkg = tmp_path / "fakecupy" / "cupy"
+    pkg.mkdir(parents=True)
+    (pkg / "__init__.py").write_text(
+        'raise RuntimeError("CUDA driver version is insufficient for CUDA runtime version")\n')
+    monkeypatch.syspath_prepend(str(tmp_path / "fakecupy"))
+    for name in [m for m in sys.modules if m == "cupy" or m.startswith("cupy.")]:
+        monkeypatch.delitem(sys.modules, name)
+    gpu.cupy.cache_clear()
+    yield
+    gpu.cupy.cache_clear()
+
+
+def test_a_cupy_that_cannot_start_is_a_user_error(broken_cupy):
+    from paprof.kernels import gpu
+
+    with pytest.raises(UserError, match="driver version is insufficient"):
+        gpu.cupy()
+
+
+def test_a_sweep_on_a_broken_cupy_exits_2_and_records_no_failure(paprof_cli, tmp_path, broken_cupy,
+                                                                 monkeypatch):
+    monkeypatch.setattr(run_module, "visible_gpu", lambda environ=None: "NVIDIA H200")
+    runs = tmp_path / "r"
+    result = invoke(paprof_cli, *SWEEP, "--runs", str(runs))
+    one_line_exit_2(result)
+    assert "insufficient" in result.output
+    assert M.status_counts(M.find(runs))["failed"] == 0
+
+
+def test_a_launcher_traceback_is_not_a_failed_verification(tmp_path, monkeypatch):
+    from paprof.profiler import profile
+    from paprof.profiler.argv import NcuSettings
+
+    monkeypatch.setattr(profile, "run_launcher", lambda argv, env: profile.LauncherOutcome(
+        1, "Traceback (most recent call last):\n  ...\nRuntimeError: driver version is insufficient"))
+    variant = registry.get("v5")
+    params = registry.family("paged_decode").parse("batch=1")
+    with pytest.raises(UserError, match="insufficient") as err:
+        profile.verify(variant, params, NcuSettings(), tmp_path / "r.json", {})
+    assert not isinstance(err.value, profile.VerificationError)

@@ -74,6 +74,9 @@ def verify(variant: Variant, params, settings: NcuSettings, result: Path, env: d
     """
     outcome = run_launcher(verify_argv(settings, variant, params, result), env)
     said = _last_line(outcome.output)
+    if outcome.returncode == 1 and "Traceback (most recent call last)" in outcome.output:
+        # Python's exit status of an uncaught exception, not the launcher's mismatch
+        raise UserError(f"the launcher for {variant.name} failed (exit 1): {said or 'no message'}")
     if outcome.returncode == 1:
         said = said or "output differs from the reference"
         raise VerificationError(f"{variant.name} failed verification: {said}")

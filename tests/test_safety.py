@@ -785,3 +785,58 @@ def test_a_launcher_traceback_is_not_a_failed_verification(tmp_path, monkeypatch
     with pytest.raises(UserError, match="insufficient") as err:
         profile.verify(variant, params, NcuSettings(), tmp_path / "r.json", {})
     assert not isinstance(err.value, profile.VerificationError)
+
+
+# -- F22: an interrupt during merge leaves no partial temp file in --out --------------------
+
+def test_an_interrupt_during_a_merge_copy_leaves_no_temp(paprof_cli, tmp_path, monkeypatch):
+    from paprof.sweep import merge as merge_module
+
+    monkeypatch.setitem(run_module.RUNNERS, "bench", FakeRunner())
+    assert invoke(paprof_cli, *SWEEP, "--runs", str(tmp_path / "src")).exit_code == 0
+
+    def interrupted(src, dst, *a, **k):
+        with open(dst, "wb") as fh:
+            fh.write(b"half")
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(merge_module.shutil, "copyfile", interrupted)
+    out = tmp_path / "out"
+    with pytest.raises(KeyboardInterrupt):
+        merge_module.merge_stores([tmp_path / "src"], out)
+    assert not [p for p in out.rglob("*") if p.is_file() and ".tmp-" in p.name]
+
+
+# -- F22: SIGTERM while workers run: one line, exit 143, no worker tracebacks ----------------
+
+import signal  # noqa: E402
+import time  # noqa: E402
+
+TERM_SCRIPT = r'''
+import sys, time
+from paprof import parallel
+
+def slow(x):
+    time.sleep(0.2)
+    return x
+
+if __name__ == "__main__":
+    print("started", flush=True)
+    with parallel.ordered_map(slow, range(10000), 2) as results:
+        for r in results:
+            pass
+'''
+
+
+@pytest.mark.skipif(not hasattr(signal, "SIGTERM") or sys.platform == "win32", reason="POSIX")
+def test_sigterm_while_workers_run_is_one_line(tmp_path):
+    script = tmp_path / "term.py"
+    script.write_text(TERM_SCRIPT)
+    proc = subprocess.Popen([sys.executable, str(script)], env={**os.environ, "PYTHONPATH": str(REPO)},
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=tmp_path)
+    assert proc.stdout.readline().strip() == b"started"
+    time.sleep(0.5)
+    proc.send_signal(signal.SIGTERM)
+    _out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 143
+    assert err.decode().strip().splitlines() == ["paprof: terminated"], err.decode()

@@ -745,7 +745,16 @@ class Family:
         return self.params.parse(text)
 
     def tolerance_for(self, params) -> float:
-        return float(self.tolerance(params) if callable(self.tolerance) else self.tolerance)
+        """The verification tolerance at ``params``: a finite positive number (an
+        infinite or NaN one would pass every answer: a one-line ``UserError``)."""
+        try:
+            value = float(self.tolerance(params) if callable(self.tolerance) else self.tolerance)
+        except Exception as err:  # the family's own function
+            raise UserError(f"family {self.name}: tolerance failed ({_one_line(err)})") from None
+        if not math.isfinite(value) or value <= 0:
+            raise UserError(f"family {self.name}: the verification tolerance must be a finite "
+                            f"positive number, got {value!r} (it would pass any answer)")
+        return value
 
     def variant(self, vid: str) -> Variant:
         for v in self.variants:

@@ -840,3 +840,69 @@ def test_sigterm_while_workers_run_is_one_line(tmp_path):
     _out, err = proc.communicate(timeout=60)
     assert proc.returncode == 143
     assert err.decode().strip().splitlines() == ["paprof: terminated"], err.decode()
+
+
+# -- F18 / F19 / F20: impossible baselines refused, gates that cannot fail say so ----------
+
+from paprof.analysis import regress  # noqa: E402
+
+
+def _baseline_dict():
+    from test_regress import make_rows as rows_of  # noqa: F401  (tests/ on the path)
+
+    data = make_baseline(make_table(make_rows(duration=(1000.0, 1010.0, 1020.0),
+                                              dram=(80.0, 80.5, 81.0)))).to_dict()
+    return data
+
+
+@pytest.mark.parametrize("metric, change, message", [
+    ("duration_us", {"value": 1e300, "samples": []}, "impossible"),
+    ("duration_us", {"spread": 1e300}, "half-range"),
+    ("duration_us", {"n": 3, "samples": [1000.0] * 20}, "n is 3 but 20 samples"),
+    ("duration_us", {"value": 5.0}, "not the median"),
+    ("duration_us", {"value": 0.0, "spread": 0.0, "samples": [0.0, 0.0, 0.0]}, "impossible"),
+    ("duration_us", {"value": int("9" * 400), "samples": []}, "finite number"),
+    ("dram_throughput_pct", {"spread": 70.0, "samples": []}, "at most 50"),
+])
+def test_an_impossible_baseline_is_refused(tmp_path, metric, change, message):
+    data = _baseline_dict()
+    data["entries"][0]["metrics"][metric].update(change)
+    path = tmp_path / "b.json"
+    path.write_text(json.dumps(data))
+    with pytest.raises(UserError, match=message):
+        regress.load_baseline(path)
+
+
+def test_the_untouched_baseline_still_loads(tmp_path):
+    path = tmp_path / "b.json"
+    path.write_text(json.dumps(_baseline_dict()))
+    assert regress.load_baseline(path).entries
+
+
+@pytest.mark.parametrize("text", ["5%%", "1e300%", "dram_throughput_pct=5%%", "inf", "nan%"])
+def test_a_tolerance_that_is_no_number_or_lets_anything_pass_is_refused(text):
+    with pytest.raises(UserError):
+        regress.parse_tolerance(text)
+
+
+def test_a_gate_that_cannot_fail_says_so():
+    base = make_baseline(make_table(make_rows()))
+    for tol in ("dram_throughput_pct=100%", "duration_us=1e300", "dram_bytes=5000%"):
+        metric, t = regress.parse_tolerance(tol)
+        verdict = regress.compare_to_baseline(base, make_table(make_rows()),
+                                              regress.Settings(tolerances={metric: t}))
+        (r,) = [r for r in verdict.results if r.metric == metric]
+        if tol != "dram_bytes=5000%":
+            assert r.cannot_fail, tol
+            assert any("cannot fail" in n for n in verdict.notes), tol
+        else:
+            assert not r.cannot_fail  # fiftyfold: a regression can still exceed it
+
+
+def test_a_family_tolerance_of_inf_is_refused():
+    fam = registry.family("paged_decode")
+    import dataclasses
+
+    broken = dataclasses.replace(fam, tolerance=float("inf"))
+    with pytest.raises(UserError, match="finite positive"):
+        broken.tolerance_for(fam.params())

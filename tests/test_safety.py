@@ -906,3 +906,39 @@ def test_a_family_tolerance_of_inf_is_refused():
     broken = dataclasses.replace(fam, tolerance=float("inf"))
     with pytest.raises(UserError, match="finite positive"):
         broken.tolerance_for(fam.params())
+
+
+# -- the store under concurrent writers and random kills: nothing mixed ----------------------
+
+import random  # noqa: E402
+
+KILLED_WRITER = r'''
+import os, random, sys, json
+from pathlib import Path
+from paprof.profiler import store
+paths = store.run_paths(sys.argv[1], "g", "paged_decode", "v5", "s")
+rng = random.Random(int(sys.argv[2]))
+for i in range(10**6):
+    tag = f"{sys.argv[2]}-{i}"
+    with store.writing(paths, replace=True) as pending:
+        body = (tag + "|") * rng.choice([3, 3, 3, 4])  # equal sizes happen: not relied on
+        pending.report.write_text(body)
+        store.write_sidecar(pending.sidecar, {"variant": "v5", "tag": tag})
+'''
+
+
+def test_concurrent_writers_killed_at_random_never_leave_a_mixed_record(tmp_path):
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    rng = random.Random(27)
+    for _round in range(6):
+        procs = [subprocess.Popen([sys.executable, "-c", KILLED_WRITER, str(tmp_path), str(k)],
+                                  env=env, stderr=subprocess.DEVNULL) for k in range(3)]
+        time.sleep(0.6 + rng.random() * 0.4)
+        for p in procs:
+            time.sleep(rng.random() * 0.05)
+            p.kill()
+            p.wait()
+        for run in store.find_runs(tmp_path):
+            assert run.sidecar is not None, "a report without its sidecar"
+            body = run.report.read_text()
+            assert body.split("|")[0] == run.sidecar["tag"], "a report beside another's sidecar"

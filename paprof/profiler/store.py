@@ -383,13 +383,15 @@ def writing(paths: RunPaths, replace: bool = False, option: str = "--replace") -
         if isinstance(sidecar, dict):
             sidecar[REPORT_BYTES] = pending.report.stat().st_size
             write_sidecar(pending.sidecar, sidecar)
-        refuse_existing(paths, replace, option)
         # Whole or absent, whatever moment a kill comes: the old report goes first (its
         # sidecar alone is no run), then the new sidecar, then the new report, which
-        # makes the record. A report is never beside a sidecar that is not its own.
-        paths.report.unlink(missing_ok=True)
-        os.replace(pending.sidecar, paths.sidecar)
-        os.replace(pending.report, paths.report)
+        # makes the record. A report is never beside a sidecar that is not its own; two
+        # writers of one record take turns (the folder's lock).
+        with locked(paths.folder):
+            refuse_existing(paths, replace, option)
+            paths.report.unlink(missing_ok=True)
+            os.replace(pending.sidecar, paths.sidecar)
+            os.replace(pending.report, paths.report)
     finally:
         for leftover in paths.folder.glob(f".*{TEMP_MARK}{pending.token}*"):
             leftover.unlink(missing_ok=True)

@@ -387,7 +387,7 @@ def writing(paths: RunPaths, replace: bool = False, option: str = "--replace") -
         # sidecar alone is no run), then the new sidecar, then the new report, which
         # makes the record. A report is never beside a sidecar that is not its own; two
         # writers of one record take turns (the folder's lock).
-        with locked(paths.folder):
+        with _folder_locked(paths.folder):
             refuse_existing(paths, replace, option)
             paths.report.unlink(missing_ok=True)
             os.replace(pending.sidecar, paths.sidecar)
@@ -453,3 +453,24 @@ def locked(runs: Path | str) -> Iterator[None]:
             fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
     finally:
         handle.close()
+
+
+@contextlib.contextmanager
+def _folder_locked(folder: Path) -> Iterator[None]:
+    """``flock`` on the folder itself (no file left in it): the writers of one record
+    take turns at its renames. Where a folder cannot be locked (no ``fcntl``, a file
+    system without locks) the renames' order alone keeps a record whole or absent."""
+    try:
+        import fcntl
+        fd = os.open(folder, os.O_RDONLY)
+    except (ImportError, OSError, AttributeError):
+        yield
+        return
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        except OSError:
+            pass
+        yield
+    finally:
+        os.close(fd)  # closing releases the lock

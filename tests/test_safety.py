@@ -942,3 +942,11 @@ def test_concurrent_writers_killed_at_random_never_leave_a_mixed_record(tmp_path
             assert run.sidecar is not None, "a report without its sidecar"
             body = run.report.read_text()
             assert body.split("|")[0] == run.sidecar["tag"], "a report beside another's sidecar"
+
+
+@pytest.mark.parametrize("bad", ["../x", "a/b", ".", ".hidden", "x.tmp-1", "n" * 300])
+def test_run_name_of_a_command_is_one_safe_component(paprof_cli, tmp_path, bad):
+    result = invoke(paprof_cli, "run", "--cmd", "true", "--nvtx-range", "r", "--name", bad,
+                    "--runs", str(tmp_path / "r"))
+    one_line_exit_2(result)
+    assert "--name" in result.output and not (tmp_path / "r").exists()

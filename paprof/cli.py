@@ -23,8 +23,9 @@ def _interrupts():
     """Ctrl-C as one line and exit 130 (click would print "Aborted!" and exit 1)."""
     try:
         yield
-    except KeyboardInterrupt:
-        raise SystemExit(interrupted()) from None
+    except KeyboardInterrupt as err:
+        detail = str(err.args[0]) if err.args and isinstance(err.args[0], str) else ""
+        raise SystemExit(interrupted(detail.splitlines()[0] if detail else "")) from None
 
 
 _NoArgsIsHelp = getattr(click.exceptions, "NoArgsIsHelpError", ())
@@ -65,8 +66,19 @@ class _Group(click.Group):
         with _interrupts():
             try:
                 return super().invoke(ctx)
+            except OSError as err:
+                from paprof.errors import environment_error
+                from paprof.names import printable
+
+                said = environment_error(err)
+                if said is None:
+                    raise  # a bug: its traceback
+                click.echo(f"paprof: error: {printable(said)}", err=True)
+                sys.exit(said.exit_code)
             except PaprofError as err:
-                click.echo(f"paprof: error: {err}", err=True)
+                from paprof.names import printable
+
+                click.echo(f"paprof: error: {printable(err, newlines=True)}", err=True)
                 sys.exit(err.exit_code)
 
 

@@ -17,10 +17,10 @@ INTERRUPTED = 130
 """The exit code of an interrupted command (128 + SIGINT, as shells report it)."""
 
 
-def interrupted() -> int:
-    """Say so in one line on stderr; the exit code."""
+def interrupted(detail: str = "") -> int:
+    """Say so in one line on stderr (with ``detail``: where it stopped); the exit code."""
     try:
-        sys.stderr.write("paprof: interrupted\n")
+        sys.stderr.write("paprof: interrupted" + (f" ({detail})" if detail else "") + "\n")
         sys.stderr.flush()
     except (OSError, ValueError):
         pass

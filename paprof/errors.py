@@ -33,3 +33,22 @@ class Finding(PaprofError):
 
 class VerificationError(Finding):
     """A kernel's output disagrees with the float64 reference."""
+
+
+_ENVIRONMENT_ERRNOS = ("ENOSPC", "EDQUOT", "EROFS", "EACCES", "EPERM", "ENAMETOOLONG")
+"""OSErrors that are the machine's state (a full or read-only disk, permissions, a name
+too long), not a bug: a one-line error wherever they come from."""
+
+
+def environment_error(err: BaseException, detail: str = "") -> "UserError | None":
+    """The ``UserError`` an OSError of the machine's state stands for (``detail`` added
+    in brackets); None for any other exception."""
+    import errno
+
+    if not isinstance(err, OSError):
+        return None
+    if err.errno not in {getattr(errno, n) for n in _ENVIRONMENT_ERRNOS if hasattr(errno, n)}:
+        return None
+    where = f" {err.filename}" if err.filename else ""
+    text = str(err.strerror or err).replace("\n", " ")
+    return UserError(f"cannot write{where}: {text}" + (f" ({detail})" if detail else ""))

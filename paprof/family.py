@@ -225,7 +225,13 @@ class Params:
                 value = tuple(value)
                 object.__setattr__(self, f.name, value)
             self._check_field(f, value)
-        self.validate()
+        try:
+            self.validate()
+        except ParamError:
+            raise
+        except Exception as err:  # a family's own check is the family's to fix
+            raise UserError(f"{type(self).__module__}.{type(self).__name__}.validate() failed "
+                            f"({_one_line(err)})") from None
 
     def _check_field(self, f: Field, value) -> None:
         kind, info = f.kind, f.info
@@ -340,7 +346,12 @@ class Params:
                 text = format_value(value)
             text = re.sub(r"[^A-Za-z0-9.+-]+", "-", text)
             parts.append(text if f.kind == "str" else f"{f.key.replace('_', '')}{text}")
-        return "_".join(parts) or "default"
+        text = "_".join(parts) or "default"
+        # never a hidden or temporary-looking file name (the store's readers skip those)
+        text = re.sub(r"^\.+", lambda m: "-" * len(m.group()), text).replace(".tmp-", "-tmp-")
+        if len(text) > 120:
+            text = f"{text[:100]}-{hashlib.sha1(text.encode()).hexdigest()[:8]}"
+        return text
 
 
 # ---------------------------------------------------------------------------------------
@@ -364,6 +375,11 @@ class Work:
     """The unit that does them (``FLOP_KINDS``): which compute ceiling they are held to."""
 
     def __post_init__(self):
+        for key in ("bytes", "flops"):
+            value = getattr(self, key)
+            if (not isinstance(value, (int, float)) or isinstance(value, bool)
+                    or not math.isfinite(value)):
+                raise ValueError(f"work {key} must be a finite number, got {value!r}")
         if self.bytes < 0 or self.flops < 0:
             raise ValueError(f"work must not be negative: {self}")
         if self.flop_kind not in FLOP_KINDS:
@@ -429,8 +445,8 @@ class Variant:
     kind: ClassVar[str] = ""
 
     def __post_init__(self):
-        if not _ID.match(self.id or ""):
-            raise ValueError(f"variant id {self.id!r}: letters, digits, '_', '.', '+', '-' only")
+        if not _ID.match(self.id or "") or ".tmp-" in self.id or len(self.id) > 100:
+            raise ValueError(f"variant id {self.id!r}: letters, digits, '_', '.', '+', '-' only (no '.tmp-', at most 100 characters)")
 
     @property
     def name(self) -> str:
@@ -739,7 +755,16 @@ class Family:
         return self.params.parse(text)
 
     def tolerance_for(self, params) -> float:
-        return float(self.tolerance(params) if callable(self.tolerance) else self.tolerance)
+        """The verification tolerance at ``params``: a finite positive number (an
+        infinite or NaN one would pass every answer: a one-line ``UserError``)."""
+        try:
+            value = float(self.tolerance(params) if callable(self.tolerance) else self.tolerance)
+        except Exception as err:  # the family's own function
+            raise UserError(f"family {self.name}: tolerance failed ({_one_line(err)})") from None
+        if not math.isfinite(value) or value <= 0:
+            raise UserError(f"family {self.name}: the verification tolerance must be a finite "
+                            f"positive number, got {value!r} (it would pass any answer)")
+        return value
 
     def variant(self, vid: str) -> Variant:
         for v in self.variants:
@@ -764,6 +789,10 @@ class Family:
             "ceiling": self.ceiling,
         }
 
+    def work_of(self, params) -> Work:
+        """``work(params)``, checked (``checked_work``)."""
+        return checked_work(self, params)
+
     def holds_to_gemm(self, work: Work) -> bool:
         """True when this work is held to the GEMM ceiling (a ``gemm`` family's tensor-core
         FLOPs; its fp32 shapes are not)."""
@@ -772,6 +801,26 @@ class Family:
 
 def _jsonable(value):
     return list(value) if isinstance(value, tuple) else value
+
+
+def checked_work(family, params) -> Work:
+    """``family.work(params)``, checked: a ``Work`` of finite, non-negative bytes and
+    FLOPs; anything else (or an exception) is a one-line ``UserError`` naming the family."""
+    name = getattr(family, "name", "?")
+    spec = params.spec() if hasattr(params, "spec") else params
+    try:
+        work = family.work(params)
+    except Exception as err:  # the family's work model is the family's to fix
+        raise UserError(f"family {name}: work({spec}) failed ({_one_line(err)})") from None
+    if not isinstance(work, Work):
+        raise UserError(f"family {name}: work({spec}) returned {type(work).__name__}, "
+                        "not a paprof.family.Work")
+    return work
+
+
+def _one_line(err: BaseException) -> str:
+    text = f"{type(err).__name__}: {err}" if str(err) else type(err).__name__
+    return (text.splitlines() or [type(err).__name__])[0][:300]
 
 
 # ---------------------------------------------------------------------------------------
@@ -869,8 +918,10 @@ def import_module(name: str, what: str = "module"):
 
     try:
         return importlib.import_module(name)
+    except SystemExit as err:  # sys.exit() at import: not paprof's exit status
+        raise UserError(f"{what}: importing module {name!r} called sys.exit({err.code!r})") from None
     except Exception as err:  # any failure in a user's module is the user's to fix
-        detail = f"{type(err).__name__}: {err}".splitlines()[0]
+        detail = f"{type(err).__name__}: {err}".splitlines()[0] if str(err) else type(err).__name__
         raise UserError(f"{what}: importing module {name!r} failed ({detail})") from None
 
 

@@ -68,6 +68,7 @@ def _ignore_interrupts() -> None:
     """A worker's start: Ctrl-C is the parent's to handle (held until now, see
     ``_pool``)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # pool.terminate's signal ends it quietly
     if hasattr(signal, "pthread_sigmask"):
         signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
 
@@ -105,9 +106,43 @@ def ordered_map(fn: Callable, tasks: Iterable, jobs: int) -> Iterator[Iterator]:
         yield map(fn, tasks)
         return
     pool = _pool(jobs)
+    before = _terminate_quietly()
     try:
         yield pool.imap(fn, tasks)
     finally:  # done, failed, interrupted or left early: the workers end here, reaped
         with _interrupts_held():  # a second Ctrl-C waits until they are
             pool.terminate()
             pool.join()
+        if before is not None:
+            signal.signal(signal.SIGTERM, before)
+
+
+TERMINATED = 143
+"""The exit code after SIGTERM (128 + 15, as shells report it)."""
+
+
+def _terminated(_signum, _frame):
+    """SIGTERM while workers run: one line, then ``SystemExit`` so that the workers are
+    ended and reaped (not left writing to a closed pipe, with tracebacks)."""
+    import sys
+
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a second one: still one line
+    try:
+        sys.stderr.write("paprof: terminated\n")
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        pass
+    raise SystemExit(TERMINATED)
+
+
+def _terminate_quietly():
+    """Install ``_terminated`` for SIGTERM (main thread only); the handler it replaced,
+    or None when it could not be installed."""
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return None
+    try:
+        return signal.signal(signal.SIGTERM, _terminated)
+    except (ValueError, OSError):
+        return None

@@ -22,6 +22,7 @@ and what is missing (exit 2). Nothing here imports CuPy or any GPU code.
 
 from __future__ import annotations
 
+import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -63,29 +64,101 @@ def _read_toml(path: Path) -> dict:
         raise UserError(f"cannot read {path}: {err}") from None
 
 
+TRUST_ENV = "PAPROF_TRUST"
+"""Folders (or pyproject.toml files), ``os.pathsep``-separated, whose ``[tool.paprof]``
+code is imported even though another user owns them or others may write them."""
+
+
+def _trusted_by_env() -> list[Path]:
+    out = []
+    for item in os.environ.get(TRUST_ENV, "").split(os.pathsep):
+        if item.strip():
+            try:
+                out.append(Path(item).expanduser().resolve())
+            except (OSError, RuntimeError):
+                continue
+    return out
+
+
+def _why_untrusted(path: Path) -> str | None:
+    """Why ``path`` is not safe to import code from: owned by another user (not root),
+    or writable by group or others; None when it is safe (or the OS has no owners)."""
+    if not hasattr(os, "getuid"):
+        return None
+    try:
+        st = path.stat()
+    except OSError as err:
+        return f"cannot be checked ({err.strerror or err})"
+    if st.st_uid not in (os.getuid(), 0):
+        return f"is owned by another user (uid {st.st_uid})"
+    if st.st_mode & 0o022:
+        return "is writable by group or others"
+    return None
+
+
+def check_trusted(config: "ProjectConfig") -> None:
+    """``UserError`` (one line naming the file and how to trust it) unless the
+    ``pyproject.toml``, its folder, the folders it puts on the import path and the
+    Python files directly in them belong to this user (or root) and only they may write
+    them, or ``PAPROF_TRUST`` names the project."""
+    trusted = _trusted_by_env()
+    if config.root in trusted or config.pyproject in trusted:
+        return
+    items = [config.pyproject, config.root]
+    for folder in config.path:
+        if folder in trusted:
+            continue
+        items.append(folder)
+        try:
+            items.extend(sorted(folder.glob("*.py")))
+        except OSError:
+            pass
+    for item in items:
+        why = _why_untrusted(item)
+        if why is not None and item.exists():
+            raise UserError(
+                f"{item} {why}: paprof will not import the families of {config.pyproject} "
+                f"from it; make it yours and not writable by others (chown, chmod go-w), or "
+                f"trust it with {TRUST_ENV}={config.root}")
+
+
 def project_config(start: Path | str | None = None) -> ProjectConfig | None:
-    """The nearest ``pyproject.toml`` at or above ``start`` (the current folder) that has a
-    ``[tool.paprof]`` table; None when there is none."""
+    """The ``[tool.paprof]`` table of the project paprof runs in: the nearest
+    ``pyproject.toml`` at or above ``start`` (the current folder). The search stops at
+    the first ``pyproject.toml`` (the project root, with or without the table) and at the
+    repository root (the first folder holding ``.git``): a folder above the project is
+    never read. None when there is no table."""
     here = Path(start or Path.cwd()).resolve()
     for folder in (here, *here.parents):
         pyproject = folder / "pyproject.toml"
-        if not pyproject.is_file():
-            continue
-        table = _read_toml(pyproject).get("tool", {}).get(CONFIG_TABLE)
-        if table is None:
-            continue
-        if not isinstance(table, dict):
-            raise UserError(f"{pyproject}: [tool.paprof] must be a table")
-        fams = table.get("families", [])
-        paths = table.get("path", ["."])
-        if isinstance(fams, str):
-            fams = [fams]
-        if isinstance(paths, str):
-            paths = [paths]
-        if not all(isinstance(f, str) for f in fams) or not all(isinstance(p, str) for p in paths):
-            raise UserError(f"{pyproject}: [tool.paprof] families and path are lists of strings")
-        return ProjectConfig(pyproject, tuple(fams), tuple((folder / p).resolve() for p in paths))
+        if pyproject.is_file():
+            return _config_of(pyproject)
+        if (folder / ".git").exists():
+            return None
     return None
+
+
+def _config_of(pyproject: Path) -> ProjectConfig | None:
+    folder = pyproject.parent
+    tool = _read_toml(pyproject).get("tool", {})
+    if not isinstance(tool, dict):
+        raise UserError(f"{pyproject}: 'tool' must be a table ([tool.paprof] ...), not "
+                        f"{type(tool).__name__}")
+    table = tool.get(CONFIG_TABLE)
+    if table is None:
+        return None
+    if not isinstance(table, dict):
+        raise UserError(f"{pyproject}: [tool.paprof] must be a table")
+    fams = table.get("families", [])
+    paths = table.get("path", ["."])
+    if isinstance(fams, str):
+        fams = [fams]
+    if isinstance(paths, str):
+        paths = [paths]
+    if (not isinstance(fams, list) or not isinstance(paths, list)
+            or not all(isinstance(f, str) for f in fams) or not all(isinstance(p, str) for p in paths)):
+        raise UserError(f"{pyproject}: [tool.paprof] families and path are lists of strings")
+    return ProjectConfig(pyproject, tuple(fams), tuple((folder / p).resolve() for p in paths))
 
 
 def _load_family(ref: str, origin: str) -> Family:
@@ -138,7 +211,8 @@ def discover(start: Path | str | None = None) -> dict[str, Family]:
         dist = getattr(getattr(ep, "dist", None), "name", None)
         add(_load_family(ep.value, f"entry point {ep.name}" + (f" of {dist}" if dist else "")))
     config = project_config(start)
-    if config is not None:
+    if config is not None and config.families:
+        check_trusted(config)
         for folder in reversed(config.path):
             if str(folder) not in sys.path:
                 sys.path.insert(0, str(folder))

@@ -47,8 +47,7 @@ def test_writing_uses_temp_names_then_renames(tmp_path):
         assert not paths.report.exists()
     assert listing(paths.folder) == [f"{SHAPE}.json", f"{SHAPE}.ncu-rep"]
     assert paths.report.read_bytes() == b"rep"
-    assert json.loads(paths.sidecar.read_text()) == {"variant": "v3"}
-
+    assert json.loads(paths.sidecar.read_text()) == {"variant": "v3", store.REPORT_BYTES: 3}
 
 @pytest.mark.parametrize("error", [KeyboardInterrupt, UserError, RuntimeError])
 def test_interrupted_or_failed_run_leaves_nothing(tmp_path, error):

@@ -71,9 +71,10 @@ class Unsupported(Exception):
 
 
 class Corrupt(Unsupported):
-    """The file contradicts itself (its block headers count more results than its
-    payloads hold). ``ncu_report`` aborts the process on such a file, so the caller
-    reports it instead of falling back."""
+    """The framing of a file of a known version does not add up (a short read, a block
+    or payload message past its end, counts that differ from what the payloads hold).
+    ``ncu_report`` aborts the process on such files, so the caller reports it as
+    damaged instead of falling back."""
 
 
 class FastResult:
@@ -208,7 +209,7 @@ def _read(handle, size: int) -> bytes:
     """Exactly ``size`` bytes from ``handle`` (the file changed under us otherwise)."""
     data = handle.read(size)
     if len(data) != size:
-        raise Unsupported("the file ends early (changed while read?)")
+        raise Corrupt("the file ends early (changed while read?)")
     return data
 
 
@@ -429,10 +430,10 @@ class _Reader:
         results: list[FastResult] = []
         expected = 0
         while pos < size:
-            block_len = _U32(handle.read(4), 0)[0]
+            block_len = _U32(_read(handle, 4), 0)[0]
             head_end = pos + 4 + block_len
             if head_end > size:
-                raise Unsupported("block header cut off")
+                raise Corrupt("block header cut off")
             head = _read(handle, block_len)
             counts, table = _block_header(head)
             if counts[_B_RANGES]:
@@ -441,12 +442,12 @@ class _Reader:
                 self._add_strings(table)
             end = head_end + counts[_B_PAYLOAD]
             if end > size:
-                raise Unsupported("payload cut off")
+                raise Corrupt("payload cut off")
             expected += counts[_B_RESULTS]
             self._payload(head_end, end, counts[_B_SOURCES], counts[_B_RESULTS], results)
             pos = end
         if len(results) != expected:
-            raise Unsupported(f"{len(results)} results decoded, block headers say {expected}")
+            raise Corrupt(f"{len(results)} results decoded, block headers say {expected}")
         return results
 
     def _add_strings(self, raw: bytes) -> None:
@@ -468,16 +469,16 @@ class _Reader:
         for i in range(sources + count):
             if pos + 4 > end:
                 raise Corrupt("fewer payload messages than its block header counts")
-            length = _U32(handle.read(4), 0)[0]
+            length = _U32(_read(handle, 4), 0)[0]
             pos += 4 + length
             if pos > end:
-                raise Unsupported("a payload message runs past its block")
+                raise Corrupt("a payload message runs past its block")
             if i >= sources:
                 out.append(self._result(_read(handle, length)))
             else:
                 handle.seek(length, 1)
         if pos != end:
-            raise Unsupported("payload bytes left over after the counted messages")
+            raise Corrupt("payload bytes left over after the counted messages")
 
     # -- one result ---------------------------------------------------------------------
 

@@ -211,9 +211,50 @@ def _no_kernels(path: Path) -> UserError:
                      "(ncu's kernel filters matched nothing?)")
 
 
-def _load(path: Path):
-    """The report through ``ncu_report``; UserError when it cannot load it."""
+#: Load a report through ``ncu_report`` in a child process first, so that a file its
+#: native code aborts on (SIGABRT) is a one-line error, not the end of paprof.
+#: ``PAPROF_NCU_CHILD=0`` in the environment turns the check off.
+NCU_CHILD = os.environ.get("PAPROF_NCU_CHILD", "1") != "0"
+
+_CHILD = ("import sys; sys.path.insert(0, sys.argv[1]); import ncu_report; "
+          "ncu_report.load_report(sys.argv[2])")
+
+
+def _probe_in_child(path: Path, module) -> None:
+    """Load ``path`` with ``module`` (``ncu_report``) in a child Python; UserError when
+    the child dies of a signal (the native code aborted) or cannot be run."""
+    import signal
+    import subprocess
+
+    where = Path(getattr(module, "__file__", "") or ".").resolve().parent
+    if where.name == "ncu_report":  # a package: its parent goes on the path
+        where = where.parent
+    try:
+        done = subprocess.run([sys.executable, "-c", _CHILD, str(where), str(path)],
+                              stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.PIPE, timeout=600, check=False)
+    except (OSError, subprocess.SubprocessError) as err:
+        raise UserError(f"{path}: cannot check the report in a child process: {err}") from None
+    if done.returncode < 0 or done.returncode == 134:
+        number = -done.returncode if done.returncode < 0 else signal.SIGABRT
+        try:
+            name = signal.Signals(number).name
+        except ValueError:
+            name = f"signal {number}"
+        raise UserError(f"{path}: damaged Nsight Compute report (ncu_report died reading it: "
+                        f"{name})")
+    if done.returncode:
+        said = done.stderr.decode("utf-8", "replace").strip().splitlines()
+        log.debug("%s: ncu_report in a child process: exit %s: %s", path, done.returncode,
+                  said[-1] if said else "")
+
+
+def _load(path: Path, probe: bool = True):
+    """The report through ``ncu_report``; UserError when it cannot load it (or, checked
+    in a child process first, when loading it would abort the process)."""
     ncu_report = import_ncu_report()
+    if probe and NCU_CHILD and getattr(ncu_report, "__file__", None):
+        _probe_in_child(path, ncu_report)
     try:
         with _native_stderr_to_log(path):
             return ncu_report.load_report(str(path))
@@ -354,7 +395,16 @@ def open_full(path: Path):
     if not path.name.endswith(".ncu-repz") and check_framing(path) == 0:
         raise UserError(f"{path}: the report holds no profiled kernels "
                         "(ncu's kernel filters matched nothing?)")
-    context = _load(path)
+    probe = True
+    if not path.name.endswith(".ncu-repz"):
+        try:  # a file the fast reader finds damaged never reaches ncu_report
+            ncu_fastread.read_report(path, (), ())
+            probe = False  # a known version whose framing adds up: no child needed
+        except ncu_fastread.Corrupt as err:
+            raise UserError(f"{path}: corrupt Nsight Compute report ({err})") from None
+        except (ncu_fastread.Unsupported, OSError):
+            pass
+    context = _load(path, probe)
     return context, list(_actions(context))
 
 

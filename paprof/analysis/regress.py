@@ -284,7 +284,7 @@ def parse_tolerance(text: str) -> tuple[str, Tolerance]:
         rule(metric)
     relative = value.endswith("%")
     try:
-        number = float(value.rstrip("%").strip())
+        number = float(value[:-1].strip() if relative else value)  # one '%': '5%%' is no number
     except ValueError:
         raise UserError(
             f"tolerance {text!r} is not [METRIC=]NUMBER[%] (e.g. dram_throughput_pct=2, "
@@ -292,6 +292,9 @@ def parse_tolerance(text: str) -> tuple[str, Tolerance]:
         ) from None
     if not math.isfinite(number) or number < 0:
         raise UserError(f"tolerance {text!r} must be a non-negative number")
+    if relative and number > 10000:
+        raise UserError(f"tolerance {text!r} lets anything pass (over 10000 %: a hundredfold); "
+                        "give a tolerance a regression can exceed")
     tol = Tolerance(relative=number / 100) if relative else Tolerance(absolute=number)
     return metric, tol
 
@@ -479,9 +482,47 @@ def _entry_to_dict(e: Entry) -> dict:
 
 
 def _finite(value: object, what: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise ValueError(f"{what} must be a finite number, got {value!r}")
-    return float(value)
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValueError(f"{what} must be a finite number, got {_short(value)}")
+    try:
+        number = float(value)
+    except OverflowError:  # an integer of hundreds of digits
+        raise ValueError(f"{what} must be a finite number, got {_short(value)}") from None
+    if not math.isfinite(number):
+        raise ValueError(f"{what} must be a finite number, got {_short(value)}")
+    return number
+
+
+def _short(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else f"{text[:20]}...({len(text)} characters)"
+
+
+_MOST_US = 1e12
+"""Longer than any measured kernel launch (11.6 days, in us): a baseline past it is
+impossible, not a slow kernel."""
+
+
+def _consistent(m: str, value: float, spread: float, n: int, samples: tuple) -> None:
+    """``ValueError`` when a metric's numbers contradict each other or are impossible:
+    samples that are not ``n``, a value that is not their median, a spread that is not
+    their half-range, a duration of zero or of days."""
+    if samples:
+        if len(samples) != n:
+            raise ValueError(f"{m}: n is {n} but {len(samples)} samples are given")
+        median = statistics.median(samples)
+        half = (max(samples) - min(samples)) / 2
+        if not math.isclose(value, median, rel_tol=1e-6, abs_tol=1e-9):
+            raise ValueError(f"{m}.value {value:g} is not the median of its samples ({median:g})")
+        if not math.isclose(spread, half, rel_tol=1e-6, abs_tol=1e-9):
+            raise ValueError(f"{m}.spread {spread:g} is not the half-range of its samples ({half:g})")
+    unit = UNITS.get(m) or (BY_COLUMN[m].unit if m in BY_COLUMN else None)
+    if unit == "us" and not 0 < value < _MOST_US:
+        raise ValueError(f"{m}.value {value:g} us is impossible for a kernel's duration")
+    if unit == "us" and spread >= _MOST_US:
+        raise ValueError(f"{m}.spread {spread:g} us is impossible for a kernel's duration")
+    if unit == "%" and spread > 50:
+        raise ValueError(f"{m}.spread {spread:g} is impossible: a percentage's half-range is at most 50")
 
 
 _NON_NEGATIVE_UNITS = ("%", "us", "byte", "GB/s", "cycle", "inst", "register")
@@ -519,8 +560,9 @@ def _entry_from_dict(d: object) -> Entry:
         if not isinstance(raw, list):
             raise TypeError(f"{m}.samples must be a list")
         samples = tuple(_possible(m, _finite(v, f"{m}.samples"), "value") for v in raw)
-        metrics[m] = Stat(_possible(m, _finite(s["value"], f"{m}.value"), "value"), spread, n,
-                          samples)
+        value = _possible(m, _finite(s["value"], f"{m}.value"), "value")
+        _consistent(m, value, spread, n, samples)
+        metrics[m] = Stat(value, spread, n, samples)
     prov = d.get("provenance") or {}
     if not isinstance(prov, dict):
         raise TypeError("'provenance' must be an object")
@@ -884,7 +926,12 @@ class Result:
     def cannot_fail(self) -> bool:
         """The worst value that passes is one no measurement can go beyond (a floor
         below zero for a quantity that cannot be negative)."""
-        return self.rule.higher_is_better and self.unit in _NON_NEGATIVE_UNITS and self.limit < 0
+        limit = self.limit
+        if not math.isfinite(limit) or self.allowed > 1e6 * abs(self.baseline.value) > 0:
+            return True  # an allowance of a millionfold (a 1e300 % tolerance or spread)
+        if self.rule.higher_is_better:
+            return self.unit in _NON_NEGATIVE_UNITS and limit <= 0
+        return self.unit == "%" and limit >= 100
 
     # -- text shared by the terminal table, JUnit and Markdown ---------------------------
     @property
@@ -1152,12 +1199,20 @@ def compare_to_baseline(baseline: Baseline, current, settings: Settings | None =
         if e.key not in known:
             notes.append(f"{e.name} at {e.shape} has no baseline entry; not checked")
     for r in results:
-        if r.cannot_fail:
+        if r.cannot_fail and r.rule.higher_is_better and r.unit in _NON_NEGATIVE_UNITS \
+                and 0 <= r.allowed <= 1e6 * abs(r.baseline.value):
             notes.append(
                 f"{r.name} {r.metric} at {r.shape}: the allowance "
                 f"({fmt_delta(r.allowed, r.unit, sign=False)}) is more than the baseline "
                 f"({r.fmt(r.baseline.value)}), so this check cannot fail; give a relative "
                 f"tolerance (--tolerance {r.metric}=50%) or rely on the duration_us check"
+            )
+        elif r.cannot_fail:
+            notes.append(
+                f"{r.name} {r.metric} at {r.shape}: the allowance "
+                f"({fmt_delta(r.allowed, r.unit, sign=False)}) over the baseline "
+                f"({r.fmt(r.baseline.value)}) lets any measurement pass, so this check "
+                "cannot fail; give a smaller --tolerance (or a baseline of a smaller spread)"
             )
     if baseline.gate == "static" and not settings.exact_counts:
         results, said = _report_instruction_counts(results)

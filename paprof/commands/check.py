@@ -7,6 +7,7 @@ this module prints the table and writes JUnit / Markdown.
 from __future__ import annotations
 
 import functools
+import os
 
 import sys
 from pathlib import Path
@@ -18,6 +19,7 @@ from rich.table import Table
 
 from paprof.analysis import regress
 from paprof.errors import UserError
+from paprof.names import printable
 from paprof.profiler.store import Scan, input_files
 
 _STYLE = {"same": "green", "improved": "cyan", "regressed": "bold red", "changed": "bold red",
@@ -56,7 +58,7 @@ def _verdict_table(verdict: regress.Verdict, limit: int = TABLE_ROWS,
         shown = [r for r in verdict.results if r.outcome != "same"]
     shapes = {r.shape for r in verdict.results}
     one_shape = len(shapes) == 1 and not any(r.shape_now for r in verdict.results)
-    title = "paprof check" + (f" at {escape(next(iter(shapes)))}" if one_shape else "")
+    title = "paprof check" + (f" at {escape(printable(next(iter(shapes))))}" if one_shape else "")
     table = Table(title=title, title_justify="left")
     table.add_column("variant")
     if not one_shape:
@@ -64,12 +66,12 @@ def _verdict_table(verdict: regress.Verdict, limit: int = TABLE_ROWS,
     for name in ("metric", "baseline", "now", "change", "allowed", "status"):
         table.add_column(name, justify="left" if name in ("metric", "status") else "right")
     for r in shown:
-        cells = [escape(r.name)]
+        cells = [escape(printable(r.name))]
         if not one_shape:
             shape = _slug(r.family, r.shape) + ("" if r.shape_now is None else f" (now {_slug(r.family, r.shape_now)})")
-            cells.append(escape(shape))
+            cells.append(escape(printable(shape)))
         cells += [
-            r.metric, r.fmt_stat(r.baseline), r.fmt_stat(r.now), r.delta_text,
+            escape(printable(r.metric)), r.fmt_stat(r.baseline), r.fmt_stat(r.now), r.delta_text,
             r.allowed_text, f"[{_STYLE[r.outcome]}]{r.outcome}[/]",
         ]
         table.add_row(*cells)
@@ -198,6 +200,8 @@ def check(baseline_path, runs, profile, static_gate, repeat, timed, rounds, ratc
 
     scan = Scan()  # the store is read once: for the inputs and for the runs checked
     inputs = [baseline_path, *input_files([runs or Path("runs")], scan)]
+    if junit and markdown and os.path.abspath(junit) == os.path.abspath(markdown):
+        raise UserError(f"--junit and --markdown are the same file ({junit}); name two files")
     for path, writer in ((junit, junit_xml), (markdown, check_markdown)):
         if path:  # before any work: profiling can take minutes
             writer.check_target(path, force, inputs)
@@ -244,10 +248,10 @@ def check(baseline_path, runs, profile, static_gate, repeat, timed, rounds, ratc
             click.echo(f"({hidden} results the same as the baseline are not listed; "
                        "--markdown and --junit have every row)")
     for r in verdict.regressions:
-        click.echo(f"REGRESSION {r.message}")
+        click.echo(f"REGRESSION {printable(r.message)}")
     for note in verdict.notes:
-        click.echo(f"note: {note}")
-    click.echo(verdict.summary)
+        click.echo(f"note: {printable(note)}")
+    click.echo(printable(verdict.summary))
     if junit:
         junit_xml.write_junit(verdict, junit, force, inputs)
     if markdown:

@@ -26,10 +26,25 @@ def _ordered(fams: list) -> list:
             + [f for f in fams if f.origin == "built-in"])
 
 
-def _short(fams: list) -> None:
-    """One line a family, one a variant."""
+def _check(f) -> str | None:
+    """Why family ``f`` is broken (its parameters or work model fail at the default
+    shape), None when it answers."""
+    from paprof.errors import UserError
+
+    try:
+        f.work_of(f.params())  # the work model answers at the default shape
+    except UserError as err:
+        return str(err)
+    return None
+
+
+def _short(fams: list, broken: dict) -> None:
+    """One line a family, one a variant; a broken family says why instead."""
     for f in fams:
         click.echo(_fit(f"{f.name}  ({f.origin})" + (": " if f.summary else ""), f.summary or ""))
+        if f.name in broken:
+            click.echo(_fit("  BROKEN: ", broken[f.name]))
+            continue
         width = max((len(v.id) for v in f.variants), default=0)
         for v in f.variants:
             click.echo(_fit(f"  {v.id:<{width}}  [{v.kind}] ", v.idea))
@@ -37,9 +52,12 @@ def _short(fams: list) -> None:
                "ideas in full)")
 
 
-def _details(fams: list) -> None:
+def _details(fams: list, broken: dict) -> None:
     for f in fams:
         click.echo(f"{f.name}  ({f.origin})" + (f": {f.summary}" if f.summary else ""))
+        if f.name in broken:
+            click.echo(f"  BROKEN: {broken[f.name]}")
+            continue
         click.echo(f"  --shape {f.params().spec()}")
         for p in f.params.fields():
             click.echo(f"    {p.describe()}")
@@ -58,16 +76,23 @@ def _details(fams: list) -> None:
 def list_variants(family, verbose, as_json):
     """List the kernel families (your repository's [tool.paprof] ones and installed ones
     first, then the built-in ones) and their variants, one line each; --family F or
-    --verbose adds the parameters, the default shape and the launches."""
+    --verbose adds the parameters, the default shape and the launches. A family whose
+    parameters or work model fail is listed as BROKEN with the reason (exit 2)."""
+    from paprof.errors import UserError
+
     fams = [registry.family(family)] if family else list(registry.discover().values())
+    broken = {f.name: why for f in fams if (why := _check(f)) is not None}
     if as_json:
-        data = [{**f.describe(), "variants": [v.to_dict() for v in f.variants]} for f in fams]
+        data = [{"family": f.name, "origin": f.origin, "module": f.module, "error": broken[f.name]}
+                if f.name in broken else {**f.describe(), "variants": [v.to_dict() for v in f.variants]}
+                for f in fams]
         click.echo(json.dumps(data, indent=1))
-        return
-    if family or verbose:
-        _details(_ordered(fams))
+    elif family or verbose:
+        _details(_ordered(fams), broken)
     else:
-        _short(_ordered(fams))
+        _short(_ordered(fams), broken)
+    if broken:
+        raise UserError(f"{len(broken)} family(ies) broken: {next(iter(broken.values()))}")
 
 
 COMMANDS = [list_variants]

@@ -97,6 +97,10 @@ def sweep(variants, family, grid, shape, mode, runs_dir, force, shard, gpus, nam
     from paprof.sweep import results
     from paprof.sweep.run import SweepSettings, run_sweep
 
+    from paprof import names
+
+    if name is not None:
+        names.check(name, "--name")
     chosen = registry.resolve(variants, family)
     fam = registry.family_of(chosen[0])
     the_grid = grids.make_grid(fam.params, list(grid), shape)

@@ -18,7 +18,7 @@ import sys
 from dataclasses import dataclass, field
 
 from paprof.errors import ShapeError
-from paprof.family import Family, Work, throughput
+from paprof.family import Family, Work, checked_work, throughput
 from paprof.kernels import gpu, harness
 
 
@@ -116,7 +116,7 @@ def run_bench(family: Family, variants, params, launches: int = 100, rounds: int
     say = progress or (lambda text: None)
     say("measuring the read ceiling")
     ceiling = harness.measure_read_ceiling()["tbs"]
-    work = family.work(params)
+    work = checked_work(family, params)
     gemm = None
     if family.holds_to_gemm(work):
         say("measuring the GEMM ceiling")

@@ -25,6 +25,10 @@ def cupy():
         raise UserError(
             "CuPy is not installed: install the GPU extra (pip install 'paprof[gpu]') on a CUDA machine"
         ) from None
+    except Exception as err:  # e.g. RuntimeError: the driver version is insufficient
+        detail = (str(err).splitlines() or [type(err).__name__])[0]
+        raise UserError(f"CuPy cannot start on this machine (the environment, not the kernel): "
+                        f"{type(err).__name__}: {detail}") from None
     try:
         count = cp.cuda.runtime.getDeviceCount()
     except Exception as err:  # CUDA driver missing or broken

@@ -26,7 +26,7 @@ from rich.progress import (
 )
 
 from paprof.errors import ShapeError, UserError, VerificationError
-from paprof.family import CommandVariant, Variant
+from paprof.family import CommandVariant, Variant, checked_work
 from paprof.profiler import provenance, store
 from paprof.profiler.argv import NcuSettings, ncu_argv, verify_argv
 from paprof.profiler.locate import find_ncu
@@ -74,6 +74,9 @@ def verify(variant: Variant, params, settings: NcuSettings, result: Path, env: d
     """
     outcome = run_launcher(verify_argv(settings, variant, params, result), env)
     said = _last_line(outcome.output)
+    if outcome.returncode == 1 and "Traceback (most recent call last)" in outcome.output:
+        # Python's exit status of an uncaught exception, not the launcher's mismatch
+        raise UserError(f"the launcher for {variant.name} failed (exit 1): {said or 'no message'}")
     if outcome.returncode == 1:
         said = said or "output differs from the reference"
         raise VerificationError(f"{variant.name} failed verification: {said}")
@@ -205,7 +208,8 @@ def _slug_of(params) -> str:
     return params.slug() if params is not None else store.COMMAND_SLUG
 
 
-def _early_refusal(runs_dir: Path, variant: Variant, params, replace: bool) -> None:
+def _early_refusal(runs_dir: Path, variant: Variant, params, replace: bool,
+                   option: str = "--replace") -> None:
     """Refuse before any GPU work when every GPU has one name and the run exists."""
     if replace:
         return
@@ -213,7 +217,7 @@ def _early_refusal(runs_dir: Path, variant: Variant, params, replace: bool) -> N
     if len(names) == 1:
         gpu_slug = provenance.slug(names.pop())
         paths = store.run_paths(runs_dir, gpu_slug, variant.family, variant.id, _slug_of(params))
-        store.refuse_existing(paths, replace)
+        store.refuse_existing(paths, replace, option)
 
 
 def profile_variant(
@@ -224,6 +228,7 @@ def profile_variant(
     replace: bool = False,
     progress: Status | None = None,
     family=None,
+    replace_option: str = "--replace",
 ) -> store.Run:
     """Verify ``variant`` at ``params`` outside ncu, then profile it and store the run.
 
@@ -245,9 +250,9 @@ def profile_variant(
     preset = get_preset(settings.preset)
     settings = dataclasses.replace(settings, ncu=settings.ncu or find_ncu())
     holds_to_gemm = getattr(family, "holds_to_gemm", None)
-    if not is_command and holds_to_gemm is not None and holds_to_gemm(family.work(params)):
+    if not is_command and holds_to_gemm is not None and holds_to_gemm(checked_work(family, params)):
         settings = dataclasses.replace(settings, measure_gemm_ceiling=True)  # the run names it
-    _early_refusal(runs_dir, variant, params, replace)
+    _early_refusal(runs_dir, variant, params, replace, replace_option)
     env = child_env()
     if preset.lineinfo:
         env["PAPROF_LINEINFO"] = "1"
@@ -260,11 +265,11 @@ def profile_variant(
             say(f"compiling, checking and timing {settings.time_launches} launches (no ncu)")
             result = verify(variant, params, settings, Path(scratch) / "result.json", env)
         settings = dataclasses.replace(settings, kernels_per_launch=_kernels_per_launch(result))
-    work = family.work(params).to_dict() if family is not None else None
+    work = checked_work(family, params).to_dict() if family is not None else None
     source = source_state(variant, getattr(family, "folder", None))
     prov = provenance.collect(settings.ncu, gpu=result.get("gpu"))
     paths = store.run_paths(runs_dir, prov.gpu_slug, variant.family, variant.id, _slug_of(params))
-    with store.writing(paths, replace) as pending:
+    with store.writing(paths, replace, replace_option) as pending:
         scratch_result = None if is_command else pending.scratch("result.json")
         argv = ncu_argv(settings, variant, params, pending.report, scratch_result)
         say("ncu: starting")
@@ -274,6 +279,7 @@ def profile_variant(
                                 ncu.log.kernels, paths, source,
                                 getattr(family, "gate_metrics", ()), getattr(family, "notes", ()))
         store.write_sidecar(pending.sidecar, sidecar)
+    sidecar[store.REPORT_BYTES] = paths.report.stat().st_size  # as writing() stored it
     return store.Run(paths.report, sidecar)
 
 
@@ -297,6 +303,7 @@ def profile_variants(
     replace: bool = False,
     console: Console | None = None,
     family=None,
+    replace_option: str = "--replace",
 ) -> list[Outcome]:
     """Profile each variant in turn under one progress display (on stderr).
 
@@ -328,7 +335,7 @@ def profile_variants(
             outcome = Outcome(variant)
             try:
                 outcome.run = profile_variant(variant, params, settings, runs_dir, replace, say,
-                                              family=family)
+                                              family=family, replace_option=replace_option)
             except VerificationError as err:
                 outcome.failed = err
             except ShapeError as err:

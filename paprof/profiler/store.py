@@ -31,6 +31,12 @@ TEMP_MARK = ".tmp-"
 SCHEMA = 2
 """Sidecar schema written now. Schema 1 (before families: ``shape_fields`` and the
 family's byte count, no ``params``/``work``/``source``) still loads everywhere."""
+REPORT_BYTES = "report_bytes"
+"""The sidecar key naming the size of the report it was written with: a sidecar whose
+report has another size belongs to another report (a record torn by a kill, or mixed
+by hand) and is not read as this one's. Sidecars written before it have no such key."""
+
+
 COMMAND_SLUG = "command"
 """The parameter slug of a run of an external command (it has no parameters)."""
 
@@ -130,6 +136,45 @@ def input_files(paths, scan: "Scan | None" = None) -> list[Path]:
     return found
 
 
+_TEXT_KEYS = ("family", "variant", "kind", "kernel_regex", "shape", "shape_slug", "gpu",
+              "gpu_slug", "driver", "ncu_version", "clock_control", "preset", "git_commit",
+              "created", "paprof_version", "report", "log", "nvtx_range")
+_NUMBER_KEYS = ("schema", "read_ceiling_tbs", "gemm_ceiling_tflops", "duration_us_event",
+                "bandwidth_tbs", "tflops", "replay_passes", "launches", REPORT_BYTES, "median_us",
+                "tbs", "pct_of_ceiling", "rel_error", "rounds")
+_TABLE_KEYS = ("params", "work", "source", "verification", "launch_details")
+_LIST_KEYS = ("sections", "gate_metrics", "command", "profiled_kernels")
+
+
+def check_record(data: dict, path) -> dict:
+    """``data`` (a run sidecar or a bench record) when each key paprof reads has its
+    type (text, a finite number, a table, a list; or null); else a one-line
+    ``UserError`` naming the file and the key: ``created: 5`` would otherwise end a
+    command in a traceback far from the file."""
+    import math
+
+    def bad(key, want):
+        value = data[key]
+        shown = repr(value) if len(repr(value)) <= 40 else repr(value)[:37] + "..."
+        return UserError(f"damaged record {path}: '{key}' must be {want}, got {shown}")
+
+    for key in _TEXT_KEYS:
+        if data.get(key) is not None and not isinstance(data[key], str):
+            raise bad(key, "text")
+    for key in _NUMBER_KEYS:
+        value = data.get(key)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))
+                                  or not math.isfinite(value)):
+            raise bad(key, "a finite number")
+    for key in _TABLE_KEYS:
+        if data.get(key) is not None and not isinstance(data[key], dict):
+            raise bad(key, "a table")
+    for key in _LIST_KEYS:
+        if data.get(key) is not None and not isinstance(data[key], list):
+            raise bad(key, "a list")
+    return data
+
+
 def _read_sidecar(report: Path) -> dict | None:
     sidecar = sidecar_path(report)
     if not sidecar.is_file():
@@ -138,13 +183,15 @@ def _read_sidecar(report: Path) -> dict | None:
         data = json.loads(sidecar.read_text())
     except (OSError, ValueError) as err:
         raise UserError(f"cannot read the run sidecar {sidecar}: {err}") from None
-    return data if isinstance(data, dict) else None
+    return check_record(data, sidecar) if isinstance(data, dict) else None
 
 
 def load_run(report: Path, root: Path) -> Run:
     """A run of the folder ``root`` (its sidecar read); without a sidecar, gpu/family/
     variant come from the store layout if it fits."""
     sidecar = _read_sidecar(report)
+    if sidecar is not None and REPORT_BYTES in sidecar and not belongs(report, sidecar):
+        sidecar = None  # another report's sidecar (a torn or mixed record): not this one's
     layout = {}
     if sidecar is None:
         parts = report.relative_to(root).parts if report.is_relative_to(root) else ()
@@ -256,10 +303,37 @@ def latest(
     )
 
 
-def refuse_existing(paths: RunPaths, replace: bool) -> None:
-    """Raise ``UserError`` if the run exists and ``replace`` is False."""
-    if not replace and (paths.report.exists() or paths.sidecar.exists()):
-        raise UserError(f"a run already exists at {paths.report}; pass --replace to overwrite it")
+def belongs(report: Path, sidecar: dict | None) -> bool:
+    """Whether ``sidecar`` was written with ``report`` (True for sidecars from before
+    ``REPORT_BYTES``)."""
+    if not isinstance(sidecar, dict):
+        return False
+    size = sidecar.get(REPORT_BYTES)
+    if size is None:
+        return True
+    try:
+        return report.stat().st_size == size
+    except OSError:
+        return False
+
+
+def is_stored(paths: RunPaths) -> bool:
+    """Whether the run is whole in the store: its report and a sidecar written with it.
+    A sidecar alone, or a report beside a sidecar of another report, is not a run."""
+    if not paths.report.is_file():
+        return False
+    try:
+        sidecar = json.loads(paths.sidecar.read_text())
+    except (OSError, ValueError):
+        return False
+    return belongs(paths.report, sidecar)
+
+
+def refuse_existing(paths: RunPaths, replace: bool, option: str = "--replace") -> None:
+    """Raise ``UserError`` if the run is stored and ``replace`` is False (``option``: the
+    command's option that replaces it)."""
+    if not replace and is_stored(paths):
+        raise UserError(f"a run already exists at {paths.report}; pass {option} to overwrite it")
 
 
 @dataclass(frozen=True)
@@ -291,22 +365,33 @@ def write_sidecar(path: Path, data: dict) -> None:
 
 
 @contextlib.contextmanager
-def writing(paths: RunPaths, replace: bool = False) -> Iterator[Pending]:
-    """Write a run under temporary names; rename both files into place on success.
+def writing(paths: RunPaths, replace: bool = False, option: str = "--replace") -> Iterator[Pending]:
+    """Write a run under temporary names; rename both files into place on success: the
+    sidecar first, the report last (a sidecar without its report is no run).
 
     On any exception (ncu failure, ``KeyboardInterrupt``) every temporary file is
     removed and the exception continues; the existing run, if any, is untouched.
     """
-    refuse_existing(paths, replace)
+    refuse_existing(paths, replace, option)
     paths.folder.mkdir(parents=True, exist_ok=True)
     pending = _temp_names(paths)
     try:
         yield pending
         if not pending.report.is_file() or not pending.sidecar.is_file():
             raise RuntimeError(f"run incomplete: {pending.report} or {pending.sidecar} is missing")
-        refuse_existing(paths, replace)
-        os.replace(pending.report, paths.report)
-        os.replace(pending.sidecar, paths.sidecar)
+        sidecar = json.loads(pending.sidecar.read_text())
+        if isinstance(sidecar, dict):
+            sidecar[REPORT_BYTES] = pending.report.stat().st_size
+            write_sidecar(pending.sidecar, sidecar)
+        # Whole or absent, whatever moment a kill comes: the old report goes first (its
+        # sidecar alone is no run), then the new sidecar, then the new report, which
+        # makes the record. A report is never beside a sidecar that is not its own; two
+        # writers of one record take turns (the folder's lock).
+        with _folder_locked(paths.folder):
+            refuse_existing(paths, replace, option)
+            paths.report.unlink(missing_ok=True)
+            os.replace(pending.sidecar, paths.sidecar)
+            os.replace(pending.report, paths.report)
     finally:
         for leftover in paths.folder.glob(f".*{TEMP_MARK}{pending.token}*"):
             leftover.unlink(missing_ok=True)
@@ -322,3 +407,70 @@ def write_json_atomic(path: Path, data, replace: bool = True) -> None:
     if not replace and path.exists():
         raise UserError(f"{path} exists; pass --force to overwrite it")
     outputs.write(path, json.dumps(data, indent=2) + "\n", parents=True)
+
+
+LOCK_NAME = ".paprof.lock"
+"""The lock file of a store (hidden: the readers pass over it)."""
+_HELD: dict[str, list] = {}
+"""Locks this process holds: store path -> [file object, depth] (the lock is reentrant)."""
+
+
+@contextlib.contextmanager
+def locked(runs: Path | str) -> Iterator[None]:
+    """Hold the store's writer lock (``fcntl.flock`` on ``<runs>/.paprof.lock``): writers
+    of one store (two sweep shards, two merges into one --out) take turns at each
+    read-modify-write of shared files, so no writer's statuses are lost. Reentrant within
+    a process. flock works between processes of one machine and, on Linux NFS clients
+    (v4, or v3 with lockd), between machines; on a file system without locks it only
+    serialises the writers of one machine. Without ``fcntl`` (Windows): no lock."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - Windows
+        yield
+        return
+    folder = Path(runs)
+    key = str(folder.resolve())
+    held = _HELD.get(key)
+    if held is not None:
+        held[1] += 1
+        try:
+            yield
+        finally:
+            held[1] -= 1
+        return
+    folder.mkdir(parents=True, exist_ok=True)
+    try:
+        handle = open(folder / LOCK_NAME, "a+b")
+    except OSError as err:
+        raise UserError(f"cannot lock the run store {folder}: {err.strerror or err}") from None
+    try:
+        fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
+        _HELD[key] = [handle, 1]
+        try:
+            yield
+        finally:
+            del _HELD[key]
+            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+    finally:
+        handle.close()
+
+
+@contextlib.contextmanager
+def _folder_locked(folder: Path) -> Iterator[None]:
+    """``flock`` on the folder itself (no file left in it): the writers of one record
+    take turns at its renames. Where a folder cannot be locked (no ``fcntl``, a file
+    system without locks) the renames' order alone keeps a record whole or absent."""
+    try:
+        import fcntl
+        fd = os.open(folder, os.O_RDONLY)
+    except (ImportError, OSError, AttributeError):
+        yield
+        return
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        except OSError:
+            pass
+        yield
+    finally:
+        os.close(fd)  # closing releases the lock

@@ -7,6 +7,7 @@ allowance), then every check in one table, then the notes.
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from typing import Iterable
 
@@ -24,17 +25,33 @@ _STATUS = {"same": "pass (same)", "pass": "pass", "improved": "improved",
 """Each outcome as the table shows it; a regression and a changed count fail the gate."""
 
 
+_SPECIAL = re.compile(r"([\\`\[\]<>|!&])")
+"""Punctuation that starts HTML, code, links or images, or breaks a table (as the report
+Markdown escapes them, ``paprof.reports.markdown.md_escape``; emphasis, harmless, is
+left alone so that names read plainly)."""
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
 def _cell(text: str) -> str:
-    return str(text).replace("|", "\\|").replace("\n", " ")
+    """Plain text (a name, a shape, a message) made safe in Markdown and its tables:
+    control characters dropped, markup characters escaped: a variant named
+    ``<script>`` or ``[a](javascript:...)`` prints as itself."""
+    text = _CONTROL.sub(" ", str(text))
+    return _SPECIAL.sub(r"\\\1", text)
+
+
+def _code(text: str) -> str:
+    """``text`` as inline code (no backtick inside can end it)."""
+    return "`" + _CONTROL.sub(" ", str(text)).replace("`", "'").replace("|", "\\|") + "`"
 
 
 def verdict_markdown(verdict: Verdict) -> str:
     """The Markdown text of ``verdict``."""
     mark = "PASS" if verdict.passed else "FAIL"
-    lines = [f"{MARK}{mark}", "", verdict.summary, ""]
+    lines = [f"{MARK}{mark}", "", _cell(verdict.summary), ""]
     prov = verdict.provenance
     where = ", ".join(
-        f"{label} {value}"
+        f"{label} {_cell(value)}"
         for label, value in (
             ("GPU", prov.gpu),
             ("ncu", prov.ncu_version),
@@ -56,10 +73,11 @@ def verdict_markdown(verdict: Verdict) -> str:
     for r in verdict.results:
         shape = r.shape if r.shape_now is None else f"{r.shape} (now {r.shape_now})"
         cells = (
-            r.name, shape, f"{r.rule.label} (`{r.metric}`)", r.fmt_stat(r.baseline),
-            r.fmt_stat(r.now), r.delta_text, r.allowed_text, _STATUS.get(r.outcome, r.outcome),
+            _cell(r.name), _cell(shape), f"{_cell(r.rule.label)} ({_code(r.metric)})",
+            _cell(r.fmt_stat(r.baseline)), _cell(r.fmt_stat(r.now)), _cell(r.delta_text),
+            _cell(r.allowed_text), _STATUS.get(r.outcome) or _cell(r.outcome),
         )
-        lines.append("| " + " | ".join(_cell(c) for c in cells) + " |")
+        lines.append("| " + " | ".join(cells) + " |")
     if verdict.notes:
         lines += ["", "### Notes", ""]
         lines += [f"- {_cell(n)}" for n in verdict.notes]

@@ -9,6 +9,7 @@ entry) go to the suites' ``<system-out>``. Standard library only.
 from __future__ import annotations
 
 import os
+import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Iterable
@@ -19,6 +20,16 @@ from paprof.analysis.regress import Verdict
 
 _PROPERTIES = ("gpu", "ncu_version", "clock_control", "git_commit")
 """Provenance of the current runs shown as each suite's ``<properties>``."""
+
+
+_NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+"""Characters XML 1.0 cannot hold at all (control characters, U+FFFE, U+FFFF, lone
+surrogates): a name holding one would make the file not well-formed."""
+
+
+def _x(text) -> str:
+    """``text`` with every character XML cannot hold replaced by U+FFFD."""
+    return _NOT_XML.sub("\ufffd", str(text))
 
 
 def junit_tree(verdict: Verdict) -> ET.ElementTree:
@@ -36,25 +47,25 @@ def junit_tree(verdict: Verdict) -> ET.ElementTree:
         suite = suites.get(result.name)
         if suite is None:
             suite = suites[result.name] = ET.SubElement(
-                root, "testsuite", name=f"paprof.check.{result.name.replace('/', '.')}"
+                root, "testsuite", name=_x(f"paprof.check.{result.name.replace('/', '.')}")
             )
             props = ET.SubElement(suite, "properties")
             for key in _PROPERTIES:
                 value = getattr(verdict.provenance, key)
                 if value is not None:
-                    ET.SubElement(props, "property", name=key, value=str(value))
+                    ET.SubElement(props, "property", name=key, value=_x(value))
         case = ET.SubElement(
             suite,
             "testcase",
             classname=suite.get("name"),
-            name=f"{result.metric} [{result.shape}]",
+            name=_x(f"{result.metric} [{result.shape}]"),
             time="0",
         )
         if result.regressed:
-            failure = ET.SubElement(case, "failure", type="regression", message=result.message)
-            failure.text = result.message
+            failure = ET.SubElement(case, "failure", type="regression", message=_x(result.message))
+            failure.text = _x(result.message)
         out = ET.SubElement(case, "system-out")
-        out.text = f"{result.outcome}: {result.message}"
+        out.text = _x(f"{result.outcome}: {result.message}")
         if result.outcome == "ambiguous":  # passed, but say so where CI tools look
             ET.SubElement(case, "properties").append(
                 ET.Element("property", name="verdict", value="ambiguous"))
@@ -65,7 +76,7 @@ def junit_tree(verdict: Verdict) -> ET.ElementTree:
         suite.set("errors", "0")
         suite.set("skipped", "0")
         if verdict.notes:
-            ET.SubElement(suite, "system-out").text = "\n".join(verdict.notes)
+            ET.SubElement(suite, "system-out").text = _x("\n".join(verdict.notes))
     ET.indent(root)
     return ET.ElementTree(root)
 

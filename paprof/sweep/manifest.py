@@ -16,6 +16,7 @@ import hashlib
 import json
 from pathlib import Path
 
+from paprof import names
 from paprof.errors import UserError
 from paprof.profiler import provenance, store
 
@@ -42,7 +43,10 @@ def default_name(defn: dict) -> str:
     return f"{defn['family']}-{defn['mode']}-{digest}"
 
 
-def path(runs, name: str) -> Path:
+def path(runs, name: str, what: str = "--name") -> Path:
+    """``<runs>/sweeps/<name>.json``; ``name`` must be one safe file name (``UserError``
+    otherwise: nothing is written outside the store or hidden inside it)."""
+    names.check(name, what)
     return Path(runs) / FOLDER / f"{name}.json"
 
 
@@ -69,14 +73,86 @@ def load(file: Path) -> dict:
         raise UserError(f"cannot read the sweep manifest {file}: {err}") from None
     if not isinstance(data, dict) or data.get("kind") != KIND:
         raise UserError(f"{file} is not a paprof sweep manifest")
+    check_structure(data, file)
     return data
 
 
-def save(runs, data: dict) -> Path:
-    data["updated"] = provenance.now()
+def check_structure(data: dict, file) -> None:
+    """``UserError`` (one line naming ``file``) unless ``data`` has a manifest's shape:
+    a safe name, lists where lists are, each point's index, shard and variant statuses,
+    and as many points as its axes make (a list cut short is refused)."""
+    names.check(data.get("name"), f"the sweep manifest {file}: its name")
+
+    def bad(what: str):
+        return UserError(f"{file} is a damaged sweep manifest: {what}")
+
+    for key, kind in (("points", list), ("shards", list), ("variants", list), ("axes", list)):
+        if not isinstance(data.get(key), kind):
+            raise bad(f"'{key}' must be a list, got {type(data.get(key)).__name__}")
+    if not isinstance(data.get("gpus", []), list) or not all(isinstance(g, str) for g in data.get("gpus", [])):
+        raise bad("'gpus' must be a list of names")
+    if not all(isinstance(s, dict) and isinstance(s.get("shard"), int) and isinstance(s.get("of"), int)
+               for s in data["shards"]):
+        raise bad("'shards' must hold {shard, of} pairs")
+    size = 1
+    for axis in data["axes"]:
+        if not isinstance(axis, dict) or not isinstance(axis.get("values"), list):
+            raise bad("each axis needs a list of values")
+        size *= len(axis["values"])
+    seen = set()
+    for point in data["points"]:
+        if (not isinstance(point, dict) or not isinstance(point.get("index"), int)
+                or isinstance(point.get("index"), bool) or not isinstance(point.get("variants"), dict)):
+            raise bad("each point needs an integer index and a variants table")
+        if point["index"] in seen or not 0 <= point["index"] < max(size, 1):
+            raise bad(f"point index {point['index']} is repeated or outside the grid")
+        seen.add(point["index"])
+        for vid, state in point["variants"].items():
+            if not isinstance(state, dict) or state.get("status") not in STATUSES:
+                raise bad(f"point {point['index']}: variant {names.safe(vid)} has no valid status")
+    if data["axes"] and len(data["points"]) != size:
+        raise bad(f"{len(data['points'])} points where its axes make {size} (cut short?)")
+
+
+def save(runs, data: dict, touched=None) -> Path:
+    """Write ``data`` as the store's manifest of its sweep, under the store's lock.
+
+    ``touched``: the (point index, variant) statuses this writer decided; when given,
+    the manifest on disk (another shard's writer may have saved since) is read again and
+    only those statuses, the shards and the GPUs are laid over it, so concurrent writers
+    of one sweep lose nothing. A ``pending`` of ours never hides a status on disk."""
     target = path(runs, data["name"])
-    store.write_json_atomic(target, data)
+    with store.locked(runs):
+        out = data
+        if touched is not None and target.is_file():
+            try:
+                disk = load(target)
+            except UserError:
+                disk = None
+            if disk is not None and same_sweep(disk, data):
+                out = _overlay(disk, data, touched)
+        out["updated"] = provenance.now()
+        store.write_json_atomic(target, out)
     return target
+
+
+def _overlay(disk: dict, mine: dict, touched) -> dict:
+    """``disk`` with ``mine``'s ``touched`` statuses, shards and GPUs on top."""
+    theirs = {p["index"]: p for p in disk["points"]}
+    ours = {p["index"]: p for p in mine["points"]}
+    for index, vid in touched:
+        state = ours.get(index, {}).get("variants", {}).get(vid)
+        point = theirs.get(index)
+        if state is None or point is None:
+            continue
+        if state.get("status") == "pending" and vid in point["variants"]:
+            continue
+        point["variants"][vid] = state
+    for s in mine.get("shards", []):
+        if s not in disk["shards"]:
+            disk["shards"].append(s)
+    disk["gpus"] = sorted(set(disk.get("gpus") or []) | set(mine.get("gpus") or []))
+    return disk
 
 
 def same_sweep(a: dict, b: dict) -> bool:

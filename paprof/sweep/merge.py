@@ -59,14 +59,17 @@ def _digest(path: Path) -> str:
 def _copy_atomic(pairs: list[tuple[Path, Path]]) -> None:
     """Copy each (source, target) under a temporary name, then rename all in order."""
     temps = []
+    dst = None
     try:
         for src, dst in pairs:
             dst.parent.mkdir(parents=True, exist_ok=True)
             tmp = dst.with_name(f".{dst.name}{store.TEMP_MARK}{os.getpid()}")
+            temps.append((tmp, dst))  # before the copy: a partial copy is removed too
             shutil.copyfile(src, tmp)
-            temps.append((tmp, dst))
         for tmp, dst in temps:
             os.replace(tmp, dst)
+    except OSError as err:  # a full or read-only disk, a name too long: one line
+        raise UserError(f"cannot copy into {dst}: {err.strerror or err}") from None
     finally:
         for tmp, _dst in temps:
             tmp.unlink(missing_ok=True)
@@ -154,8 +157,13 @@ def join_manifests(into: dict, other: dict) -> None:
 
 
 def _merge_manifest(file: Path, out: Path, res: MergeResult) -> None:
+    with store.locked(out):  # another merge into --out, or a sweep's writer, waits
+        _merge_manifest_locked(file, out, res)
+
+
+def _merge_manifest_locked(file: Path, out: Path, res: MergeResult) -> None:
     incoming = manifests.load(file)
-    target = manifests.path(out, incoming["name"])
+    target = manifests.path(out, incoming.get("name"), f"the sweep manifest {file}: its name")
     if target.is_file():
         have = manifests.load(target)
         if not manifests.same_sweep(have, incoming):
@@ -180,13 +188,19 @@ def merge_stores(sources, out) -> MergeResult:
             raise UserError(f"no such run store: {s}")
     if out.exists() and not out.is_dir():
         raise UserError(f"--out {out} is a file, not a run store folder")
+    for source in sources:  # every source checked before anything is copied
+        if source.resolve() == out.resolve():
+            continue
+        if out.resolve().is_relative_to(source.resolve()):
+            raise UserError(f"--out {out} lies inside the store {source}; merge into a folder outside it")
+        if source.resolve().is_relative_to(out.resolve()):
+            raise UserError(f"the store {source} lies inside --out {out}; its records would be "
+                            "merged twice: move it out first")
     out.mkdir(parents=True, exist_ok=True)
     res = MergeResult()
     for source in sources:
         if source.resolve() == out.resolve():
             continue
-        if out.resolve().is_relative_to(source.resolve()):
-            raise UserError(f"--out {out} lies inside the store {source}; merge into a folder outside it")
         for rec in results.find_records(source):
             _merge_result(rec, source, out, res)
         folder = source / manifests.FOLDER

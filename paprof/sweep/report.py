@@ -581,8 +581,10 @@ def write_sweep_report(runs, out: Path | str | None = "paprof-sweep.html", markd
                                          (json_path, f'"kind": "{REGIME_KIND}"')) if p is not None]
     if len({str(p.resolve()) for p, _ in targets}) < len(targets):
         raise UserError("the HTML, Markdown and regime JSON outputs must be different files")
-    overwrote = [p for p, mark in targets
-                 if outputs.check_target(p, what="a paprof report", mark=mark, force=force)]
+    store_files = sorted(Path(runs).rglob("*.json")) if Path(runs).is_dir() else []
+    overwrote = [p for p, mark in targets  # never a manifest or record it reads, even with --force
+                 if outputs.check_target(p, what="a paprof report", mark=mark, force=force,
+                                         inputs=store_files)]
     data = manifests.find(runs, name)
     col = collect(runs, data)
     ctx = build_context(col, noise_pct, charts=out_path is not None, generated=generated)

@@ -88,7 +88,7 @@ def read_bench(path: Path) -> dict:
         raise UserError(f"cannot read the bench record {path}: {err}") from None
     if not isinstance(data, dict) or data.get("kind") != BENCH_KIND:
         raise UserError(f"{path} is not a paprof bench record")
-    return data
+    return store.check_record(data, path)
 
 
 def _is_temp(path: Path) -> bool:
@@ -132,7 +132,8 @@ def stored(runs, gpu_slug: str | None, family: str, variant: str, shape_slug: st
     suffix = BENCH_SUFFIX if mode == "bench" else ".ncu-rep"
     gpus = [gpu_slug] if gpu_slug else sorted(p.name for p in Path(runs).glob("*") if p.is_dir())
     for gpu in gpus:
-        path = store.run_paths(runs, gpu, family, variant, shape_slug).report.with_name(shape_slug + suffix)
-        if path.is_file():
+        paths = store.run_paths(runs, gpu, family, variant, shape_slug)
+        path = paths.report.with_name(shape_slug + suffix)
+        if mode == "bench" and path.is_file() or mode != "bench" and store.is_stored(paths):
             return path
     return None

@@ -24,7 +24,7 @@ from typing import Callable
 
 from rich.console import Console
 
-from paprof.errors import ShapeError
+from paprof.errors import PaprofError, ShapeError, environment_error
 from paprof.profiler import provenance, store
 from paprof.sweep import grid as grids
 from paprof.sweep import manifest as manifests
@@ -110,7 +110,7 @@ def profile_point(family, variants, params, runs: Path, settings: SweepSettings,
     quiet = Console(stderr=True, force_terminal=False)  # the sweep's own bar is the live one
     out = []
     for o in profile_variants(variants, params, ncu, runs, replace=settings.force, console=quiet,
-                              family=family):
+                              family=family, replace_option="--force"):
         if o.skipped:
             out.append(VariantOutcome(o.variant.id, "skipped", str(o.skipped)))
         elif o.failed:
@@ -226,9 +226,11 @@ def run_sweep(family, variants, grid: grids.Grid, runs, settings: SweepSettings 
     result = SweepResult(data, manifests.path(runs, name), len(points))
     work = plan(family, variants, points, runs, settings.mode, settings.force, gpu_slug)
     entries = {p["index"]: p for p in data["points"]}
+    touched: set[tuple[int, str]] = set()  # the statuses this writer decides (see save)
 
     def record(point, vid, state):
         entries[point.index]["variants"][vid] = state
+        touched.add((point.index, vid))
         where = f"{vid} at {point.label}"
         if state["status"] == "skipped":
             result.skipped.append(f"{where}: {state['reason']}")
@@ -243,7 +245,8 @@ def run_sweep(family, variants, grid: grids.Grid, runs, settings: SweepSettings 
             result.resumed += status == "done"
         for v in todo:
             entries[point.index]["variants"].setdefault(v.id, _state("pending", None, None, runs))
-    manifests.save(runs, data)
+            touched.add((point.index, v.id))
+    manifests.save(runs, data, touched)
 
     total = sum(1 for _, todo, _ in work if todo)
     live = console.is_terminal
@@ -264,12 +267,19 @@ def run_sweep(family, variants, grid: grids.Grid, runs, settings: SweepSettings 
 
             try:
                 outcomes = runner(family, todo, point.params, runs, settings, say)
-            except BaseException:
+            except BaseException as err:
                 result.interrupted = True
-                manifests.save(runs, data)
-                console.print(f"paprof sweep: stopped at {point.label}; the {done} point(s) "
-                              f"finished before it are stored in {runs}; run the same command "
-                              "again to go on", soft_wrap=True)
+                manifests.save(runs, data, touched)
+                where = (f"stopped at {point.label}; the {done} point(s) finished before it "
+                         f"are stored in {runs}; run the same command again to go on")
+                if isinstance(err, PaprofError):  # one line: the error and where it stopped
+                    raise type(err)(f"{err} ({where})") from None
+                said = environment_error(err, where)  # a full or read-only disk
+                if said is not None:
+                    raise said from None
+                if isinstance(err, KeyboardInterrupt) and not err.args:  # the CLI's one line
+                    raise KeyboardInterrupt(where) from None
+                console.print(f"paprof sweep: {where}", soft_wrap=True)  # a bug: traceback next
                 raise
             for o in outcomes:
                 record(point, o.variant, _state(o.status, o.reason, o.result, runs))
@@ -277,7 +287,7 @@ def run_sweep(family, variants, grid: grids.Grid, runs, settings: SweepSettings 
             if gpu_slug is None:
                 gpu_slug = _learn_gpu(outcomes, runs)
             data["gpus"] = sorted(set(data["gpus"]) | ({gpu_slug} if gpu_slug else set()))
-            manifests.save(runs, data)
+            manifests.save(runs, data, touched)
             done += 1
             bar.advance(task)
             if not live:

@@ -44,12 +44,14 @@ EXPLAINS = {
 
 
 def _pairs() -> list[dict]:
-    return tomllib.loads((ZOO / "causes.toml").read_text())["pair"]
+    causes = ZOO / "causes.toml"
+    return tomllib.loads(causes.read_text())["pair"] if causes.is_file() else []
 
 
 needs_runs = pytest.mark.skipif(not RUNS.is_dir(), reason="examples/zoo/runs is not there")
 
 
+@pytest.mark.skipif(not (ZOO / "causes.toml").is_file(), reason="examples/zoo is not there")
 def test_every_cause_of_the_zoo_has_an_explanation_rule():
     assert {p["cause"] for p in _pairs()} <= set(EXPLAINS)
     assert len(_pairs()) >= 12

@@ -75,7 +75,7 @@ PAIRS: dict[str, PairInfo] = {
                         "out[s] = sum of x over 4096-float segment s, n floats"),
     "spills": PairInfo("spills", lambda p: 1 << 20, 64, 1e-4,
                        "iters rounds of a 36-wide circulant averaging map, n rows"),
-    "launch_overhead": PairInfo("launch_overhead", lambda p: 1 << 24, 64, 1e-6,
+    "launch_overhead": PairInfo("launch_overhead", lambda p: 1 << 23, 32, 1e-6,
                                 "out = 2x+1, n floats; iters = launches of the slow variant"),
     "fp64": PairInfo("fp64", lambda p: 1 << 22, 1024, 1e-3,
                      "out = iters affine steps of x, n floats"),
@@ -394,7 +394,7 @@ IDEAS = {
                 "a warp-shuffle + shared-memory CTA reduction, one atomicAdd a CTA"),
     "spills": ("__launch_bounds__(256, 8): 32 registers, the 36-float vector spills to local memory",
                "__launch_bounds__(256, 4): 64 registers, the vector stays in registers"),
-    "launch_overhead": ("iters (64) launches, each on 1/64 of the elements",
+    "launch_overhead": ("iters (32) launches, each on 1/32 of the elements",
                         "one launch on all the elements"),
     "fp64": ("the FMA chains in double (DFMA)", "the FMA chains in float (FFMA)"),
 }

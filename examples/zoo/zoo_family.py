@@ -37,6 +37,7 @@ PW_TAIL = 4             # partial_wave: CTAs past a full wave
 PW_SMEM = 120 * 1024    # partial_wave: dynamic shared memory (one CTA an SM)
 OCC_SMEM = 100 * 1024   # occupancy_shared_mem: the unused dynamic shared memory
 DC_THREADS, DC_CHAINS = 128, 8
+L2_SHIFT = 65568         # l2_resident: floats each term's reads move on (l2_resident.cu)
 
 
 @dataclass(frozen=True)
@@ -67,11 +68,11 @@ PAIRS: dict[str, PairInfo] = {
                         "out = iters affine steps of x, n floats"),
     "divergence": PairInfo("divergence", lambda p: 1 << 22, 512, 1e-3,
                            "even/odd elements: two recurrences of iters steps, n floats"),
-    "dependent_chain": PairInfo("dependent_chain", _sms_n(DC_THREADS * DC_CHAINS), 8192, 1e-3,
+    "dependent_chain": PairInfo("dependent_chain", _sms_n(DC_THREADS * DC_CHAINS), 16384, 1e-3,
                                 "out = iters affine steps of x; n = sms x 128 x 8"),
     "l2_resident": PairInfo("l2_resident", lambda p: 1 << 22, 64, 1e-5,
-                            "out = sum of iters copies of x (n floats, 16 MB)"),
-    "atomics": PairInfo("atomics", lambda p: 1 << 26, 0, 1e-4,
+                            "out[i] = sum over r < iters of x[(i + r*65568) % n] (n floats, 16 MB)"),
+    "atomics": PairInfo("atomics", lambda p: 1 << 24, 0, 1e-4,
                         "out[s] = sum of x over 4096-float segment s, n floats"),
     "spills": PairInfo("spills", lambda p: 1 << 20, 64, 1e-4,
                        "iters rounds of a 36-wide circulant averaging map, n rows"),
@@ -185,8 +186,10 @@ def reference(p: Zoo, inputs: dict, xp):
         return xp.where(odd, affine(x, k, C2, -1.0), affine(x, k))
     if pair == "bank_conflicts":
         return x.T.copy()
-    if pair == "l2_resident":
-        return inputs["big"].astype(xp.float64).reshape(k, -1).sum(axis=0)
+    if pair == "l2_resident":  # sum over r of x[(i + r*SHIFT) % n], read from big's copy r
+        big = inputs["big"].astype(xp.float64).reshape(k, -1)
+        n = big.shape[1]
+        return sum(xp.roll(big[r], -((r * L2_SHIFT) % n)) for r in range(k))
     if pair == "atomics":
         pad = (-x.size) % SEG
         return xp.concatenate([x, xp.zeros(pad)]).reshape(-1, SEG).sum(axis=1)

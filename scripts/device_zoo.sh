@@ -10,7 +10,9 @@
 #   mlp     examples/mlp: paprof run --cmd of eager and compiled (NVTX range "step") into
 #           examples/mlp/runs, paprof compare eager compiled, and mlp.py both (the
 #           CUDA-event-timed eager/compiled ratio) -> logs/mlp-*
-# Each stage fits one device call (at most 10 minutes): runs ~5 min, bench + mlp ~5 min;
+# Measured on the H200 (2026-12-02): bench 41 s, runs 282 s + compare 38 s (launch_overhead's
+# 32 kernels take 59 s of it); `bench runs` in one device call took 371 s. Run mlp in a call
+# of its own (torch.compile, two programs under ncu, the timed ratio: a few minutes).
 # PAIRS="a b" limits the zoo stages to those pairs.
 # Everything is logged to $OUT/zoo.log; what the stages produce (run stores, logs) is packed
 # into ONE tar, $OUT/zoo-<stages>.tar.gz (split into 15 MiB parts .00, .01 ... if larger). A failing variant or stage is logged and skipped.

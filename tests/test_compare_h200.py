@@ -91,7 +91,7 @@ def test_v2_to_v3_story(ctx):
     assert s.headline == f"v3 is {s.speedup_text} faster than v2"
     text = s.sentences
     # the cause first, from the time decomposition: v2's warps waited on each K load
-    assert text[0] == s.cause and text[0].startswith("waits on global or local memory (long scoreboard)")
+    assert text[0] == s.cause and text[0].startswith("memory waits (long scoreboard)")
     assert text[1] == s.traffic and text[1].startswith("L2->SM traffic falls")  # a detail now
     assert text[4] == (f"duration {cells(ctx, 'duration_us')['v2'].text} -> "
                        f"{cells(ctx, 'duration_us')['v3'].text}: {s.speedup_text} faster")

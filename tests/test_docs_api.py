@@ -48,7 +48,7 @@ def test_the_pages_code_runs_and_prints_what_it_shows(monkeypatch):
             exec(compile(block, "docs/api.md", "exec"), namespace)
         printed = [" ".join(l.split()) for l in out.getvalue().splitlines()]
         for line in _shown(block):
-            if line.startswith(("the columns these", "waits on global")):
+            if line.startswith(("the columns these", "memory waits")):
                 continue
             assert " ".join(line.split()) in printed, (line, printed)
 

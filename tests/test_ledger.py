@@ -173,7 +173,7 @@ def test_the_showcase_steps_name_their_mechanism_first():
     # a page at a time: 5.3x fewer global load requests, the waits fall first
     s = steps["v2->v3"]
     assert s.decomposition.causes()[0].key == "stall:long_scoreboard"
-    assert s.cause.startswith("waits on global or local memory (long scoreboard)")
+    assert s.cause.startswith("memory waits (long scoreboard)")
     assert "global load requests" in s.cause.split(";")[0]
     # v3 -> v4 the same in reverse
     assert steps["v3->v4"].decomposition.causes()[0].key == "stall:long_scoreboard"

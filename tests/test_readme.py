@@ -60,7 +60,7 @@ def test_the_readme_quotes_the_reports_figures_for_v5():
     # the v2 -> v3 cause the README quotes is the report's
     v2v3 = write_report(["v2", "v3"], runs=ROOT / "examples" / "h200", out=None, markdown=None)
     cause = v2v3.comparison.steps[0].cause
-    quoted = ("waits on global or local memory (long scoreboard): 8.07 -> 3.56 cycles per "
-              "instruction -766 us (global load requests")
+    quoted = ("memory waits (long scoreboard): 8.07 -> 3.56 cycles per "
+              "instruction -765 us (global load requests")
     assert cause.startswith(quoted) and "25.2 M -> 4.72 M" in cause
     assert f'"{quoted} ... 25.2 M -> 4.72 M ..."' in story

@@ -97,6 +97,16 @@ def _waves_tail(v: dict):
     return waves
 
 
+def _last_wave(v: dict):
+    """The share of the kernel's SM time a partial last wave leaves idle, % (waves of
+    equal length: ``(1 - frac(waves)) / ceil(waves)``; 1.03 waves leave 48.5 %)."""
+    waves = _f(v.get("waves_per_sm"))
+    if waves is None or waves <= 0:
+        return None
+    part = waves - math.floor(waves)
+    return 100.0 * ((1.0 - part) / math.ceil(waves) if part > 1e-6 else 0.0)
+
+
 _MEMORY = (
     ("global load requests (each a round trip a warp may wait on)", _col("l1_global_load_requests"), ""),
     ("sectors per global load request", _ratio("l1_global_load_sectors", "l1_global_load_requests"), ""),
@@ -138,7 +148,7 @@ EVIDENCE = {
     "stall:long_scoreboard": _MEMORY + _ATOMICS,
     "stall:lg_throttle": _ATOMICS + _MEMORY,
     "stall:membar": _ATOMICS + _MEMORY,
-    "stall:drain": _MEMORY,
+    "stall:drain": _ATOMICS + _MEMORY,
     "stall:barrier": (("barriers per block", _col("barriers_per_block"), ""), ("threads per block", _col("block_size"), ""),
                       *_SHARED[2:3]),
     "stall:short_scoreboard": _SHARED,
@@ -158,6 +168,7 @@ EVIDENCE = {
     ),
     "idle": (
         ("launches", lambda v: _f(v.get("launches")) or 1.0, ""),
+        ("SM time a partial last wave leaves idle", _last_wave, "%"),
         ("waves per SM", _waves_tail, ""),
         ("grid size", _col("grid_size"), "blocks"),
         ("SM active cycles share", _ratio("smsp_cycles_active", "smsp_cycles_elapsed"), ""),
@@ -253,6 +264,18 @@ class Evidence:
         return None
 
     @property
+    def change(self) -> float:
+        """How far it moved, on one scale for ranking: |ln ratio| of a count, a
+        percentage's points / 25, 10 for something from nothing or to nothing."""
+        if self.before is None or self.after is None:
+            return 10.0 if (self.before is None) != (self.after is None) else 0.0
+        if self.unit.startswith("%"):
+            return abs(self.after - self.before) / 25.0
+        if self.before <= 0 or self.after <= 0:
+            return 10.0 if (self.before > 0) != (self.after > 0) else 0.0
+        return abs(math.log(self.after / self.before))
+
+    @property
     def moved(self) -> bool:
         if self.unit.startswith("%"):
             if self.before is None or self.after is None:
@@ -280,6 +303,8 @@ class Term:
     evidence: list[Evidence] = field(default_factory=list)
     kernels: list[str] = field(default_factory=list)
     """Kernels behind it (the new or gone ones, for ``kernel+`` / ``kernel-``)."""
+    members: list = field(default_factory=list)
+    """For a mechanism's terms taken together (``Decomposition.causes``): the terms."""
 
     def to_dict(self) -> dict:
         return {"key": self.key, "label": self.label, "us": self.us, "before": self.before,
@@ -319,13 +344,20 @@ class Decomposition:
         return sum(t.us for t in self.terms)
 
     def causes(self) -> list[Term]:
-        """The terms that explain the difference: same sign as it, above the noise, the
-        largest first. None when the difference itself is noise."""
+        """The terms that explain the difference, by mechanism: the stall reasons of one
+        kind taken together (memory, shared memory, barriers, dependencies and pipes,
+        issue: :func:`group`), each other term alone; those of the difference's sign and
+        above the noise, the largest first. Empty when the difference itself is noise."""
         d = self.delta_us
         if abs(d) <= self.noise_us:
             return []
-        return sorted((t for t in self.terms if t.us * d > 0 and abs(t.us) > self.noise_us
-                       and t.key != "unexplained"),
+        grouped: dict[str, list[Term]] = {}
+        for t in self.terms:
+            if t.key != "unexplained":
+                grouped.setdefault(group(t.key), []).append(t)
+        made = [members[0] if len(members) == 1 else _combined(name, members, d)
+                for name, members in grouped.items()]
+        return sorted((t for t in made if t.us * d > 0 and abs(t.us) > self.noise_us),
                       key=lambda t: -abs(t.us))
 
     def to_dict(self) -> dict:
@@ -333,6 +365,49 @@ class Decomposition:
                 "delta_us": self.delta_us, "noise_us": self.noise_us, "exact": self.exact,
                 "terms": [t.to_dict() for t in self.terms],
                 "causes": [t.key for t in self.causes()]}
+
+
+# -- mechanisms ------------------------------------------------------------------------
+_GROUP = {
+    "stall:long_scoreboard": "memory", "stall:lg_throttle": "memory", "stall:drain": "memory",
+    "stall:membar": "memory", "stall:tex_throttle": "memory", "stall:imc_miss": "memory",
+    "stall:short_scoreboard": "shared", "stall:mio_throttle": "shared",
+    "stall:barrier": "barrier",
+    "stall:selected": "issue", "stall:not_selected": "issue",
+    "instructions": "instructions", "warps": "warps", "idle": "idle", "clock": "clock",
+    "kernel+": "kernels", "kernel-": "kernels", "unexplained": "unexplained",
+}
+
+GROUP_WORDS = {
+    "memory": "memory waits", "shared": "shared-memory waits", "barrier": "barrier waits",
+    "pipes": "dependencies and busy pipes", "issue": "issue", "kernels": "kernels new or gone",
+}
+
+
+def group(key: str) -> str:
+    """The mechanism a term belongs to (the ledger's columns): ``memory``, ``shared``,
+    ``barrier``, ``pipes``, ``issue``, ``instructions``, ``warps``, ``idle``, ``clock``,
+    ``kernels`` or ``unexplained``."""
+    return _GROUP.get(key, "pipes" if key.startswith("stall:") else "unexplained")
+
+
+def _combined(name: str, members: list[Term], d: float) -> Term:
+    """Several terms of one mechanism as one: their sum, keyed and labelled by the one
+    that moved most the difference's way, with the counters of all of them."""
+    lead = max(members, key=lambda t: t.us if d > 0 else -t.us)
+    evidence, seen = [], set()
+    for t in sorted(members, key=lambda t: -abs(t.us)):
+        for e in t.evidence:
+            if e.label not in seen:
+                seen.add(e.label)
+                evidence.append(e)
+    stalls = all(t.key.startswith("stall:") for t in members)
+    before = sum(t.before or 0.0 for t in members) if stalls else None
+    after = sum(t.after or 0.0 for t in members) if stalls else None
+    out = Term(lead.key, GROUP_WORDS.get(name, name), sum(t.us for t in members), before, after,
+               evidence, sorted({k for t in members for k in t.kernels}))
+    out.members = sorted(members, key=lambda t: -abs(t.us))
+    return out
 
 
 # -- kernel matching ---------------------------------------------------------------------
@@ -565,6 +640,12 @@ def evidence_text(ev: Evidence) -> str:
     return f"{ev.label} {b} -> {a}"
 
 
+def shown_evidence(t: Term, limit: int = 3) -> list[Evidence]:
+    """The counters a sentence shows for a term: those that moved, the most moved first
+    (``Evidence.change``), at most ``limit``."""
+    return sorted((e for e in t.evidence if e.moved), key=lambda e: -e.change)[:limit]
+
+
 def term_text(t: Term, limit: int = 3) -> str:
     """One term as words with its counters that moved: "long-scoreboard waits -1.2 ms
     (sectors per global load request 32 -> 4, DRAM bytes 8.6 GB -> 2.15 GB)"."""
@@ -579,9 +660,15 @@ def term_text(t: Term, limit: int = 3) -> str:
     elif t.key == "idle" and t.before and t.after:
         head = (f"schedulers idle {max(0.0, 1 - 1 / t.before):.0%} -> "
                 f"{max(0.0, 1 - 1 / t.after):.0%} of the time")
+    elif t.members and t.before is not None and t.after is not None:
+        big = [m for m in t.members if abs(m.us) >= 0.1 * abs(t.us)][:3] or t.members[:1]
+        names = [m.key.split(":", 1)[-1].replace("_", " ") for m in big]
+        parts = (names[0] if len(big) == 1 else
+                 ", ".join(f"{n} {us_text(m.us)}" for n, m in zip(names, big)))
+        head = f"{t.label} ({parts}): {t.before:.3g} -> {t.after:.3g} cycles per instruction"
     elif t.key.startswith("stall:") and t.before is not None and t.after is not None:
         head = f"{t.label}: {t.before:.3g} -> {t.after:.3g} cycles per instruction"
-    moved = [e for e in t.evidence if e.moved][:limit]
+    moved = shown_evidence(t, limit)
     tail = f" ({', '.join(evidence_text(e) for e in moved)})" if moved else ""
     return f"{head} {us_text(t.us)}{tail}"
 

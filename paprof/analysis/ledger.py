@@ -51,20 +51,7 @@ TERMS = (
 
 RESIDUAL = ("unexplained", "not split by the counters")
 
-_GROUP = {
-    "stall:long_scoreboard": "memory", "stall:lg_throttle": "memory", "stall:drain": "memory",
-    "stall:membar": "memory", "stall:tex_throttle": "memory", "stall:imc_miss": "memory",
-    "stall:short_scoreboard": "shared", "stall:mio_throttle": "shared",
-    "stall:barrier": "barrier",
-    "stall:selected": "issue", "stall:not_selected": "issue",
-    "instructions": "instructions", "warps": "warps", "idle": "idle", "clock": "clock",
-    "kernel+": "kernels", "kernel-": "kernels", "unexplained": "unexplained",
-}
-
-
-def group(key: str) -> str:
-    """The ledger term a decomposition term belongs to."""
-    return _GROUP.get(key, "pipes" if key.startswith("stall:") else "unexplained")
+from paprof.analysis.decompose import group  # noqa: E402 (the mechanisms, one place)
 
 
 @dataclass

@@ -755,15 +755,16 @@ class Family:
         return self.params.parse(text)
 
     def tolerance_for(self, params) -> float:
-        """The verification tolerance at ``params``: a finite positive number (an
-        infinite or NaN one would pass every answer: a one-line ``UserError``)."""
+        """The verification tolerance at ``params``: a finite number, 0 or more (0: the
+        answer must be exact, as a transpose's is; an infinite, NaN or negative one would
+        pass, or fail, every answer: a one-line ``UserError``)."""
         try:
             value = float(self.tolerance(params) if callable(self.tolerance) else self.tolerance)
         except Exception as err:  # the family's own function
             raise UserError(f"family {self.name}: tolerance failed ({_one_line(err)})") from None
-        if not math.isfinite(value) or value <= 0:
+        if not math.isfinite(value) or value < 0:
             raise UserError(f"family {self.name}: the verification tolerance must be a finite "
-                            f"positive number, got {value!r} (it would pass any answer)")
+                            f"number, 0 or more, got {value!r} (it would pass or fail any answer)")
         return value
 
     def variant(self, vid: str) -> Variant:

@@ -6,7 +6,8 @@
 #   mlp    examples/mlp eager and compiled under ncu (paprof run --cmd, range "step"), their
 #          comparison, and mlp.py's CUDA-event-timed ratio (the ground truth)
 #   fair   FlashInfer timed as it runs (its own fp16 output, no cast of paprof's in the step):
-#          v7 and both FlashInfer paths benched at the main shape and with groups of 8 heads
+#          v7 and both FlashInfer paths benched with groups of 8 heads, then at the main shape
+#          (each skipped once the call has run FAIR_BUDGET / FAIR_END seconds)
 # Everything lands in $OUT/issue26.tar.gz (logs and run stores).
 set -u
 OUT=${OUT:-/tmp/paprof-out}
@@ -47,6 +48,7 @@ for stage in ${*:-steps mlp fair}; do
     ;;
   fair)
     stamp fair
+    if [ $(( $(date +%s) - t0 )) -gt "${FAIR_BUDGET:-330}" ]; then echo "fair: skipped (past FAIR_BUDGET)"; continue; fi
     P=/tmp/peers
     rm -rf $P && mkdir -p $P/ffi $P/fi $P/ws
     python3 -m pip install -q --no-index --no-deps --target $P/ffi peers-kit/apache_tvm_ffi-*.whl > "$LOGS/peers.log" 2>&1
@@ -54,7 +56,8 @@ for stage in ${*:-steps mlp fair}; do
     export PYTHONPATH=$PWD:$P/fi:$P/ffi FLASHINFER_WORKSPACE_BASE=$P/ws MAX_JOBS=8
     export CUDA_HOME=${CUDA_HOME:-$(dirname "$(dirname "$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)")")}
     python3 -c "import flashinfer; print('flashinfer', flashinfer.__version__)" 2>&1 | tail -1
-    for spec in "batch=64,context=4096,dtype=fp16" "batch=32,context=8192,q_heads=64,kv_heads=8,dtype=fp16"; do
+    for spec in ${FAIR_SHAPES:-"batch=32,context=8192,q_heads=64,kv_heads=8,dtype=fp16" "batch=64,context=4096,dtype=fp16"}; do
+      if [ $(( $(date +%s) - t0 )) -gt "${FAIR_END:-470}" ]; then echo "bench $spec: skipped (past FAIR_END)"; continue; fi
       name=$(echo "$spec" | tr ',=' '_-')
       timeout 150 python3 -m paprof bench --family paged_decode --variant v7 --variant flashinfer \
         --variant flashinfer_cc --shape "$spec" --json > "$LOGS/bench-$name.json" 2> "$LOGS/bench-$name.log"

@@ -903,9 +903,12 @@ def test_a_family_tolerance_of_inf_is_refused():
     fam = registry.family("paged_decode")
     import dataclasses
 
-    broken = dataclasses.replace(fam, tolerance=float("inf"))
-    with pytest.raises(UserError, match="finite positive"):
-        broken.tolerance_for(fam.params())
+    for bad in (float("inf"), float("nan"), -1e-3):
+        broken = dataclasses.replace(fam, tolerance=bad)
+        with pytest.raises(UserError, match="finite number, 0 or more"):
+            broken.tolerance_for(fam.params())
+    exact = dataclasses.replace(fam, tolerance=0.0)  # an exact answer (a transpose) is fine
+    assert exact.tolerance_for(fam.params()) == 0.0
 
 
 # -- the store under concurrent writers and random kills: nothing mixed ----------------------

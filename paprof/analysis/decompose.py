@@ -116,7 +116,6 @@ _MEMORY = (
     ("L2 hit rate", _col("l2_hit_rate_pct"), "%"),
     ("local-memory (spill) instructions", _col("spill_instructions"), ""),
     ("DRAM throughput", _col("dram_throughput_pct"), "% of peak"),
-    ("global load instructions", _col("global_load_instructions"), ""),
 )
 _ATOMICS = (
     ("global atomic requests", lambda v: _sum(v, "global_atomic_requests", "global_reduction_requests"), ""),

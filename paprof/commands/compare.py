@@ -23,6 +23,10 @@ from paprof.reports.build import DEFAULT_OUT, DEFAULT_RUNS, STDOUT, write_report
               "any other file is kept unless --force.")
 @click.option("--markdown", type=click.Path(dir_okay=False, allow_dash=True), default=None,
               metavar="FILE.md", help="Also write the report as Markdown (a PR comment); '-' prints it.")
+@click.option("--json", "json_out", type=click.Path(dir_okay=False, allow_dash=True), default=None,
+              metavar="FILE.json", help="Also write the explanation as data (schema "
+              "paprof.explanation/1: runs, each step's time decomposition, causes and counters, "
+              "kernel view, comparability); '-' prints it.")
 @click.option("--cross", is_flag=True,
               help="Compare runs at different parameters or on different GPUs (refused without "
               "it); every headline then says what differs.")
@@ -31,7 +35,7 @@ from paprof.reports.build import DEFAULT_OUT, DEFAULT_RUNS, STDOUT, write_report
               "none (a foreign report is otherwise one step).")
 @click.option("--open", "open_browser", is_flag=True, help="Open the HTML report in the web browser.")
 @click.option("--force", is_flag=True, help="Overwrite --out / --markdown even if not paprof reports.")
-def compare(variants, runs, shape, out, markdown, cross, step_range, open_browser, force):
+def compare(variants, runs, shape, out, markdown, json_out, cross, step_range, open_browser, force):
     """Compare VARIANTs in the order given: run-store ids (the latest run of that variant
     and shape, e.g. v2 or paged_decode/v2) or .ncu-rep paths.
 
@@ -48,20 +52,24 @@ def compare(variants, runs, shape, out, markdown, cross, step_range, open_browse
       paprof compare v2 v3 --runs examples/h200 --out r.html --markdown r.md
     """
     result = write_report(list(variants), runs=runs, out=out, markdown=markdown, shape=shape,
-                          force=force, cross=cross, step_range=step_range)
+                          force=force, cross=cross, step_range=step_range, json_out=json_out)
     ctx = result.context
     for warning in ctx.warnings:
         click.echo(f"paprof: warning: {warning}", err=True)
+    if markdown == STDOUT and json_out == STDOUT:
+        raise click.UsageError("--markdown - and --json - cannot both print")
     if markdown == STDOUT:
         click.echo(result.markdown_text, nl=False)
-    # With the Markdown on stdout, the summary goes to stderr so that stdout stays clean.
-    err = markdown == STDOUT
+    if json_out == STDOUT:
+        click.echo(result.json_text, nl=False)
+    # With the Markdown or JSON on stdout, the summary goes to stderr so stdout stays clean.
+    err = STDOUT in (markdown, json_out)
     for step in ctx.steps:
         click.echo(f"{step.title}: {step.headline}; {step.bottleneck_before_text} -> "
                    f"{step.bottleneck_after_text}", err=err)
         if step.cause:
             click.echo(f"  {step.cause}", err=err)
-    for path in (result.html, result.markdown):
+    for path in (result.html, result.markdown, result.json):
         if path is None:
             continue
         again = " (replaced the earlier paprof report there)" if path in result.overwrote else ""

@@ -43,6 +43,9 @@ class ReportFiles:
     context: object
     timings: dict[str, float] = field(default_factory=dict)
     """Seconds spent per stage: resolve, load, compare, context (with charts), render."""
+    json: Path | None = None
+    """The explanation written as JSON (None when not asked for, or sent to stdout)."""
+    json_text: str | None = None
 
 
 class _Store:
@@ -199,9 +202,12 @@ def write_report(
     thresholds=None,
     cross: bool = False,
     step_range: str | None = None,
+    json_out: Path | str | None = None,
 ) -> ReportFiles:
     """Compare ``specs`` and write the report(s). ``markdown="-"`` returns the Markdown in
-    ``ReportFiles.markdown_text`` instead of writing a file; ``out=None`` writes no HTML."""
+    ``ReportFiles.markdown_text`` instead of writing a file; ``out=None`` writes no HTML;
+    ``json_out`` also writes the explanation as data (``paprof.analysis.explanation``; "-":
+    ``ReportFiles.json_text``)."""
     from paprof.reports.html import GENERATOR_MARK
     from paprof.reports.markdown import MARK
 
@@ -211,6 +217,10 @@ def write_report(
     md_path = Path(markdown) if markdown not in (None, STDOUT) else None
     if out_path is not None and md_path is not None and os.path.realpath(out_path) == os.path.realpath(md_path):
         raise UserError(f"--out and --markdown both name {out_path}")
+    json_path = Path(json_out) if json_out not in (None, STDOUT) else None
+    named = [p for p in (out_path, md_path, json_path) if p is not None]
+    if len({os.path.realpath(p) for p in named}) < len(named):
+        raise UserError("--out, --markdown and --json must name different files")
     paths = resolve_variants(specs, runs, shape)
     from paprof.profiler.store import input_files
 
@@ -257,6 +267,18 @@ def write_report(
         md_text = render_markdown(ctx)
         if md_path is not None:
             outputs.write(md_path, md_text)
+    json_text = None
+    if json_out is not None:
+        import json
+
+        from paprof.analysis.explanation import explanation
+
+        json_text = json.dumps(explanation(cmp), indent=1) + "\n"
+        if json_path is not None:
+            if json_path.exists() and not force:
+                raise UserError(f"{json_path} exists: pass --force to replace it")
+            outputs.write(json_path, json_text)
     timings["render"] = time.perf_counter() - t
     timings["total"] = time.perf_counter() - t0
-    return ReportFiles(out_path, md_path, md_text, replacing, paths, cmp, ctx, timings)
+    return ReportFiles(out_path, md_path, md_text, replacing, paths, cmp, ctx, timings,
+                       json_path, json_text)

@@ -103,6 +103,14 @@ class Report:
             columns=["variant", "id", "title", "type", "speedup_pct", "kernel", "message"])
 
     @property
+    def explanation(self) -> dict:
+        """The comparison as data: the ``paprof.explanation/1`` document that
+        ``paprof compare --json`` writes (``docs/explanations.md``)."""
+        from paprof.analysis.explanation import explanation
+
+        return explanation(self.comparison)
+
+    @property
     def ledger(self):
         """The time ledger: one row per step and term (``paprof.analysis.ledger``), in us."""
         import pandas as pd

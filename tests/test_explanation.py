@@ -52,3 +52,12 @@ def test_compare_json_to_a_file_and_not_twice_to_stdout(tmp_path, monkeypatch):
     both = CliRunner().invoke(main, ["compare", "v2", "v3", "--runs", str(H200), "--json", "-",
                                      "--markdown", "-"])
     assert both.exit_code == 2
+
+
+def test_the_notebook_has_the_same_document():
+    import paprof
+
+    report = paprof.compare(["v2", "v3"], runs=H200)
+    doc = report.explanation
+    assert doc["schema"] == SCHEMA
+    assert doc["transitions"][0]["cause"] == report.steps.iloc[0]["cause"]

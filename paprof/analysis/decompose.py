@@ -90,13 +90,6 @@ def _col(name: str):
     return lambda v: _f(v.get(name))
 
 
-def _waves_tail(v: dict):
-    waves = _f(v.get("waves_per_sm"))
-    if waves is None:
-        return None
-    return waves
-
-
 def _last_wave(v: dict):
     """The share of the kernel's SM time a partial last wave leaves idle, % (waves of
     equal length: ``(1 - frac(waves)) / ceil(waves)``; 1.03 waves leave 48.5 %)."""
@@ -168,7 +161,7 @@ EVIDENCE = {
     "idle": (
         ("launches", lambda v: _f(v.get("launches")) or 1.0, ""),
         ("SM time a partial last wave leaves idle", _last_wave, "%"),
-        ("waves per SM", _waves_tail, ""),
+        ("waves per SM", _col("waves_per_sm"), ""),
         ("grid size", _col("grid_size"), "blocks"),
         ("SM active cycles share", _ratio("smsp_cycles_active", "smsp_cycles_elapsed"), ""),
     ),
@@ -176,7 +169,8 @@ EVIDENCE = {
 }
 
 
-def _f(x) -> float | None:
+def finite(x) -> float | None:
+    """``x`` as a finite float; None for anything else (None, text, NaN, inf)."""
     if x is None or isinstance(x, (str, bool)):
         return None
     try:
@@ -184,6 +178,9 @@ def _f(x) -> float | None:
     except (TypeError, ValueError):
         return None
     return x if math.isfinite(x) else None
+
+
+_f = finite
 
 
 def _sum(v: dict, *cols: str) -> float | None:

@@ -18,14 +18,7 @@ import math
 SCHEMA = "paprof.explanation/1"
 
 
-def _num(x):
-    if x is None or isinstance(x, bool):
-        return None
-    try:
-        x = float(x)
-    except (TypeError, ValueError):
-        return None
-    return x if math.isfinite(x) else None
+from paprof.analysis.decompose import finite as _num  # noqa: E402 (one reading of a number)
 
 
 def _clean(obj):

@@ -7,6 +7,8 @@ from pathlib import Path
 
 import click
 
+from paprof.commands import step_range_option
+
 from paprof.reports.build import DEFAULT_OUT, DEFAULT_RUNS, STDOUT, write_report
 
 
@@ -30,9 +32,7 @@ from paprof.reports.build import DEFAULT_OUT, DEFAULT_RUNS, STDOUT, write_report
 @click.option("--cross", is_flag=True,
               help="Compare runs at different parameters or on different GPUs (refused without "
               "it); every headline then says what differs.")
-@click.option("--step-range", default=None, metavar="NAME",
-              help="The NVTX range pushed once per step, for reports whose run record names "
-              "none (a foreign report is otherwise one step).")
+@step_range_option
 @click.option("--open", "open_browser", is_flag=True, help="Open the HTML report in the web browser.")
 @click.option("--force", is_flag=True, help="Overwrite --out / --markdown even if not paprof reports.")
 def compare(variants, runs, shape, out, markdown, json_out, cross, step_range, open_browser, force):

@@ -6,6 +6,8 @@ from pathlib import Path
 
 import click
 
+from paprof.commands import step_range_option
+
 from paprof.analysis import export
 from paprof.analysis.load import load_reports, variant_rows
 from paprof.profiler.store import Scan, input_files
@@ -26,9 +28,7 @@ from paprof.profiler.store import Scan, input_files
 @click.option("--per-variant", is_flag=True,
               help="One row per step: the kernel launches of one repetition summed "
               "(docs/explanations.md).")
-@click.option("--step-range", default=None, metavar="NAME",
-              help="The NVTX range pushed once per step, for reports whose run record names "
-              "none (a foreign report is otherwise one step).")
+@step_range_option
 @click.option("--force", is_flag=True, help="Replace an existing --out FILE.")
 def table(reports, fmt, out, columns, traffic, per_variant, step_range, force):
     """Tabulate REPORT_OR_DIR... (.ncu-rep files, folders searched recursively).

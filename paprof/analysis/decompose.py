@@ -103,11 +103,11 @@ def _last_wave(v: dict):
 _MEMORY = (
     ("global load requests (each a round trip a warp may wait on)", _col("l1_global_load_requests"), ""),
     ("sectors per global load request", _ratio("l1_global_load_sectors", "l1_global_load_requests"), ""),
+    ("local-memory (spill) instructions", _col("spill_instructions"), ""),
     ("DRAM bytes", _col("dram_bytes"), "B"),
     ("L2 -> SM bytes", _col("l2_to_l1_bytes"), "B"),
     ("L1 hit rate", _col("l1_hit_rate_pct"), "%"),
     ("L2 hit rate", _col("l2_hit_rate_pct"), "%"),
-    ("local-memory (spill) instructions", _col("spill_instructions"), ""),
     ("DRAM throughput", _col("dram_throughput_pct"), "% of peak"),
 )
 _ATOMICS = (
@@ -636,10 +636,30 @@ def evidence_text(ev: Evidence) -> str:
     return f"{ev.label} {b} -> {a}"
 
 
+#: A counter moved "far" past this ``Evidence.change`` (a ratio of 3, 27.5 points).
+FAR = 1.1
+
+
 def shown_evidence(t: Term, limit: int = 3) -> list[Evidence]:
-    """The counters a sentence shows for a term: those that moved, the most moved first
-    (``Evidence.change``), at most ``limit``."""
-    return sorted((e for e in t.evidence if e.moved), key=lambda e: -e.change)[:limit]
+    """The counters a sentence shows for a term: those that moved, those that moved far
+    first, each group in the order the term's counters are listed (``EVIDENCE``: the
+    mechanism's own counters first), at most ``limit``. For the instruction count: a math
+    pipe whose share moved by 20 points or more first (the math on another pipe), then the
+    counts that moved its way (fewer instructions: the counts that fell)."""
+    moved = [(i, e) for i, e in enumerate(t.evidence) if e.moved]
+    down = bool(t.before and t.after and t.after < t.before)
+
+    def tier(e: Evidence) -> int:
+        far = e.change >= FAR
+        if t.key != "instructions":
+            return 0 if far else 1
+        if e.unit.startswith("%"):
+            return 0 if e.before is not None and e.after is not None and abs(e.after - e.before) >= 20 else 4
+        along = (e.before is not None and e.after is not None and e.before != e.after
+                 and (e.after < e.before) == down)
+        return (1 if far else 2) if along else 3
+
+    return [e for _i, e in sorted(moved, key=lambda ie: (tier(ie[1]), ie[0]))][:limit]
 
 
 def term_text(t: Term, limit: int = 3) -> str:

@@ -388,6 +388,9 @@ def tell(before: VariantResult, after: VariantResult, t: Thresholds = THRESHOLDS
     # code path, the work), as before
     if said and said != told.get(cause_sentence):
         sentences.insert(0, said)  # the cause first; the traffic sentence stays as a detail
+        said_path = told.get(code_path_sentence)
+        if path and said_path in sentences and said_path != told.get(cause_sentence):
+            sentences.remove(said_path)  # the cause opens with the code path: once
     return Step(
         cause=said or told.get(cause_sentence),
         decomposition=dec,

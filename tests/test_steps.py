@@ -66,3 +66,38 @@ def test_a_split_variant_is_one_step_of_two_kernels():
     rows = variant_rows(df)
     assert len(rows) == 1 and rows.iloc[0]["kernels"] == ["paged_decode_v4_partial", "paged_decode_v4_merge"]
     assert rows.iloc[0]["duration_us"] == pytest.approx(df["duration_us"].sum())
+
+
+def _three_steps(tmp_path):
+    import tarfile
+
+    with tarfile.open(Path(__file__).parent / "data" / "v4-three-steps.tar.xz") as tar:
+        tar.extractall(tmp_path, filter="data")
+    return next(tmp_path.rglob("*.ncu-rep"))
+
+
+def test_the_launcher_pushes_its_range_once_a_step_under_ncu(tmp_path):
+    # paprof run --variant v4 --shape batch=8,context=4096 --launches 3 on the H200
+    # (2026-12-02, ncu 2025.3.1): three pushes of paged_decode.v4, two kernels in each
+    import json
+
+    from paprof.analysis import ncu_fastread
+
+    report = _three_steps(tmp_path)
+    results = ncu_fastread.read_report(report, ["gpu__time_duration.sum"])
+    pushes = [r.nvtx[-1][2] for r in results]
+    assert [r.nvtx[-1][1] for r in results] == ["paged_decode.v4"] * 6
+    assert pushes[0] == pushes[1] != pushes[2] == pushes[3] != pushes[4] == pushes[5]
+    # that run's record predates step_range: its own record of 3 launches splits it alike
+    df = load_reports([report])
+    assert list(df["step"]) == [0, 0, 1, 1, 2, 2] and set(df["steps_from"]) == {"record"}
+    # with the record paprof now writes (step_range: the variant's range), the pushes do
+    sidecar = report.with_name(report.name.replace(".ncu-rep", ".json"))
+    record = json.loads(sidecar.read_text())
+    record["step_range"] = record["nvtx_range"]
+    sidecar.write_text(json.dumps(record))
+    df = load_reports([report])
+    assert list(df["step"]) == [0, 0, 1, 1, 2, 2] and set(df["steps_from"]) == {"range"}
+    rows = variant_rows(df)
+    assert len(rows) == 3 and all(k == ["paged_decode_v4_partial", "paged_decode_v4_merge"]
+                                  for k in rows["kernels"])

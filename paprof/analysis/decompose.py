@@ -598,7 +598,9 @@ def decompose(before, after, spread_us: float = 0.0) -> Decomposition | None:
                                     ("kernel+", pairing.new, 1.0, "kernels new")):
         if parts:
             us = sign * sum(_f(p.duration_us) or 0.0 for p in parts)
-            merged[key] = Term(key, label, us, kernels=[p.kernel for p in parts])
+            names = [p.kernel + (f" x{p.launches}" if getattr(p, "launches", 1) > 1 else "")
+                     for p in sorted(parts, key=lambda p: -(_f(p.duration_us) or 0.0))]
+            merged[key] = Term(key, label, us, kernels=names)
     terms = sorted(merged.values(), key=lambda t: -abs(t.us))
     # what the kernels' sum misses of the step's own time (none when the step is the sum)
     rest = (tb - ta) - sum(t.us for t in terms)
@@ -665,6 +667,8 @@ def shown_evidence(t: Term, limit: int = 3) -> list[Evidence]:
 def term_text(t: Term, limit: int = 3) -> str:
     """One term as words with its counters that moved: "long-scoreboard waits -1.2 ms
     (sectors per global load request 32 -> 4, DRAM bytes 8.6 GB -> 2.15 GB)"."""
+    if t.key in ("kernel+", "kernel-") and t.members:  # gone and new together: fused
+        return "; ".join(term_text(m) for m in sorted(t.members, key=lambda m: m.key != "kernel-"))
     if t.key in ("kernel+", "kernel-"):
         names = ", ".join(t.kernels[:3]) + (f" and {len(t.kernels) - 3} more" if len(t.kernels) > 3 else "")
         return f"{len(t.kernels)} {t.label} ({names}) {us_text(t.us)}"

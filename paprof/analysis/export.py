@@ -25,6 +25,7 @@ TEXT_COLUMNS = {
     "variant": "variant",
     "kernel": "kernel",
     "launch": "#",
+    "step": "step",
     "shape": "shape",
     "gpu": "gpu",
     "duration_us": "time_us",
@@ -49,6 +50,8 @@ TRAFFIC_TEXT_COLUMNS = {
     "variant": "variant",
     "kernel": "kernel",
     "launch": "#",
+    "step": "step",
+    "step": "step",
     "shape": "shape",
     "gpu": "gpu",
     "global_load_instructions": "ld_inst",
@@ -68,7 +71,7 @@ TRAFFIC_TEXT_COLUMNS = {
 }
 
 #: Columns shown only when the rows differ in them.
-_OPTIONAL_TEXT = ("shape", "gpu", "launch")
+_OPTIONAL_TEXT = ("shape", "gpu", "launch", "step")
 _JOINED = ("bottleneck_evidence", "kernels")
 _NESTED = ("rules", "sidecar")
 _KERNEL_WIDTH = 40

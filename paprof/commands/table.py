@@ -41,7 +41,7 @@ def table(reports, fmt, out, columns, traffic, per_variant, step_range, force):
     for note in df.attrs.get("notes", ()):
         click.echo(f"paprof: note: {note}", err=True)
     if per_variant:
-        df = variant_rows(df)
+        df = variant_rows(df).drop(columns=["launch"])  # a row is a step of several launches
     chosen = export.parse_columns(columns, df)
     text = export.render(df, fmt, chosen, out, force, traffic=traffic)
     if text is not None:

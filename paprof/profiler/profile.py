@@ -189,10 +189,9 @@ def build_sidecar(
         "tflops": result.get("tflops"),
         "launch_details": result.get("launch_details") or {},
         "nvtx_range": variant.nvtx_range,
-        # the range pushed once a step (paprof.analysis.steps): the launcher's, or a
-        # command's own --nvtx-range
-        "step_range": (variant.nvtx_range if isinstance(variant, CommandVariant)
-                       else result.get("step_range")),
+        # the range pushed once a step (paprof.analysis.steps): the launcher pushes the
+        # variant's once a step under ncu; a command's own --nvtx-range is its step
+        "step_range": variant.nvtx_range,
         "command": command,
         "created": prov.created,
         "paprof_version": prov.paprof_version,

@@ -4,7 +4,6 @@ a versioned document whose numbers are the report's and whose terms add up."""
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
 
 import pytest

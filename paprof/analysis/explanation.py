@@ -15,10 +15,9 @@ from __future__ import annotations
 
 import math
 
+from paprof.analysis.decompose import finite as _num
+
 SCHEMA = "paprof.explanation/1"
-
-
-from paprof.analysis.decompose import finite as _num  # noqa: E402 (one reading of a number)
 
 
 def _clean(obj):

@@ -35,6 +35,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from paprof.analysis.decompose import group
+
 TERMS = (
     ("instructions", "instructions issued"),
     ("memory", "memory waits"),
@@ -50,9 +52,6 @@ TERMS = (
 """(key, words) of each term, in the order the ledger shows them."""
 
 RESIDUAL = ("unexplained", "not split by the counters")
-
-from paprof.analysis.decompose import group  # noqa: E402 (the mechanisms, one place)
-
 
 @dataclass
 class Ledger:

@@ -16,6 +16,7 @@ code is imported.
 from __future__ import annotations
 
 import subprocess
+from collections.abc import Mapping
 from pathlib import Path
 
 from paprof.analysis.source import Sources
@@ -152,6 +153,6 @@ def _shown(folder: Path | None) -> str:
 
 def for_run(sidecar: dict | None) -> Sources:
     """The ``Sources`` for a run: family-aware where its sidecar names a family."""
-    if isinstance(sidecar, dict) and sidecar.get("family") and sidecar.get("variant"):
+    if isinstance(sidecar, Mapping) and sidecar.get("family") and sidecar.get("variant"):
         return FamilySources(sidecar)
     return Sources()

@@ -330,6 +330,9 @@ class Decomposition:
     exact: bool = True
     """False where some kernel pair lacked the identity's counters (its difference is one
     ``unexplained`` term)."""
+    limit: "AtLimit | None" = None
+    """Where DRAM is at its limit in both steps: the same difference as bytes moved and
+    bandwidth used (``at_limit``)."""
 
     @property
     def delta_us(self) -> float:
@@ -360,7 +363,8 @@ class Decomposition:
         return {"before_us": self.before_us, "after_us": self.after_us,
                 "delta_us": self.delta_us, "noise_us": self.noise_us, "exact": self.exact,
                 "terms": [t.to_dict() for t in self.terms],
-                "causes": [t.key for t in self.causes()]}
+                "causes": [t.key for t in self.causes()],
+                "at_limit": self.limit.to_dict() if self.limit else None}
 
 
 # -- mechanisms ------------------------------------------------------------------------
@@ -608,7 +612,63 @@ def decompose(before, after, spread_us: float = 0.0) -> Decomposition | None:
         terms.append(Term("unexplained", "not in the kernels' durations", rest))
         exact = False
     noise = max(NOISE_SHARE * min(ta, tb), spread_us)
-    return Decomposition(ta, tb, terms, noise, pairing, exact)
+    return Decomposition(ta, tb, terms, noise, pairing, exact, at_limit(before, after))
+
+
+#: DRAM busy at least this share of its peak (ncu's ``gpu__dram_throughput``) in both steps:
+#: the unit is at its limit and the step's time is its bytes over the bandwidth it reaches
+#: (the roofline's "near the roof" threshold).
+AT_LIMIT_PCT = 60.0
+
+
+@dataclass
+class AtLimit:
+    """The unit-at-its-limit identity for a memory-bound step: time = bytes / bandwidth
+    reached, so ``ln(t1/t0) = ln(B1/B0) - ln(BW1/BW0)`` exactly, and with the logarithmic
+    mean ``L(t0, t1)`` the difference is ``bytes_us + bandwidth_us`` to the rounding."""
+
+    unit: str
+    bytes_before: float
+    bytes_after: float
+    pct_before: float
+    pct_after: float
+    """The unit's busy share of its peak (ncu's), for the words; the identity uses the
+    bandwidth reached (bytes over time)."""
+    bytes_us: float
+    """What moving more (positive) or fewer bytes adds to the step."""
+    bandwidth_us: float
+    """What reaching a lower (positive) or higher bandwidth adds to the step."""
+
+    def to_dict(self) -> dict:
+        return {"unit": self.unit, "bytes_before": self.bytes_before,
+                "bytes_after": self.bytes_after, "pct_of_peak_before": self.pct_before,
+                "pct_of_peak_after": self.pct_after, "bytes_us": self.bytes_us,
+                "bandwidth_us": self.bandwidth_us}
+
+
+def at_limit(before, after) -> AtLimit | None:
+    """The step ``before -> after`` as DRAM bytes and DRAM bandwidth reached, where DRAM is
+    at its limit (``AT_LIMIT_PCT``) in both; None elsewhere (the warp-time terms alone
+    say what moved, and bytes over bandwidth would name an outcome, not a cause)."""
+    ta, tb = _f(before.get("duration_us")), _f(after.get("duration_us"))
+    ba, bb = _f(before.get("dram_bytes")), _f(after.get("dram_bytes"))
+    pa, pb = _f(before.get("dram_throughput_pct")), _f(after.get("dram_throughput_pct"))
+    if not (ta and tb and ba and bb and pa and pb) or min(pa, pb) < AT_LIMIT_PCT:
+        return None
+    scale = logmean(ta, tb)
+    bytes_us = scale * math.log(bb / ba)
+    bandwidth_us = -scale * math.log((bb / tb) / (ba / ta))
+    return AtLimit("DRAM", ba, bb, pa, pb, bytes_us, bandwidth_us)
+
+
+def at_limit_text(lim: AtLimit) -> str:
+    """``DRAM at its limit (88 % -> 91 % of peak): 2.1x fewer bytes -110 us; a higher
+    bandwidth -8 us``."""
+    ratio = lim.bytes_after / lim.bytes_before
+    moved = (f"{1 / ratio:.3g}x fewer bytes" if ratio < 1 else f"{ratio:.3g}x the bytes")
+    reach = "a higher bandwidth" if lim.bandwidth_us < 0 else "a lower bandwidth"
+    return (f"{lim.unit} at its limit ({lim.pct_before:.0f} % -> {lim.pct_after:.0f} % of peak): "
+            f"{moved} {us_text(lim.bytes_us)}; {reach} {us_text(lim.bandwidth_us)}")
 
 
 # -- words ---------------------------------------------------------------------------------

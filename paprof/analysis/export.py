@@ -9,6 +9,7 @@ nested ``rules`` and ``sidecar`` are left out (they stay in the DataFrame API).
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from pathlib import Path
 
 import pandas as pd
@@ -157,7 +158,7 @@ def to_text(df: pd.DataFrame, columns: list[str] | None = None, why: bool = True
 def _short_shape(row) -> str:
     """The run store's shape slug when the sidecar has one, else the shape text."""
     side = row.get("sidecar") if hasattr(row, "get") else None
-    if isinstance(side, dict) and side.get("shape_slug"):
+    if isinstance(side, Mapping) and side.get("shape_slug"):
         return str(side["shape_slug"])
     return str(row["shape"])
 

@@ -45,6 +45,7 @@ import json
 import math
 import os
 import statistics
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -624,7 +625,7 @@ def _text(value: object) -> str | None:
 
 def _sidecar(row) -> dict:
     side = row.get("sidecar") if hasattr(row, "get") else None
-    return side if isinstance(side, dict) else {}
+    return side if isinstance(side, Mapping) else {}
 
 
 def _created(report: object, side: dict) -> float:

@@ -19,6 +19,7 @@ one report in report order, which step each belongs to, and says how it knew:
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -94,7 +95,7 @@ def plan(kernels: Sequence[str], nvtx: Sequence, record: dict | None,
     """The steps of one report's results (``kernels`` and their NVTX stacks ``nvtx``, in
     report order), from the run's ``record`` (its sidecar, None for a foreign report)
     and the range the user named (``step_range``, which wins over the record's)."""
-    record = record if isinstance(record, dict) else {}
+    record = record if isinstance(record, Mapping) else {}
     if not kernels:
         return StepPlan((), ONE_STEP)
     wanted = step_range or record.get("step_range")

@@ -33,6 +33,7 @@ from paprof.profiler.locate import find_ncu
 from paprof.profiler.ncu_log import ProfiledKernel
 from paprof.profiler.presets import get_preset
 from paprof.profiler.runner import run_ncu
+from paprof.record import REPORT_BYTES, SCHEMA, Origin, RunRecord
 
 Status = Callable[[str], None]
 """Receives one line of progress text ("ncu: paged_decode_v3 launch 0: 50%")."""
@@ -142,20 +143,20 @@ def build_sidecar(
     work: dict | None,
     settings: NcuSettings,
     result: dict,
-    prov: provenance.Provenance,
+    prov: Origin,
     command: list[str],
     profiled: list[ProfiledKernel],
     paths: store.RunPaths,
     source: dict,
     gate_metrics=(),
     family_notes=(),
-) -> dict:
-    """The provenance sidecar (schema 2, docs/CONTRACTS.md)."""
+) -> RunRecord:
+    """The run's record, written as its sidecar (schema 2, docs/CONTRACTS.md)."""
     passes = [k.passes for k in profiled if k.passes is not None]
     preset = get_preset(settings.preset)
     check = result.get("check")
-    return {
-        "schema": store.SCHEMA,
+    return RunRecord.from_sidecar({
+        "schema": SCHEMA,
         "family": variant.family,
         "variant": variant.id,
         "kind": variant.kind,
@@ -200,7 +201,7 @@ def build_sidecar(
         "launches": settings.launches,
         "seed": settings.seed,
         "log": paths.log.name,
-    }
+    }, label=variant.id, path=paths.sidecar)
 
 
 def _slug_of(params) -> str:
@@ -278,7 +279,7 @@ def profile_variant(
                                 ncu.log.kernels, paths, source,
                                 getattr(family, "gate_metrics", ()), getattr(family, "notes", ()))
         store.write_sidecar(pending.sidecar, sidecar)
-    sidecar[store.REPORT_BYTES] = paths.report.stat().st_size  # as writing() stored it
+    sidecar = sidecar.with_values(**{REPORT_BYTES: paths.report.stat().st_size})  # as writing() stored it
     return store.Run(paths.report, sidecar)
 
 

@@ -9,11 +9,11 @@ from __future__ import annotations
 import os
 import re
 import subprocess
-from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
 from paprof import __version__
+from paprof.record import Origin
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 """The folder holding the ``paprof`` package (a git checkout when developing)."""
@@ -78,30 +78,13 @@ def now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
-@dataclass
-class Provenance:
-    """The sidecar fields that describe the machine and the code."""
-
-    gpu: str
-    gpu_slug: str
-    driver: str | None
-    ncu_version: str | None
-    git_commit: str | None
-    git_dirty: bool | None
-    created: str
-    paprof_version: str
-
-    def to_dict(self) -> dict:
-        return asdict(self)
-
-
 def collect(
     ncu: str,
     gpu: str | None = None,
     nvidia_smi: str = "nvidia-smi",
     repo: Path = REPO_ROOT,
-) -> Provenance:
-    """Probe everything. ``gpu`` (the launcher's device name) wins over nvidia-smi's first GPU."""
+) -> Origin:
+    """Probe everything (the run record's ``Origin``). ``gpu`` (the launcher's device name) wins over nvidia-smi's first GPU."""
     gpus = query_gpus(nvidia_smi)
     driver = None
     if gpus:
@@ -110,7 +93,7 @@ def collect(
         driver = chosen[1]
     gpu = gpu or "unknown GPU"
     commit, dirty = git_state(repo)
-    return Provenance(
+    return Origin(
         gpu=gpu,
         gpu_slug=slug(gpu),
         driver=driver,

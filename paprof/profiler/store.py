@@ -14,10 +14,13 @@ import os
 import secrets
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Iterator
 
+from paprof import record
 from paprof.errors import UserError
+from paprof.record import RunRecord
 from paprof.profiler.argv import REPORT_SUFFIX
 from paprof.profiler.provenance import slug
 
@@ -28,13 +31,8 @@ SHIPPED_RUNS = "examples/h200"
 """Where a clone of paprof holds the real H200 runs it ships (relative to the clone)."""
 LOG_SUFFIX = ".ncu.log"
 TEMP_MARK = ".tmp-"
-SCHEMA = 2
-"""Sidecar schema written now. Schema 1 (before families: ``shape_fields`` and the
-family's byte count, no ``params``/``work``/``source``) still loads everywhere."""
-REPORT_BYTES = "report_bytes"
-"""The sidecar key naming the size of the report it was written with: a sidecar whose
-report has another size belongs to another report (a record torn by a kill, or mixed
-by hand) and is not read as this one's. Sidecars written before it have no such key."""
+SCHEMA = record.SCHEMA
+REPORT_BYTES = record.REPORT_BYTES
 
 
 COMMAND_SLUG = "command"
@@ -69,10 +67,10 @@ def run_paths(
 
 @dataclass(frozen=True)
 class Run:
-    """A stored report and its sidecar (None for a report paprof did not write)."""
+    """A stored report and its run record (None for a report paprof did not write)."""
 
     report: Path
-    sidecar: dict | None
+    sidecar: RunRecord | None
     layout: dict = field(default_factory=dict)
     """gpu_slug, family and variant read from the store's folder layout (no sidecar)."""
 
@@ -136,54 +134,14 @@ def input_files(paths, scan: "Scan | None" = None) -> list[Path]:
     return found
 
 
-_TEXT_KEYS = ("family", "variant", "kind", "kernel_regex", "shape", "shape_slug", "gpu",
-              "gpu_slug", "driver", "ncu_version", "clock_control", "preset", "git_commit",
-              "created", "paprof_version", "report", "log", "nvtx_range")
-_NUMBER_KEYS = ("schema", "read_ceiling_tbs", "gemm_ceiling_tflops", "duration_us_event",
-                "bandwidth_tbs", "tflops", "replay_passes", "launches", REPORT_BYTES, "median_us",
-                "tbs", "pct_of_ceiling", "rel_error", "rounds")
-_TABLE_KEYS = ("params", "work", "source", "verification", "launch_details")
-_LIST_KEYS = ("sections", "gate_metrics", "command", "profiled_kernels")
-
-
 def check_record(data: dict, path) -> dict:
     """``data`` (a run sidecar or a bench record) when each key paprof reads has its
-    type (text, a finite number, a table, a list; or null); else a one-line
-    ``UserError`` naming the file and the key: ``created: 5`` would otherwise end a
-    command in a traceback far from the file."""
-    import math
-
-    def bad(key, want):
-        value = data[key]
-        shown = repr(value) if len(repr(value)) <= 40 else repr(value)[:37] + "..."
-        return UserError(f"damaged record {path}: '{key}' must be {want}, got {shown}")
-
-    for key in _TEXT_KEYS:
-        if data.get(key) is not None and not isinstance(data[key], str):
-            raise bad(key, "text")
-    for key in _NUMBER_KEYS:
-        value = data.get(key)
-        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))
-                                  or not math.isfinite(value)):
-            raise bad(key, "a finite number")
-    for key in _TABLE_KEYS:
-        if data.get(key) is not None and not isinstance(data[key], dict):
-            raise bad(key, "a table")
-    for key in _LIST_KEYS:
-        if data.get(key) is not None and not isinstance(data[key], list):
-            raise bad(key, "a list")
-    return data
+    type, else a one-line ``UserError`` (``paprof.record.check``)."""
+    return record.check(data, path)
 
 
-def _read_sidecar(report: Path) -> dict | None:
-    sidecar = sidecar_path(report)
-    if not sidecar.is_file():
-        return None
-    try:
-        data = json.loads(sidecar.read_text())
-    except (OSError, ValueError) as err:
-        raise UserError(f"cannot read the run sidecar {sidecar}: {err}") from None
-    return check_record(data, sidecar) if isinstance(data, dict) else None
+def _read_sidecar(report: Path) -> RunRecord | None:
+    return RunRecord.read(sidecar_path(report))
 
 
 def load_run(report: Path, root: Path) -> Run:
@@ -303,10 +261,10 @@ def latest(
     )
 
 
-def belongs(report: Path, sidecar: dict | None) -> bool:
+def belongs(report: Path, sidecar: Mapping | None) -> bool:
     """Whether ``sidecar`` was written with ``report`` (True for sidecars from before
     ``REPORT_BYTES``)."""
-    if not isinstance(sidecar, dict):
+    if not isinstance(sidecar, Mapping):
         return False
     size = sidecar.get(REPORT_BYTES)
     if size is None:
@@ -360,8 +318,9 @@ def _temp_names(paths: RunPaths) -> Pending:
     )
 
 
-def write_sidecar(path: Path, data: dict) -> None:
-    path.write_text(json.dumps(data, indent=2) + "\n")
+def write_sidecar(path: Path, data: Mapping) -> None:
+    """Write a run record (``RunRecord`` or its dict) as the sidecar JSON."""
+    path.write_text(json.dumps(dict(data), indent=2) + "\n")
 
 
 @contextlib.contextmanager

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -93,7 +94,7 @@ def _shape_slug(shape: str | None, runs: _Store, specs) -> str | None:
     # parameters say which slug the spec names.
     given = _spec_items(shape)
     slugs = {r.sidecar.get("shape_slug") for r in runs.runs()
-             if r.family == family and isinstance(r.sidecar, dict)
+             if r.family == family and isinstance(r.sidecar, Mapping)
              and given.items() <= _spec_items(str(r.sidecar.get("shape") or "")).items()}
     slugs.discard(None)
     if len(slugs) == 1:
@@ -165,7 +166,7 @@ def resolve_variants(specs: list[str], runs: Path | str = DEFAULT_RUNS, shape: s
             fam, _, vid = spec.rpartition("/")
             held[spec] = {r.sidecar.get("shape_slug") for r in scanned.runs()
                           if r.variant == vid and (not fam or r.family == fam)
-                          and isinstance(r.sidecar, dict)}
+                          and isinstance(r.sidecar, Mapping)}
     if not wanted_shape and len(held) > 1:
         common = set.intersection(*held.values()) - {None}
         if len(chosen) > 1 and common:

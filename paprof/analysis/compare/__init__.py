@@ -86,6 +86,6 @@ from paprof.analysis.compare.sentences import (
     work_sentence,
 )
 from paprof.analysis.provenance import CHECKS as PROVENANCE_CHECKS
-from paprof.analysis.provenance import RunProvenance, provenance_warnings
+from paprof.analysis.provenance import provenance_warnings
 
 __all__ = [name for name in dir() if not name.startswith("__")]

@@ -29,7 +29,8 @@ from paprof.analysis.compare.model import (
 )
 from paprof.analysis.compare.sentences import tell
 from paprof.analysis.gpus import ceiling_for
-from paprof.analysis.provenance import RunProvenance, provenance_warnings
+from paprof.analysis.provenance import provenance_warnings
+from paprof.record import RunRecord, as_record
 
 
 def _norm_path(p) -> str:
@@ -76,8 +77,7 @@ def _rules_of(rows: list[dict]) -> dict[str, RuleHit]:
 def _variant_result(summed: dict, kernels: list[dict]) -> VariantResult:
     values = {c: _clean(summed.get(c)) for c in (*METRIC_COLUMNS, *EXTRA_COLUMNS, *STALL_COLUMNS,
                                                  *ROOFLINE_COLUMNS)}
-    sidecar = _clean(summed.get("sidecar"))
-    sidecar = sidecar if isinstance(sidecar, dict) else None
+    sidecar = as_record(summed.get("sidecar"))
     values["duration_us_event"] = _num((sidecar or {}).get("duration_us_event"))
     total = _num(values["duration_us"])
     parts = []
@@ -119,8 +119,9 @@ def _variant_result(summed: dict, kernels: list[dict]) -> VariantResult:
         idea=idea,
         ceiling=ceiling_for(gpu, sidecar),
         tie=tie(summed) if bottleneck == _clean(summed.get("bottleneck")) else None,
-        provenance=RunProvenance.of(sidecar, label=variant, gpu=gpu, shape=_clean(summed.get("shape")),
-                                    report_path=_clean(summed.get("report_path"))),
+        provenance=(sidecar or RunRecord.foreign(label=variant)).labelled(
+            variant, gpu=gpu, shape=_clean(summed.get("shape")),
+            report_path=_clean(summed.get("report_path"))),
         spread=dict(summed.get("_spread") or {}),
         launches=int(summed.get("_launches") or 1),
     )

@@ -16,7 +16,7 @@ from paprof.analysis import fmt
 from paprof.analysis.bottleneck import Tie
 from paprof.analysis.metrics import ROOFLINE_INPUTS, STALL_REASONS, TRAFFIC_COLUMNS
 from paprof.analysis.gpus import Ceiling
-from paprof.analysis.provenance import RunProvenance
+from paprof.record import RunRecord
 
 METRIC_COLUMNS = (
     "duration_us",
@@ -224,11 +224,13 @@ class VariantResult:
     bottleneck: str | None
     evidence: list[str]
     rules: dict[str, RuleHit]
-    sidecar: dict | None
+    sidecar: RunRecord | None
+    """The run's record as read from its sidecar (None for a report paprof did not write)."""
     idea: str | None
     ceiling: Ceiling | None
-    provenance: RunProvenance | None = None
-    """Where the run came from (built once from its sidecar)."""
+    provenance: RunRecord | None = None
+    """The same record as this comparison shows it: under the variant's label, with the
+    table's GPU and shape where no sidecar names them (a foreign report's record)."""
     tie: Tie | None = None
     """When the label was decided by less than the tie threshold: the runner-up."""
     spread: dict = field(default_factory=dict)
@@ -307,7 +309,7 @@ class Comparison:
 
     variants: list[VariantResult]
     steps: list[Step]
-    provenance: list[RunProvenance]
+    provenance: list[RunRecord]
     """One per variant, in order: GPU, driver, ncu version, clock control, shape, date ..."""
     warnings: list[str]
     """Visible warnings: mismatched GPUs, ncu versions, clock settings, shapes; failed checks."""

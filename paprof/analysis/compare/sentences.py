@@ -376,7 +376,7 @@ def tell(before: VariantResult, after: VariantResult, t: Thresholds = THRESHOLDS
     else:
         headline = f"{after.label} is {fmt.ratio(1 / s)} slower than {before.label}"
     changes = rule_changes(before, after, t)
-    from paprof.analysis.decompose import cause_text, decompose
+    from paprof.analysis.decompose import at_limit_text, cause_text, decompose, us_text
 
     spread = sum((v.spread or {}).get("duration_us") or 0.0 for v in (before, after))
     dec = decompose(before, after, spread)
@@ -391,6 +391,9 @@ def tell(before: VariantResult, after: VariantResult, t: Thresholds = THRESHOLDS
         said_path = told.get(code_path_sentence)
         if path and said_path in sentences and said_path != told.get(cause_sentence):
             sentences.remove(said_path)  # the cause opens with the code path: once
+        if dec.limit is not None:  # DRAM at its limit in both: the same difference again
+            sentences.insert(1, f"{at_limit_text(dec.limit)} (the same {us_text(dec.delta_us)} "
+                                "as bytes over the bandwidth reached)")
     return Step(
         cause=said or told.get(cause_sentence),
         decomposition=dec,

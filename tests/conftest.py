@@ -47,3 +47,21 @@ def _cubin_cache(tmp_path_factory):
         os.environ.pop("PAPROF_CUBIN_CACHE", None)
     else:
         os.environ["PAPROF_CUBIN_CACHE"] = saved
+
+
+@pytest.fixture(scope="session")
+def unpacked(tmp_path_factory):
+    """``unpacked(archive)``: the folder a shipped ``.tar.xz`` of runs is extracted into,
+    once a session whichever tests ask; read it, never change it (a test that changes the
+    runs extracts its own copy: ``archives.extract``)."""
+    from archives import extract
+
+    done: dict[Path, Path] = {}
+
+    def unpack(archive: Path) -> Path:
+        archive = Path(archive).resolve()
+        if archive not in done:
+            done[archive] = extract(archive, tmp_path_factory.mktemp(archive.name.split(".")[0]))
+        return done[archive]
+
+    return unpack

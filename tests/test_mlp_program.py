@@ -6,7 +6,6 @@ agrees with the program's own CUDA-event timing."""
 from __future__ import annotations
 
 import json
-import tarfile
 from pathlib import Path
 
 import pytest
@@ -18,13 +17,11 @@ pytestmark = pytest.mark.skipif(not ARCHIVE.is_file(), reason="examples/mlp/runs
 
 
 @pytest.fixture(scope="module")
-def built(tmp_path_factory):
+def built(unpacked):
     from paprof.reports.build import write_report
 
-    where = tmp_path_factory.mktemp("mlp")
-    with tarfile.open(ARCHIVE) as tar:
-        tar.extractall(where, filter="data")
-    return write_report(["eager", "compiled"], runs=where / "runs", out=None, markdown="-")
+    return write_report(["eager", "compiled"], runs=unpacked(ARCHIVE) / "runs", out=None,
+                        markdown="-")
 
 
 def test_each_step_is_one_push_of_the_programs_range(built):

@@ -52,13 +52,8 @@ needs_runs = pytest.mark.skipif(not ARCHIVE.is_file(), reason="examples/zoo/runs
 
 
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory):
-    import tarfile
-
-    where = tmp_path_factory.mktemp("zoo")
-    with tarfile.open(ARCHIVE) as tar:
-        tar.extractall(where, filter="data")
-    return where / "runs"
+def runs(unpacked):
+    return unpacked(ARCHIVE) / "runs"
 
 
 @pytest.mark.skipif(not (ZOO / "causes.toml").is_file(), reason="examples/zoo is not there")

@@ -48,6 +48,7 @@ import math
 import re
 from dataclasses import dataclass, field
 
+from paprof.analysis.fmt import finite
 from paprof.analysis.metrics import STALL_REASONS
 
 #: A term smaller than this share of the faster time is noise (ncu's duration of the same
@@ -167,17 +168,6 @@ EVIDENCE = {
     ),
     "clock": (("SM clock", _col("sm_clock_hz"), "Hz"),),
 }
-
-
-def finite(x) -> float | None:
-    """``x`` as a finite float; None for anything else (None, text, NaN, inf)."""
-    if x is None or isinstance(x, (str, bool)):
-        return None
-    try:
-        x = float(x)
-    except (TypeError, ValueError):
-        return None
-    return x if math.isfinite(x) else None
 
 
 _f = finite

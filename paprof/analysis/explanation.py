@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 
-from paprof.analysis.decompose import finite as _num
+from paprof.analysis.fmt import finite as _num
 
 SCHEMA = "paprof.explanation/1"
 

@@ -13,6 +13,18 @@ import re
 MISSING = "n/a"
 
 
+def finite(x) -> float | None:
+    """``x`` as a finite float; None for anything else (None, text, a flag, a list, NaN,
+    NA, inf): how analysis reads a table cell as a number."""
+    if x is None or isinstance(x, (str, bool)):
+        return None
+    try:
+        x = float(x)
+    except (TypeError, ValueError):
+        return None
+    return x if math.isfinite(x) else None
+
+
 def is_missing(value) -> bool:
     """True for None, NaN and anything that is not a number."""
     if value is None:

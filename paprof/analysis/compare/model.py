@@ -9,7 +9,6 @@ other part of the comparison uses.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 
 from paprof.analysis import fmt
@@ -354,15 +353,8 @@ def _clean(value):
     return value
 
 
-def _num(value) -> float | None:
-    value = _clean(value)
-    if value is None or isinstance(value, (list, tuple, dict, bool)):
-        return None
-    try:
-        out = float(value)
-    except (TypeError, ValueError):
-        return None
-    return None if math.isnan(out) else out
+_num = fmt.finite
+"""A table cell as a finite float, else None (``paprof.analysis.fmt.finite``)."""
 
 
 def limiter_name(raw) -> str | None:

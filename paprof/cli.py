@@ -101,8 +101,8 @@ def main():
       paprof sweep --variant v5 --variant v6 --grid batch=1,4,16,64 --bench
                                           a grid of shapes, the regime map (GPU)
 
-    Your own kernels: a family in your repository (README, "Profile your own
-    kernels"); a whole program: paprof run --cmd '...' --nvtx-range R --name ID.
+    Your own kernels: a family in your repository (docs/your-kernels.md);
+    a whole program: paprof run --cmd '...' --nvtx-range R --name ID.
 
     Exit codes: 0 ok, 1 a finding (regression, failed verification),
     2 bad input or environment, 130 interrupted.

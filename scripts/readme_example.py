@@ -1,8 +1,8 @@
-"""Write the files of the README's "Profile your own kernels" section into a folder.
+"""Write the files of the "Your own kernels" page (docs/your-kernels.md) into a folder.
 
     python3 scripts/readme_example.py DEST      # DEST/my-kernels/{vadd.cu,vadd_family.py,pyproject.toml}
 
-Each file is the fenced block after a ``<!-- file: PATH -->`` line of README.md, so the
+Each file is the fenced block after a ``<!-- file: PATH -->`` line of that page, so the
 test and the GPU check run exactly what a newcomer copies.
 """
 
@@ -12,13 +12,13 @@ import re
 import sys
 from pathlib import Path
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+PAGE = Path(__file__).resolve().parents[1] / "docs" / "your-kernels.md"
 _BLOCK = re.compile(r"<!-- file: (?P<path>[^ ]+) -->\n```[a-z]*\n(?P<body>.*?)\n```", re.S)
 
 
-def files(readme: Path = README) -> dict[str, str]:
-    """Relative path -> text of every file the README shows."""
-    return {m["path"]: m["body"] + "\n" for m in _BLOCK.finditer(readme.read_text())}
+def files(page: Path = PAGE) -> dict[str, str]:
+    """Relative path -> text of every file the page shows."""
+    return {m["path"]: m["body"] + "\n" for m in _BLOCK.finditer(page.read_text())}
 
 
 def write(dest: Path) -> list[Path]:

@@ -37,8 +37,9 @@ def test_readme_starts_with_a_virtual_environment():
     assert commands[1] == "python3 -m pip install -e '.[test]' && python3 -m pytest"
 
 
-def test_the_readme_quotes_the_reports_figures_for_v5():
-    """README and report tell one story: the report's v5 figures are the README's."""
+def test_the_docs_quote_the_reports_figures_for_v5():
+    """Docs and report tell one story: the report's v5 figures are the kernels page's, the
+    v2 -> v3 cause the README's."""
     from paprof.reports.build import write_report
 
     built = write_report(["v4", "v5"], runs=ROOT / "examples" / "h200", out=None, markdown="-",
@@ -52,7 +53,7 @@ def test_the_readme_quotes_the_reports_figures_for_v5():
     duration = built.context.row("duration_us").cells[1].text
     assert "Bandwidth ceiling: 4.53 TB/s (measured: median of 10 runs" in md
     assert "4.52 to 4.62 TB/s" in md
-    story = " ".join(README.split())
+    story = " ".join((ROOT / "docs" / "kernels.md").read_text().split())
     for words in ("v5 486 us: 4.42 TB/s, 95.7 % of the 4.62 TB/s",
                   f"(v5: {duration}, {bandwidth})", "median of ten streaming-read calls, 4.53 TB/s",
                   f"shows v5 at {share}", "4.62 TB/s that `bench` measured in its own call"):
@@ -63,4 +64,16 @@ def test_the_readme_quotes_the_reports_figures_for_v5():
     quoted = ("memory waits (long scoreboard): 8.07 -> 3.56 cycles per "
               "instruction -765 us (global load requests")
     assert cause.startswith(quoted) and "25.2 M -> 4.72 M" in cause
-    assert f'"{quoted} ... 25.2 M -> 4.72 M ..."' in story
+    assert f'"{quoted} ... 25.2 M -> 4.72 M ..."' in " ".join(README.split())
+
+
+def test_the_readme_is_the_short_path_and_every_page_it_links_is_there():
+    assert len(README.splitlines()) <= 80
+    links = re.findall(r"\]\(([^)]+)\)", README)
+    assert len(links) >= 9
+    for link in links:
+        assert (ROOT / link).is_file(), link
+    # each user page is linked from the README; the lab notebook is not a user page
+    linked = {Path(link).name for link in links}
+    pages = {p.name for p in (ROOT / "docs").glob("*.md")} - {"NOTES.md"}
+    assert pages <= linked, pages - linked

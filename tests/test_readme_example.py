@@ -1,4 +1,4 @@
-"""The README's "Profile your own kernels" family, exactly as a newcomer copies it."""
+"""The "Your own kernels" family (docs/your-kernels.md), exactly as a newcomer copies it."""
 
 from __future__ import annotations
 

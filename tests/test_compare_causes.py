@@ -322,6 +322,23 @@ def test_the_shipped_flash_runs_say_the_fp32_pipe_gives_way_to_the_tensor_cores(
     assert "with warp instructions down 11.9x" in s.traffic
 
 
+def test_mma_to_wgmma2_opens_with_the_tensor_pipe_not_the_loads_tma_hides():
+    """Issue 26: mma -> wgmma2 opened with "SM<-L1 global-load traffic falls 257x" (TMA's
+    copies are not loads); the mechanism is fewer, larger tensor-core instructions."""
+    from pathlib import Path
+
+    from paprof.analysis.compare import compare_reports
+
+    root = Path(__file__).resolve().parents[1] / "examples" / "h200-flash_fwd" / "nvidia-h200" / "flash_fwd"
+    (s,) = compare_reports([next((root / v).glob("*.ncu-rep")) for v in ("mma", "wgmma2")]).steps
+    assert s.speedup == pytest.approx(2.96, abs=0.01)
+    assert s.cause.startswith("instructions issued 0.223x -16.5 ms (tensor pipe 37.4 % of peak -> "
+                              "78.1 % of peak, warp instructions 9.02 G -> 2.21 G")
+    assert "global-load" not in s.cause and "L1" not in s.cause.split(";")[0]
+    terms = s.decomposition.terms
+    assert sum(t.us for t in terms) == pytest.approx(s.decomposition.delta_us, rel=1e-9)
+
+
 def test_cache_traffic_falling_to_the_dram_bytes_says_each_byte_reaches_the_sms_once():
     s = step({"l2_throughput_pct": 90.0}, {"l2_to_l1_bytes": 2.0e9, "duration_us": 400.0},)
     assert "each byte" not in (s.cause or "")  # 1 -> 1 per DRAM byte: nothing was re-read before

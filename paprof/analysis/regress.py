@@ -51,14 +51,15 @@ from pathlib import Path
 from typing import Iterable, Sequence
 
 from paprof import __version__
-from paprof.analysis import fmt, stats
+from paprof.analysis import environment_gate, fmt, same_code, stats
 from paprof.analysis.metrics import BY_COLUMN
 from paprof.errors import UserError
 
-SCHEMA = 2
+SCHEMA = 3
 """Version of the baseline file format this module writes (schema 2 adds per-launch
-``samples`` to each metric, the ``gate`` kind and the ``compiler`` provenance)."""
-READS = (1, 2)
+``samples`` to each metric, the ``gate`` kind and the ``compiler`` provenance; schema 3
+the ``code`` fingerprint and the ``environment`` to the provenance)."""
+READS = (1, 2, 3)
 """Baseline schemas this module reads."""
 GATES = ("profile", "static")
 """What a baseline was measured by: profiled runs, or compiled cubins (``--static``)."""
@@ -379,6 +380,12 @@ class Provenance:
     created: str | None = None
     compiler: str | None = None
     """The static gate's ``nvcc`` release and target (``nvcc 13.0.88 sm_90``)."""
+    code: str | None = None
+    """The SASS and launch settings' fingerprint (schema 3; ``same_code``)."""
+    code_why: str | None = None
+    """Why there is no ``code`` fingerprint."""
+    environment: str | None = None
+    """The GPU's state while measured (schema 3; ``environment_gate``)."""
 
 
 @dataclass(frozen=True)
@@ -658,6 +665,7 @@ def _provenance(row) -> Provenance:
         git_commit=_text(side.get("git_commit")),
         report=_text(row.get("report_path")),
         created=_text(side.get("created")),
+        **same_code.provenance_fields(side), **environment_gate.provenance_fields(side),
     )
 
 
@@ -893,6 +901,8 @@ class Result:
     ``regressed``); empty: read from ``status``."""
     decision: stats.Decision | None = None
     """The statistical decision, when the metric was decided on samples."""
+    noise: str = ""
+    """Why a change is noise or ambiguous (``same_code``, ``environment_gate``)."""
 
     @property
     def outcome(self) -> str:
@@ -986,6 +996,8 @@ class Result:
         elif self.verdict == REPORTED:
             text += ("; reported: the kernel's registers, spills and memory are unchanged "
                      "(--exact-counts fails it)")
+        if self.noise:
+            text += f" ({self.noise})"
         return text
 
 
@@ -1006,7 +1018,8 @@ class Verdict:
     @property
     def ambiguous(self) -> list[Result]:
         """Statistical decisions that could not tell, after their re-measurements."""
-        return [r for r in self.results if r.verdict == "ambiguous"]
+        return [r for r in self.results
+                if r.verdict in ("ambiguous", environment_gate.AMBIGUOUS_ENVIRONMENT)]
 
     @property
     def passed(self) -> bool:
@@ -1166,6 +1179,7 @@ def compare_to_baseline(baseline: Baseline, current, settings: Settings | None =
             + " (pass --allow-mismatch to compare anyway)"
         )
     notes = [f"mismatch allowed: {m}" for m in mismatches] + notes
+    pairs, disturbed = environment_gate.settle(pairs, remeasure, settings.rounds)
 
     results = []
     for base, now in pairs:
@@ -1214,6 +1228,10 @@ def compare_to_baseline(baseline: Baseline, current, settings: Settings | None =
                 f"({r.fmt(r.baseline.value)}) lets any measurement pass, so this check "
                 "cannot fail; give a smaller --tolerance (or a baseline of a smaller spread)"
             )
+    results, said = environment_gate.apply(results, pairs, disturbed, settings.fail_ambiguous)
+    notes += said
+    results, said = same_code.apply(results, pairs)
+    notes += said
     if baseline.gate == "static" and not settings.exact_counts:
         results, said = _report_instruction_counts(results)
         notes += said

@@ -23,7 +23,8 @@ from paprof.names import printable
 from paprof.profiler.store import Scan, input_files
 
 _STYLE = {"same": "green", "improved": "cyan", "regressed": "bold red", "changed": "bold red",
-          "ambiguous": "yellow", "reported": "yellow"}
+          "ambiguous": "yellow", "reported": "yellow", "noise (same code)": "green",
+          "ambiguous (environment)": "yellow"}
 
 _METRICS = ", ".join(regress.GATE_RULES)
 _DEFAULT_TOLERANCES = ", ".join(

@@ -51,7 +51,7 @@ from pathlib import Path
 from typing import Iterable, Sequence
 
 from paprof import __version__
-from paprof.analysis import environment_gate, fmt, same_code, stats
+from paprof.analysis import calibration, environment_gate, fmt, same_code, stats
 from paprof.analysis.metrics import BY_COLUMN
 from paprof.errors import UserError
 
@@ -328,6 +328,10 @@ class Settings:
     """Static gate: fail every instruction count beyond its tolerance. By default a
     kernel's instruction counts that change while its registers, spills, stack, local
     and static shared memory stay put are reported (verdict ``reported``), not failed."""
+
+    calibration: "calibration.Calibration | None" = None
+    """Measured noise (``paprof calibrate``): a timing metric's limit becomes
+    max(tolerance, k x noise) (``calibration.settings_for``)."""
 
     def tolerance(self, metric: str) -> Tolerance:
         return self.tolerances.get(metric) or self.tolerances.get("*") or rule(metric).tolerance
@@ -1182,8 +1186,10 @@ def compare_to_baseline(baseline: Baseline, current, settings: Settings | None =
     pairs, disturbed = environment_gate.settle(pairs, remeasure, settings.rounds)
 
     results = []
+    limits = calibration.Limits(settings.calibration) if settings.calibration else None
     for base, now in pairs:
         again = _Again(base, remeasure) if remeasure is not None else None
+        pair_settings = calibration.settings_for(settings, base, now, limits)
         for metric in metrics:
             if metric not in base.metrics:
                 continue
@@ -1192,10 +1198,10 @@ def compare_to_baseline(baseline: Baseline, current, settings: Settings | None =
                     f"{now.name} at {now.shape}: the current report has no {metric}; "
                     f"profile with the baseline's preset ({base.provenance.preset or 'default'})"
                 )
-            tol = settings.tolerance(metric)
+            tol = pair_settings.tolerance(metric)
             fn, taken = again.samples_of(metric) if again else (None, [])
             allowed, status, verdict, decision = assess(
-                base.metrics[metric], now.metrics[metric], metric, settings, fn
+                base.metrics[metric], now.metrics[metric], metric, pair_settings, fn
             )
             stat_now = now.metrics[metric]
             if taken:
@@ -1228,6 +1234,7 @@ def compare_to_baseline(baseline: Baseline, current, settings: Settings | None =
                 f"({r.fmt(r.baseline.value)}) lets any measurement pass, so this check "
                 "cannot fail; give a smaller --tolerance (or a baseline of a smaller spread)"
             )
+    notes += limits.notes() if limits else []
     results, said = environment_gate.apply(results, pairs, disturbed, settings.fail_ambiguous)
     notes += said
     results, said = same_code.apply(results, pairs)

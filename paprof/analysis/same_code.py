@@ -35,9 +35,11 @@ def provenance_fields(side: dict) -> dict:
 
 def _why_unknown(base, now) -> str:
     """Why the code of ``base`` (baseline entry) and ``now`` cannot be compared."""
-    return "; ".join(f"the {word}: {entry.provenance.code_why or _NO_RECORD}"
-                     for word, entry in (("baseline", base), ("run", now))
-                     if not entry.provenance.code)
+    whys = {word: entry.provenance.code_why or _NO_RECORD
+            for word, entry in (("baseline", base), ("run", now)) if not entry.provenance.code}
+    if len(whys) == 2 and len(set(whys.values())) == 1:
+        return f"neither side: {whys['run']}"
+    return "; ".join(f"the {word}: {why}" for word, why in whys.items())
 
 
 def apply(results: list, pairs: list) -> tuple[list, list[str]]:

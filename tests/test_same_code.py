@@ -148,3 +148,21 @@ def test_sidecar_records_read_into_the_provenance():
         "code": None, "code_why": "a --cmd program"}
     assert same_code.provenance_fields({"code": {"taken": True, "fingerprint": "ab"}}) == {
         "code": "ab", "code_why": None}
+
+
+def test_the_ci_outputs_name_the_noise_verdicts():
+    import xml.etree.ElementTree as ET
+
+    from paprof.reports.check_markdown import verdict_markdown
+    from paprof.reports.junit import junit_tree
+
+    same = compare_to_baseline(Baseline([_entry(BASE, "f" * 64)]), [_entry(SLOW, "f" * 64)])
+    text = verdict_markdown(same)
+    assert "pass (*noise*: same SASS and launch settings)" in text and "REGRESSED" not in text
+    throttled = Entry("paged_decode", "v3", "batch=8", {"duration_us_event": Stat.of(SLOW)},
+                      Provenance(environment="disturbed: throttled (SW power cap)"))
+    base = Entry("paged_decode", "v3", "batch=8", {"duration_us_event": Stat.of(BASE)})
+    verdict = compare_to_baseline(Baseline([base]), [throttled])
+    assert "pass (*ambiguous*: GPU throttled or shared)" in verdict_markdown(verdict)
+    xml = ET.tostring(junit_tree(verdict).getroot(), encoding="unicode")
+    assert 'value="ambiguous"' in xml and "throttled (SW power cap)" in xml

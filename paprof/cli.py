@@ -117,6 +117,7 @@ COMMANDS = {
     "compare": ("compare", "The comparative report: why one variant is faster than the other."),
     "check": ("check", "The CI regression gate against a baseline (stored runs, --profile, --static)."),
     "baseline": ("check", "Write the baseline that 'paprof check' compares against."),
+    "calibrate": ("calibrate", "Measure the noise (A/A repeats) that 'paprof check --calibration' gates above."),
     "sweep": ("sweep", "Measure variants over a grid of shapes, resumable, sharded (GPU)."),
     "sweep-report": ("sweep", "The sweep report: scaling charts, the regime map, the crossovers."),
     "merge": ("sweep", "Merge run stores (sweep shards, other machines) into one."),

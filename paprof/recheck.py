@@ -77,3 +77,21 @@ def remeasure_by_profiling(launches: int = 1, time_launches: int | None = None,
         return regress.measure(table, list(entry.metrics), missing_ok=True)[0]
 
     return remeasure
+
+
+def aa_repeats(family: str, variants, shape: str, repeats: int, metrics,
+               time_launches: int | None = None) -> dict[tuple, list]:
+    """A/A: profile each of ``variants`` (ids of ``family``) at ``shape`` ``repeats`` times,
+    each time in a fresh process; ``{(gpu, family, variant, shape): [Entry per run]}`` for
+    ``paprof.analysis.calibration.from_repeats``. Needs the GPU and ncu."""
+    from paprof.analysis import calibration  # noqa: PLC0415
+
+    fam = registry.family(family)
+    spec = fam.parse(shape).spec()
+    entries = [regress.Entry(family, v, spec, {}) for v in variants]
+    out: dict[tuple, list] = {}
+    for _ in range(repeats):
+        table = profile_current(regress.Baseline(entries), time_launches=time_launches)
+        for key, found in calibration.repeats_from_table(table, metrics).items():
+            out.setdefault(key, []).extend(found)
+    return out

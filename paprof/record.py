@@ -41,7 +41,7 @@ _TEXT_KEYS = ("family", "variant", "kind", "kernel_regex", "shape", "shape_slug"
 _NUMBER_KEYS = ("schema", "read_ceiling_tbs", "gemm_ceiling_tflops", "duration_us_event",
                 "bandwidth_tbs", "tflops", "replay_passes", "launches", REPORT_BYTES, "median_us",
                 "tbs", "pct_of_ceiling", "rel_error", "rounds")
-_TABLE_KEYS = ("params", "work", "source", "verification", "launch_details")
+_TABLE_KEYS = ("params", "work", "source", "verification", "launch_details", "code", "environment")
 _LIST_KEYS = ("sections", "gate_metrics", "command", "profiled_kernels")
 
 

@@ -388,6 +388,14 @@ def _checked(cubin: Path) -> Path:
     return cubin
 
 
+def sass_text(unit: CompileUnit, nvcc: str, cuobjdump: str) -> str:
+    """``cuobjdump -sass`` of ``unit``'s cubin (from the cache when compiled before; empty
+    when cuobjdump printed nothing)."""
+    with tempfile.TemporaryDirectory(prefix="paprof-static-") as scratch:
+        _, cubin, entry = cached_cubin(unit, nvcc, Path(scratch))
+        return _dump(cuobjdump, "-sass", cubin, entry)
+
+
 def kernel_counts(unit: CompileUnit, nvcc: str, cuobjdump: str | None
                   ) -> dict[str, dict[str, float]]:
     """Per kernel of one compile unit: the static metrics (``regress.STATIC_METRICS``;

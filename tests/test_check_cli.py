@@ -67,7 +67,7 @@ def baseline_file(invoke, tmp_path, runs_table):
 
 def test_update_writes_a_versioned_baseline(baseline_file, runs_table):
     data = json.loads(baseline_file.read_text())
-    assert data["schema"] == 2 and data["kind"] == "paprof-baseline"
+    assert data["schema"] == 3 and data["kind"] == "paprof-baseline"
     (entry,) = data["entries"]
     assert set(entry["metrics"]) == {"dram_throughput_pct", "duration_us", "dram_bytes"}
     assert entry["provenance"]["gpu"] == "NVIDIA H200"

@@ -52,14 +52,15 @@ from pathlib import Path
 from typing import Iterable, Sequence
 
 from paprof import __version__
-from paprof.analysis import fmt, stats
+from paprof.analysis import calibration, environment_gate, fmt, same_code, stats
 from paprof.analysis.metrics import BY_COLUMN
 from paprof.errors import UserError
 
-SCHEMA = 2
+SCHEMA = 3
 """Version of the baseline file format this module writes (schema 2 adds per-launch
-``samples`` to each metric, the ``gate`` kind and the ``compiler`` provenance)."""
-READS = (1, 2)
+``samples`` to each metric, the ``gate`` kind and the ``compiler`` provenance; schema 3
+the ``code`` fingerprint and the ``environment`` to the provenance)."""
+READS = (1, 2, 3)
 """Baseline schemas this module reads."""
 GATES = ("profile", "static")
 """What a baseline was measured by: profiled runs, or compiled cubins (``--static``)."""
@@ -329,6 +330,10 @@ class Settings:
     kernel's instruction counts that change while its registers, spills, stack, local
     and static shared memory stay put are reported (verdict ``reported``), not failed."""
 
+    calibration: "calibration.Calibration | None" = None
+    """Measured noise (``paprof calibrate``): a timing metric's limit becomes
+    max(tolerance, k x noise) (``calibration.settings_for``)."""
+
     def tolerance(self, metric: str) -> Tolerance:
         return self.tolerances.get(metric) or self.tolerances.get("*") or rule(metric).tolerance
 
@@ -380,6 +385,12 @@ class Provenance:
     created: str | None = None
     compiler: str | None = None
     """The static gate's ``nvcc`` release and target (``nvcc 13.0.88 sm_90``)."""
+    code: str | None = None
+    """The SASS and launch settings' fingerprint (schema 3; ``same_code``)."""
+    code_why: str | None = None
+    """Why there is no ``code`` fingerprint."""
+    environment: str | None = None
+    """The GPU's state while measured (schema 3; ``environment_gate``)."""
 
 
 @dataclass(frozen=True)
@@ -659,6 +670,7 @@ def _provenance(row) -> Provenance:
         git_commit=_text(side.get("git_commit")),
         report=_text(row.get("report_path")),
         created=_text(side.get("created")),
+        **same_code.provenance_fields(side), **environment_gate.provenance_fields(side),
     )
 
 
@@ -894,6 +906,8 @@ class Result:
     ``regressed``); empty: read from ``status``."""
     decision: stats.Decision | None = None
     """The statistical decision, when the metric was decided on samples."""
+    noise: str = ""
+    """Why a change is noise or ambiguous (``same_code``, ``environment_gate``)."""
 
     @property
     def outcome(self) -> str:
@@ -987,6 +1001,8 @@ class Result:
         elif self.verdict == REPORTED:
             text += ("; reported: the kernel's registers, spills and memory are unchanged "
                      "(--exact-counts fails it)")
+        if self.noise:
+            text += f" ({self.noise})"
         return text
 
 
@@ -1007,7 +1023,8 @@ class Verdict:
     @property
     def ambiguous(self) -> list[Result]:
         """Statistical decisions that could not tell, after their re-measurements."""
-        return [r for r in self.results if r.verdict == "ambiguous"]
+        return [r for r in self.results
+                if r.verdict in ("ambiguous", environment_gate.AMBIGUOUS_ENVIRONMENT)]
 
     @property
     def passed(self) -> bool:
@@ -1167,10 +1184,13 @@ def compare_to_baseline(baseline: Baseline, current, settings: Settings | None =
             + " (pass --allow-mismatch to compare anyway)"
         )
     notes = [f"mismatch allowed: {m}" for m in mismatches] + notes
+    pairs, disturbed = environment_gate.settle(pairs, remeasure, settings.rounds)
 
     results = []
+    limits = calibration.Limits(settings.calibration) if settings.calibration else None
     for base, now in pairs:
         again = _Again(base, remeasure) if remeasure is not None else None
+        pair_settings = calibration.settings_for(settings, base, now, limits)
         for metric in metrics:
             if metric not in base.metrics:
                 continue
@@ -1179,10 +1199,10 @@ def compare_to_baseline(baseline: Baseline, current, settings: Settings | None =
                     f"{now.name} at {now.shape}: the current report has no {metric}; "
                     f"profile with the baseline's preset ({base.provenance.preset or 'default'})"
                 )
-            tol = settings.tolerance(metric)
+            tol = pair_settings.tolerance(metric)
             fn, taken = again.samples_of(metric) if again else (None, [])
             allowed, status, verdict, decision = assess(
-                base.metrics[metric], now.metrics[metric], metric, settings, fn
+                base.metrics[metric], now.metrics[metric], metric, pair_settings, fn
             )
             stat_now = now.metrics[metric]
             if taken:
@@ -1215,6 +1235,11 @@ def compare_to_baseline(baseline: Baseline, current, settings: Settings | None =
                 f"({r.fmt(r.baseline.value)}) lets any measurement pass, so this check "
                 "cannot fail; give a smaller --tolerance (or a baseline of a smaller spread)"
             )
+    notes += limits.notes() if limits else []
+    results, said = environment_gate.apply(results, pairs, disturbed, settings.fail_ambiguous)
+    notes += said
+    results, said = same_code.apply(results, pairs)
+    notes += said
     if baseline.gate == "static" and not settings.exact_counts:
         results, said = _report_instruction_counts(results)
         notes += said

@@ -38,7 +38,9 @@ def bench(variants, family, shape, launches, rounds, seed, as_json):
     ceiling measured by a streaming-read kernel in the same run (for a family held to the
     GEMM ceiling, such as flash_fwd at fp16/bf16: the share of a cuBLAS bf16 GEMM's FLOP
     rate measured in the same run), and the relative error against the float64 reference.
-    Needs a GPU. Exits 1 if a variant fails verification.
+    Needs a GPU. Exits 1 if a variant fails verification. With nvidia-ml-py (the nvml
+    extra) the GPU's clocks, throttle reasons and other processes are read while timing
+    (--json: "environment"); a throttled or shared GPU is warned about on stderr.
     """
     chosen = registry.resolve(variants, family)
     fam = registry.family_of(chosen[0])
@@ -47,12 +49,16 @@ def bench(variants, family, shape, launches, rounds, seed, as_json):
     from rich.console import Console
 
     from paprof.kernels.bench import run_bench
+    from paprof.profiler.environment import KEY, Watch
 
     console = Console(stderr=True)
-    with console.status("bench") as status:
+    with console.status("bench") as status, Watch(in_process=True) as watch:
         result = run_bench(fam, chosen, params, launches, rounds, seed,
                            progress=lambda text: status.update(f"bench: {text}"))
-    data = result.to_dict()
+    data = {**result.to_dict(), KEY: watch.record}
+    if watch.record.get("disturbed"):
+        console.print(f"warning: measured while the GPU was {watch.record['disturbed']}: "
+                      "these times are not the code's alone", highlight=False, markup=False)
     if as_json:
         click.echo(json.dumps(data, indent=1))
     else:

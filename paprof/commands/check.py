@@ -17,13 +17,14 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from paprof.analysis import regress
+from paprof.analysis import calibration, regress
 from paprof.errors import UserError
 from paprof.names import printable
 from paprof.profiler.store import Scan, input_files
 
 _STYLE = {"same": "green", "improved": "cyan", "regressed": "bold red", "changed": "bold red",
-          "ambiguous": "yellow", "reported": "yellow"}
+          "ambiguous": "yellow", "reported": "yellow", "noise (same code)": "green",
+          "ambiguous (environment)": "yellow"}
 
 _METRICS = ", ".join(regress.GATE_RULES)
 _DEFAULT_TOLERANCES = ", ".join(
@@ -147,8 +148,13 @@ def _verdict_table(verdict: regress.Verdict, limit: int = TABLE_ROWS,
 @click.option("--force", is_flag=True,
               help="Replace --junit / --markdown files that are not earlier paprof check "
               "outputs (empty files and earlier outputs are replaced anyway).")
+@click.option("--calibration", "calibration_path", metavar="FILE",
+              type=click.Path(dir_okay=False, path_type=Path),
+              help="Measured noise (paprof calibrate): a timing metric fails only past "
+                   "max(tolerance, k x noise); a note says which set the limit.")
 def check(baseline_path, runs, profile, static_gate, repeat, timed, rounds, ratchet,
-          fail_ambiguous, exact_counts, metrics, tolerances, allow_mismatch, junit, markdown, force):
+          fail_ambiguous, exact_counts, metrics, tolerances, allow_mismatch, junit, markdown, force,
+          calibration_path):
     """Fail when kernels got slower than a baseline: the CI regression gate.
 
     With 5+ per-launch samples on both sides (--profile --repeat N; duration_us_event:
@@ -214,6 +220,7 @@ def check(baseline_path, runs, profile, static_gate, repeat, timed, rounds, ratc
         rounds=rounds,
         fail_ambiguous=fail_ambiguous,
         exact_counts=exact_counts,
+        calibration=calibration.load(calibration_path) if calibration_path else None,
     )
     remeasure = None
     if static_gate:

@@ -27,7 +27,8 @@ from rich.progress import (
 
 from paprof.errors import ShapeError, UserError, VerificationError
 from paprof.family import CommandVariant, Variant, checked_work
-from paprof.profiler import provenance, store
+from paprof import sass_hash
+from paprof.profiler import environment, provenance, store
 from paprof.profiler.argv import NcuSettings, ncu_argv, verify_argv
 from paprof.profiler.locate import find_ncu
 from paprof.profiler.ncu_log import ProfiledKernel
@@ -150,8 +151,11 @@ def build_sidecar(
     source: dict,
     gate_metrics=(),
     family_notes=(),
+    noise=None,
 ) -> RunRecord:
-    """The run's record, written as its sidecar (schema 2, docs/CONTRACTS.md)."""
+    """The run's record, written as its sidecar (schema 2, docs/CONTRACTS.md). ``noise``:
+    the ``code`` and ``environment`` records (``paprof.sass_hash``, ``environment``), when
+    taken."""
     passes = [k.passes for k in profiled if k.passes is not None]
     preset = get_preset(settings.preset)
     check = result.get("check")
@@ -201,6 +205,7 @@ def build_sidecar(
         "launches": settings.launches,
         "seed": settings.seed,
         "log": paths.log.name,
+        **(noise or {}),
     }, label=variant.id, path=paths.sidecar)
 
 
@@ -257,28 +262,39 @@ def profile_variant(
     if preset.lineinfo:
         env["PAPROF_LINEINFO"] = "1"
     if is_command:
-        say("running the command under ncu (not verified: paprof has no reference for it)")
-        result: dict = {}
-        settings = dataclasses.replace(settings, kernels_per_launch=None)
+        hashed = sass_hash.not_taken("a --cmd program: paprof does not compile it")
     else:
-        with tempfile.TemporaryDirectory(prefix="paprof-verify-") as scratch:
-            say(f"compiling, checking and timing {settings.time_launches} launches (no ncu)")
-            result = verify(variant, params, settings, Path(scratch) / "result.json", env)
-        settings = dataclasses.replace(settings, kernels_per_launch=_kernels_per_launch(result))
-    work = checked_work(family, params).to_dict() if family is not None else None
-    source = source_state(variant, getattr(family, "folder", None))
-    prov = provenance.collect(settings.ncu, gpu=result.get("gpu"))
-    paths = store.run_paths(runs_dir, prov.gpu_slug, variant.family, variant.id, _slug_of(params))
-    with store.writing(paths, replace, replace_option) as pending:
-        scratch_result = None if is_command else pending.scratch("result.json")
-        argv = ncu_argv(settings, variant, params, pending.report, scratch_result)
-        say("ncu: starting")
-        ncu = run_ncu(argv, paths.log, pending.report, on_kernel=_kernel_status(say), env=env)
-        command = [str(paths.report) if a == str(pending.report) else a for a in argv]
-        sidecar = build_sidecar(variant, params, work, settings, result, prov, command,
-                                ncu.log.kernels, paths, source,
-                                getattr(family, "gate_metrics", ()), getattr(family, "notes", ()))
-        store.write_sidecar(pending.sidecar, sidecar)
+        say("hashing the SASS")
+        hashed = sass_hash.hash_sass(variant, params)  # before timing
+    with environment.Watch() as watch:  # clocks, throttling, other processes: timing and ncu
+        if is_command:
+            say("running the command under ncu (not verified: paprof has no reference for it)")
+            result: dict = {}
+            settings = dataclasses.replace(settings, kernels_per_launch=None)
+        else:
+            with tempfile.TemporaryDirectory(prefix="paprof-verify-") as scratch:
+                say(f"compiling, checking and timing {settings.time_launches} launches (no ncu)")
+                result = verify(variant, params, settings, Path(scratch) / "result.json", env)
+            settings = dataclasses.replace(settings, kernels_per_launch=_kernels_per_launch(result))
+        work = checked_work(family, params).to_dict() if family is not None else None
+        source = source_state(variant, getattr(family, "folder", None))
+        prov = provenance.collect(settings.ncu, gpu=result.get("gpu"))
+        paths = store.run_paths(runs_dir, prov.gpu_slug, variant.family, variant.id,
+                                _slug_of(params))
+        with store.writing(paths, replace, replace_option) as pending:
+            scratch_result = None if is_command else pending.scratch("result.json")
+            argv = ncu_argv(settings, variant, params, pending.report, scratch_result)
+            say("ncu: starting")
+            ncu = run_ncu(argv, paths.log, pending.report, on_kernel=_kernel_status(say), env=env)
+            watch.stop()
+            command = [str(paths.report) if a == str(pending.report) else a for a in argv]
+            noise = {sass_hash.KEY: sass_hash.record(hashed, result.get("launches")),
+                     environment.KEY: watch.record}
+            sidecar = build_sidecar(variant, params, work, settings, result, prov, command,
+                                    ncu.log.kernels, paths, source,
+                                    getattr(family, "gate_metrics", ()),
+                                    getattr(family, "notes", ()), noise)
+            store.write_sidecar(pending.sidecar, sidecar)
     sidecar = sidecar.with_values(**{REPORT_BYTES: paths.report.stat().st_size})  # as writing() stored it
     return store.Run(paths.report, sidecar)
 

@@ -21,7 +21,9 @@ MARK = "## paprof check: "
 _STATUS = {"same": "pass (same)", "pass": "pass", "improved": "improved",
            "regressed": "**REGRESSED**", "changed": "**CHANGED**",
            "ambiguous": "pass (*ambiguous*: noisier than the minimum effect)",
-           "reported": "pass (*reported*: instruction count moved, resources did not)"}
+           "reported": "pass (*reported*: instruction count moved, resources did not)",
+           "noise (same code)": "pass (*noise*: same SASS and launch settings)",
+           "ambiguous (environment)": "pass (*ambiguous*: GPU throttled or shared)"}
 """Each outcome as the table shows it; a regression and a changed count fail the gate."""
 
 

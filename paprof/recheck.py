@@ -12,13 +12,13 @@ import tempfile
 from pathlib import Path
 
 from paprof import registry
-from paprof.analysis import regress
+from paprof import gate
 from paprof.errors import UserError
 from paprof.profiler.argv import NcuSettings
 from paprof.profiler.profile import profile_variants
 
 
-def profile_current(baseline: regress.Baseline, launches: int = 1, runs=None,
+def profile_current(baseline: gate.Baseline, launches: int = 1, runs=None,
                     time_launches: int | None = None, ceiling: bool = True):
     """Profile the baseline's variants at its shapes now, with its preset and clock
     control, ``launches`` launches each; their per-launch table (as ``load_table``).
@@ -33,7 +33,7 @@ def profile_current(baseline: regress.Baseline, launches: int = 1, runs=None,
     ``VerificationError`` (exit 1); one that cannot take its shape, ``ShapeError``.
     Needs the GPU and ncu.
     """
-    groups: dict[tuple, list[regress.Entry]] = {}
+    groups: dict[tuple, list[gate.Entry]] = {}
     for e in baseline.entries:
         if e.family == registry.COMMAND_FAMILY:
             raise UserError(
@@ -63,7 +63,7 @@ def profile_current(baseline: regress.Baseline, launches: int = 1, runs=None,
                 if outcome.failed or outcome.skipped:
                     raise outcome.failed or outcome.skipped
                 reports.append(outcome.run.report)
-        return regress.load_table(reports)
+        return gate.load_table(reports)
 
 
 def remeasure_by_profiling(launches: int = 1, time_launches: int | None = None,
@@ -72,8 +72,8 @@ def remeasure_by_profiling(launches: int = 1, time_launches: int | None = None,
     variant again at its shape (a fresh process: fresh samples of every metric)."""
 
     def remeasure(entry: Entry) -> Entry:
-        table = profile_current(regress.Baseline([entry]), launches=launches,
+        table = profile_current(gate.Baseline([entry]), launches=launches,
                                 time_launches=time_launches, ceiling=ceiling)
-        return regress.measure(table, list(entry.metrics), missing_ok=True)[0]
+        return gate.measure(table, list(entry.metrics), missing_ok=True)[0]
 
     return remeasure

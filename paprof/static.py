@@ -12,7 +12,7 @@ For each CUDA variant at given parameters, its *compile units* (the declarative 
 - from ``cuobjdump -res-usage`` (when found): local memory per thread (the stack frame,
   where spills go, plus other local data; without cuobjdump: ptxas's stack frame);
 - from ``cuobjdump -sass`` (needs ``nvdisasm`` beside it): the instruction mix, counts per
-  class (``regress.SASS_CLASSES``: LDG/STG and their 128-bit share, LDS/STS, LDL/STL,
+  class (``gate.SASS_CLASSES``: LDG/STG and their 128-bit share, LDS/STS, LDL/STL,
   HMMA/HGMMA, FFMA, BAR, ...).
 
 ``static_entries`` turns them into the gate's ``Entry`` objects (one per kernel:
@@ -49,7 +49,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Sequence
 
-from paprof.analysis import regress
+from paprof import gate
 from paprof.errors import UserError
 from paprof.family import CudaVariant
 
@@ -224,7 +224,7 @@ _CLASSES = {"LDG": "ldg", "STG": "stg", "LDS": "lds", "STS": "sts", "LDL": "ldl"
 
 
 def parse_sass(text: str) -> dict[str, dict[str, float]]:
-    """``cuobjdump -sass``: per function, counts per ``regress.SASS_CLASSES`` class."""
+    """``cuobjdump -sass``: per function, counts per ``gate.SASS_CLASSES`` class."""
     out: dict[str, Counter] = {}
     name = None
     for line in text.splitlines():
@@ -247,7 +247,7 @@ def parse_sass(text: str) -> dict[str, dict[str, float]]:
             counts[cls] += 1
             if cls in ("ldg", "stg", "lds", "sts") and ".128" in opcode:
                 counts[f"{cls}_128"] += 1
-    return {k: {f"sass_{c}": float(v[c]) for c in regress.SASS_CLASSES} for k, v in out.items()}
+    return {k: {f"sass_{c}": float(v[c]) for c in gate.SASS_CLASSES} for k, v in out.items()}
 
 
 def _cuobjdump(cuobjdump: str, flag: str, cubin: Path) -> str:
@@ -390,7 +390,7 @@ def _checked(cubin: Path) -> Path:
 
 def kernel_counts(unit: CompileUnit, nvcc: str, cuobjdump: str | None
                   ) -> dict[str, dict[str, float]]:
-    """Per kernel of one compile unit: the static metrics (``regress.STATIC_METRICS``;
+    """Per kernel of one compile unit: the static metrics (``gate.STATIC_METRICS``;
     the instruction mix only with cuobjdump). The cubin comes from the cache
     (``cached_cubin``) when these sources were compiled before."""
     with tempfile.TemporaryDirectory(prefix="paprof-static-") as scratch:
@@ -409,7 +409,7 @@ def kernel_counts(unit: CompileUnit, nvcc: str, cuobjdump: str | None
 
 
 def static_entries(family, params, variants: Sequence = ()) -> tuple[list, list[str]]:
-    """``(entries, notes)``: one ``regress.Entry`` per kernel of each CUDA variant of
+    """``(entries, notes)``: one ``gate.Entry`` per kernel of each CUDA variant of
     ``family`` (the named ``variants`` ids, default all) at ``params``. A variant the
     static gate cannot compile is a note when it was not named, a ``UserError`` when it
     was."""
@@ -437,9 +437,9 @@ def static_entries(family, params, variants: Sequence = ()) -> tuple[list, list[
         kept = {k: v for k, v in kernels.items() if regex is None or regex.search(k)} or kernels
         for name, values in sorted(kept.items()):
             vid = variant.id if len(kept) == 1 else f"{variant.id}:{name}"
-            metrics = {m: regress.Stat(float(v), 0.0, 1) for m, v in values.items()}
-            entries.append(regress.Entry(family.name, vid, params.spec(), metrics,
-                                         regress.Provenance(compiler=compiler)))
+            metrics = {m: gate.Stat(float(v), 0.0, 1) for m, v in values.items()}
+            entries.append(gate.Entry(family.name, vid, params.spec(), metrics,
+                                         gate.Provenance(compiler=compiler)))
     if not entries:
         raise UserError(f"no CUDA variant of {family.name} could be compiled")
     return entries, notes
@@ -449,7 +449,7 @@ def make_static_baseline(family, params, variants: Sequence = ()) -> tuple:
     """``(Baseline with gate "static", notes)`` of ``static_entries``."""
     entries, notes = static_entries(family, params, variants)
     stamp = datetime.now(timezone.utc).isoformat(timespec="seconds")
-    return regress.Baseline(entries=entries, created=stamp, gate="static"), notes
+    return gate.Baseline(entries=entries, created=stamp, gate="static"), notes
 
 
 def current_for(baseline) -> tuple[list, list[str]]:

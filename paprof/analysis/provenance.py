@@ -6,7 +6,7 @@ dataclass; the comparison keeps one per variant and the report's footer displays
 ``provenance_warnings`` says where the runs of one comparison disagree (GPU, ncu version,
 clock control, shape) and which runs failed or skipped verification.
 
-(The regression gate, ``analysis/regress.py``, still keeps its own ``Provenance`` fields
+(The regression gate, ``paprof/gate/``, still keeps its own ``Provenance`` fields
 for its baseline file format.)
 """
 

@@ -1,6 +1,6 @@
 """``paprof check`` (the CI regression gate) and ``paprof baseline update``.
 
-Thin: options become a ``Settings`` and a baseline; ``paprof.analysis.regress`` judges;
+Thin: options become a ``Settings`` and a baseline; ``paprof.gate`` judges;
 this module prints the table and writes JUnit / Markdown.
 """
 
@@ -17,7 +17,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from paprof.analysis import regress
+from paprof import gate
 from paprof.errors import UserError
 from paprof.names import printable
 from paprof.profiler.store import Scan, input_files
@@ -25,9 +25,9 @@ from paprof.profiler.store import Scan, input_files
 _STYLE = {"same": "green", "improved": "cyan", "regressed": "bold red", "changed": "bold red",
           "ambiguous": "yellow", "reported": "yellow"}
 
-_METRICS = ", ".join(regress.GATE_RULES)
+_METRICS = ", ".join(gate.GATE_RULES)
 _DEFAULT_TOLERANCES = ", ".join(
-    f"{metric}={rule.tolerance.spec()}" for metric, rule in regress.GATE_RULES.items()
+    f"{metric}={rule.tolerance.spec()}" for metric, rule in gate.GATE_RULES.items()
 )
 
 
@@ -49,7 +49,7 @@ def _slug(family: str, shape: str) -> str:
         return shape
 
 
-def _verdict_table(verdict: regress.Verdict, limit: int = TABLE_ROWS,
+def _verdict_table(verdict: gate.Verdict, limit: int = TABLE_ROWS,
                    changes_only: bool = False) -> tuple[Table, int]:
     """The terminal table, and how many "same" rows it left out (over ``limit`` rows, or
     all of them with ``changes_only``)."""
@@ -205,10 +205,10 @@ def check(baseline_path, runs, profile, static_gate, repeat, timed, rounds, ratc
     for path, writer in ((junit, junit_xml), (markdown, check_markdown)):
         if path:  # before any work: profiling can take minutes
             writer.check_target(path, force, inputs)
-    baseline = regress.load_baseline(baseline_path)
-    settings = regress.Settings(
+    baseline = gate.load_baseline(baseline_path)
+    settings = gate.Settings(
         metrics=tuple(metrics) or None,
-        tolerances=dict(regress.parse_tolerance(t) for t in tolerances),
+        tolerances=dict(gate.parse_tolerance(t) for t in tolerances),
         allow_mismatch=allow_mismatch,
         ratchet=ratchet,
         rounds=rounds,
@@ -230,8 +230,8 @@ def check(baseline_path, runs, profile, static_gate, repeat, timed, rounds, ratc
         remeasure = recheck.remeasure_by_profiling(repeat or 1, timed)
     else:
         names = sorted({e.name for e in baseline.entries})
-        current = regress.load_table(runs or Path("runs"), variants=names, scan=scan)
-    verdict = regress.compare_to_baseline(baseline, current, settings, remeasure=remeasure)
+        current = gate.load_table(runs or Path("runs"), variants=names, scan=scan)
+    verdict = gate.compare_to_baseline(baseline, current, settings, remeasure=remeasure)
     if static_gate:
         verdict.notes.extend([*said, static.REACH_NOTE])
 
@@ -259,7 +259,7 @@ def check(baseline_path, runs, profile, static_gate, repeat, timed, rounds, ratc
     sys.exit(verdict.exit_code)
 
 
-def _all_unchanged(verdict: regress.Verdict, static_gate: bool) -> str:
+def _all_unchanged(verdict: gate.Verdict, static_gate: bool) -> str:
     """The one line of a verdict with nothing but "same" results."""
     pairs = len({(r.family, r.variant, r.shape) for r in verdict.results})
     metrics = len({r.metric for r in verdict.results})
@@ -280,7 +280,7 @@ def baseline():
               help="Variant to include (repeatable; v3 or paged_decode/v3). Default: all.")
 @click.option("--metric", "metrics", multiple=True,
               help=f"Metric to record (repeatable): {_METRICS}. Default: the family's own "
-              f"gate metrics (its hint), else {', '.join(regress.DEFAULT_METRICS)}.")
+              f"gate metrics (its hint), else {', '.join(gate.DEFAULT_METRICS)}.")
 @click.option("--out", required=True, type=click.Path(dir_okay=False, path_type=Path),
               metavar="FILE", help="Baseline JSON to write.")
 @click.option("--force", is_flag=True, help="Replace FILE if it exists.")
@@ -304,14 +304,14 @@ def update(runs, variants, metrics, out, force, static_gate, family, shape):
         raise click.UsageError("--family and --shape go with --static (runs know theirs)")
     scan = Scan()  # the store is read once: for the inputs and for the baseline
     inputs = input_files([runs], scan)
-    regress.check_baseline_target(out, force, inputs)  # before reading the runs
-    made = regress.make_baseline(
+    gate.check_baseline_target(out, force, inputs)  # before reading the runs
+    made = gate.make_baseline(
         runs, metrics=tuple(metrics) or None, variants=variants, scan=scan
     )
-    regress.save_baseline(made, out, force=force, inputs=inputs)
+    gate.save_baseline(made, out, force=force, inputs=inputs)
     for e in made.entries:
         stats = ", ".join(
-            f"{m} {regress.fmt_value(s.value, regress.unit(m))}" for m, s in e.metrics.items()
+            f"{m} {gate.fmt_value(s.value, gate.unit(m))}" for m, s in e.metrics.items()
         )
         click.echo(f"{e.name} at {e.shape} on {e.provenance.gpu or 'unknown GPU'}: {stats}")
     click.echo(f"wrote {out} ({len(made.entries)} entries)")
@@ -320,10 +320,10 @@ def update(runs, variants, metrics, out, force, static_gate, family, shape):
 def _update_static(variants, out, force, family, shape):
     from paprof import registry, static
 
-    regress.check_baseline_target(out, force)
+    gate.check_baseline_target(out, force)
     fam = registry.family(family or "paged_decode")
     made, notes = static.make_static_baseline(fam, fam.parse(shape), variants)
-    regress.save_baseline(made, out, force=force)
+    gate.save_baseline(made, out, force=force)
     for e in made.entries:
         m = e.metrics
         local = m.get("local_mem_bytes")

@@ -13,7 +13,7 @@ from typing import Iterable
 
 from paprof import outputs
 
-from paprof.analysis.regress import Verdict
+from paprof.gate import Verdict
 
 MARK = "## paprof check: "
 """The first line of every check summary: such a file is replaced without --force."""

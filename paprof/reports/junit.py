@@ -16,7 +16,7 @@ from typing import Iterable
 
 from paprof import outputs
 
-from paprof.analysis.regress import Verdict
+from paprof.gate import Verdict
 
 _PROPERTIES = ("gpu", "ncu_version", "clock_control", "git_commit")
 """Provenance of the current runs shown as each suite's ``<properties>``."""

@@ -53,8 +53,12 @@ def runs_table(monkeypatch):
         Holder.seen.append((str(paths), list(variants or [])))
         return make_table(Holder.rows)
 
+    def fake_runs(paths, variants=None, scan=None):
+        return None, fake_load(paths, variants, scan)
+
     monkeypatch.setattr(gate, "load_table", fake_load)
-    monkeypatch.setattr(gate.measurement, "load_table", fake_load)
+    monkeypatch.setattr(gate, "load_runs", fake_runs)
+    monkeypatch.setattr(gate.measurement, "load_runs", fake_runs)
     return Holder
 
 
@@ -68,7 +72,7 @@ def baseline_file(invoke, tmp_path, runs_table):
 
 def test_update_writes_a_versioned_baseline(baseline_file, runs_table):
     data = json.loads(baseline_file.read_text())
-    assert data["schema"] == 2 and data["kind"] == "paprof-baseline"
+    assert data["schema"] == 3 and data["kind"] == "paprof-baseline"
     (entry,) = data["entries"]
     assert set(entry["metrics"]) == {"dram_throughput_pct", "duration_us", "dram_bytes"}
     assert entry["provenance"]["gpu"] == "NVIDIA H200"

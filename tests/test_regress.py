@@ -393,7 +393,7 @@ def test_foreign_reports_without_sidecar_round_trip(tmp_path):
 def test_baseline_round_trip(tmp_path, baseline_v3):
     path = save_baseline(baseline_v3, tmp_path / "b.json")
     data = json.loads(path.read_text())
-    assert data["kind"] == "paprof-baseline" and data["schema"] == 2
+    assert data["kind"] == "paprof-baseline" and data["schema"] == 3
     (entry,) = data["entries"]
     assert entry["variant"] == "v3" and entry["shape"] == SHAPE
     assert entry["metrics"]["dram_throughput_pct"] == {"value": 80.0, "spread": 0.0, "n": 1}
@@ -432,7 +432,7 @@ def _duplicate(data):
 @pytest.mark.parametrize(
     "mangle, message",
     [
-        (lambda d: {**d, "schema": 3}, "schema 3"),
+        (lambda d: {**d, "schema": 4}, "schema 4"),
         (lambda d: {**d, "gate": "guess"}, "gate"),
         (lambda d: {k: v for k, v in d.items() if k != "schema"}, "schema None"),
         (lambda d: {k: v for k, v in d.items() if k != "kind"}, "not a paprof baseline"),

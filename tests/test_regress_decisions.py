@@ -116,7 +116,7 @@ def test_samples_round_trip_and_schema_1_still_loads(tmp_path):
     made = Baseline([entry(duration_us_event=launches(300, n=6))], created="now")
     path = gate.save_baseline(made, tmp_path / "b.json")
     data = json.loads(path.read_text())
-    assert data["schema"] == 2 and data["gate"] == "profile"
+    assert data["schema"] == 3 and data["gate"] == "profile"
     stat = data["entries"][0]["metrics"]["duration_us_event"]
     assert len(stat["samples"]) == 6
     assert gate.load_baseline(path).entries[0].metrics["duration_us_event"].samples == tuple(

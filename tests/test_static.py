@@ -94,7 +94,7 @@ def test_paged_decode_static_gate_passes_on_itself(invoke, tmp_path):
                     "--out", path)
     assert result.exit_code == 0, result.output
     data = json.loads(path.read_text())
-    assert data["gate"] == "static" and data["schema"] == 2
+    assert data["gate"] == "static" and data["schema"] == 3
     names = [e["variant"] for e in data["entries"]]
     assert names == ["v3", "v6:paged_decode_v6_nosplit", "v6:paged_decode_v6_split"]
     assert all(e["metrics"]["spill_stores_bytes"]["value"] == 0 for e in data["entries"])

@@ -144,11 +144,19 @@ def _verdict_table(verdict: gate.Verdict, limit: int = TABLE_ROWS,
               help="Also write the verdict as JUnit XML.")
 @click.option("--markdown", type=click.Path(dir_okay=False, path_type=Path), metavar="FILE",
               help='Also write it as Markdown, e.g. --markdown "$GITHUB_STEP_SUMMARY".')
+@click.option("--json", "json_path", type=click.Path(dir_okay=False, path_type=Path),
+              metavar="FILE",
+              help="Also write the verdict as JSON (schema paprof.check/1, docs/ci-gpu-runner.md): each "
+              "result with both sides' stats, the allowance and what set it, and the cause "
+              "of each regression as terms and counters.")
+@click.option("--no-cause", is_flag=True,
+              help="Do not decompose what moved (the cause reads each moved run's report).")
 @click.option("--force", is_flag=True,
-              help="Replace --junit / --markdown files that are not earlier paprof check "
-              "outputs (empty files and earlier outputs are replaced anyway).")
+              help="Replace --junit / --markdown / --json files that are not earlier paprof "
+              "check outputs (empty files and earlier outputs are replaced anyway).")
 def check(baseline_path, runs, profile, static_gate, repeat, timed, rounds, ratchet,
-          fail_ambiguous, exact_counts, metrics, tolerances, allow_mismatch, junit, markdown, force):
+          fail_ambiguous, exact_counts, metrics, tolerances, allow_mismatch, junit, markdown,
+          json_path, no_cause, force):
     """Fail when kernels got slower than a baseline: the CI regression gate.
 
     With 5+ per-launch samples on both sides (--profile --repeat N; duration_us_event:
@@ -189,20 +197,21 @@ def check(baseline_path, runs, profile, static_gate, repeat, timed, rounds, ratc
     Examples:
       paprof check --baseline perf/h200.json --runs runs/
       paprof check --baseline perf/h200.json --profile --repeat 5 \\
-          --junit check.xml --markdown "$GITHUB_STEP_SUMMARY"
+          --junit check.xml --markdown "$GITHUB_STEP_SUMMARY" --json verdict.json
       paprof check --static --baseline perf/static.json
     """
     if repeat is not None and not profile:
         raise click.UsageError("--repeat needs --profile (stored runs are not re-measured)")
     if static_gate and (profile or runs):
         raise click.UsageError("--static compiles the sources: it takes no --profile or --runs")
-    from paprof.reports import check_markdown, junit as junit_xml
+    from paprof.reports import check_json, check_markdown, junit as junit_xml
 
     scan = Scan()  # the store is read once: for the inputs and for the runs checked
     inputs = [baseline_path, *input_files([runs or Path("runs")], scan)]
-    if junit and markdown and os.path.abspath(junit) == os.path.abspath(markdown):
-        raise UserError(f"--junit and --markdown are the same file ({junit}); name two files")
-    for path, writer in ((junit, junit_xml), (markdown, check_markdown)):
+    named = [os.path.abspath(p) for p in (junit, markdown, json_path) if p]
+    if len(set(named)) < len(named):
+        raise UserError("--junit, --markdown and --json name the same file; name one file each")
+    for path, writer in ((junit, junit_xml), (markdown, check_markdown), (json_path, check_json)):
         if path:  # before any work: profiling can take minutes
             writer.check_target(path, force, inputs)
     baseline = gate.load_baseline(baseline_path)
@@ -215,7 +224,7 @@ def check(baseline_path, runs, profile, static_gate, repeat, timed, rounds, ratc
         fail_ambiguous=fail_ambiguous,
         exact_counts=exact_counts,
     )
-    remeasure = None
+    remeasure = kernels = None
     if static_gate:
         from paprof import static
 
@@ -230,10 +239,14 @@ def check(baseline_path, runs, profile, static_gate, repeat, timed, rounds, ratc
         remeasure = recheck.remeasure_by_profiling(repeat or 1, timed)
     else:
         names = sorted({e.name for e in baseline.entries})
-        current = gate.load_table(runs or Path("runs"), variants=names, scan=scan)
+        kernels, current = gate.load_runs(runs or Path("runs"), variants=names, scan=scan)
     verdict = gate.compare_to_baseline(baseline, current, settings, remeasure=remeasure)
     if static_gate:
         verdict.notes.extend([*said, static.REACH_NOTE])
+    elif not no_cause:
+        from paprof.gate import cause
+
+        cause.attach(verdict, kernels)
 
     # Not a terminal (CI logs): wide enough that the table does not wrap.
     width = None if sys.stdout.isatty() else 160
@@ -249,6 +262,9 @@ def check(baseline_path, runs, profile, static_gate, repeat, timed, rounds, ratc
                        "--markdown and --junit have every row)")
     for r in verdict.regressions:
         click.echo(f"REGRESSION {printable(r.message)}")
+    for (family, variant, shape), c in verdict.causes.items():
+        name = f"{family}/{variant}" if family else variant
+        click.echo(f"CAUSE {printable(name)} ({c.outcome}): {printable(c.line())}")
     for note in verdict.notes:
         click.echo(f"note: {printable(note)}")
     click.echo(printable(verdict.summary))
@@ -256,6 +272,8 @@ def check(baseline_path, runs, profile, static_gate, repeat, timed, rounds, ratc
         junit_xml.write_junit(verdict, junit, force, inputs)
     if markdown:
         check_markdown.write_markdown(verdict, markdown, force, inputs)
+    if json_path:
+        check_json.write_json(verdict, json_path, force, inputs)
     sys.exit(verdict.exit_code)
 
 

@@ -76,6 +76,7 @@ from paprof.gate.baseline import (  # noqa: F401
     save_baseline,
 )
 from paprof.gate.measurement import (  # noqa: F401
+    load_runs,
     load_table,
     make_baseline,
     measure,
@@ -128,6 +129,7 @@ __all__ = [
     "fmt_value",
     "judge",
     "load_baseline",
+    "load_runs",
     "load_table",
     "make_baseline",
     "measure",

@@ -16,10 +16,11 @@ from paprof.analysis.metrics import BY_COLUMN
 from paprof.errors import UserError
 from paprof.gate.rules import NON_NEGATIVE_UNITS, UNITS
 
-SCHEMA = 2
+SCHEMA = 3
 """Version of the baseline file format this module writes (schema 2 adds per-launch
-``samples`` to each metric, the ``gate`` kind and the ``compiler`` provenance)."""
-READS = (1, 2)
+``samples`` to each metric, the ``gate`` kind and the ``compiler`` provenance; schema 3
+each entry's ``counters``: what the gate's cause decomposes, ``paprof.gate.cause``)."""
+READS = (1, 2, 3)
 """Baseline schemas this module reads."""
 GATES = ("profile", "static")
 """What a baseline was measured by: profiled runs, or compiled cubins (``--static``)."""
@@ -82,6 +83,9 @@ class Entry:
     shape: str
     metrics: dict[str, Stat]
     provenance: Provenance = Provenance()
+    counters: dict | None = None
+    """The run's compact counters (``paprof.gate.cause.snapshot``) that a regression's cause
+    is decomposed from; None in older baselines, static ones, or where the report had none."""
 
     @property
     def key(self) -> tuple[str, str, str]:
@@ -95,7 +99,7 @@ class Entry:
 
 @dataclass
 class Baseline:
-    """The versioned baseline file: ``{"kind": "paprof-baseline", "schema": 1, ...}``."""
+    """The versioned baseline file: ``{"kind": "paprof-baseline", "schema": 3, ...}``."""
 
     entries: list[Entry]
     created: str = ""
@@ -169,6 +173,7 @@ def _entry_to_dict(e: Entry) -> dict:
             for m, s in e.metrics.items()
         },
         "provenance": prov,
+        **({"counters": e.counters} if e.counters is not None else {}),
     }
 
 
@@ -258,7 +263,12 @@ def _entry_from_dict(d: object) -> Entry:
     if kwargs.get("sections") is not None:
         kwargs["sections"] = tuple(kwargs["sections"])
     family = str(d.get("family") or "")
-    return Entry(family, d["variant"], d["shape"], metrics, Provenance(**kwargs))
+    counters = d.get("counters")
+    if counters is not None:
+        from paprof.gate.cause import check_counters
+
+        counters = check_counters(counters)
+    return Entry(family, d["variant"], d["shape"], metrics, Provenance(**kwargs), counters)
 
 
 def load_baseline(path: str | os.PathLike) -> Baseline:

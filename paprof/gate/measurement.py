@@ -206,11 +206,14 @@ def _values(rows: _Rows, members: list[int], metric: str) -> list[float]:
 
 def make_baseline(
     source, metrics: Sequence[str] | None = None, variants: Sequence[str] | None = None,
-    scan=None,
+    scan=None, counters: bool = True, kernels=None,
 ) -> Baseline:
     """A ``Baseline`` from a runs table (``variant_rows`` output) or report/runs paths.
 
-    ``metrics`` None: each family's gate metrics (``measure``).
+    ``metrics`` None: each family's gate metrics (``measure``). ``counters``: record each
+    entry's compact counters (``paprof.gate.cause``) from the loader's per-kernel frame
+    (``load_runs``; ``kernels`` with a table as ``source``), so that a later check can name
+    the cause of a regression from the baseline file alone.
 
     ``variants`` keeps only those (``v3`` or ``paged_decode/v3``; ``all`` or None keeps
     every variant); a name matching nothing is a ``UserError``. ``scan``: the command's
@@ -219,8 +222,15 @@ def make_baseline(
     metrics = tuple(dict.fromkeys(metrics or ())) or None
     for metric in metrics or ():
         rule(metric)
-    table = source if hasattr(source, "columns") else load_table(source, variants, scan)
+    if hasattr(source, "columns"):
+        table = source
+    else:
+        kernels, table = load_runs(source, variants, scan)
     entries = select_variants(measure(table, metrics), variants)
+    if counters and kernels is not None:
+        from paprof.gate.cause import with_counters
+
+        entries = with_counters(entries, kernels)
     stamp = datetime.now(timezone.utc).isoformat(timespec="seconds")
     return Baseline(entries=entries, created=stamp)
 
@@ -237,8 +247,10 @@ def select_variants(entries: list[Entry], variants: Sequence[str] | None) -> lis
     return chosen
 
 
-def load_table(paths, variants: Sequence[str] | None = None, scan=None):
-    """The per-launch variant table (``variant_rows``) of report files or run folders.
+def load_runs(paths, variants: Sequence[str] | None = None, scan=None):
+    """``(kernels, table)`` of report files or run folders: the loader's frame (one row per
+    kernel launch, what the cause decomposes) and the per-launch variant table
+    (``variant_rows``, what is measured).
 
     With ``variants`` (``v3`` or ``paged_decode/v3``; ``all`` for every one) only those
     variants' reports are read, so that an unrelated broken report cannot block the gate.
@@ -260,4 +272,11 @@ def load_table(paths, variants: Sequence[str] | None = None, scan=None):
             where = ", ".join(map(str, paths))
             raise UserError(f"no runs of {', '.join(variants)} in {where}; it holds: {held}")
         paths = chosen
-    return variant_rows(load_reports(paths, scan=scan))
+    kernels = load_reports(paths, scan=scan)
+    return kernels, variant_rows(kernels)
+
+
+def load_table(paths, variants: Sequence[str] | None = None, scan=None):
+    """The per-launch variant table (``variant_rows``) of report files or run folders
+    (``load_runs``)."""
+    return load_runs(paths, variants, scan)[1]

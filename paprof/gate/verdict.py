@@ -153,6 +153,15 @@ class Verdict:
     """Allowed mismatches, runs without a baseline entry, stale (improved) entries."""
     provenance: Provenance = Provenance()
     """The current runs' provenance (from the first entry), for report headers."""
+    pairs: list = field(default_factory=list, repr=False)
+    """The compared ``(baseline entry, current entry)`` pairs."""
+    causes: dict = field(default_factory=dict)
+    """``(family, variant, shape)`` -> ``paprof.gate.cause.Cause`` of the entries that moved
+    (``cause.attach``); empty until attached."""
+
+    def cause_of(self, r: Result):
+        """The cause of ``r``'s entry, where one was attached."""
+        return self.causes.get((r.family, r.variant, r.shape))
 
     @property
     def regressions(self) -> list[Result]:
@@ -384,7 +393,7 @@ def compare_to_baseline(baseline: Baseline, current, settings: Settings | None =
                 + ("counted as a regression (--fail-ambiguous)" if r.regressed
                    else "not counted as a regression; --repeat more launches to decide")
             )
-    return Verdict(results, notes, pairs[0][1].provenance)
+    return Verdict(results, notes, pairs[0][1].provenance, pairs=pairs)
 
 
 def _report_instruction_counts(results: list[Result]) -> tuple[list[Result], list[str]]:

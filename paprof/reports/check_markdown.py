@@ -66,6 +66,12 @@ def verdict_markdown(verdict: Verdict) -> str:
         lines += ["### Regressions", ""]
         lines += [f"- {_cell(r.message)}" for r in verdict.regressions]
         lines.append("")
+    if verdict.causes:
+        lines += ["### Causes", ""]
+        for (family, variant, _shape), c in verdict.causes.items():
+            name = f"{family}/{variant}" if family else variant
+            lines.append(f"- **{_cell(name)}** ({c.outcome}): {_cell(c.line())}")
+        lines.append("")
     lines += [
         "| Variant | Shape | Metric | Baseline | Now | Change | Allowed | Status |",
         "|---|---|---|---|---|---|---|---|",

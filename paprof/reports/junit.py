@@ -63,7 +63,8 @@ def junit_tree(verdict: Verdict) -> ET.ElementTree:
         )
         if result.regressed:
             failure = ET.SubElement(case, "failure", type="regression", message=_x(result.message))
-            failure.text = _x(result.message)
+            cause = verdict.cause_of(result)
+            failure.text = _x(result.message + (f"\ncause: {cause.line()}" if cause else ""))
         out = ET.SubElement(case, "system-out")
         out.text = _x(f"{result.outcome}: {result.message}")
         if result.outcome == "ambiguous":  # passed, but say so where CI tools look

@@ -12,8 +12,8 @@ For each CUDA variant at given parameters, its *compile units* (the declarative 
 - from ``cuobjdump -res-usage`` (when found): local memory per thread (the stack frame,
   where spills go, plus other local data; without cuobjdump: ptxas's stack frame);
 - from ``cuobjdump -sass`` (needs ``nvdisasm`` beside it): the instruction mix, counts per
-  class (``gate.SASS_CLASSES``: LDG/STG and their 128-bit share, LDS/STS, LDL/STL,
-  HMMA/HGMMA, FFMA, BAR, ...).
+  class (the metric catalogue's ``INSTRUCTION_CLASSES``: LDG/STG and their 128-bit share,
+  LDS/STS, LDL/STL, HMMA/HGMMA, FFMA, BAR, ...).
 
 ``static_entries`` turns them into the gate's ``Entry`` objects (one per kernel:
 ``v5``, or ``v6:paged_decode_v6_split`` when a variant has several), so a static baseline
@@ -50,6 +50,7 @@ from pathlib import Path
 from typing import Sequence
 
 from paprof import gate
+from paprof.analysis.metrics import INSTRUCTION_CLASSES
 from paprof.errors import UserError
 from paprof.family import CudaVariant
 
@@ -217,14 +218,14 @@ def parse_res_usage(text: str) -> dict[str, dict[str, float]]:
 
 
 _INSTRUCTION = re.compile(r"/\*[0-9a-f]{4,}\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_.]*)")
-_CLASSES = {"LDG": "ldg", "STG": "stg", "LDS": "lds", "STS": "sts", "LDL": "ldl", "STL": "stl",
-            "LDGSTS": "ldgsts", "HMMA": "hmma", "HGMMA": "hgmma", "FFMA": "ffma",
-            "FMUL": "fmul", "FADD": "fadd", "MUFU": "mufu", "BAR": "bar", "SHFL": "shfl",
-            "BRA": "bra"}
+_BY_OPCODE = {op: tuple(c for c in INSTRUCTION_CLASSES if op in c.opcodes)
+              for op in {o for c in INSTRUCTION_CLASSES for o in c.opcodes}}
+"""Opcode head -> the instruction classes that count it (``LDG``: ``ldg`` and ``ldg_128``)."""
 
 
 def parse_sass(text: str) -> dict[str, dict[str, float]]:
-    """``cuobjdump -sass``: per function, counts per ``gate.SASS_CLASSES`` class."""
+    """``cuobjdump -sass``: per function, counts per instruction class (the catalogue's
+    ``INSTRUCTION_CLASSES``), as ``sass_<class>``."""
     out: dict[str, Counter] = {}
     name = None
     for line in text.splitlines():
@@ -242,12 +243,10 @@ def parse_sass(text: str) -> dict[str, dict[str, float]]:
             continue
         counts = out[name]
         counts["total"] += 1
-        cls = _CLASSES.get(head)
-        if cls:
-            counts[cls] += 1
-            if cls in ("ldg", "stg", "lds", "sts") and ".128" in opcode:
-                counts[f"{cls}_128"] += 1
-    return {k: {f"sass_{c}": float(v[c]) for c in gate.SASS_CLASSES} for k, v in out.items()}
+        for c in _BY_OPCODE.get(head, ()):
+            if not c.wide or ".128" in opcode:
+                counts[c.name] += 1
+    return {k: {c.column: float(v[c.name]) for c in INSTRUCTION_CLASSES} for k, v in out.items()}
 
 
 def _cuobjdump(cuobjdump: str, flag: str, cubin: Path) -> str:

@@ -66,6 +66,20 @@ def test_res_usage_and_sass_mix():
             mix["sass_bar"], mix["sass_stl"], mix["sass_hmma"]) == (6, 2, 1, 1, 1, 1, 0)
 
 
+def test_instruction_classes_come_from_the_metric_catalogue():
+    from paprof.analysis.metrics import BY_COLUMN, INSTRUCTION_CLASSES
+
+    assert gate.SASS_CLASSES == tuple(c.name for c in INSTRUCTION_CLASSES)
+    for c in INSTRUCTION_CLASSES:
+        assert gate.rule(c.column).label == c.label and gate.unit(c.column) == "inst"
+        assert c.column in gate.STATIC_METRICS and c.column not in BY_COLUMN  # no report column
+    text = SASS.replace("LDC R1", "STS.128 [R2], R4").replace("NOP", "LDS.U16 R3, [R2]")
+    mix = static.parse_sass(text)["k_one"]
+    assert set(mix) == {c.column for c in INSTRUCTION_CLASSES}
+    assert (mix["sass_total"], mix["sass_sts"], mix["sass_sts_128"], mix["sass_lds"],
+            mix["sass_lds_128"]) == (7, 1, 1, 1, 0)
+
+
 def test_compile_units_of_both_forms():
     pd = registry.family("paged_decode")
     (unit,) = static.compile_units(pd.variant("v5"), pd.parse(""))

@@ -7,7 +7,7 @@ import math
 from dataclasses import dataclass, field
 
 from paprof.analysis import fmt
-from paprof.analysis.metrics import BY_COLUMN
+from paprof.analysis.metrics import BY_COLUMN, INSTRUCTION_CLASSES, INSTRUCTION_UNIT
 from paprof.errors import UserError
 
 DEFAULT_METRICS = ("dram_throughput_pct", "duration_us", "dram_bytes")
@@ -76,15 +76,9 @@ NCU_MIN_EFFECT = 0.03
 """Under ncu (caches flushed before each replay, one replay pass a metric) launches vary
 more than under CUDA events: 3 %."""
 
-SASS_CLASSES = (
-    "total", "ldg", "ldg_128", "stg", "stg_128", "lds", "lds_128", "sts", "sts_128",
-    "ldl", "stl", "ldgsts", "hmma", "hgmma", "ffma", "fmul", "fadd", "mufu", "bar", "shfl",
-    "bra",
-)
-"""The SASS instruction classes the static gate counts (``sass_<class>``, per kernel):
-all instructions, global/shared/local loads and stores (and their 128-bit share), async
-copies, tensor-core MMAs (``HMMA``, Hopper's ``HGMMA``), fp32 arithmetic, the special
-function unit, barriers, shuffles and branches."""
+SASS_CLASSES = tuple(c.name for c in INSTRUCTION_CLASSES)
+"""The SASS instruction classes the static gate counts (``sass_<class>``, per kernel): the
+catalogue's ``INSTRUCTION_CLASSES``."""
 
 GATE_RULES: dict[str, GateRule] = {
     # Percent of peak: an absolute allowance in percentage points. 3 pp is about 3.5 %
@@ -144,9 +138,8 @@ GATE_RULES: dict[str, GateRule] = {
                                 two_sided=True),
     # The instruction mix: 10 % either way (ptxas of another CUDA release schedules a
     # little differently; a lost vector width or an added loop moves far more).
-    **{f"sass_{c}": GateRule(f"SASS {c.upper().replace('_', '.')} instructions", False,
-                             Tolerance(relative=0.10), count=True, two_sided=True)
-       for c in SASS_CLASSES},
+    **{c.column: GateRule(c.label, False, Tolerance(relative=0.10), count=True, two_sided=True)
+       for c in INSTRUCTION_CLASSES},
 }
 """Direction and default tolerance per gateable metric, keyed by the catalogue's columns
 (whose ``unit`` says what an absolute tolerance is in) and the gate's own (``UNITS``)."""
@@ -160,7 +153,7 @@ UNITS = {
     "stack_frame_bytes": "byte",
     "local_mem_bytes": "byte",
     "const_mem_bytes": "byte",
-    **{f"sass_{c}": "inst" for c in SASS_CLASSES},
+    **{c.column: INSTRUCTION_UNIT for c in INSTRUCTION_CLASSES},
 }
 """Units of the gated metrics that are not catalogue columns."""
 

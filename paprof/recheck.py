@@ -12,13 +12,13 @@ import tempfile
 from pathlib import Path
 
 from paprof import registry
-from paprof.analysis import regress
+from paprof import gate
 from paprof.errors import UserError
 from paprof.profiler.argv import NcuSettings
 from paprof.profiler.profile import profile_variants
 
 
-def profile_current(baseline: regress.Baseline, launches: int = 1, runs=None,
+def profile_current(baseline: gate.Baseline, launches: int = 1, runs=None,
                     time_launches: int | None = None, ceiling: bool = True):
     """Profile the baseline's variants at its shapes now, with its preset and clock
     control, ``launches`` launches each; their per-launch table (as ``load_table``).
@@ -33,7 +33,7 @@ def profile_current(baseline: regress.Baseline, launches: int = 1, runs=None,
     ``VerificationError`` (exit 1); one that cannot take its shape, ``ShapeError``.
     Needs the GPU and ncu.
     """
-    groups: dict[tuple, list[regress.Entry]] = {}
+    groups: dict[tuple, list[gate.Entry]] = {}
     for e in baseline.entries:
         if e.family == registry.COMMAND_FAMILY:
             raise UserError(
@@ -63,7 +63,7 @@ def profile_current(baseline: regress.Baseline, launches: int = 1, runs=None,
                 if outcome.failed or outcome.skipped:
                     raise outcome.failed or outcome.skipped
                 reports.append(outcome.run.report)
-        return regress.load_table(reports)
+        return gate.load_table(reports)
 
 
 def remeasure_by_profiling(launches: int = 1, time_launches: int | None = None,
@@ -71,10 +71,10 @@ def remeasure_by_profiling(launches: int = 1, time_launches: int | None = None,
     """``remeasure(entry) -> Entry`` for ``compare_to_baseline``: profile that entry's
     variant again at its shape (a fresh process: fresh samples of every metric)."""
 
-    def remeasure(entry: Entry) -> Entry:
-        table = profile_current(regress.Baseline([entry]), launches=launches,
+    def remeasure(entry: gate.Entry) -> gate.Entry:
+        table = profile_current(gate.Baseline([entry]), launches=launches,
                                 time_launches=time_launches, ceiling=ceiling)
-        return regress.measure(table, list(entry.metrics), missing_ok=True)[0]
+        return gate.measure(table, list(entry.metrics), missing_ok=True)[0]
 
     return remeasure
 
@@ -83,15 +83,15 @@ def aa_repeats(family: str, variants, shape: str, repeats: int, metrics,
                time_launches: int | None = None) -> dict[tuple, list]:
     """A/A: profile each of ``variants`` (ids of ``family``) at ``shape`` ``repeats`` times,
     each time in a fresh process; ``{(gpu, family, variant, shape): [Entry per run]}`` for
-    ``paprof.analysis.calibration.from_repeats``. Needs the GPU and ncu."""
-    from paprof.analysis import calibration  # noqa: PLC0415
+    ``paprof.gate.calibration.from_repeats``. Needs the GPU and ncu."""
+    from paprof.gate import calibration  # noqa: PLC0415
 
     fam = registry.family(family)
     spec = fam.parse(shape).spec()
-    entries = [regress.Entry(family, v, spec, {}) for v in variants]
+    entries = [gate.Entry(family, v, spec, {}) for v in variants]
     out: dict[tuple, list] = {}
     for _ in range(repeats):
-        table = profile_current(regress.Baseline(entries), time_launches=time_launches)
+        table = profile_current(gate.Baseline(entries), time_launches=time_launches)
         for key, found in calibration.repeats_from_table(table, metrics).items():
             out.setdefault(key, []).extend(found)
     return out

@@ -7,7 +7,7 @@ addresses). With the launch settings the launcher reports (per kernel: grid, blo
 dynamic and static shared memory, registers) they make the run's ``code`` record
 (docs/CONTRACTS.md) and its ``fingerprint``, one sha256 over both. Two runs of the same
 fingerprint ran the same machine code the same way: a timing change between them is
-noise (``paprof.analysis.same_code``).
+noise (``paprof.gate.same_code``).
 
 Where the hash cannot be taken the record says why (``{"taken": false, "why": ...}``): a
 ``--cmd`` program or a Python callable (Triton, PyTorch: its framework compiles the

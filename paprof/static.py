@@ -12,8 +12,8 @@ For each CUDA variant at given parameters, its *compile units* (the declarative 
 - from ``cuobjdump -res-usage`` (when found): local memory per thread (the stack frame,
   where spills go, plus other local data; without cuobjdump: ptxas's stack frame);
 - from ``cuobjdump -sass`` (needs ``nvdisasm`` beside it): the instruction mix, counts per
-  class (``regress.SASS_CLASSES``: LDG/STG and their 128-bit share, LDS/STS, LDL/STL,
-  HMMA/HGMMA, FFMA, BAR, ...).
+  class (the metric catalogue's ``INSTRUCTION_CLASSES``: LDG/STG and their 128-bit share,
+  LDS/STS, LDL/STL, HMMA/HGMMA, FFMA, BAR, ...).
 
 ``static_entries`` turns them into the gate's ``Entry`` objects (one per kernel:
 ``v5``, or ``v6:paged_decode_v6_split`` when a variant has several), so a static baseline
@@ -49,7 +49,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Sequence
 
-from paprof.analysis import regress
+from paprof import gate
+from paprof.analysis.metrics import INSTRUCTION_CLASSES
 from paprof.errors import UserError
 from paprof.family import CudaVariant
 
@@ -217,14 +218,14 @@ def parse_res_usage(text: str) -> dict[str, dict[str, float]]:
 
 
 _INSTRUCTION = re.compile(r"/\*[0-9a-f]{4,}\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_.]*)")
-_CLASSES = {"LDG": "ldg", "STG": "stg", "LDS": "lds", "STS": "sts", "LDL": "ldl", "STL": "stl",
-            "LDGSTS": "ldgsts", "HMMA": "hmma", "HGMMA": "hgmma", "FFMA": "ffma",
-            "FMUL": "fmul", "FADD": "fadd", "MUFU": "mufu", "BAR": "bar", "SHFL": "shfl",
-            "BRA": "bra"}
+_BY_OPCODE = {op: tuple(c for c in INSTRUCTION_CLASSES if op in c.opcodes)
+              for op in {o for c in INSTRUCTION_CLASSES for o in c.opcodes}}
+"""Opcode head -> the instruction classes that count it (``LDG``: ``ldg`` and ``ldg_128``)."""
 
 
 def parse_sass(text: str) -> dict[str, dict[str, float]]:
-    """``cuobjdump -sass``: per function, counts per ``regress.SASS_CLASSES`` class."""
+    """``cuobjdump -sass``: per function, counts per instruction class (the catalogue's
+    ``INSTRUCTION_CLASSES``), as ``sass_<class>``."""
     out: dict[str, Counter] = {}
     name = None
     for line in text.splitlines():
@@ -242,12 +243,10 @@ def parse_sass(text: str) -> dict[str, dict[str, float]]:
             continue
         counts = out[name]
         counts["total"] += 1
-        cls = _CLASSES.get(head)
-        if cls:
-            counts[cls] += 1
-            if cls in ("ldg", "stg", "lds", "sts") and ".128" in opcode:
-                counts[f"{cls}_128"] += 1
-    return {k: {f"sass_{c}": float(v[c]) for c in regress.SASS_CLASSES} for k, v in out.items()}
+        for c in _BY_OPCODE.get(head, ()):
+            if not c.wide or ".128" in opcode:
+                counts[c.name] += 1
+    return {k: {c.column: float(v[c.name]) for c in INSTRUCTION_CLASSES} for k, v in out.items()}
 
 
 def _cuobjdump(cuobjdump: str, flag: str, cubin: Path) -> str:
@@ -398,7 +397,7 @@ def sass_text(unit: CompileUnit, nvcc: str, cuobjdump: str) -> str:
 
 def kernel_counts(unit: CompileUnit, nvcc: str, cuobjdump: str | None
                   ) -> dict[str, dict[str, float]]:
-    """Per kernel of one compile unit: the static metrics (``regress.STATIC_METRICS``;
+    """Per kernel of one compile unit: the static metrics (``gate.STATIC_METRICS``;
     the instruction mix only with cuobjdump). The cubin comes from the cache
     (``cached_cubin``) when these sources were compiled before."""
     with tempfile.TemporaryDirectory(prefix="paprof-static-") as scratch:
@@ -417,7 +416,7 @@ def kernel_counts(unit: CompileUnit, nvcc: str, cuobjdump: str | None
 
 
 def static_entries(family, params, variants: Sequence = ()) -> tuple[list, list[str]]:
-    """``(entries, notes)``: one ``regress.Entry`` per kernel of each CUDA variant of
+    """``(entries, notes)``: one ``gate.Entry`` per kernel of each CUDA variant of
     ``family`` (the named ``variants`` ids, default all) at ``params``. A variant the
     static gate cannot compile is a note when it was not named, a ``UserError`` when it
     was."""
@@ -445,9 +444,9 @@ def static_entries(family, params, variants: Sequence = ()) -> tuple[list, list[
         kept = {k: v for k, v in kernels.items() if regex is None or regex.search(k)} or kernels
         for name, values in sorted(kept.items()):
             vid = variant.id if len(kept) == 1 else f"{variant.id}:{name}"
-            metrics = {m: regress.Stat(float(v), 0.0, 1) for m, v in values.items()}
-            entries.append(regress.Entry(family.name, vid, params.spec(), metrics,
-                                         regress.Provenance(compiler=compiler)))
+            metrics = {m: gate.Stat(float(v), 0.0, 1) for m, v in values.items()}
+            entries.append(gate.Entry(family.name, vid, params.spec(), metrics,
+                                         gate.Provenance(compiler=compiler)))
     if not entries:
         raise UserError(f"no CUDA variant of {family.name} could be compiled")
     return entries, notes
@@ -457,7 +456,7 @@ def make_static_baseline(family, params, variants: Sequence = ()) -> tuple:
     """``(Baseline with gate "static", notes)`` of ``static_entries``."""
     entries, notes = static_entries(family, params, variants)
     stamp = datetime.now(timezone.utc).isoformat(timespec="seconds")
-    return regress.Baseline(entries=entries, created=stamp, gate="static"), notes
+    return gate.Baseline(entries=entries, created=stamp, gate="static"), notes
 
 
 def current_for(baseline) -> tuple[list, list[str]]:

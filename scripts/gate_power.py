@@ -17,7 +17,7 @@ interface (a ``dataclasses.replace``'d ``CudaVariant`` with another source and d
 
 For each config it runs ``--checks`` independent checks, each on fresh CUDA-event-timed
 samples (``--launches`` each side) through the gate's own decision
-(``regress.assess`` on ``duration_us_event``: its minimum effect, confidence and
+(``gate.assess`` on ``duration_us_event``: its minimum effect, confidence and
 re-measurement rounds), and prints per config the verdict counts, the detection rate
 (false-alarm rate for ``unchanged``), the measured slowdown, and the total time.
 """
@@ -135,13 +135,13 @@ def main(argv=None) -> int:  # pragma: no cover - needs the GPU
     sys.path.insert(0, str(ROOT))
     from softmax_family import family
 
-    from paprof.analysis import regress
+    from paprof import gate
     from paprof.kernels import gpu, harness
 
     params = family.parse(SHAPE)
     fused = family.variant("fused")
     sets = harness.input_sets_for(family.work(params).bytes, gpu.current_device().l2_bytes)
-    settings = regress.Settings()
+    settings = gate.Settings()
 
     def prepared(variant):
         prep = harness.prepare(family, variant, params, input_sets=sets)
@@ -174,9 +174,9 @@ def main(argv=None) -> int:  # pragma: no cover - needs the GPU
             prep, correct = prepared(variant)
             verdicts, ratios = [], []
             for _ in range(args.checks):
-                base = regress.Stat.of(times(base_prep))
-                now = regress.Stat.of(times(prep))
-                _, _, verdict, decision = regress.assess(
+                base = gate.Stat.of(times(base_prep))
+                now = gate.Stat.of(times(prep))
+                _, _, verdict, decision = gate.assess(
                     base, now, "duration_us_event", settings, remeasure=lambda: times(prep))
                 verdicts.append(verdict)
                 ratios.append(decision.ratio)
@@ -187,7 +187,7 @@ def main(argv=None) -> int:  # pragma: no cover - needs the GPU
     total = time.monotonic() - started
     print(f"\nbaseline fused at {SHAPE}: {base_us:.1f} us; {args.checks} checks a config, "
           f"{args.launches} launches a side, min effect "
-          f"{regress.GATE_RULES['duration_us_event'].min_effect * 100:g} %, confidence "
+          f"{gate.GATE_RULES['duration_us_event'].min_effect * 100:g} %, confidence "
           f"{settings.confidence}, up to {settings.rounds} measurements")
     print(f"{'config':18} {'slowdown':>9} {'same':>5} {'regr.':>5} {'impr.':>5} {'ambig.':>6}  rate")
     for r in rows:

@@ -10,7 +10,7 @@ import statistics
 import pytest
 from click.testing import CliRunner
 
-from paprof.analysis import calibration
+from paprof.gate import calibration
 from paprof.cli import main
 from paprof.profiler import provenance
 
@@ -130,7 +130,7 @@ def test_on_a_gpu_each_repeat_is_a_fresh_measurement(tmp_path, monkeypatch):
     """The GPU path profiles the variants --repeats times (profile_current, faked here with
     shipped runs at 1.00, 1.02, 0.98 of their time) and measures the noise of those runs."""
     from paprof import recheck
-    from paprof.analysis import regress
+    from paprof import gate
 
     scales = iter((1.0, 1.02, 0.98))
     asked = []
@@ -138,7 +138,7 @@ def test_on_a_gpu_each_repeat_is_a_fresh_measurement(tmp_path, monkeypatch):
     def profile_current(baseline, **kw):
         asked.append([(e.family, e.variant, e.shape) for e in baseline.entries])
         root = _run(tmp_path / f"r{len(asked)}", "v3", next(scales))
-        return regress.load_table(root)
+        return gate.load_table(root)
 
     monkeypatch.setattr(recheck, "profile_current", profile_current)
     monkeypatch.setattr(provenance, "query_gpus", lambda *a: [("NVIDIA H200", "580")])

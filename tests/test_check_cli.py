@@ -1,6 +1,6 @@
 """``paprof check`` and ``paprof baseline update`` through the command line.
 
-Two kinds of test: wiring on synthetic tables (``regress.load_table`` and
+Two kinds of test: wiring on synthetic tables (``gate.load_table`` and
 ``recheck.profile_current`` replaced), and the real thing on the shipped H200 runs
 (``examples/h200``), which skip, naming the missing path, until those runs exist.
 """
@@ -19,7 +19,7 @@ import pytest
 from click.testing import CliRunner
 
 from conftest_profiler import fake_bin, fake_launcher, paprof_cli  # noqa: F401 (fixtures)
-from paprof.analysis import regress
+from paprof import gate
 from paprof import recheck
 from test_regress import make_rows, make_table
 
@@ -53,7 +53,12 @@ def runs_table(monkeypatch):
         Holder.seen.append((str(paths), list(variants or [])))
         return make_table(Holder.rows)
 
-    monkeypatch.setattr(regress, "load_table", fake_load)
+    def fake_runs(paths, variants=None, scan=None):
+        return None, fake_load(paths, variants, scan)
+
+    monkeypatch.setattr(gate, "load_table", fake_load)
+    monkeypatch.setattr(gate, "load_runs", fake_runs)
+    monkeypatch.setattr(gate.measurement, "load_runs", fake_runs)
     return Holder
 
 
@@ -214,7 +219,7 @@ def test_concurrent_baseline_updates_do_not_collide(baseline_v3_entries, tmp_pat
 
     def save():
         try:
-            regress.save_baseline(baseline_v3_entries, path, force=True)
+            gate.save_baseline(baseline_v3_entries, path, force=True)
         except BaseException as err:  # noqa: BLE001 (reported below)
             errors.append(err)
 
@@ -224,13 +229,13 @@ def test_concurrent_baseline_updates_do_not_collide(baseline_v3_entries, tmp_pat
     for t in threads:
         t.join()
     assert errors == []
-    assert regress.load_baseline(path) == baseline_v3_entries
+    assert gate.load_baseline(path) == baseline_v3_entries
     assert [p.name for p in tmp_path.iterdir()] == ["b.json"]
 
 
 @pytest.fixture
 def baseline_v3_entries(runs_table):
-    return regress.make_baseline(make_table(runs_table.rows), variants=["v3"])
+    return gate.make_baseline(make_table(runs_table.rows), variants=["v3"])
 
 
 @pytest.mark.parametrize("option", ["--junit", "--markdown"])
@@ -420,7 +425,7 @@ def test_shipped_v2_fails_v3_baseline_naming_dram_throughput(
 
 def test_shipped_tolerance_edges(invoke, v3_baseline, v2_as_v3):
     base = json.loads(v3_baseline.read_text())["entries"][0]["metrics"]["dram_throughput_pct"]
-    now = regress.measure(regress.load_table(v2_as_v3), ["dram_throughput_pct"])[0]
+    now = gate.measure(gate.load_table(v2_as_v3), ["dram_throughput_pct"])[0]
     drop = base["value"] - now.metrics["dram_throughput_pct"].value
     allowance = drop - base["spread"] - now.metrics["dram_throughput_pct"].spread
     assert allowance > 1.0, "v2 should lose DRAM throughput against v3 on the H200"
@@ -488,7 +493,7 @@ def test_check_table_keeps_the_dtype_of_each_shape(invoke, tmp_path):
 
 
 def test_profile_refuses_a_command_run_in_one_line():
-    from paprof.analysis.regress import Baseline, Entry, Provenance
+    from paprof.gate import Baseline, Entry, Provenance
     from paprof.errors import UserError
 
     entry = Entry("command", "mine", "", {}, Provenance())
@@ -500,7 +505,7 @@ def test_analysis_never_imports_the_gpu_side():
     import subprocess
     import sys
 
-    code = ("import sys, paprof.analysis.regress, paprof.analysis.compare, paprof.analysis.load, "
+    code = ("import sys, paprof.gate, paprof.analysis.compare, paprof.analysis.load, "
             "paprof.reports.build; bad = [m for m in sys.modules if m.startswith(('paprof.kernels', "
             "'paprof.profiler.profile', 'paprof.families', 'cupy'))]; print(bad); sys.exit(bool(bad))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)

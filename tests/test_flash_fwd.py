@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from paprof import registry
-from paprof.analysis import regress
+from paprof import gate
 from paprof.errors import ShapeError, UserError
 from paprof.families.flash_fwd import FAMILY, GATE_METRICS, TOLERANCE, catalog, problem
 from paprof.families.flash_fwd.problem import Shape
@@ -398,14 +398,14 @@ def flash_rows(tensor=70.0, sm=75.0, duration=3000.0, tflops=360.0, variant="mma
 
 
 def test_the_gate_holds_flash_fwd_to_its_compute_metrics():
-    assert all(m in regress.GATE_RULES for m in GATE_METRICS)
-    base = regress.make_baseline(make_table(flash_rows()))
+    assert all(m in gate.GATE_RULES for m in GATE_METRICS)
+    base = gate.make_baseline(make_table(flash_rows()))
     (entry,) = base.entries
     assert list(entry.metrics) == list(GATE_METRICS)  # the family's hint, not DRAM throughput
-    same = regress.compare_to_baseline(base, make_table(flash_rows()), regress.Settings())
+    same = gate.compare_to_baseline(base, make_table(flash_rows()), gate.Settings())
     assert same.passed
-    slower = regress.compare_to_baseline(
-        base, make_table(flash_rows(tensor=60.0, sm=64.0, duration=3500.0, tflops=308.0)), regress.Settings())
+    slower = gate.compare_to_baseline(
+        base, make_table(flash_rows(tensor=60.0, sm=64.0, duration=3500.0, tflops=308.0)), gate.Settings())
     assert not slower.passed
     assert {r.metric for r in slower.regressions} == set(GATE_METRICS)
 

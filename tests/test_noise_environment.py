@@ -8,11 +8,10 @@ import json
 import os
 import sys
 
-import pytest
 
 from paprof import registry
-from paprof.analysis import environment_gate
-from paprof.analysis.regress import Baseline, Entry, Provenance, Settings, Stat, compare_to_baseline
+from paprof.gate import environment as environment_gate
+from paprof.gate import Baseline, Entry, Provenance, Settings, Stat, compare_to_baseline
 from paprof.families.paged_decode.problem import parse_shape
 from paprof.profiler import environment
 from paprof.profiler.argv import NcuSettings
@@ -153,7 +152,7 @@ def test_counts_are_not_excused_by_the_environment():
 
 
 def test_the_baseline_keeps_the_environment(tmp_path):
-    from paprof.analysis.regress import load_baseline, save_baseline
+    from paprof.gate import load_baseline, save_baseline
 
     path = save_baseline(Baseline([_entry(BASE, THROTTLED)]), tmp_path / "b.json")
     assert load_baseline(path).entries[0].provenance.environment == THROTTLED

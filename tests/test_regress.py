@@ -13,9 +13,9 @@ import xml.etree.ElementTree as ET
 import pandas as pd
 import pytest
 
-from paprof.analysis import regress
+from paprof import gate
 from paprof.analysis.metrics import BY_COLUMN
-from paprof.analysis.regress import (
+from paprof.gate import (
     Baseline,
     BaselineMismatch,
     Settings,
@@ -116,15 +116,15 @@ def test_stat_is_median_and_half_range():
 
 
 def test_every_gated_metric_is_a_catalogue_column_with_a_direction():
-    for metric, rule in regress.GATE_RULES.items():
-        assert metric in BY_COLUMN or metric in regress.UNITS
-    assert regress.GATE_RULES["dram_throughput_pct"].higher_is_better
-    assert regress.GATE_RULES["achieved_bandwidth_gbs"].higher_is_better
-    assert not regress.GATE_RULES["duration_us"].higher_is_better
-    assert not regress.GATE_RULES["dram_bytes"].higher_is_better
-    assert regress.GATE_RULES["dram_bytes"].tolerance == Tolerance(relative=0.005)
-    assert regress.GATE_RULES["dram_throughput_pct"].tolerance == Tolerance(absolute=3.0)
-    assert regress.GATE_RULES["duration_us"].tolerance == Tolerance(relative=0.05)
+    for metric, rule in gate.GATE_RULES.items():
+        assert metric in BY_COLUMN or metric in gate.UNITS
+    assert gate.GATE_RULES["dram_throughput_pct"].higher_is_better
+    assert gate.GATE_RULES["achieved_bandwidth_gbs"].higher_is_better
+    assert not gate.GATE_RULES["duration_us"].higher_is_better
+    assert not gate.GATE_RULES["dram_bytes"].higher_is_better
+    assert gate.GATE_RULES["dram_bytes"].tolerance == Tolerance(relative=0.005)
+    assert gate.GATE_RULES["dram_throughput_pct"].tolerance == Tolerance(absolute=3.0)
+    assert gate.GATE_RULES["duration_us"].tolerance == Tolerance(relative=0.05)
 
 
 @pytest.mark.parametrize(
@@ -146,7 +146,7 @@ def test_every_gated_metric_is_a_catalogue_column_with_a_direction():
     ],
 )
 def test_default_tolerance_edges(metric, base, now, expected):
-    tol = regress.GATE_RULES[metric].tolerance
+    tol = gate.GATE_RULES[metric].tolerance
     _, got = judge(Stat(base, 0.0, 1), Stat(now, 0.0, 1), metric, tol)
     assert got == expected
 
@@ -184,7 +184,7 @@ def test_parse_tolerance(text, metric, tol):
 
 
 def test_default_tolerances_print_as_option_text_that_parses_back():
-    for metric, rule in regress.GATE_RULES.items():
+    for metric, rule in gate.GATE_RULES.items():
         assert parse_tolerance(f"{metric}={rule.tolerance.spec()}") == (metric, rule.tolerance)
 
 
@@ -205,7 +205,7 @@ def test_ungateable_metric_is_a_user_error():
 def test_same_runs_pass(baseline_v3):
     verdict = verdict_for(baseline_v3, make_rows())
     assert verdict.passed and verdict.exit_code == 0
-    assert {r.metric for r in verdict.results} == set(regress.DEFAULT_METRICS)
+    assert {r.metric for r in verdict.results} == set(gate.DEFAULT_METRICS)
     assert {r.status for r in verdict.results} == {"pass"}
 
 
@@ -279,7 +279,7 @@ def test_measure_groups_rows_as_a_groupby_would_in_any_order():
     table = make_table(rows)
     table["duration_us"] = table["duration_us"].astype(object)
     table.loc[table["variant"] == "v5", "duration_us"] = None
-    entries = regress.measure(table, ["dram_throughput_pct", "duration_us"], missing_ok=True)
+    entries = gate.measure(table, ["dram_throughput_pct", "duration_us"], missing_ok=True)
     assert [(e.family, e.variant, e.shape) for e in entries] == [
         ("paged_decode", "v3", SHAPE), ("paged_decode", "v2", "nan"), ("", "v5", SHAPE)]
     v3, v2, v5 = entries
@@ -289,12 +289,12 @@ def test_measure_groups_rows_as_a_groupby_would_in_any_order():
     assert v5.metrics == {"dram_throughput_pct": Stat(90.0, 0.0, 1)}  # None is no value
     assert v5.provenance.gpu == "NVIDIA H200"
     with pytest.raises(UserError, match="v5 at .*: the report has no duration_us"):
-        regress.measure(table, ["duration_us"])
+        gate.measure(table, ["duration_us"])
 
 
 def test_measure_without_family_or_report_columns():
     table = make_table(make_rows(dram=(79.0, 81.0))).drop(columns=["family", "report_path"])
-    (entry,) = regress.measure(table, None)
+    (entry,) = gate.measure(table, None)
     assert (entry.family, entry.variant) == ("", "v3")
     assert entry.metrics["dram_throughput_pct"] == Stat(80.0, 1.0, 2)
     assert entry.provenance.report is None

@@ -8,8 +8,9 @@ import json
 import numpy as np
 import pytest
 
-from paprof.analysis import regress
-from paprof.analysis.regress import Baseline, Entry, Settings, Stat, compare_to_baseline
+from paprof import gate
+from paprof.errors import UserError
+from paprof.gate import Baseline, Entry, Settings, Stat, compare_to_baseline
 
 SHAPE = "rows=16384,cols=4096"
 
@@ -53,7 +54,7 @@ def test_a_single_launch_keeps_the_tolerance_rule():
 
 
 def test_the_tolerance_option_sets_the_minimum_effect():
-    settings = Settings(tolerances={"duration_us_event": regress.Tolerance(relative=0.05)})
+    settings = Settings(tolerances={"duration_us_event": gate.Tolerance(relative=0.05)})
     _, r = one({"duration_us_event": launches(300)},
                {"duration_us_event": launches(309, seed=1)}, settings)
     assert r.outcome == "same" and r.decision.min_effect == 0.05
@@ -113,18 +114,18 @@ def test_counts_take_no_spread_allowance():
 
 def test_samples_round_trip_and_schema_1_still_loads(tmp_path):
     made = Baseline([entry(duration_us_event=launches(300, n=6))], created="now")
-    path = regress.save_baseline(made, tmp_path / "b.json")
+    path = gate.save_baseline(made, tmp_path / "b.json")
     data = json.loads(path.read_text())
     assert data["schema"] == 3 and data["gate"] == "profile"
     stat = data["entries"][0]["metrics"]["duration_us_event"]
     assert len(stat["samples"]) == 6
-    assert regress.load_baseline(path).entries[0].metrics["duration_us_event"].samples == tuple(
+    assert gate.load_baseline(path).entries[0].metrics["duration_us_event"].samples == tuple(
         stat["samples"])
     old = {"kind": "paprof-baseline", "schema": 1, "entries": [
         {"family": "softmax", "variant": "fused", "shape": SHAPE,
          "metrics": {"duration_us": {"value": 300.0, "spread": 1.0, "n": 5}}}]}
     (tmp_path / "old.json").write_text(json.dumps(old))
-    loaded = regress.load_baseline(tmp_path / "old.json")
+    loaded = gate.load_baseline(tmp_path / "old.json")
     assert loaded.gate == "profile" and loaded.entries[0].metrics["duration_us"].samples == ()
 
 
@@ -134,8 +135,8 @@ def test_bad_samples_are_corrupt(tmp_path):
          "metrics": {"duration_us": {"value": 300.0, "spread": 1.0, "n": 2,
                                      "samples": [300.0, -1.0]}}}]}
     (tmp_path / "b.json").write_text(json.dumps(bad))
-    with pytest.raises(regress.UserError, match="cannot be negative"):
-        regress.load_baseline(tmp_path / "b.json")
+    with pytest.raises(UserError, match="cannot be negative"):
+        gate.load_baseline(tmp_path / "b.json")
 
 
 def test_markdown_and_junit_say_ambiguous_and_changed():

@@ -844,7 +844,7 @@ def test_sigterm_while_workers_run_is_one_line(tmp_path):
 
 # -- F18 / F19 / F20: impossible baselines refused, gates that cannot fail say so ----------
 
-from paprof.analysis import regress  # noqa: E402
+from paprof import gate  # noqa: E402
 
 
 def _baseline_dict():
@@ -870,27 +870,27 @@ def test_an_impossible_baseline_is_refused(tmp_path, metric, change, message):
     path = tmp_path / "b.json"
     path.write_text(json.dumps(data))
     with pytest.raises(UserError, match=message):
-        regress.load_baseline(path)
+        gate.load_baseline(path)
 
 
 def test_the_untouched_baseline_still_loads(tmp_path):
     path = tmp_path / "b.json"
     path.write_text(json.dumps(_baseline_dict()))
-    assert regress.load_baseline(path).entries
+    assert gate.load_baseline(path).entries
 
 
 @pytest.mark.parametrize("text", ["5%%", "1e300%", "dram_throughput_pct=5%%", "inf", "nan%"])
 def test_a_tolerance_that_is_no_number_or_lets_anything_pass_is_refused(text):
     with pytest.raises(UserError):
-        regress.parse_tolerance(text)
+        gate.parse_tolerance(text)
 
 
 def test_a_gate_that_cannot_fail_says_so():
     base = make_baseline(make_table(make_rows()))
     for tol in ("dram_throughput_pct=100%", "duration_us=1e300", "dram_bytes=5000%"):
-        metric, t = regress.parse_tolerance(tol)
-        verdict = regress.compare_to_baseline(base, make_table(make_rows()),
-                                              regress.Settings(tolerances={metric: t}))
+        metric, t = gate.parse_tolerance(tol)
+        verdict = gate.compare_to_baseline(base, make_table(make_rows()),
+                                              gate.Settings(tolerances={metric: t}))
         (r,) = [r for r in verdict.results if r.metric == metric]
         if tol != "dram_bytes=5000%":
             assert r.cannot_fail, tol

@@ -5,13 +5,12 @@ never claimed without the hashes on both sides."""
 from __future__ import annotations
 
 import json
-import shutil
 
 import pytest
 
 from paprof import registry, sass_hash, static
-from paprof.analysis import same_code
-from paprof.analysis.regress import (Baseline, Entry, Provenance, Stat, compare_to_baseline,
+from paprof.gate import same_code
+from paprof.gate import (Baseline, Entry, Provenance, Stat, compare_to_baseline,
                                      load_baseline, save_baseline)
 from paprof.families.paged_decode.problem import parse_shape
 from paprof.family import CommandVariant

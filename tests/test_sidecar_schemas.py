@@ -67,16 +67,16 @@ def test_a_variant_of_two_kernels_gets_its_work_rate_over_both():
 
 
 def test_the_gate_holds_the_work_model():
-    from paprof.analysis import regress
+    from paprof import gate
 
-    base = regress.make_baseline(RUN / "v3", metrics=("work_tbs",))
+    base = gate.make_baseline(RUN / "v3", metrics=("work_tbs",))
     (entry,) = base.entries
     assert entry.metrics["work_tbs"].value == pytest.approx(
         load.load_reports(RUN / "v3")["work_tbs"][0])
 
 
 def test_the_family_hint_picks_the_gate_metrics(tmp_path):
-    from paprof.analysis import regress
+    from paprof import gate
 
     runs = _copy(tmp_path, "v3")
     side_path = next(runs.rglob("*.json"))
@@ -84,7 +84,7 @@ def test_the_family_hint_picks_the_gate_metrics(tmp_path):
     assert side["gate_metrics"] == ["dram_throughput_pct", "duration_us", "dram_bytes"]
     side["gate_metrics"] = ["work_tbs", "duration_us"]
     side_path.write_text(json.dumps(side))
-    (entry,) = regress.make_baseline(runs).entries
+    (entry,) = gate.make_baseline(runs).entries
     assert list(entry.metrics) == ["work_tbs", "duration_us"]
-    (old,) = regress.make_baseline(SCHEMA1 / "v3").entries  # schema 1: the gate's defaults
-    assert list(old.metrics) == list(regress.DEFAULT_METRICS)
+    (old,) = gate.make_baseline(SCHEMA1 / "v3").entries  # schema 1: the gate's defaults
+    assert list(old.metrics) == list(gate.DEFAULT_METRICS)

@@ -66,6 +66,20 @@ def test_res_usage_and_sass_mix():
             mix["sass_bar"], mix["sass_stl"], mix["sass_hmma"]) == (6, 2, 1, 1, 1, 1, 0)
 
 
+def test_instruction_classes_come_from_the_metric_catalogue():
+    from paprof.analysis.metrics import BY_COLUMN, INSTRUCTION_CLASSES
+
+    assert gate.SASS_CLASSES == tuple(c.name for c in INSTRUCTION_CLASSES)
+    for c in INSTRUCTION_CLASSES:
+        assert gate.rule(c.column).label == c.label and gate.unit(c.column) == "inst"
+        assert c.column in gate.STATIC_METRICS and c.column not in BY_COLUMN  # no report column
+    text = SASS.replace("LDC R1", "STS.128 [R2], R4").replace("NOP", "LDS.U16 R3, [R2]")
+    mix = static.parse_sass(text)["k_one"]
+    assert set(mix) == {c.column for c in INSTRUCTION_CLASSES}
+    assert (mix["sass_total"], mix["sass_sts"], mix["sass_sts_128"], mix["sass_lds"],
+            mix["sass_lds_128"]) == (7, 1, 1, 1, 0)
+
+
 def test_compile_units_of_both_forms():
     pd = registry.family("paged_decode")
     (unit,) = static.compile_units(pd.variant("v5"), pd.parse(""))
@@ -148,7 +162,7 @@ def test_static_option_errors_are_exit_2(invoke, tmp_path):
 
 import importlib.util
 
-from paprof.analysis import regress
+from paprof import gate
 
 SPILL = """\
 extern "C" __global__ void __launch_bounds__(1024, 2) spill(const float* x, float* out, int n) {
@@ -217,28 +231,28 @@ def test_the_readme_vadd_gate_has_one_kernel_a_variant(invoke, newcomer):
 # instruction counts with an unchanged picture: reported, not failed
 
 
-def _static_baseline(**metrics) -> regress.Baseline:
+def _static_baseline(**metrics) -> gate.Baseline:
     values = {"registers_per_thread": 40, "spill_stores_bytes": 0, "spill_loads_bytes": 0,
               "stack_frame_bytes": 0, "local_mem_bytes": 0, "shared_mem_static_bytes": 1024,
               "const_mem_bytes": 400, "sass_total": 600, "sass_ffma": 30, "sass_bra": 20}
     values.update(metrics)
-    entry = regress.Entry("toy", "v2", "n=1", {k: regress.Stat(float(v), 0.0, 1)
+    entry = gate.Entry("toy", "v2", "n=1", {k: gate.Stat(float(v), 0.0, 1)
                                                for k, v in values.items()},
-                          regress.Provenance(compiler="nvcc 13.0.88 sm_90"))
-    return regress.Baseline(entries=[entry], gate="static")
+                          gate.Provenance(compiler="nvcc 13.0.88 sm_90"))
+    return gate.Baseline(entries=[entry], gate="static")
 
 
 def test_unrolled_counts_with_the_same_picture_are_reported():
     before = _static_baseline()
     now = _static_baseline(sass_total=900, sass_ffma=187, sass_bra=4).entries  # ffma +523 %
-    verdict = regress.compare_to_baseline(before, now)
+    verdict = gate.compare_to_baseline(before, now)
     assert verdict.passed and verdict.exit_code == 0
     moved = {r.metric: r.outcome for r in verdict.results if r.outcome != "same"}
     assert moved == {"sass_total": "reported", "sass_ffma": "reported", "sass_bra": "reported"}
     assert any("instruction counts changed (sass_total +300 (+50 %), sass_ffma +157 (+523.3 %)"
                in n and "--exact-counts" in n for n in verdict.notes)
     assert verdict.summary.endswith("3 instruction counts changed (reported, not failed)")
-    exact = regress.compare_to_baseline(before, now, regress.Settings(exact_counts=True))
+    exact = gate.compare_to_baseline(before, now, gate.Settings(exact_counts=True))
     assert not exact.passed and {r.metric for r in exact.regressions} == {
         "sass_total", "sass_ffma", "sass_bra"}
 
@@ -247,7 +261,7 @@ def test_unrolled_counts_with_the_same_picture_are_reported():
                                    {"local_mem_bytes": 8}, {"shared_mem_static_bytes": 2048}])
 def test_counts_that_come_with_a_picture_change_still_fail(moved):
     now = _static_baseline(sass_ffma=187, **moved).entries
-    verdict = regress.compare_to_baseline(_static_baseline(), now)
+    verdict = gate.compare_to_baseline(_static_baseline(), now)
     assert not verdict.passed
     assert "sass_ffma" in {r.metric for r in verdict.regressions}
 
@@ -255,7 +269,7 @@ def test_counts_that_come_with_a_picture_change_still_fail(moved):
 def test_a_profile_baseline_keeps_its_exact_counts():
     before = _static_baseline()
     before.gate = "profile"
-    verdict = regress.compare_to_baseline(before, _static_baseline(sass_ffma=187).entries)
+    verdict = gate.compare_to_baseline(before, _static_baseline(sass_ffma=187).entries)
     assert [r.metric for r in verdict.regressions] == ["sass_ffma"]
 
 
@@ -263,7 +277,7 @@ def test_a_profile_baseline_keeps_its_exact_counts():
 def fake_static(monkeypatch, tmp_path):
     """``check --static`` against entries given by the test (no nvcc)."""
     path = tmp_path / "static.json"
-    regress.save_baseline(_static_baseline(), path)
+    gate.save_baseline(_static_baseline(), path)
     now: list = []
     monkeypatch.setattr(static, "current_for", lambda baseline: (list(now), []))
     return path, now

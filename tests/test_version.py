@@ -46,11 +46,12 @@ def test_cli_version_option():
 
 
 def test_every_writer_of_paprof_version_uses_the_package_version():
-    from paprof.analysis import regress
+    from paprof import gate
+    from paprof.gate import baseline
     from paprof.profiler import provenance
     from paprof.reports import context
     from paprof.sweep import report, results
 
-    for module in (provenance, results, report, context, regress):
+    for module in (provenance, results, report, context, baseline):
         assert module.__version__ is paprof.__version__, module.__name__
-    assert regress.Baseline(entries=[]).to_dict()["paprof_version"] == paprof.__version__
+    assert gate.Baseline(entries=[]).to_dict()["paprof_version"] == paprof.__version__

@@ -170,6 +170,26 @@ EVIDENCE = {
 }
 
 
+#: Every column the decomposition reads of a kernel (``factors``, ``aggregate`` and the
+#: counters of ``EVIDENCE``): the compact set a baseline keeps so that the regression gate
+#: can decompose against it without the report (``paprof.gate.cause``).
+COLUMNS = (
+    "duration_us", "smsp_cycles_elapsed", "smsp_cycles_active", "warps_active_per_scheduler",
+    "warp_cycles_per_issue", "sm_count", "instructions_issued", "instructions_executed",
+    *(f"stall_{r}" for r in STALL_REASONS),
+    "launches", "threads_per_instruction", "global_load_instructions", "l1_global_load_bytes",
+    "l1_global_load_requests", "l1_global_load_sectors", "spill_instructions", "dram_bytes",
+    "l2_to_l1_bytes", "l1_hit_rate_pct", "l2_hit_rate_pct", "dram_throughput_pct",
+    "global_atomic_requests", "global_reduction_requests", "shared_load_wavefronts",
+    "shared_load_instructions", "shared_store_instructions", "shared_load_bank_conflicts",
+    "shared_store_bank_conflicts", "xu_pipe_pct", "fma_pipe_pct", "fp64_pipe_pct",
+    "tensor_pipe_pct", "alu_pipe_pct", "barriers_per_block", "block_size",
+    "warps_eligible_per_scheduler", "grid_size", "theoretical_occupancy_pct",
+    "achieved_occupancy_pct", "registers_per_thread", "shared_mem_per_block_bytes",
+    "block_limit_shared_mem", "block_limit_registers", "waves_per_sm", "sm_clock_hz",
+)
+
+
 _f = finite
 
 

@@ -535,6 +535,62 @@ DESIGN_COLUMNS = (
 TRAILING_COLUMNS = ("bottleneck_evidence", "rules", "report_path", "sidecar", "steps_from")
 
 
+
+# -- the static gate's instruction classes ------------------------------------------------
+@dataclass(frozen=True)
+class InstructionClass:
+    """One class of SASS instructions the static gate counts per kernel in the cubin
+    (``cuobjdump -sass``, no GPU), as the gate metric ``sass_<name>`` (unit ``inst``).
+    Not a table column: no report holds it."""
+
+    name: str
+    opcodes: tuple[str, ...]
+    """Opcode heads it counts (before the first ``.``); empty: every instruction but NOP."""
+    meaning: str
+    wide: bool = False
+    """Only the 128-bit forms (``.128`` in the opcode) of ``opcodes``."""
+
+    @property
+    def column(self) -> str:
+        return f"sass_{self.name}"
+
+    @property
+    def label(self) -> str:
+        return f"SASS {self.name.upper().replace('_', '.')} instructions"
+
+
+def _wide(name: str, opcode: str, what: str) -> tuple[InstructionClass, InstructionClass]:
+    return (InstructionClass(name, (opcode,), what),
+            InstructionClass(f"{name}_128", (opcode,), f"128-bit {what} (vector width)", wide=True))
+
+
+INSTRUCTION_CLASSES: tuple[InstructionClass, ...] = (
+    InstructionClass("total", (), "every instruction but NOP"),
+    *_wide("ldg", "LDG", "global loads"),
+    *_wide("stg", "STG", "global stores"),
+    *_wide("lds", "LDS", "shared-memory loads"),
+    *_wide("sts", "STS", "shared-memory stores"),
+    InstructionClass("ldl", ("LDL",), "local-memory loads (spill restores, local arrays)"),
+    InstructionClass("stl", ("STL",), "local-memory stores (spills, local arrays)"),
+    InstructionClass("ldgsts", ("LDGSTS",), "asynchronous global-to-shared copies"),
+    InstructionClass("hmma", ("HMMA",), "tensor-core matrix multiply-adds (warp level)"),
+    InstructionClass("hgmma", ("HGMMA",), "Hopper warpgroup matrix multiply-adds"),
+    InstructionClass("ffma", ("FFMA",), "fp32 fused multiply-adds"),
+    InstructionClass("fmul", ("FMUL",), "fp32 multiplies"),
+    InstructionClass("fadd", ("FADD",), "fp32 adds"),
+    InstructionClass("mufu", ("MUFU",), "special-function unit (exp, rcp, rsqrt, ...)"),
+    InstructionClass("bar", ("BAR",), "barriers (__syncthreads)"),
+    InstructionClass("shfl", ("SHFL",), "warp shuffles"),
+    InstructionClass("bra", ("BRA",), "branches"),
+)
+"""What the static gate counts in a kernel's SASS, in the gate's order: all instructions,
+global/shared/local loads and stores (and their 128-bit share), async copies, tensor-core
+MMAs (``HMMA``, Hopper's ``HGMMA``), fp32 arithmetic, the special function unit, barriers,
+shuffles and branches."""
+
+INSTRUCTION_UNIT = "inst"
+"""The unit of an instruction-class count."""
+
 def metric(column: str) -> Metric:
     """The catalogue entry of ``column`` (KeyError naming the known columns if none)."""
     try:

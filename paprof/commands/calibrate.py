@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from paprof.analysis import calibration
+from paprof.gate import calibration
 from paprof.errors import UserError
 
 
@@ -60,9 +60,9 @@ def calibrate(out, runs, family, variants, shape, repeats, timed, metrics, k, fo
     inputs = input_files(list(runs), scan) if runs else []
     calibration.check_target(out, force, inputs)  # before any GPU work
     if runs:
-        from paprof.analysis import regress
+        from paprof import gate
 
-        table = regress.load_table(list(runs), scan=scan)
+        table = gate.load_table(list(runs), scan=scan)
         repeats_found = calibration.repeats_from_table(table, metrics or None)
         source = "runs " + ", ".join(map(str, runs))
     else:

@@ -1,6 +1,6 @@
 """``paprof check`` (the CI regression gate) and ``paprof baseline update``.
 
-Thin: options become a ``Settings`` and a baseline; ``paprof.analysis.regress`` judges;
+Thin: options become a ``Settings`` and a baseline; ``paprof.gate`` judges;
 this module prints the table and writes JUnit / Markdown.
 """
 
@@ -17,7 +17,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from paprof.analysis import calibration, regress
+from paprof import gate
+from paprof.gate import calibration
 from paprof.errors import UserError
 from paprof.names import printable
 from paprof.profiler.store import Scan, input_files
@@ -26,9 +27,9 @@ _STYLE = {"same": "green", "improved": "cyan", "regressed": "bold red", "changed
           "ambiguous": "yellow", "reported": "yellow", "noise (same code)": "green",
           "ambiguous (environment)": "yellow"}
 
-_METRICS = ", ".join(regress.GATE_RULES)
+_METRICS = ", ".join(gate.GATE_RULES)
 _DEFAULT_TOLERANCES = ", ".join(
-    f"{metric}={rule.tolerance.spec()}" for metric, rule in regress.GATE_RULES.items()
+    f"{metric}={rule.tolerance.spec()}" for metric, rule in gate.GATE_RULES.items()
 )
 
 
@@ -50,7 +51,7 @@ def _slug(family: str, shape: str) -> str:
         return shape
 
 
-def _verdict_table(verdict: regress.Verdict, limit: int = TABLE_ROWS,
+def _verdict_table(verdict: gate.Verdict, limit: int = TABLE_ROWS,
                    changes_only: bool = False) -> tuple[Table, int]:
     """The terminal table, and how many "same" rows it left out (over ``limit`` rows, or
     all of them with ``changes_only``)."""
@@ -145,16 +146,23 @@ def _verdict_table(verdict: regress.Verdict, limit: int = TABLE_ROWS,
               help="Also write the verdict as JUnit XML.")
 @click.option("--markdown", type=click.Path(dir_okay=False, path_type=Path), metavar="FILE",
               help='Also write it as Markdown, e.g. --markdown "$GITHUB_STEP_SUMMARY".')
+@click.option("--json", "json_path", type=click.Path(dir_okay=False, path_type=Path),
+              metavar="FILE",
+              help="Also write the verdict as JSON (schema paprof.check/1, docs/ci-gpu-runner.md): each "
+              "result with both sides' stats, the allowance and what set it, and the cause "
+              "of each regression as terms and counters.")
+@click.option("--no-cause", is_flag=True,
+              help="Do not decompose what moved (the cause reads each moved run's report).")
 @click.option("--force", is_flag=True,
-              help="Replace --junit / --markdown files that are not earlier paprof check "
-              "outputs (empty files and earlier outputs are replaced anyway).")
+              help="Replace --junit / --markdown / --json files that are not earlier paprof "
+              "check outputs (empty files and earlier outputs are replaced anyway).")
 @click.option("--calibration", "calibration_path", metavar="FILE",
               type=click.Path(dir_okay=False, path_type=Path),
               help="Measured noise (paprof calibrate): a timing metric fails only past "
                    "max(tolerance, k x noise); a note says which set the limit.")
 def check(baseline_path, runs, profile, static_gate, repeat, timed, rounds, ratchet,
-          fail_ambiguous, exact_counts, metrics, tolerances, allow_mismatch, junit, markdown, force,
-          calibration_path):
+          fail_ambiguous, exact_counts, metrics, tolerances, allow_mismatch, junit, markdown,
+          json_path, no_cause, force, calibration_path):
     """Fail when kernels got slower than a baseline: the CI regression gate.
 
     With 5+ per-launch samples on both sides (--profile --repeat N; duration_us_event:
@@ -195,26 +203,27 @@ def check(baseline_path, runs, profile, static_gate, repeat, timed, rounds, ratc
     Examples:
       paprof check --baseline perf/h200.json --runs runs/
       paprof check --baseline perf/h200.json --profile --repeat 5 \\
-          --junit check.xml --markdown "$GITHUB_STEP_SUMMARY"
+          --junit check.xml --markdown "$GITHUB_STEP_SUMMARY" --json verdict.json
       paprof check --static --baseline perf/static.json
     """
     if repeat is not None and not profile:
         raise click.UsageError("--repeat needs --profile (stored runs are not re-measured)")
     if static_gate and (profile or runs):
         raise click.UsageError("--static compiles the sources: it takes no --profile or --runs")
-    from paprof.reports import check_markdown, junit as junit_xml
+    from paprof.reports import check_json, check_markdown, junit as junit_xml
 
     scan = Scan()  # the store is read once: for the inputs and for the runs checked
     inputs = [baseline_path, *input_files([runs or Path("runs")], scan)]
-    if junit and markdown and os.path.abspath(junit) == os.path.abspath(markdown):
-        raise UserError(f"--junit and --markdown are the same file ({junit}); name two files")
-    for path, writer in ((junit, junit_xml), (markdown, check_markdown)):
+    named = [os.path.abspath(p) for p in (junit, markdown, json_path) if p]
+    if len(set(named)) < len(named):
+        raise UserError("--junit, --markdown and --json name the same file; name one file each")
+    for path, writer in ((junit, junit_xml), (markdown, check_markdown), (json_path, check_json)):
         if path:  # before any work: profiling can take minutes
             writer.check_target(path, force, inputs)
-    baseline = regress.load_baseline(baseline_path)
-    settings = regress.Settings(
+    baseline = gate.load_baseline(baseline_path)
+    settings = gate.Settings(
         metrics=tuple(metrics) or None,
-        tolerances=dict(regress.parse_tolerance(t) for t in tolerances),
+        tolerances=dict(gate.parse_tolerance(t) for t in tolerances),
         allow_mismatch=allow_mismatch,
         ratchet=ratchet,
         rounds=rounds,
@@ -222,7 +231,7 @@ def check(baseline_path, runs, profile, static_gate, repeat, timed, rounds, ratc
         exact_counts=exact_counts,
         calibration=calibration.load(calibration_path) if calibration_path else None,
     )
-    remeasure = None
+    remeasure = kernels = None
     if static_gate:
         from paprof import static
 
@@ -237,10 +246,14 @@ def check(baseline_path, runs, profile, static_gate, repeat, timed, rounds, ratc
         remeasure = recheck.remeasure_by_profiling(repeat or 1, timed)
     else:
         names = sorted({e.name for e in baseline.entries})
-        current = regress.load_table(runs or Path("runs"), variants=names, scan=scan)
-    verdict = regress.compare_to_baseline(baseline, current, settings, remeasure=remeasure)
+        kernels, current = gate.load_runs(runs or Path("runs"), variants=names, scan=scan)
+    verdict = gate.compare_to_baseline(baseline, current, settings, remeasure=remeasure)
     if static_gate:
         verdict.notes.extend([*said, static.REACH_NOTE])
+    elif not no_cause:
+        from paprof.gate import cause
+
+        cause.attach(verdict, kernels)
 
     # Not a terminal (CI logs): wide enough that the table does not wrap.
     width = None if sys.stdout.isatty() else 160
@@ -256,6 +269,9 @@ def check(baseline_path, runs, profile, static_gate, repeat, timed, rounds, ratc
                        "--markdown and --junit have every row)")
     for r in verdict.regressions:
         click.echo(f"REGRESSION {printable(r.message)}")
+    for (family, variant, shape), c in verdict.causes.items():
+        name = f"{family}/{variant}" if family else variant
+        click.echo(f"CAUSE {printable(name)} ({c.outcome}): {printable(c.line())}")
     for note in verdict.notes:
         click.echo(f"note: {printable(note)}")
     click.echo(printable(verdict.summary))
@@ -263,10 +279,12 @@ def check(baseline_path, runs, profile, static_gate, repeat, timed, rounds, ratc
         junit_xml.write_junit(verdict, junit, force, inputs)
     if markdown:
         check_markdown.write_markdown(verdict, markdown, force, inputs)
+    if json_path:
+        check_json.write_json(verdict, json_path, force, inputs)
     sys.exit(verdict.exit_code)
 
 
-def _all_unchanged(verdict: regress.Verdict, static_gate: bool) -> str:
+def _all_unchanged(verdict: gate.Verdict, static_gate: bool) -> str:
     """The one line of a verdict with nothing but "same" results."""
     pairs = len({(r.family, r.variant, r.shape) for r in verdict.results})
     metrics = len({r.metric for r in verdict.results})
@@ -287,7 +305,7 @@ def baseline():
               help="Variant to include (repeatable; v3 or paged_decode/v3). Default: all.")
 @click.option("--metric", "metrics", multiple=True,
               help=f"Metric to record (repeatable): {_METRICS}. Default: the family's own "
-              f"gate metrics (its hint), else {', '.join(regress.DEFAULT_METRICS)}.")
+              f"gate metrics (its hint), else {', '.join(gate.DEFAULT_METRICS)}.")
 @click.option("--out", required=True, type=click.Path(dir_okay=False, path_type=Path),
               metavar="FILE", help="Baseline JSON to write.")
 @click.option("--force", is_flag=True, help="Replace FILE if it exists.")
@@ -311,14 +329,14 @@ def update(runs, variants, metrics, out, force, static_gate, family, shape):
         raise click.UsageError("--family and --shape go with --static (runs know theirs)")
     scan = Scan()  # the store is read once: for the inputs and for the baseline
     inputs = input_files([runs], scan)
-    regress.check_baseline_target(out, force, inputs)  # before reading the runs
-    made = regress.make_baseline(
+    gate.check_baseline_target(out, force, inputs)  # before reading the runs
+    made = gate.make_baseline(
         runs, metrics=tuple(metrics) or None, variants=variants, scan=scan
     )
-    regress.save_baseline(made, out, force=force, inputs=inputs)
+    gate.save_baseline(made, out, force=force, inputs=inputs)
     for e in made.entries:
         stats = ", ".join(
-            f"{m} {regress.fmt_value(s.value, regress.unit(m))}" for m, s in e.metrics.items()
+            f"{m} {gate.fmt_value(s.value, gate.unit(m))}" for m, s in e.metrics.items()
         )
         click.echo(f"{e.name} at {e.shape} on {e.provenance.gpu or 'unknown GPU'}: {stats}")
     click.echo(f"wrote {out} ({len(made.entries)} entries)")
@@ -327,10 +345,10 @@ def update(runs, variants, metrics, out, force, static_gate, family, shape):
 def _update_static(variants, out, force, family, shape):
     from paprof import registry, static
 
-    regress.check_baseline_target(out, force)
+    gate.check_baseline_target(out, force)
     fam = registry.family(family or "paged_decode")
     made, notes = static.make_static_baseline(fam, fam.parse(shape), variants)
-    regress.save_baseline(made, out, force=force)
+    gate.save_baseline(made, out, force=force)
     for e in made.entries:
         m = e.metrics
         local = m.get("local_mem_bytes")

@@ -6,7 +6,7 @@ NVML, the SM and memory clocks, the clock event ("throttle") reasons and the tem
 before the timed work, every ``INTERVAL_S`` during it (a thread) and after it, and the
 compute processes on the GPU before it (and after it, when the timed work ran in a child
 process that has ended by then). ``Watch.record`` is the sidecar's ``environment``
-(docs/CONTRACTS.md); ``paprof.analysis.environment_gate`` reads it.
+(docs/CONTRACTS.md); ``paprof.gate.environment`` reads it.
 
 Without NVML (no ``nvidia-ml-py``, no driver, no GPU) the record says it was not
 observed and why; nothing fails.

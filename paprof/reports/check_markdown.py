@@ -13,7 +13,7 @@ from typing import Iterable
 
 from paprof import outputs
 
-from paprof.analysis.regress import Verdict
+from paprof.gate import Verdict
 
 MARK = "## paprof check: "
 """The first line of every check summary: such a file is replaced without --force."""
@@ -67,6 +67,12 @@ def verdict_markdown(verdict: Verdict) -> str:
     if verdict.regressions:
         lines += ["### Regressions", ""]
         lines += [f"- {_cell(r.message)}" for r in verdict.regressions]
+        lines.append("")
+    if verdict.causes:
+        lines += ["### Causes", ""]
+        for (family, variant, _shape), c in verdict.causes.items():
+            name = f"{family}/{variant}" if family else variant
+            lines.append(f"- **{_cell(name)}** ({c.outcome}): {_cell(c.line())}")
         lines.append("")
     lines += [
         "| Variant | Shape | Metric | Baseline | Now | Change | Allowed | Status |",

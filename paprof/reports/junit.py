@@ -16,7 +16,7 @@ from typing import Iterable
 
 from paprof import outputs
 
-from paprof.analysis.regress import Verdict
+from paprof.gate import Verdict
 
 _PROPERTIES = ("gpu", "ncu_version", "clock_control", "git_commit")
 """Provenance of the current runs shown as each suite's ``<properties>``."""
@@ -63,7 +63,8 @@ def junit_tree(verdict: Verdict) -> ET.ElementTree:
         )
         if result.regressed:
             failure = ET.SubElement(case, "failure", type="regression", message=_x(result.message))
-            failure.text = _x(result.message)
+            cause = verdict.cause_of(result)
+            failure.text = _x(result.message + (f"\ncause: {cause.line()}" if cause else ""))
         out = ET.SubElement(case, "system-out")
         out.text = _x(f"{result.outcome}: {result.message}")
         if result.outcome.startswith("ambiguous"):  # passed, but say so where CI tools look

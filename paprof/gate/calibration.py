@@ -3,7 +3,7 @@ reads.
 
 An A/A measurement runs the same variant several times (fresh processes: ``paprof
 calibrate`` on a GPU, or repeated runs already in a runs folder). Per run the gate's
-value of a metric is taken as the gate takes it (``regress.measure``: the median over the
+value of a metric is taken as the gate takes it (``paprof.gate.measure``: the median over the
 run's launches); the **noise** of a (GPU, family, metric) is the largest, over the
 family's variants and shapes, coefficient of variation of those per-run values (sample
 standard deviation over mean). ``check --calibration FILE`` then uses as a timing
@@ -27,6 +27,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from paprof import __version__
+from paprof.analysis import stats
 from paprof.errors import UserError
 
 KIND = "paprof-calibration"
@@ -135,23 +136,23 @@ def save(calibration: Calibration, path, force: bool = False, inputs=()) -> Path
 
 def timing_metrics() -> list[str]:
     """The gate's metrics that are not counts: those noise moves."""
-    from paprof.analysis import regress  # noqa: PLC0415
+    from paprof import gate  # noqa: PLC0415
 
-    return [m for m, rule in regress.GATE_RULES.items() if not rule.count]
+    return [m for m, rule in gate.GATE_RULES.items() if not rule.count]
 
 
 def repeats_from_table(table, metrics=None) -> dict[tuple, list]:
     """``{(gpu, family, variant, shape): [Entry per run]}`` from a runs table holding
     several runs (reports) of the same variant: each report measured as the gate measures
-    it (``regress.measure``)."""
-    from paprof.analysis import regress  # noqa: PLC0415
+    it (``paprof.gate.measure``)."""
+    from paprof import gate  # noqa: PLC0415
 
     if table.empty or "report_path" not in table:
         raise UserError("no profiled kernels found in the runs")
     chosen = list(metrics or timing_metrics())
     out: dict[tuple, list] = {}
     for _, rows in table.groupby("report_path", sort=False):
-        for entry in regress.measure(rows, chosen, missing_ok=True):
+        for entry in gate.measure(rows, chosen, missing_ok=True):
             if entry.metrics:
                 key = (entry.provenance.gpu or "", entry.family, entry.variant, entry.shape)
                 out.setdefault(key, []).append(entry)
@@ -208,7 +209,7 @@ def settings_for(settings, base, now, limits: Limits | None):
     (the calibration's, for the current run's GPU and the family) is above the user's
     limit gets it as its relative tolerance (the statistical decision's minimum effect
     too). Counts keep theirs."""
-    from paprof.analysis import regress  # noqa: PLC0415 (regress calls this module)
+    from paprof import gate  # noqa: PLC0415 (the gate calls this module)
 
     if limits is None:
         return settings
@@ -216,21 +217,21 @@ def settings_for(settings, base, now, limits: Limits | None):
     gpu = now.provenance.gpu or base.provenance.gpu
     tolerances = dict(settings.tolerances)
     for metric, stat in base.metrics.items():
-        rule = regress.GATE_RULES.get(metric)
+        rule = gate.GATE_RULES.get(metric)
         if rule is None or rule.count or not stat.value:
             continue
         found = cal.find(gpu, base.family, metric)
         if found is None:
             continue
-        effect = regress.min_effect(metric, stat, settings)
-        user = effect if effect is not None and len(stat.samples) >= regress.stats.MIN_SAMPLES \
+        effect = gate.min_effect(metric, stat, settings)
+        user = effect if effect is not None and len(stat.samples) >= stats.MIN_SAMPLES \
             else settings.tolerance(metric).allowed(stat.value) / abs(stat.value)
         measured = cal.k * found.relative
         key = (base.family, metric)
         words = (f"{cal.k:g} x measured noise {found.relative * 100:.2g} % = "
                  f"{measured * 100:.2g} % ({found.repeats} A/A runs on {gpu})")
         if measured > user:
-            tolerances[metric] = regress.Tolerance(relative=measured)
+            tolerances[metric] = gate.Tolerance(relative=measured)
             limits.said.setdefault(key, f"{base.family} {metric}: the limit is {words}, "
                                         f"above the tolerance {user * 100:.2g} %")
         else:

@@ -118,7 +118,13 @@ def test_split_kv_is_summed_and_slower_at_batch_64(ctx):
 
 
 def test_the_fastest_reads_near_the_ceiling(ctx):
-    assert ctx.summary.startswith("Fastest: v5 (") or ctx.summary.startswith("Fastest: v6 (")
+    # v6 is 0.2 % behind v5: inside the 2 % tie rule, so neither alone is "the fastest"
+    assert ctx.summary.startswith("Fastest: v5 and v6, tied within 2 % (")
+    rows = {r.label: r for r in ctx.verdict.rows}
+    assert rows["v5"].tie == "tie with v6" and rows["v6"].tie == "tie with v5"
+    assert rows["baseline"].speedup == "baseline" and rows["v1"].speedup == "5.58x faster"
+    assert rows["v4"].cause.startswith("v4 split each sequence 4 ways")
+    assert all(r.verified == "passed" for r in rows.values())
     share = cells(ctx, "bandwidth_of_ceiling_pct")
     assert share["v5"].value > 60 and share["baseline"].value < 5
     assert ctx.ceiling_text.startswith("Bandwidth ceiling: 4.53 TB/s (measured")

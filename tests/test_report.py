@@ -43,8 +43,10 @@ def test_context_holds_variants_steps_and_raw_values(ctx):
     assert ctx.steps[0].bottleneck_after_text == "DRAM-bound"
     assert ctx.raw["v3"]["duration_us"] == 3350.0
     assert ctx.raw["v4"]["duration_us"] == pytest.approx(3942.6)
-    assert ctx.summary == ("Fastest: v3 (3.35 ms, DRAM-bound), 1.48x faster than v2. "
-                           "v4 is 1.26x faster than v2.")
+    assert ctx.summary == "Fastest: v3 (3.35 ms, DRAM-bound), 1.48x faster than v2."
+    rows = {r.label: r for r in ctx.verdict.rows}
+    assert rows["v2"].speedup == "baseline" and rows["v4"].speedup == "1.26x faster"
+    assert rows["v3"].fastest and not rows["v4"].fastest and not rows["v3"].tie
 
 
 def test_table_cells_keep_raw_value_text_and_delta(ctx):
@@ -199,7 +201,9 @@ def test_markdown_has_the_same_content(ctx):
     widths = {line.count("|") for line in md.replace(ledger, "").splitlines() if line.startswith("| ") and "Metric" not in line
               and "ncu rule" not in line and "DRAM Bound" not in line and "Variant" not in line
               and not line.startswith("| v")}
-    assert widths <= {5, 7}  # 7: a step's kernel view (a kernel and its time each side, launches, status)
+    # 7: a step's kernel view (a kernel and its time each side, launches, status); 8: the verdict
+    assert widths <= {5, 7, 8}
+    assert "| **v3** | 3.35 ms |" in md and "| v4 | 3.94 ms |" in md
     kernel_tables = md.split(" time | launches | |\n")[1:]
     assert kernel_tables  # v4 runs two kernels
     for table in kernel_tables:
@@ -389,3 +393,55 @@ def test_the_stall_breakdown_names_the_top_reasons_and_groups_the_rest():
 def test_no_stall_counters_no_stall_breakdown():
     ctx = build_context(comparison(make_row("v2"), make_row("v3", **V3)), charts=False)
     assert ctx.stalls is None and "Warp stalls" not in render_markdown(ctx)
+
+
+# -- the verdict and the chosen baseline ---------------------------------------------------
+H200 = __import__("pathlib").Path(__file__).resolve().parents[1] / "examples" / "h200"
+
+
+def test_the_tie_rule_is_one_constant_shared_with_the_sweep_report():
+    from paprof.analysis import verdict
+    from paprof.sweep import report as sweep_report
+
+    assert sweep_report.NOISE_PCT is verdict.NOISE_PCT
+    assert verdict.tied([(495.4, "v5"), (496.4, "v6"), (1106.0, "v3")]) == ("v5", "v6")
+    assert verdict.tied([(100.0, "a"), (103.0, "b")]) == ("a",)
+    assert verdict.tied([]) == ()
+
+
+def test_against_an_unknown_label_is_a_user_error(cmp):
+    from paprof.analysis.verdict import against
+
+    with pytest.raises(UserError, match="--baseline v9: not among"):
+        against(cmp, "v9")
+
+
+def test_against_tells_every_variant_against_the_baseline(cmp):
+    from paprof.analysis.verdict import against, is_star
+
+    star = against(cmp, "v3")
+    assert [v.label for v in star.variants] == ["v3", "v2", "v4"]
+    assert [(s.before, s.after) for s in star.steps] == [("v3", "v2"), ("v3", "v4")]
+    assert is_star(star) and not is_star(cmp)
+    ctx = build_context(star, charts=False)
+    assert ctx.star and ctx.title == "paprof: v2, v4 against v3"
+    # the side-by-side deltas are against the baseline, not the variant to the left
+    dur = ctx.row("duration_us")
+    assert dur.cells[0].delta_text == ""
+    assert dur.cells[2].delta == pytest.approx(3942.6 / 3350.0 - 1)
+
+
+@pytest.mark.skipif(not (H200 / "nvidia-h200").is_dir(), reason="examples/h200 not there")
+def test_cli_baseline_compares_each_variant_with_it(tmp_path):
+    out = tmp_path / "r.html"
+    res = CliRunner().invoke(main, ["compare", "--baseline", "v2", "v3", "v4", "v5",
+                                    "--runs", str(H200), "--out", str(out)])
+    assert res.exit_code == 0, res.output
+    heads = [line.split(":")[0] for line in res.output.splitlines() if not line.startswith((" ", "wrote"))]
+    assert heads == ["v2 -> v3", "v2 -> v4", "v2 -> v5"]
+    html = out.read_text()
+    assert "Verdict: every variant against v2" in html and "Each variant against v2" in html
+    # unknown baseline: one line, exit 2
+    res = CliRunner().invoke(main, ["compare", "--baseline", "v9", "v3", "--runs", str(H200),
+                                    "--out", str(tmp_path / "x.html")])
+    assert res.exit_code == 2 and "Traceback" not in res.output

@@ -245,6 +245,12 @@ class ReportContext:
     records it (runs of the ``basic`` preset)."""
     traffic_note: str = ""
     """Why some variant has no traffic figures, when one has none."""
+    verdict: object = None
+    """The verdict table (``paprof.reports.verdict_view.VerdictView``): every variant
+    against the baseline; None without variants."""
+    star: bool = False
+    """Every step starts at the baseline (``compare --baseline``): deltas are against it,
+    not against the variant to the left."""
 
     def section(self, title: str) -> TableSection:
         return next(s for s in self.table if s.title == title)
@@ -513,6 +519,7 @@ def build_table(cmp: Comparison, series: dict[str, dict], layout=TABLE
     """The side-by-side table (or another ``layout`` of sections and rows: the traffic
     table), and the labels of rows left out because no variant has them."""
     sections, absent = [], []
+    steps_to = {s.after: s for s in cmp.steps}
     for title, specs in layout:
         rows = []
         for spec in specs:
@@ -522,7 +529,11 @@ def build_table(cmp: Comparison, series: dict[str, dict], layout=TABLE
                 if i == 0:
                     cells.append(_with_spread(_cell(spec, value, _FIRST, None), spec, v))
                     continue
-                prev_values = series[cmp.variants[i - 1].label]
+                step = steps_to.get(v.label)
+                if step is None:  # the baseline of a star: no step ends at it
+                    cells.append(_with_spread(_cell(spec, value, _FIRST, None), spec, v))
+                    continue
+                prev_values = series[step.before]
                 if spec.compare_key:
                     cell = _cell(spec, value, _FIRST, None)
                     now, then = series[v.label].get(spec.compare_key), prev_values.get(spec.compare_key)
@@ -530,7 +541,7 @@ def build_table(cmp: Comparison, series: dict[str, dict], layout=TABLE
                         cell.delta_text, cell.trend = "changed", "moved"
                     cells.append(cell)
                     continue
-                delta = cmp.steps[i - 1].deltas.get(spec.key)
+                delta = step.deltas.get(spec.key)
                 cells.append(_with_spread(_cell(spec, value, prev_values.get(spec.key),
                                                 delta.moved if delta else None), spec, v))
             if all(c.value is None for c in cells):
@@ -820,24 +831,6 @@ def roofline_chart(rl) -> ChartView:
 
 
 # -- the whole thing ---------------------------------------------------------------------
-def _summary(cmp: Comparison) -> str:
-    if not cmp.variants:
-        return ""
-    first, last, fastest = cmp.variants[0], cmp.variants[-1], cmp.fastest
-    parts = []
-    if fastest is not None:
-        text = f"Fastest: {fastest.label} ({fmt.duration_us(fastest.get('duration_us'))}, {bound_words(fastest.bottleneck)})"
-        d0 = first.get("duration_us")
-        if fastest is not first and d0:
-            text += f", {fmt.ratio(d0 / fastest.get('duration_us'))} faster than {first.label}"
-        parts.append(text + ".")
-    if len(cmp.variants) > 2 and last is not fastest and first.get("duration_us") and last.get("duration_us"):
-        r = first.get("duration_us") / last.get("duration_us")
-        word = "faster" if r >= 1 else "slower"
-        parts.append(f"{last.label} is {fmt.ratio(r if r >= 1 else 1 / r)} {word} than {first.label}.")
-    return " ".join(parts)
-
-
 def _ceiling_text(cmp: Comparison) -> str:
     seen = []
     for v in cmp.variants:
@@ -879,10 +872,19 @@ def build_context(cmp: Comparison, charts: bool = True, generated: str | None = 
     from paprof.reports.views import hotspots_view, roofline_view
 
     roofline = roofline_lib.build(cmp)
+    from paprof.analysis.verdict import is_star, verdict
+    from paprof.reports.verdict_view import verdict_view
+
+    star = is_star(cmp)
+    verdicts = verdict_view(verdict(cmp))
+    title = (f"paprof: {', '.join(labels[1:])} against {labels[0]}" if star
+             else "paprof: " + " -> ".join(labels))
     return ReportContext(
-        title="paprof: " + " -> ".join(labels),
+        title=title,
         subtitle=subtitle,
-        summary=_summary(cmp),
+        summary=verdicts.summary if verdicts else "",
+        verdict=verdicts,
+        star=star,
         generated=generated or datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         paprof_version=__version__,
         labels=labels,

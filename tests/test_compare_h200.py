@@ -448,3 +448,23 @@ def test_runs_without_the_traffic_sections_say_so():
     assert cells["l2_to_l1_bytes"][0].text == "n/a" and cells["l2_to_l1_bytes"][1].text == "2.15 GB"
     # the cause falls back on the counters both runs have: DRAM reached its ceiling
     assert built.comparison.steps[0].traffic.startswith("DRAM throughput rises 40.2 % -> 90.2 % of peak")
+
+
+def test_rows_that_say_the_same_thing_are_shown_once(ctx):
+    keys = {r.key for s in ctx.traffic + ctx.table for r in s.rows}
+    assert "l1_global_load_requests" not in keys and "l1_hit_rate_pct" not in keys
+    assert "l1_to_l2_bytes" not in keys and "work_gbs" not in keys
+    labels = {r.key: r.label for s in ctx.traffic for r in s.rows}
+    assert labels["global_load_instructions"] == "Global load instructions = load requests to L1"
+
+
+def test_rows_that_differ_are_kept():
+    from paprof.reports.context import Cell, TableRow, TableSection, fold_same_rows
+
+    def row(key, *values):
+        return TableRow(key, key, "", [Cell(v, str(v)) for v in values])
+
+    sections = [TableSection("t", [row("global_load_instructions", 100, 200),
+                                   row("l1_global_load_requests", 100, 260)])]
+    assert [r.key for r in fold_same_rows(sections)[0].rows] == [
+        "global_load_instructions", "l1_global_load_requests"]

@@ -445,3 +445,17 @@ def test_cli_baseline_compares_each_variant_with_it(tmp_path):
     res = CliRunner().invoke(main, ["compare", "--baseline", "v9", "v3", "--runs", str(H200),
                                     "--out", str(tmp_path / "x.html")])
     assert res.exit_code == 2 and "Traceback" not in res.output
+
+
+@pytest.mark.skipif(not (H200.parent / "mlp" / "runs.tar.xz").is_file(), reason="examples/mlp runs not there")
+def test_whole_program_verdict_names_the_fused_kernels(tmp_path):
+    import tarfile
+
+    with tarfile.open(H200.parent / "mlp" / "runs.tar.xz") as tar:
+        tar.extractall(tmp_path, filter="data")
+    res = build.write_report(["eager", "compiled"], runs=tmp_path / "runs", out=tmp_path / "r.html")
+    rows = {r.label: r for r in res.context.verdict.rows}
+    assert rows["eager"].time.endswith("(3 steps)") and " ± " in rows["eager"].time
+    assert rows["compiled"].cause.startswith("4 kernels gone (") and "triton_" in rows["compiled"].cause
+    assert rows["compiled"].verified == "not verified" and rows["compiled"].events == "n/a"
+    assert 'class="verdict"' in (tmp_path / "r.html").read_text()

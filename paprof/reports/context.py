@@ -397,6 +397,52 @@ TRAFFIC_TABLE: tuple[tuple[str, tuple[RowSpec, ...]], ...] = tuple(
 """The traffic-per-level table: each memory level's counters, from the SM outwards."""
 
 
+SAME_ROWS = (
+    ("global_load_instructions", "l1_global_load_requests"),
+    ("l1_global_load_hit_rate_pct", "l1_hit_rate_pct"),
+    ("l1_global_store_bytes", "l1_to_l2_bytes"),
+    ("achieved_bandwidth_gbs", "work_gbs"),
+    ("bandwidth_of_ceiling_pct", "work_of_ceiling_pct"),
+)
+"""Rows that often say the same thing (each load instruction one L1 request; only global
+loads through L1; every stored byte on to L2; DRAM moving the bytes the work model asks
+for): where every variant's values agree, the second row is folded into the first."""
+
+
+def _agree(a, b, pct: bool) -> bool:
+    if a is None or b is None:
+        return a is None and b is None
+    a, b = float(a), float(b)
+    if pct:
+        return abs(a - b) <= 0.5
+    return a == b or abs(a - b) <= 0.01 * max(abs(a), abs(b))
+
+
+def fold_same_rows(sections: list[TableSection], pairs=SAME_ROWS) -> list[TableSection]:
+    """``sections`` with the second row of each pair of ``pairs`` left out where every
+    variant's value agrees with the first's (within 1 %, or 0.5 points for percentages);
+    the first row's label then names both, so no number is shown twice."""
+    rows = {r.key: r for sec in sections for r in sec.rows}
+    drop = set()
+    for keep, other in pairs:
+        a, b = rows.get(keep), rows.get(other)
+        if a is None or b is None or a.key in drop:
+            continue
+        pct = keep.endswith("_pct")
+        if all(_agree(x.value, y.value, pct) for x, y in zip(a.cells, b.cells)):
+            drop.add(other)
+            other_label = b.label if b.label[1:2].isupper() else b.label[0].lower() + b.label[1:]
+            a.label = f"{a.label} = {other_label}"
+            a.meaning = (f"{a.meaning} Equal here, for every variant, to: {b.label}"
+                         f"{' (' + b.meaning + ')' if b.meaning else ''}.").strip()
+    out = []
+    for sec in sections:
+        kept = [r for r in sec.rows if r.key not in drop]
+        if kept:
+            out.append(TableSection(sec.title, kept))
+    return out
+
+
 def _meaning(spec: RowSpec) -> str:
     if spec.meaning:
         return spec.meaning
@@ -865,7 +911,8 @@ def build_context(cmp: Comparison, charts: bool = True, generated: str | None = 
     subtitle = " · ".join(x for x in (
         ", ".join(families), ", ".join(gpus), ", ".join(shapes)) if x)
     table, absent = build_table(cmp, series)
-    traffic, _ = build_table(cmp, series, TRAFFIC_TABLE)
+    table = fold_same_rows(table)
+    traffic = fold_same_rows(build_table(cmp, series, TRAFFIC_TABLE)[0])
     stalls = build_stalls(cmp)
     ledgers = build_ledgers(cmp)
     from paprof.analysis import roofline as roofline_lib
@@ -876,6 +923,9 @@ def build_context(cmp: Comparison, charts: bool = True, generated: str | None = 
     from paprof.reports.verdict_view import verdict_view
 
     star = is_star(cmp)
+    if star:  # every step starts at the baseline: "over the previous variant" says nothing
+        table = [TableSection(sec.title, [r for r in sec.rows if r.key != "speedup_prev"])
+                 for sec in table]
     verdicts = verdict_view(verdict(cmp))
     title = (f"paprof: {', '.join(labels[1:])} against {labels[0]}" if star
              else "paprof: " + " -> ".join(labels))

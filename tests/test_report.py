@@ -459,3 +459,35 @@ def test_whole_program_verdict_names_the_fused_kernels(tmp_path):
     assert rows["compiled"].cause.startswith("4 kernels gone (") and "triton_" in rows["compiled"].cause
     assert rows["compiled"].verified == "not verified" and rows["compiled"].events == "n/a"
     assert 'class="verdict"' in (tmp_path / "r.html").read_text()
+
+
+def test_column_headers_name_kernels_by_whole_identifier_parts():
+    from paprof.analysis.fmt import identifier_tail
+
+    assert identifier_tail("paged_decode_v4_partial", 18) == "…decode_v4_partial"
+    assert identifier_tail("short", 18) == "short"
+    assert identifier_tail("x" * 40, 18) == "x" * 40  # no boundary: whole, never cut inside
+
+
+def test_a_compute_family_gets_pipe_utilisation_not_dram_bars():
+    from paprof.reports.context import compute_family
+
+    fam = [("a", 1.2, 37.4), ("b", 2.1, 56.5), ("c", 3.5, 76.8)]
+    rows = [make_row(v, dram_throughput_pct=d, tensor_pipe_pct=t) for v, d, t in fam]
+    cmp = comparison(*rows)
+    assert compute_family(cmp)
+    ctx = build_context(cmp)
+    ids = [c.id for c in ctx.charts]
+    assert "pipes" in ids and "bandwidth" not in ids
+    memory = comparison(make_row("v2"), make_row("v3", **V3))
+    assert not compute_family(memory)
+
+
+def test_the_roofline_axis_fits_its_points_and_names_the_far_ones():
+    from paprof.reports import charts
+
+    roofs = [("dram", "DRAM", "memory", 4.5e12, "measured"), ("tensor", "Tensor", "compute", 7.3e14, "measured")]
+    points = [("mma", "dram", 4000.0, 2.4e14), ("mma", "l1", 912203.0, 2.4e14)]
+    chart = charts.roofline(["mma"], roofs, points, {"dram": "DRAM", "l1": "L1/shared"})
+    assert "beyond the axis: mma L1/shared at 912,203 FLOP/byte" in chart.caption
+    assert "912,203" not in charts.roofline(["mma"], roofs, points[:1], {"dram": "DRAM"}).caption

@@ -830,6 +830,33 @@ def _limiter_tick(v: VariantResult) -> str:
     return f"{text}\n{fmt.count(blocks)} per SM" if blocks is not None else text
 
 
+PIPE_UNITS = (("tensor pipe", "tensor_pipe_pct"), ("FMA pipe", "fma_pipe_pct"),
+              ("issue active", "issue_active_pct"))
+"""The units a compute-bound family's chart shows in place of DRAM bandwidth."""
+
+
+LOW_DRAM_PCT = 25.0
+"""A family whose DRAM throughput stays under this (% of peak) in every variant while a
+math pipe works harder is not told by its DRAM bandwidth."""
+
+
+def compute_family(cmp: Comparison) -> bool:
+    """Whether the variants' chart is pipe utilisation rather than DRAM bandwidth: most of
+    them are compute-bound, or DRAM stays under ``LOW_DRAM_PCT`` in every one while the
+    tensor or FMA pipe is busier (a flash-attention family would draw 1 % DRAM bars)."""
+    bound = [v.bottleneck for v in cmp.variants]
+    if bound.count("compute-bound") * 2 > len(bound):
+        return True
+
+    def peak(key):
+        return max((float(v.get(key)) for v in cmp.variants if v.get(key) is not None), default=None)
+
+    dram = peak("dram_throughput_pct")
+    math_pipe = max((x for x in (peak("tensor_pipe_pct"), peak("fma_pipe_pct")) if x is not None),
+                    default=None)
+    return dram is not None and math_pipe is not None and dram < LOW_DRAM_PCT and math_pipe > dram
+
+
 def build_charts(cmp: Comparison, series: dict[str, dict], stalls: StallView | None = None,
                  ledgers: list[LedgerView] | None = None, roofline=None) -> list[ChartView]:
     labels = [v.label for v in cmp.variants]
@@ -846,10 +873,13 @@ def build_charts(cmp: Comparison, series: dict[str, dict], stalls: StallView | N
             "L2": col["l2_throughput_pct"]}),
         chart_lib.duration(labels, col["duration_us"], col["speedup_first"],
                         [len(v.kernels) for v in cmp.variants], col["duration_us_event"]),
+        chart_lib.pipes(labels, {name: [series[lab].get(key) for lab in labels]
+                                 for name, key in PIPE_UNITS})
+        if compute_family(cmp) else
         chart_lib.bandwidth(labels, col["achieved_bandwidth_gbs"],
-                         [c.tbs if c else None for c in ceilings],
-                         [c.datasheet_tbs if c else None for c in ceilings],
-                         "measured read ceiling" if measured else "datasheet bandwidth"),
+                            [c.tbs if c else None for c in ceilings],
+                            [c.datasheet_tbs if c else None for c in ceilings],
+                            "measured read ceiling" if measured else "datasheet bandwidth"),
         chart_lib.occupancy(labels, col["theoretical_occupancy_pct"], col["achieved_occupancy_pct"],
                          [_limiter_tick(v) for v in cmp.variants]),
     ]

@@ -491,3 +491,44 @@ def test_the_roofline_axis_fits_its_points_and_names_the_far_ones():
     chart = charts.roofline(["mma"], roofs, points, {"dram": "DRAM", "l1": "L1/shared"})
     assert "beyond the axis: mma L1/shared at 912,203 FLOP/byte" in chart.caption
     assert "912,203" not in charts.roofline(["mma"], roofs, points[:1], {"dram": "DRAM"}).caption
+
+
+def _text_overlaps(fig) -> list[tuple[str, str]]:
+    """Pairs of drawn, unrotated texts of ``fig`` whose boxes overlap by more than a pixel
+    each way (a slanted label's axis-aligned box is not its outline: left out)."""
+    fig.canvas.draw()  # lays out the legends and the ticks as the PNG shows them
+    renderer = fig.canvas.get_renderer()
+    boxes, seen = [], set()
+    for t in fig.findobj(lambda o: o.__class__.__name__ in ("Text", "Annotation")):
+        if id(t) in seen or not t.get_visible() or not t.get_text().strip() or t.get_rotation() % 180:
+            continue
+        seen.add(id(t))
+        boxes.append((t.get_text(), t.get_window_extent(renderer)))
+    bad = []
+    for i, (ta, a) in enumerate(boxes):
+        for tb, b in boxes[i + 1:]:
+            if ta == tb and a.bounds == b.bounds:
+                continue  # the same glyphs drawn twice look like one
+            if min(a.x1, b.x1) - max(a.x0, b.x0) > 1 and min(a.y1, b.y1) - max(a.y0, b.y0) > 1:
+                bad.append((ta, tb))
+    return bad
+
+
+@pytest.mark.skipif(not (H200 / "nvidia-h200").is_dir(), reason="examples/h200 not there")
+@pytest.mark.parametrize("runs,variants", [
+    ("h200", ["baseline", "v1", "v2", "v3", "v4", "handbook", "v5", "v6"]),
+    ("h200-flash_fwd", ["flash_fwd/handbook", "flash_fwd/mma", "flash_fwd/sdpa_flash", "flash_fwd/sdpa_cudnn"]),
+])
+def test_no_chart_text_overlaps(monkeypatch, tmp_path, runs, variants):
+    from paprof.reports import charts
+
+    found, finish = {}, charts._finish
+
+    def check(fig, chart_id, *args):
+        found[chart_id] = _text_overlaps(fig)
+        return finish(fig, chart_id, *args)
+
+    monkeypatch.setattr(charts, "_finish", check)
+    res = build.write_report(variants, runs=H200.parent / runs, out=tmp_path / "r.html", cross=True)
+    assert len(found) >= 6 and {c.id for c in res.context.charts} == set(found)
+    assert {k: v for k, v in found.items() if v} == {}

@@ -152,8 +152,8 @@ def test_html_and_markdown_carry_the_same_story(ctx, html, md):
 
     s = step(ctx, "v2", "v3")
     plain = html.replace("<wbr>", "")
-    for sentence in s.sentences:
-        assert str(escape(sentence)) in plain
+    for sentence in s.sentences:  # the HTML tells the story; the table holds the rest
+        assert (str(escape(sentence)) in plain) == (sentence in s.story)
         assert f"- {sentence}".replace("_", "\\_").replace("<", "\\<") in md
     assert f'<li class="cause">{escape(s.sentences[0])}' in plain  # the cause stands out
     assert html.count('<img class="chart"') == 7  # speed of light, duration, bandwidth, occupancy, warp stalls, ledger, roofline
@@ -468,3 +468,10 @@ def test_rows_that_differ_are_kept():
                                    row("l1_global_load_requests", 100, 260)])]
     assert [r.key for r in fold_same_rows(sections)[0].rows] == [
         "global_load_instructions", "l1_global_load_requests"]
+
+
+def test_a_step_lists_its_story_not_the_rows_of_the_table(ctx):
+    s = step(ctx, "v2", "v3")
+    assert s.story[0] == s.sentences[0] and len(s.story) < len(s.sentences)
+    assert not any(x.startswith(("duration ", "SM throughput", "registers ")) for x in s.story)
+    assert any(x.startswith("duration ") for x in s.sentences)  # still told (Markdown, JSON)

@@ -145,8 +145,11 @@ def html(ctx):
 
 def test_html_has_the_story_the_table_and_the_charts(html):
     assert "<title>paprof: v2 -&gt; v3 -&gt; v4</title>" in html
-    assert "DRAM throughput 57.4 % -&gt; 84.9 %: the kernel is now DRAM-bound" in html
-    assert "theoretical occupancy 50 % -&gt; 41.7 %, now limited by shared memory (5 blocks per SM)" in html
+    # the step's story; its table-row sentences only as rows of the side-by-side table
+    assert "DRAM throughput 57.4 % -&gt; 84.9 %: the kernel is now DRAM-bound" not in html
+    assert "theoretical occupancy 50 % -&gt; 41.7 %" not in html
+    assert 'data-key="dram_throughput_pct"' in html and 'data-key="theoretical_occupancy_pct"' in html
+    assert "is a row of the side-by-side table" in html
     assert html.count('<img class="chart"') == 5  # four, and the time ledger
     assert 'data-key="achieved_bandwidth_gbs"' in html
     assert "sum of 2 kernels" in html

@@ -141,6 +141,10 @@ class StepView:
     step (``KernelRowView``), matched pairs first, then gone, then new; empty otherwise."""
     kernels_total: tuple = ()
     """(before, after) step totals as text, beside ``kernels``."""
+    story: list[str] = field(default_factory=list)
+    """``sentences`` less those the side-by-side table already shows (a duration, launch,
+    registers, occupancy, throughput, stall, traffic or bandwidth change): what the HTML
+    step lists, so that no number is on the page twice."""
 
 
 @dataclass
@@ -644,10 +648,34 @@ def _rule_view(c: RuleChange) -> RuleView:
                     c.message, c.kernel)
 
 
+def table_sentences(cmp: Comparison, step) -> set[str]:
+    """The sentences of ``step`` that repeat rows of the side-by-side table (told again
+    by the same sentence functions ``tell`` used: ``TABLE_SENTENCES``)."""
+    from paprof.analysis.compare import sentences as told
+
+    before, after = cmp.variant(step.before), cmp.variant(step.after)
+    out: set[str] = set()
+    for name in TABLE_SENTENCES:
+        said = getattr(told, name)(before, after, step.deltas, cmp.thresholds)
+        if isinstance(said, str):
+            out.add(said)
+        elif said:
+            out.update(said)
+    return out
+
+
+TABLE_SENTENCES = ("duration_sentence", "launch_sentence", "registers_sentence",
+                   "shared_memory_sentence", "occupancy_sentence", "throughput_sentences",
+                   "stall_sentence", "dram_traffic_sentence", "bandwidth_sentence", "work_sentence")
+"""The sentence functions (``paprof.analysis.compare.sentences``) whose sentences say a
+change the side-by-side table shows in its rows."""
+
+
 def _step_views(cmp: Comparison) -> list[StepView]:
     views = []
     for s in cmp.steps:
         after = cmp.variant(s.after)
+        repeats = table_sentences(cmp, s)
         if s.speedup is None:
             verdict = "same"
         elif not s.deltas["duration_us"].moved:
@@ -667,6 +695,7 @@ def _step_views(cmp: Comparison) -> list[StepView]:
             bottleneck_before_text=verdict_words(cmp.variant(s.before)),
             bottleneck_after_text=verdict_words(after),
             sentences=list(s.sentences),
+            story=[x for x in s.sentences if x not in repeats],
             summary=s.summary,
             evidence_after=list(after.evidence),
             rules=[_rule_view(c) for c in s.rule_changes],

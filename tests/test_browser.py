@@ -110,7 +110,24 @@ MAX_SCREENS = 6
 README's 8-variant report was 17,316 px, about 19 screens, before the verdict table)."""
 
 
-def test_first_screen_holds_the_verdict_and_the_page_is_short(report, tmp_path):
+@pytest.fixture(scope="module")
+def flash_report(tmp_path_factory) -> Path:
+    """The report of the shipped flash_fwd runs (a compute-bound family, fp32 against bf16:
+    a warning above the verdict)."""
+    from paprof.reports.build import write_report
+
+    runs = ROOT / "examples" / "h200-flash_fwd"
+    if not (runs / "nvidia-h200").is_dir():  # pragma: no cover
+        pytest.skip("examples/h200-flash_fwd is not there")
+    out = tmp_path_factory.mktemp("flash-report") / "report.html"
+    write_report(["flash_fwd/handbook", "flash_fwd/mma", "flash_fwd/sdpa_flash", "flash_fwd/sdpa_cudnn"],
+                 runs=runs, out=out, cross=True)
+    return out
+
+
+@pytest.mark.parametrize("which", ["report", "flash_report"])
+def test_first_screen_holds_the_verdict_and_the_page_is_short(which, request, tmp_path):
+    report = request.getfixturevalue(which)
     width, height = FIRST_SCREEN
     out = chromium(tmp_path, report.as_uri(), f"--window-size={width},{height}", "--dump-dom")
     assert out.returncode == 0 and console_lines(out.stderr) == [], out.stderr[-2000:]

@@ -88,9 +88,60 @@ def report(tmp_path_factory) -> Path:
     return out
 
 
+def opened(report: Path, tmp_path: Path) -> Path:
+    """A copy of ``report`` with every ``<details>`` open, as a reader who opens them all
+    sees it."""
+    html = report.read_text()
+    assert "<details" in html
+    page = tmp_path / f"open-{report.name}"
+    page.write_text(html.replace("<details", "<details open"))
+    return page
+
+
 def test_report_loads_without_console_errors_and_draws_every_chart(report, tmp_path):
     html = report.read_text()
-    check_charts(report, tmp_path, CHARTS | {c for c in OPTIONAL if f'id="{c}"' in html})
+    check_charts(opened(report, tmp_path), tmp_path, CHARTS | {c for c in OPTIONAL if f'id="{c}"' in html})
+
+
+FIRST_SCREEN = (1400, 900)
+"""A laptop's window: the verdict table must be in it without a scroll."""
+MAX_SCREENS = 6
+"""The default page (every <details> closed) at most this many first screens tall (the
+README's 8-variant report was 17,316 px, about 19 screens, before the verdict table)."""
+
+
+@pytest.fixture(scope="module")
+def flash_report(tmp_path_factory) -> Path:
+    """The report of the shipped flash_fwd runs (a compute-bound family, fp32 against bf16:
+    a warning above the verdict)."""
+    from paprof.reports.build import write_report
+
+    runs = ROOT / "examples" / "h200-flash_fwd"
+    if not (runs / "nvidia-h200").is_dir():  # pragma: no cover
+        pytest.skip("examples/h200-flash_fwd is not there")
+    out = tmp_path_factory.mktemp("flash-report") / "report.html"
+    write_report(["flash_fwd/handbook", "flash_fwd/mma", "flash_fwd/sdpa_flash", "flash_fwd/sdpa_cudnn"],
+                 runs=runs, out=out, cross=True)
+    return out
+
+
+@pytest.mark.parametrize("which", ["report", "flash_report"])
+def test_first_screen_holds_the_verdict_and_the_page_is_short(which, request, tmp_path):
+    report = request.getfixturevalue(which)
+    width, height = FIRST_SCREEN
+    out = chromium(tmp_path, report.as_uri(), f"--window-size={width},{height}", "--dump-dom")
+    assert out.returncode == 0 and console_lines(out.stderr) == [], out.stderr[-2000:]
+    attrs = root_attrs(out.stdout)
+    assert 0 < int(attrs["data-verdict-bottom"]) <= height, attrs
+    assert int(attrs["data-height"]) <= MAX_SCREENS * height, attrs
+    closed, total = attrs["data-details"].split("/")
+    assert closed == "0" and int(total) >= 6  # steps, traffic, side by side, charts ...
+    # opened, every section lays out: the page grows by what the <details> held
+    out = chromium(tmp_path, opened(report, tmp_path).as_uri(), f"--window-size={width},{height}",
+                   "--dump-dom")
+    attrs_open = root_attrs(out.stdout)
+    assert attrs_open["data-details"] == f"{total}/{total}"
+    assert int(attrs_open["data-height"]) > 3 * int(attrs["data-height"])
 
 
 @pytest.fixture(scope="module")
@@ -108,7 +159,7 @@ def source_report(tmp_path_factory) -> Path:
 def test_source_report_draws_the_roofline_and_shows_the_hot_spots(source_report, tmp_path):
     html = source_report.read_text()
     assert 'id="roofline"' in html and 'id="hotspots"' in html
-    check_charts(source_report, tmp_path, CHARTS | OPTIONAL)
+    check_charts(opened(source_report, tmp_path), tmp_path, CHARTS | OPTIONAL)
 
 
 def check_charts(report: Path, tmp_path: Path, expected: set[str]) -> None:
@@ -136,6 +187,7 @@ def check_charts(report: Path, tmp_path: Path, expected: set[str]) -> None:
 
 
 def test_report_screenshot(report, tmp_path):
+    report = opened(report, tmp_path)
     dom = chromium(tmp_path, report.as_uri(), f"--window-size={WIDTH},2000", "--dump-dom")
     height = int(root_attrs(dom.stdout).get("data-height", "6000")) + 40
     SCREENSHOT.parent.mkdir(exist_ok=True)

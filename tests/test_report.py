@@ -43,8 +43,10 @@ def test_context_holds_variants_steps_and_raw_values(ctx):
     assert ctx.steps[0].bottleneck_after_text == "DRAM-bound"
     assert ctx.raw["v3"]["duration_us"] == 3350.0
     assert ctx.raw["v4"]["duration_us"] == pytest.approx(3942.6)
-    assert ctx.summary == ("Fastest: v3 (3.35 ms, DRAM-bound), 1.48x faster than v2. "
-                           "v4 is 1.26x faster than v2.")
+    assert ctx.summary == "Fastest: v3 (3.35 ms, DRAM-bound), 1.48x faster than v2."
+    rows = {r.label: r for r in ctx.verdict.rows}
+    assert rows["v2"].speedup == "baseline" and rows["v4"].speedup == "1.26x faster"
+    assert rows["v3"].fastest and not rows["v4"].fastest and not rows["v3"].tie
 
 
 def test_table_cells_keep_raw_value_text_and_delta(ctx):
@@ -143,8 +145,11 @@ def html(ctx):
 
 def test_html_has_the_story_the_table_and_the_charts(html):
     assert "<title>paprof: v2 -&gt; v3 -&gt; v4</title>" in html
-    assert "DRAM throughput 57.4 % -&gt; 84.9 %: the kernel is now DRAM-bound" in html
-    assert "theoretical occupancy 50 % -&gt; 41.7 %, now limited by shared memory (5 blocks per SM)" in html
+    # the step's story; its table-row sentences only as rows of the side-by-side table
+    assert "DRAM throughput 57.4 % -&gt; 84.9 %: the kernel is now DRAM-bound" not in html
+    assert "theoretical occupancy 50 % -&gt; 41.7 %" not in html
+    assert 'data-key="dram_throughput_pct"' in html and 'data-key="theoretical_occupancy_pct"' in html
+    assert "is a row of the side-by-side table" in html
     assert html.count('<img class="chart"') == 5  # four, and the time ledger
     assert 'data-key="achieved_bandwidth_gbs"' in html
     assert "sum of 2 kernels" in html
@@ -199,7 +204,9 @@ def test_markdown_has_the_same_content(ctx):
     widths = {line.count("|") for line in md.replace(ledger, "").splitlines() if line.startswith("| ") and "Metric" not in line
               and "ncu rule" not in line and "DRAM Bound" not in line and "Variant" not in line
               and not line.startswith("| v")}
-    assert widths <= {5, 7}  # 7: a step's kernel view (a kernel and its time each side, launches, status)
+    # 7: a step's kernel view (a kernel and its time each side, launches, status); 8: the verdict
+    assert widths <= {5, 7, 8}
+    assert "| **v3** | 3.35 ms |" in md and "| v4 | 3.94 ms |" in md
     kernel_tables = md.split(" time | launches | |\n")[1:]
     assert kernel_tables  # v4 runs two kernels
     for table in kernel_tables:
@@ -389,3 +396,142 @@ def test_the_stall_breakdown_names_the_top_reasons_and_groups_the_rest():
 def test_no_stall_counters_no_stall_breakdown():
     ctx = build_context(comparison(make_row("v2"), make_row("v3", **V3)), charts=False)
     assert ctx.stalls is None and "Warp stalls" not in render_markdown(ctx)
+
+
+# -- the verdict and the chosen baseline ---------------------------------------------------
+H200 = __import__("pathlib").Path(__file__).resolve().parents[1] / "examples" / "h200"
+
+
+def test_the_tie_rule_is_one_constant_shared_with_the_sweep_report():
+    from paprof.analysis import verdict
+    from paprof.sweep import report as sweep_report
+
+    assert sweep_report.NOISE_PCT is verdict.NOISE_PCT
+    assert verdict.tied([(495.4, "v5"), (496.4, "v6"), (1106.0, "v3")]) == ("v5", "v6")
+    assert verdict.tied([(100.0, "a"), (103.0, "b")]) == ("a",)
+    assert verdict.tied([]) == ()
+
+
+def test_against_an_unknown_label_is_a_user_error(cmp):
+    from paprof.analysis.verdict import against
+
+    with pytest.raises(UserError, match="--baseline v9: not among"):
+        against(cmp, "v9")
+
+
+def test_against_tells_every_variant_against_the_baseline(cmp):
+    from paprof.analysis.verdict import against, is_star
+
+    star = against(cmp, "v3")
+    assert [v.label for v in star.variants] == ["v3", "v2", "v4"]
+    assert [(s.before, s.after) for s in star.steps] == [("v3", "v2"), ("v3", "v4")]
+    assert is_star(star) and not is_star(cmp)
+    ctx = build_context(star, charts=False)
+    assert ctx.star and ctx.title == "paprof: v2, v4 against v3"
+    # the side-by-side deltas are against the baseline, not the variant to the left
+    dur = ctx.row("duration_us")
+    assert dur.cells[0].delta_text == ""
+    assert dur.cells[2].delta == pytest.approx(3942.6 / 3350.0 - 1)
+
+
+@pytest.mark.skipif(not (H200 / "nvidia-h200").is_dir(), reason="examples/h200 not there")
+def test_cli_baseline_compares_each_variant_with_it(tmp_path):
+    out = tmp_path / "r.html"
+    res = CliRunner().invoke(main, ["compare", "--baseline", "v2", "v3", "v4", "v5",
+                                    "--runs", str(H200), "--out", str(out)])
+    assert res.exit_code == 0, res.output
+    heads = [line.split(":")[0] for line in res.output.splitlines() if not line.startswith((" ", "wrote"))]
+    assert heads == ["v2 -> v3", "v2 -> v4", "v2 -> v5"]
+    html = out.read_text()
+    assert "Verdict: every variant against v2" in html and "Each variant against v2" in html
+    # unknown baseline: one line, exit 2
+    res = CliRunner().invoke(main, ["compare", "--baseline", "v9", "v3", "--runs", str(H200),
+                                    "--out", str(tmp_path / "x.html")])
+    assert res.exit_code == 2 and "Traceback" not in res.output
+
+
+@pytest.mark.skipif(not (H200.parent / "mlp" / "runs.tar.xz").is_file(), reason="examples/mlp runs not there")
+def test_whole_program_verdict_names_the_fused_kernels(tmp_path):
+    import tarfile
+
+    with tarfile.open(H200.parent / "mlp" / "runs.tar.xz") as tar:
+        tar.extractall(tmp_path, filter="data")
+    res = build.write_report(["eager", "compiled"], runs=tmp_path / "runs", out=tmp_path / "r.html")
+    rows = {r.label: r for r in res.context.verdict.rows}
+    assert rows["eager"].time.endswith("(3 steps)") and " ± " in rows["eager"].time
+    assert rows["compiled"].cause.startswith("4 kernels gone (") and "triton_" in rows["compiled"].cause
+    assert rows["compiled"].verified == "not verified" and rows["compiled"].events == "n/a"
+    assert 'class="verdict"' in (tmp_path / "r.html").read_text()
+
+
+def test_column_headers_name_kernels_by_whole_identifier_parts():
+    from paprof.analysis.fmt import identifier_tail
+
+    assert identifier_tail("paged_decode_v4_partial", 18) == "…decode_v4_partial"
+    assert identifier_tail("short", 18) == "short"
+    assert identifier_tail("x" * 40, 18) == "x" * 40  # no boundary: whole, never cut inside
+
+
+def test_a_compute_family_gets_pipe_utilisation_not_dram_bars():
+    from paprof.reports.context import compute_family
+
+    fam = [("a", 1.2, 37.4), ("b", 2.1, 56.5), ("c", 3.5, 76.8)]
+    rows = [make_row(v, dram_throughput_pct=d, tensor_pipe_pct=t) for v, d, t in fam]
+    cmp = comparison(*rows)
+    assert compute_family(cmp)
+    ctx = build_context(cmp)
+    ids = [c.id for c in ctx.charts]
+    assert "pipes" in ids and "bandwidth" not in ids
+    memory = comparison(make_row("v2"), make_row("v3", **V3))
+    assert not compute_family(memory)
+
+
+def test_the_roofline_axis_fits_its_points_and_names_the_far_ones():
+    from paprof.reports import charts
+
+    roofs = [("dram", "DRAM", "memory", 4.5e12, "measured"), ("tensor", "Tensor", "compute", 7.3e14, "measured")]
+    points = [("mma", "dram", 4000.0, 2.4e14), ("mma", "l1", 912203.0, 2.4e14)]
+    chart = charts.roofline(["mma"], roofs, points, {"dram": "DRAM", "l1": "L1/shared"})
+    assert "beyond the axis: mma L1/shared at 912,203 FLOP/byte" in chart.caption
+    assert "912,203" not in charts.roofline(["mma"], roofs, points[:1], {"dram": "DRAM"}).caption
+
+
+def _text_overlaps(fig) -> list[tuple[str, str]]:
+    """Pairs of drawn, unrotated texts of ``fig`` whose boxes overlap by more than a pixel
+    each way (a slanted label's axis-aligned box is not its outline: left out)."""
+    fig.canvas.draw()  # lays out the legends and the ticks as the PNG shows them
+    renderer = fig.canvas.get_renderer()
+    boxes, seen = [], set()
+    for t in fig.findobj(lambda o: o.__class__.__name__ in ("Text", "Annotation")):
+        if id(t) in seen or not t.get_visible() or not t.get_text().strip() or t.get_rotation() % 180:
+            continue
+        seen.add(id(t))
+        boxes.append((t.get_text(), t.get_window_extent(renderer)))
+    bad = []
+    for i, (ta, a) in enumerate(boxes):
+        for tb, b in boxes[i + 1:]:
+            if ta == tb and a.bounds == b.bounds:
+                continue  # the same glyphs drawn twice look like one
+            if min(a.x1, b.x1) - max(a.x0, b.x0) > 1 and min(a.y1, b.y1) - max(a.y0, b.y0) > 1:
+                bad.append((ta, tb))
+    return bad
+
+
+@pytest.mark.skipif(not (H200 / "nvidia-h200").is_dir(), reason="examples/h200 not there")
+@pytest.mark.parametrize("runs,variants", [
+    ("h200", ["baseline", "v1", "v2", "v3", "v4", "handbook", "v5", "v6"]),
+    ("h200-flash_fwd", ["flash_fwd/handbook", "flash_fwd/mma", "flash_fwd/sdpa_flash", "flash_fwd/sdpa_cudnn"]),
+])
+def test_no_chart_text_overlaps(monkeypatch, tmp_path, runs, variants):
+    from paprof.reports import charts
+
+    found, finish = {}, charts._finish
+
+    def check(fig, chart_id, *args):
+        found[chart_id] = _text_overlaps(fig)
+        return finish(fig, chart_id, *args)
+
+    monkeypatch.setattr(charts, "_finish", check)
+    res = build.write_report(variants, runs=H200.parent / runs, out=tmp_path / "r.html", cross=True)
+    assert len(found) >= 6 and {c.id for c in res.context.charts} == set(found)
+    assert {k: v for k, v in found.items() if v} == {}

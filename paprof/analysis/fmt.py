@@ -191,6 +191,16 @@ def shorten_identifier(name: str, width: int) -> str:
     return name[: cuts[-1]].rstrip() + "…" if cuts else name
 
 
+def identifier_tail(name: str, width: int) -> str:
+    """The end of ``name`` in at most ``width`` characters, cut at an identifier boundary
+    and starting with "…" when it is longer (``…v4_partial``): where the kernels of one
+    variant share their prefix, the tail tells them apart; no boundary late enough: whole."""
+    if len(name) <= width:
+        return name
+    cuts = [i for i in identifier_breaks(name) if len(name) - i <= width - 1]
+    return "…" + name[cuts[0]:].lstrip() if cuts else name
+
+
 _NCU_URL = re.compile(r"@url:([^@]*?):((?:https?|ftp)://[^@\s]*)@")
 _NCU_LINK = re.compile(r"@\w+:[^:@]*:([^@]*)@")
 

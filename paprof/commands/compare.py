@@ -14,6 +14,10 @@ from paprof.reports.build import DEFAULT_OUT, DEFAULT_RUNS, STDOUT, write_report
 
 @click.command("compare")
 @click.argument("variants", nargs=-1, required=True, metavar="VARIANT VARIANT [VARIANT...]")
+@click.option("--baseline", default=None, metavar="VARIANT",
+              help="Compare every VARIANT with this one (a run-store id or .ncu-rep path, "
+              "shown first): each variant's cause is told against it. Without it the "
+              "variants are told as a chain, each against the one before.")
 @click.option("--runs", type=click.Path(path_type=Path), default=DEFAULT_RUNS, show_default=True,
               help="Run store holding the runs of variant ids (the shipped H200 runs: examples/h200).")
 @click.option("--shape", default=None, metavar="SLUG|SPEC",
@@ -35,11 +39,17 @@ from paprof.reports.build import DEFAULT_OUT, DEFAULT_RUNS, STDOUT, write_report
 @step_range_option
 @click.option("--open", "open_browser", is_flag=True, help="Open the HTML report in the web browser.")
 @click.option("--force", is_flag=True, help="Overwrite --out / --markdown even if not paprof reports.")
-def compare(variants, runs, shape, out, markdown, json_out, cross, step_range, open_browser, force):
+def compare(variants, runs, shape, out, markdown, json_out, cross, step_range, open_browser, force,
+            baseline):
     """Compare VARIANTs in the order given: run-store ids (the latest run of that variant
     and shape, e.g. v2 or paged_decode/v2) or .ncu-rep paths.
 
-    Each step (v2 -> v3) gets its own story: first its cause, the largest term of the
+    The report opens with a verdict table: each variant's time, speedup against the
+    baseline (--baseline, else the first variant), bottleneck and the one-line cause of
+    its difference from it; variants within 2 % of each other are a tie. Every section
+    behind it opens on a click.
+
+    Each step (v2 -> v3; with --baseline: v2 -> v3, v2 -> v4 ...) gets its own story: first its cause, the largest term of the
     time difference split by the warp-time identity (instructions, stall reasons, warps in
     flight, idle schedulers, clock, kernels new or gone: the terms add up to the
     difference) with the counters that moved it; what limits the faster variant now and
@@ -50,9 +60,11 @@ def compare(variants, runs, shape, out, markdown, json_out, cross, step_range, o
     \b
     Example, on any machine (the shipped H200 runs):
       paprof compare v2 v3 --runs examples/h200 --out r.html --markdown r.md
+      paprof compare --baseline v2 v3 v4 v5 --runs examples/h200
     """
     result = write_report(list(variants), runs=runs, out=out, markdown=markdown, shape=shape,
-                          force=force, cross=cross, step_range=step_range, json_out=json_out)
+                          force=force, cross=cross, step_range=step_range, json_out=json_out,
+                          baseline=baseline)
     ctx = result.context
     for warning in ctx.warnings:
         click.echo(f"paprof: warning: {warning}", err=True)

@@ -204,11 +204,14 @@ def write_report(
     cross: bool = False,
     step_range: str | None = None,
     json_out: Path | str | None = None,
+    baseline: str | None = None,
 ) -> ReportFiles:
     """Compare ``specs`` and write the report(s). ``markdown="-"`` returns the Markdown in
     ``ReportFiles.markdown_text`` instead of writing a file; ``out=None`` writes no HTML;
     ``json_out`` also writes the explanation as data (``paprof.analysis.explanation``; "-":
-    ``ReportFiles.json_text``)."""
+    ``ReportFiles.json_text``). ``baseline`` (a spec like those of ``specs``) compares
+    every variant with it (``paprof.analysis.verdict.against``) instead of telling the
+    ordered list as a chain."""
     from paprof.reports.html import GENERATOR_MARK
     from paprof.reports.markdown import MARK
 
@@ -222,6 +225,8 @@ def write_report(
     named = [p for p in (out_path, md_path, json_path) if p is not None]
     if len({os.path.realpath(p) for p in named}) < len(named):
         raise UserError("--out, --markdown and --json must name different files")
+    if baseline is not None:
+        specs = [baseline] + [s for s in specs if s != baseline]
     paths = resolve_variants(specs, runs, shape)
     from paprof.profiler.store import input_files
 
@@ -244,6 +249,10 @@ def write_report(
     cmp = compare(df, summed, order=paths, thresholds=thresholds or THRESHOLDS, cross=cross)
     if len(cmp.variants) < 2:
         raise UserError(f"compare needs at least 2 variants; the reports given hold {len(cmp.variants)}")
+    if baseline is not None:
+        from paprof.analysis.verdict import against
+
+        cmp = against(cmp, cmp.variants[0].label)
     timings["compare"] = time.perf_counter() - t
 
     t = time.perf_counter()

@@ -254,6 +254,46 @@ def bandwidth(labels: list[str], achieved_gbs: list, ceiling_tbs: list, datashee
                        "Achieved DRAM bandwidth per variant: " + alt)
 
 
+PIPE_COLOURS = ("#0072B2", "#D55E00", "#009E73", "#CC79A7")
+
+
+def pipes(labels: list[str], units: dict[str, list]) -> ChartView:
+    """Grouped horizontal bars: how busy each pipe (and the issue slots) was per variant,
+    % of peak: the chart a compute-bound family gets where a memory-bound one gets DRAM
+    bandwidth. ``units``: name -> one value per variant (None: not recorded)."""
+    with _style():
+        names = [n for n, vals in units.items() if any(_ok(v) for v in vals)]
+        n = max(len(names), 1)
+        fig, ax = _figure(1.3 + 0.22 * n * max(len(labels), 2), left_in=_label_margin(labels),
+                          bottom_in=0.85)
+        ys = list(range(len(labels)))[::-1]
+        height = 0.8 / n
+        for j, name in enumerate(names):
+            off = 0.4 - height * (j + 0.5)
+            vals = [_val(v) if _ok(v) else 0.0 for v in units[name]]
+            ax.barh([y + off for y in ys], vals, height * 0.9, color=PIPE_COLOURS[j % len(PIPE_COLOURS)],
+                    label=name)
+            for y, v, raw in zip(ys, vals, units[name]):
+                if _ok(raw):
+                    ax.text(v + 1, y + off, f"{v:.0f} %", va="center", fontsize=7)
+        ax.set_xlim(0, 112)
+        ax.set_yticks(ys, labels)
+        ax.set_ylim(-0.6, len(labels) - 0.4)
+        ax.set_xlabel("busy, % of peak")
+        ax.set_title("Pipe utilisation: what the math units and the issue slots did")
+        ax.grid(axis="y", visible=False)
+        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.45 / (0.22 * n * max(len(labels), 2))),
+                  ncols=len(names) or 1, fontsize=8)
+        alt = "; ".join(f"{lab}: " + ", ".join(f"{nm} {_val(units[nm][i]):.0f} %" for nm in names
+                                               if _ok(units[nm][i]))
+                        for i, lab in enumerate(labels))
+        return _finish(fig, "pipes", "Pipe utilisation",
+                       "Busy cycles of the tensor-core and FMA pipes and the share of cycles "
+                       "an instruction issued, % of peak: most of these variants are "
+                       "compute-bound, so the math pipes, not DRAM, say how close each is to "
+                       "its limit.", "Pipe utilisation per variant: " + alt)
+
+
 def occupancy(labels: list[str], theoretical: list, achieved: list, limiters: list[str]) -> ChartView:
     """Theoretical and achieved occupancy per variant; the limiter under each label."""
     with _style():
@@ -329,6 +369,8 @@ def ledger(steps: list[tuple[str, float, float, list[tuple[str, str, float]]]]) 
     """Waterfalls, one panel per step: the before duration, each ledger term as a floating
     bar (down: time saved), the after duration. ``steps``: (title, before us, after us,
     [(key, words, us) ...])."""
+    from matplotlib.ticker import FuncFormatter
+
     with _style():
         n = max(len(steps), 1)
         ncols = 2 if n > 1 else 1
@@ -352,16 +394,20 @@ def ledger(steps: list[tuple[str, float, float, list[tuple[str, str, float]]]]) 
                 ax.bar(i, us, 0.6, bottom=level, color=LEDGER_COLOURS.get(key, MUTED))
                 sign = "+" if us > 0 else "-" if us < 0 else ""
                 ax.text(i, max(level, level + us), sign + fmt.duration_us(abs(us)).replace(" us", " µs"),
-                        ha="center", va="bottom", fontsize=6)
+                        ha="center", va="bottom", fontsize=6, rotation=90 if len(rows) > 4 else 0)
                 level += us
             ax.bar(0, before, 0.6, color=BAR_ALT)
             ax.bar(len(rows) + 1, after, 0.6, color=BAR)
             top = max([before, after] + [before + sum(r[2] for r in rows[:j]) for j in range(len(rows) + 1)])
-            ax.set_ylim(0, top * 1.18)
-            ax.set_xticks(range(len(names)), names, fontsize=7)
+            ax.set_ylim(0, top * (1.35 if len(rows) > 4 else 1.18))
+            crowded = len(names) > 5  # slanted, so that "instructions" and "memory" never touch
+            ax.set_xticks(range(len(names)), names, fontsize=7, rotation=30 if crowded else 0,
+                          ha="right" if crowded else "center", rotation_mode="anchor")
             ax.axhline(0, color="black", linewidth=0.6)
             ax.set_title(title, fontsize=9)
-            ax.set_ylabel("µs", fontsize=7)
+            # the axis in the unit its bars' labels use (ms ticks for a ms step, not µs)
+            ax.yaxis.set_major_formatter(FuncFormatter(
+                lambda v, _pos: fmt.duration_us(v).replace(" us", " µs") if v else "0"))
             ax.tick_params(axis="y", labelsize=7)
             ax.grid(axis="x", visible=False)
             alts.append(f"{title}: {fmt.duration_us(before)} to {fmt.duration_us(after)}, "
@@ -386,6 +432,9 @@ ROOF_STYLES = {"dram": "-", "l2": "--", "l1": ":", "fp32": "-", "tensor": "-.", 
 """Line style per roof: the roofs are dark grey, so that colour always means a variant."""
 ROOF_COLOUR = "#444444"
 LEVEL_MARKERS = {"dram": "o", "l2": "s", "l1": "^", "work": "D"}
+ROOFLINE_REACH = 100.0
+"""The roofline's axis reaches this many times the highest ridge point; points beyond sit
+at its edge and the caption names them."""
 
 
 def roofline(labels: list[str], roofs: list[tuple[str, str, str, float, str]],
@@ -405,11 +454,17 @@ def roofline(labels: list[str], roofs: list[tuple[str, str, str, float, str]],
         compute = [r for r in roofs if r[2] == "compute"]
         top = max((r[3] for r in compute), default=None)
         low_bw = min((r[3] for r in memory), default=None)
+        ridges = [c[3] / m[3] for m in memory for c in compute]
+        # A point far right of every ridge comes from bytes the counters did not see (a
+        # tensor-core kernel's L1 at 10^6 FLOP/byte): it sits at the axis' edge, named in
+        # the caption, instead of stretching the axis over decades nothing else uses.
+        cap = max(ridges) * ROOFLINE_REACH if ridges else None
+        off = [p for p in points if cap and p[2] and p[2] > cap]
+        points = [(lab, lv, min(x, cap) if (cap and x) else x, y) for lab, lv, x, y in points]
         xs = [p[2] for p in points if p[2] and p[2] > 0]
         ys = [p[3] for p in points if p[3] and p[3] > 0]
-        ridges = [c[3] / m[3] for m in memory for c in compute]
         x_lo = min(xs + ridges + [1.0]) / 4
-        x_hi = max(xs + ridges + [1.0]) * 4
+        x_hi = max(xs + ridges + [1.0]) * (1.6 if off else 4)
         y_hi = max(ys + [r[3] for r in compute] + [1.0]) * 2.5
         y_lo = min(ys) / 3 if ys else y_hi / 1e4
         ax.set_xlim(x_lo, x_hi)
@@ -447,7 +502,8 @@ def roofline(labels: list[str], roofs: list[tuple[str, str, str, float, str]],
                         linewidth=0.8, alpha=0.6)
             for _, level, x, y in mine:
                 hollow = level == "work"
-                ax.scatter([x], [y], s=30, marker=LEVEL_MARKERS.get(level, "o"), zorder=3,
+                clipped = any(o[0] == lab and o[1] == level for o in off)
+                ax.scatter([x], [y], s=30, marker=">" if clipped else LEVEL_MARKERS.get(level, "o"), zorder=3,
                            facecolors="none" if hollow else colours[lab], edgecolors=colours[lab],
                            linewidths=1.2)
         ax.set_xlabel("arithmetic intensity, FLOP/byte (log scale)")
@@ -460,15 +516,21 @@ def roofline(labels: list[str], roofs: list[tuple[str, str, str, float, str]],
                     for lv in used]
         ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.13),
                   ncols=min(len(handles), 6), fontsize=8)
+        real_x = {(o[0], o[1]): o[2] for o in off}
         alt = "; ".join(
-            f"{lab}: " + ", ".join(f"{level_names.get(lv, lv)} {fmt.sig(x, 3)} FLOP/byte at "
-                                   f"{fmt.flop_rate(y / 1e12)}" for lb, lv, x, y in points if lb == lab)
+            f"{lab}: " + ", ".join(f"{level_names.get(lv, lv)} {fmt.sig(real_x.get((lb, lv), x), 3)} "
+                                   f"FLOP/byte at {fmt.flop_rate(y / 1e12)}"
+                                   for lb, lv, x, y in points if lb == lab)
             for lab in labels)
+        off_text = ("; at the right edge (>), beyond the axis: " + ", ".join(
+            f"{lab} {level_names.get(lv, lv)} at {fmt.sig(x, 3)} FLOP/byte" for lab, lv, x, _ in off)
+            + " (bytes that level's counters did not see)") if off else ""
         roofs_alt = ", ".join(f"{name} {fmt.bandwidth_gbs(rate / 1e9) if kind == 'memory' else fmt.flop_rate(rate / 1e12)} ({source})"
                               for _, name, kind, rate, source in roofs)
         return _finish(fig, "roofline", "Roofline",
                        "Each variant's executed FLOPs over the bytes each memory level moved "
                        "(filled: DRAM, L2, L1/shared memory) and the work model's FLOPs over its "
                        "bytes (hollow), at the FLOP rate achieved; the roofs are labelled measured, "
-                       "datasheet or ncu peak (the report's peak at the kernel's clock).",
+                       "datasheet or ncu peak (the report's peak at the kernel's clock)"
+                       + off_text + ".",
                        f"Roofline. Roofs: {roofs_alt}. Points: {alt}")

@@ -141,6 +141,10 @@ class StepView:
     step (``KernelRowView``), matched pairs first, then gone, then new; empty otherwise."""
     kernels_total: tuple = ()
     """(before, after) step totals as text, beside ``kernels``."""
+    story: list[str] = field(default_factory=list)
+    """``sentences`` less those the side-by-side table already shows (a duration, launch,
+    registers, occupancy, throughput, stall, traffic or bandwidth change): what the HTML
+    step lists, so that no number is on the page twice."""
 
 
 @dataclass
@@ -245,6 +249,12 @@ class ReportContext:
     records it (runs of the ``basic`` preset)."""
     traffic_note: str = ""
     """Why some variant has no traffic figures, when one has none."""
+    verdict: object = None
+    """The verdict table (``paprof.reports.verdict_view.VerdictView``): every variant
+    against the baseline; None without variants."""
+    star: bool = False
+    """Every step starts at the baseline (``compare --baseline``): deltas are against it,
+    not against the variant to the left."""
 
     def section(self, title: str) -> TableSection:
         return next(s for s in self.table if s.title == title)
@@ -391,6 +401,52 @@ TRAFFIC_TABLE: tuple[tuple[str, tuple[RowSpec, ...]], ...] = tuple(
 """The traffic-per-level table: each memory level's counters, from the SM outwards."""
 
 
+SAME_ROWS = (
+    ("global_load_instructions", "l1_global_load_requests"),
+    ("l1_global_load_hit_rate_pct", "l1_hit_rate_pct"),
+    ("l1_global_store_bytes", "l1_to_l2_bytes"),
+    ("achieved_bandwidth_gbs", "work_gbs"),
+    ("bandwidth_of_ceiling_pct", "work_of_ceiling_pct"),
+)
+"""Rows that often say the same thing (each load instruction one L1 request; only global
+loads through L1; every stored byte on to L2; DRAM moving the bytes the work model asks
+for): where every variant's values agree, the second row is folded into the first."""
+
+
+def _agree(a, b, pct: bool) -> bool:
+    if a is None or b is None:
+        return a is None and b is None
+    a, b = float(a), float(b)
+    if pct:
+        return abs(a - b) <= 0.5
+    return a == b or abs(a - b) <= 0.01 * max(abs(a), abs(b))
+
+
+def fold_same_rows(sections: list[TableSection], pairs=SAME_ROWS) -> list[TableSection]:
+    """``sections`` with the second row of each pair of ``pairs`` left out where every
+    variant's value agrees with the first's (within 1 %, or 0.5 points for percentages);
+    the first row's label then names both, so no number is shown twice."""
+    rows = {r.key: r for sec in sections for r in sec.rows}
+    drop = set()
+    for keep, other in pairs:
+        a, b = rows.get(keep), rows.get(other)
+        if a is None or b is None or a.key in drop:
+            continue
+        pct = keep.endswith("_pct")
+        if all(_agree(x.value, y.value, pct) for x, y in zip(a.cells, b.cells)):
+            drop.add(other)
+            other_label = b.label if b.label[1:2].isupper() else b.label[0].lower() + b.label[1:]
+            a.label = f"{a.label} = {other_label}"
+            a.meaning = (f"{a.meaning} Equal here, for every variant, to: {b.label}"
+                         f"{' (' + b.meaning + ')' if b.meaning else ''}.").strip()
+    out = []
+    for sec in sections:
+        kept = [r for r in sec.rows if r.key not in drop]
+        if kept:
+            out.append(TableSection(sec.title, kept))
+    return out
+
+
 def _meaning(spec: RowSpec) -> str:
     if spec.meaning:
         return spec.meaning
@@ -513,6 +569,7 @@ def build_table(cmp: Comparison, series: dict[str, dict], layout=TABLE
     """The side-by-side table (or another ``layout`` of sections and rows: the traffic
     table), and the labels of rows left out because no variant has them."""
     sections, absent = [], []
+    steps_to = {s.after: s for s in cmp.steps}
     for title, specs in layout:
         rows = []
         for spec in specs:
@@ -522,7 +579,11 @@ def build_table(cmp: Comparison, series: dict[str, dict], layout=TABLE
                 if i == 0:
                     cells.append(_with_spread(_cell(spec, value, _FIRST, None), spec, v))
                     continue
-                prev_values = series[cmp.variants[i - 1].label]
+                step = steps_to.get(v.label)
+                if step is None:  # the baseline of a star: no step ends at it
+                    cells.append(_with_spread(_cell(spec, value, _FIRST, None), spec, v))
+                    continue
+                prev_values = series[step.before]
                 if spec.compare_key:
                     cell = _cell(spec, value, _FIRST, None)
                     now, then = series[v.label].get(spec.compare_key), prev_values.get(spec.compare_key)
@@ -530,7 +591,7 @@ def build_table(cmp: Comparison, series: dict[str, dict], layout=TABLE
                         cell.delta_text, cell.trend = "changed", "moved"
                     cells.append(cell)
                     continue
-                delta = cmp.steps[i - 1].deltas.get(spec.key)
+                delta = step.deltas.get(spec.key)
                 cells.append(_with_spread(_cell(spec, value, prev_values.get(spec.key),
                                                 delta.moved if delta else None), spec, v))
             if all(c.value is None for c in cells):
@@ -587,10 +648,34 @@ def _rule_view(c: RuleChange) -> RuleView:
                     c.message, c.kernel)
 
 
+def table_sentences(cmp: Comparison, step) -> set[str]:
+    """The sentences of ``step`` that repeat rows of the side-by-side table (told again
+    by the same sentence functions ``tell`` used: ``TABLE_SENTENCES``)."""
+    from paprof.analysis.compare import sentences as told
+
+    before, after = cmp.variant(step.before), cmp.variant(step.after)
+    out: set[str] = set()
+    for name in TABLE_SENTENCES:
+        said = getattr(told, name)(before, after, step.deltas, cmp.thresholds)
+        if isinstance(said, str):
+            out.add(said)
+        elif said:
+            out.update(said)
+    return out
+
+
+TABLE_SENTENCES = ("duration_sentence", "launch_sentence", "registers_sentence",
+                   "shared_memory_sentence", "occupancy_sentence", "throughput_sentences",
+                   "stall_sentence", "dram_traffic_sentence", "bandwidth_sentence", "work_sentence")
+"""The sentence functions (``paprof.analysis.compare.sentences``) whose sentences say a
+change the side-by-side table shows in its rows."""
+
+
 def _step_views(cmp: Comparison) -> list[StepView]:
     views = []
     for s in cmp.steps:
         after = cmp.variant(s.after)
+        repeats = table_sentences(cmp, s)
         if s.speedup is None:
             verdict = "same"
         elif not s.deltas["duration_us"].moved:
@@ -610,6 +695,7 @@ def _step_views(cmp: Comparison) -> list[StepView]:
             bottleneck_before_text=verdict_words(cmp.variant(s.before)),
             bottleneck_after_text=verdict_words(after),
             sentences=list(s.sentences),
+            story=[x for x in s.sentences if x not in repeats],
             summary=s.summary,
             evidence_after=list(after.evidence),
             rules=[_rule_view(c) for c in s.rule_changes],
@@ -773,6 +859,33 @@ def _limiter_tick(v: VariantResult) -> str:
     return f"{text}\n{fmt.count(blocks)} per SM" if blocks is not None else text
 
 
+PIPE_UNITS = (("tensor pipe", "tensor_pipe_pct"), ("FMA pipe", "fma_pipe_pct"),
+              ("issue active", "issue_active_pct"))
+"""The units a compute-bound family's chart shows in place of DRAM bandwidth."""
+
+
+LOW_DRAM_PCT = 25.0
+"""A family whose DRAM throughput stays under this (% of peak) in every variant while a
+math pipe works harder is not told by its DRAM bandwidth."""
+
+
+def compute_family(cmp: Comparison) -> bool:
+    """Whether the variants' chart is pipe utilisation rather than DRAM bandwidth: most of
+    them are compute-bound, or DRAM stays under ``LOW_DRAM_PCT`` in every one while the
+    tensor or FMA pipe is busier (a flash-attention family would draw 1 % DRAM bars)."""
+    bound = [v.bottleneck for v in cmp.variants]
+    if bound.count("compute-bound") * 2 > len(bound):
+        return True
+
+    def peak(key):
+        return max((float(v.get(key)) for v in cmp.variants if v.get(key) is not None), default=None)
+
+    dram = peak("dram_throughput_pct")
+    math_pipe = max((x for x in (peak("tensor_pipe_pct"), peak("fma_pipe_pct")) if x is not None),
+                    default=None)
+    return dram is not None and math_pipe is not None and dram < LOW_DRAM_PCT and math_pipe > dram
+
+
 def build_charts(cmp: Comparison, series: dict[str, dict], stalls: StallView | None = None,
                  ledgers: list[LedgerView] | None = None, roofline=None) -> list[ChartView]:
     labels = [v.label for v in cmp.variants]
@@ -789,10 +902,13 @@ def build_charts(cmp: Comparison, series: dict[str, dict], stalls: StallView | N
             "L2": col["l2_throughput_pct"]}),
         chart_lib.duration(labels, col["duration_us"], col["speedup_first"],
                         [len(v.kernels) for v in cmp.variants], col["duration_us_event"]),
+        chart_lib.pipes(labels, {name: [series[lab].get(key) for lab in labels]
+                                 for name, key in PIPE_UNITS})
+        if compute_family(cmp) else
         chart_lib.bandwidth(labels, col["achieved_bandwidth_gbs"],
-                         [c.tbs if c else None for c in ceilings],
-                         [c.datasheet_tbs if c else None for c in ceilings],
-                         "measured read ceiling" if measured else "datasheet bandwidth"),
+                            [c.tbs if c else None for c in ceilings],
+                            [c.datasheet_tbs if c else None for c in ceilings],
+                            "measured read ceiling" if measured else "datasheet bandwidth"),
         chart_lib.occupancy(labels, col["theoretical_occupancy_pct"], col["achieved_occupancy_pct"],
                          [_limiter_tick(v) for v in cmp.variants]),
     ]
@@ -820,24 +936,6 @@ def roofline_chart(rl) -> ChartView:
 
 
 # -- the whole thing ---------------------------------------------------------------------
-def _summary(cmp: Comparison) -> str:
-    if not cmp.variants:
-        return ""
-    first, last, fastest = cmp.variants[0], cmp.variants[-1], cmp.fastest
-    parts = []
-    if fastest is not None:
-        text = f"Fastest: {fastest.label} ({fmt.duration_us(fastest.get('duration_us'))}, {bound_words(fastest.bottleneck)})"
-        d0 = first.get("duration_us")
-        if fastest is not first and d0:
-            text += f", {fmt.ratio(d0 / fastest.get('duration_us'))} faster than {first.label}"
-        parts.append(text + ".")
-    if len(cmp.variants) > 2 and last is not fastest and first.get("duration_us") and last.get("duration_us"):
-        r = first.get("duration_us") / last.get("duration_us")
-        word = "faster" if r >= 1 else "slower"
-        parts.append(f"{last.label} is {fmt.ratio(r if r >= 1 else 1 / r)} {word} than {first.label}.")
-    return " ".join(parts)
-
-
 def _ceiling_text(cmp: Comparison) -> str:
     seen = []
     for v in cmp.variants:
@@ -872,17 +970,30 @@ def build_context(cmp: Comparison, charts: bool = True, generated: str | None = 
     subtitle = " · ".join(x for x in (
         ", ".join(families), ", ".join(gpus), ", ".join(shapes)) if x)
     table, absent = build_table(cmp, series)
-    traffic, _ = build_table(cmp, series, TRAFFIC_TABLE)
+    table = fold_same_rows(table)
+    traffic = fold_same_rows(build_table(cmp, series, TRAFFIC_TABLE)[0])
     stalls = build_stalls(cmp)
     ledgers = build_ledgers(cmp)
     from paprof.analysis import roofline as roofline_lib
     from paprof.reports.views import hotspots_view, roofline_view
 
     roofline = roofline_lib.build(cmp)
+    from paprof.analysis.verdict import is_star, verdict
+    from paprof.reports.verdict_view import verdict_view
+
+    star = is_star(cmp)
+    if star:  # every step starts at the baseline: "over the previous variant" says nothing
+        table = [TableSection(sec.title, [r for r in sec.rows if r.key != "speedup_prev"])
+                 for sec in table]
+    verdicts = verdict_view(verdict(cmp))
+    title = (f"paprof: {', '.join(labels[1:])} against {labels[0]}" if star
+             else "paprof: " + " -> ".join(labels))
     return ReportContext(
-        title="paprof: " + " -> ".join(labels),
+        title=title,
         subtitle=subtitle,
-        summary=_summary(cmp),
+        summary=verdicts.summary if verdicts else "",
+        verdict=verdicts,
+        star=star,
         generated=generated or datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         paprof_version=__version__,
         labels=labels,

@@ -55,6 +55,16 @@ def word_breaks(value):
     return Markup("".join(word(w) for w in re.split(r"(\s+)", text)))
 
 
+HEADER_NAME_CHARS = 18
+"""A kernel name in a column header: its last characters, whole identifier parts only."""
+
+
+def identifier_tail(value, width: int = HEADER_NAME_CHARS) -> str:
+    from paprof.analysis.fmt import identifier_tail as tail
+
+    return tail("" if value is None else str(value), width)
+
+
 @lru_cache(maxsize=1)
 def environment():
     import jinja2
@@ -68,6 +78,7 @@ def environment():
     )
     env.filters["css"] = css_class
     env.filters["wbr"] = word_breaks
+    env.filters["tail"] = identifier_tail
     return env
 
 

@@ -21,14 +21,12 @@ from pathlib import Path
 
 from paprof import __version__, parallel
 from paprof.analysis import fmt
+from paprof.analysis.verdict import NOISE_PCT, tied
 from paprof.errors import UserError
 from paprof.family import format_value
 from paprof.sweep import manifest as manifests
 from paprof.sweep import results
 
-NOISE_PCT = 2.0
-"""Variants whose times differ by less than this (% of the faster) are tied: the spread
-of repeated CUDA-event medians on the H200 is about 1 %."""
 REGIME_KIND = "paprof-regime"
 REGIME_SCHEMA = 1
 MAX_CHARTS = 24
@@ -189,10 +187,8 @@ def leader(row: dict, noise_pct: float = NOISE_PCT) -> Leader | None:
     timed = sorted((c.time_us, c.variant) for c in row.values() if c.measured)
     if not timed:
         return None
-    best = timed[0][0]
-    tied = tuple(v for t, v in timed if (t - best) / best * 100.0 < noise_pct)
-    ratio = timed[1][0] / best if len(timed) > 1 else None
-    return Leader(timed[0][1], tied, ratio)
+    ratio = timed[1][0] / timed[0][0] if len(timed) > 1 else None
+    return Leader(timed[0][1], tied(timed, noise_pct), ratio)
 
 
 def _axis_values(data: dict) -> list[tuple[str, list]]:

@@ -98,7 +98,9 @@ def test_columns_are_unique_and_every_entry_is_complete():
     assert len(columns) == len(set(columns))
     for m in M.CATALOGUE:
         assert m.meaning and m.unit and m.section, m
-        assert m.combine in (M.SUM, M.WEIGHTED, M.DOMINANT), m
+        assert m.combine in (M.SUM, M.WEIGHTED, M.DOMINANT, M.RECOMPUTED), m
+        if m.combine == M.RECOMPUTED:  # a ratio: computed again from combined inputs
+            assert m.derived and m.formula and m.inputs, m
         if m.section == M.WORK:  # from the sidecar's work model, not from ncu
             assert m.derived and m.formula, m
         elif m.derived:
@@ -164,3 +166,20 @@ def test_no_ncu_metric_name_is_spelled_outside_the_catalogue():
             if hits:
                 offenders.append(f"{path.relative_to(PACKAGE.parent)}:{node.lineno}: {hits[0]}")
     assert offenders == []
+
+
+def test_the_traffic_ratios_are_computed_once_on_the_table_and_summed_kernels_recompute_them():
+    from pathlib import Path
+
+    from paprof.analysis.load import load_reports, variant_rows
+
+    root = Path(__file__).resolve().parents[1] / "examples" / "h200" / "nvidia-h200" / "paged_decode"
+    df = load_reports([root / "v2", root / "v4"])
+    for _, row in df.iterrows():
+        assert row["l2_to_sm_per_dram_byte"] == pytest.approx(row["l2_to_l1_bytes"] / row["dram_bytes"])
+    v4 = variant_rows(df[df["variant"] == "v4"]).iloc[0]  # two kernels: partial + merge
+    parts = df[df["variant"] == "v4"]
+    assert v4["l2_to_sm_per_dram_byte"] == pytest.approx(
+        parts["l2_to_l1_bytes"].sum() / parts["dram_bytes"].sum())  # not a weighted mean
+    assert v4["shared_bank_conflicts"] == pytest.approx(
+        (parts["shared_load_bank_conflicts"] + parts["shared_store_bank_conflicts"]).sum())

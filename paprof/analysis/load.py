@@ -21,6 +21,7 @@ from typing import Iterable, Iterator
 import numpy as np
 import pandas as pd
 
+from paprof.analysis import fmt
 from paprof.analysis import metrics as M
 from paprof.analysis import ncu_reader
 from paprof.analysis.bottleneck import DEFAULT_THRESHOLDS, Thresholds, classify
@@ -191,6 +192,27 @@ def derive(values: dict) -> dict:
                                             + values.get("shared_mem_dynamic_bytes", math.nan))
     values["occupancy_limiter"] = occupancy_limiter(values)
     values["top_stall_reason"], values["top_stall_cycles"] = top_stall(values)
+    ratios(values)
+    return values
+
+
+def _over(top, bottom) -> float:
+    top, bottom = fmt.finite(top), fmt.finite(bottom)
+    return top / bottom if top is not None and bottom else math.nan
+
+
+def ratios(values: dict) -> dict:
+    """Fill the catalogue's traffic ratios (``metrics.RATIO_COLUMNS``) of one row, in
+    place: NaN where an input is missing or the denominator is zero."""
+    dram = values.get("dram_bytes")
+    values["bytes_per_global_load"] = _over(values.get("l1_global_load_bytes"),
+                                            values.get("global_load_instructions"))
+    values["l1_load_per_dram_byte"] = _over(values.get("l1_global_load_bytes"), dram)
+    values["l2_to_sm_per_dram_byte"] = _over(values.get("l2_to_l1_bytes"), dram)
+    values["instructions_per_dram_byte"] = _over(values.get("instructions_executed"), dram)
+    ld = fmt.finite(values.get("shared_load_bank_conflicts"))
+    st = fmt.finite(values.get("shared_store_bank_conflicts"))
+    values["shared_bank_conflicts"] = ld + st if ld is not None and st is not None else math.nan
     return values
 
 
@@ -629,6 +651,7 @@ def _combine(group: pd.DataFrame, thresholds: Thresholds) -> dict:
             row[column] = ((values[ok] * durations[ok]).sum() / weight
                            if ok.any() and weight > 0 else math.nan)
     row["achieved_bandwidth_gbs"] = bandwidth_gbs(row["dram_bytes"], row["duration_us"])
+    ratios(row)
     work_rates(row)
     row["top_stall_reason"], row["top_stall_cycles"] = top_stall(row)
     names = list(group["kernel"])

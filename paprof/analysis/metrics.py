@@ -61,8 +61,9 @@ DERIVED = "(derived)"
 #: sidecar (schema 2); absent for a report paprof did not write.
 WORK = "(work model)"
 
-#: How :func:`paprof.analysis.load.variant_rows` combines the kernels of one variant.
-SUM, WEIGHTED, DOMINANT = "sum", "weighted", "dominant"
+#: How :func:`paprof.analysis.load.variant_rows` combines the kernels of one variant
+#: (``RECOMPUTED``: computed again from the combined row's inputs, as a ratio must be).
+SUM, WEIGHTED, DOMINANT, RECOMPUTED = "sum", "weighted", "dominant", "recomputed"
 
 
 @dataclass(frozen=True)
@@ -94,8 +95,9 @@ class Metric:
 
     combine: str = DOMINANT
     """How a multi-kernel variant's row combines its kernels: ``sum`` (durations, cycles,
-    bytes), ``weighted`` (percentages and rates, weighted by duration) or ``dominant``
-    (taken from the longest kernel: launch configuration, occupancy)."""
+    bytes), ``weighted`` (percentages and rates, weighted by duration), ``dominant``
+    (taken from the longest kernel: launch configuration, occupancy) or ``recomputed``
+    (a ratio, computed again from the combined inputs)."""
 
     formula: str | None = None
     """For a derived column: how it is computed, in words."""
@@ -395,6 +397,32 @@ _DERIVED = (
            inputs=tuple(m.column for m in _STALLS)),
 )
 
+# Ratios of the traffic counters, computed once on the table (``load.ratios``) for every
+# reader: the report's traffic table, the notebook, the explanation.
+_RATIOS = (
+    Metric("bytes_per_global_load", None, "byte", DERIVED,
+           "Bytes a global load instruction asked L1 for (16 x 32 lanes = 512 for 16-byte "
+           "vector loads)", combine=RECOMPUTED,
+           formula="l1_global_load_bytes / global_load_instructions",
+           inputs=("l1_global_load_bytes", "global_load_instructions")),
+    Metric("l1_load_per_dram_byte", None, "ratio", DERIVED,
+           "Bytes the global loads asked L1 for, per DRAM byte (re-reads that hit count each "
+           "time)", combine=RECOMPUTED, formula="l1_global_load_bytes / dram_bytes",
+           inputs=("l1_global_load_bytes", "dram_bytes")),
+    Metric("l2_to_sm_per_dram_byte", None, "ratio", DERIVED,
+           "L2 -> SM bytes per DRAM byte: how many times a byte read from DRAM reaches the "
+           "SMs", combine=RECOMPUTED, formula="l2_to_l1_bytes / dram_bytes",
+           inputs=("l2_to_l1_bytes", "dram_bytes")),
+    Metric("instructions_per_dram_byte", None, "ratio", DERIVED,
+           "Warp instructions executed per DRAM byte", combine=RECOMPUTED,
+           formula="instructions_executed / dram_bytes",
+           inputs=("instructions_executed", "dram_bytes")),
+    Metric("shared_bank_conflicts", None, "count", DERIVED,
+           "Shared-memory bank conflicts, loads and stores", combine=RECOMPUTED,
+           formula="shared_load_bank_conflicts + shared_store_bank_conflicts",
+           inputs=("shared_load_bank_conflicts", "shared_store_bank_conflicts")),
+)
+
 _WORK = (
     Metric("work_bytes", None, "byte", WORK,
            "Bytes the problem must move at the least (the family's work model)",
@@ -492,7 +520,11 @@ ROOFLINE_INPUTS: tuple[Metric, ...] = _ROOFLINE + _SOURCE
 
 #: The whole catalogue: measured metrics, traffic per level, stall reasons, derived
 #: columns, the work model, the roofline's inputs and the source counters' totals.
-CATALOGUE: tuple[Metric, ...] = _MEASURED + _TRAFFIC + _STALLS + _DERIVED + _WORK + _ROOFLINE + _SOURCE
+CATALOGUE: tuple[Metric, ...] = (_MEASURED + _TRAFFIC + _STALLS + _DERIVED + _RATIOS + _WORK
+                                  + _ROOFLINE + _SOURCE)
+
+#: The traffic ratios (``_RATIOS``), in catalogue order.
+RATIO_COLUMNS: tuple[str, ...] = tuple(m.column for m in _RATIOS)
 
 #: Catalogue entries by column name.
 BY_COLUMN: dict[str, Metric] = {m.column: m for m in CATALOGUE}

@@ -468,13 +468,6 @@ def _series(cmp: Comparison) -> dict[str, dict]:
         dur = values.get("duration_us")
         values["speedup_prev"] = (prev / dur) if (prev and dur) else None
         values["speedup_first"] = (first / dur) if (first and dur) else None
-        bw = values.get("achieved_bandwidth_gbs")
-        values["bandwidth_of_ceiling_pct"] = (bw / v.ceiling.gbs * 100) if (bw is not None and v.ceiling) else None
-        work = values.get("work_tbs")
-        values["work_gbs"] = work * 1e3 if work is not None else None
-        values["work_of_ceiling_pct"] = (work * 1e3 / v.ceiling.gbs * 100
-                                         if (work is not None and v.ceiling) else None)
-        values.update(_traffic_ratios(values))
         values["bottleneck"] = v.bottleneck
         reason, cycles = values.get("top_stall_reason"), values.get("top_stall_cycles")
         values["top_stall"] = (f"{reason.replace('_', ' ')} ({fmt.number(cycles, 2)})"
@@ -485,24 +478,6 @@ def _series(cmp: Comparison) -> dict[str, dict]:
         out[v.label] = values
         prev = dur
     return out
-
-
-def _ratio(top, bottom):
-    return top / bottom if (top is not None and bottom) else None
-
-
-def _traffic_ratios(values: dict) -> dict:
-    """The traffic table's derived rows (ratios of the catalogue's counts)."""
-    dram = values.get("dram_bytes")
-    ld, st = values.get("shared_load_bank_conflicts"), values.get("shared_store_bank_conflicts")
-    return {
-        "bytes_per_global_load": _ratio(values.get("l1_global_load_bytes"),
-                                        values.get("global_load_instructions")),
-        "l1_load_per_dram_byte": _ratio(values.get("l1_global_load_bytes"), dram),
-        "l2_to_sm_per_dram_byte": _ratio(values.get("l2_to_l1_bytes"), dram),
-        "instructions_per_dram_byte": _ratio(values.get("instructions_executed"), dram),
-        "shared_bank_conflicts": ld + st if ld is not None and st is not None else None,
-    }
 
 
 def _cell_text(spec: RowSpec, value) -> str:

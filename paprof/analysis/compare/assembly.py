@@ -74,11 +74,27 @@ def _rules_of(rows: list[dict]) -> dict[str, RuleHit]:
     return hits
 
 
+def ceiling_shares(values: dict, ceiling) -> dict:
+    """The variant's bandwidths against the ceiling it is held to, computed once here for
+    every reader: ``bandwidth_of_ceiling_pct`` (achieved DRAM bandwidth), ``work_gbs`` and
+    ``work_of_ceiling_pct`` (the work model's useful bandwidth)."""
+    bw, work = _num(values.get("achieved_bandwidth_gbs")), _num(values.get("work_tbs"))
+    gbs = ceiling.gbs if ceiling else None
+    return {
+        "bandwidth_of_ceiling_pct": bw / gbs * 100 if bw is not None and gbs else None,
+        "work_gbs": work * 1e3 if work is not None else None,
+        "work_of_ceiling_pct": work * 1e3 / gbs * 100 if work is not None and gbs else None,
+    }
+
+
 def _variant_result(summed: dict, kernels: list[dict]) -> VariantResult:
     values = {c: _clean(summed.get(c)) for c in (*METRIC_COLUMNS, *EXTRA_COLUMNS, *STALL_COLUMNS,
                                                  *ROOFLINE_COLUMNS)}
     sidecar = as_record(summed.get("sidecar"))
     values["duration_us_event"] = _num((sidecar or {}).get("duration_us_event"))
+    gpu = _clean(summed.get("gpu"))
+    ceiling = ceiling_for(gpu, sidecar)
+    values.update(ceiling_shares(values, ceiling))
     total = _num(values["duration_us"])
     parts = []
     for k in kernels:
@@ -117,7 +133,7 @@ def _variant_result(summed: dict, kernels: list[dict]) -> VariantResult:
         rules=rules,
         sidecar=sidecar,
         idea=idea,
-        ceiling=ceiling_for(gpu, sidecar),
+        ceiling=ceiling,
         tie=tie(summed) if bottleneck == _clean(summed.get("bottleneck")) else None,
         provenance=(sidecar or RunRecord.foreign(label=variant)).labelled(
             variant, gpu=gpu, shape=_clean(summed.get("shape")),

@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 
 from paprof.analysis import fmt
 from paprof.analysis.bottleneck import Tie
-from paprof.analysis.metrics import ROOFLINE_INPUTS, STALL_REASONS, TRAFFIC_COLUMNS
+from paprof.analysis.metrics import (RATIO_COLUMNS, ROOFLINE_INPUTS, STALL_REASONS,
+                                     TRAFFIC_COLUMNS)
 from paprof.analysis.gpus import Ceiling
 from paprof.record import RunRecord
 
@@ -67,6 +68,10 @@ EXTRA_COLUMNS = (
     "threads_per_instruction",
     "spill_instructions",
     *(c for c in TRAFFIC_COLUMNS if c not in METRIC_COLUMNS),
+    *RATIO_COLUMNS,
+    "bandwidth_of_ceiling_pct",
+    "work_gbs",
+    "work_of_ceiling_pct",
 )
 """Catalogue columns beyond the documented ones that the stories and the tables use when present
 (the traffic per level among them)."""

@@ -35,6 +35,7 @@ def _calls(tmp: Path) -> list[tuple[str, str, dict]]:
     good, slow = tmp / "good.json", tmp / "slow.json"
     calls = [
         ("runs", "runs", {}),
+        ("slowest", "runs", {"order": "slowest", "max_rows": 2}),
         ("compare", "compare", {"variants": ["v2", "v3"]}),
         ("compare_all", "compare", {"variants": ["baseline", "v1", "v2", "v3", "v4", "v5", "v6"]}),
         ("explain", "explain", {"before": "v2", "after": "v3", "terms": 6, "counters": 5}),
@@ -57,17 +58,22 @@ def _calls(tmp: Path) -> list[tuple[str, str, dict]]:
     return calls
 
 
-async def _session(tmp: Path) -> dict:
-    from mcp import ClientSession, StdioServerParameters, stdio_client
+def _server(cwd: Path, runs: Path):
+    from mcp import StdioServerParameters
 
     env = {"PYTHONPATH": str(ROOT), "PATH": os.environ.get("PATH", ""),
            "PAPROF_CUBIN_CACHE": os.environ.get("PAPROF_CUBIN_CACHE", "off")}
-    server = StdioServerParameters(command=sys.executable,
-                                   args=["-m", "paprof", "mcp", "--runs", str(H200)],
-                                   env=env, cwd=str(tmp))
+    return StdioServerParameters(command=sys.executable,
+                                 args=["-m", "paprof", "mcp", "--runs", str(runs)],
+                                 env=env, cwd=str(cwd))
+
+
+async def _session(tmp: Path) -> dict:
+    from mcp import ClientSession, stdio_client
+
     out: dict = {}
     with open(tmp / "server.log", "w") as log:
-        async with stdio_client(server, errlog=log) as streams:
+        async with stdio_client(_server(tmp, H200), errlog=log) as streams:
             async with ClientSession(*streams) as session:
                 await session.initialize()
                 out["tools"] = [t.name for t in (await session.list_tools()).tools]
@@ -117,6 +123,14 @@ def test_runs_lists_the_shipped_h200_runs(answers):
     assert {"baseline", "v1", "v2", "v3", "v6"} <= set(by_variant)
     assert by_variant["v3"]["gpu"] == "NVIDIA H200" and by_variant["v3"]["shape"] == SHAPE
     assert by_variant["v3"]["duration_us_event"] > 0
+
+
+def test_runs_finds_the_slowest(answers):
+    data = _ok(answers, "slowest")
+    every = _ok(answers, "runs")["runs"]
+    times = sorted((r["duration_us_event"] for r in every), reverse=True)
+    assert [r["duration_us_event"] for r in data["runs"]] == times[:2]
+    assert data["runs"][0]["variant"] == "baseline" and data["left_out"] == len(every) - 2
 
 
 def test_compare_gives_the_cause_as_data_and_stays_bounded(answers):
@@ -202,6 +216,43 @@ def test_the_static_gate_over_mcp(answers):
     assert made["kernels"] >= 1 and made["compiler"].startswith("nvcc")
     checked = _ok(answers, "static_check")
     assert checked["passed"] and checked["unchanged"] > 0 and not checked["regressions"]
+
+
+async def _edit_and_gate(project: Path) -> list:
+    """The static gate's loop in a user's project: a baseline, a kernel edited to hold
+    twice the row in registers, the gate again."""
+    from mcp import ClientSession, stdio_client
+
+    answers = []
+    with open(project / "server.log", "w") as log:
+        async with stdio_client(_server(project, project / "runs"), errlog=log) as streams:
+            async with ClientSession(*streams) as session:
+                await session.initialize()
+                for step in ("baseline", "check", "edit", "check"):
+                    if step == "edit":
+                        source = project / "softmax_fused.cu"
+                        source.write_text(source.read_text().replace(
+                            "#define UNROLL 4", "#undef VPT\n#define VPT 16\n#define UNROLL 4"))
+                        continue
+                    call = (("baseline_static", {"out": "static.json", "family": "softmax",
+                                                 "variants": ["fused", "naive"]})
+                            if step == "baseline" else ("check_static", {"baseline": "static.json"}))
+                    result = await session.call_tool(*call)
+                    assert not result.is_error, result.content[0].text
+                    answers.append(json.loads(result.content[0].text))
+    return answers
+
+
+@pytest.mark.skipif(not HAS_NVCC, reason="nvcc is not on PATH")
+def test_an_edited_kernel_fails_the_static_gate_over_mcp(tmp_path):
+    project = tmp_path / "softmax"
+    shutil.copytree(ROOT / "examples" / "custom_family", project,
+                    ignore=shutil.ignore_patterns("runs", "__pycache__"))
+    made, before, after = asyncio.run(_edit_and_gate(project))
+    assert made["kernels"] == 2 and before["passed"]
+    assert not after["passed"] and after["exit_code"] == 1
+    assert after["regressions"][0].startswith("softmax/fused registers_per_thread")
+    assert not any(r.startswith("softmax/naive") for r in after["regressions"])
 
 
 def test_resources_are_the_sidecar_and_a_report_summary(answers):

@@ -92,10 +92,11 @@ def build(runs: Path):
     @tool(name="runs", structured_output=False)
     @_one_line
     def list_runs(runs: str | None = None, variant: str | None = None,
-                  max_rows: int | None = None) -> str:
+                  max_rows: int | None = None, order: str = "path") -> str:
         """The runs in a run store (default: the server's): variant, shape, GPU, when,
-        CUDA-event time. `variant` narrows to one (v3 or paged_decode/v3)."""
-        return _answer(tools.runs(store(runs), variant, max_rows), "runs")
+        CUDA-event time. `variant` narrows to one (v3 or paged_decode/v3); order
+        "slowest" lists the slowest first."""
+        return _answer(tools.runs(store(runs), variant, max_rows, order), "runs")
 
     @tool(structured_output=False)
     @_one_line

@@ -68,13 +68,28 @@ def families() -> dict:
     return {"families": out}
 
 
-def runs(store: Path, variant: str | None = None, max_rows: int | None = None) -> dict:
-    """The runs of the store: variant, shape, GPU, when, and the event-timed duration."""
+ORDERS = ("path", "slowest")
+
+
+def _event_us(run) -> float:
+    value = (run.sidecar or {}).get("duration_us_event")
+    return value if isinstance(value, (int, float)) else float("-inf")
+
+
+def runs(store: Path, variant: str | None = None, max_rows: int | None = None,
+         order: str = "path") -> dict:
+    """The runs of the store: variant, shape, GPU, when, and the event-timed duration;
+    in the store's order, or the slowest first (``order="slowest"``; runs without an
+    event time last)."""
     from paprof.profiler.store import find_runs
 
+    if order not in ORDERS:
+        raise UserError(f"order must be one of {', '.join(ORDERS)}, got {order!r}")
     limit = _rows(max_rows)
     found = [r for r in find_runs(store)
              if variant is None or variant in (r.variant, r.name)]
+    if order == "slowest":
+        found.sort(key=_event_us, reverse=True)
     rows = []
     for r in found[:limit]:
         side = r.sidecar or {}

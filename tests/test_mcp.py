@@ -275,6 +275,29 @@ def test_a_resource_reads_nothing_outside_the_store(tmp_path):
         store.run_file("..", "..", "runs", "../secret", ".json")
 
 
+def test_tool_calls_take_turns():
+    import threading
+    import time
+
+    from paprof.agent.server import _one_line
+
+    inside, most = [0], [0]
+
+    @_one_line
+    def work():
+        inside[0] += 1
+        most[0] = max(most[0], inside[0])
+        time.sleep(0.02)
+        inside[0] -= 1
+
+    threads = [threading.Thread(target=work) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert most[0] == 1
+
+
 def test_bounded_cuts_a_list_and_says_how_much():
     answer = {"rows": [{"n": i, "pad": "x" * 100} for i in range(100)]}
     text = summary.bounded(answer, "rows", max_chars=2_000)

@@ -11,7 +11,7 @@ reports as a bare tool failure (its traceback stays in the server's log on stder
 from __future__ import annotations
 
 import functools
-import json
+import threading
 from pathlib import Path
 
 from paprof.agent import summary, tools
@@ -30,14 +30,22 @@ SIDECAR_URI = "paprof://runs/{gpu}/{family}/{variant}/{shape}/sidecar"
 SUMMARY_URI = "paprof://runs/{gpu}/{family}/{variant}/{shape}/summary"
 
 
+_ONE_AT_A_TIME = threading.Lock()
+"""The SDK runs each synchronous tool on a worker thread, so a client's parallel calls
+would overlap; paprof's library is written for one command a process (the collector
+paused while a store is read, the registry's imports), so calls take turns."""
+
+
 def _one_line(fn):
-    """``fn`` with paprof's user-facing errors raised as the SDK's tool errors."""
+    """``fn`` with paprof's user-facing errors raised as the SDK's tool errors, one call
+    at a time."""
     from mcp.server.mcpserver.exceptions import ToolError
 
     @functools.wraps(fn)
     def wrapped(*args, **kwargs):
         try:
-            return fn(*args, **kwargs)
+            with _ONE_AT_A_TIME:
+                return fn(*args, **kwargs)
         except PaprofError as err:
             raise ToolError(" ".join(str(err).split())) from None
         except OSError as err:
@@ -189,13 +197,15 @@ def build(runs: Path):
     @server.resource(SIDECAR_URI, mime_type="application/json")
     def sidecar(gpu: str, family: str, variant: str, shape: str) -> str:
         """A run's provenance sidecar (in the server's run store), as stored."""
-        return store.run_file(gpu, family, variant, shape, ".json").read_text()
+        with _ONE_AT_A_TIME:
+            return store.run_file(gpu, family, variant, shape, ".json").read_text()
 
     @server.resource(SUMMARY_URI, mime_type="application/json")
     def report_summary(gpu: str, family: str, variant: str, shape: str) -> str:
         """A run's report in brief: its step's time and bottleneck with evidence."""
-        report = store.run_file(gpu, family, variant, shape, ".ncu-rep")
-        return _answer(tools.report_summary(report, store.default), "kernels")
+        with _ONE_AT_A_TIME:
+            report = store.run_file(gpu, family, variant, shape, ".ncu-rep")
+            return _answer(tools.report_summary(report, store.default), "kernels")
 
     return server
 

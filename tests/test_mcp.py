@@ -45,6 +45,7 @@ def _calls(tmp: Path) -> list[tuple[str, str, dict]]:
         ("baseline", "baseline", {"out": str(good), "variants": ["v3"]}),
         ("baseline_again", "baseline", {"out": str(good), "variants": ["v3"]}),
         ("check", "check", {"baseline": str(good)}),
+        ("baseline_v5", "baseline", {"out": str(tmp / "v5.json"), "variants": ["v5"]}),
         ("check_slow", "check", {"baseline": str(slow)}),
         ("sweep", "sweep_report", {"runs": str(SWEEP), "out": str(tmp / "sweep.html")}),
         ("sweep_again", "sweep_report", {"runs": str(SWEEP), "out": str(tmp / "sweep.html")}),
@@ -78,9 +79,9 @@ async def _session(tmp: Path) -> dict:
                 await session.initialize()
                 out["tools"] = [t.name for t in (await session.list_tools()).tools]
                 for key, name, arguments in _calls(tmp):
-                    if key == "check_slow":  # the baseline of a faster v3: now it regressed
-                        data = json.loads((tmp / "good.json").read_text())
-                        data["entries"][0]["metrics"]["duration_us"]["value"] *= 0.8
+                    if key == "check_slow":  # v3 was v5 when the baseline was made: a change
+                        data = json.loads((tmp / "v5.json").read_text())  # that made it slower
+                        data["entries"][0]["variant"] = "v3"
                         (tmp / "slow.json").write_text(json.dumps(data))
                     result = await session.call_tool(name, arguments)
                     out[key] = (result.is_error, result.content[0].text)
@@ -190,7 +191,13 @@ def test_a_baseline_then_check_passes_and_a_slower_run_fails(answers):
     failed = _ok(answers, "check_slow")
     assert not failed["passed"] and failed["exit_code"] == 1
     assert any("duration_us" in r for r in failed["regressions"])
-    assert [r["metric"] for r in failed["results"] if r["outcome"] == "regressed"] == ["duration_us"]
+    assert "duration_us" in [r["metric"] for r in failed["results"] if r["outcome"] == "regressed"]
+    # the verdict carries its cause: v5's counters against v3's, the instruction count first
+    (cause,) = failed["causes"]
+    assert cause["variant"] == "paged_decode/v3" and cause["outcome"] == "regressed"
+    assert cause["paragraph"].startswith("kernel time +")
+    assert cause["terms"][0]["term"] == "instructions"
+    assert cause["terms"][0]["counters"][0]["label"] == "shared-memory instructions"
 
 
 def test_sweep_report_writes_only_where_told(answers):
@@ -200,7 +207,7 @@ def test_sweep_report_writes_only_where_told(answers):
     assert any("v6 is faster than v5" in c for c in data["crossovers"])
     assert "pass force=true" in _error(answers, "sweep_again")
     made = {p.name for p in tmp.iterdir()}
-    assert made <= {"good.json", "slow.json", "sweep.html", "sweep.md", "sweep.regime.json",
+    assert made <= {"good.json", "v5.json", "slow.json", "sweep.html", "sweep.md", "sweep.regime.json",
                     "static.json", "server.log"}
 
 

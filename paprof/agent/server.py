@@ -159,7 +159,8 @@ def build(runs: Path):
               tolerances: list[str] | None = None, allow_mismatch: bool = False,
               max_rows: int | None = None) -> str:
         """The regression gate (paprof check): the latest stored runs against `baseline`.
-        `passed`, the regressions in words, the rows that changed."""
+        `passed`, the regressions in words, the rows that changed, and the cause of
+        each change (the time decomposition against the baseline's counters)."""
         return _answer(tools.check(store(runs), Path(baseline), metrics, tolerances,
                                    allow_mismatch, max_rows), "results")
 

@@ -157,12 +157,23 @@ def compare(store: Path, variants: list[str], shape: str | None = None, cross: b
     return summary.explanation(explanation(store, variants, shape, cross, step_range), **limits)
 
 
+def _cause(key: tuple, c) -> dict:
+    """The gate's cause of one entry's change (``paprof.gate.cause``): its paragraph and
+    its leading terms, each with its leading counters."""
+    family, variant, shape = key
+    return {"variant": f"{family}/{variant}" if family else variant, "shape": shape,
+            "outcome": c.outcome, "paragraph": c.line(), "change": c.change,
+            "terms": [{**t, "counters": (t.get("counters") or [])[:summary.COUNTERS]}
+                      for t in c.terms[:summary.TERMS]]}
+
+
 def _verdict(verdict, max_rows: int | None) -> dict:
     limit = _rows(max_rows)
     changed = [r for r in verdict.results if r.outcome != "same"]
     return {
         "passed": verdict.passed, "exit_code": verdict.exit_code, "summary": verdict.summary,
         "regressions": [r.message for r in verdict.regressions],
+        "causes": [_cause(key, c) for key, c in verdict.causes.items()],
         "results": [{"variant": r.name, "shape": r.shape, "metric": r.metric,
                      "baseline": r.fmt_stat(r.baseline), "now": r.fmt_stat(r.now),
                      "change": r.delta_text, "allowed": r.allowed_text, "outcome": r.outcome}
@@ -174,40 +185,43 @@ def _verdict(verdict, max_rows: int | None) -> dict:
 
 
 def _settings(metrics, tolerances, allow_mismatch: bool, ratchet: bool = False):
-    from paprof.analysis import regress
+    from paprof import gate
 
-    return regress.Settings(metrics=tuple(metrics or ()) or None,
-                            tolerances=dict(regress.parse_tolerance(t) for t in tolerances or ()),
-                            allow_mismatch=allow_mismatch, ratchet=ratchet)
+    return gate.Settings(metrics=tuple(metrics or ()) or None,
+                         tolerances=dict(gate.parse_tolerance(t) for t in tolerances or ()),
+                         allow_mismatch=allow_mismatch, ratchet=ratchet)
 
 
 def check(store: Path, baseline: Path, metrics: list[str] | None = None,
           tolerances: list[str] | None = None, allow_mismatch: bool = False,
           max_rows: int | None = None) -> dict:
     """``paprof check``: the stored runs against ``baseline``."""
-    from paprof.analysis import regress
+    from paprof import gate
     from paprof.profiler.store import Scan
 
-    made = regress.load_baseline(baseline)
+    made = gate.load_baseline(baseline)
     if made.gate == "static":
         raise UserError(f"{baseline} is a static baseline: check it with check_static")
+    from paprof.gate import cause
+
     names = sorted({e.name for e in made.entries})
-    current = regress.load_table(store, variants=names, scan=Scan())
-    verdict = regress.compare_to_baseline(made, current,
-                                          _settings(metrics, tolerances, allow_mismatch))
+    kernels, current = gate.load_runs(store, variants=names, scan=Scan())
+    verdict = gate.compare_to_baseline(made, current,
+                                       _settings(metrics, tolerances, allow_mismatch))
+    cause.attach(verdict, kernels)
     return _verdict(verdict, max_rows)
 
 
 def check_static(baseline: Path, ratchet: bool = False, max_rows: int | None = None) -> dict:
     """``paprof check --static``: compile the baseline's variants now, gate the cubins."""
     from paprof import static
-    from paprof.analysis import regress
+    from paprof import gate
 
-    made = regress.load_baseline(baseline)
+    made = gate.load_baseline(baseline)
     if made.gate != "static":
         raise UserError(f"{baseline} is not a static baseline (paprof baseline update --static)")
     current, said = static.current_for(made)
-    verdict = regress.compare_to_baseline(made, current, _settings((), (), False, ratchet))
+    verdict = gate.compare_to_baseline(made, current, _settings((), (), False, ratchet))
     verdict.notes.extend([*said, static.REACH_NOTE])
     return _verdict(verdict, max_rows)
 
@@ -215,19 +229,19 @@ def check_static(baseline: Path, ratchet: bool = False, max_rows: int | None = N
 def baseline(store: Path, out: Path, variants: list[str] | None = None,
              metrics: list[str] | None = None, force: bool = False) -> dict:
     """``paprof baseline update``: the baseline of the stored runs, written to ``out``."""
-    from paprof.analysis import regress
+    from paprof import gate
     from paprof.profiler.store import Scan, input_files
 
     refuse_existing(out, force)
     scan = Scan()
     inputs = input_files([store], scan)
-    regress.check_baseline_target(out, force, inputs)
-    made = regress.make_baseline(store, metrics=tuple(metrics or ()) or None,
+    gate.check_baseline_target(out, force, inputs)
+    made = gate.make_baseline(store, metrics=tuple(metrics or ()) or None,
                                  variants=variants, scan=scan)
-    regress.save_baseline(made, out, force=force, inputs=inputs)
+    gate.save_baseline(made, out, force=force, inputs=inputs)
     return {"wrote": str(out), "entries": [
         {"variant": e.name, "shape": e.shape, "gpu": e.provenance.gpu,
-         "metrics": {m: regress.fmt_value(s.value, regress.unit(m)) for m, s in e.metrics.items()}}
+         "metrics": {m: gate.fmt_value(s.value, gate.unit(m)) for m, s in e.metrics.items()}}
         for e in made.entries]}
 
 
@@ -236,13 +250,13 @@ def baseline_static(out: Path, family: str | None = None, shape: str | None = No
     """``paprof baseline update --static``: compile the family's variants, record their
     registers, spills, memory and SASS mix in ``out``."""
     from paprof import registry, static
-    from paprof.analysis import regress
+    from paprof import gate
 
     refuse_existing(out, force)
-    regress.check_baseline_target(out, force)
+    gate.check_baseline_target(out, force)
     fam = registry.family(family or "paged_decode")
     made, notes = static.make_static_baseline(fam, fam.parse(shape), variants or ())
-    regress.save_baseline(made, out, force=force)
+    gate.save_baseline(made, out, force=force)
     return {"wrote": str(out), "kernels": len(made.entries),
             "compiler": made.entries[0].provenance.compiler if made.entries else None,
             "notes": [*notes, static.REACH_NOTE]}

@@ -121,6 +121,7 @@ COMMANDS = {
     "sweep": ("sweep", "Measure variants over a grid of shapes, resumable, sharded (GPU)."),
     "sweep-report": ("sweep", "The sweep report: scaling charts, the regime map, the crossovers."),
     "merge": ("sweep", "Merge run stores (sweep shards, other machines) into one."),
+    "mcp": ("mcp", "Serve paprof's tools to an agent or IDE over MCP (stdio)."),
 }
 """Command name -> (module in ``paprof.commands``, the line ``paprof --help`` shows). The
 modules are imported only when their command runs, so ``paprof --help`` and

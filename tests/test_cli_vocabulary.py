@@ -92,8 +92,7 @@ def test_json_is_one_option_that_takes_a_file(path, cmd):
         for name in _names(option):
             if "json" in name:
                 assert name == "--json" and not option.is_flag, (path, name)
-                if path != "sweep-report":  # its --json names the regime file beside the HTML
-                    assert option.flag_value == STDOUT and option.metavar == "[FILE|-]", path
+                assert option.flag_value == STDOUT and option.metavar == "[FILE|-]", path
 
 
 @pytest.mark.parametrize("path, cmd", ALL, ids=IDS)
@@ -269,3 +268,16 @@ def test_variant_all_says_what_the_docs_say():
     assert "with a family of your own visible, `--variant all` needs `--family`" in " ".join(docs.split())
     assert "needs one family" in registry.ALL_NEEDS_A_FAMILY
     assert "paged_decode is the default among the built-in ones" in registry.ALL_NEEDS_A_FAMILY
+
+
+def test_sweep_report_json_on_stdout_is_the_regime_map(tmp_path):
+    store = ROOT / "examples" / "sweeps" / "h200-bench"
+    result = _invoke("sweep-report", "--runs", store, "--out", tmp_path / "s.html", "--json")
+    assert result.exit_code == 0, result.output
+    shipped = json.loads((ROOT / "examples" / "sweeps" / "h200-bench.regime.json").read_text())
+    assert json.loads(result.stdout) == shipped
+    assert f"wrote {tmp_path / 's.html'}" in result.stderr
+    assert not (tmp_path / "s.regime.json").exists()  # printed, not written beside the HTML
+    both = _invoke("sweep-report", "--runs", store, "--out", tmp_path / "t.html", "--json", "-",
+                   "--markdown", "-")
+    assert both.exit_code == 2 and "cannot both print" in both.stderr

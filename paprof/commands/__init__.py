@@ -45,15 +45,17 @@ STDOUT = "-"
 """``--json -`` (or ``--json`` alone): the JSON on stdout."""
 
 
-def json_option(what: str):
+def json_option(what: str, then: str = ""):
     """``--json [FILE|-]``, the one way every command gives JSON: ``--json`` alone or
-    ``--json -`` prints it on stdout, ``--json FILE`` writes FILE (parameter ``json_out``)."""
+    ``--json -`` prints it on stdout, ``--json FILE`` writes FILE (parameter ``json_out``);
+    ``then``: a sentence after the help's."""
     import click
 
     return click.option(
         "--json", "json_out", is_flag=False, flag_value=STDOUT, default=None,
         metavar="[FILE|-]", type=click.Path(dir_okay=False, allow_dash=True),
-        help=f"{what} as JSON: on stdout (--json alone, or --json -) or into FILE.")
+        help=f"{what} as JSON: on stdout (--json alone, or --json -) or into FILE."
+        + (f" {then}" if then else ""))
 
 
 def force_option(what: str):

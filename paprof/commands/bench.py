@@ -28,7 +28,7 @@ def _details(row) -> str:
 @click.option("--timed-launches", "launches", default=100, show_default=True, metavar="N",
               type=click.IntRange(5), help="Timed launches per round; the median is reported.")
 @renamed("--launches", "--timed-launches", "launches", type=click.IntRange(5))
-@click.option("--rounds", default=2, show_default=True, type=click.IntRange(1),
+@click.option("--rounds", default=2, show_default=True, type=click.IntRange(1), metavar="N",
               help="Rounds over all variants; their spread shows the noise.")
 @click.option("--seed", type=int, default=None, help="Input seed (default: fresh inputs).")
 @json_option("The result")

@@ -93,6 +93,9 @@ def _verdict_table(verdict: gate.Verdict, limit: int = TABLE_ROWS,
     "and shape counts. With --profile: where the new runs go, replacing those of the same "
     "variant, shape and GPU (default: a temporary folder).",
 )
+@click.option("--variant", "variants", multiple=True,
+              help="Gate only this variant of the baseline (repeatable; v3 or "
+              "paged_decode/v3). Default: all it holds.")
 @click.option(
     "--profile", is_flag=True,
     help="Profile the baseline's variants at its shapes now (needs the GPU and ncu), "
@@ -131,9 +134,6 @@ def _verdict_table(verdict: gate.Verdict, limit: int = TABLE_ROWS,
               help="With --static: fail every instruction count beyond its tolerance. "
               "Default: counts that change while the kernel's registers, spills, stack, "
               "local and shared memory stay put are reported, not failed.")
-@click.option("--variant", "variants", multiple=True,
-              help="Gate only this variant of the baseline (repeatable; v3 or "
-              "paged_decode/v3). Default: all it holds.")
 @click.option("--metric", "metrics", multiple=True,
               help=f"Metric to gate (repeatable): {_METRICS}. Default: every metric the "
               "baseline holds.")
@@ -154,7 +154,7 @@ def _verdict_table(verdict: gate.Verdict, limit: int = TABLE_ROWS,
               help='Also write it as Markdown, e.g. --markdown "$GITHUB_STEP_SUMMARY".')
 @json_option("The verdict (schema paprof.check/1, docs/ci-gpu-runner.md: each result with "
              "both sides' stats, the allowance and what set it, the cause of each regression "
-             "as terms and counters); on stdout the table goes to stderr,")
+             "as terms and counters)", then="With the JSON on stdout the table goes to stderr.")
 @click.option("--no-cause", is_flag=True,
               help="Do not decompose what moved (the cause reads each moved run's report).")
 @force_option("--junit / --markdown / --json files that are not earlier paprof check "

@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from paprof import registry
-from paprof.commands import force_option, renamed
+from paprof.commands import force_option, json_option, renamed
 from paprof.errors import UsageError, VerificationError
 from paprof.profiler.argv import CLOCK_CONTROLS
 from paprof.profiler.presets import PRESETS
@@ -54,7 +54,7 @@ def _child_args(variants, family, grid, shape, mode, force, name, launches, roun
 @click.option("--timed-launches", "launches", default=100, show_default=True, metavar="N",
               type=click.IntRange(5), help="bench: timed launches per round.")
 @renamed("--launches", "--timed-launches", "launches", type=click.IntRange(5))
-@click.option("--rounds", default=2, show_default=True, type=click.IntRange(1),
+@click.option("--rounds", default=2, show_default=True, type=click.IntRange(1), metavar="N",
               help="bench: rounds over the variants at each point.")
 @click.option("--seed", type=int, default=None, help="Input seed (default: fresh inputs).")
 @click.option("--preset", type=click.Choice(list(PRESETS)), default="default", show_default=True,
@@ -182,11 +182,13 @@ def _write_report(runs, out: Path, name: str | None, markdown=None, regime=None,
 
     done = write_sweep_report(runs, out, markdown, regime, name=name,
                               noise_pct=NOISE_PCT if noise is None else noise, force=force)
-    err = markdown == "-"
+    err = "-" in (markdown, regime)  # stdout holds the Markdown or the JSON: the rest to stderr
     for warning in done.context.warnings:
         click.echo(f"paprof: warning: {warning}", err=True)
     if done.markdown_text is not None and done.markdown is None:
         click.echo(done.markdown_text, nl=False)
+    if done.regime_text is not None:
+        click.echo(done.regime_text, nl=False)
     for sentence in done.context.changes:
         click.echo(f"crossover: {sentence}", err=err)
     for path in (done.html, done.markdown, done.regime):
@@ -204,12 +206,12 @@ def _write_report(runs, out: Path, name: str | None, markdown=None, regime=None,
               show_default=True, help="HTML report.")
 @click.option("--markdown", type=click.Path(dir_okay=False, allow_dash=True), default=None,
               metavar="FILE.md", help="Also the Markdown report; '-' prints it.")
-@click.option("--json", "regime", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              metavar="FILE.json", help="The regime map JSON (default: OUT with .regime.json).")
+@json_option("The regime map", then="Without --json it is written beside --out, as "
+             "NAME.regime.json.")
 @click.option("--noise", type=float, default=None, metavar="PCT",
               help="Times within PCT % of the fastest are a tie (default 2).")
 @force_option("--out / --markdown / --json files that are not paprof reports")
-def sweep_report(runs, name, out, markdown, regime, noise, force):
+def sweep_report(runs, name, out, markdown, json_out, noise, force):
     """The sweep report: time, TB/s, TFLOP/s and % of the measured ceiling against each
     swept axis (one line per variant), the regime map (the winner and, when profiled,
     the bottleneck at every point) and the crossovers in words; the regime JSON a
@@ -219,7 +221,7 @@ def sweep_report(runs, name, out, markdown, regime, noise, force):
     Example:
       paprof sweep-report --runs sweep-runs --out sweep.html --markdown sweep.md
     """
-    _write_report(runs, out, name, markdown, regime, noise, force)
+    _write_report(runs, out, name, markdown, json_out, noise, force)
 
 
 @click.command("merge")

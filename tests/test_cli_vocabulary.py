@@ -145,6 +145,8 @@ def test_renamed_hands_its_value_over_and_warns():
     new = runner.invoke(toy, ["--profiled-launches", "3", "--force"])
     assert new.stdout == "3 True\n" and new.stderr == ""
     assert runner.invoke(toy, []).stdout == "1 False\n"
+    both = runner.invoke(toy, ["--launches", "4", "--profiled-launches", "3"])
+    assert both.exit_code == 2 and "give --profiled-launches only" in both.output
 
 
 def test_run_takes_its_old_spellings(tmp_path):

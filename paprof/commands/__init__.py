@@ -30,6 +30,9 @@ def renamed(old: str, new: str, param: str, *, is_flag: bool = False, **kwargs):
         def command(*args, **params):
             value = params.pop(dest)
             if value not in (None, False, ()):
+                source = click.get_current_context().get_parameter_source(param)
+                if source == click.core.ParameterSource.COMMANDLINE:
+                    raise click.UsageError(f"{old} is the old spelling of {new}: give {new} only")
                 click.echo(DEPRECATED.format(old=old, new=new), err=True)
                 params[param] = value
             return fn(*args, **params)

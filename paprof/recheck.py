@@ -38,7 +38,7 @@ def profile_current(baseline: gate.Baseline, launches: int = 1, runs=None,
         if e.family == registry.COMMAND_FAMILY:
             raise UserError(
                 f"cannot profile {e.name} again: it is an external command; run it with "
-                "paprof run --cmd ... --replace, then check without --profile")
+                "paprof run --cmd ... --force, then check without --profile")
         if not e.shape or not e.family:
             raise UserError(
                 f"cannot profile {e.name}: the baseline does not say its family and shape "

@@ -265,8 +265,7 @@ def resolve(names, family_name: str | None = None) -> list[Variant]:
         named = [get(n) for n in names if n != "all"]
         fams = {v.family for v in named} or {f for f in discover() if not _opt_in(f)}
         if len(fams) > 1:
-            raise UserError("--variant all needs one family; say which with --family: "
-                            + ", ".join(sorted(fams)))
+            raise UserError(ALL_NEEDS_A_FAMILY + ", ".join(sorted(fams)))
         family_name = fams.pop()
     out: list[Variant] = []
     for name in names:
@@ -278,6 +277,12 @@ def resolve(names, family_name: str | None = None) -> list[Variant]:
                         f"one family; these are of {', '.join(fams)}")
     return out
 
+
+ALL_NEEDS_A_FAMILY = ("--variant all needs one family (paged_decode is the default among the "
+                      "built-in ones only: a family of your own is never guessed); say which "
+                      "with --family: ")
+"""What ``--variant all`` says without ``--family`` when your own families are visible
+(docs/kernels.md says the same)."""
 
 OPT_IN = ("flash_fwd",)
 """The built-in families other than the default (see ``DEFAULT_FAMILY``)."""

@@ -453,8 +453,13 @@ def static_entries(family, params, variants: Sequence = ()) -> tuple[list, list[
 
 
 def make_static_baseline(family, params, variants: Sequence = ()) -> tuple:
-    """``(Baseline with gate "static", notes)`` of ``static_entries``."""
-    entries, notes = static_entries(family, params, variants)
+    """``(Baseline with gate "static", notes)`` of ``static_entries`` at ``params``: one
+    shape, or a list of them (``check --static`` then compiles and checks each)."""
+    entries, notes = [], []
+    for p in params if isinstance(params, (list, tuple)) else [params]:
+        got, said = static_entries(family, p, variants)
+        entries += got
+        notes += [n for n in said if n not in notes]
     stamp = datetime.now(timezone.utc).isoformat(timespec="seconds")
     return gate.Baseline(entries=entries, created=stamp, gate="static"), notes
 

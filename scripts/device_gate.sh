@@ -4,7 +4,7 @@
 # Stages:
 #   run        paprof run of v2 and v3 (the run record with its SASS hash and NVML's
 #              environment), compare v2 v3 (--json), table of the store
-#   gate       baseline update, then check --profile --repeat 3 twice against it (the same
+#   gate       baseline update, then check --profile --profiled-launches 3 twice against it (the same
 #              code: a timing change is noise), with --json/--markdown/--junit outputs
 #   calibrate  paprof calibrate of v3 (3 A/A repeats under ncu), then check --calibration
 #   bench      paprof bench of v2, v3 --json (NVML's view of the GPU in the record)
@@ -53,7 +53,7 @@ PY
     stamp gate
     python3 -m paprof baseline update --runs "$R" --out "$LOGS/base.json" --force 2>&1 | tail -2
     for i in 1 2; do
-      timeout 240 python3 -m paprof check --baseline "$LOGS/base.json" --runs "$R" --profile --repeat 3 \
+      timeout 240 python3 -m paprof check --baseline "$LOGS/base.json" --runs "$R" --profile --profiled-launches 3 \
         --json "$LOGS/check$i.json" --markdown "$LOGS/check$i.md" --junit "$LOGS/check$i.xml" --force \
         > "$LOGS/check$i.log" 2>&1
       echo "check $i rc $?"; tail -12 "$LOGS/check$i.log"

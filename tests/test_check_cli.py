@@ -133,10 +133,10 @@ def test_mismatched_gpu_is_exit_2_not_a_verdict(invoke, baseline_file, runs_tabl
 @pytest.mark.parametrize(
     "args, words",
     [
-        (["--repeat", "3"], "--repeat needs --profile"),
+        (["--profiled-launches", "3"], "--profiled-launches needs --profile"),
         (["--tolerance", "lots"], "is not [METRIC=]NUMBER[%]"),
         (["--metric", "grid_size"], "no direction declared"),
-        (["--repeat", "0", "--profile"], "--repeat"),
+        (["--profiled-launches", "0", "--profile"], "--profiled-launches"),
     ],
 )
 def test_bad_options_exit_2(invoke, baseline_file, runs_table, args, words):
@@ -275,7 +275,7 @@ def test_profile_uses_the_profiler_with_repeat_launches(invoke, baseline_file, m
         return make_table(make_rows(dram=(80.5, 80.0, 79.5, 80.25, 79.75)))
 
     monkeypatch.setattr(recheck, "profile_current", fake_profile)
-    result = invoke("check", "--baseline", baseline_file, "--profile", "--repeat", "5")
+    result = invoke("check", "--baseline", baseline_file, "--profile", "--profiled-launches", "5")
     assert result.exit_code == 0, result.output
     assert calls == [(5, None, ["v3"])]
     assert "± 0.5 pts" in result.stdout
@@ -316,12 +316,12 @@ def test_profile_remeasures_an_ambiguous_decision(invoke, runs_table, tmp_path, 
         return tables[len(calls) - 1]
 
     monkeypatch.setattr(recheck, "profile_current", fake_profile)
-    result = invoke("check", "--baseline", path, "--profile", "--timed", "6", "--rounds", "3")
+    result = invoke("check", "--baseline", path, "--profile", "--timed-launches", "6", "--rounds", "3")
     assert result.exit_code == 0, result.output
     assert calls == [(1, 6, True)] * 3
     assert "ambiguous after 3 measurements" in result.stdout
     calls.clear()
-    result = invoke("check", "--baseline", path, "--profile", "--timed", "6", "--rounds", "2",
+    result = invoke("check", "--baseline", path, "--profile", "--timed-launches", "6", "--rounds", "2",
                     "--fail-ambiguous")
     assert result.exit_code == 1 and len(calls) == 2, result.output
 
@@ -456,12 +456,12 @@ def test_shipped_corrupt_baseline_exits_2(invoke, v3_baseline):
 def test_shipped_profile_path_end_to_end_with_fake_ncu(
     invoke, v3_baseline, fake_bin, fake_launcher, monkeypatch, tmp_path
 ):
-    """``check --profile --repeat 3`` drives the real profiler (fake ncu copies v3's report)."""
+    """``check --profile --profiled-launches 3`` drives the real profiler (fake ncu copies v3's report)."""
     monkeypatch.setenv("FAKE_NCU_REPORT", str(_shipped("v3")))
     argv_file = tmp_path / "ncu-argv.json"
     monkeypatch.setenv("FAKE_NCU_ARGV", str(argv_file))
     runs = tmp_path / "new-runs"
-    result = invoke("check", "--baseline", v3_baseline, "--profile", "--repeat", "3",
+    result = invoke("check", "--baseline", v3_baseline, "--profile", "--profiled-launches", "3",
                     "--runs", runs)
     assert result.exit_code == 0, result.output
     assert "PASS" in result.stdout

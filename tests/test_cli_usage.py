@@ -19,8 +19,8 @@ ROOT = Path(__file__).resolve().parents[1]
     (["tabel"], "No such command 'tabel'", ""),
     (["table"], "Missing argument 'REPORTS...'", "table"),
     (["table", "x.ncu-rep", "--format", "nope"], "'nope' is not one of", "table"),
-    (["check", "--baseline", "b.json", "--repeat", "3"], "--repeat needs --profile", "check"),
-    (["check", "--baseline", "b.json", "--profile", "--repeat", "0"], "--repeat", "check"),
+    (["check", "--baseline", "b.json", "--profiled-launches", "3"], "--profiled-launches needs --profile", "check"),
+    (["check", "--baseline", "b.json", "--profile", "--profiled-launches", "0"], "--profiled-launches", "check"),
     (["baseline", "update"], "Missing option '--out'", "baseline update"),
     (["compare"], "Missing argument", "compare"),
 ])
@@ -70,7 +70,7 @@ def test_a_missing_default_run_store_points_at_the_shipped_runs(tmp_path, monkey
     result = CliRunner().invoke(main, ["compare", "v2", "v3"])
     assert result.exit_code == 2
     (line,) = result.stderr.splitlines()
-    assert line.startswith("paprof: error: no such runs folder or report: runs")
+    assert line.startswith("paprof: error: no such run store or report: runs")
     assert "--runs examples/h200" in line
     other = CliRunner().invoke(main, ["compare", "v2", "v3", "--runs", "elsewhere"])
     assert "examples/h200" not in other.stderr  # only the default store gets the hint

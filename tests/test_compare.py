@@ -112,7 +112,7 @@ def test_v2_to_v3_tells_the_sources_story(v2_v3):
     assert "shared memory 0 B -> 16 KiB per block" in s
     assert ("theoretical occupancy 50 % -> 41.7 %, now limited by shared memory (5 blocks per SM)"
             in s)
-    assert "DRAM throughput 57.4 % -> 84.9 %: the kernel is now DRAM-bound" in s
+    assert "DRAM throughput 57.4 % -> 84.9 %: the kernel is now dram-bound" in s
     assert "L2 throughput 55 % -> 80 %" in s
     assert "DRAM bytes (2.15 GB) and DRAM active cycles (39.1 M) unchanged: the same traffic in less time" in s
     # the conclusion is drawn once, on the DRAM sentence, not again as its own sentence
@@ -126,7 +126,7 @@ def test_v2_to_v3_tells_the_sources_story(v2_v3):
     assert step.next_move is None
     assert s.index("duration 4.95 ms -> 3.35 ms: 1.48x faster") == 2
     assert s.index("registers 64 -> 39 per thread") < s.index(
-        "DRAM throughput 57.4 % -> 84.9 %: the kernel is now DRAM-bound")
+        "DRAM throughput 57.4 % -> 84.9 %: the kernel is now dram-bound")
 
 
 def test_summary_is_one_paragraph(v2_v3):
@@ -385,7 +385,7 @@ def test_labels_read_the_same_in_table_and_compare():
 
     assert set(BOUND_WORDS) == set(LABELS) - {UNKNOWN}
     for label, words in BOUND_WORDS.items():
-        assert words.lower() == label
+        assert words == label
 
 
 # -- code paths --------------------------------------------------------------------------------
@@ -457,7 +457,7 @@ def test_a_label_won_by_a_fraction_of_a_point_is_reported_as_a_tie():
     v3 = cmp.variant("v3")
     assert v3.tie is not None and (v3.tie.label, v3.tie.other) == ("compute-bound", "l2/l1-bound")
     assert v3.tie.text == "issue slots 77.0 % ~ L2 throughput 76.9 %: a tie (within 1 pt)"
-    assert C.verdict_words(v3) == ("compute-bound (a tie with L2/L1-bound: issue slots 77.0 % ~ "
+    assert C.verdict_words(v3) == ("compute-bound (a tie with l2/l1-bound: issue slots 77.0 % ~ "
                                    "L2 throughput 76.9 %)")
     clear = comparison(make_row("v2"), make_row("v3", **dict(tied, issue_slots_busy_pct=80.0)))
     assert clear.variant("v3").tie is None

@@ -301,8 +301,8 @@ def test_every_step_opens_with_its_cause_then_the_limit_then_ncus_estimates(buil
         # L2 compression, ncu's estimate for DRAM-bound v5 and v6, needs compressible
         # allocations: advice the kernel's author cannot act on, never a move
         aside = {"handbook": ", none of them about its compute-bound limit",
-                 "v5": ", none of them about its DRAM-bound limit",
-                 "v6": ", none of them about its DRAM-bound limit"}.get(s.after, "")
+                 "v5": ", none of them about its dram-bound limit",
+                 "v6": ", none of them about its dram-bound limit"}.get(s.after, "")
         assert s.next_move.startswith(f"ncu's estimates for what would move {s.after} next{aside}: ")
         assert re.search(r"up to [\d.]+ % of its time", s.next_move)
 

@@ -56,7 +56,7 @@ def test_the_work_model_gives_useful_bandwidth(table):
 def test_compare_tells_the_story_and_flags_the_command(tmp_path):
     text = write_report(["naive", "block", "fused"], runs=RUNS, out=None, markdown="-").markdown_text
     assert "**occupancy/launch-bound** → **latency-bound**" in text
-    assert "**latency-bound** → **DRAM-bound**" in text
+    assert "**latency-bound** → **dram-bound**" in text
     text = write_report(["torch", "whole_program"], runs=RUNS, out=None, markdown="-").markdown_text
     assert "whole\\_program is not verified" in text
 
@@ -105,4 +105,4 @@ def test_the_family_of_a_users_repository_gets_causes_from_its_own_counters():
     assert causes[("triton", "torch")].startswith("instructions issued 5.36x +280 us (warp instructions 29.5 M -> 158 M")
     fused = next(s for s in cmp.steps if s.after == "fused")
     assert fused.next_move.startswith(
-        "ncu's estimates for what would move fused next, none of them about its DRAM-bound limit: ")
+        "ncu's estimates for what would move fused next, none of them about its dram-bound limit: ")

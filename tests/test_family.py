@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import textwrap
@@ -333,7 +334,7 @@ def test_list_json_shows_user_families_with_where_they_come_from(user_repo):
 
 
 def test_all_needs_a_family_when_several_are_visible(user_repo):
-    with pytest.raises(UserError, match="--variant all needs one family; say which with --family: mine, paged_decode"):
+    with pytest.raises(UserError, match=re.escape(registry.ALL_NEEDS_A_FAMILY + "mine, paged_decode")):
         registry.resolve(["all"])
     with pytest.raises(UserError, match="must be of one family"):
         registry.resolve(["twice", "v3"])

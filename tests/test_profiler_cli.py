@@ -24,7 +24,7 @@ def test_help(paprof_cli):
     result = invoke(paprof_cli, "--help")
     assert result.exit_code == 0
     for option in ("--variant", "--family", "--shape", "--preset", "--runs", "--clock-control",
-                   "--launches", "--replace", "--seed"):  # fmt: skip
+                   "--profiled-launches", "--force", "--seed"):  # fmt: skip
         assert option in result.output
     assert "default|source|basic|memory|full" in result.output.replace(" ", "")
 
@@ -34,7 +34,7 @@ def test_run_two_variants(paprof_cli, fake_bin, fake_launcher, tmp_path, monkeyp
     monkeypatch.setenv("COLUMNS", "200")
     result = invoke(paprof_cli, "--variant", "v2", "--variant", "v3", "--shape", "batch=8,context=1024",
                     "--runs", str(tmp_path / "runs"), "--preset", "memory", "--clock-control", "base",
-                    "--launches", "2", "--seed", "9")  # fmt: skip
+                    "--profiled-launches", "2", "--seed", "9")  # fmt: skip
     assert result.exit_code == 0, result.output
     assert "paged_decode/v2" in result.output and "paged_decode/v3" in result.output
     assert "3350.0" in result.output and "ok (1.2e-07)" in result.output
@@ -52,9 +52,9 @@ def test_existing_run_exits_2_until_replace(paprof_cli, fake_bin, fake_launcher,
     assert invoke(paprof_cli, *args).exit_code == 0
     again = invoke(paprof_cli, *args)
     assert again.exit_code == 2
-    assert again.output.startswith("paprof: error: a run already exists") and "--replace" in again.output
+    assert again.output.startswith("paprof: error: a run already exists") and "--force" in again.output
     assert "Traceback" not in again.output
-    assert invoke(paprof_cli, *args, "--replace").exit_code == 0
+    assert invoke(paprof_cli, *args, "--force").exit_code == 0
 
 
 def test_failed_verification_exits_1_after_the_summary(paprof_cli, fake_bin, fake_launcher, tmp_path, monkeypatch):

@@ -105,7 +105,7 @@ def test_launcher_environment_error_is_a_user_error(fake_bin, fake_launcher, tmp
 
 def test_existing_run_refused_before_any_gpu_work(fake_bin, fake_launcher, tmp_path):
     profile_variant(registry.get("v3"), SHAPE, NcuSettings(), tmp_path / "runs")
-    with pytest.raises(UserError, match="already exists.*--replace"):
+    with pytest.raises(UserError, match="already exists.*--force"):
         profile_variant(registry.get("v3"), SHAPE, NcuSettings(), tmp_path / "runs")
     assert len(fake_launcher.calls) == 1
     profile_variant(registry.get("v3"), SHAPE, NcuSettings(), tmp_path / "runs", replace=True)

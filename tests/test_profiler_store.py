@@ -70,7 +70,7 @@ def test_a_run_missing_its_sidecar_is_not_stored(tmp_path):
 
 def test_existing_run_is_kept_unless_replace(tmp_path):
     paths = put_run(tmp_path, "v3", "2026-11-29T10:00:00+00:00")
-    with pytest.raises(UserError, match="already exists.*--replace"):
+    with pytest.raises(UserError, match="already exists.*--force"):
         with store.writing(paths):
             pytest.fail("must refuse before the body runs")
     assert paths.report.read_bytes() == b"report"
@@ -131,7 +131,7 @@ def test_latest_without_a_match_lists_what_is_there(tmp_path):
 
 
 def test_missing_runs_folder_is_a_user_error(tmp_path):
-    with pytest.raises(UserError, match="no such runs folder"):
+    with pytest.raises(UserError, match="no such run store or report"):
         store.find_runs(tmp_path / "nope")
 
 

@@ -40,10 +40,10 @@ def test_context_holds_variants_steps_and_raw_values(ctx):
     assert ctx.title == "paprof: v2 -> v3 -> v4"
     assert [s.title for s in ctx.steps] == ["v2 -> v3", "v3 -> v4"]
     assert ctx.steps[0].verdict == "faster" and ctx.steps[1].verdict == "slower"
-    assert ctx.steps[0].bottleneck_after_text == "DRAM-bound"
+    assert ctx.steps[0].bottleneck_after_text == "dram-bound"
     assert ctx.raw["v3"]["duration_us"] == 3350.0
     assert ctx.raw["v4"]["duration_us"] == pytest.approx(3942.6)
-    assert ctx.summary == "Fastest: v3 (3.35 ms, DRAM-bound), 1.48x faster than v2."
+    assert ctx.summary == "Fastest: v3 (3.35 ms, dram-bound), 1.48x faster than v2."
     rows = {r.label: r for r in ctx.verdict.rows}
     assert rows["v2"].speedup == "baseline" and rows["v4"].speedup == "1.26x faster"
     assert rows["v3"].fastest and not rows["v4"].fastest and not rows["v3"].tie
@@ -146,7 +146,7 @@ def html(ctx):
 def test_html_has_the_story_the_table_and_the_charts(html):
     assert "<title>paprof: v2 -&gt; v3 -&gt; v4</title>" in html
     # the step's story; its table-row sentences only as rows of the side-by-side table
-    assert "DRAM throughput 57.4 % -&gt; 84.9 %: the kernel is now DRAM-bound" not in html
+    assert "DRAM throughput 57.4 % -&gt; 84.9 %: the kernel is now dram-bound" not in html
     assert "theoretical occupancy 50 % -&gt; 41.7 %" not in html
     assert 'data-key="dram_throughput_pct"' in html and 'data-key="theoretical_occupancy_pct"' in html
     assert "is a row of the side-by-side table" in html
@@ -191,7 +191,7 @@ def test_markdown_has_the_same_content(ctx):
     md = render_markdown(ctx)
     assert md.startswith("<!-- paprof report")
     assert "### v2 → v3: v3 is 1.48x faster than v2" in md
-    assert "Bottleneck: **latency-bound** → **DRAM-bound**" in md
+    assert "Bottleneck: **latency-bound** → **dram-bound**" in md
     assert "- theoretical occupancy 50 % -> 41.7 %, now limited by shared memory (5 blocks per SM)" in md
     assert "| Duration (ncu) | 4.95 ms | 3.35 ms (-32.3 %) | 3.94 ms (+17.7 %) |" in md
     assert "| DRAM Bound | appeared | absent | 12 % |" in md
@@ -275,7 +275,7 @@ def test_cli_compare_prints_steps_and_the_file(reports, tmp_path):
     out = tmp_path / "r.html"
     res = CliRunner().invoke(main, ["compare", *map(str, reports), "--out", str(out)])
     assert res.exit_code == 0, res.output
-    assert "v2 -> v3: v3 is 1.48x faster than v2; latency-bound -> DRAM-bound\n  DRAM throughput rises " in res.output
+    assert "v2 -> v3: v3 is 1.48x faster than v2; latency-bound -> dram-bound\n  DRAM throughput rises " in res.output
     assert f"wrote {out}\n" in res.output
     res = CliRunner().invoke(main, ["compare", *map(str, reports), "--out", str(out)])
     assert f"wrote {out} (replaced the earlier paprof report there)" in res.output
@@ -311,7 +311,7 @@ def test_cli_open_without_a_browser_says_so(reports, tmp_path, monkeypatch, no_b
 @pytest.mark.parametrize("args,message", [
     (["v2"], "compare needs at least 2 variants, got 1"),
     (["missing.ncu-rep", "other.ncu-rep"], "no such report: missing.ncu-rep"),
-    (["v2", "v3", "--runs", "no-such-runs"], "no such runs folder or report: no-such-runs"),
+    (["v2", "v3", "--runs", "no-such-runs"], "no such run store or report: no-such-runs"),
 ])
 def test_cli_errors_are_one_line_exit_2(args, message, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)

@@ -42,7 +42,7 @@ def test_compare_and_the_gate_read_a_sweep_store(tmp_path):
                                        "batch=4,context=65536,dtype=fp16", "--markdown", "-",
                                        "--out", str(tmp_path / "c.html")])
     assert result.exit_code == 0, result.output
-    assert "v6 is 5.7" in result.output and "occupancy/launch-bound** → **DRAM-bound" in result.output
+    assert "v6 is 5.7" in result.output and "occupancy/launch-bound** → **dram-bound" in result.output
     base = tmp_path / "base.json"
     made = CliRunner().invoke(main, ["baseline", "update", "--runs", str(store), "--out", str(base)])
     assert made.exit_code == 0, made.output

@@ -79,7 +79,9 @@ def _found(paths: Iterable, scan=None) -> list[tuple]:
                 runs = [(path, path.parent)]  # as find_runs makes the run of a report
         else:
             _runs_of(found)
-            raise UserError(f"{path}: no such report or folder")
+            from paprof.profiler import store
+
+            raise store.missing_store(path)
         for entry in runs:
             key = _real(entry[0], folders)
             if key not in seen:

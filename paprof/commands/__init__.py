@@ -9,3 +9,83 @@ def step_range_option(fn):
     return click.option("--step-range", default=None, metavar="NAME",
                         help="The NVTX range pushed once per step, for reports whose run record "
                         "names none (a foreign report is otherwise one step).")(fn)
+
+
+DEPRECATED = "paprof: warning: {old} is deprecated, use {new} (the old spelling goes in the next version)"
+"""The one line an old option spelling prints on stderr (``renamed``)."""
+
+
+def renamed(old: str, new: str, param: str, *, is_flag: bool = False, **kwargs):
+    """The option ``new`` (parameter ``param``) once spelt ``old``: a hidden option that
+    still works for one version, says so on stderr and hands its value to ``param``.
+    Put it above the option it stands for (``kwargs``: its ``type``, ``multiple``...)."""
+    import functools
+
+    import click
+
+    dest = "renamed_" + old.lstrip("-").replace("-", "_")
+
+    def decorate(fn):
+        @functools.wraps(fn)
+        def command(*args, **params):
+            value = params.pop(dest)
+            if value not in (None, False, ()):
+                source = click.get_current_context().get_parameter_source(param)
+                if source == click.core.ParameterSource.COMMANDLINE:
+                    raise click.UsageError(f"{old} is the old spelling of {new}: give {new} only")
+                click.echo(DEPRECATED.format(old=old, new=new), err=True)
+                params[param] = value
+            return fn(*args, **params)
+
+        option = click.option(old, dest, hidden=True, is_flag=is_flag,
+                              default=False if is_flag else None, **kwargs)
+        return option(command)
+
+    return decorate
+
+
+STDOUT = "-"
+"""``--json -`` (or ``--json`` alone): the JSON on stdout."""
+
+
+def json_option(what: str, then: str = ""):
+    """``--json [FILE|-]``, the one way every command gives JSON: ``--json`` alone or
+    ``--json -`` prints it on stdout, ``--json FILE`` writes FILE (parameter ``json_out``);
+    ``then``: a sentence after the help's."""
+    import click
+
+    return click.option(
+        "--json", "json_out", is_flag=False, flag_value=STDOUT, default=None,
+        metavar="[FILE|-]", type=click.Path(dir_okay=False, allow_dash=True),
+        help=f"{what} as JSON: on stdout (--json alone, or --json -) or into FILE."
+        + (f" {then}" if then else ""))
+
+
+def force_option(what: str):
+    """``--force``, the one word for "overwrite what exists" (``what``: what it replaces)."""
+    import click
+
+    return click.option("--force", is_flag=True, help=f"Replace {what}.")
+
+
+def check_json_target(target, force: bool = False, inputs=()) -> None:
+    """``UserError`` now (before the work) when ``emit_json`` would refuse ``target``."""
+    if target not in (None, STDOUT):
+        from paprof import outputs
+
+        outputs.check_target(target, force=force, inputs=inputs)
+
+
+def emit_json(text: str, target, force: bool = False, inputs=()) -> None:
+    """``text`` on stdout (``target`` '-') or into the file ``target``, written
+    atomically and never over an existing file without ``force`` (``paprof.outputs``)."""
+    import click
+
+    if target == STDOUT:
+        click.echo(text, nl=not text.endswith("\n"))
+        return
+    from paprof import outputs
+
+    check_json_target(target, force, inputs)
+    outputs.write(target, text)
+    click.echo(f"wrote {target}", err=True)

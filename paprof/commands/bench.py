@@ -7,6 +7,7 @@ import json
 import click
 
 from paprof import registry
+from paprof.commands import STDOUT, check_json_target, emit_json, force_option, json_option, renamed
 
 
 def _fmt(value, spec, missing="-"):
@@ -24,13 +25,15 @@ def _details(row) -> str:
 @click.option("--shape", default="", metavar="KEY=VALUE,...",
               help="The family's parameters (paprof list shows them), e.g. "
                    "batch=8,dtype=fp16.")
-@click.option("--launches", default=100, show_default=True, type=click.IntRange(5),
-              help="Timed launches per round; the median is reported.")
-@click.option("--rounds", default=2, show_default=True, type=click.IntRange(1),
+@click.option("--timed-launches", "launches", default=100, show_default=True, metavar="N",
+              type=click.IntRange(5), help="Timed launches per round; the median is reported.")
+@renamed("--launches", "--timed-launches", "launches", type=click.IntRange(5))
+@click.option("--rounds", default=2, show_default=True, type=click.IntRange(1), metavar="N",
               help="Rounds over all variants; their spread shows the noise.")
 @click.option("--seed", type=int, default=None, help="Input seed (default: fresh inputs).")
-@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
-def bench(variants, family, shape, launches, rounds, seed, as_json):
+@json_option("The result")
+@force_option("an existing --json FILE")
+def bench(variants, family, shape, launches, rounds, seed, json_out, force):
     """Verify, then time each variant with CUDA events (no profiler).
 
     Prints the median time per step, the throughput the family's work model gives (bytes
@@ -41,11 +44,17 @@ def bench(variants, family, shape, launches, rounds, seed, as_json):
     Needs a GPU. Exits 1 if a variant fails verification. With nvidia-ml-py (the nvml
     extra) the GPU's clocks, throttle reasons and other processes are read while timing
     (--json: "environment"); a throttled or shared GPU is warned about on stderr.
+
+    \b
+    Examples:
+      paprof bench --variant v2 --variant v3 --shape batch=8
+      paprof bench --family flash_fwd --timed-launches 200 --json bench.json
     """
     chosen = registry.resolve(variants, family)
     fam = registry.family_of(chosen[0])
     params = fam.parse(shape)
     registry.check_params(chosen, params)
+    check_json_target(json_out, force)  # before any GPU work
     from rich.console import Console
 
     from paprof.kernels.bench import run_bench
@@ -59,9 +68,9 @@ def bench(variants, family, shape, launches, rounds, seed, as_json):
     if watch.record.get("disturbed"):
         console.print(f"warning: measured while the GPU was {watch.record['disturbed']}: "
                       "these times are not the code's alone", highlight=False, markup=False)
-    if as_json:
-        click.echo(json.dumps(data, indent=1))
-    else:
+    if json_out is not None:
+        emit_json(json.dumps(data, indent=1) + "\n", json_out, force)
+    if json_out != STDOUT:
         work = data["work"]
         flops = f", {work['flops'] / 1e9:.3g} GFLOP" if work["flops"] else ""
         gemm = data.get("gemm_ceiling")

@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from paprof.gate import calibration
+from paprof.commands import force_option, renamed
 from paprof.errors import UserError
 
 
@@ -22,13 +23,14 @@ from paprof.errors import UserError
 @click.option("--shape", default="", metavar="KEY=VALUE,...", help="On the GPU: the shape.")
 @click.option("--repeats", default=5, show_default=True, type=click.IntRange(2),
               help="On the GPU: runs of each variant (each a fresh process).")
-@click.option("--timed", default=None, type=click.IntRange(5), metavar="N",
+@click.option("--timed-launches", "timed", default=None, type=click.IntRange(5), metavar="N",
               help="On the GPU: CUDA-event-timed launches per run (default as paprof run).")
+@renamed("--timed", "--timed-launches", "timed", type=click.IntRange(5))
 @click.option("--metric", "metrics", multiple=True,
               help="Metric to calibrate (repeatable; default: every timing metric found).")
 @click.option("--k", "k", default=calibration.DEFAULT_K, show_default=True,
               type=click.FloatRange(min=1.0), help="The multiple of the noise a change must pass.")
-@click.option("--force", is_flag=True, help="Replace FILE if it exists.")
+@force_option("FILE if it exists")
 def calibrate(out, runs, family, variants, shape, repeats, timed, metrics, k, force):
     """Measure the noise of each timing metric, per GPU and family, from A/A repeats: the
     same variant measured several times, each in a fresh process.

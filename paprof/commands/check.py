@@ -19,6 +19,7 @@ from rich.table import Table
 
 from paprof import gate
 from paprof.gate import calibration
+from paprof.commands import STDOUT, force_option, json_option, renamed
 from paprof.errors import UserError
 from paprof.names import printable
 from paprof.profiler.store import Scan, input_files
@@ -92,6 +93,9 @@ def _verdict_table(verdict: gate.Verdict, limit: int = TABLE_ROWS,
     "and shape counts. With --profile: where the new runs go, replacing those of the same "
     "variant, shape and GPU (default: a temporary folder).",
 )
+@click.option("--variant", "variants", multiple=True,
+              help="Gate only this variant of the baseline (repeatable; v3 or "
+              "paged_decode/v3). Default: all it holds.")
 @click.option(
     "--profile", is_flag=True,
     help="Profile the baseline's variants at its shapes now (needs the GPU and ncu), "
@@ -104,15 +108,17 @@ def _verdict_table(verdict: gate.Verdict, limit: int = TABLE_ROWS,
     "written by 'paprof baseline update --static'.",
 )
 @click.option(
-    "--repeat", type=click.IntRange(min=1), default=None, metavar="N",
+    "--profiled-launches", "repeat", type=click.IntRange(min=1), default=None, metavar="N",
     help="With --profile: profile N launches per variant; their median is compared and "
     "their spread widens the allowance. Default 1.",
 )
+@renamed("--repeat", "--profiled-launches", "repeat", type=click.IntRange(min=1))
 @click.option(
-    "--timed", type=click.IntRange(min=1), default=30, show_default=True, metavar="N",
-    help="With --profile: CUDA-event-timed launches before ncu, the samples of "
+    "--timed-launches", "timed", type=click.IntRange(min=1), default=30, show_default=True,
+    metavar="N", help="With --profile: CUDA-event-timed launches before ncu, the samples of "
     "duration_us_event (the cheap, many-sample path).",
 )
+@renamed("--timed", "--timed-launches", "timed", type=click.IntRange(min=1))
 @click.option(
     "--rounds", type=click.IntRange(min=1), default=3, show_default=True, metavar="N",
     help="With --profile: measurements of now, at most, for an ambiguous statistical "
@@ -146,27 +152,25 @@ def _verdict_table(verdict: gate.Verdict, limit: int = TABLE_ROWS,
               help="Also write the verdict as JUnit XML.")
 @click.option("--markdown", type=click.Path(dir_okay=False, path_type=Path), metavar="FILE",
               help='Also write it as Markdown, e.g. --markdown "$GITHUB_STEP_SUMMARY".')
-@click.option("--json", "json_path", type=click.Path(dir_okay=False, path_type=Path),
-              metavar="FILE",
-              help="Also write the verdict as JSON (schema paprof.check/1, docs/ci-gpu-runner.md): each "
-              "result with both sides' stats, the allowance and what set it, and the cause "
-              "of each regression as terms and counters.")
+@json_option("The verdict (schema paprof.check/1, docs/ci-gpu-runner.md: each result with "
+             "both sides' stats, the allowance and what set it, the cause of each regression "
+             "as terms and counters)", then="With the JSON on stdout the table goes to stderr.")
 @click.option("--no-cause", is_flag=True,
               help="Do not decompose what moved (the cause reads each moved run's report).")
-@click.option("--force", is_flag=True,
-              help="Replace --junit / --markdown / --json files that are not earlier paprof "
-              "check outputs (empty files and earlier outputs are replaced anyway).")
+@force_option("--junit / --markdown / --json files that are not earlier paprof check "
+              "outputs (empty files and earlier outputs are replaced anyway)")
 @click.option("--calibration", "calibration_path", metavar="FILE",
               type=click.Path(dir_okay=False, path_type=Path),
               help="Measured noise (paprof calibrate): a timing metric fails only past "
                    "max(tolerance, k x noise); a note says which set the limit.")
 def check(baseline_path, runs, profile, static_gate, repeat, timed, rounds, ratchet,
-          fail_ambiguous, exact_counts, metrics, tolerances, allow_mismatch, junit, markdown,
-          json_path, no_cause, force, calibration_path):
+          fail_ambiguous, exact_counts, variants, metrics, tolerances, allow_mismatch, junit,
+          markdown, json_out, no_cause, force, calibration_path):
     """Fail when kernels got slower than a baseline: the CI regression gate.
 
-    With 5+ per-launch samples on both sides (--profile --repeat N; duration_us_event:
-    the CUDA-event-timed launches, --timed N) a timing or throughput metric is decided
+    With 5+ per-launch samples on both sides (--profile --profiled-launches N;
+    duration_us_event:
+    the CUDA-event-timed launches, --timed-launches N) a timing or throughput metric is decided
     statistically: regressed when a one-sided Mann-Whitney U test says it is worse than
     the baseline by more than the minimum effect (99 % confidence) and the bootstrap
     interval of the median ratio lies beyond 1; improved symmetrically; same when the
@@ -202,25 +206,26 @@ def check(baseline_path, runs, profile, static_gate, repeat, timed, rounds, ratc
     \b
     Examples:
       paprof check --baseline perf/h200.json --runs runs/
-      paprof check --baseline perf/h200.json --profile --repeat 5 \\
+      paprof check --baseline perf/h200.json --profile --profiled-launches 5 \\
           --junit check.xml --markdown "$GITHUB_STEP_SUMMARY" --json verdict.json
       paprof check --static --baseline perf/static.json
     """
     if repeat is not None and not profile:
-        raise click.UsageError("--repeat needs --profile (stored runs are not re-measured)")
+        raise click.UsageError("--profiled-launches needs --profile (stored runs are not re-measured)")
     if static_gate and (profile or runs):
         raise click.UsageError("--static compiles the sources: it takes no --profile or --runs")
     from paprof.reports import check_json, check_markdown, junit as junit_xml
 
     scan = Scan()  # the store is read once: for the inputs and for the runs checked
     inputs = [baseline_path, *input_files([runs or Path("runs")], scan)]
+    json_path = None if json_out == STDOUT else json_out
     named = [os.path.abspath(p) for p in (junit, markdown, json_path) if p]
     if len(set(named)) < len(named):
         raise UserError("--junit, --markdown and --json name the same file; name one file each")
     for path, writer in ((junit, junit_xml), (markdown, check_markdown), (json_path, check_json)):
         if path:  # before any work: profiling can take minutes
             writer.check_target(path, force, inputs)
-    baseline = gate.load_baseline(baseline_path)
+    baseline = _only(gate.load_baseline(baseline_path), variants, baseline_path)
     settings = gate.Settings(
         metrics=tuple(metrics) or None,
         tolerances=dict(gate.parse_tolerance(t) for t in tolerances),
@@ -255,33 +260,60 @@ def check(baseline_path, runs, profile, static_gate, repeat, timed, rounds, ratc
 
         cause.attach(verdict, kernels)
 
+    # With the JSON on stdout, the rest goes to stderr so that stdout stays clean.
+    err = json_out == STDOUT
+    stream = sys.stderr if err else sys.stdout
     # Not a terminal (CI logs): wide enough that the table does not wrap.
-    width = None if sys.stdout.isatty() else 160
+    width = None if stream.isatty() else 160
     # the static gate's counts are exact: its table lists what changed, not 28 "same" rows
     # a kernel
     table, hidden = _verdict_table(verdict, changes_only=static_gate)
     if hidden == len(verdict.results):  # nothing but "same": one line, not an empty table
-        click.echo(_all_unchanged(verdict, static_gate))
+        click.echo(_all_unchanged(verdict, static_gate), err=err)
     else:
-        Console(highlight=False, width=width).print(table)
+        Console(highlight=False, width=width, stderr=err).print(table)
         if hidden:
             click.echo(f"({hidden} results the same as the baseline are not listed; "
-                       "--markdown and --junit have every row)")
+                       "--markdown and --junit have every row)", err=err)
     for r in verdict.regressions:
-        click.echo(f"REGRESSION {printable(r.message)}")
+        click.echo(f"REGRESSION {printable(r.message)}", err=err)
     for (family, variant, shape), c in verdict.causes.items():
         name = f"{family}/{variant}" if family else variant
-        click.echo(f"CAUSE {printable(name)} ({c.outcome}): {printable(c.line())}")
+        click.echo(f"CAUSE {printable(name)} ({c.outcome}): {printable(c.line())}", err=err)
     for note in verdict.notes:
-        click.echo(f"note: {printable(note)}")
-    click.echo(printable(verdict.summary))
+        click.echo(f"note: {printable(note)}", err=err)
+    click.echo(printable(verdict.summary), err=err)
     if junit:
         junit_xml.write_junit(verdict, junit, force, inputs)
     if markdown:
         check_markdown.write_markdown(verdict, markdown, force, inputs)
     if json_path:
         check_json.write_json(verdict, json_path, force, inputs)
+    elif err:
+        import json
+
+        click.echo(json.dumps(check_json.verdict_json(verdict), indent=1))
     sys.exit(verdict.exit_code)
+
+
+def _only(baseline: gate.Baseline, variants, path) -> gate.Baseline:
+    """``baseline`` with only the entries of ``variants`` (``v3`` or ``family/v3``; a
+    static entry ``v3:kernel`` is v3's); all of them for none or ``all``."""
+    if not variants or "all" in variants:
+        return baseline
+    import dataclasses
+
+    def names(e: gate.Entry) -> set[str]:
+        vid = e.variant.split(":")[0]
+        return {vid, f"{e.family}/{vid}" if e.family else vid}
+
+    unknown = [v for v in variants if not any(v in names(e) for e in baseline.entries)]
+    if unknown:
+        held = ", ".join(sorted({n for e in baseline.entries for n in names(e) if "/" in n}
+                                or {e.variant for e in baseline.entries}))
+        raise UserError(f"baseline {path} holds no {', '.join(unknown)}; it holds: {held}")
+    kept = [e for e in baseline.entries if names(e) & set(variants)]
+    return dataclasses.replace(baseline, entries=kept)
 
 
 def _all_unchanged(verdict: gate.Verdict, static_gate: bool) -> str:
@@ -308,24 +340,26 @@ def baseline():
               f"gate metrics (its hint), else {', '.join(gate.DEFAULT_METRICS)}.")
 @click.option("--out", required=True, type=click.Path(dir_okay=False, path_type=Path),
               metavar="FILE", help="Baseline JSON to write.")
-@click.option("--force", is_flag=True, help="Replace FILE if it exists.")
+@force_option("FILE if it exists")
 @click.option("--static", "static_gate", is_flag=True,
               help="No GPU, no runs: compile the family's CUDA variants with nvcc at --shape "
               "and record per kernel what 'check --static' gates.")
 @click.option("--family", default=None, help="With --static: the family (default paged_decode).")
-@click.option("--shape", default=None, metavar="KEY=VALUE,...",
-              help="With --static: the family's parameters (default: its defaults).")
-def update(runs, variants, metrics, out, force, static_gate, family, shape):
+@click.option("--shape", "shapes", multiple=True, metavar="KEY=VALUE,...",
+              help="With --static: the family's parameters (default: its defaults); "
+              "repeat for several shapes in one baseline ('check --static' checks each).")
+def update(runs, variants, metrics, out, force, static_gate, family, shapes):
     """Write a baseline from the latest runs: per variant and shape the median and
     spread of each metric, and the runs' provenance (GPU, ncu version, clocks, sections).
 
     \b
     Example:
       paprof baseline update --runs runs/ --variant v3 --out perf/h200.json
+      paprof baseline update --static --shape batch=8 --shape batch=64 --out perf/static.json
     """
     if static_gate:
-        return _update_static(variants, out, force, family, shape)
-    if family or shape:
+        return _update_static(variants, out, force, family, shapes)
+    if family or shapes:
         raise click.UsageError("--family and --shape go with --static (runs know theirs)")
     scan = Scan()  # the store is read once: for the inputs and for the baseline
     inputs = input_files([runs], scan)
@@ -342,12 +376,13 @@ def update(runs, variants, metrics, out, force, static_gate, family, shape):
     click.echo(f"wrote {out} ({len(made.entries)} entries)")
 
 
-def _update_static(variants, out, force, family, shape):
+def _update_static(variants, out, force, family, shapes):
     from paprof import registry, static
 
     gate.check_baseline_target(out, force)
     fam = registry.family(family or "paged_decode")
-    made, notes = static.make_static_baseline(fam, fam.parse(shape), variants)
+    params = list(dict.fromkeys(fam.parse(s) for s in shapes or [None]))
+    made, notes = static.make_static_baseline(fam, params, variants)
     gate.save_baseline(made, out, force=force)
     for e in made.entries:
         m = e.metrics

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from paprof.commands import step_range_option
+from paprof.commands import force_option, json_option, step_range_option
 
 from paprof.reports.build import DEFAULT_OUT, DEFAULT_RUNS, STDOUT, write_report
 
@@ -29,16 +29,14 @@ from paprof.reports.build import DEFAULT_OUT, DEFAULT_RUNS, STDOUT, write_report
               "any other file is kept unless --force.")
 @click.option("--markdown", type=click.Path(dir_okay=False, allow_dash=True), default=None,
               metavar="FILE.md", help="Also write the report as Markdown (a PR comment); '-' prints it.")
-@click.option("--json", "json_out", type=click.Path(dir_okay=False, allow_dash=True), default=None,
-              metavar="FILE.json", help="Also write the explanation as data (schema "
-              "paprof.explanation/1: runs, each step's time decomposition, causes and counters, "
-              "kernel view, comparability); '-' prints it.")
+@json_option("Also the explanation (schema paprof.explanation/1: runs, each step's time "
+             "decomposition, causes and counters, kernel view, comparability)")
 @click.option("--cross", is_flag=True,
               help="Compare runs at different parameters or on different GPUs (refused without "
               "it); every headline then says what differs.")
 @step_range_option
 @click.option("--open", "open_browser", is_flag=True, help="Open the HTML report in the web browser.")
-@click.option("--force", is_flag=True, help="Overwrite --out / --markdown even if not paprof reports.")
+@force_option("--out / --markdown / --json files that are not paprof reports")
 def compare(variants, runs, shape, out, markdown, json_out, cross, step_range, open_browser, force,
             baseline):
     """Compare VARIANTs in the order given: run-store ids (the latest run of that variant
@@ -61,6 +59,7 @@ def compare(variants, runs, shape, out, markdown, json_out, cross, step_range, o
     Example, on any machine (the shipped H200 runs):
       paprof compare v2 v3 --runs examples/h200 --out r.html --markdown r.md
       paprof compare --baseline v2 v3 v4 v5 --runs examples/h200
+      paprof compare v2 v3 --runs examples/h200 --json explanation.json
     """
     result = write_report(list(variants), runs=runs, out=out, markdown=markdown, shape=shape,
                           force=force, cross=cross, step_range=step_range, json_out=json_out,

@@ -7,6 +7,7 @@ import json
 import click
 
 from paprof import registry
+from paprof.commands import emit_json, force_option, json_option
 
 WIDTH = 100
 """The longest line of the short listing (``--verbose`` prints everything in full)."""
@@ -71,22 +72,29 @@ def _details(fams: list, broken: dict) -> None:
 @click.option("--family", default=None, help="Only this kernel family, in full.")
 @click.option("--verbose", "-v", is_flag=True,
               help="Every family in full: parameters, default shape, launches.")
-@click.option("--json", "as_json", is_flag=True,
-              help="JSON: each family with where it comes from, its parameters and variants.")
-def list_variants(family, verbose, as_json):
+@json_option("Each family with where it comes from, its parameters and variants,")
+@force_option("an existing --json FILE")
+def list_variants(family, verbose, json_out, force):
     """List the kernel families (your repository's [tool.paprof] ones and installed ones
     first, then the built-in ones) and their variants, one line each; --family F or
     --verbose adds the parameters, the default shape and the launches. A family whose
-    parameters or work model fail is listed as BROKEN with the reason (exit 2)."""
+    parameters or work model fail is listed as BROKEN with the reason (exit 2).
+
+    \b
+    Examples:
+      paprof list
+      paprof list --family paged_decode
+      paprof list --json families.json
+    """
     from paprof.errors import UserError
 
     fams = [registry.family(family)] if family else list(registry.discover().values())
     broken = {f.name: why for f in fams if (why := _check(f)) is not None}
-    if as_json:
+    if json_out is not None:
         data = [{"family": f.name, "origin": f.origin, "module": f.module, "error": broken[f.name]}
                 if f.name in broken else {**f.describe(), "variants": [v.to_dict() for v in f.variants]}
                 for f in fams]
-        click.echo(json.dumps(data, indent=1))
+        emit_json(json.dumps(data, indent=1) + "\n", json_out, force)
     elif family or verbose:
         _details(_ordered(fams), broken)
     else:

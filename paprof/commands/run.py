@@ -10,6 +10,7 @@ from rich.console import Console
 from rich.table import Table
 
 from paprof import registry
+from paprof.commands import force_option, renamed
 from paprof.errors import UsageError, VerificationError
 from paprof.profiler.argv import CLOCK_CONTROLS, NcuSettings
 from paprof.profiler.presets import PRESETS
@@ -101,13 +102,14 @@ def report_lines(outcomes: list[Outcome]) -> list[str]:
 @click.option("--clock-control", type=click.Choice(CLOCK_CONTROLS), default="none",
               show_default=True,
               help="none: the GPU's own clocks, as in production; base: locked base clocks.")
-@click.option("--launches", type=click.IntRange(min=1), default=1, show_default=True,
-              help="Launches of each variant to profile.")
-@click.option("--replace", is_flag=True,
-              help="Overwrite an existing run of the same variant, shape and GPU.")
+@click.option("--profiled-launches", "launches", type=click.IntRange(min=1), default=1, metavar="N",
+              show_default=True, help="Launches of each variant profiled under ncu.")
+@renamed("--launches", "--profiled-launches", "launches", type=click.IntRange(min=1))
+@force_option("an existing run of the same variant, shape and GPU")
+@renamed("--replace", "--force", "force", is_flag=True)
 @click.option("--seed", type=int, default=None, help="Seed for the random inputs.")
 def run(variants, family, shape, cmd, nvtx_range, name, kernel_regex, preset, runs_dir,
-        clock_control, launches, replace, seed):
+        clock_control, launches, force, seed):
     """Verify each variant against the float64 reference, then profile it under ncu.
 
     Each variant first runs without ncu (checked, then CUDA-event timed), then under
@@ -121,7 +123,7 @@ def run(variants, family, shape, cmd, nvtx_range, name, kernel_regex, preset, ru
     Examples:
       paprof run --variant v3
       paprof run --variant v2 --variant v3 --shape batch=8,dtype=fp32
-      paprof run --family softmax --variant all --replace
+      paprof run --family softmax --variant all --force
       paprof run --cmd 'python train_step.py' --nvtx-range step --name mine
 
     Exit codes: 0 ok, 1 a variant failed verification, 2 bad input or environment.
@@ -140,7 +142,7 @@ def run(variants, family, shape, cmd, nvtx_range, name, kernel_regex, preset, ru
         fam = registry.family_of(chosen[0])
         params = fam.parse(shape)
         registry.check_params(chosen, params)
-    outcomes = profile_variants(chosen, params, settings, runs_dir, replace, family=fam)
+    outcomes = profile_variants(chosen, params, settings, runs_dir, force, family=fam)
     Console().print(summary_table(outcomes))
     for line in report_lines(outcomes):
         click.echo(line)

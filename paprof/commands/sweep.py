@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 from paprof import registry
+from paprof.commands import force_option, json_option, renamed
 from paprof.errors import UsageError, VerificationError
 from paprof.profiler.argv import CLOCK_CONTROLS
 from paprof.profiler.presets import PRESETS
@@ -19,8 +20,8 @@ def _child_args(variants, family, grid, shape, mode, force, name, launches, roun
     args = [a for v in variants for a in ("--variant", v)]
     args += [a for g in grid for a in ("--grid", g)]
     args += ["--family", family, "--shape", shape or "", f"--{mode}", "--name", name,
-             "--launches", str(launches), "--rounds", str(rounds), "--preset", preset,
-             "--clock-control", clock_control, "--profile-launches", str(profile_launches)]
+             "--timed-launches", str(launches), "--rounds", str(rounds), "--preset", preset,
+             "--clock-control", clock_control, "--profiled-launches", str(profile_launches)]
     args += ["--seed", str(seed)] if seed is not None else []
     return args + (["--force"] if force else [])
 
@@ -41,7 +42,7 @@ def _child_args(variants, family, grid, shape, mode, force, name, launches, roun
               help="Verify, time and profile each point under ncu into the run store.")
 @click.option("--runs", "runs_dir", type=click.Path(file_okay=False, path_type=Path), default="runs",
               show_default=True, help="Run store the points go into.")
-@click.option("--force", is_flag=True, help="Measure again the points already stored (replacing them).")
+@force_option("the points already stored: measure them again")
 @click.option("--shard", default=None, metavar="K/N",
               help="Run only shard K of N (K from 1 to N): every N-th point from the K-th.")
 @click.option("--gpus", default=None, metavar="0,1,...",
@@ -50,17 +51,19 @@ def _child_args(variants, family, grid, shape, mode, force, name, launches, roun
 @click.option("--name", default=None,
               help="The sweep's name (its manifest RUNS/sweeps/NAME.json); default: "
                    "FAMILY-MODE-<digest of variants, grid and fixed parameters>.")
-@click.option("--launches", default=100, show_default=True, type=click.IntRange(5),
-              help="bench: timed launches per round.")
-@click.option("--rounds", default=2, show_default=True, type=click.IntRange(1),
+@click.option("--timed-launches", "launches", default=100, show_default=True, metavar="N",
+              type=click.IntRange(5), help="bench: timed launches per round.")
+@renamed("--launches", "--timed-launches", "launches", type=click.IntRange(5))
+@click.option("--rounds", default=2, show_default=True, type=click.IntRange(1), metavar="N",
               help="bench: rounds over the variants at each point.")
 @click.option("--seed", type=int, default=None, help="Input seed (default: fresh inputs).")
 @click.option("--preset", type=click.Choice(list(PRESETS)), default="default", show_default=True,
               help="profile: ncu sections.")
 @click.option("--clock-control", type=click.Choice(CLOCK_CONTROLS), default="none",
               show_default=True, help="profile: ncu --clock-control.")
-@click.option("--profile-launches", default=1, show_default=True, type=click.IntRange(1),
-              help="profile: launches of each variant profiled.")
+@click.option("--profiled-launches", "profile_launches", default=1, show_default=True,
+              metavar="N", type=click.IntRange(1), help="profile: launches of each variant profiled.")
+@renamed("--profile-launches", "--profiled-launches", "profile_launches", type=click.IntRange(1))
 @click.option("--list", "list_only", is_flag=True,
               help="Print this shard's points and what is stored, and measure nothing (no GPU).")
 @click.option("--report", "report", type=click.Path(dir_okay=False, path_type=Path), default=None,
@@ -179,11 +182,13 @@ def _write_report(runs, out: Path, name: str | None, markdown=None, regime=None,
 
     done = write_sweep_report(runs, out, markdown, regime, name=name,
                               noise_pct=NOISE_PCT if noise is None else noise, force=force)
-    err = markdown == "-"
+    err = "-" in (markdown, regime)  # stdout holds the Markdown or the JSON: the rest to stderr
     for warning in done.context.warnings:
         click.echo(f"paprof: warning: {warning}", err=True)
     if done.markdown_text is not None and done.markdown is None:
         click.echo(done.markdown_text, nl=False)
+    if done.regime_text is not None:
+        click.echo(done.regime_text, nl=False)
     for sentence in done.context.changes:
         click.echo(f"crossover: {sentence}", err=err)
     for path in (done.html, done.markdown, done.regime):
@@ -201,12 +206,12 @@ def _write_report(runs, out: Path, name: str | None, markdown=None, regime=None,
               show_default=True, help="HTML report.")
 @click.option("--markdown", type=click.Path(dir_okay=False, allow_dash=True), default=None,
               metavar="FILE.md", help="Also the Markdown report; '-' prints it.")
-@click.option("--json", "regime", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              metavar="FILE.json", help="The regime map JSON (default: OUT with .regime.json).")
+@json_option("The regime map", then="Without --json it is written beside --out, as "
+             "NAME.regime.json.")
 @click.option("--noise", type=float, default=None, metavar="PCT",
               help="Times within PCT % of the fastest are a tie (default 2).")
-@click.option("--force", is_flag=True, help="Overwrite files that are not paprof reports.")
-def sweep_report(runs, name, out, markdown, regime, noise, force):
+@force_option("--out / --markdown / --json files that are not paprof reports")
+def sweep_report(runs, name, out, markdown, json_out, noise, force):
     """The sweep report: time, TB/s, TFLOP/s and % of the measured ceiling against each
     swept axis (one line per variant), the regime map (the winner and, when profiled,
     the bottleneck at every point) and the crossovers in words; the regime JSON a
@@ -216,7 +221,7 @@ def sweep_report(runs, name, out, markdown, regime, noise, force):
     Example:
       paprof sweep-report --runs sweep-runs --out sweep.html --markdown sweep.md
     """
-    _write_report(runs, out, name, markdown, regime, noise, force)
+    _write_report(runs, out, name, markdown, json_out, noise, force)
 
 
 @click.command("merge")

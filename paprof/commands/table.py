@@ -6,7 +6,8 @@ from pathlib import Path
 
 import click
 
-from paprof.commands import step_range_option
+from paprof.commands import STDOUT, force_option, json_option, step_range_option
+from paprof.errors import UsageError
 
 from paprof.analysis import export
 from paprof.analysis.load import load_reports, variant_rows
@@ -29,12 +30,24 @@ from paprof.profiler.store import Scan, input_files
               help="One row per step: the kernel launches of one repetition summed "
               "(docs/explanations.md).")
 @step_range_option
-@click.option("--force", is_flag=True, help="Replace an existing --out FILE.")
-def table(reports, fmt, out, columns, traffic, per_variant, step_range, force):
+@json_option("Every scalar column (the same as --format json [--out FILE])")
+@force_option("an existing --out / --json FILE")
+def table(reports, fmt, out, columns, traffic, per_variant, step_range, json_out, force):
     """Tabulate REPORT_OR_DIR... (.ncu-rep files, folders searched recursively).
 
     One row per profiled kernel launch, with the bottleneck label and its evidence.
+
+    \b
+    Examples:
+      paprof table examples/h200
+      paprof table examples/h200 --per-variant --traffic
+      paprof table runs/ --json rows.json
+      paprof table runs/ --format parquet --out rows.parquet
     """
+    if json_out is not None:
+        if out is not None or fmt not in ("text", "json"):
+            raise UsageError("--json [FILE] is --format json [--out FILE]: give one of them")
+        fmt, out = "json", (None if json_out == STDOUT else Path(json_out))
     scan = Scan()  # the folders named are read once: for the inputs and for the table
     export.check_output(fmt, out, force, inputs=input_files(reports, scan))
     df = load_reports(reports, scan=scan, step_range=step_range)

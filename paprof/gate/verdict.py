@@ -405,7 +405,7 @@ def compare_to_baseline(baseline: Baseline, current, settings: Settings | None =
                 f"[{r.decision.low:.3f}, {r.decision.high:.3f}] reaches past "
                 f"±{r.decision.min_effect * 100:g} %); "
                 + ("counted as a regression (--fail-ambiguous)" if r.regressed
-                   else "not counted as a regression; --repeat more launches to decide")
+                   else "not counted as a regression; profile more launches (--profiled-launches N) to decide")
             )
     return Verdict(results, notes, pairs[0][1].provenance, pairs=pairs)
 

@@ -214,7 +214,7 @@ def _slug_of(params) -> str:
 
 
 def _early_refusal(runs_dir: Path, variant: Variant, params, replace: bool,
-                   option: str = "--replace") -> None:
+                   option: str = "--force") -> None:
     """Refuse before any GPU work when every GPU has one name and the run exists."""
     if replace:
         return
@@ -233,7 +233,7 @@ def profile_variant(
     replace: bool = False,
     progress: Status | None = None,
     family=None,
-    replace_option: str = "--replace",
+    replace_option: str = "--force",
 ) -> store.Run:
     """Verify ``variant`` at ``params`` outside ncu, then profile it and store the run.
 
@@ -319,7 +319,7 @@ def profile_variants(
     replace: bool = False,
     console: Console | None = None,
     family=None,
-    replace_option: str = "--replace",
+    replace_option: str = "--force",
 ) -> list[Outcome]:
     """Profile each variant in turn under one progress display (on stderr).
 

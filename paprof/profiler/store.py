@@ -182,14 +182,20 @@ def find_runs(root: Path | str) -> list[Run]:
         return [load_run(p, root) for p in reports]
 
 
+def missing_store(root) -> UserError:
+    """The one error for a run store (or report) that is not there, whichever command
+    named it; the default store's names the shipped runs."""
+    hint = (" (the default run store, which 'paprof run' fills; the H200 runs shipped "
+            f"with paprof: --runs {SHIPPED_RUNS})") if Path(root) == Path(DEFAULT_ROOT) else ""
+    return UserError(f"no such run store or report: {root}{hint}")
+
+
 def report_paths(root: Path) -> list[Path]:
     """The reports of the folder ``root`` and below (temporary ones left out), sorted by
     path: what ``find_runs`` makes runs of, before any sidecar is read. UserError when
     ``root`` is not a folder."""
     if not root.is_dir():
-        hint = (" (the default run store, which 'paprof run' fills; the H200 runs shipped "
-                f"with paprof: --runs {SHIPPED_RUNS})") if root == Path(DEFAULT_ROOT) else ""
-        raise UserError(f"no such runs folder or report: {root}{hint}")
+        raise missing_store(root)
     return sorted(p for p in root.rglob(f"*{REPORT_SUFFIX}") if p.is_file() and not _is_temp(p))
 
 
@@ -287,7 +293,7 @@ def is_stored(paths: RunPaths) -> bool:
     return belongs(paths.report, sidecar)
 
 
-def refuse_existing(paths: RunPaths, replace: bool, option: str = "--replace") -> None:
+def refuse_existing(paths: RunPaths, replace: bool, option: str = "--force") -> None:
     """Raise ``UserError`` if the run is stored and ``replace`` is False (``option``: the
     command's option that replaces it)."""
     if not replace and is_stored(paths):
@@ -324,7 +330,7 @@ def write_sidecar(path: Path, data: Mapping) -> None:
 
 
 @contextlib.contextmanager
-def writing(paths: RunPaths, replace: bool = False, option: str = "--replace") -> Iterator[Pending]:
+def writing(paths: RunPaths, replace: bool = False, option: str = "--force") -> Iterator[Pending]:
     """Write a run under temporary names; rename both files into place on success: the
     sidecar first, the report last (a sidecar without its report is no run).
 

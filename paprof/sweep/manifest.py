@@ -177,6 +177,8 @@ def open_or_new(runs, name: str, defn: dict, grid, shard: tuple[int, int]) -> di
 
 def find(runs, name: str | None = None) -> dict:
     """The manifest named ``name``, or the store's only one."""
+    if not Path(runs).is_dir():
+        raise store.missing_store(runs)
     folder = Path(runs) / FOLDER
     files = sorted(folder.glob("*.json")) if folder.is_dir() else []
     files = [f for f in files if not f.name.startswith(".")]

@@ -185,7 +185,7 @@ def merge_stores(sources, out) -> MergeResult:
         raise UserError("name at least one store to merge: paprof merge STORE... --out STORE")
     for s in sources:
         if not s.is_dir():
-            raise UserError(f"no such run store: {s}")
+            raise store.missing_store(s)
     if out.exists() and not out.is_dir():
         raise UserError(f"--out {out} is a file, not a run store folder")
     for source in sources:  # every source checked before anything is copied

@@ -545,6 +545,8 @@ class SweepReport:
     regime: Path | None
     context: SweepContext
     overwrote: list[Path]
+    regime_text: str | None = None
+    """The regime JSON when ``regime`` was ``"-"`` (for stdout), else None."""
 
 
 def regime_path_for(out: Path) -> Path:
@@ -557,7 +559,8 @@ def write_sweep_report(runs, out: Path | str | None = "paprof-sweep.html", markd
                        noise_pct: float = NOISE_PCT, force: bool = False,
                        generated: str | None = None) -> SweepReport:
     """Write the sweep report of the store ``runs``: HTML (``out``), Markdown (``markdown``;
-    ``"-"`` returns it as text) and the regime JSON (``regime``; default beside ``out``).
+    ``"-"`` returns it as text) and the regime JSON (``regime``; default beside ``out``;
+    ``"-"`` returns it as text).
 
     Earlier paprof reports are replaced; other files only with ``force`` (as compare).
     """
@@ -572,7 +575,10 @@ def write_sweep_report(runs, out: Path | str | None = "paprof-sweep.html", markd
         raise UserError(f"--noise must be a percentage of 0 or more, got {noise_pct}")
     out_path = Path(out) if out is not None else None
     md_path = Path(markdown) if markdown not in (None, STDOUT) else None
-    json_path = Path(regime) if regime is not None else (regime_path_for(out_path) if out_path else None)
+    if regime == STDOUT and markdown == STDOUT:
+        raise UserError("--markdown - and --json - cannot both print")
+    json_path = (None if regime == STDOUT else Path(regime) if regime is not None
+                 else regime_path_for(out_path) if out_path else None)
     targets = [(p, mark) for p, mark in ((out_path, GENERATOR_MARK), (md_path, MARK),
                                          (json_path, f'"kind": "{REGIME_KIND}"')) if p is not None]
     if len({str(p.resolve()) for p, _ in targets}) < len(targets):
@@ -591,6 +597,8 @@ def write_sweep_report(runs, out: Path | str | None = "paprof-sweep.html", markd
         md_text = render_markdown(ctx)
         if md_path is not None:
             outputs.write(md_path, md_text)
+    regime_text = json.dumps(ctx.regime_data, indent=1) + "\n"
     if json_path is not None:
-        outputs.write(json_path, json.dumps(ctx.regime_data, indent=1) + "\n")
-    return SweepReport(out_path, md_path, md_text, json_path, ctx, overwrote)
+        outputs.write(json_path, regime_text)
+    return SweepReport(out_path, md_path, md_text, json_path, ctx, overwrote,
+                       regime_text if regime == STDOUT else None)

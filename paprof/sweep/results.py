@@ -100,7 +100,7 @@ def find_records(root, mode: str | None = None, scan=None) -> list[Record]:
     ``scan``: the command's ``store.Scan``, which then holds the runs found)."""
     root = Path(root)
     if not root.is_dir():
-        raise UserError(f"no such run store: {root}")
+        raise store.missing_store(root)
     out: list[Record] = []
     if mode in (None, "bench"):
         for path in sorted(root.rglob("*" + BENCH_SUFFIX)):

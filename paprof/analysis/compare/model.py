@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from paprof.analysis import fmt
-from paprof.analysis.bottleneck import Tie
+from paprof.analysis.bottleneck import LABELS, UNKNOWN, Tie
 from paprof.analysis.metrics import (RATIO_COLUMNS, ROOFLINE_INPUTS, STALL_REASONS,
                                      TRAFFIC_COLUMNS)
 from paprof.analysis.gpus import Ceiling
@@ -93,14 +93,9 @@ THROUGHPUT_UNITS = (
 """Units whose throughput (% of peak) a story mentions when it moved. Memory % is left
 out of the sentences: it is the max over DRAM, L1 and L2, so it says nothing new."""
 
-BOUND_WORDS = {
-    "dram-bound": "DRAM-bound",
-    "l2/l1-bound": "L2/L1-bound",
-    "compute-bound": "compute-bound",
-    "latency-bound": "latency-bound",
-    "occupancy/launch-bound": "occupancy/launch-bound",
-}
-"""How a bottleneck label reads in a sentence: the label itself, only capitalised."""
+BOUND_WORDS = {label: label for label in LABELS if label != UNKNOWN}
+"""How a bottleneck label reads in a sentence: as ``paprof table`` prints it, so that the
+table, the report and the JSON spell it one way (``dram-bound``)."""
 
 BOUND_UNITS = {
     "dram-bound": ("dram_throughput_pct",),
@@ -108,7 +103,7 @@ BOUND_UNITS = {
     "compute-bound": ("sm_throughput_pct",),
 }
 """The throughput columns that carry each unit-bound label: the sentence about the one
-that moved ends with the conclusion (": the kernel is now DRAM-bound")."""
+that moved ends with the conclusion (": the kernel is now dram-bound")."""
 
 LIMITERS = {
     "registers": ("registers", "block_limit_registers"),
@@ -381,7 +376,7 @@ def limiter_name(raw) -> str | None:
 
 def verdict_words(v: "VariantResult") -> str:
     """A variant's label in words, a tie said as one: "compute-bound (a tie with
-    L2/L1-bound: issue slots 77 % ~ L2 throughput 76.9 %)"."""
+    l2/l1-bound: issue slots 77 % ~ L2 throughput 76.9 %)"."""
     text = bound_words(v.bottleneck)
     if v.tie is not None and v.tie.label == v.bottleneck:
         text += f" (a tie with {bound_words(v.tie.other)}: {v.tie.text.split(': a tie')[0]})"

@@ -204,7 +204,7 @@ def _conclusion_unit(before: VariantResult, after: VariantResult, d: dict) -> st
 
 
 def throughput_sentences(before, after, d, t) -> list[str]:
-    """"DRAM throughput 57.4 % -> 84.9 %: the kernel is now DRAM-bound"."""
+    """"DRAM throughput 57.4 % -> 84.9 %: the kernel is now dram-bound"."""
     conclude = _conclusion_unit(before, after, d)
     out = []
     for column, unit in THROUGHPUT_UNITS:
@@ -219,7 +219,7 @@ def throughput_sentences(before, after, d, t) -> list[str]:
 
 
 def bottleneck_sentence(before, after, d, t) -> str | None:
-    """"now latency-bound (was DRAM-bound): <evidence>" or "still DRAM-bound"; nothing when a
+    """"now latency-bound (was dram-bound): <evidence>" or "still dram-bound"; nothing when a
     throughput sentence already drew the conclusion."""
     b, a = _clean(before.bottleneck), _clean(after.bottleneck)
     if a is None:

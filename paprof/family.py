@@ -466,6 +466,11 @@ class Variant:
         """Raise ``ParamError`` when the variant cannot take ``params``."""
         self.accepts(params)
 
+    def kernel_regex_for(self, params) -> str | None:
+        """``kernel_regex`` at ``params`` (a ``CudaVariant`` whose kernel the parameters
+        pick has no fixed one)."""
+        return self.kernel_regex
+
     def to_dict(self) -> dict:
         return {"family": self.family, "variant": self.id, "kind": self.kind, "idea": self.idea,
                 "kernel_regex": self.kernel_regex, "launch": self.launch}
@@ -486,8 +491,9 @@ class CudaVariant(Variant):
 
     sources: tuple[str, ...] = ()
     """``.cu`` files, relative to the family's folder (``Family.folder``) or absolute."""
-    kernel: str | None = None
-    """The ``extern "C" __global__`` function to launch (declarative form)."""
+    kernel: Any = None
+    """The ``extern "C" __global__`` function to launch (declarative form), or
+    ``fn(params) -> str`` where a family parameter picks it (``f"gemm_{params.dtype}"``)."""
     grid: Any = None
     """``(x, y, z)`` or ``fn(params) -> tuple``."""
     block: Any = None
@@ -498,6 +504,13 @@ class CudaVariant(Variant):
     """Dynamic shared memory in bytes, or ``fn(params) -> int``."""
     defines: Any = None
     """``-D`` macros: a dict, or ``fn(params) -> dict``."""
+    options: Any = None
+    """Compiler options, the same for NVRTC (the run) and nvcc (the static gate, the SASS
+    hash): a tuple, or ``fn(params) -> tuple``, of ``-maxrregcount=N``, ``--use_fast_math``,
+    ``-lineinfo``, ``--ftz=true|false``, ``--prec-div=true|false``,
+    ``--prec-sqrt=true|false``, ``--fmad=true|false`` (``COMPILER_OPTIONS``); macros go in
+    ``defines``. A ``build`` hook passes ``variant.compiler_options(params)`` to
+    ``paprof.kernels.gpu.compile_module`` itself."""
     arch: str | None = None
     """The one GPU target this variant compiles for (``"sm_90a"``: Hopper's wgmma and its
     kin, which exist only for the ``a`` target), or None for CuPy's choice for the current
@@ -520,15 +533,61 @@ class CudaVariant(Variant):
             raise ValueError(f"CUDA variant {self.id}: give build=..., or kernel, grid, block and args")
         if not self.sources:
             raise ValueError(f"CUDA variant {self.id}: name its .cu sources")
-        if self.kernel_regex is None and self.kernel:
+        if self.kernel_regex is None and isinstance(self.kernel, str) and self.kernel:
             object.__setattr__(self, "kernel_regex", kernel_name_regex(self.kernel))
+        if self.options is not None and not callable(self.options):
+            check_compiler_options(self.options, self.id)
+
+    def kernel_name(self, params) -> str | None:
+        """The kernel launched at ``params`` (``kernel``, called when the parameters pick it)."""
+        name = self.kernel(params) if callable(self.kernel) else self.kernel
+        if name is not None and not (isinstance(name, str) and re.fullmatch(r"[A-Za-z_]\w*", name)):
+            raise UserError(f"CUDA variant {self.id}: its kernel function returned {name!r}, "
+                            "not a C identifier")
+        return name
+
+    def kernel_regex_for(self, params) -> str | None:
+        if self.kernel_regex is not None or self.kernel is None:
+            return self.kernel_regex
+        return kernel_name_regex(self.kernel_name(params))
+
+    def compiler_options(self, params) -> tuple[str, ...]:
+        """The compiler options at ``params`` (``options``), checked."""
+        given = self.options(params) if callable(self.options) else self.options
+        return check_compiler_options(given or (), self.id)
 
     def source_paths(self) -> list[Path]:
         base = self.folder or Path.cwd()
         return [Path(s) if Path(s).is_absolute() else base / s for s in self.sources]
 
     def to_dict(self) -> dict:
-        return {**super().to_dict(), "sources": [str(p) for p in self.source_paths()]}
+        options = "set by the parameters" if callable(self.options) else list(self.options or ())
+        return {**super().to_dict(), "sources": [str(p) for p in self.source_paths()],
+                "options": options}
+
+
+COMPILER_OPTIONS = (
+    r"-{1,2}maxrregcount=\d+", r"-{1,2}use_fast_math", r"-lineinfo", r"--generate-line-info",
+    r"--(ftz|prec-div|prec-sqrt|fmad)=(true|false)",
+)
+"""The compiler options a CUDA variant may give (``CudaVariant.options``): those NVRTC and
+nvcc spell alike and that change the code, not where it goes."""
+
+
+def check_compiler_options(options, variant: str) -> tuple[str, ...]:
+    """``options`` as a tuple of strings when each is one of ``COMPILER_OPTIONS``; else a
+    one-line ``UserError`` naming the variant and the option."""
+    if isinstance(options, str):
+        options = (options,)
+    out = []
+    for option in options:
+        if not isinstance(option, str) or not any(re.fullmatch(p, option) for p in COMPILER_OPTIONS):
+            raise UserError(
+                f"CUDA variant {variant}: compiler option {option!r} is not one paprof passes "
+                "to both NVRTC and nvcc (-maxrregcount=N, --use_fast_math, -lineinfo, "
+                "--ftz=, --prec-div=, --prec-sqrt=, --fmad=true|false); macros go in defines")
+        out.append(option)
+    return tuple(out)
 
 
 def kernel_name_regex(kernel: str) -> str:

@@ -71,11 +71,14 @@ class CompileUnit:
     defines: dict = field(default_factory=dict)
     arch: str = ARCH
     """The target: ``ARCH``, or the variant's own (``CudaVariant.arch``)."""
+    flags: tuple[str, ...] = ()
+    """The variant's compiler options (``CudaVariant.compiler_options``), as the run's
+    NVRTC gets them."""
 
     def options(self) -> list[str]:
         include = self.sources[0].parent
         return ["-std=c++17", f"-I{include}"] + [
-            f"-D{k}={v}" for k, v in sorted(self.defines.items())]
+            f"-D{k}={v}" for k, v in sorted(self.defines.items())] + list(self.flags)
 
 
 def _tools(name: str, wheel: bool = False) -> str | None:
@@ -127,14 +130,16 @@ def compile_units(variant, params) -> list[CompileUnit]:
     variant.check(params)
     if variant.compile_units is not None:
         base = variant.folder or Path.cwd()
+        flags = variant.compiler_options(params)
         return [CompileUnit(tuple(Path(s) if Path(s).is_absolute() else base / s
-                                  for s in sources), dict(defines), variant.arch or ARCH)
+                                  for s in sources), dict(defines), variant.arch or ARCH, flags)
                 for sources, defines in variant.compile_units(params)]
     if variant.build is not None:
         raise UserError(f"{variant.name} has a build hook and no compile_units hook: the "
                         "static gate cannot know what it compiles")
     defines = variant.defines(params) if callable(variant.defines) else variant.defines
-    return [CompileUnit(tuple(variant.source_paths()), dict(defines or {}), variant.arch or ARCH)]
+    return [CompileUnit(tuple(variant.source_paths()), dict(defines or {}), variant.arch or ARCH,
+                        variant.compiler_options(params))]
 
 
 def compile_cubin(unit: CompileUnit, folder: Path, nvcc: str) -> tuple[str, Path]:
@@ -440,7 +445,8 @@ def static_entries(family, params, variants: Sequence = ()) -> tuple[list, list[
         kernels: dict[str, dict] = {}
         for unit in units:
             kernels.update(kernel_counts(unit, nvcc, cuobjdump))
-        regex = re.compile(variant.kernel_regex) if variant.kernel_regex else None
+        wanted = variant.kernel_regex_for(params)
+        regex = re.compile(wanted) if wanted else None
         kept = {k: v for k, v in kernels.items() if regex is None or regex.search(k)} or kernels
         for name, values in sorted(kept.items()):
             vid = variant.id if len(kept) == 1 else f"{variant.id}:{name}"

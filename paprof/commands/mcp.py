@@ -31,6 +31,11 @@ def mcp(runs):
     A client's configuration (Claude Desktop, VS Code, Cursor...):
       {"mcpServers": {"paprof": {"command": "paprof",
                                  "args": ["mcp", "--runs", "examples/h200"]}}}
+
+    \b
+    Examples:
+      paprof mcp --runs examples/h200      # the shipped H200 runs, for a client to explore
+      paprof mcp                           # ./runs, where paprof run stores (GPU: run, bench)
     """
     try:
         import mcp as _sdk  # noqa: F401  (the SDK, not this command)

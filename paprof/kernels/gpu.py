@@ -115,8 +115,10 @@ def _compile_for_arch(code: str, options: list[str], arch: str, names: str):
     return cp.RawModule(path=str(path))
 
 
-def compile_module(sources: list[Path], defines: dict[str, object] | None = None, arch: str | None = None):
-    """Compile ``.cu`` files (concatenated) with ``-D`` defines; cached per process.
+def compile_module(sources: list[Path], defines: dict[str, object] | None = None, arch: str | None = None,
+                   flags: tuple[str, ...] = ()):
+    """Compile ``.cu`` files (concatenated) with ``-D`` defines and the variant's compiler
+    options (``flags``: ``CudaVariant.compiler_options``); cached per process.
 
     CuPy also caches the binary on disk, so a second process compiles nothing. ``arch``
     (``"sm_90a"``) compiles for that target alone; on a GPU of another compute capability
@@ -134,8 +136,9 @@ def compile_module(sources: list[Path], defines: dict[str, object] | None = None
     code += f"\n// headers {headers}\n"
     options = ["-std=c++17", f"-I{include}"]
     options += [f"-D{k}={v}" for k, v in sorted((defines or {}).items())]
-    if os.environ.get("PAPROF_LINEINFO") == "1":  # the ``source`` preset: lines for SourceCounters
-        options.append("-lineinfo")
+    options += list(flags)
+    if os.environ.get("PAPROF_LINEINFO") == "1" and "-lineinfo" not in options:
+        options.append("-lineinfo")  # the ``source`` preset: lines for SourceCounters
     key = (code, tuple(options), arch)
     if key not in _MODULES and arch is not None:
         _MODULES[key] = _compile_for_arch(code, options, arch, ", ".join(Path(s).name for s in sources))

@@ -22,16 +22,18 @@ def _build_cuda(variant: CudaVariant, params, device) -> Launcher:
     if variant.build is not None:
         return variant.build(variant, params, device)
     defines = _value(variant.defines, params) or {}
-    module = gpu.compile_module(variant.source_paths(), defines, arch=variant.arch)
+    module = gpu.compile_module(variant.source_paths(), defines, arch=variant.arch,
+                                flags=variant.compiler_options(params))
+    name = variant.kernel_name(params)
     try:
-        kernel = module.get_function(variant.kernel)
+        kernel = module.get_function(name)
     except Exception as err:  # CuPy raises its own error types for a missing symbol
-        raise UserError(f"variant {variant.name}: no kernel {variant.kernel!r} in "
+        raise UserError(f"variant {variant.name}: no kernel {name!r} in "
                         f"{', '.join(variant.sources)} ({type(err).__name__}); is it extern \"C\"?") from None
     grid = tuple(_value(variant.grid, params))
     block = tuple(_value(variant.block, params))
     smem = int(_value(variant.shared_mem, params) or 0)
-    info = gpu.kernel_launch(kernel, variant.kernel, grid, block, smem)
+    info = gpu.kernel_launch(kernel, name, grid, block, smem)
 
     def run(inputs, out):
         kernel(grid, block, tuple(variant.args(params, inputs, out)), shared_mem=smem)

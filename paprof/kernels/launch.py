@@ -53,7 +53,7 @@ def run(args) -> dict:
         "variant": variant.id,
         "kind": variant.kind,
         "idea": variant.idea,
-        "kernel_regex": variant.kernel_regex,
+        "kernel_regex": variant.kernel_regex_for(params),
         "shape": params.spec(),
         "shape_slug": params.slug(),
         "params": params.to_dict(),

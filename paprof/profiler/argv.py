@@ -156,8 +156,9 @@ def ncu_argv(
     argv += get_preset(settings.preset).ncu_args()
     if settings.nvtx_filter:
         argv += ["--nvtx", "--nvtx-include", nvtx_include(variant.nvtx_range)]
-    if settings.kernel_filter and variant.kernel_regex:
-        argv += ["-k", f"regex:{variant.kernel_regex}"]
+    regex = variant.kernel_regex_for(params) if params is not None else variant.kernel_regex
+    if settings.kernel_filter and regex:
+        argv += ["-k", f"regex:{regex}"]
     if settings.launch_count is not None:
         argv += ["--launch-count", str(settings.launch_count)]
     if isinstance(variant, CommandVariant):

@@ -164,7 +164,7 @@ def build_sidecar(
         "family": variant.family,
         "variant": variant.id,
         "kind": variant.kind,
-        "kernel_regex": variant.kernel_regex,
+        "kernel_regex": variant.kernel_regex_for(params) if params is not None else variant.kernel_regex,
         "idea": variant.idea,
         "shape": params.spec() if params is not None else "",
         "shape_slug": params.slug() if params is not None else store.COMMAND_SLUG,

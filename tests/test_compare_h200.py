@@ -475,3 +475,88 @@ def test_a_step_lists_its_story_not_the_rows_of_the_table(ctx):
     assert s.story[0] == s.sentences[0] and len(s.story) < len(s.sentences)
     assert not any(x.startswith(("duration ", "SM throughput", "registers ")) for x in s.story)
     assert any(x.startswith("duration ") for x in s.sentences)  # still told (Markdown, JSON)
+
+
+# -- the Markdown is rendered from the explanation ---------------------------------------
+def _md_text(cell: str) -> str:
+    """A Markdown cell as plain text: escapes and bold marks taken off."""
+    return re.sub(r"\\(.)", r"\1", cell).replace("**", "").strip()
+
+
+def _numbers(text: str) -> list[str]:
+    return re.findall(r"\d[\d,]*(?:\.\d+)?", text)
+
+
+@pytest.fixture(scope="module")
+def explained_md():
+    import json
+
+    from paprof.reports.build import write_report
+
+    done = write_report(ALL, runs=EXAMPLES, out=None, markdown="-", json_out="-",
+                        generated="2026-11-29 15:00 UTC")
+    return done.markdown_text, json.loads(done.json_text)
+
+
+def _json_texts(obj) -> list[str]:
+    """Every value of a JSON document as the reports format it (text as it is; a number
+    in each of the formats a cell uses)."""
+    from paprof.analysis import fmt
+
+    if isinstance(obj, dict):
+        return [t for v in obj.values() for t in _json_texts(v)]
+    if isinstance(obj, list):
+        return [t for v in obj for t in _json_texts(v)]
+    if isinstance(obj, bool) or obj is None:
+        return []
+    if isinstance(obj, (int, float)):
+        return [str(obj), fmt.duration_us(obj), fmt.ratio(obj), fmt.ratio(1 / obj) if obj else "",
+                fmt.number(obj), fmt.count(obj)]
+    return [str(obj)]
+
+
+def test_every_number_of_the_markdown_verdict_table_is_in_the_json(explained_md):
+    md, doc = explained_md
+    rows = {r["label"]: r for r in doc["verdict"]["rows"]}
+    table = [line for line in md.splitlines() if line.startswith("| ")
+             and "cause of the difference" not in line][:len(ALL)]
+    assert len(table) == len(ALL)
+    for line in table:
+        cells = [_md_text(c) for c in line.strip("|").split(" | ")]
+        label = cells[0].split(" (tie with")[0]
+        row = rows[label]
+        said = " ".join(_json_texts(row))
+        for cell in cells[1:4]:  # time (ncu), CUDA events, against the baseline
+            for number in _numbers(cell):
+                assert number in said, (label, cell, number)
+        assert cells[5] == ("" if row["baseline"] else row["short_cause"]), label
+        assert cells[4] and row["bottleneck"] is not None
+        assert ("tie with" in cells[0]) == bool(row["tie"])
+
+
+def test_every_steps_cause_and_headline_in_the_markdown_are_the_jsons(explained_md):
+    md, doc = explained_md
+    for t in doc["transitions"]:
+        heading = f"### {t['before']} → {t['after']}: "
+        block = md.split(heading, 1)[1].split("\n### ", 1)[0]
+        assert _md_text(block.splitlines()[0]) == t["headline"]
+        bullets = [_md_text(line[2:]) for line in block.splitlines() if line.startswith("- ")]
+        assert bullets == t["sentences"] and t["cause"] in bullets, (t["before"], t["after"])
+
+
+def test_the_markdown_follows_the_document_it_is_given():
+    """Rendered from the explanation: a value changed in the document is the value shown."""
+    from paprof.analysis.compare_runs import finished_comparison
+    from paprof.analysis.explanation import explanation
+    from paprof.analysis.resolve import resolve_variants
+    from paprof.reports.context import build_context
+    from paprof.reports.markdown import render_markdown
+
+    cmp = finished_comparison(resolve_variants(["v2", "v3"], EXAMPLES), sources=False)
+    doc = explanation(cmp)
+    doc["verdict"]["rows"][1]["duration_us"] = 123456.0
+    doc["verdict"]["rows"][1]["short_cause"] = "a cause only the document holds"
+    doc["transitions"][0]["cause"] = doc["transitions"][0]["sentences"][0] = "told by the document"
+    md = render_markdown(build_context(cmp, charts=False, explained=doc))
+    assert "123 ms" in md and "a cause only the document holds" in md
+    assert "- told by the document" in md

@@ -99,10 +99,12 @@ def write_report(
     cmp = finished_comparison(paths, thresholds=thresholds, cross=cross, step_range=step_range,
                               baseline=baseline is not None, timings=timings)
 
+    from paprof.analysis.explanation import explanation
     from paprof.reports.context import build_context
 
     t = time.perf_counter()
-    ctx = build_context(cmp, charts=out_path is not None, generated=generated)
+    explained = explanation(cmp)
+    ctx = build_context(cmp, charts=out_path is not None, generated=generated, explained=explained)
     timings["context"] = time.perf_counter() - t
 
     t = time.perf_counter()
@@ -121,9 +123,7 @@ def write_report(
     if json_out is not None:
         import json
 
-        from paprof.analysis.explanation import explanation
-
-        json_text = json.dumps(explanation(cmp), indent=1) + "\n"
+        json_text = json.dumps(explained, indent=1) + "\n"
         if json_path is not None:
             if json_path.exists() and not force:
                 raise UserError(f"{json_path} exists: pass --force to replace it")

@@ -114,11 +114,18 @@ def _thresholds_text(cmp: Comparison) -> str:
             f"waves {fmt.pct(t.waves_rel * 100)}, rule estimates {fmt.number(t.rule_speedup_pts)} pts.")
 
 
-def build_context(cmp: Comparison, charts: bool = True, generated: str | None = None) -> ReportContext:
-    """The report's context. ``charts=False`` skips matplotlib (the Markdown report has none)."""
+def build_context(cmp: Comparison, charts: bool = True, generated: str | None = None,
+                  explained: dict | None = None) -> ReportContext:
+    """The report's context. ``charts=False`` skips matplotlib (the Markdown report has
+    none). The verdict table and the steps' words and numbers are read from ``explained``,
+    the comparison's ``compare --json`` document (``paprof.analysis.explanation``; made
+    here when not given), so that the page and the JSON cannot disagree."""
+    from paprof.analysis.explanation import explanation
     from paprof.analysis.finish import finish
 
     cmp = finish(cmp)
+    if explained is None:
+        explained = explanation(cmp)
     labels = [v.label for v in cmp.variants]
     series = variant_series(cmp)
     families = sorted({v.family for v in cmp.variants if v.family})
@@ -134,14 +141,14 @@ def build_context(cmp: Comparison, charts: bool = True, generated: str | None = 
     from paprof.reports.views import hotspots_view, roofline_view
 
     roofline = cmp.roofline
-    from paprof.analysis.verdict import is_star, verdict
+    from paprof.analysis.verdict import is_star
     from paprof.reports.verdict_view import verdict_view
 
     star = is_star(cmp)
     if star:  # every step starts at the baseline: "over the previous variant" says nothing
         table = [TableSection(sec.title, [r for r in sec.rows if r.key != "speedup_prev"])
                  for sec in table]
-    verdicts = verdict_view(verdict(cmp))
+    verdicts = verdict_view(explained.get("verdict"))
     title = (f"paprof: {', '.join(labels[1:])} against {labels[0]}" if star
              else "paprof: " + " -> ".join(labels))
     return ReportContext(
@@ -154,7 +161,7 @@ def build_context(cmp: Comparison, charts: bool = True, generated: str | None = 
         paprof_version=__version__,
         labels=labels,
         variants=[variant_view(v) for v in cmp.variants],
-        steps=step_views(cmp),
+        steps=step_views(cmp, explained["transitions"]),
         table=table,
         charts=build_charts(cmp, series, stalls, ledgers, roofline) if charts else [],
         provenance=provenance_view(cmp),

@@ -71,74 +71,78 @@ class KernelRowView:
     """Launches of it in a step, before -> after (``"3 -> 3"``), where more than one."""
 
 
-def kernel_rows(dec) -> list[KernelRowView]:
-    """The kernel view of one step from its decomposition's pairing (``decompose``): every
-    kernel name once, its launches in a step summed."""
-    if dec is None or dec.pairing is None:
-        return []
-    p = dec.pairing
-    if len(p.pairs) + len(p.gone) + len(p.new) <= 1 and not p.gone and not p.new:
+def kernel_rows(kernels: list[dict]) -> list[KernelRowView]:
+    """The kernel view of one step from its explanation's ``kernels`` (matched pairs, then
+    gone, then new; launches in a step summed); empty where each side runs one kernel."""
+    if len(kernels) <= 1 and all(k["status"] == "matched" for k in kernels):
         return []
     dash = "-"
 
-    def n(k):
-        return getattr(k, "launches", 1)
+    def launches(k):
+        a, b = k.get("launches_before"), k.get("launches_after")
+        if k["status"] == "matched":
+            return f"{a} -> {b}" if max(a, b) > 1 else ""
+        n = a if k["status"] == "gone" else b
+        return str(n) if n > 1 else ""
 
-    rows = [KernelRowView(a.kernel, b.kernel, fmt.duration_us(a.duration_us), fmt.duration_us(b.duration_us),
-                          "matched", f"{n(a)} -> {n(b)}" if max(n(a), n(b)) > 1 else "")
-            for a, b in p.pairs]
-    rows += [KernelRowView(a.kernel, dash, fmt.duration_us(a.duration_us), dash, "gone",
-                           str(n(a)) if n(a) > 1 else "") for a in p.gone]
-    rows += [KernelRowView(dash, b.kernel, dash, fmt.duration_us(b.duration_us), "new",
-                           str(n(b)) if n(b) > 1 else "") for b in p.new]
-    return rows
+    return [KernelRowView(k.get("before", dash), k.get("after", dash),
+                          fmt.duration_us(k["before_us"]) if "before" in k else dash,
+                          fmt.duration_us(k["after_us"]) if "after" in k else dash,
+                          k["status"], launches(k))
+            for k in kernels]
 
 
-def rule_view(c: RuleChange) -> RuleView:
+def rule_view(c: RuleChange, told: dict) -> RuleView:
+    """One ncu rule change: its estimates from the explanation's ``rules`` entry ``told``,
+    its words from ``c``."""
+    kind = told["change"]
+
     def est(p):
         if p is not None and 0 < p < 0.05:  # a small kernel's share of a variant's time
             return "< 0.1 %"
-        return fmt.pct(p) if p is not None else ("-" if c.kind != "changed" else fmt.MISSING)
+        return fmt.pct(p) if p is not None else ("-" if kind != "changed" else fmt.MISSING)
 
-    return RuleView(c.kind, c.id, c.title, c.text,
-                    est(c.before_pct) if c.kind != "appeared" else "absent",
-                    est(c.after_pct) if c.kind != "disappeared" else "absent",
-                    c.message, c.kernel)
+    return RuleView(kind, told["id"], told["title"], c.text,
+                    est(told["speedup_pct_before"]) if kind != "appeared" else "absent",
+                    est(told["speedup_pct_after"]) if kind != "disappeared" else "absent",
+                    c.message, told["kernel"])
 
 
-def step_views(cmp: Comparison) -> list[StepView]:
+def step_views(cmp: Comparison, transitions: list[dict]) -> list[StepView]:
+    """Each step as shown: its words and numbers from the explanation's ``transitions``
+    (``paprof.analysis.explanation``, the document ``compare --json`` writes), the
+    variants' verdict words and the moved flags from ``cmp``."""
     views = []
-    for s in cmp.steps:
+    for s, t in zip(cmp.steps, transitions):
         after = cmp.variant(s.after)
         repeats = table_sentences(cmp, s)
-        if s.speedup is None:
-            verdict = "same"
-        elif not s.deltas["duration_us"].moved:
+        speedup = t["speedup"]
+        if speedup is None or not s.deltas["duration_us"].moved:
             verdict = "same"
         else:
-            verdict = "faster" if s.speedup >= 1 else "slower"
+            verdict = "faster" if speedup >= 1 else "slower"
+        dec = t["decomposition"]
         views.append(StepView(
-            before=s.before,
-            after=s.after,
-            title=f"{s.before} -> {s.after}",
-            headline=s.headline,
-            speedup=s.speedup,
-            speedup_text=fmt.ratio(s.speedup),
+            before=t["before"],
+            after=t["after"],
+            title=f"{t['before']} -> {t['after']}",
+            headline=t["headline"],
+            speedup=speedup,
+            speedup_text=fmt.ratio(speedup),
             verdict=verdict,
-            bottleneck_before=s.bottleneck_before,
-            bottleneck_after=s.bottleneck_after,
+            bottleneck_before=t["bottleneck_before"],
+            bottleneck_after=t["bottleneck_after"],
             bottleneck_before_text=verdict_words(cmp.variant(s.before)),
             bottleneck_after_text=verdict_words(after),
-            sentences=list(s.sentences),
-            story=[x for x in s.sentences if x not in repeats],
+            sentences=list(t["sentences"]),
+            story=[x for x in t["sentences"] if x not in repeats],
             summary=s.summary,
             evidence_after=list(after.evidence),
-            rules=[rule_view(c) for c in s.rule_changes],
-            cause=s.cause,
-            traffic=s.traffic,
-            kernels=kernel_rows(s.decomposition),
-            kernels_total=((fmt.duration_us(s.decomposition.before_us),
-                            fmt.duration_us(s.decomposition.after_us))
-                           if s.decomposition is not None else ()),
+            rules=[rule_view(c, r) for c, r in zip(s.rule_changes, t["rules"])],
+            cause=t["cause"],
+            traffic=t["traffic"],
+            kernels=kernel_rows(t["kernels"]),
+            kernels_total=((fmt.duration_us(dec["before_us"]), fmt.duration_us(dec["after_us"]))
+                           if dec is not None else ()),
         ))
     return views

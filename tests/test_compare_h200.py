@@ -560,3 +560,62 @@ def test_the_markdown_follows_the_document_it_is_given():
     md = render_markdown(build_context(cmp, charts=False, explained=doc))
     assert "123 ms" in md and "a cause only the document holds" in md
     assert "- told by the document" in md
+
+
+# -- numbers that look contradictory carry their reason on the page ----------------------
+def _visible_why(html: str, key: str) -> str:
+    """The note printed under a table row (a table cell, not a hover title)."""
+    import html as html_lib
+
+    found = re.search(rf'<tr class="why" data-why="{key}"><td[^>]*>([^<]*)</td>', html)
+    assert found, key
+    return html_lib.unescape(found.group(1))
+
+
+def test_a_low_l2_hit_rate_beside_repeated_l2_bytes_says_why(ctx, html, md):
+    note = _visible_why(html, "l2_hit_rate_pct")
+    assert "v2: 6 % beside 3.99 per DRAM byte" in note
+    assert "sector lookups (v2: 1.09 per DRAM sector)" in note and "merged" in note
+    row = next(r for sec in ctx.traffic for r in sec.rows if r.key == "l2_hit_rate_pct")
+    assert row.note == note and _md_text(md).count(note) == 1
+
+
+def test_memory_under_l2_says_why_beside_the_row_and_the_chart(ctx, html, md):
+    note = _visible_why(html, "memory_throughput_pct")
+    assert "v5: Memory 90.2 %, L2 93.5 %" in note and "lts__throughput" in note
+    assert "L1's active cycles" in note  # the baseline's L1 reads above its Memory too
+    chart = next(c for c in ctx.charts if c.id == "speed-of-light")
+    assert "Memory is the max over DRAM, L1 and L2, but memory reads under" in chart.caption
+    assert "v5: Memory 90.2 %" in _md_text(md)
+
+
+def test_a_rule_of_one_kernel_in_a_variants_card_names_the_kernel(ctx):
+    v4 = next(v for v in ctx.variants if v.label == "v4")
+    waves = [e for e in v4.evidence if "full waves" in e]
+    assert waves and all(e.startswith("ncu SOLBottleneck (paged_decode_v4_merge): ") for e in waves)
+    assert any("1.94 waves per SM" in e for e in v4.evidence)
+    v2 = next(v for v in ctx.variants if v.label == "v2")  # one kernel: nothing to name
+    assert any(e.startswith("ncu SOLBottleneck: ") for e in v2.evidence)
+
+
+def test_numbers_that_agree_carry_no_note():
+    from types import SimpleNamespace
+
+    from paprof.analysis.contradictions import contradictions
+
+    def variant(label, **values):
+        return SimpleNamespace(label=label, get=values.get)
+
+    agree = SimpleNamespace(variants=[
+        variant("a", l2_hit_rate_pct=70.0, l2_to_sm_per_dram_byte=4.0, memory_throughput_pct=90.0,
+                l2_throughput_pct=90.0, dram_throughput_pct=90.0, l1_throughput_pct=40.0),
+        variant("b", l2_hit_rate_pct=1.0, l2_to_sm_per_dram_byte=1.0, memory_throughput_pct=50.0,
+                l2_throughput_pct=50.3)])
+    assert contradictions(agree) == []
+    clash = SimpleNamespace(variants=[variant("c", l2_hit_rate_pct=10.0, l2_to_sm_per_dram_byte=2.0,
+                                              memory_throughput_pct=50.0, l1_throughput_pct=60.0)])
+    found = {c.key: c for c in contradictions(clash)}
+    assert set(found) == {"l2_hit_rate_pct", "memory_throughput_pct"}
+    assert "c: 10 % beside 2 per DRAM byte" in found["l2_hit_rate_pct"].text
+    assert "L1's active cycles" in found["memory_throughput_pct"].text
+    assert "lts__throughput" not in found["memory_throughput_pct"].text

@@ -1,7 +1,8 @@
 """A comparison made whole before any report sees it.
 
 ``finish(cmp)`` attaches what the reports show beyond the model: the roofline, each
-step's time ledger, the warp-stall ranking and (``sources=True``) the source hot spots of
+step's time ledger, the warp-stall ranking, the reasons beside numbers that look
+contradictory and (``sources=True``) the source hot spots of
 runs profiled with SourceCounters. The reports then only format. Calling it again does
 nothing.
 """
@@ -26,11 +27,13 @@ def finish(cmp, sources: bool = False):
     if cmp.finished:
         return cmp
     from paprof.analysis import roofline
+    from paprof.analysis.contradictions import contradictions
     from paprof.analysis.ledger import step_ledgers
     from paprof.analysis.stalls import rank_stalls
 
     cmp.roofline = roofline.build(cmp)
     cmp.ledgers = step_ledgers(cmp)
     cmp.stalls = rank_stalls(cmp)
+    cmp.contradictions = contradictions(cmp)
     cmp.finished = True
     return cmp

@@ -102,7 +102,8 @@ def build_charts(cmp: Comparison, series: dict[str, dict], stalls: StallView | N
         chart_lib.speed_of_light(labels, {
             "SM": col["sm_throughput_pct"], "Memory": col["memory_throughput_pct"],
             "DRAM": col["dram_throughput_pct"], "L1": col["l1_throughput_pct"],
-            "L2": col["l2_throughput_pct"]}),
+            "L2": col["l2_throughput_pct"]},
+            next((c.text for c in cmp.contradictions if c.key == "memory_throughput_pct"), "")),
         chart_lib.duration(labels, col["duration_us"], col["speedup_first"],
                         [len(v.kernels) for v in cmp.variants], col["duration_us_event"]),
         chart_lib.pipes(labels, {name: [series[lab].get(key) for lab in labels]

@@ -29,6 +29,7 @@ from paprof.reports.table_view import (  # noqa: F401  (Cell and fold_same_rows:
     Cell,
     TableRow,
     TableSection,
+    attach_notes,
     build_table,
     fold_same_rows,
 )
@@ -136,6 +137,7 @@ def build_context(cmp: Comparison, charts: bool = True, generated: str | None = 
     table, absent = build_table(cmp, series)
     table = fold_same_rows(table)
     traffic = fold_same_rows(build_table(cmp, series, TRAFFIC_TABLE)[0])
+    attach_notes(table + traffic, cmp.contradictions)
     stalls = build_stalls(cmp.stalls)
     ledgers = build_ledgers(cmp.ledgers)
     from paprof.reports.views import hotspots_view, roofline_view

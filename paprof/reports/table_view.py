@@ -38,6 +38,9 @@ class TableRow:
     cells: list[Cell]
     text: bool = False
     """A row of words rather than numbers (the template lets it wrap)."""
+    note: str = ""
+    """Why its numbers hold together with another row's that seem to contradict them
+    (``paprof.analysis.contradictions``), printed beside the row."""
 
 
 @dataclass
@@ -336,3 +339,12 @@ def build_table(cmp: Comparison, series: dict[str, dict], layout=TABLE
         if rows:
             sections.append(TableSection(title, rows))
     return sections, absent
+
+
+def attach_notes(sections: list[TableSection], contradictions) -> None:
+    """Each contradiction's reason on the row it is about (``Contradiction.key``)."""
+    notes = {c.key: c.text for c in contradictions}
+    for sec in sections:
+        for row in sec.rows:
+            if row.key in notes:
+                row.note = notes[row.key]

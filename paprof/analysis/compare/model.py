@@ -334,6 +334,9 @@ class Comparison:
     without both durations), set by ``finish``."""
     stalls: object = None
     """The warp-stall ranking (``paprof.analysis.stalls.StallRanking``), set by ``finish``."""
+    contradictions: list = field(default_factory=list)
+    """Numbers that look contradictory side by side, with the reason
+    (``paprof.analysis.contradictions``), set by ``finish``."""
     finished: bool = False
     """Whether ``finish`` attached the roofline, the ledgers and the stall ranking."""
 

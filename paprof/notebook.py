@@ -115,10 +115,10 @@ class Report:
         """The time ledger: one row per step and term (``paprof.analysis.ledger``), in us."""
         import pandas as pd
 
-        from paprof.analysis.ledger import step_ledgers
+        from paprof.analysis.finish import finish
 
         rows = [{"before": led.before, "after": led.after, "term": key, "us": us}
-                for led in step_ledgers(self.comparison) if led is not None
+                for led in finish(self.comparison).ledgers if led is not None
                 for key, _, us in led.rows()]
         return pd.DataFrame(rows, columns=["before", "after", "term", "us"])
 

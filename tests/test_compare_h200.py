@@ -459,7 +459,7 @@ def test_rows_that_say_the_same_thing_are_shown_once(ctx):
 
 
 def test_rows_that_differ_are_kept():
-    from paprof.reports.context import Cell, TableRow, TableSection, fold_same_rows
+    from paprof.reports.table_view import Cell, TableRow, TableSection, fold_same_rows
 
     def row(key, *values):
         return TableRow(key, key, "", [Cell(v, str(v)) for v in values])

@@ -1,8 +1,9 @@
 """``paprof compare`` as a library call: variants in, report files out.
 
 ``write_report(["v2", "v3"], runs="examples/h200")`` resolves each variant (a run-store id
-or an ``.ncu-rep`` path), loads the reports, compares them, builds the context once and
-writes the HTML report (and the Markdown one when asked).
+or an ``.ncu-rep`` path: ``paprof.analysis.resolve``), has the analysis compare and finish
+them (``paprof.analysis.compare_runs``), builds the explanation and the context once and
+writes the HTML report (and the Markdown and JSON ones when asked). Nothing here computes.
 
 Overwriting: re-running compare is the normal way to refresh a report, so a file that
 paprof itself wrote (the HTML generator tag, or the Markdown report's first-line marker)
@@ -19,8 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from paprof import outputs
-from paprof.analysis.finish import attach_hotspots  # noqa: F401  (the library's name for it)
-from paprof.analysis.resolve import DEFAULT_RUNS, REPORT_SUFFIX, resolve_variants  # noqa: F401
+from paprof.analysis.resolve import DEFAULT_RUNS, resolve_variants  # noqa: F401  (callers' names)
 from paprof.errors import UserError
 
 DEFAULT_OUT = Path("paprof-report.html")

@@ -18,15 +18,13 @@ from datetime import datetime, timezone
 from paprof import __version__
 from paprof.analysis import fmt
 from paprof.analysis.compare import Comparison
-from paprof.analysis.series import compute_family  # noqa: F401  (the charts' choice, by its old name)
 from paprof.analysis.series import series as variant_series
 from paprof.reports.chart_views import StallView, build_charts, build_ledgers, build_stalls
 from paprof.reports.charts import ChartView
 from paprof.reports.run_views import ProvenanceView, VariantView, provenance_view, variant_view
 from paprof.reports.step_views import StepView, step_views
-from paprof.reports.table_view import (  # noqa: F401  (Cell and fold_same_rows: tests read them here)
+from paprof.reports.table_view import (
     TRAFFIC_TABLE,
-    Cell,
     TableRow,
     TableSection,
     attach_notes,

@@ -55,10 +55,6 @@ class LedgerView:
     missing: list[str]
 
 
-def _signed_us(us: float) -> str:
-    return ("+" if us > 0 else "-" if us < 0 else "") + fmt.duration_us(abs(us))
-
-
 def build_ledgers(ledgers) -> list[LedgerView]:
     """The steps' ledgers (``Comparison.ledgers``) as text."""
     views = []
@@ -66,8 +62,8 @@ def build_ledgers(ledgers) -> list[LedgerView]:
         if led is None:
             continue
         views.append(LedgerView(
-            f"{led.before} -> {led.after}", led.before_us, led.after_us, _signed_us(led.difference),
-            [(k, words, us, _signed_us(us)) for k, words, us in led.rows()], list(led.missing)))
+            f"{led.before} -> {led.after}", led.before_us, led.after_us, fmt.signed_duration_us(led.difference),
+            [(k, words, us, fmt.signed_duration_us(us)) for k, words, us in led.rows()], list(led.missing)))
     return views
 
 

@@ -115,10 +115,10 @@ class Report:
         """The time ledger: one row per step and term (``paprof.analysis.ledger``), in us."""
         import pandas as pd
 
-        from paprof.analysis.ledger import step_ledgers
+        from paprof.analysis.finish import finish
 
         rows = [{"before": led.before, "after": led.after, "term": key, "us": us}
-                for led in step_ledgers(self.comparison) if led is not None
+                for led in finish(self.comparison).ledgers if led is not None
                 for key, _, us in led.rows()]
         return pd.DataFrame(rows, columns=["before", "after", "term", "us"])
 
@@ -194,27 +194,32 @@ def _specs(given: tuple) -> list[str]:
     return [str(s) for s in specs]
 
 
-def compare(*specs, runs=DEFAULT_RUNS, shape: str | None = None) -> Report:
+def compare(*specs, runs=DEFAULT_RUNS, shape: str | None = None, baseline: str | None = None) -> Report:
     """Compare variants (run-store ids such as ``"v3"`` or ``"paged_decode/v3"``, or
     ``.ncu-rep`` paths; at least 2) from the run store ``runs``, at ``shape`` when given,
     as ``paprof compare`` does; a ``Report`` for a notebook.
 
     The variants go as one list, ``compare(["v2", "v3"], runs="examples/h200")``, or as
-    separate arguments, ``compare("v2", "v3", runs="examples/h200")``; ``runs`` and
-    ``shape`` by keyword. Fewer than 2 variants: ``paprof.errors.UserError``; anything
-    else than strings and paths: ``TypeError``."""
-    from paprof.analysis.compare import compare as compare_frame
-    from paprof.analysis.load import load_reports, variant_rows
-    from paprof.errors import UserError
-    from paprof.reports.build import attach_hotspots, resolve_variants
+    separate arguments, ``compare("v2", "v3", runs="examples/h200")``; ``runs``, ``shape``
+    and ``baseline`` by keyword. ``baseline="v2"`` compares every variant with v2, as
+    ``paprof compare --baseline v2`` does (v2 need not be in the list), instead of telling
+    the ordered list as a chain. Fewer than 2 variants: ``paprof.errors.UserError``;
+    anything else than strings and paths: ``TypeError``."""
+    from paprof.analysis.compare_runs import finished_comparison
+    from paprof.analysis.resolve import resolve_variants
     from paprof.reports.context import build_context
 
-    paths = resolve_variants(_specs(specs), runs, shape)
-    df = load_reports(paths)
-    cmp = compare_frame(df, variant_rows(df), order=paths)
-    if len(cmp.variants) < 2:
-        raise UserError(f"compare needs at least 2 variants; the reports given hold {len(cmp.variants)}")
-    attach_hotspots(cmp)
+    wanted = _specs(specs)
+    if baseline is not None:
+        from os import PathLike
+
+        if not isinstance(baseline, (str, PathLike)):
+            raise TypeError(f"paprof.compare: baseline is a run-store id or an .ncu-rep path, "
+                            f"not {type(baseline).__name__}: {baseline!r}")
+        base = str(baseline)
+        wanted = [base] + [s for s in wanted if s != base]
+    paths = resolve_variants(wanted, runs, shape)
+    cmp = finished_comparison(paths, baseline=baseline is not None)
     return Report(cmp, build_context(cmp), paths)
 
 

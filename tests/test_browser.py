@@ -141,6 +141,9 @@ def test_first_screen_holds_the_verdict_and_the_page_is_short(which, request, tm
                    "--dump-dom")
     attrs_open = root_attrs(out.stdout)
     assert attrs_open["data-details"] == f"{total}/{total}"
+    # the reasons beside numbers that look contradictory are on the page, not in tooltips
+    shown, notes = attrs_open["data-why"].split("/")
+    assert shown == notes and int(notes) >= (2 if which == "report" else 1), attrs_open["data-why"]
     assert int(attrs_open["data-height"]) > 3 * int(attrs["data-height"])
 
 

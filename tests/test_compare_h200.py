@@ -459,7 +459,7 @@ def test_rows_that_say_the_same_thing_are_shown_once(ctx):
 
 
 def test_rows_that_differ_are_kept():
-    from paprof.reports.context import Cell, TableRow, TableSection, fold_same_rows
+    from paprof.reports.table_view import Cell, TableRow, TableSection, fold_same_rows
 
     def row(key, *values):
         return TableRow(key, key, "", [Cell(v, str(v)) for v in values])
@@ -475,3 +475,147 @@ def test_a_step_lists_its_story_not_the_rows_of_the_table(ctx):
     assert s.story[0] == s.sentences[0] and len(s.story) < len(s.sentences)
     assert not any(x.startswith(("duration ", "SM throughput", "registers ")) for x in s.story)
     assert any(x.startswith("duration ") for x in s.sentences)  # still told (Markdown, JSON)
+
+
+# -- the Markdown is rendered from the explanation ---------------------------------------
+def _md_text(cell: str) -> str:
+    """A Markdown cell as plain text: escapes and bold marks taken off."""
+    return re.sub(r"\\(.)", r"\1", cell).replace("**", "").strip()
+
+
+def _numbers(text: str) -> list[str]:
+    return re.findall(r"\d[\d,]*(?:\.\d+)?", text)
+
+
+@pytest.fixture(scope="module")
+def explained_md():
+    import json
+
+    from paprof.reports.build import write_report
+
+    done = write_report(ALL, runs=EXAMPLES, out=None, markdown="-", json_out="-",
+                        generated="2026-11-29 15:00 UTC")
+    return done.markdown_text, json.loads(done.json_text)
+
+
+def _json_texts(obj) -> list[str]:
+    """Every value of a JSON document as the reports format it (text as it is; a number
+    in each of the formats a cell uses)."""
+    from paprof.analysis import fmt
+
+    if isinstance(obj, dict):
+        return [t for v in obj.values() for t in _json_texts(v)]
+    if isinstance(obj, list):
+        return [t for v in obj for t in _json_texts(v)]
+    if isinstance(obj, bool) or obj is None:
+        return []
+    if isinstance(obj, (int, float)):
+        return [str(obj), fmt.duration_us(obj), fmt.ratio(obj), fmt.ratio(1 / obj) if obj else "",
+                fmt.number(obj), fmt.count(obj)]
+    return [str(obj)]
+
+
+def test_every_number_of_the_markdown_verdict_table_is_in_the_json(explained_md):
+    md, doc = explained_md
+    rows = {r["label"]: r for r in doc["verdict"]["rows"]}
+    table = [line for line in md.splitlines() if line.startswith("| ")
+             and "cause of the difference" not in line][:len(ALL)]
+    assert len(table) == len(ALL)
+    for line in table:
+        cells = [_md_text(c) for c in line.strip("|").split(" | ")]
+        label = cells[0].split(" (tie with")[0]
+        row = rows[label]
+        said = " ".join(_json_texts(row))
+        for cell in cells[1:4]:  # time (ncu), CUDA events, against the baseline
+            for number in _numbers(cell):
+                assert number in said, (label, cell, number)
+        assert cells[5] == ("" if row["baseline"] else row["short_cause"]), label
+        assert cells[4] and row["bottleneck"] is not None
+        assert ("tie with" in cells[0]) == bool(row["tie"])
+
+
+def test_every_steps_cause_and_headline_in_the_markdown_are_the_jsons(explained_md):
+    md, doc = explained_md
+    for t in doc["transitions"]:
+        heading = f"### {t['before']} → {t['after']}: "
+        block = md.split(heading, 1)[1].split("\n### ", 1)[0]
+        assert _md_text(block.splitlines()[0]) == t["headline"]
+        bullets = [_md_text(line[2:]) for line in block.splitlines() if line.startswith("- ")]
+        assert bullets == t["sentences"] and t["cause"] in bullets, (t["before"], t["after"])
+
+
+def test_the_markdown_follows_the_document_it_is_given():
+    """Rendered from the explanation: a value changed in the document is the value shown."""
+    from paprof.analysis.compare_runs import finished_comparison
+    from paprof.analysis.explanation import explanation
+    from paprof.analysis.resolve import resolve_variants
+    from paprof.reports.context import build_context
+    from paprof.reports.markdown import render_markdown
+
+    cmp = finished_comparison(resolve_variants(["v2", "v3"], EXAMPLES), sources=False)
+    doc = explanation(cmp)
+    doc["verdict"]["rows"][1]["duration_us"] = 123456.0
+    doc["verdict"]["rows"][1]["short_cause"] = "a cause only the document holds"
+    doc["transitions"][0]["cause"] = doc["transitions"][0]["sentences"][0] = "told by the document"
+    md = render_markdown(build_context(cmp, charts=False, explained=doc))
+    assert "123 ms" in md and "a cause only the document holds" in md
+    assert "- told by the document" in md
+
+
+# -- numbers that look contradictory carry their reason on the page ----------------------
+def _visible_why(html: str, key: str) -> str:
+    """The note printed under a table row (a table cell, not a hover title)."""
+    import html as html_lib
+
+    found = re.search(rf'<tr class="why" data-why="{key}"><td[^>]*>([^<]*)</td>', html)
+    assert found, key
+    return html_lib.unescape(found.group(1))
+
+
+def test_a_low_l2_hit_rate_beside_repeated_l2_bytes_says_why(ctx, html, md):
+    note = _visible_why(html, "l2_hit_rate_pct")
+    assert "v2: 6 % beside 3.99 per DRAM byte" in note
+    assert "sector lookups (v2: 1.09 per DRAM sector)" in note and "merged" in note
+    row = next(r for sec in ctx.traffic for r in sec.rows if r.key == "l2_hit_rate_pct")
+    assert row.note == note and _md_text(md).count(note) == 1
+
+
+def test_memory_under_l2_says_why_beside_the_row_and_the_chart(ctx, html, md):
+    note = _visible_why(html, "memory_throughput_pct")
+    assert "v5: Memory 90.2 %, L2 93.5 %" in note and "lts__throughput" in note
+    assert "L1's active cycles" in note  # the baseline's L1 reads above its Memory too
+    chart = next(c for c in ctx.charts if c.id == "speed-of-light")
+    assert "Memory is the max over DRAM, L1 and L2, but memory reads under" in chart.caption
+    assert "v5: Memory 90.2 %" in _md_text(md)
+
+
+def test_a_rule_of_one_kernel_in_a_variants_card_names_the_kernel(ctx):
+    v4 = next(v for v in ctx.variants if v.label == "v4")
+    waves = [e for e in v4.evidence if "full waves" in e]
+    assert waves and all(e.startswith("ncu SOLBottleneck (paged_decode_v4_merge): ") for e in waves)
+    assert any("1.94 waves per SM" in e for e in v4.evidence)
+    v2 = next(v for v in ctx.variants if v.label == "v2")  # one kernel: nothing to name
+    assert any(e.startswith("ncu SOLBottleneck: ") for e in v2.evidence)
+
+
+def test_numbers_that_agree_carry_no_note():
+    from types import SimpleNamespace
+
+    from paprof.analysis.contradictions import contradictions
+
+    def variant(label, **values):
+        return SimpleNamespace(label=label, get=values.get)
+
+    agree = SimpleNamespace(variants=[
+        variant("a", l2_hit_rate_pct=70.0, l2_to_sm_per_dram_byte=4.0, memory_throughput_pct=90.0,
+                l2_throughput_pct=90.0, dram_throughput_pct=90.0, l1_throughput_pct=40.0),
+        variant("b", l2_hit_rate_pct=1.0, l2_to_sm_per_dram_byte=1.0, memory_throughput_pct=50.0,
+                l2_throughput_pct=50.3)])
+    assert contradictions(agree) == []
+    clash = SimpleNamespace(variants=[variant("c", l2_hit_rate_pct=10.0, l2_to_sm_per_dram_byte=2.0,
+                                              memory_throughput_pct=50.0, l1_throughput_pct=60.0)])
+    found = {c.key: c for c in contradictions(clash)}
+    assert set(found) == {"l2_hit_rate_pct", "memory_throughput_pct"}
+    assert "c: 10 % beside 2 per DRAM byte" in found["l2_hit_rate_pct"].text
+    assert "L1's active cycles" in found["memory_throughput_pct"].text
+    assert "lts__throughput" not in found["memory_throughput_pct"].text

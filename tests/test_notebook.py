@@ -73,3 +73,25 @@ def test_dataframes_of_what_the_report_says(report):
     for (before, after), group in led.groupby(["before", "after"]):
         change = t.loc["duration_us", after] - t.loc["duration_us", before]
         assert group["us"].sum() == pytest.approx(change)
+
+
+def test_compare_against_a_chosen_baseline_like_the_cli(report):
+    import paprof
+    from paprof.reports.build import write_report
+
+    star = paprof.compare(["v3", "v5"], runs=EXAMPLES, baseline="v2")
+    assert list(star.variants["label"]) == ["v2", "v3", "v5"]
+    assert list(zip(star.steps["before"], star.steps["after"])) == [("v2", "v3"), ("v2", "v5")]
+    cli = write_report(["v3", "v5"], runs=EXAMPLES, out=None, markdown="-", baseline="v2",
+                       generated="x")
+    assert [r.speedup for r in star.context.verdict.rows] == [r.speedup for r in cli.context.verdict.rows]
+    assert list(star.steps["cause"]) == [s.cause for s in cli.comparison.steps]
+    assert star.context.title == "paprof: v3, v5 against v2"
+    # the chain of the same variants differs in its second step
+    assert list(zip(report.steps["before"], report.steps["after"]))[1] == ("v3", "v5")
+    from paprof.errors import UserError
+
+    with pytest.raises(UserError, match="v9"):  # a baseline the store lacks, as the CLI says
+        paprof.compare(["v3", "v5"], runs=EXAMPLES, baseline="v9")
+    with pytest.raises(TypeError):
+        paprof.compare(["v3", "v5"], runs=EXAMPLES, baseline=2)

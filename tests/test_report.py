@@ -473,7 +473,7 @@ def test_column_headers_name_kernels_by_whole_identifier_parts():
 
 
 def test_a_compute_family_gets_pipe_utilisation_not_dram_bars():
-    from paprof.reports.context import compute_family
+    from paprof.analysis.series import compute_family
 
     fam = [("a", 1.2, 37.4), ("b", 2.1, 56.5), ("c", 3.5, 76.8)]
     rows = [make_row(v, dram_throughput_pct=d, tensor_pipe_pct=t) for v, d, t in fam]

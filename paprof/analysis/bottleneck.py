@@ -186,7 +186,10 @@ def _rule_evidence(row: Mapping, label: str, limit: int) -> list[str]:
               and r.get("type") in ("WARNING", "OPTIMIZATION", "ERROR")
               and not any(p.search(str(r.get("message", ""))) for p in RULE_NOISE)]
     chosen.sort(key=lambda r: (wanted.index(r["id"]), -_speedup(r)))
-    return [f"ncu {r['id']}: {_first_sentence(str(r.get('message', '')))}"
+    kernels = row.get("kernels")
+    several = isinstance(kernels, (list, tuple)) and len(kernels) > 1  # summed: say whose rule
+    return [f"ncu {r['id']}" + (f" ({r['kernel']})" if several and r.get("kernel") else "")
+            + f": {_first_sentence(str(r.get('message', '')))}"
             for r in chosen[:limit]]
 
 

@@ -4,8 +4,10 @@ What a CI bot or an agent needs without parsing prose: each compared run (time, 
 steps, bottleneck verdict and its evidence, the ceiling used and where it came from), each
 transition between two runs (speedup, the decomposition's terms with the counters behind
 them, the causes, the kernel view, the verdicts before and after) and the comparability
-checks (what differs in a cross comparison, the warnings). Built from the finished
-``Comparison``; the sentences are the report's own.
+checks (what differs in a cross comparison, the warnings), and the verdict table
+(every variant against the baseline, ties called). Built from the finished
+``Comparison``; the sentences are the report's own, and the reports' verdict table and
+step texts are rendered from this document (``paprof.reports.context``).
 
 Schema ``paprof.explanation/1`` (``SCHEMA``): fields are only ever added within a version;
 ``docs/explanations.md`` describes them.
@@ -91,6 +93,27 @@ def _transition(step) -> dict:
         "rules": [{"id": c.id, "title": c.title, "change": c.kind, "kernel": c.kernel,
                    "speedup_pct_before": _num(c.before_pct), "speedup_pct_after": _num(c.after_pct)}
                   for c in step.rule_changes],
+        "sentences": list(step.sentences),
+    }
+
+
+def _verdict(cmp) -> dict | None:
+    """Every variant against the baseline (``paprof.analysis.verdict``): the report's
+    verdict table as data."""
+    from paprof.analysis.verdict import verdict
+
+    v = verdict(cmp)
+    if v is None:
+        return None
+    return {
+        "baseline": v.baseline, "noise_pct": v.noise_pct, "fastest": list(v.fastest),
+        "rows": [{"label": r.label, "baseline": r.baseline,
+                  "duration_us": _num(r.duration_us), "duration_us_spread": _num(r.spread_us),
+                  "steps": r.launches, "event_us": _num(r.event_us),
+                  "event_us_spread": _num(r.event_spread_us), "event_count": r.event_count,
+                  "speedup": _num(r.speedup), "bottleneck": r.bottleneck, "cause": r.cause,
+                  "short_cause": r.short_cause, "verified": r.verified, "tie": list(r.tie)}
+                 for r in v.rows],
     }
 
 
@@ -107,4 +130,5 @@ def explanation(cmp) -> dict:
         "cross": list(cmp.cross),
         "warnings": list(cmp.warnings),
         "notes": list(cmp.notes),
+        "verdict": _verdict(cmp),
     })

@@ -145,6 +145,11 @@ def signed_pct(value, decimals: int = 1) -> str:
     return text if text.startswith("-") or text == "0 %" else "+" + text
 
 
+def signed_duration_us(us: float) -> str:
+    """A change of time, with its sign: ``+1.2 ms``, ``-40 us`` (no sign for zero)."""
+    return ("+" if us > 0 else "-" if us < 0 else "") + duration_us(abs(us))
+
+
 def signed_pts(value, decimals: int = 1) -> str:
     """A change of a percentage, in points: ``+27.5 pts``."""
     if is_missing(value):

@@ -52,7 +52,8 @@ def against(cmp, baseline: str):
     order = [base] + others
     provenance = [next(p for p in cmp.provenance if p.label == v.label) for v in order] \
         if len(cmp.provenance) == len(cmp.variants) else list(cmp.provenance)
-    return replace(cmp, variants=order, steps=steps, provenance=provenance)
+    return replace(cmp, variants=order, steps=steps, provenance=provenance,
+                   roofline=None, ledgers=None, stalls=None, contradictions=[], finished=False)
 
 
 def is_star(cmp) -> bool:

@@ -127,9 +127,10 @@ def _val(value) -> float:
     return float(value) if _ok(value) else 0.0
 
 
-def speed_of_light(labels: list[str], units: dict[str, list]) -> ChartView:
+def speed_of_light(labels: list[str], units: dict[str, list], note: str = "") -> ChartView:
     """A heatmap: one row per unit, one column per variant, each cell its throughput (% of
-    peak) written in it, so 8 variants x 5 units read without a legend."""
+    peak) written in it, so 8 variants x 5 units read without a legend. ``note``: why a
+    Memory cell under a unit's, where one is (printed in the caption)."""
     with _style():
         names = list(units)
         margin = _label_margin(names) + 0.15
@@ -157,7 +158,8 @@ def speed_of_light(labels: list[str], units: dict[str, list]) -> ChartView:
             for j, lab in enumerate(labels))
         return _finish(fig, "speed-of-light", "Speed of light",
                        "Throughput of each unit as % of its peak, one column per variant (darker: "
-                       "busier). Memory is the max over DRAM, L1 and L2.",
+                       "busier). Memory is the max over DRAM, L1 and L2"
+                       + (f", but {note[0].lower()}{note[1:]}" if note else "."),
                        "Speed-of-light throughput per variant: " + alt)
 
 

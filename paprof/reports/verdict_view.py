@@ -1,8 +1,10 @@
 """The verdict table and the one-sentence summary above it, as the templates show them.
 
-``verdict_view(verdict)`` turns a ``paprof.analysis.verdict.Verdict`` into rows of text:
-time with its spread, speedup over the baseline, bottleneck, the cause in one line
-(the whole cause is kept beside it), verified or not, and the ties.
+``verdict_view(doc)`` turns the ``verdict`` of the ``compare --json`` explanation
+(``paprof.analysis.explanation``) into rows of text: time with its spread, speedup over
+the baseline, bottleneck, the cause in one line (the whole cause is kept beside it),
+verified or not, and the ties. Read from the same document ``--json`` writes, the page
+and the JSON cannot disagree.
 """
 
 from __future__ import annotations
@@ -48,10 +50,10 @@ def _time(value, spread) -> str:
     return text
 
 
-def _speedup(row, noise_pct: float) -> str:
-    if row.baseline:
+def _speedup(row: dict, noise_pct: float) -> str:
+    if row["baseline"]:
         return "baseline"
-    s = row.speedup
+    s = row["speedup"]
     if s is None:
         return fmt.MISSING
     if abs(max(s, 1 / s) - 1) * 100 < noise_pct:
@@ -59,46 +61,49 @@ def _speedup(row, noise_pct: float) -> str:
     return f"{fmt.ratio(s)} faster" if s >= 1 else f"{fmt.ratio(1 / s)} slower"
 
 
-def summary(v) -> str:
+def summary(v: dict) -> str:
     """Which is fastest (the tied ones named together), by how much over the baseline."""
-    by = {r.label: r for r in v.rows}
-    if not v.fastest:
+    by = {r["label"]: r for r in v["rows"]}
+    fastest = v["fastest"]
+    if not fastest:
         return ""
-    lead = by[v.fastest[0]]
-    names = " and ".join(v.fastest) if len(v.fastest) <= 3 else ", ".join(v.fastest)
-    if len(v.fastest) > 1:
-        text = (f"Fastest: {names}, tied within {fmt.number(v.noise_pct)} % "
-                f"({fmt.duration_us(lead.duration_us)}, {bound_words(lead.bottleneck)})")
+    lead = by[fastest[0]]
+    names = " and ".join(fastest) if len(fastest) <= 3 else ", ".join(fastest)
+    said = f"{fmt.duration_us(lead['duration_us'])}, {bound_words(lead['bottleneck'])}"
+    if len(fastest) > 1:
+        text = f"Fastest: {names}, tied within {fmt.number(v['noise_pct'])} % ({said})"
     else:
-        text = f"Fastest: {names} ({fmt.duration_us(lead.duration_us)}, {bound_words(lead.bottleneck)})"
-    if v.baseline not in v.fastest and lead.speedup:
-        text += f", {_speedup(lead, v.noise_pct)} than {v.baseline}"
+        text = f"Fastest: {names} ({said})"
+    if v["baseline"] not in fastest and lead["speedup"]:
+        text += f", {_speedup(lead, v['noise_pct'])} than {v['baseline']}"
     return text + "."
 
 
-def verdict_view(v) -> VerdictView | None:
+def verdict_view(v: dict | None) -> VerdictView | None:
+    """The explanation's ``verdict`` (None: no variants) as the templates show it."""
     if v is None:
         return None
     rows = []
-    for r in v.rows:
-        events = (_time(r.event_us, r.event_spread_us) + f" (n={r.event_count})"
-                  if r.event_us is not None else fmt.MISSING)
+    for r in v["rows"]:
+        events = (_time(r["event_us"], r["event_us_spread"]) + f" (n={r['event_count']})"
+                  if r["event_us"] is not None else fmt.MISSING)
         rows.append(VerdictRowView(
-            label=r.label,
-            time=_time(r.duration_us, r.spread_us) + (f" ({r.launches} steps)" if r.launches > 1 else ""),
+            label=r["label"],
+            time=_time(r["duration_us"], r["duration_us_spread"])
+            + (f" ({r['steps']} steps)" if r["steps"] > 1 else ""),
             events=events,
-            speedup=_speedup(r, v.noise_pct),
-            bottleneck=r.bottleneck,
-            bottleneck_text=bound_words(r.bottleneck),
-            cause=(r.short_cause or "") if not r.baseline else "",
-            cause_full=r.cause or "",
-            verified={True: "passed", False: "FAILED", None: "not verified"}[r.verified],
-            tie=("tie with " + ", ".join(r.tie)) if r.tie else "",
-            baseline=r.baseline,
-            fastest=r.label in v.fastest,
+            speedup=_speedup(r, v["noise_pct"]),
+            bottleneck=r["bottleneck"],
+            bottleneck_text=bound_words(r["bottleneck"]),
+            cause=(r["short_cause"] or "") if not r["baseline"] else "",
+            cause_full=r["cause"] or "",
+            verified={True: "passed", False: "FAILED", None: "not verified"}[r["verified"]],
+            tie=("tie with " + ", ".join(r["tie"])) if r["tie"] else "",
+            baseline=r["baseline"],
+            fastest=r["label"] in v["fastest"],
         ))
     noise = (f"Time: ncu duration (± half the range over profiled steps, where several); "
              f"CUDA events: median ± half-range without the profiler. Variants within "
-             f"{fmt.number(v.noise_pct)} % of each other are a tie (the sweep report's rule). "
-             f"Cause: the largest term of the time difference from {v.baseline}.")
-    return VerdictView(v.baseline, rows, summary(v), noise)
+             f"{fmt.number(v['noise_pct'])} % of each other are a tie (the sweep report's rule). "
+             f"Cause: the largest term of the time difference from {v['baseline']}.")
+    return VerdictView(v["baseline"], rows, summary(v), noise)

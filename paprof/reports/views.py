@@ -85,19 +85,13 @@ def roofline_view(rl: R.Roofline | None, verdicts_by_label: dict | None = None) 
                         list(rl.notes), rl)
 
 
-#: A point under this share of what its roof allows is not limited by that roof: the
-#: roofline says where the point sits, the bottleneck verdict says what limits it.
-NEAR_ROOF_PCT = 60.0
-
-
 def _verdict(v: R.VariantRoofline, roofs: dict, label: str | None = None) -> str:
-    p = v.binding
-    if p is None or p.bound is None:
-        work = v.point(R.WORK)
-        if work is None or work.bound is None:
-            return ""
-        p = work
-    roof = roofs[p.bound.roof]
+    from paprof.analysis.roofline_reading import ABOVE, FAR_UNDER, reading
+
+    got = reading(v, roofs)
+    if got is None:
+        return ""
+    p, roof = got.point, got.roof
     where = R.LEVEL_NAMES.get(p.level, p.level)
     side = "below" if roof.kind == "memory" else "at or above"
     rate = fmt.flop_rate(p.flop_rate / 1e12)
@@ -106,12 +100,12 @@ def _verdict(v: R.VariantRoofline, roofs: dict, label: str | None = None) -> str
            f"{fmt.sig(p.bound.ridge)}")
     share = p.of_attainable
     named = f" ({label})" if label else ""
-    if share is not None and share > 100.0:
+    if got.standing == ABOVE:
         # a measured roof is one library kernel's rate, not the chip's peak: faster is said
         return (f"{v.label}{named}: in the {roof.name} roof's region ({pos}) and faster than that "
                 f"roof: {rate} against the {allows} it allows ({roof.source}), so the roof is "
                 "not this kernel's limit.")
-    if share is not None and share < NEAR_ROOF_PCT:
+    if got.standing == FAR_UNDER:
         return (f"{v.label}{named}: in the {roof.name} roof's region ({pos}) but far under it, "
                 f"{rate}, {fmt.pct(share)} of the {allows} it allows: no roof limits it"
                 + (f"; the verdict is {label}." if label else "."))
@@ -181,10 +175,6 @@ def _us(us: float) -> str:
     return fmt.duration_us(us)
 
 
-def _signed_us(us: float) -> str:
-    return ("+" if us > 0 else "-" if us < 0 else "") + fmt.duration_us(abs(us))
-
-
 def hotspots_view(hs, top: int | None = None) -> HotspotsView | None:
     if hs is None:
         return None
@@ -208,7 +198,7 @@ def hotspots_view(hs, top: int | None = None) -> HotspotsView | None:
         changes = [HotChangeView(
             kind=c.kind, text=(c.text or "").strip() or fmt.MISSING,
             before_where=c.before.where if c.before else "-", after_where=c.after.where if c.after else "-",
-            before=_us(c.before_us), after=_us(c.after_us), change=_signed_us(c.change_us))
+            before=_us(c.before_us), after=_us(c.after_us), change=fmt.signed_duration_us(c.change_us))
             for c in s.changes]
         how = ("lines matched by their source text" if s.matched_by_text
                else "lines matched by file and line")

@@ -321,6 +321,19 @@ class Comparison:
     cross: list[str] = field(default_factory=list)
     """What differs between the compared runs (parameters, GPUs) when the user asked for
     a cross comparison; empty for a comparison of like with like."""
+    roofline: object = None
+    """The roofline (``paprof.analysis.roofline.Roofline``), set by
+    ``paprof.analysis.finish.finish``; None before, or without points."""
+    ledgers: list | None = None
+    """One time ledger per step (``paprof.analysis.ledger.step_ledgers``; None for a step
+    without both durations), set by ``finish``."""
+    stalls: object = None
+    """The warp-stall ranking (``paprof.analysis.stalls.StallRanking``), set by ``finish``."""
+    contradictions: list = field(default_factory=list)
+    """Numbers that look contradictory side by side, with the reason
+    (``paprof.analysis.contradictions``), set by ``finish``."""
+    finished: bool = False
+    """Whether ``finish`` attached the roofline, the ledgers and the stall ranking."""
 
     def variant(self, label: str) -> VariantResult:
         for v in self.variants:

@@ -30,12 +30,9 @@ SWEEP = [
     # (shape, name, knobs over the shipped layout): d128 non-causal and causal, then d64;
     # the causal entries reuse the d128 builds (6 compiles in all)
     (D128, "4x32 shipped (BC 64, S in 32-key halves, Q from sQ, 2 buffers)", {}),
-    (D128, "8x16 (round 1)", catalog.MMA128_8X16),
     (D128, "4x32 BC 32, 3 buffers", {"BC": 32, "KSUB": 32, "STAGES": 3}),
     (CAUSAL, "4x32 shipped", {}),
-    (CAUSAL, "8x16 (round 1)", catalog.MMA128_8X16),
     (D64, "4x32 shipped (Q in registers, 3 buffers)", {}),
-    (D64, "8x16 (round 1)", catalog.MMA128_8X16),
     (D64, "4x32 Q from sQ, 2 buffers", {"QREG": 0, "STAGES": 2}),
 ]
 
@@ -132,7 +129,7 @@ def peer(spec: str, args, gemm) -> None:
 parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
 parser.add_argument("--variant", choices=sorted(TUNINGS), default="mma128")
 parser.add_argument("--only", type=int, action="append", help="index into the variant's sweep (repeatable)")
-parser.add_argument("--knobs", help='one configuration instead of the sweep: "NAME=INT,..." (mma128: or 8x16 / 4x32)')
+parser.add_argument("--knobs", help='one configuration instead of the sweep: "NAME=INT,..."')
 parser.add_argument("--shape", default="", help=f"with --knobs: overrides of {BASE}")
 parser.add_argument("--launches", type=int, default=30)
 parser.add_argument("--no-timing", action="store_true", help="for ncu: verify and launch, no ceiling")

@@ -141,10 +141,9 @@ MMA128_SHAPES = [
     dict(batch=1, q_heads=1, seq_q=128, seq_k=256, head_dim=128, causal=False, dtype="bf16"),
 ]
 MMA128_LAYOUTS = {
-    # name -> knobs over the shipped ones (mma128_knobs): the shipped 4 x 32 layout, the
-    # first 8 x 16 one, and the 4 x 32 alternatives the tuning script benches
+    # name -> knobs over the shipped ones (mma128_knobs): the shipped 4 x 32 layout and the
+    # alternative the tuning script benches
     "4x32": {},
-    "8x16": catalog.MMA128_8X16,
     "4x32-bc32": {"BC": 32, "KSUB": 32, "STAGES": 3},
 }
 
@@ -222,7 +221,7 @@ def test_mma_with_copies_landing_when_issued(build):
     assert check.passed, check
 
 
-@pytest.mark.parametrize("layout", ["4x32", "8x16"])
+@pytest.mark.parametrize("layout", ["4x32"])
 @pytest.mark.parametrize("head_dim", [64, 128])
 @pytest.mark.parametrize("eager", [False, True])
 def test_mma128_ring_with_copies_landing_when_issued(build, eager, head_dim, layout):
@@ -234,13 +233,10 @@ def test_mma128_ring_with_copies_landing_when_issued(build, eager, head_dim, lay
     assert check.passed, check
 
 
-@pytest.mark.parametrize("override", [{**catalog.MMA128_8X16, "PIPELINE": 0}, {**catalog.MMA128_8X16, "STAGES": 2},
-                                      {"QREG": 0, "STAGES": 2}, {"KSUB": 32, "QK_UNROLL": 1}])
+@pytest.mark.parametrize("override", [{"QREG": 0, "STAGES": 2}, {"KSUB": 32, "QK_UNROLL": 1}])
 def test_mma128_other_builds(build, override):
-    """The build switches the catalogue does not pick at d64: 8 x 16 with Q K^T after the
-    softmax (PIPELINE 0, the plain ring) and with a ring of 2 buffers (the wait then allows
-    no group in flight); 4 x 32 with Q re-read from sQ and 2 buffers, and with S taken in
-    sub-tiles of 32 keys (rolled Q K^T loop)."""
+    """The build switches the catalogue does not pick at d64: 4 x 32 with Q re-read from sQ and 2 buffers, and with S taken in sub-tiles of 32 keys
+    (rolled Q K^T loop)."""
     p = problem.Shape(batch=1, q_heads=2, kv_heads=1, seq_q=150, seq_k=330, head_dim=64, causal=True, dtype="fp16")
     check = run_emulated("mma128", p, build, eager=True, **override)
     assert check.passed, check

@@ -1,8 +1,8 @@
 """The flash_fwd variants: four kernels written here and PyTorch's SDPA backends as peers.
 
-mma128 is one source built in several layouts (-D values, ``MMA128_KNOBS``): the shipped
-one per head_dim is ``MMA128_4X32``; ``scripts/tune_flash.py --knobs "WARP_M=1,..."`` (or
-``8x16``) benches others in one process without editing code, through ``MMA128_TUNING``.
+mma128 is one source built with -D values (``MMA128_KNOBS``): the shipped ones per head_dim
+are ``MMA128_4X32``; ``scripts/tune_flash.py --knobs "STAGES=3,..."`` benches others in one
+process without editing code, through ``MMA128_TUNING``.
 
 Nothing here needs a GPU. The CUDA variants are declared in the family interface's plain
 form (a kernel, its grid, block, shared memory, -D values and arguments); the PyTorch
@@ -29,33 +29,29 @@ MMA_KEYS = 64
 MMA_THREADS = 128
 MMA128_ROWS = 128
 """Queries a CTA of the mma128 kernel (BR in mma128.cu, whatever the warp layout)."""
-MMA128_8X16 = {"WARP_M": 1, "WARPS": 8, "STAGES": 3, "BC": 64, "KSUB": 64, "PIPELINE": 1, "QREG": 1,
-               "MIN_BLOCKS": 1}
-"""mma128's first layout: 8 warps of one m16 tile (16 query rows), Q in registers, the next
-tile's Q K^T beside the softmax, a 3-buffer ring, 1 CTA a SM."""
+MMA128_WARPS = 4
+"""Warps a CTA of mma128 (WARP_M 2: 32 query rows each). The first round's 8 x 16 layout
+(8 warps of 16 rows, PIPELINE 1: the next tile's Q K^T beside the softmax) lost (docs/NOTES.md
+items 50-54) and left the code after e6f8bcd."""
 MMA128_4X32 = {
     # 4 warps of two m16 tiles (32 rows): each K/V fragment feeds two mma; 2 CTAs a SM.
     # d128: Q re-read from sQ (its 64 registers would not fit beside O's 128), S taken 32
     # keys at a time (64 spills), 2 buffers (102 KiB: two CTAs fit); d64: Q in registers,
     # 64 keys, 3 buffers (72 KiB)
-    128: {"WARP_M": 2, "WARPS": 4, "STAGES": 2, "BC": 64, "KSUB": 32, "PIPELINE": 0, "QREG": 0,
-          "QK_UNROLL": 2, "MIN_BLOCKS": 2},
-    64: {"WARP_M": 2, "WARPS": 4, "STAGES": 3, "BC": 64, "KSUB": 64, "PIPELINE": 0, "QREG": 1,
-         "MIN_BLOCKS": 2},
+    128: {"STAGES": 2, "BC": 64, "KSUB": 32, "QREG": 0, "QK_UNROLL": 2, "MIN_BLOCKS": 2},
+    64: {"STAGES": 3, "BC": 64, "KSUB": 64, "QREG": 1, "MIN_BLOCKS": 2},
 }
-"""mma128's second layout, the shipped one (docs/NOTES.md, items 50-54)."""
-MMA128_KNOBS = ("WARP_M", "WARPS", "STAGES", "BC", "KSUB", "PIPELINE", "QREG", "QK_UNROLL", "MIN_BLOCKS")
+"""mma128's second layout, the shipped one (docs/NOTES.md, items 50-54); mma128.cu compiled
+with no -D values is the head_dim 128 build in bf16."""
+MMA128_KNOBS = ("STAGES", "BC", "KSUB", "QREG", "QK_UNROLL", "MIN_BLOCKS")
 MMA128_TUNING: dict = {}
 """-D values replacing the shipped ones for every shape (empty: the shipped choice);
 scripts/tune_flash.py sets it (from ``parse_knobs``) for its own runs only."""
 
 
 def parse_knobs(text: str, vid: str = "mma128") -> dict:
-    """``"WARP_M=2,WARPS=4,STAGES=2"`` (or ``"8x16"`` / ``"4x32"``, the two layouts) as -D
-    values for mma128 (``vid="wgmma2"``: ``"OVERLAP=0,PINGPONG=0"`` over WGMMA2_SHIPPED);
-    anything else raises ValueError with one line."""
-    if vid == "mma128" and text in ("8x16", "4x32"):
-        return dict(MMA128_8X16) if text == "8x16" else {}
+    """``"STAGES=3,BC=32"`` as -D values for mma128 (``vid="wgmma2"``: ``"OVERLAP=0,PINGPONG=0"``
+    over WGMMA2_SHIPPED); anything else raises ValueError with one line."""
     names = WGMMA2_KNOBS if vid == "wgmma2" else MMA128_KNOBS
     knobs = {}
     for item in filter(None, text.split(",")):
@@ -135,13 +131,13 @@ def mma_defines(p: Shape) -> dict:
 
 
 def mma128_knobs(p: Shape) -> dict:
-    """The layout mma128 is built with for ``p``: the 4 x 32 layout (per head_dim) unless
+    """The -D values mma128 is built with for ``p``: the shipped ones (per head_dim) unless
     ``MMA128_TUNING`` says otherwise."""
     return {**MMA128_4X32[p.head_dim], **MMA128_TUNING}
 
 
 def mma128_block(p: Shape) -> tuple[int]:
-    return (32 * mma128_knobs(p)["WARPS"],)
+    return (32 * MMA128_WARPS,)
 
 
 def mma128_smem(p: Shape) -> int:
@@ -152,7 +148,7 @@ def mma128_smem(p: Shape) -> int:
 
 def mma128_defines(p: Shape) -> dict:
     # ptxas (nvcc 13.0, sm_90a), no spills: 4 x 32 at d128 254 registers, 102 KiB (2 CTAs
-    # a SM); at d64 246, 72 KiB. 8 x 16: 237 / 191 registers, 136 / 72 KiB, 1 CTA a SM
+    # a SM); at d64 246, 72 KiB
     return {"HEAD_DIM": p.head_dim, "DTYPE": _DTYPE_CODE.get(p.dtype, 2), **mma128_knobs(p)}
 
 
@@ -333,8 +329,7 @@ def _cuda_variants() -> list:
                  "V fragment read by ldmatrix feeds two mma), 2 CTAs a SM; Q re-read from shared "
                  "memory at d128, S 32 keys at a time; a cp.async K/V ring with one barrier a "
                  "step, padded rows (ldmatrix addresses fixed offsets), the mask only on diagonal "
-                 "and partial tiles, exp2 of one FFMA a score (the 8 x 16 layout, 1 CTA a SM, "
-                 "is a build option)",
+                 "and partial tiles, exp2 of one FFMA a score",
             sources=("mma128.cu",), kernel="flash_fwd_mma128",
             grid=mma128_grid, block=mma128_block, shared_mem=mma128_smem,
             defines=mma128_defines, args=kernel_args, accepts=check_mma128,

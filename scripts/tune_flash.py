@@ -30,56 +30,41 @@ SWEEP = [
     # (shape, name, knobs over the shipped layout): d128 non-causal and causal, then d64;
     # the causal entries reuse the d128 builds (6 compiles in all)
     (D128, "4x32 shipped (BC 64, S in 32-key halves, Q from sQ, 2 buffers)", {}),
-    (D128, "8x16 (round 1)", catalog.MMA128_8X16),
     (D128, "4x32 BC 32, 3 buffers", {"BC": 32, "KSUB": 32, "STAGES": 3}),
     (CAUSAL, "4x32 shipped", {}),
-    (CAUSAL, "8x16 (round 1)", catalog.MMA128_8X16),
     (D64, "4x32 shipped (Q in registers, 3 buffers)", {}),
-    (D64, "8x16 (round 1)", catalog.MMA128_8X16),
     (D64, "4x32 Q from sQ, 2 buffers", {"QREG": 0, "STAGES": 2}),
 ]
 
 
 WGMMA2_SWEEP = [
     # (shape, name, knobs over WGMMA2_SHIPPED): the shipped build, then each of FA3's steps
-    # taken away (docs/NOTES.md items 59-64, 77-79 predict each), then the causal shape; the
-    # persistent grid's entries (NOTES 82-84) right after the shipped one, its causal A/B
-    # among them, so that a cut sweep still has them
+    # taken away (docs/NOTES.md items 59-64, 77-79 predict each), then the causal shape
     (D128, "shipped (BC 128, RS Q, overlap, ping-pong, TMA producer, 3 stages, setmaxnreg, the diet)", {}),
-    (D128, "persistent (a CTA a SM), TMA producer, 3 stages", {"TMA": 1, "STAGES": 3, "PERSISTENT": 1}),
-    (D128, "persistent (a CTA a SM), TMA producer, 2 stages", {"TMA": 1, "STAGES": 2, "PERSISTENT": 1}),
-    (CAUSAL, "persistent (a CTA a SM), TMA producer, 3 stages", {"TMA": 1, "STAGES": 3, "PERSISTENT": 1}),
     (CAUSAL, "TMA producer, 3 stages (shipped)", {"TMA": 1, "STAGES": 3}),
     (D128, "TMA, 2 stages", {"STAGES": 2}),
     (D128, "cp.async producer, 2 stages (the first build)", {"TMA": 0, "STAGES": 2}),
-    (D128, "consumers' waits hinted 200 ns", {"WAIT_HINT": 200}),
     (D128, "no ping-pong", {"PINGPONG": 0}),
     (D128, "no intra-warpgroup overlap (Q from shared memory: OVERLAP 0 needs it)", {"OVERLAP": 0, "QSMEM": 1}),
     (D128, "neither (producer + mbarriers only; SS Q)", {"OVERLAP": 0, "PINGPONG": 0, "QSMEM": 1}),
     (D128, "Q from shared memory (SS)", {"QSMEM": 1}),
     (D128, "BC 64", {"BC": 64}),
     (D128, "cp.async producer, 3 stages", {"TMA": 0}),
-    (D128, "cp.async producer fences (no arrive-on)", {"TMA": 0, "STAGES": 2, "PRODUCER_FENCE": 1}),
     (CAUSAL, "shipped", {}),
     (CAUSAL, "cp.async producer, 2 stages", {"TMA": 0, "STAGES": 2}),
     (CAUSAL, "no ping-pong", {"PINGPONG": 0}),
 ]
-BEFORE = catalog.WGMMA2_BEFORE_DIET
 WGMMA2_DIET = [
     # (NOTES items 85-86) the consumers' instruction diet (shipped since item 85's call), each
-    # step taken away, then the build before it; the shipped build first and last (the
+    # step taken away; the shipped build first and last (the
     # call's drift), then the causal shape
     (D128, "shipped (RS Q, the diet)", {}),
     (D128, "maxima scaled first (FAST_MAX 0)", {"FAST_MAX": 0}),
     (D128, "descriptors from addresses (DESC_ADD 0)", {"DESC_ADD": 0}),
-    (D128, "O rescaled after P V (RESCALE_EARLY 0)", {"RESCALE_EARLY": 0}),
     (D128, "Q from shared memory (QSMEM 1)", {"QSMEM": 1}),
-    (D128, "the build before the diet (item 79)", BEFORE),
     (D128, "setmaxnreg 240 / 24", {"REG_CONSUMER": 240, "REG_PRODUCER": 24}),
     (D128, "shipped (again)", {}),
     (CAUSAL, "shipped", {}),
-    (CAUSAL, "the build before the diet (item 79)", BEFORE),
-    (CAUSAL, "O rescaled after P V (RESCALE_EARLY 0)", {"RESCALE_EARLY": 0}),
     (CAUSAL, "shipped (again)", {}),
 ]
 TUNINGS = {"mma128": (catalog.MMA128_TUNING, SWEEP), "wgmma2": (catalog.WGMMA2_TUNING, WGMMA2_SWEEP)}
@@ -144,7 +129,7 @@ def peer(spec: str, args, gemm) -> None:
 parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
 parser.add_argument("--variant", choices=sorted(TUNINGS), default="mma128")
 parser.add_argument("--only", type=int, action="append", help="index into the variant's sweep (repeatable)")
-parser.add_argument("--knobs", help='one configuration instead of the sweep: "NAME=INT,..." (mma128: or 8x16 / 4x32)')
+parser.add_argument("--knobs", help='one configuration instead of the sweep: "NAME=INT,..."')
 parser.add_argument("--shape", default="", help=f"with --knobs: overrides of {BASE}")
 parser.add_argument("--launches", type=int, default=30)
 parser.add_argument("--no-timing", action="store_true", help="for ncu: verify and launch, no ceiling")

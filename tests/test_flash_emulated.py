@@ -57,11 +57,9 @@ def build(tmp_path_factory):
 
 
 def run_emulated(vid: str, p: problem.Shape, build: Path, eager: bool = False, seed: int = 3,
-                 exe: Path | None = None, sms: int = 3, **override):
+                 exe: Path | None = None, **override):
     """Run ``vid`` on ``p`` in the emulation; ``override``: -D values replacing the catalogue's;
-    ``exe``: a driver built from another copy of the source (the mutation tests); ``sms``: the
-    SMs a persistent grid (wgmma2 PERSISTENT 1) is sized for (catalog.WGMMA2_SMS): a few, so
-    that each emulated CTA takes several work items."""
+    ``exe``: a driver built from another copy of the source (the mutation tests)."""
     v = kernel(vid)
     if not (vid == "wgmma" and p.head_dim not in catalog.WGMMA_DIMS):
         # wgmma at head_dim 64 stays emulated though the catalogue refuses it: it passes here
@@ -74,20 +72,17 @@ def run_emulated(vid: str, p: problem.Shape, build: Path, eager: bool = False, s
         override_d = {}
     else:
         override_d = override
-    sms_before = catalog.WGMMA2_SMS
-    catalog.WGMMA2_SMS = sms
     try:
         defines = {**v.defines(p), **override_d}
         grid_x, grid_y = v.grid(p)
         (threads,) = v.block(p) if callable(v.block) else v.block
         smem = v.shared_mem(p)
     finally:
-        catalog.WGMMA2_SMS = sms_before
         tuning.clear()
         tuning.update(shipped)
     exe = exe or driver(vid, tuple(sorted(defines.items())), build)
     inputs = problem.make_inputs(p, seed, xp=np)
-    assert grid_y == (1 if defines.get("PERSISTENT") else p.batch * p.q_heads)
+    assert grid_y == p.batch * p.q_heads
     header = np.array([p.batch, p.q_heads, p.kv, p.seq_q, p.keys, int(p.causal), int(eager),
                        smem, grid_x, threads], dtype=np.int32)
     scale = np.array([p.scale * np.log2(np.e)], dtype=np.float32)
@@ -146,10 +141,9 @@ MMA128_SHAPES = [
     dict(batch=1, q_heads=1, seq_q=128, seq_k=256, head_dim=128, causal=False, dtype="bf16"),
 ]
 MMA128_LAYOUTS = {
-    # name -> knobs over the shipped ones (mma128_knobs): the shipped 4 x 32 layout, the
-    # first 8 x 16 one, and the 4 x 32 alternatives the tuning script benches
+    # name -> knobs over the shipped ones (mma128_knobs): the shipped 4 x 32 layout and the
+    # alternative the tuning script benches
     "4x32": {},
-    "8x16": catalog.MMA128_8X16,
     "4x32-bc32": {"BC": 32, "KSUB": 32, "STAGES": 3},
 }
 
@@ -168,38 +162,17 @@ WGMMA2_SHAPES = [
 ]
 CPASYNC = {"TMA": 0, "STAGES": 2}
 """The cp.async producer (16-byte copies arriving on the full barriers), wgmma2's first build."""
-NO_DIET = {"FAST_MAX": 0, "DESC_ADD": 0, "RESCALE_EARLY": 0}
-"""The consumers' instruction diet off (shipped on: the softmax's maxima unscaled, descriptors by
-adds, O rescaled between the issues of S(j + 1) and P(j) V(j))."""
 WGMMA2_BUILDS = {
     # name -> knobs over the shipped ones (the TMA producer, 3 stages): each of FA3's steps
     # switched off alone, the other tile / ring sizes, and the same with the cp.async producer
     "shipped": {}, "no-overlap": {"OVERLAP": 0, "QSMEM": 1}, "no-pingpong": {"PINGPONG": 0}, "q-smem": {"QSMEM": 1},
     "bc64": {"BC": 64}, "stages2": {"STAGES": 2}, "plain": {"OVERLAP": 0, "PINGPONG": 0, "QSMEM": 1},
-    "wait-hint": {"WAIT_HINT": 200},
     "cpasync": CPASYNC, "cpasync-no-overlap": {**CPASYNC, "OVERLAP": 0, "QSMEM": 1}, "cpasync-no-pingpong": {**CPASYNC, "PINGPONG": 0},
     "cpasync-q-smem": {**CPASYNC, "QSMEM": 1}, "cpasync-bc64": {**CPASYNC, "BC": 64},
     "cpasync-stages3": {"TMA": 0, "STAGES": 3}, "cpasync-plain": {**CPASYNC, "OVERLAP": 0, "PINGPONG": 0, "QSMEM": 1},
-    "producer-fence": {**CPASYNC, "PRODUCER_FENCE": 1}, "cpasync-wait-hint": {**CPASYNC, "WAIT_HINT": 200},
-    # the persistent grid (3 emulated CTAs over 4 work items here: the first CTA takes two),
-    # with either producer, every ring size and the consumers' other builds
-    "persistent-tma-stages3": {"TMA": 1, "STAGES": 3, "PERSISTENT": 1},
-    "persistent-tma": {"TMA": 1, "STAGES": 2, "PERSISTENT": 1},
-    "persistent-tma-bc64": {"TMA": 1, "STAGES": 2, "BC": 64, "PERSISTENT": 1},
-    "persistent-tma-plain": {"TMA": 1, "STAGES": 3, "OVERLAP": 0, "PINGPONG": 0, "QSMEM": 1, "PERSISTENT": 1},
-    "persistent-tma-q-smem": {"TMA": 1, "STAGES": 3, "QSMEM": 1, "PERSISTENT": 1},
-    "persistent-cpasync": {**CPASYNC, "PERSISTENT": 1}, "persistent-cpasync-stages3": {"TMA": 0, "STAGES": 3, "PERSISTENT": 1},
-    "persistent-producer-fence": {**CPASYNC, "PRODUCER_FENCE": 1, "PERSISTENT": 1},
-    # the consumers' instruction diet (NOTES item 85) taken away, a step and all, with either
-    # producer; the build before it (Q from shared memory, no diet)
-    "no-fast-max": {"FAST_MAX": 0}, "no-desc-add": {"DESC_ADD": 0}, "no-rescale-early": {"RESCALE_EARLY": 0},
-    "no-diet": NO_DIET, "no-diet-cpasync": {**CPASYNC, **NO_DIET}, "no-diet-persistent": {"PERSISTENT": 1, **NO_DIET},
-    "before-diet": catalog.WGMMA2_BEFORE_DIET, "before-diet-cpasync": {**CPASYNC, **catalog.WGMMA2_BEFORE_DIET},
+    # two steps of the consumers' instruction diet (NOTES item 85) taken away
+    "no-fast-max": {"FAST_MAX": 0}, "no-desc-add": {"DESC_ADD": 0},
 }
-PERSISTENT_CONSUMERS = catalog.WGMMA2_BEFORE_DIET
-"""The consumer build the persistent loop's mutations run with (item 84's, before the diet)."""
-WGMMA2_PERSISTENT = {"tma-stages3": {"TMA": 1, "STAGES": 3}, "tma": {"TMA": 1, "STAGES": 2}, "cp-async": CPASYNC}
-"""The persistent builds run on every wgmma2 shape (the producers and ring sizes that matter)."""
 
 
 @pytest.mark.parametrize("shape", WGMMA2_SHAPES, ids=lambda c: problem.Shape(**c).slug())
@@ -214,29 +187,6 @@ def test_wgmma2_cpasync_matches_the_reference(build, shape):
     build is in test_wgmma2_matches_the_reference: partial tiles (for TMA, rows past seq_k
     zero-filled by the map), causal, GQA, seq_k != seq_q, both dtypes."""
     check = run_emulated("wgmma2", problem.Shape(**shape), build, **CPASYNC)
-    assert check.passed, check
-
-
-@pytest.mark.parametrize("build_knobs", WGMMA2_PERSISTENT)
-@pytest.mark.parametrize("shape", WGMMA2_SHAPES, ids=lambda c: problem.Shape(**c).slug())
-def test_wgmma2_persistent_matches_the_reference(build, shape, build_knobs):
-    """PERSISTENT 1 on every wgmma2 shape with 2 emulated CTAs: each takes several work items
-    (heads, query tiles of different lengths when causal, a partial last tile), the ring's
-    index and phases going on across them; one shape has fewer items than CTAs."""
-    p = problem.Shape(**shape)
-    check = run_emulated("wgmma2", p, build, sms=2, PERSISTENT=1, **WGMMA2_PERSISTENT[build_knobs])
-    assert check.passed, check
-
-
-@pytest.mark.parametrize("knobs", [{"TMA": 1, "STAGES": 3}, CPASYNC], ids=["tma-stages3", "cp-async"])
-def test_wgmma2_persistent_one_cta_and_more_ctas_than_items(build, knobs):
-    """One persistent CTA taking all 6 work items of a causal GQA shape (3 tiles of 3 lengths,
-    2 heads, a partial tile, seq_k != seq_q); then 8 CTAs for 2 items (6 with none)."""
-    p = problem.Shape(batch=1, q_heads=2, kv_heads=1, seq_q=300, seq_k=420, head_dim=128, causal=True, dtype="fp16")
-    check = run_emulated("wgmma2", p, build, sms=1, PERSISTENT=1, **knobs)
-    assert check.passed, check
-    p = problem.Shape(batch=2, q_heads=1, seq_q=100, seq_k=260, head_dim=128, causal=False, dtype="bf16")
-    check = run_emulated("wgmma2", p, build, sms=8, PERSISTENT=1, **knobs)
     assert check.passed, check
 
 
@@ -271,7 +221,7 @@ def test_mma_with_copies_landing_when_issued(build):
     assert check.passed, check
 
 
-@pytest.mark.parametrize("layout", ["4x32", "8x16"])
+@pytest.mark.parametrize("layout", ["4x32"])
 @pytest.mark.parametrize("head_dim", [64, 128])
 @pytest.mark.parametrize("eager", [False, True])
 def test_mma128_ring_with_copies_landing_when_issued(build, eager, head_dim, layout):
@@ -283,13 +233,10 @@ def test_mma128_ring_with_copies_landing_when_issued(build, eager, head_dim, lay
     assert check.passed, check
 
 
-@pytest.mark.parametrize("override", [{**catalog.MMA128_8X16, "PIPELINE": 0}, {**catalog.MMA128_8X16, "STAGES": 2},
-                                      {"QREG": 0, "STAGES": 2}, {"KSUB": 32, "QK_UNROLL": 1}])
+@pytest.mark.parametrize("override", [{"QREG": 0, "STAGES": 2}, {"KSUB": 32, "QK_UNROLL": 1}])
 def test_mma128_other_builds(build, override):
-    """The build switches the catalogue does not pick at d64: 8 x 16 with Q K^T after the
-    softmax (PIPELINE 0, the plain ring) and with a ring of 2 buffers (the wait then allows
-    no group in flight); 4 x 32 with Q re-read from sQ and 2 buffers, and with S taken in
-    sub-tiles of 32 keys (rolled Q K^T loop)."""
+    """The build switches the catalogue does not pick at d64: 4 x 32 with Q re-read from sQ and 2 buffers, and with S taken in sub-tiles of 32 keys
+    (rolled Q K^T loop)."""
     p = problem.Shape(batch=1, q_heads=2, kv_heads=1, seq_q=150, seq_k=330, head_dim=64, causal=True, dtype="fp16")
     check = run_emulated("mma128", p, build, eager=True, **override)
     assert check.passed, check
@@ -388,8 +335,8 @@ MUTATIONS2 = {  # a bug put into wgmma2.cu -> (the text replaced, its replacemen
     "full barrier waited with the wrong parity": ("mbar_wait(full, (j / STAGES) & 1)", "mbar_wait(full, (j / STAGES + 1) & 1)"),
     "producer refills without waiting": ("        if (j >= STAGES) mbar_wait(empty_v(bars, j), (round - 1) & 1);\n", "\n"),
     "the first turn never given (a deadlock)": ("    if (wg == 1 && steps > 0) named_arrive(1, CONSUMERS);", ""),
-    "the last P V not rescaled (RESCALE_EARLY)": ("        rescale_rows(acc, c);  // c(steps - 1)\n", ""),
-    "O rescaled after P V is issued (RESCALE_EARLY)": (
+    "the last P V not rescaled (the early rescale)": ("        rescale_rows(acc, c);  // c(steps - 1)\n", ""),
+    "O rescaled after P V is issued (the early rescale)": (
         "        rescale_rows(acc, c);  // c(j), from softmax(j)", "        // c(j), from softmax(j)"),
 }
 
@@ -397,7 +344,7 @@ MUTATIONS2 = {  # a bug put into wgmma2.cu -> (the text replaced, its replacemen
 MUTATIONS2_TMA = {  # the same with TMA 1: the consumers' mutations, then the TMA producer's
     **{k: MUTATIONS2[k] for k in ("S(j + 1) read before its wait_group 1", "O rescaled while P V flies",
                                   "P(j + 1) packed while P V flies", "K released before S is waited for",
-                                  "full barrier waited with the wrong parity", "the last P V not rescaled (RESCALE_EARLY)")},
+                                  "full barrier waited with the wrong parity", "the last P V not rescaled (the early rescale)")},
     "TMA: producer refills V without waiting": ("        refill_wait(empty_v(bars, j), j);\n", "\n"),
     "TMA: expect_tx of half a tile": ("mbar_arrive_expect_tx(full, TILE(BC));", "mbar_arrive_expect_tx(full, TILE(BC) / 2);"),
     "TMA: the two atoms' columns swapped": ("map, 64 * a, row0", "map, 64 * (HEAD_DIM / 64 - 1 - a), row0"),
@@ -406,7 +353,7 @@ MUTATIONS2_TMA = {  # the same with TMA 1: the consumers' mutations, then the TM
 }
 
 
-def mutated_wgmma2_fails(build, old, new, eager, tmp_path, p=None, sms=3, **knobs):
+def mutated_wgmma2_fails(build, old, new, eager, tmp_path, p=None, **knobs):
     source = (FOLDER / "wgmma2.cu").read_text()
     assert source.count(old) == 1, f"the mutation's text is not in wgmma2.cu once: {old!r}"
     (tmp_path / "wgmma2.cu").write_text(source.replace(old, new))
@@ -421,50 +368,11 @@ def mutated_wgmma2_fails(build, old, new, eager, tmp_path, p=None, sms=3, **knob
         catalog.WGMMA2_TUNING.update(shipped)
     exe = build_driver(HERE / "driver.cpp", tmp_path / "driver", defines, [tmp_path, FOLDER, HERE])
     try:
-        check = run_emulated("wgmma2", p, build, exe=exe, eager=eager, sms=sms, **knobs)
+        check = run_emulated("wgmma2", p, build, exe=exe, eager=eager, **knobs)
     except AssertionError as err:  # the driver aborted: an emulator check
         assert "emulation:" in str(err), err
         return
     assert not check.passed, f"the emulation did not notice ({check})"
-
-
-MUTATIONS2_PERSISTENT = {  # PERSISTENT 1: the persistent loop's own bugs (one CTA, 4 work items)
-    "Q refilled before the consumers released it": (
-        "        if (n > 0) mbar_wait(q_empty(bars), (n - 1) & 1);  // the consumers are done with the last Q\n", "\n"),
-    "the softmax state not reset between tiles": (
-        "    float m[2] = {neg_inf(), neg_inf()}, l[2] = {0.f, 0.f}, c[2];",
-        "    static thread_local float m[2] = {neg_inf(), neg_inf()}, l[2] = {0.f, 0.f}, c[2];"),
-    "O not reset between tiles": (
-        "    float acc[OREGS];  // O: acc[4n + e], dims 8n + 2t + (e & 1), row g + 8 (e >> 1)\n#pragma unroll\n"
-        "    for (int i = 0; i < OREGS; ++i) acc[i] = 0.f;",
-        "    static thread_local float acc[OREGS];"),
-    "the consumers' ring index not carried across tiles": ("    ring += steps;\n", "\n"),
-    "the producer's ring index not carried across tiles": ("        r0 += steps;\n", "\n"),
-    # sQ released once more right after the tile's first S: the producer's refill then races
-    # S(1) ... S(steps - 1), a wide window (an extra release at the legal place, after the
-    # last S, only races the other warpgroup's last half step: the emulator's threads
-    # caught it in some runs and not in others)
-    "Q released after the tile's first S": ("        probs_to_a(s, pa);\n    }\n    // S(j + 1) with P(j) V(j)",
-                                            "        probs_to_a(s, pa);\n        mbar_arrive(q_empty(bars));\n    }\n"
-                                            "    // S(j + 1) with P(j) V(j)"),
-    "the next tile's Q waited with the wrong parity": ("mbar_wait(q_full(bars), n & 1)", "mbar_wait(q_full(bars), (n + 1) & 1)"),
-    "the turn not passed on across tiles (a deadlock)": ("if (PERSISTENT || !(last && wg == 1))", "if (!(last && wg == 1))"),
-}
-
-
-@pytest.mark.parametrize("eager", [False, True])
-@pytest.mark.parametrize("knobs", [{"TMA": 1, "STAGES": 3}, CPASYNC], ids=["tma-stages3", "cp-async"])
-@pytest.mark.parametrize("what", MUTATIONS2_PERSISTENT)
-def test_a_wgmma2_persistent_bug_fails_in_emulation(build, what, knobs, eager, tmp_path):
-    """Each mutation of the persistent loop (sQ's refill, the per-tile resets, the ring's index
-    across tiles) gives the wrong output or an emulator error: one CTA over 2 heads x 2 tiles."""
-    old, new = MUTATIONS2_PERSISTENT[what]
-    p = problem.Shape(batch=1, q_heads=2, seq_q=130, seq_k=600, head_dim=128, causal=False, dtype="bf16")
-    # with the consumers these mutations were written for, Q from shared memory and no diet:
-    # with Q in registers sQ is released once its fragments are loaded (the Q mutations are
-    # then other races, seen or not by the emulator's scheduling), and with the early rescale
-    # O's first step multiplies it by c(0) = 0, so an O not reset is no bug at all
-    mutated_wgmma2_fails(build, old, new, eager, tmp_path, p=p, sms=1, PERSISTENT=1, **knobs, **PERSISTENT_CONSUMERS)
 
 
 @pytest.mark.parametrize("eager", [False, True])

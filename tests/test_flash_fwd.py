@@ -245,9 +245,9 @@ def test_launch_values(d):
     assert catalog.mma128_smem(p) == (128 + 2 * stages * 64) * (d + 8) * 2 <= 113 * 1024
     assert catalog.mma128_block(p) == (128,)
     defines = catalog.mma128_defines(p)
-    assert {k: defines[k] for k in ("HEAD_DIM", "DTYPE", "WARP_M", "WARPS", "STAGES", "MIN_BLOCKS")} == {
-        "HEAD_DIM": d, "DTYPE": 2, "WARP_M": 2, "WARPS": 4, "STAGES": stages, "MIN_BLOCKS": 2}
-    assert defines["QREG"] == (d == 64) and defines["PIPELINE"] == 0
+    assert {k: defines[k] for k in ("HEAD_DIM", "DTYPE", "STAGES", "MIN_BLOCKS")} == {
+        "HEAD_DIM": d, "DTYPE": 2, "STAGES": stages, "MIN_BLOCKS": 2}
+    assert defines["QREG"] == (d == 64) and "PIPELINE" not in defines and "WARPS" not in defines
     args = catalog.kernel_args(p, {"q": "Q", "k": "K", "v": "V"}, "O")
     assert args[:4] == ("Q", "K", "V", "O")
     assert [int(a) for a in args[4:8]] == [1000, 1000, 8, 2] and int(args[9]) == 1
@@ -256,15 +256,12 @@ def test_launch_values(d):
 
 def test_mma128_knobs_switch_the_layout(monkeypatch):
     p = FAMILY.parse("batch=1,q_heads=8,seq_q=1000,head_dim=128,dtype=fp16")
-    monkeypatch.setattr(catalog, "MMA128_TUNING", catalog.parse_knobs("8x16"))
-    assert catalog.mma128_block(p) == (256,) and catalog.mma128_smem(p) == (128 + 6 * 64) * 136 * 2
-    assert catalog.mma128_defines(p)["PIPELINE"] == 1 and catalog.mma128_grid(p) == (8, 8)
     monkeypatch.setattr(catalog, "MMA128_TUNING", catalog.parse_knobs("BC=32,STAGES=3"))
-    assert catalog.mma128_smem(p) == (128 + 6 * 32) * 136 * 2 and catalog.mma128_defines(p)["WARP_M"] == 2
-    assert catalog.parse_knobs("4x32") == {}
+    assert catalog.mma128_smem(p) == (128 + 6 * 32) * 136 * 2 and catalog.mma128_defines(p)["BC"] == 32
+    assert catalog.mma128_block(p) == (128,) and catalog.mma128_grid(p) == (8, 8)
 
 
-@pytest.mark.parametrize("text", ["WARP_M", "WARP_M=two", "FOO=1", "WARPS=4,,BC:32"])
+@pytest.mark.parametrize("text", ["STAGES", "STAGES=two", "FOO=1", "WARP_M=1", "PIPELINE=1", "BC=4,,BC:32", "8x16"])
 def test_mma128_knobs_refuse_what_they_do_not_know(text):
     with pytest.raises(ValueError, match="mma128 knobs: expected NAME=INT"):
         catalog.parse_knobs(text)

@@ -28,8 +28,10 @@ from paprof.kernels import harness
 
 try:
     from emu_build import GXX, build_driver
+    from v7_cases import EDGE_RAGGED, PACKED_CASES, SCALED_RAGGED, V7_CAPACITY, _packed_covering, _spans
 except ImportError:  # tests/ as a package
     from tests.emu_build import GXX, build_driver
+    from tests.v7_cases import EDGE_RAGGED, PACKED_CASES, SCALED_RAGGED, V7_CAPACITY, _packed_covering, _spans
 
 HERE = Path(__file__).resolve().parent / "paged_emu"
 FOLDER = Path(problem.__file__).resolve().parent
@@ -45,11 +47,6 @@ def driver(defines: tuple, build: Path, folder: Path = FOLDER) -> Path:
 @pytest.fixture(scope="module")
 def build(tmp_path_factory):
     return tmp_path_factory.mktemp("paged_emu")
-
-
-V7_CAPACITY = 24
-"""Resident CTA slots the emulated v7 plans for (a small GPU: the tests' shapes then get
-one-part and many-part sequences side by side)."""
 
 
 def launch_config(shape: Shape, vid: str, tuning: dict | None = None):
@@ -200,9 +197,6 @@ def test_a_wrong_stride_is_caught(build):
 
 # -- v7: the work list (token-balanced chunks, longest first, one-part sequences direct) -------
 
-ISSUE_RAGGED = (17, 300, 1024, 2048, 4000, 4096, 6000, 8192, 9000, 12000, 15000, 16384, 500, 3000, 7000, 10000)
-SCALED_RAGGED = tuple(max(1, c // 32) for c in ISSUE_RAGGED)  # the issue's 16 lengths / 32: 0..512 tokens
-EDGE_RAGGED = (1, 15, 16, 17, 300, 700)  # one-page and one-token sequences beside many-part ones
 
 V7_CASES = [
     dict(batch=16, q_heads=8, kv_heads=2, context=SCALED_RAGGED, dtype="fp16"),
@@ -226,77 +220,6 @@ def test_v7_work_list_matches_the_reference_reading_exactly_its_tokens(build, sh
     if shape.batch > 4:  # the ragged cases: sequences of one part beside sequences of several
         assert min(parts) == 1 and max(parts) >= 2, plan
     check_emulated("v7", shape, build)
-
-
-def _covering(shape: Shape, plan: dict) -> None:
-    """The plan's items cut each sequence's pages into its parts, once each, in order."""
-    pages = [-(-c // shape.page_size) for c in shape.context_lens]
-    by_seq: dict = {}
-    for seq, p0, p1, part, parts, base in plan["items"]:
-        assert 0 <= p0 < p1 <= pages[seq] and p1 - p0 <= plan["chunk_pages"]
-        by_seq.setdefault(seq, []).append((part, p0, p1, parts, base))
-    bases = []
-    for seq, got in by_seq.items():
-        got.sort()
-        assert [g[0] for g in got] == list(range(got[0][3])) and {g[3] for g in got} == {len(got)}
-        assert got[0][1] == 0 and got[-1][2] == pages[seq]
-        assert all(a[2] == b[1] for a, b in zip(got, got[1:]))
-        if len(got) > 1:
-            bases.append((got[0][4], len(got)))
-    assert sorted(by_seq) == list(range(shape.batch))
-    bases.sort()  # the partial slots of the multi-part sequences: disjoint, packed
-    assert [b for b, _ in bases] == [sum(n for _, n in bases[:i]) for i in range(len(bases))]
-    assert plan["part_slots"] == sum(n for _, n in bases)
-    sizes = [p1 - p0 for _, p0, p1, *_ in plan["items"]]
-    assert sizes == sorted(sizes, reverse=True), "longest first"
-
-
-@pytest.mark.parametrize("spec, chunk, items", [
-    # the H200's 132 SMs x 4 resident CTAs: v7 gives even batches v6's split (choose_splits)
-    ("batch=4,context=32768", 128, 64),
-    ("batch=1,context=131072", 125, 66),
-    ("batch=32,context=8192,q_heads=64", 256, 64),
-    ("batch=64,context=4096", 256, 64),
-    ("context=" + ":".join(map(str, ISSUE_RAGGED)), 108, 66),
-    ("context=" + ":".join(map(str, ISSUE_RAGGED)) + ",chunk=32", 32, 197),
-])
-def test_v7_plan_covers_every_page_once_and_fills_one_wave(spec, chunk, items):
-    shape = problem.parse_shape(spec)
-    plan = variants.plan_work(shape.context_lens, shape.page_size, shape.kv_heads, 132 * 4, shape.chunk_pages)
-    _covering(shape, plan)
-    assert (plan["chunk_pages"], len(plan["items"])) == (chunk, items)
-    assert plan["waves"] == -(-items * shape.kv_heads // 528)  # chunk 32 on the ragged batch: 3
-    if not shape.chunk_pages:  # the smallest chunk whose CTAs fit one wave of 528
-        assert len(plan["items"]) * shape.kv_heads <= 528
-        smaller = variants._parts_of([-(-c // 16) for c in shape.context_lens], chunk - 1)
-        assert chunk == variants.MIN_PAGES_PER_SPLIT or smaller * shape.kv_heads > 528 or chunk == max(
-            -(-c // 16) for c in shape.context_lens)
-
-
-def test_v7_matches_v6s_split_count_on_even_batches():
-    class Device:
-        sm_count = 132
-
-    for batch, ctx in [(1, 131072), (2, 65536), (4, 32768), (8, 16384), (16, 8192), (33, 4096), (64, 4096)]:
-        shape = Shape(batch=batch, context=ctx)
-        plan = variants.plan_work(shape.context_lens, 16, 8, 132 * 4)
-        assert plan["max_parts"] == variants.choose_splits(shape, Device, 4), (batch, ctx, plan["max_parts"])
-
-
-def test_v7_path_direct_for_even_full_batches_packed_for_ragged_16_bit():
-    cap = 132 * 4
-    for spec, path in [("batch=64,context=4096", "direct"), ("batch=64,context=4096,kv_heads=32,head_dim=64", "direct"),
-                       ("batch=4,context=32768", "tokens"), ("batch=64,context=4096,chunk=256", "tokens"),
-                       ("context=" + ":".join(map(str, ISSUE_RAGGED)) + ",dtype=fp16", "packed"),
-                       ("context=" + ":".join(map(str, ISSUE_RAGGED)) + ",dtype=bf16", "packed"),
-                       ("context=" + ":".join(map(str, ISSUE_RAGGED)) + ",dtype=fp8", "tokens"),
-                       ("context=" + ":".join(map(str, ISSUE_RAGGED)) + ",dtype=fp32", "tokens"),
-                       ("context=" + ":".join(map(str, ISSUE_RAGGED)) + ",chunk=108", "tokens")]:
-        shape = problem.parse_shape(spec)
-        plan = variants.plan_work(shape.context_lens, shape.page_size, shape.kv_heads, cap, shape.chunk_pages)
-        assert variants.v7_path(shape, plan) == path, spec
-    assert set(variants.V7_CHOICES) == {"direct", "tokens", "packed"}
-    assert variants.V7_PATH == ""  # the rule ships; scripts/tune_v5.py's PATH knob forces one
 
 
 def broken_common(build: Path, name: str, line: str, replacement: str) -> Path:
@@ -335,110 +258,7 @@ def test_group_1_head_dim_64_tunings_that_tune_v5_tries(build, vid, dtype, tunin
     check_emulated(vid, shape, build, tuning)
 
 
-def test_v7_serpentine_order_is_the_same_items_every_other_round_reversed():
-    lens = ISSUE_RAGGED
-    longest = variants.plan_work(lens, 16, 8, 528, sm_count=132, order="longest")["items"]
-    serp = variants.plan_work(lens, 16, 8, 528, sm_count=132, order="serpentine")["items"]
-    per = round(132 / 8)  # items a round of 132 CTAs holds (16.5, rounded)
-    assert sorted(serp) == sorted(longest) and serp[:per] == longest[:per]
-    assert serp[per:2 * per] == longest[per:2 * per][::-1] and serp != longest
-    assert variants.V7_ORDER == "longest"  # shipped until the GPU call measures serpentine
-
-
 # -- v7 packed: equal page ranges a CTA over the concatenated sequences -----------------------
-
-def _packed_covering(shape: Shape, plan: dict, capacity: int, snap: int, cost: int) -> None:
-    """The packed plan's items cover each sequence's pages once, in parts numbered along
-    the sequence; each CTA's range is contiguous in the concatenated stream (its last
-    segment first, then the others in order), holds at most PACKED_MERGES (2) items of
-    several parts, and is within +-1 of equal cost (its pages, plus ``cost`` a sequence
-    but the first that starts in it), plus ``snap`` pages each side where a cut moved onto
-    a sequence boundary and ``cost`` where it fell within a sequence's cost. The kernel's
-    array (packed_array) gives CTA y item y first and chains the rest in order."""
-    pages = [-(-c // shape.page_size) for c in shape.context_lens]
-    starts = np.concatenate([[0], np.cumsum(pages)]).tolist()
-    total = starts[-1]
-    assert plan["ctas"] == max(1, min(capacity // shape.kv_heads, total // variants.MIN_PAGES_PER_SPLIT))
-    ranges, items = plan["ranges"], plan["items"]
-    assert ranges[0] == 0 and ranges[-1] == len(items) and len(ranges) == plan["ctas"] + 1
-    seen = np.zeros(total, dtype=int)
-    by_seq: dict = {}
-    sizes, costs = [], []
-    arr = variants.packed_array(plan).reshape(-1, variants.WORK_ITEM_INTS)
-    for k in range(plan["ctas"]):
-        mine = items[ranges[k]:ranges[k + 1]]
-        assert mine, f"CTA {k} has no item"
-        chain, at = [], k
-        while at >= 0:
-            chain.append(tuple(arr[at, :6]))
-            at = arr[at, 6]
-        assert chain == mine, f"CTA {k}'s chain in the kernel's array is not its items"
-        assert sum(1 for it in mine if it[4] > 1) <= 2, f"CTA {k} could owe more than PACKED_MERGES merges"
-        stream = mine[1:] + mine[:1]  # the kernel's order: the last segment first
-        flat = [(starts[s] + p0, starts[s] + p1) for s, p0, p1, *_ in stream]
-        assert all(a[1] == b[0] for a, b in zip(flat, flat[1:])), f"CTA {k}'s range is not contiguous"
-        sizes.append(flat[-1][1] - flat[0][0])
-        costs.append(sizes[-1] + cost * sum(1 for s, p0, *_ in stream if p0 == 0 and s > 0 and starts[s] > flat[0][0]))
-        for (s, p0, p1, part, parts, base), (a, b) in zip(stream, flat):
-            assert 0 <= p0 < p1 <= pages[s]
-            seen[a:b] += 1
-            by_seq.setdefault(s, []).append((part, p0, p1, parts, base))
-    assert (seen == 1).all(), "every page exactly once"
-    bases = []
-    for s, got in by_seq.items():
-        got.sort()
-        assert [g[0] for g in got] == list(range(len(got))) and {g[3] for g in got} == {len(got)}
-        assert got[0][1] == 0 and got[-1][2] == pages[s] and all(a[2] == b[1] for a, b in zip(got, got[1:]))
-        if len(got) > 1:
-            bases.append((got[0][4], len(got)))
-        else:
-            assert got[0][4] == 0
-    assert sorted(by_seq) == list(range(shape.batch))
-    bases.sort()
-    assert [b for b, _ in bases] == [sum(n for _, n in bases[:i]) for i in range(len(bases))]
-    assert plan["part_slots"] == sum(n for _, n in bases) and plan["multi_part"] == len(bases)
-    mean = sum(costs) / plan["ctas"]
-    slack = 1 + 2 * snap + 2 * cost
-    assert max(costs) <= mean + slack and min(costs) >= mean - slack, (costs, mean)
-    assert plan["pages_per_cta"] == max(sizes)
-
-
-PACKED_CASES = [
-    # (shape, what the plan must show): CTA ranges spanning 1, 2 and many sequences, a
-    # sequence split across 3 or more CTAs; groups 1 / 4 / 8, d64 / d128, every cache dtype
-    (dict(batch=16, q_heads=8, kv_heads=2, context=SCALED_RAGGED, dtype="fp16"), "many"),
-    (dict(batch=16, q_heads=4, kv_heads=4, head_dim=64, context=SCALED_RAGGED, dtype="bf16"),
-     "many"),  # group 1: 6 CTAs, up to 7 sequences each
-    (dict(batch=16, q_heads=16, kv_heads=2, head_dim=64, context=SCALED_RAGGED, dtype="fp8"), "many"),  # group 8
-    (dict(batch=6, q_heads=16, kv_heads=2, context=EDGE_RAGGED, dtype="fp8"), "split3"),  # groups of 8
-    (dict(batch=6, q_heads=4, kv_heads=4, head_dim=64, context=EDGE_RAGGED, dtype="fp16"), "split3"),  # group 1
-    (dict(batch=3, q_heads=8, kv_heads=2, context=(900, 40, 1500), dtype="bf16"), "split3"),
-    (dict(batch=6, q_heads=16, kv_heads=2, head_dim=64, page_size=8, context=EDGE_RAGGED, dtype="fp16"),
-     "split3"),  # pages smaller than a tile
-    (dict(batch=4, q_heads=8, kv_heads=2, page_size=32, context=(31, 33, 1000, 97), dtype="fp8"), "two"),
-    (dict(batch=1, q_heads=8, kv_heads=2, context=(2000,), dtype="fp16"), "split3"),  # one sequence
-]
-
-
-def test_v7_packed_cases_span_one_two_and_many_sequences_a_cta():
-    """The emulated packed cases hold CTA ranges of exactly 1, exactly 2 and 3 or more
-    sequences, and sequences cut across 3 or more CTAs."""
-    per_cta, per_seq = set(), set()
-    for c, _ in PACKED_CASES:
-        shape = Shape(**c)
-        plan = variants.plan_packed(shape.context_lens, shape.page_size, shape.kv_heads, V7_CAPACITY,
-                                    item_cost=variants.packed_item_cost(shape))
-        r = plan["ranges"]
-        per_cta |= {len({it[0] for it in plan["items"][a:b]}) for a, b in zip(r, r[1:])}
-        per_seq |= {it[4] for it in plan["items"]}
-    assert {1, 2} <= per_cta and max(per_cta) >= 3 and max(per_seq) >= 3, (per_cta, per_seq)
-
-
-def _spans(plan: dict) -> tuple[int, int]:
-    """(the most sequences a CTA's range touches, the most CTAs a sequence's parts take)."""
-    r = plan["ranges"]
-    per_cta = max(len({it[0] for it in plan["items"][r[k]:r[k + 1]]}) for k in range(plan["ctas"]))
-    return per_cta, max(it[4] for it in plan["items"])
 
 
 @pytest.mark.parametrize("shape, spans", PACKED_CASES, ids=lambda c: c if isinstance(c, str) else Shape(**c).slug())
@@ -451,57 +271,6 @@ def test_v7_packed_matches_the_reference_reading_exactly_its_tokens(build, shape
     one = any(len({it[0] for it in plan["items"][a:b]}) == 1 for a, b in zip(plan["ranges"], plan["ranges"][1:]))
     assert {"many": per_cta >= 3, "split3": per_seq >= 3 and one, "two": per_cta >= 2}[spans], (per_cta, per_seq)
     check_emulated("v7packed", shape, build)
-
-
-@pytest.mark.parametrize("spec", ["context=" + ":".join(map(str, ISSUE_RAGGED)), "batch=1,context=131072",
-                                  "batch=4,context=32768", "context=1:1:1:40000", "batch=3,context=5",
-                                  "context=16:16:16:16:16:16:16:16:16:4000,kv_heads=2"])
-@pytest.mark.parametrize("snap", [0, 2, 6])
-@pytest.mark.parametrize("cost", [0, 3, 8])
-def test_v7_packed_plan_covers_every_page_once_in_equal_ranges(spec, snap, cost):
-    shape = problem.parse_shape(spec)
-    plan = variants.plan_packed(shape.context_lens, shape.page_size, shape.kv_heads, 528, snap, cost)
-    _packed_covering(shape, plan, 528, snap, cost)
-
-
-def test_v7_packed_on_the_issue_batch_evens_the_largest_cta():
-    """The issue's 16 lengths: 6,164 pages a KV head over 66 CTAs (one wave of 528): the
-    largest CTA 94 pages (tokens: 108, 86 % of the ceiling measured = mean / max)."""
-    plan = variants.plan_packed(ISSUE_RAGGED, 16, 8, 528, item_cost=0)
-    tokens = variants.plan_work(ISSUE_RAGGED, 16, 8, 528)
-    total = sum(-(-c // 16) for c in ISSUE_RAGGED)
-    assert plan["ctas"] == 66 and plan["waves"] == 1
-    assert plan["pages_per_cta"] == -(-total // 66) and tokens["chunk_pages"] == 108
-
-
-def test_v7_packed_item_cost_gives_ctas_of_several_items_fewer_pages():
-    """The issue's 16 lengths with V7_PACK_ITEM_COST 3: the CTA of the short sequences (4
-    items and 93 pages with equal pages) gets fewer pages, so that the largest CTA in pages
-    plus 3 an item is 98 rather than 105; one sequence (b1) keeps the token plan's parts."""
-    def worst(plan, cost):
-        r = plan["ranges"]
-        return max(sum(p1 - p0 + cost for _, p0, p1, *_ in plan["items"][a:b]) for a, b in zip(r, r[1:]))
-
-    equal = variants.plan_packed(ISSUE_RAGGED, 16, 8, 528, item_cost=0)
-    costed = variants.plan_packed(ISSUE_RAGGED, 16, 8, 528, item_cost=3)
-    assert variants.V7_PACK_ITEM_COST == 3
-    assert (worst(equal, 3), worst(costed, 3)) == (105, 98)
-    assert [variants.packed_item_cost(Shape(dtype=d)) for d in ("fp16", "bf16", "fp8", "fp32")] == [3, 3, 6, 1]
-    assert costed["pages_per_cta"] == 95 and costed["min_pages_per_cta"] < 90
-    b1 = variants.plan_packed([131072], 16, 8, 528)
-    tokens = variants.plan_work([131072], 16, 8, 528)
-    assert sorted(it[1:3] for it in b1["items"]) == sorted(it[1:3] for it in tokens["items"])
-
-
-def test_v7_packed_snap_moves_cuts_onto_sequence_ends():
-    """A cut 1 page past a sequence end moves onto it with snap 2 (no 1-page segment), not
-    with snap 0."""
-    lens = [16 * 41] + [16 * 40] * 3  # 161 pages, 8 CTAs of ~20: the first cut at 20
-    cap = 8
-    exact = variants.plan_packed(lens, 16, 1, cap, 0, 0)
-    snapped = variants.plan_packed(lens, 16, 1, cap, 2, 0)
-    smallest = lambda plan: min(p1 - p0 for _, p0, p1, *_ in plan["items"])  # noqa: E731
-    assert smallest(exact) == 1 and smallest(snapped) > 2
 
 
 def test_v7_packed_cta_owing_two_merges(build):
@@ -557,19 +326,6 @@ def test_v7_deferred_merge_matches_the_reference_reading_exactly_its_tokens(buil
     check_emulated(vid, Shape(**shape), build, {"DEFER_MERGE": 1})
 
 
-def test_merge_list_names_each_sequence_of_several_parts_once():
-    shape = Shape(batch=len(ISSUE_RAGGED), context=ISSUE_RAGGED)
-    for plan in (variants.plan_work(shape.context_lens, 16, 8, 528),
-                 variants.plan_packed(shape.context_lens, 16, 8, 528, item_cost=3)):
-        merges = variants.merge_list(plan["items"])
-        parts = {}
-        for it in plan["items"]:
-            parts.setdefault(it[0], set()).add((it[4], it[5]))
-        want = sorted((b, base, n) for b, ps in parts.items() for n, base in ps if n > 1)
-        assert [tuple(m[:3]) for m in merges] == want and len(merges) == plan["multi_part"]
-        assert (merges[:, 3] == 0).all() and merges.shape[1] == variants.MERGE_INTS
-
-
 def test_a_merge_kernel_dropping_a_part_is_caught(build):
     """Not vacuous: a merge kernel that leaves out every sequence's last part fails here."""
     line = "const int b = mg[0], parts = mg[2];"
@@ -579,15 +335,3 @@ def test_a_merge_kernel_dropping_a_part_is_caught(build):
                        {"DEFER_MERGE": 1}, folder=broken)
 
 
-@pytest.mark.parametrize("spec, merge", [
-    ("batch=1,context=131072", "kernel"), ("batch=4,context=32768", "fused"), ("batch=2,context=131072", "kernel"),
-    ("context=" + ":".join(map(str, ISSUE_RAGGED)), "fused"), ("batch=32,context=8192,q_heads=64", "fused"),
-])
-def test_v7_merges_in_a_kernel_where_a_sequence_has_32_parts_or_more(spec, merge):
-    from paprof.families.paged_decode.problem import parse_shape
-
-    shape = parse_shape(spec)
-    for plan in (variants.plan_work(shape.context_lens, 16, 8, 528),
-                 variants.plan_packed(shape.context_lens, 16, 8, 528, item_cost=3)):
-        assert variants.v7_merge(plan) == merge, plan["max_parts"]
-    assert variants.V7_MERGE == "" and variants.V7_MERGE_KERNEL_PARTS == 32  # the rule ships

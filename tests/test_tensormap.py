@@ -71,28 +71,8 @@ def test_wgmma2_args_without_tma_are_the_plain_ones(monkeypatch):
     p = Shape(batch=1, q_heads=2, seq_q=100, head_dim=128, dtype="bf16")
     args = catalog.wgmma2_args(p, {"q": 1, "k": 2, "v": 3}, 4)
     assert args == catalog.kernel_args(p, {"q": 1, "k": 2, "v": 3}, 4)
-    assert "TMA" in catalog.WGMMA2_KNOBS and "WAIT_HINT" in catalog.WGMMA2_KNOBS
+    assert "TMA" in catalog.WGMMA2_KNOBS and "PERSISTENT" not in catalog.WGMMA2_KNOBS
     assert catalog.parse_knobs("TMA=1", "wgmma2") == {"TMA": 1}
-
-
-def test_wgmma2_persistent_args_maps_and_grid(monkeypatch):
-    """PERSISTENT 1: batch x q_heads after the arguments (and the maps), Q's map third (128-row
-    boxes over [batch x q_heads][seq_q][128]), a grid of min(work items, SMs) CTAs, 16 bytes
-    more shared memory (sQ's two mbarriers)."""
-    p = Shape(batch=2, q_heads=4, kv_heads=2, seq_q=300, seq_k=500, head_dim=128, dtype="bf16")
-    plain = catalog.kernel_args(p, {"q": 1, "k": 2, "v": 3}, 4)
-    smem = catalog.wgmma2_smem(p)
-    monkeypatch.setattr(catalog, "WGMMA2_TUNING", {"PERSISTENT": 1, "TMA": 0})
-    assert catalog.wgmma2_args(p, {"q": 1, "k": 2, "v": 3}, 4) == (*plain, 8)
-    assert catalog.wgmma2_smem(p) == smem + 16
-    monkeypatch.setattr(catalog, "WGMMA2_SMS", 132)
-    assert catalog.wgmma2_grid(p) == (24, 1)  # 3 query tiles x 8 heads
-    monkeypatch.setattr(catalog, "WGMMA2_SMS", 5)
-    assert catalog.wgmma2_grid(p) == (5, 1)
-    monkeypatch.setattr(catalog, "WGMMA2_TUNING", {"PERSISTENT": 1, "TMA": 1})
-    km, vm, qm = catalog.wgmma2_maps(p)
-    assert km == vm and km.dims == (128, 500, 4)
-    assert qm.dims == (128, 300, 8) and qm.box == (64, 128, 1) and qm.box_bytes == 128 * 128
 
 
 STUB = r"""

@@ -6,8 +6,7 @@
 // eager, shared-memory bytes, grid x, threads; float32 scale * log2(e); then Q, K, V as
 // FLASH_ELEM; a kernel built with TMA 1 (wgmma2) then takes K's and V's tensor maps: two
 // records of flash_emu::TENSOR_MAP_FIELDS int64 (tensormap.TiledMap.fields(), the launcher's
-// encode parameters), over K and V (and, PERSISTENT 1, a third over Q). A kernel built with
-// PERSISTENT 1 runs a grid (grid x, 1) and takes batch x q_heads after them. OUT: O as FLASH_ELEM.
+// encode parameters), over K and V. OUT: O as FLASH_ELEM.
 #include "flash_common.cuh"
 #include FLASH_KERNEL_FILE
 
@@ -30,11 +29,7 @@ int main(int argc, char** argv) {
     in.read(reinterpret_cast<char*>(q.data()), nq * sizeof(FLASH_ELEM));
     in.read(reinterpret_cast<char*>(k.data()), nkv * sizeof(FLASH_ELEM));
     in.read(reinterpret_cast<char*>(v.data()), nkv * sizeof(FLASH_ELEM));
-#if defined(PERSISTENT) && PERSISTENT
-    constexpr int persistent = 1;
-#else
     constexpr int persistent = 0;
-#endif
 #if defined(TMA) && TMA
     constexpr int nmaps = 2 + persistent;
     flash_emu::TensorMap maps[3];
@@ -76,12 +71,6 @@ int main(int argc, char** argv) {
                                  kv_heads, scale_log2, causal
 #if defined(TMA) && TMA
                                  , &maps[0], &maps[1]
-#endif
-#if defined(PERSISTENT) && PERSISTENT
-                                 , batch * q_heads
-#if defined(TMA) && TMA
-                                 , &maps[2]
-#endif
 #endif
                     );
                     if (flash_emu::wgmma_pending) flash_emu::fail("wgmma.mma_async never waited for");

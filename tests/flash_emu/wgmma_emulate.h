@@ -419,8 +419,3 @@ FLASH_DEVICE void tma_load_3d(unsigned dst, const void* map, int x, int y, int z
     complete_if_done(b);
 }
 
-// The suspend-time hint changes only how long a thread may sleep inside try_wait
-FLASH_DEVICE void mbar_wait_hint(unsigned bar, unsigned parity, unsigned ns) {
-    if (ns == 0) flash_emu::fail("mbarrier.try_wait with a suspend-time hint of 0");
-    mbar_wait(bar, parity);
-}

@@ -1,8 +1,8 @@
 """The flash_fwd variants: four kernels written here and PyTorch's SDPA backends as peers.
 
-mma128 is one source built in several layouts (-D values, ``MMA128_KNOBS``): the shipped
-one per head_dim is ``MMA128_4X32``; ``scripts/tune_flash.py --knobs "WARP_M=1,..."`` (or
-``8x16``) benches others in one process without editing code, through ``MMA128_TUNING``.
+mma128 is one source built with -D values (``MMA128_KNOBS``): the shipped ones per head_dim
+are ``MMA128_4X32``; ``scripts/tune_flash.py --knobs "STAGES=3,..."`` benches others in one
+process without editing code, through ``MMA128_TUNING``.
 
 Nothing here needs a GPU. The CUDA variants are declared in the family interface's plain
 form (a kernel, its grid, block, shared memory, -D values and arguments); the PyTorch
@@ -29,33 +29,29 @@ MMA_KEYS = 64
 MMA_THREADS = 128
 MMA128_ROWS = 128
 """Queries a CTA of the mma128 kernel (BR in mma128.cu, whatever the warp layout)."""
-MMA128_8X16 = {"WARP_M": 1, "WARPS": 8, "STAGES": 3, "BC": 64, "KSUB": 64, "PIPELINE": 1, "QREG": 1,
-               "MIN_BLOCKS": 1}
-"""mma128's first layout: 8 warps of one m16 tile (16 query rows), Q in registers, the next
-tile's Q K^T beside the softmax, a 3-buffer ring, 1 CTA a SM."""
+MMA128_WARPS = 4
+"""Warps a CTA of mma128 (WARP_M 2: 32 query rows each). The first round's 8 x 16 layout
+(8 warps of 16 rows, PIPELINE 1: the next tile's Q K^T beside the softmax) lost (docs/NOTES.md
+items 50-54) and left the code after e6f8bcd."""
 MMA128_4X32 = {
     # 4 warps of two m16 tiles (32 rows): each K/V fragment feeds two mma; 2 CTAs a SM.
     # d128: Q re-read from sQ (its 64 registers would not fit beside O's 128), S taken 32
     # keys at a time (64 spills), 2 buffers (102 KiB: two CTAs fit); d64: Q in registers,
     # 64 keys, 3 buffers (72 KiB)
-    128: {"WARP_M": 2, "WARPS": 4, "STAGES": 2, "BC": 64, "KSUB": 32, "PIPELINE": 0, "QREG": 0,
-          "QK_UNROLL": 2, "MIN_BLOCKS": 2},
-    64: {"WARP_M": 2, "WARPS": 4, "STAGES": 3, "BC": 64, "KSUB": 64, "PIPELINE": 0, "QREG": 1,
-         "MIN_BLOCKS": 2},
+    128: {"STAGES": 2, "BC": 64, "KSUB": 32, "QREG": 0, "QK_UNROLL": 2, "MIN_BLOCKS": 2},
+    64: {"STAGES": 3, "BC": 64, "KSUB": 64, "QREG": 1, "MIN_BLOCKS": 2},
 }
-"""mma128's second layout, the shipped one (docs/NOTES.md, items 50-54)."""
-MMA128_KNOBS = ("WARP_M", "WARPS", "STAGES", "BC", "KSUB", "PIPELINE", "QREG", "QK_UNROLL", "MIN_BLOCKS")
+"""mma128's second layout, the shipped one (docs/NOTES.md, items 50-54); mma128.cu compiled
+with no -D values is the head_dim 128 build in bf16."""
+MMA128_KNOBS = ("STAGES", "BC", "KSUB", "QREG", "QK_UNROLL", "MIN_BLOCKS")
 MMA128_TUNING: dict = {}
 """-D values replacing the shipped ones for every shape (empty: the shipped choice);
 scripts/tune_flash.py sets it (from ``parse_knobs``) for its own runs only."""
 
 
 def parse_knobs(text: str, vid: str = "mma128") -> dict:
-    """``"WARP_M=2,WARPS=4,STAGES=2"`` (or ``"8x16"`` / ``"4x32"``, the two layouts) as -D
-    values for mma128 (``vid="wgmma2"``: ``"OVERLAP=0,PINGPONG=0"`` over WGMMA2_SHIPPED);
-    anything else raises ValueError with one line."""
-    if vid == "mma128" and text in ("8x16", "4x32"):
-        return dict(MMA128_8X16) if text == "8x16" else {}
+    """``"STAGES=3,BC=32"`` as -D values for mma128 (``vid="wgmma2"``: ``"OVERLAP=0,PINGPONG=0"``
+    over WGMMA2_SHIPPED); anything else raises ValueError with one line."""
     names = WGMMA2_KNOBS if vid == "wgmma2" else MMA128_KNOBS
     knobs = {}
     for item in filter(None, text.split(",")):
@@ -64,37 +60,25 @@ def parse_knobs(text: str, vid: str = "mma128") -> dict:
             raise ValueError(f"{vid} knobs: expected NAME=INT with NAME in {', '.join(names)}; got {item!r}")
         knobs[name.strip()] = int(value)
     return knobs
-WGMMA2_SHIPPED = {"BC": 128, "QSMEM": 0, "OVERLAP": 1, "PINGPONG": 1, "STAGES": 3, "PRODUCER_FENCE": 0,
+WGMMA2_SHIPPED = {"BC": 128, "QSMEM": 0, "OVERLAP": 1, "PINGPONG": 1, "STAGES": 3,
                   "SETMAXNREG": 1, "REG_CONSUMER": 232, "REG_PRODUCER": 40, "TMA": 1,
-                  "FAST_MAX": 1, "DESC_ADD": 1, "RESCALE_EARLY": 1}
+                  "FAST_MAX": 1, "DESC_ADD": 1}
 """wgmma2's -D values (wgmma2.cu's header; docs/NOTES.md items 59-64, 77-79, 85): 128 keys a step,
 Q's A fragments in registers, S(j+1) beside the softmax, the two consumer warpgroups
 ping-ponged, a 3-stage K/V ring filled by a producer warpgroup with TMA (cp.async.bulk.tensor,
 tensor maps built per call, ``wgmma2_args``) through mbarriers, setmaxnreg 232 / 40, and the
 consumers' instruction diet (the softmax's maxima unscaled, descriptors by adds, O rescaled
-between the issues of S(j + 1) and P(j) V(j)). Measured on the H200 in one process (bf16 b4 h32
+between the issues of S(j + 1) and P(j) V(j)); wgmma2.cu compiled with no -D values is this
+build in bf16. Measured on the H200 in one process (bf16 b4 h32
 s8192 d128): 635.2 TFLOP/s against 590.0 for the build before the diet (Q from shared memory)
 and cuDNN's 623.8; earlier, 584.7 against 576.6 with TMA at 2 stages and 536.0 with the
 cp.async producer (TMA 0, STAGES 2, the first build)."""
-WGMMA2_EXTRA = {"WAIT_HINT": 0, "PERSISTENT": 0}
-"""wgmma2's knobs off in the shipped build: WAIT_HINT N > 0, a suspend-time hint of N ns on the
-consumers' mbarrier waits (measured 572.2 against 576.6 TFLOP/s without it, TMA at 2 stages);
-PERSISTENT 1 (docs/NOTES.md items 82-84: measured slower, 566 against 575), a persistent grid of
-min(work items, SMs) CTAs looping over the (query tile, head) work items, the producer running
-ahead across them (``wgmma2_grid``). The diet's knobs (FAST_MAX, DESC_ADD, RESCALE_EARLY) and QSMEM 1 (Q read
-by wgmma from shared memory) give the build before item 85 when set to 0 / 1."""
-WGMMA2_BEFORE_DIET = {"QSMEM": 1, "FAST_MAX": 0, "DESC_ADD": 0, "RESCALE_EARLY": 0}
-"""Over WGMMA2_SHIPPED, the build before the consumers' diet (docs/NOTES.md item 79's: Q from
-shared memory, the maxima scaled first, descriptors from addresses, O rescaled after P V)."""
-WGMMA2_KNOBS = tuple(WGMMA2_SHIPPED) + tuple(k for k in WGMMA2_EXTRA if k not in WGMMA2_SHIPPED)
+# The experiments that lost (the persistent grid, WAIT_HINT, PRODUCER_FENCE, the build before
+# the diet with RESCALE_EARLY 0) left the code after e6f8bcd (git show e6f8bcd:paprof/families/flash_fwd/wgmma2.cu); docs/NOTES.md
+# items 79, 82-85 give what was measured against them.
+WGMMA2_KNOBS = tuple(WGMMA2_SHIPPED)
 WGMMA2_TUNING: dict = {}
 """-D values replacing wgmma2's shipped ones (scripts/tune_flash.py --variant wgmma2 sets it)."""
-WGMMA2_SMS: int | None = None
-"""The SMs a persistent wgmma2 grid (PERSISTENT 1) fills, one CTA each: None the current device's
-(``gpu.current_device().sm_count``; NOMINAL_SMS where no GPU answers, as in the static gate and
-the compile tests); the emulated tests set a few, so that each CTA takes several work items."""
-NOMINAL_SMS = 132
-"""An H200's (and H100 SXM's) SMs."""
 WGMMA2_THREADS = 384
 WGMMA_ROWS = MMA128_ROWS
 """Queries a CTA of the wgmma kernel (2 warpgroups of 64 rows: BR in wgmma.cu)."""
@@ -147,13 +131,13 @@ def mma_defines(p: Shape) -> dict:
 
 
 def mma128_knobs(p: Shape) -> dict:
-    """The layout mma128 is built with for ``p``: the 4 x 32 layout (per head_dim) unless
+    """The -D values mma128 is built with for ``p``: the shipped ones (per head_dim) unless
     ``MMA128_TUNING`` says otherwise."""
     return {**MMA128_4X32[p.head_dim], **MMA128_TUNING}
 
 
 def mma128_block(p: Shape) -> tuple[int]:
-    return (32 * mma128_knobs(p)["WARPS"],)
+    return (32 * MMA128_WARPS,)
 
 
 def mma128_smem(p: Shape) -> int:
@@ -164,7 +148,7 @@ def mma128_smem(p: Shape) -> int:
 
 def mma128_defines(p: Shape) -> dict:
     # ptxas (nvcc 13.0, sm_90a), no spills: 4 x 32 at d128 254 registers, 102 KiB (2 CTAs
-    # a SM); at d64 246, 72 KiB. 8 x 16: 237 / 191 registers, 136 / 72 KiB, 1 CTA a SM
+    # a SM); at d64 246, 72 KiB
     return {"HEAD_DIM": p.head_dim, "DTYPE": _DTYPE_CODE.get(p.dtype, 2), **mma128_knobs(p)}
 
 
@@ -186,8 +170,7 @@ def wgmma_defines(p: Shape) -> dict:
 
 
 def wgmma2_knobs(p: Shape) -> dict:
-    """The -D values of wgmma2's knobs for ``p``: the shipped ones, then WGMMA2_TUNING's
-    (WAIT_HINT appears only when set)."""
+    """The -D values of wgmma2's knobs for ``p``: the shipped ones, then WGMMA2_TUNING's."""
     return {**WGMMA2_SHIPPED, **WGMMA2_TUNING}
 
 
@@ -198,64 +181,33 @@ _TENSOR_MAPS = None
 
 def wgmma2_maps(p: Shape) -> tuple:
     """The K and V tensor maps' parameters (TMA 1): [batch * kv_heads][seq_k][head_dim] as a
-    3-D map, a copy BC rows x 64 columns of one head into one swizzle atom of a tile; with
-    PERSISTENT 1 also Q's, [batch * q_heads][seq_q][head_dim], a copy 128 rows x 64 columns."""
+    3-D map, a copy BC rows x 64 columns of one head into one swizzle atom of a tile."""
     from paprof.kernels import tensormap  # noqa: PLC0415 (no GPU needed)
 
     m = tensormap.rows_map(p.dtype, p.batch * p.kv, p.keys, p.head_dim, wgmma2_knobs(p)["BC"], WGMMA2_MAP_COLS)
-    if not wgmma2_knobs(p).get("PERSISTENT"):
-        return m, m
-    qm = tensormap.rows_map(p.dtype, p.batch * p.q_heads, p.seq_q, p.head_dim, WGMMA_ROWS, WGMMA2_MAP_COLS)
-    return m, m, qm
+    return m, m
 
 
 def wgmma2_args(p: Shape, inputs: dict, out) -> tuple:
     """kernel_args, and with TMA 1 the global addresses of K's and V's tensor maps (device
-    buffers of 128 bytes, encoded once for given arrays: ``tensormap.DeviceMaps``); with
-    PERSISTENT 1 then batch x q_heads and (TMA 1) Q's tensor map."""
+    buffers of 128 bytes, encoded once for given arrays: ``tensormap.DeviceMaps``)."""
     args = kernel_args(p, inputs, out)
-    knobs = wgmma2_knobs(p)
-    if not knobs.get("TMA"):
-        return (*args, np.int32(p.batch * p.q_heads)) if knobs.get("PERSISTENT") else args
+    if not wgmma2_knobs(p).get("TMA"):
+        return args
     global _TENSOR_MAPS
     from paprof.kernels import tensormap  # noqa: PLC0415
 
     if _TENSOR_MAPS is None:
         _TENSOR_MAPS = tensormap.DeviceMaps()
-    km, vm, *qm = wgmma2_maps(p)
-    args = (*args, _TENSOR_MAPS.get(km, inputs["k"].data.ptr), _TENSOR_MAPS.get(vm, inputs["v"].data.ptr))
-    if not knobs.get("PERSISTENT"):
-        return args
-    return (*args, np.int32(p.batch * p.q_heads), _TENSOR_MAPS.get(qm[0], inputs["q"].data.ptr))
+    km, vm = wgmma2_maps(p)
+    return (*args, _TENSOR_MAPS.get(km, inputs["k"].data.ptr), _TENSOR_MAPS.get(vm, inputs["v"].data.ptr))
 
 
 def wgmma2_smem(p: Shape) -> int:
     """sQ (128 rows), sK and sV (STAGES buffers of BC rows each), 16-bit elements, 1 KiB of
-    alignment slack and the 4 x STAGES mbarriers (8 bytes each), PERSISTENT 1 two more (sQ's)."""
+    alignment slack and the 4 x STAGES mbarriers (8 bytes each)."""
     k = wgmma2_knobs(p)
-    return (2 * p.head_dim * (WGMMA_ROWS + 2 * k["STAGES"] * k["BC"]) + 1024 + 32 * k["STAGES"]
-            + (16 if k.get("PERSISTENT") else 0))
-
-
-def wgmma2_sms() -> int:
-    """WGMMA2_SMS, else the current device's SM count, else (no GPU) NOMINAL_SMS."""
-    if WGMMA2_SMS is not None:
-        return WGMMA2_SMS
-    try:
-        from paprof.kernels import gpu  # noqa: PLC0415
-
-        return gpu.current_device().sm_count
-    except Exception:  # noqa: BLE001 (no CuPy or no GPU: the static gate, the compile tests)
-        return NOMINAL_SMS
-
-
-def wgmma2_grid(p: Shape) -> tuple[int, int]:
-    """wgmma_grid; PERSISTENT 1: (min(work items, SMs), 1), a CTA a SM looping over the
-    work items (query tiles x batch x q_heads) in the order wgmma_grid launches them."""
-    if not wgmma2_knobs(p).get("PERSISTENT"):
-        return wgmma_grid(p)
-    items = -(-p.seq_q // WGMMA_ROWS) * p.batch * p.q_heads
-    return min(items, wgmma2_sms()), 1
+    return 2 * p.head_dim * (WGMMA_ROWS + 2 * k["STAGES"] * k["BC"]) + 1024 + 32 * k["STAGES"]
 
 
 def wgmma2_defines(p: Shape) -> dict:
@@ -311,9 +263,6 @@ def check_wgmma2(p: Shape) -> None:
     if not wgmma2_knobs(p)["OVERLAP"] and not wgmma2_knobs(p)["QSMEM"]:
         raise ShapeError("wgmma2 OVERLAP=0 needs QSMEM=1: in that loop ptxas gives Q's register "
                          "fragments to other values (wrong on the H200; docs/NOTES.md item 86)")
-    if wgmma2_knobs(p).get("PERSISTENT") and -(-p.seq_q // WGMMA_ROWS) * p.batch * p.q_heads >= 2**31:
-        raise ShapeError("wgmma2 PERSISTENT=1 numbers its work items (query tiles x batch x q_heads) in "
-                         "32-bit ints: fewer than 2^31 of them")
 
 
 SDPA = {
@@ -380,8 +329,7 @@ def _cuda_variants() -> list:
                  "V fragment read by ldmatrix feeds two mma), 2 CTAs a SM; Q re-read from shared "
                  "memory at d128, S 32 keys at a time; a cp.async K/V ring with one barrier a "
                  "step, padded rows (ldmatrix addresses fixed offsets), the mask only on diagonal "
-                 "and partial tiles, exp2 of one FFMA a score (the 8 x 16 layout, 1 CTA a SM, "
-                 "is a build option)",
+                 "and partial tiles, exp2 of one FFMA a score",
             sources=("mma128.cu",), kernel="flash_fwd_mma128",
             grid=mma128_grid, block=mma128_block, shared_mem=mma128_smem,
             defines=mma128_defines, args=kernel_args, accepts=check_mma128,
@@ -410,10 +358,10 @@ def _cuda_variants() -> list:
                  "two consumer warpgroups ping-ponged by named barriers, K/V loaded by a producer "
                  "warpgroup with TMA (tensor maps built per call) into a 3-stage ring of full/empty "
                  "mbarriers (no __syncthreads), setmaxnreg 232 / 40, a lean softmax (maxima unscaled, "
-                 "descriptors by adds); each a -D knob (TMA=0: the cp.async producer; PERSISTENT=1: "
-                 "one CTA a SM; QSMEM=1: Q read by wgmma from shared memory)",
+                 "descriptors by adds); each a -D knob (TMA=0: the cp.async producer; QSMEM=1: Q read by "
+                 "wgmma from shared memory)",
             sources=("wgmma2.cu",), kernel="flash_fwd_wgmma2",
-            grid=wgmma2_grid, block=(WGMMA2_THREADS,), shared_mem=wgmma2_smem, defines=wgmma2_defines,
+            grid=wgmma_grid, block=(WGMMA2_THREADS,), shared_mem=wgmma2_smem, defines=wgmma2_defines,
             args=wgmma2_args, accepts=check_wgmma2, arch=WGMMA_ARCH,
             launch="grid (ceil(seq_q/128), batch x q_heads) x 384 threads (2 consumer warpgroups, 1 "
                    "producer), 225 KiB shared; sm_90 (Hopper) only",

@@ -150,15 +150,6 @@ FLASH_DEVICE void tma_load_3d(unsigned dst, const void* map, int x, int y, int z
                  " [%0], [%1, {%2, %3, %4}], [%5];" ::"r"(dst), "l"(map), "r"(x), "r"(y), "r"(z), "r"(bar)
                  : "memory");
 }
-// mbar_wait with a suspend-time hint: a thread whose phase has not completed may sleep up to
-// `ns` nanoseconds inside try_wait (woken when it completes) instead of spinning.
-FLASH_DEVICE void mbar_wait_hint(unsigned bar, unsigned parity, unsigned ns) {
-    unsigned done;
-    do {
-        asm volatile("{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2, %3;\nselp.u32 %0, 1, 0, p;\n}\n"
-                     : "=r"(done) : "r"(bar), "r"(parity), "r"(ns) : "memory");
-    } while (!done);
-}
 #else
 #include "wgmma_emulate.h"
 #endif

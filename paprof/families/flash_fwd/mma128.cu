@@ -1,7 +1,7 @@
 // flash_fwd mma128: flash-attention forward on the tensor cores with mma.sync (fp16 /
 // bf16 inputs, fp32 accumulation), a 128-query tile a CTA, in two warp layouts built
-// from this one source (-D values; catalog.py picks per head_dim):
-//  - WARP_M 2, WARPS 4 (shipped): a warp owns 32 query rows, two m16 tiles, so every K
+// (-D values; catalog.py picks per head_dim):
+//  - 4 warps (WARP_M 2): a warp owns 32 query rows, two m16 tiles, so every K
 //    fragment (ldmatrix) and V fragment (ldmatrix.trans) feeds two mma instead of one:
 //    half the shared-memory reads a FLOP of the 8 x 16 layout. 128 threads, 2 CTAs a SM
 //    (MIN_BLOCKS 2: at most 255 registers), so one CTA's barrier and softmax overlap the
@@ -10,17 +10,12 @@
 //    every fragment and spills), S is taken 32 keys at a time (KSUB 32: an online-softmax
 //    step each half of the 64-key tile), 2 K/V buffers (102 KiB: two CTAs fit in 228).
 //    At d64 Q stays in registers and the ring has 3 buffers (72 KiB).
-//  - WARP_M 1, WARPS 8 (the first round): a warp owns 16 rows, Q in registers, 256
-//    threads, 1 CTA a SM, the next tile's Q K^T issued beside this tile's softmax.
-// Both:
+//    The first round's 8 x 16 layout (WARP_M 1, 8 warps, the next tile's Q K^T issued
+//    beside this tile's softmax: PIPELINE 1) lost (docs/NOTES.md items 50-54); its code
+//    stays in history at e6f8bcd.
 //  - K/V in a ring of STAGES buffers of BC keys, ONE cp.async group and ONE barrier a
-//    step. PIPELINE 1: at step j the barrier says that K of step j+1 and V of step j have
-//    landed and that every warp is done with step j-1, whose K and V buffers are then
-//    refilled (K of j+STAGES, V of j+STAGES-1); S of step j+1 (Q K^T) is issued in the
-//    same basic block as step j's softmax and P V, so ptxas can interleave the two (two
-//    score sets live); the last step has no next S and is peeled off the loop.
-//    PIPELINE 0 (the plain ring): the barrier of step j says that K and V of step j have
-//    landed and that step j-1's buffers are free; they are refilled with step j+STAGES-1.
+//    step: the barrier of step j says that K and V of step j have landed and that step
+//    j-1's buffers are free; they are refilled with step j+STAGES-1.
 //  - Shared rows padded by 8 elements (16 bytes) instead of XOR-swizzled: a row starts 4
 //    banks after the one above it, so the 8 row addresses of an ldmatrix (and the 8 rows
 //    of a cp.async wavefront) hit 8 different 16-byte bank groups, and every ldmatrix
@@ -41,23 +36,18 @@
 #ifndef HEAD_DIM
 #define HEAD_DIM 128
 #endif
-#ifndef WARP_M
-#define WARP_M 1  // m16 tiles (16 query rows each) a warp: 1 (8 warps x 16) or 2 (4 warps x 32)
-#endif
-#ifndef WARPS
-#define WARPS (8 / WARP_M)  // warps a CTA: 128 queries
-#endif
+// Compiled with no -D values this file is the shipped build at head_dim 128 in bf16
+// (catalog.MMA128_4X32[128]).
+#define WARP_M 2  // m16 tiles (16 query rows each) a warp
+#define WARPS 4   // warps a CTA: 128 queries
 #ifndef QREG
-#define QREG 1  // 1: the warp's Q fragments held in registers; 0: re-read from sQ every step
+#define QREG 0  // 1: the warp's Q fragments held in registers; 0: re-read from sQ every step
 #endif
 #ifndef STAGES
-#define STAGES 3  // K/V buffers in the ring
+#define STAGES 2  // K/V buffers in the ring
 #endif
 #ifndef MIN_BLOCKS
-#define MIN_BLOCKS 1  // resident CTAs a SM the registers must allow
-#endif
-#ifndef PIPELINE
-#define PIPELINE (WARP_M == 1)  // 1: the next step's Q K^T issued beside this step's softmax (two S sets)
+#define MIN_BLOCKS 2  // resident CTAs a SM the registers must allow
 #endif
 #ifndef BC
 #define BC 64  // keys a step (a K/V buffer of the ring)
@@ -66,7 +56,7 @@
 #define QK_UNROLL 2  // (QREG 0) k16 steps of Q K^T unrolled together
 #endif
 #ifndef KSUB
-#define KSUB BC  // keys of S live at once: PIPELINE 0 may take a step's tile in sub-tiles of KSUB
+#define KSUB 32  // keys of S live at once: a step's tile may be taken in sub-tiles of KSUB
 #endif
 
 #define WROWS (16 * WARP_M)      // query rows a warp
@@ -86,8 +76,7 @@ static_assert(THREADS % CHUNKS == 0, "a thread copies the same chunk column of e
 static_assert(STAGES >= 2, "the ring needs a buffer being read and one being filled");
 static_assert(BR == 128, "the catalogue launches ceil(seq_q / 128) CTAs");
 static_assert(BC % 16 == 0 && (BC * CHUNKS) % THREADS == 0, "whole k16 steps of P V; every thread copies whole rows' chunks");
-static_assert(WARP_M == 1 || WARP_M == 2, "one or two m16 tiles a warp");
-static_assert(KSUB % 16 == 0 && BC % KSUB == 0 && (PIPELINE == 0 || KSUB == BC), "whole sub-tiles; PIPELINE 1 takes whole tiles");
+static_assert(KSUB % 16 == 0 && BC % KSUB == 0, "whole sub-tiles");
 
 typedef unsigned short elem;
 constexpr int kQkUnroll = QK_UNROLL;  // (#pragma unroll takes no macro)
@@ -272,21 +261,6 @@ flash_fwd_mma128(const elem* __restrict__ q, const elem* __restrict__ k,
     const KeySteps ks = key_steps(q0, BR, BC, seq_k, offset, causal);
     const int steps = ks.steps, first_masked = ks.first_masked;  // steps >= 1: all see key 0
 
-#if PIPELINE
-    // group G(-1): Q and K of step 0; G(i), i >= 0: K of step i+1 and V of step i
-    load_rows<BR>(sQ, qh, q0, seq_q, tid);
-    load_rows<BC>(sK, kh, 0, seq_k, tid);
-    cp_async_commit();
-#pragma unroll
-    for (int i = 0; i + 1 < STAGES; ++i) {
-        if (i + 1 < steps) load_rows<BC>(sK + (i + 1) * TILE_ELEMS, kh, (i + 1) * BC, seq_k, tid);
-        if (i < steps) load_rows<BC>(sV + i * TILE_ELEMS, vh, i * BC, seq_k, tid);
-        cp_async_commit();
-    }
-    cp_async_wait<STAGES - 1>();  // G(-1) is in
-    block_sync();
-
-#else
     // the plain ring: group G(i) holds K and V of step i (G(0) also Q), STAGES - 1 ahead
 #pragma unroll
     for (int i = 0; i + 1 < STAGES; ++i) {
@@ -299,7 +273,6 @@ flash_fwd_mma128(const elem* __restrict__ q, const elem* __restrict__ k,
     }
     cp_async_wait<STAGES - 2>();  // G(0) is in
     block_sync();
-#endif
 
     // per-lane ldmatrix row addresses: Q (A: rows 0-15 of the warp's first m16 tile, k 0-7 |
     // 8-15), K (B, two n8 tiles: keys 0-7 | 8-15, dims 0-7 | 8-15 of each), V (B
@@ -326,47 +299,6 @@ flash_fwd_mma128(const elem* __restrict__ q, const elem* __restrict__ k,
         }
     }
 
-#if PIPELINE
-    float s[WARP_M][NTILES][4];
-    scores(s, qf, sK + koff);  // step 0
-
-#pragma unroll 1
-    for (int step = 0;; ++step) {
-        cp_async_wait<STAGES - 2>();  // G(step): K of step+1, V of step
-        block_sync();                 // ... and every warp is done with step - 1
-        const int slot = step % STAGES;
-        // refill step-1's buffers: K of step+STAGES (K's buffer of step), V of step+STAGES-1
-        if (step + STAGES < steps)
-            load_rows<BC>(sK + slot * TILE_ELEMS, kh, (step + STAGES) * BC, seq_k, tid);
-        if (step + STAGES - 1 < steps)
-            load_rows<BC>(sV + ((step + STAGES - 1) % STAGES) * TILE_ELEMS, vh,
-                          (step + STAGES - 1) * BC, seq_k, tid);
-        cp_async_commit();
-
-        if (step >= first_masked) mask_scores(s, last, step * BC);
-        const elem* vb = sV + slot * TILE_ELEMS + voff;
-        if (step + 1 == steps) {
-            softmax_pv(acc, m, l, s, scale_log2, vb);
-            break;
-        }
-        const elem* kb = sK + ((step + 1) % STAGES) * TILE_ELEMS + koff;
-#if PIPELINE
-        // one basic block: the next step's Q K^T beside this step's softmax and P V
-        float sn[WARP_M][NTILES][4];
-        scores(sn, qf, kb);
-        softmax_pv(acc, m, l, s, scale_log2, vb);
-#pragma unroll
-        for (int mi = 0; mi < WARP_M; ++mi)
-#pragma unroll
-            for (int n = 0; n < NTILES; ++n)
-#pragma unroll
-                for (int e = 0; e < 4; ++e) s[mi][n][e] = sn[mi][n][e];
-#else
-        softmax_pv(acc, m, l, s, scale_log2, vb);
-        scores(s, qf, kb);
-#endif
-    }
-#else
     float s[WARP_M][NTILES][4];
 #pragma unroll 1
     for (int step = 0; step < steps; ++step) {
@@ -390,7 +322,6 @@ flash_fwd_mma128(const elem* __restrict__ q, const elem* __restrict__ k,
             softmax_pv(acc, m, l, s, scale_log2, sV + slot * TILE_ELEMS + h * KSUB * LD + voff);
         }
     }
-#endif
     cp_async_wait<0>();  // the groups left are empty (no tile past the last step)
     __syncwarp();        // (QREG 0) every lane's last ldmatrix of sQ is done before O lands there
 

@@ -3,9 +3,9 @@
 // compile-time knob (catalog.WGMMA2_KNOBS) so they can be A/B'd:
 //   BC 128      keys a step: S = Q K^T is m64n128k16 (8 instructions), O += P V k16 over 128
 //               keys (8 m64n128k16); BC 64 is wgmma's step (m64n64 for S).
-//   QSMEM 1     S reads Q from shared memory through a descriptor (SS) instead of 32
-//               registers of A fragments (RS, QSMEM 0; shipped since the diet: with it RS
-//               measured faster, docs/NOTES.md item 85, and needs fewer descriptors a step).
+//   QSMEM 0     (shipped) Q's A fragments in 32 registers (RS); 1: S reads Q from shared memory through
+//               a descriptor (SS). RS shipped since the diet: measured faster, docs/NOTES.md
+//               item 85, and needs fewer descriptors a step.
 //   OVERLAP 1   intra-warpgroup overlap: S(j+1) is issued (its own commit group) together
 //               with P(j) V(j); wgmma.wait_group 1 retires S(j+1) alone, its softmax runs
 //               while P(j) V(j) is still on the tensor cores, then wait_group 0, the rescale
@@ -13,9 +13,7 @@
 //   PINGPONG 1  the two consumer warpgroups take turns issuing their GEMMs (named barriers
 //               1 and 2, bar.sync / bar.arrive of 256 threads): one's softmax runs while the
 //               other's GEMMs run, instead of both meeting at one __syncthreads.
-//   STAGES 2    K and V buffers each (a ring).
-//   PRODUCER_FENCE 0  see tile_filled (1: a fallback in case the reader's proxy fence after
-//               the mbarrier wait is not enough for cp.async data on the hardware).
+//   STAGES 3    K and V buffers each (a ring).
 // Loads are decoupled from the consumers: a third warpgroup (the producer) fills the K/V
 // ring with cp.async and signals each tile's full mbarrier with cp.async.mbarrier.arrive.noinc
 // (128 arrivals a phase, one a producer thread, when its copies have landed); the consumers
@@ -23,34 +21,19 @@
 // tile is visible to this thread, now to its async proxy too) and, once the wgmma that read
 // the tile has been waited for, arrive on its empty mbarrier (256 arrivals), which the
 // producer waits on before refilling it. No __syncthreads after the prologue.
-//   TMA 0       the producer's copies: cp.async (0, above) or, TMA 1, one producer thread
+//   TMA 1       the producer's copies: cp.async (0, above) or, TMA 1 (shipped), one producer thread
 //               issuing cp.async.bulk.tensor through tensor maps of K and V the host built
 //               (catalog.wgmma2_args; two copies a tile, one a 64-column swizzle atom), each
 //               tile's full barrier expecting 1 arrival (mbarrier.arrive.expect_tx of the
 //               tile's bytes) and the copies' complete_tx; rows past seq_k land as zeros. The
 //               copies write through the async proxy, so the consumers need no proxy fence.
-//   WAIT_HINT 0 N > 0: the consumers' mbarrier waits carry a suspend-time hint of N ns
-//               (ptxas: a NANOSLEEP.SYNCS after a failed try instead of a spin back).
-//   PERSISTENT 0  1: a persistent grid of min(tiles, SMs) CTAs (catalog.wgmma2_grid), CTA c
-//               taking work items w = c, c + gridDim.x, ... of the (query tile, batch x head)
-//               order the PERSISTENT 0 grid launches in (w % tiles the blockIdx.x, w / tiles
-//               the blockIdx.y it would have had; causal: the longest rows of a head first).
-//               The producer runs ahead across tiles: its ring index and the barriers' phases
-//               go on from tile to tile, and it loads the next tile's Q (the producer's copy,
-//               or TMA through a third tensor map, of Q) into sQ once the consumers released
-//               it (a Q full / empty mbarrier pair; released after the tile's last S GEMM was
-//               waited for, QSMEM 0: after its A fragments were read), so the next tile's Q
-//               and first K/V tiles land under this tile's last P V and its epilogue. O goes
-//               straight from the accumulators to global memory (no staging: sQ holds the
-//               next Q by then). The consumers' softmax state and O are reset each tile; the
-//               ping-pong's turns balance within each tile as in PERSISTENT 0.
-//   RESCALE_EARLY 0  1 (OVERLAP 1): FlashAttention-3's order within a step: O is rescaled by
-//               the factors of step j's softmax between the issue of S(j + 1) and that of
-//               P(j) V(j) (a second wgmma.fence before P V), under S(j + 1)'s tensor-core
-//               time, instead of after P(j) V(j) was waited for (OVERLAP 0: no effect).
+//   With OVERLAP 1, FlashAttention-3's order within a step: O is rescaled by the factors of
+//               step j's softmax between the issue of S(j + 1) and that of P(j) V(j) (a second
+//               wgmma.fence before P V), under S(j + 1)'s tensor-core time, instead of after
+//               P(j) V(j) was waited for.
 //   FAST_MAX, DESC_ADD (flash_wgmma.cuh; 1 shipped): the softmax's row maxima of the raw
 //               scores in two chains, scaled once; each wgmma descriptor as its tile's plus the
-//               operand's offset. With RESCALE_EARLY and QSMEM 0, the consumers' "diet"
+//               operand's offset. With the rescale above and QSMEM 0, the consumers' "diet"
 //               (docs/NOTES.md items 85-87: 590 -> 635 TFLOP/s).
 //   SETMAXNREG 1  ptxas budgets a 384-thread CTA at 168 registers a thread (it rounds a
 //               lone producer warp up to a warpgroup too); setmaxnreg moves them: the
@@ -66,7 +49,15 @@
 //
 // grid (ceil(seq_q / 128), batch * q_heads), 384 threads, dynamic shared memory
 // (128 + 2 x STAGES x BC) rows x 256 bytes + 1 KiB of alignment slack + the mbarriers:
-// 161 KiB at BC 128, STAGES 2.
+// 225 KiB at BC 128, STAGES 3.
+// Compiled with no -D values this file is the shipped build (catalog.WGMMA2_SHIPPED, bf16):
+// the diet's FAST_MAX and DESC_ADD on here (flash_wgmma.cuh's default, wgmma's, is off).
+#ifndef FAST_MAX
+#define FAST_MAX 1
+#endif
+#ifndef DESC_ADD
+#define DESC_ADD 1
+#endif
 #include "flash_wgmma.cuh"
 
 #ifndef HEAD_DIM
@@ -76,7 +67,7 @@
 #define BC 128
 #endif
 #ifndef QSMEM
-#define QSMEM 1
+#define QSMEM 0
 #endif
 #ifndef OVERLAP
 #define OVERLAP 1
@@ -85,25 +76,13 @@
 #define PINGPONG 1
 #endif
 #ifndef STAGES
-#define STAGES 2
-#endif
-#ifndef PRODUCER_FENCE
-#define PRODUCER_FENCE 0  // 1: the producer waits for its copies, fences, then arrives (no noinc)
+#define STAGES 3
 #endif
 #ifndef SETMAXNREG
 #define SETMAXNREG 1
 #endif
 #ifndef TMA
-#define TMA 0  // 1: K and V by cp.async.bulk.tensor (two tensor-map arguments follow causal)
-#endif
-#ifndef PERSISTENT
-#define PERSISTENT 0  // 1: a persistent grid, the producer running ahead across tiles (the header)
-#endif
-#ifndef WAIT_HINT
-#define WAIT_HINT 0  // N > 0: the consumers' try_wait with a suspend-time hint of N ns
-#endif
-#ifndef RESCALE_EARLY
-#define RESCALE_EARLY 0  // 1 (with OVERLAP): O rescaled by c(j) while S(j + 1) runs, before P(j) V(j) is issued
+#define TMA 1  // K and V by cp.async.bulk.tensor (two tensor-map arguments follow causal); 0: cp.async
 #endif
 #ifndef REG_CONSUMER
 #define REG_CONSUMER 232  // registers a consumer thread after setmaxnreg.inc
@@ -133,7 +112,6 @@ static_assert(STAGES >= 2, "a ring of two buffers at least");
 #ifndef ALLOW_Q_HAZARD  // defined only by the SASS test that shows the hazard
 static_assert(OVERLAP || QSMEM, "OVERLAP 0 needs QSMEM 1");
 #endif
-static_assert(!TMA || PRODUCER_FENCE == 0, "PRODUCER_FENCE is a cp.async producer's");
 static_assert(CONSUMERS * REG_CONSUMER + PRODUCERS * REG_PRODUCER <= 65536, "the register file");
 
 typedef unsigned short elem;
@@ -144,17 +122,6 @@ FLASH_DEVICE unsigned full_k(unsigned bars, int j) { return bars + 8 * (j % STAG
 FLASH_DEVICE unsigned full_v(unsigned bars, int j) { return bars + 8 * (STAGES + j % STAGES); }
 FLASH_DEVICE unsigned empty_k(unsigned bars, int j) { return bars + 8 * (2 * STAGES + j % STAGES); }
 FLASH_DEVICE unsigned empty_v(unsigned bars, int j) { return bars + 8 * (3 * STAGES + j % STAGES); }
-// PERSISTENT 1: sQ's full and empty barriers, after the ring's; a CTA's tile n uses phase n.
-FLASH_DEVICE unsigned q_full(unsigned bars) { return bars + 8 * (4 * STAGES); }
-FLASH_DEVICE unsigned q_empty(unsigned bars) { return bars + 8 * (4 * STAGES + 1); }
-
-// PERSISTENT 1: work item w of the order the PERSISTENT 0 grid launches in, (w % tiles,
-// w / tiles) as its (blockIdx.x, blockIdx.y): flash_cta's head, K/V head and query tile.
-FLASH_DEVICE FlashCta work_cta(int w, int tiles, int q_heads, int kv_heads, int causal) {
-    const int bh = w / tiles, x = w - bh * tiles, b = bh / q_heads;
-    return {bh, b * kv_heads + (bh - b * q_heads) / (q_heads / kv_heads), causal ? tiles - 1 - x : x};
-}
-
 // rows [row0, row0 + ROWS) of a [n][HEAD_DIM] matrix into a swizzled tile, zeros past row n,
 // by NT threads (tid 0..NT-1)
 template <int ROWS, int NT>
@@ -182,22 +149,14 @@ FLASH_DEVICE void copy_tile(unsigned char* tile, const elem* src, int row0, int 
 }
 
 // A producer thread's copies of a tile signalled on its full barrier: when they land
-// (cp.async's noinc arrive-on; the consumers fence for their async proxy after the wait),
-// or, PRODUCER_FENCE 1, the classic order: wait for them, fence.proxy.async, arrive.
+// (cp.async's noinc arrive-on; the consumers fence for their async proxy after the wait).
 FLASH_DEVICE void tile_filled(unsigned full) {
-#if PRODUCER_FENCE
-    cp_async_wait_all();
-    fence_proxy_async();
-    mbar_arrive(full);
-#else
     cp_async_mbar_arrive(full);
-#endif
 }
 
 // The producer warpgroup: K and V of every step into the ring, each tile's copies signalled on its
 // full barrier; a buffer is refilled once its empty barrier's previous phase completed.
-// j is the ring index: r0 (0 but with PERSISTENT, where it goes on across tiles) for the
-// tile's first key step.
+// j is the ring index: r0 (0) for the tile's first key step.
 FLASH_DEVICE void produce(unsigned char* sK, unsigned char* sV, const elem* kh, const elem* vh, unsigned bars, int steps,
                           int seq_k, int ptid, int r0 = 0) {
     for (int j = r0; j < r0 + steps; ++j) {
@@ -209,9 +168,7 @@ FLASH_DEVICE void produce(unsigned char* sK, unsigned char* sV, const elem* kh, 
         copy_tile<BC, PRODUCERS>(sV + (j % STAGES) * TILE(BC), vh, (j - r0) * BC, seq_k, ptid);
         tile_filled(full_v(bars, j));
     }
-#if !PERSISTENT
     cp_async_wait_all();
-#endif
 }
 
 // TMA 1: the producer's thread 0 alone. Tile j's buffer is refilled once the previous
@@ -247,70 +204,11 @@ FLASH_DEVICE void produce_tma(unsigned aK, unsigned aV, const void* kmap, const 
     produce_tma_steps(aK, aV, kmap, vmap, bars, steps, kvh, 0);
 }
 
-#if PERSISTENT
-// The producer of a persistent CTA: for each of its tiles (n-th), Q into sQ once the
-// consumers released the previous tile's (q_empty's phase n - 1), signalled on q_full, then
-// the tile's K/V steps at ring indices r0.. (produce / produce_tma_steps), r0 going on.
-// TMA 1: the producer warpgroup's thread 0 alone (ptid 0), Q through qmap (two BR x 64 copies).
-FLASH_DEVICE void produce_all(unsigned char* smem, unsigned bars, const elem* q, const elem* k, const elem* v,
-                              int seq_q, int seq_k, int q_heads, int kv_heads, int causal, int heads, int ptid,
-                              const void* kmap, const void* vmap, const void* qmap) {
-    unsigned char* sQ = smem;
-    unsigned char* sK = sQ + TILE(BR);
-    unsigned char* sV = sK + STAGES * TILE(BC);
-    const int tiles = (seq_q + BR - 1) / BR, offset = seq_k - seq_q;
-#if TMA
-    if (ptid != 0) return;
-    acquire_maps(kmap, vmap);
-    tensormap_acquire(qmap);
-#endif
-    int r0 = 0, n = 0;
-    for (int w = blockIdx.x; w < tiles * heads; w += gridDim.x, ++n) {
-        const FlashCta cta = work_cta(w, tiles, q_heads, kv_heads, causal);
-        const int q0 = cta.tile * BR, steps = key_steps(q0, BR, BC, seq_k, offset, causal).steps;
-        if (n > 0) mbar_wait(q_empty(bars), (n - 1) & 1);  // the consumers are done with the last Q
-#if TMA
-        mbar_arrive_expect_tx(q_full(bars), TILE(BR));
-#pragma unroll
-        for (int a = 0; a < HEAD_DIM / 64; ++a)
-            tma_load_3d(smem_addr(sQ) + a * BR * WGMMA_ATOM, qmap, 64 * a, q0, cta.bh, q_full(bars));
-        produce_tma_steps(smem_addr(sK), smem_addr(sV), kmap, vmap, bars, steps, cta.kvh, r0);
-#else
-        const HeadRows<elem> rows = head_rows<HEAD_DIM>(q, k, v, (elem*)nullptr, cta, seq_q, seq_k);
-        copy_tile<BR, PRODUCERS>(sQ, rows.q, q0, seq_q, ptid);
-        tile_filled(q_full(bars));
-        produce(sK, sV, rows.k, rows.v, bars, steps, seq_k, ptid, r0);
-#endif
-        r0 += steps;
-    }
-#if !TMA
-    cp_async_wait_all();
-#endif
-}
-
-// O of a warp's rows row0 / row1 (rows g and g + 8 of its 16) from the accumulators straight
-// to the head's rows oh (4 bytes a store, a row's quad 16 contiguous bytes); rows past seq_q
-// are not written.
-FLASH_DEVICE void store_o_direct(const float (&acc)[OREGS], const float (&l)[2], elem* oh, int row0, int row1,
-                                 int seq_q, int t) {
-    const float inv0 = softmax_inverse(l[0]), inv1 = softmax_inverse(l[1]);
-#pragma unroll
-    for (int i = 0; i < OREGS; i += 4) {
-        const int c = (i / 4) * 8 + 2 * t;
-        if (row0 < seq_q) *reinterpret_cast<unsigned*>(oh + (size_t)row0 * HEAD_DIM + c) = pack2(acc[i] * inv0, acc[i + 1] * inv0);
-        if (row1 < seq_q) *reinterpret_cast<unsigned*>(oh + (size_t)row1 * HEAD_DIM + c) = pack2(acc[i + 2] * inv1, acc[i + 3] * inv1);
-    }
-}
-#endif
 
 // Tile j of a ring is in (its full barrier's phase j / STAGES completed) and visible to this
 // thread's async proxy (TMA's copies wrote through it: no fence).
 FLASH_DEVICE void tile_wait(unsigned full, int j) {
-#if WAIT_HINT
-    mbar_wait_hint(full, (j / STAGES) & 1, WAIT_HINT);
-#else
     mbar_wait(full, (j / STAGES) & 1);
-#endif
 #if !TMA
     fence_proxy_async();
 #endif
@@ -318,10 +216,7 @@ FLASH_DEVICE void tile_wait(unsigned full, int j) {
 
 // The ping-pong: warpgroup wg waits for its turn (barrier 1 + wg: its own bar.sync and the
 // other's bar.arrive) before issuing GEMMs and passes the turn on after. Warpgroup 1 passes
-// none after its last round, so every barrier's arrivals balance at the end. PERSISTENT 1:
-// the turn goes on across tiles: warpgroup 1 gives the first once a CTA and passes after its
-// last round of every tile too (warpgroup 0 may issue the next tile's S(0) while warpgroup 1's
-// last P V and epilogue run), and warpgroup 0 takes the one left after the CTA's last tile.
+// none after its last round, so every barrier's arrivals balance at the end.
 FLASH_DEVICE void turn_take(int wg) {
 #if PINGPONG
     named_sync(1 + wg, CONSUMERS);
@@ -329,7 +224,7 @@ FLASH_DEVICE void turn_take(int wg) {
 }
 FLASH_DEVICE void turn_pass(int wg, bool last) {
 #if PINGPONG
-    if (PERSISTENT || !(last && wg == 1)) named_arrive(2 - wg, CONSUMERS);
+    if (!(last && wg == 1)) named_arrive(2 - wg, CONSUMERS);
 #endif
 }
 
@@ -373,12 +268,6 @@ flash_fwd_wgmma2(const elem* __restrict__ q, const elem* __restrict__ k,
 #if TMA
                  , const void* kmap, const void* vmap  // K's and V's tensor maps (128 bytes each, global)
 #endif
-#if PERSISTENT
-                 , int heads  // batch x q_heads: the work items are tiles x heads
-#if TMA
-                 , const void* qmap  // Q's tensor map
-#endif
-#endif
 ) {
     FLASH_SHARED_BYTES(smem_raw);
     unsigned char* smem = period_aligned(smem_raw);
@@ -390,16 +279,12 @@ flash_fwd_wgmma2(const elem* __restrict__ q, const elem* __restrict__ k,
 
     const int tid = threadIdx.x;
     const int warp = warp_uniform(tid / 32), lane = tid % 32;  // warp: known uniform to the compiler
-#if !PERSISTENT
     const FlashCta cta = flash_cta(q_heads, kv_heads, causal);
     const HeadRows<elem> rows = head_rows<HEAD_DIM>(q, k, v, o, cta, seq_q, seq_k);
     const int q0 = cta.tile * BR;
-#endif
     const int offset = seq_k - seq_q;  // query i sees keys j <= i + offset when causal
-#if !PERSISTENT
     const KeySteps ks = key_steps(q0, BR, BC, seq_k, offset, causal);
     const int steps = ks.steps;
-#endif
 
     if (tid == 0) {
         for (int st = 0; st < STAGES; ++st) {
@@ -408,32 +293,19 @@ flash_fwd_wgmma2(const elem* __restrict__ q, const elem* __restrict__ k,
             mbar_init(empty_k(bars, st), CONSUMERS);
             mbar_init(empty_v(bars, st), CONSUMERS);
         }
-#if PERSISTENT
-        mbar_init(q_full(bars), FULL_ARRIVALS);
-        mbar_init(q_empty(bars), CONSUMERS);
-#endif
         mbar_init_fence();
     }
-#if !PERSISTENT
     if (tid < CONSUMERS) {  // Q by the consumers, in and fenced before the barrier
         load_tile<BR, CONSUMERS>(sQ, rows.q, q0, seq_q, tid);
         cp_async_wait_all();
         fence_proxy_async();
     }
-#endif
     block_sync();  // the barriers initialised, Q in: the last CTA-wide barrier
     if (warp >= CONSUMERS / 32) {
 #if SETMAXNREG
         setmaxnreg_dec<REG_PRODUCER>();
 #endif
-#if PERSISTENT
-#if TMA
-        produce_all(smem, bars, q, k, v, seq_q, seq_k, q_heads, kv_heads, causal, heads, tid - CONSUMERS, kmap, vmap, qmap);
-#else
-        produce_all(smem, bars, q, k, v, seq_q, seq_k, q_heads, kv_heads, causal, heads, tid - CONSUMERS, nullptr, nullptr,
-                    nullptr);
-#endif
-#elif TMA
+#if   TMA
         if (tid == CONSUMERS) produce_tma(aK, aV, kmap, vmap, bars, steps, cta.kvh);
 #else
         produce(sK, sV, rows.k, rows.v, bars, steps, seq_k, tid - CONSUMERS);
@@ -445,35 +317,13 @@ flash_fwd_wgmma2(const elem* __restrict__ q, const elem* __restrict__ k,
 #endif
 
     const int wg = warp / 4, g = lane / 4, t = lane % 4;
-#if PERSISTENT
-#if PINGPONG
-    if (wg == 1) named_arrive(1, CONSUMERS);  // warpgroup 0 issues first (every CTA has a work item)
-#endif
-    // the tile loop (its body not indented): tile n of this CTA, its first key step at ring
-    // index ring; the softmax state and O start afresh each tile
-    const int tiles = (seq_q + BR - 1) / BR;
-    int ring = 0, n = 0;
-    for (int w = blockIdx.x; w < tiles * heads; w += gridDim.x, ++n) {
-    const FlashCta cta = work_cta(w, tiles, q_heads, kv_heads, causal);
-    const HeadRows<elem> rows = head_rows<HEAD_DIM>(q, k, v, o, cta, seq_q, seq_k);
-    const int q0 = cta.tile * BR;
-    const KeySteps ks = key_steps(q0, BR, BC, seq_k, offset, causal);
-    const int steps = ks.steps;
-    mbar_wait(q_full(bars), n & 1);  // this tile's Q in
-    if (!TMA) fence_proxy_async();
-#else
     {  // one tile
     const int ring = 0;
-#endif
     unsigned qf[QREGS][4];  // RS: this warp's 16 query rows as A fragments of m64nNk16
 #if !QSMEM
 #pragma unroll
     for (int kk = 0; kk < KSTEPS; ++kk)
         ldsm_x4(qf[kk], sQ + tile_offset<BR>(warp * 16 + (lane % 16), kk * 16 + (lane / 16) * 8));
-#if PERSISTENT
-    fence_proxy_async();  // the generic reads of sQ before the next Q's (async-proxy) copy
-    mbar_arrive(q_empty(bars));
-#endif
 #endif
     float acc[OREGS];  // O: acc[4n + e], dims 8n + 2t + (e & 1), row g + 8 (e >> 1)
 #pragma unroll
@@ -490,7 +340,7 @@ flash_fwd_wgmma2(const elem* __restrict__ q, const elem* __restrict__ k,
         if (j >= ks.first_masked) mask_scores(s, j * BC, t, row0, row1, seq_k, causal, offset);
         scores_to_probs(s, scale_log2, m, l, c);
     };
-#if PINGPONG && !PERSISTENT
+#if PINGPONG
     if (wg == 1 && steps > 0) named_arrive(1, CONSUMERS);  // warpgroup 0 issues first
 #endif
 
@@ -538,11 +388,9 @@ flash_fwd_wgmma2(const elem* __restrict__ q, const elem* __restrict__ k,
         wgmma_fence();
         s_gemm(s, qf, aQ, wg, k_tile(j + 1));
         wgmma_commit();
-#if RESCALE_EARLY
         rescale_rows(acc, c);  // c(j), from softmax(j): O up to step j - 1 onto step j's maxima
         wgmma_hold(acc);       // the multiplies before the fence (volatile asm keeps the order)
         wgmma_fence();         // registers written by this thread, then read by P(j) V(j)
-#endif
         pv_gemm(acc, pa, v_tile(j));
         wgmma_commit();
         turn_pass(wg, false);
@@ -554,18 +402,10 @@ flash_fwd_wgmma2(const elem* __restrict__ q, const elem* __restrict__ k,
         wgmma_hold(acc);
         wgmma_hold(s);  // P(j + 1) into pa only after P(j) V(j), which reads pa, is done
         mbar_arrive(empty_v(bars, ring + j));
-#if !RESCALE_EARLY
-        rescale_rows(acc, c);
-#endif
         probs_to_a(s, pa);
     }
-#if PERSISTENT && QSMEM
-    mbar_arrive(q_empty(bars));  // every S of the tile waited for: sQ may take the next Q
-#endif
     if (steps > 0) {
-#if RESCALE_EARLY
         rescale_rows(acc, c);  // c(steps - 1)
-#endif
         pv_round(steps - 1);
     }
 #else
@@ -576,19 +416,8 @@ flash_fwd_wgmma2(const elem* __restrict__ q, const elem* __restrict__ k,
         probs_to_a(s, pa);
         pv_round(j);
     }
-#if PERSISTENT && QSMEM
-    mbar_arrive(q_empty(bars));  // every S of the tile waited for: sQ may take the next Q
 #endif
-#endif
-#if PERSISTENT
-    store_o_direct(acc, l, rows.o, row0, row1, seq_q, t);
-    ring += steps;
-#else
     // O through this warp's own 16 rows of sQ (its warpgroup's S GEMMs are all done), then out
     store_o_rows<BR, HEAD_DIM>(acc, l, sQ, rows.o, warp, q0, seq_q, lane);
-#endif
     }  // the tile loop
-#if PERSISTENT && PINGPONG
-    if (wg == 0) turn_take(wg);  // the turn warpgroup 1 passed after the CTA's last tile
-#endif
 }

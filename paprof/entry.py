@@ -42,6 +42,18 @@ def _exit_interrupted(said: bool):
     os._exit(INTERRUPTED)
 
 
+def _from_interrupt(err: BaseException) -> bool:
+    """Whether ``err`` was raised because of a Ctrl-C: a C extension interrupted while it
+    initialised (matplotlib's ft2font) raises ImportError from the KeyboardInterrupt."""
+    seen = set()
+    while err is not None and id(err) not in seen:
+        if isinstance(err, KeyboardInterrupt):
+            return True
+        seen.add(id(err))
+        err = err.__cause__ or err.__context__
+    return False
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the ``paprof`` command line; its exit code."""
     try:
@@ -53,6 +65,10 @@ def main(argv: list[str] | None = None) -> int:
     except SystemExit as done:
         if done.code == INTERRUPTED:  # paprof.cli said so already
             _exit_interrupted(said=True)
+        raise
+    except Exception as err:
+        if _from_interrupt(err):  # an import the Ctrl-C broke: an interrupt, not a bug
+            _exit_interrupted(said=False)
         raise
     finally:
         # The command is over (its files written or cleaned up): a Ctrl-C from now on

@@ -1,4 +1,4 @@
-"""Print one Markdown table from ``paprof bench --json`` files (for docs/NOTES.md).
+"""Print one Markdown table from ``paprof bench --json`` files (for dev/NOTES.md).
 
     python3 scripts/bench_table.py FILE...           TB/s against the read ceiling
     python3 scripts/bench_table.py --flops FILE...   TFLOP/s against the GEMM ceiling (flash_fwd)

@@ -39,7 +39,7 @@ SWEEP = [
 
 WGMMA2_SWEEP = [
     # (shape, name, knobs over WGMMA2_SHIPPED): the shipped build, then each of FA3's steps
-    # taken away (docs/NOTES.md items 59-64, 77-79 predict each), then the causal shape
+    # taken away (dev/NOTES.md items 59-64, 77-79 predict each), then the causal shape
     (D128, "shipped (BC 128, RS Q, overlap, ping-pong, TMA producer, 3 stages, setmaxnreg, the diet)", {}),
     (CAUSAL, "TMA producer, 3 stages (shipped)", {"TMA": 1, "STAGES": 3}),
     (D128, "TMA, 2 stages", {"STAGES": 2}),

@@ -9,7 +9,7 @@ the same run (and the streaming-read kernel at 0.5, 1 and 2 GiB, for its fixed c
 Entries with TIMELINE=1 (tensor-core kernel only) also print, for one more launch, when
 the CTAs started and ended, when warp 0 of each passed 1/4, 1/2 and 3/4 of its tiles, each
 SM's finish time and rate, and for v6 the merges: how the work spread over the SMs
-(docs/NOTES.md, items 10 and 18). The sweep swaps entries of ``variants.FAST_TUNING`` for its
+(dev/NOTES.md, items 10 and 18). The sweep swaps entries of ``variants.FAST_TUNING`` for its
 own use only; the shipped choice is the table in paprof/families/paged_decode/variants.py.
 """
 

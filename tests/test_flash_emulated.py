@@ -63,7 +63,7 @@ def run_emulated(vid: str, p: problem.Shape, build: Path, eager: bool = False, s
     v = kernel(vid)
     if not (vid == "wgmma" and p.head_dim not in catalog.WGMMA_DIMS):
         # wgmma at head_dim 64 stays emulated though the catalogue refuses it: it passes here
-        # and fails on the H200 past one key tile (docs/NOTES.md), the case a fix must mend
+        # and fails on the H200 past one key tile (dev/NOTES.md), the case a fix must mend
         v.check(p)
     tuning = TUNING.get(vid, {})
     shipped = dict(tuning)

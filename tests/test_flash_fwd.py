@@ -464,7 +464,7 @@ def test_paprof_run_records_the_gemm_ceiling_of_tensor_core_work(fake_bin, fake_
 
 def test_wgmma2_refuses_overlap_off_with_q_in_registers(monkeypatch):
     """OVERLAP 0 with Q's fragments in registers computed garbage on the H200 (ptxas gives the
-    fragments away in that loop: docs/NOTES.md item 86), so the knob pair is refused in one
+    fragments away in that loop: dev/NOTES.md item 86), so the knob pair is refused in one
     line; with Q from shared memory it builds."""
     from paprof.families.flash_fwd import catalog
 

@@ -345,7 +345,7 @@ def test_no_register_of_a_flying_hgmma_is_written(monkeypatch, tmp_path, vid, he
 
 @pytest.mark.parametrize("vid, head_dim, knobs, clobbered", [
     ("wgmma", 128, "", False),
-    # docs/NOTES.md (items 64, 76): loaded once before the loop, at head_dim 64 ptxas gives
+    # dev/NOTES.md (items 64, 76): loaded once before the loop, at head_dim 64 ptxas gives
     # Q's A fragments the same registers as P's and the loop's address arithmetic; right for
     # the first key tile only, as the H200 showed. QRELOAD (wgmma's default at d64) reads
     # them again each step, and ptxas then keeps them apart.

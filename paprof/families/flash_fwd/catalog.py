@@ -31,7 +31,7 @@ MMA128_ROWS = 128
 """Queries a CTA of the mma128 kernel (BR in mma128.cu, whatever the warp layout)."""
 MMA128_WARPS = 4
 """Warps a CTA of mma128 (WARP_M 2: 32 query rows each). The first round's 8 x 16 layout
-(8 warps of 16 rows, PIPELINE 1: the next tile's Q K^T beside the softmax) lost (docs/NOTES.md
+(8 warps of 16 rows, PIPELINE 1: the next tile's Q K^T beside the softmax) lost (dev/NOTES.md
 items 50-54) and left the code after e6f8bcd."""
 MMA128_4X32 = {
     # 4 warps of two m16 tiles (32 rows): each K/V fragment feeds two mma; 2 CTAs a SM.
@@ -41,7 +41,7 @@ MMA128_4X32 = {
     128: {"STAGES": 2, "BC": 64, "KSUB": 32, "QREG": 0, "QK_UNROLL": 2, "MIN_BLOCKS": 2},
     64: {"STAGES": 3, "BC": 64, "KSUB": 64, "QREG": 1, "MIN_BLOCKS": 2},
 }
-"""mma128's second layout, the shipped one (docs/NOTES.md, items 50-54); mma128.cu compiled
+"""mma128's second layout, the shipped one (dev/NOTES.md, items 50-54); mma128.cu compiled
 with no -D values is the head_dim 128 build in bf16."""
 MMA128_KNOBS = ("STAGES", "BC", "KSUB", "QREG", "QK_UNROLL", "MIN_BLOCKS")
 MMA128_TUNING: dict = {}
@@ -63,7 +63,7 @@ def parse_knobs(text: str, vid: str = "mma128") -> dict:
 WGMMA2_SHIPPED = {"BC": 128, "QSMEM": 0, "OVERLAP": 1, "PINGPONG": 1, "STAGES": 3,
                   "SETMAXNREG": 1, "REG_CONSUMER": 232, "REG_PRODUCER": 40, "TMA": 1,
                   "FAST_MAX": 1, "DESC_ADD": 1}
-"""wgmma2's -D values (wgmma2.cu's header; docs/NOTES.md items 59-64, 77-79, 85): 128 keys a step,
+"""wgmma2's -D values (wgmma2.cu's header; dev/NOTES.md items 59-64, 77-79, 85): 128 keys a step,
 Q's A fragments in registers, S(j+1) beside the softmax, the two consumer warpgroups
 ping-ponged, a 3-stage K/V ring filled by a producer warpgroup with TMA (cp.async.bulk.tensor,
 tensor maps built per call, ``wgmma2_args``) through mbarriers, setmaxnreg 232 / 40, and the
@@ -74,7 +74,7 @@ s8192 d128): 635.2 TFLOP/s against 590.0 for the build before the diet (Q from s
 and cuDNN's 623.8; earlier, 584.7 against 576.6 with TMA at 2 stages and 536.0 with the
 cp.async producer (TMA 0, STAGES 2, the first build)."""
 # The experiments that lost (the persistent grid, WAIT_HINT, PRODUCER_FENCE, the build before
-# the diet with RESCALE_EARLY 0) left the code after e6f8bcd (git show e6f8bcd:paprof/families/flash_fwd/wgmma2.cu); docs/NOTES.md
+# the diet with RESCALE_EARLY 0) left the code after e6f8bcd (git show e6f8bcd:paprof/families/flash_fwd/wgmma2.cu); dev/NOTES.md
 # items 79, 82-85 give what was measured against them.
 WGMMA2_KNOBS = tuple(WGMMA2_SHIPPED)
 WGMMA2_TUNING: dict = {}
@@ -246,7 +246,7 @@ check_mma128 = _check_tensor_cores("mma128")
 WGMMA_DIMS = (64, 128)
 """head_dim values wgmma takes. At 64 the first build was wrong on the H200 past one key
 tile: ptxas gave Q's A fragments, loaded once before the key loop, the registers of P's and
-of the loop's address arithmetic (docs/NOTES.md, items 64 and 76); wgmma.cu's QRELOAD (on at
+of the loop's address arithmetic (dev/NOTES.md, items 64 and 76); wgmma.cu's QRELOAD (on at
 64) reads them from shared memory again each step."""
 
 
@@ -262,7 +262,7 @@ def check_wgmma2(p: Shape) -> None:
         raise ShapeError(f"wgmma2 is written for head_dim 128, got {p.head_dim} (mma128 takes 64)")
     if not wgmma2_knobs(p)["OVERLAP"] and not wgmma2_knobs(p)["QSMEM"]:
         raise ShapeError("wgmma2 OVERLAP=0 needs QSMEM=1: in that loop ptxas gives Q's register "
-                         "fragments to other values (wrong on the H200; docs/NOTES.md item 86)")
+                         "fragments to other values (wrong on the H200; dev/NOTES.md item 86)")
 
 
 SDPA = {

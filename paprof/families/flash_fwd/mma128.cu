@@ -11,7 +11,7 @@
 //    step each half of the 64-key tile), 2 K/V buffers (102 KiB: two CTAs fit in 228).
 //    At d64 Q stays in registers and the ring has 3 buffers (72 KiB).
 //    The first round's 8 x 16 layout (WARP_M 1, 8 warps, the next tile's Q K^T issued
-//    beside this tile's softmax: PIPELINE 1) lost (docs/NOTES.md items 50-54); its code
+//    beside this tile's softmax: PIPELINE 1) lost (dev/NOTES.md items 50-54); its code
 //    stays in history at e6f8bcd.
 //  - K/V in a ring of STAGES buffers of BC keys, ONE cp.async group and ONE barrier a
 //    step: the barrier of step j says that K and V of step j have landed and that step

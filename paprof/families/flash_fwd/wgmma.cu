@@ -36,7 +36,7 @@
 #ifndef QRELOAD
 // 1: Q's fragments are read from sQ again at every key step. At head_dim 64 ptxas (CUDA 13)
 // gave the fragments loaded once before the loop the registers that P's packs and the K
-// prefetch's addresses write inside it, so the second tile's S read P (docs/NOTES.md, items
+// prefetch's addresses write inside it, so the second tile's S read P (dev/NOTES.md, items
 // 64 and 76); loaded in the loop they are the step's own values. 4 LDSM a warp a step.
 #define QRELOAD (HEAD_DIM == 64)
 #endif

@@ -4,7 +4,7 @@
 //   BC 128      keys a step: S = Q K^T is m64n128k16 (8 instructions), O += P V k16 over 128
 //               keys (8 m64n128k16); BC 64 is wgmma's step (m64n64 for S).
 //   QSMEM 0     (shipped) Q's A fragments in 32 registers (RS); 1: S reads Q from shared memory through
-//               a descriptor (SS). RS shipped since the diet: measured faster, docs/NOTES.md
+//               a descriptor (SS). RS shipped since the diet: measured faster, dev/NOTES.md
 //               item 85, and needs fewer descriptors a step.
 //   OVERLAP 1   intra-warpgroup overlap: S(j+1) is issued (its own commit group) together
 //               with P(j) V(j); wgmma.wait_group 1 retires S(j+1) alone, its softmax runs
@@ -34,7 +34,7 @@
 //   FAST_MAX, DESC_ADD (flash_wgmma.cuh; 1 shipped): the softmax's row maxima of the raw
 //               scores in two chains, scaled once; each wgmma descriptor as its tile's plus the
 //               operand's offset. With the rescale above and QSMEM 0, the consumers' "diet"
-//               (docs/NOTES.md items 85-87: 590 -> 635 TFLOP/s).
+//               (dev/NOTES.md items 85-87: 590 -> 635 TFLOP/s).
 //   SETMAXNREG 1  ptxas budgets a 384-thread CTA at 168 registers a thread (it rounds a
 //               lone producer warp up to a warpgroup too); setmaxnreg moves them: the
 //               producer gives its down to REG_PRODUCER, the consumers take REG_CONSUMER.

@@ -6,7 +6,7 @@
 //    32 / R tokens per step and a CTA STEP = WARPS * 32 / R.
 //  - Several tokens in flight: UNROLL steps' K and V loads are issued before the first
 //    use. (A cp.async ring in shared memory instead of registers measured slower here;
-//    16-bit caches take the tensor-core kernel v5_mma.cu: docs/NOTES.md.)
+//    16-bit caches take the tensor-core kernel v5_mma.cu: dev/NOTES.md.)
 //  - Online softmax in base 2 (the query pre-scaled by scale * log2 e) with lazy
 //    rescaling; each lane group keeps its own (m, l, acc); the groups of a warp merge by
 //    shuffles, the warps through shared memory at the end. No score buffer: no context cap.

@@ -20,7 +20,7 @@
 //     cp.async (zero-filled past the end), read with ldmatrix / ldmatrix.trans (rows padded
 //     by 16 bytes against bank conflicts); P V with rows 8..15 of A zero, results dropped.
 //     With no arithmetic at all this path streams at ~91.5 % of the read ceiling against
-//     ~96 % for register loads over the same addresses (docs/NOTES.md, item 18).
+//     ~96 % for register loads over the same addresses (dev/NOTES.md, item 18).
 // fp8 caches (KV_DTYPE 3, e4m3 with a float scale per KV head for K and one for V) take the
 // register feed only: each 16-byte load brings 16 e4m3 values, converted in registers to f16
 // pairs (cvt.rn.f16x2.e4m3x2, one instruction for two values on sm_89+) that feed the same
@@ -52,7 +52,7 @@
 #ifndef FEED
 #define FEED 0  // 0: K/V through a cp.async ring and ldmatrix; 1: straight into registers
 #endif
-// The L2::256B hint (FEED_HINT 2, COPY_HINT 2) and cp.async.ca (COPY_HINT 3) lost (docs/NOTES.md:
+// The L2::256B hint (FEED_HINT 2, COPY_HINT 2) and cp.async.ca (COPY_HINT 3) lost (dev/NOTES.md:
 // the ring's copies 88.5 % and 88.8 % of the read ceiling against L2::128B's 89.5 %, the
 // loads 86.7 % against 94.7 %) and left the code after e6f8bcd.
 #ifndef FEED_HINT

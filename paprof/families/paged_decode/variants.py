@@ -19,7 +19,7 @@ from paprof.kernels import gpu
 HERE = Path(__file__).resolve().parent
 
 FAST_TUNING = {
-    # K/V dtype -> (source, compile-time knobs) of v5/v6, measured on the H200 (docs/NOTES.md):
+    # K/V dtype -> (source, compile-time knobs) of v5/v6, measured on the H200 (dev/NOTES.md):
     # fp32 keeps 8 steps of loads in flight in registers; 16-bit caches go to the tensor cores,
     # fed straight from 16-byte register loads with an L2::128B hint (FEED 1).
     "fp32": ("v5_fast.cu", {"WARPS": 4, "UNROLL": 8}),
@@ -232,7 +232,7 @@ def fast_defines(shape: Shape, split: bool, name: str, worklist: int = 0, defer:
         tuning.update(GROUP1_D64_TUNING.get(shape.dtype, {}))
     if tuning.get("FEED") and shape.head_dim not in FEED_DIMS:
         tuning.update(RING_TUNING)
-    # Resident CTAs a SM the registers must allow. Groups of 8 heads on the H200 (docs/NOTES.md,
+    # Resident CTAs a SM the registers must allow. Groups of 8 heads on the H200 (dev/NOTES.md,
     # item 19): the fp32 kernel at 4 spills 928 bytes (1,479 us) and at 2 does not (903 us);
     # the register feed fits 4 with any group (252 us against 269 at 2); the ring keeps 2.
     big_group_at_2 = shape.group > 4 and not tuning.get("FEED")
@@ -498,7 +498,7 @@ V7_MERGE = ""
 """Where v7 merges a sequence's parts, forced: "fused" (the last CTA of its parts to finish,
 after a fence and a counter: one kernel) or "kernel" (the CTAs only write partials;
 paged_decode_v7_merge, a CTA a query head and sequence, runs after them in the same
-stream); "": v7_merge's rule. scripts/tune_v5.py's MERGE knob (docs/NOTES.md, item 95)."""
+stream); "": v7_merge's rule. scripts/tune_v5.py's MERGE knob (dev/NOTES.md, item 95)."""
 
 V7_MERGE_KERNEL_PARTS = 32
 """v7_merge: a plan whose most-cut sequence has at least this many parts merges in

@@ -32,8 +32,8 @@ bench, gate and reports know a family only through what this module defines:
 A family module must import without a GPU: CuPy, PyTorch or Triton are imported inside
 the functions that launch, never at module level. The functions receive ``xp``, the array
 module (NumPy in tests, CuPy on the GPU). See ``examples/custom_family/`` for a complete
-family in a user's repository, and ``paprof/families/paged_decode/`` and
-``paprof/families/flash_fwd/`` for the built-in ones (the second uses a sampled
+family in a user's repository, and ``kernels/paprof_kernels/paged_decode/`` and
+``kernels/paprof_kernels/flash_fwd/`` for the built-in ones (the second uses a sampled
 reference, PyTorch peers that return their own output, and the GEMM ceiling).
 """
 

@@ -1,14 +1,13 @@
-"""Finding kernel families: built-in, installed packages', and the user's own repository's.
+"""Finding kernel families: installed packages' and the user's own repository's.
 
-Three sources, in this order:
+paprof ships no family and knows none by name. Two sources, in this order:
 
-1. the families paprof ships (``BUILTIN``: ``paged_decode``, the default, and ``flash_fwd``);
-2. installed packages that declare an entry point in the group ``paprof.families``::
+1. installed packages that declare an entry point in the group ``paprof.families``::
 
        [project.entry-points."paprof.families"]
        softmax = "my_kernels.softmax:family"
 
-3. the repository you run paprof in: the nearest ``pyproject.toml`` above the current
+2. the repository you run paprof in: the nearest ``pyproject.toml`` above the current
    folder with a ``[tool.paprof]`` table::
 
        [tool.paprof]
@@ -30,11 +29,6 @@ from pathlib import Path
 from paprof.errors import ShapeError, UserError
 from paprof.family import CommandVariant, Family, Variant, import_module, load_object
 
-BUILTIN = ("paprof.families.paged_decode:FAMILY", "paprof.families.flash_fwd:FAMILY")
-DEFAULT_FAMILY = "paged_decode"
-"""The family a bare variant name or ``--variant all`` means among the built-in ones: the
-other built-in families (``flash_fwd``) are named with ``--family`` or ``family/id``, or
-by an id only they have, so that every command written before them means what it did."""
 ENTRY_POINT_GROUP = "paprof.families"
 CONFIG_TABLE = "paprof"
 
@@ -192,7 +186,7 @@ def clear() -> None:
 
 
 def discover(start: Path | str | None = None) -> dict[str, Family]:
-    """Every visible family by name, built-in first. Cached per starting folder."""
+    """Every visible family by name, installed packages' first. Cached per starting folder."""
     key = str(Path(start or Path.cwd()).resolve())
     if key in _CACHE:
         return _CACHE[key]
@@ -205,8 +199,6 @@ def discover(start: Path | str | None = None) -> dict[str, Family]:
                             f"and {fam.origin} ({fam.module}); rename one")
         found[fam.name] = fam
 
-    for ref in BUILTIN:
-        add(_load_family(ref, "built-in"))
     for ep in _entry_points():
         dist = getattr(getattr(ep, "dist", None), "name", None)
         add(_load_family(ep.value, f"entry point {ep.name}" + (f" of {dist}" if dist else "")))
@@ -228,6 +220,8 @@ def families() -> tuple[str, ...]:
 
 def family(name: str) -> Family:
     fams = discover()
+    if not fams:
+        raise UserError(NO_FAMILY)
     if name not in fams:
         raise UserError(f"unknown kernel family {name!r}; known: {', '.join(fams)}")
     return fams[name]
@@ -243,12 +237,12 @@ def get(name: str, family_name: str | None = None) -> Variant:
     """A variant by ``id`` or ``family/id``; unknown names list the known ones."""
     if "/" in name:
         family_name, name = name.split("/", 1)
+    if not discover():
+        raise UserError(NO_FAMILY)
     candidates = [v for v in variants(family_name) if v.id == name]
     if not candidates:
         known = ", ".join(v.id if family_name else v.name for v in variants(family_name))
         raise UserError(f"unknown variant {name!r}; known: {known} (or 'all')")
-    if len(candidates) > 1 and family_name is None:
-        candidates = [v for v in candidates if not _opt_in(v.family)] or candidates
     if len(candidates) > 1:
         raise UserError(f"variant {name!r} exists in several families; say which: "
                         + ", ".join(v.name for v in candidates))
@@ -263,7 +257,9 @@ def resolve(names, family_name: str | None = None) -> list[Variant]:
         raise UserError("name at least one variant (--variant v3, or --variant all)")
     if "all" in names and family_name is None:
         named = [get(n) for n in names if n != "all"]
-        fams = {v.family for v in named} or {f for f in discover() if not _opt_in(f)}
+        fams = {v.family for v in named} or set(discover())
+        if not fams:
+            raise UserError(NO_FAMILY)
         if len(fams) > 1:
             raise UserError(ALL_NEEDS_A_FAMILY + ", ".join(sorted(fams)))
         family_name = fams.pop()
@@ -278,19 +274,28 @@ def resolve(names, family_name: str | None = None) -> list[Variant]:
     return out
 
 
-ALL_NEEDS_A_FAMILY = ("--variant all needs one family (paged_decode is the default among the "
-                      "built-in ones only: a family of your own is never guessed); say which "
-                      "with --family: ")
-"""What ``--variant all`` says without ``--family`` when your own families are visible
-(docs/kernels.md says the same)."""
+ALL_NEEDS_A_FAMILY = ("--variant all needs one family and several are visible (paprof never "
+                      "guesses one); say which with --family: ")
+"""What ``--variant all`` says without ``--family`` when more than one family is visible."""
 
-OPT_IN = ("flash_fwd",)
-"""The built-in families other than the default (see ``DEFAULT_FAMILY``)."""
+NO_FAMILY = ("no kernel family is visible: install one (pip install -e ./kernels gives the "
+             "kernel lab's paged_decode and flash_fwd) or declare your own under [tool.paprof] "
+             "in your pyproject.toml (docs/your-kernels.md)")
+"""What a command that needs a family says when none is installed or declared."""
 
 
-def _opt_in(family_name: str) -> bool:
-    """A built-in family chosen only when named."""
-    return family_name in OPT_IN
+def the_family(name: str | None = None) -> Family:
+    """The family ``name``, or, without one, the only visible family; a one-line error
+    listing them when there are several (paprof never picks one by name)."""
+    if name:
+        return family(name)
+    fams = discover()
+    if not fams:
+        raise UserError(NO_FAMILY)
+    if len(fams) > 1:
+        raise UserError("several kernel families are visible; say which with --family: "
+                        + ", ".join(fams))
+    return next(iter(fams.values()))
 
 
 def check_params(variants, params) -> None:

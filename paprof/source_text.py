@@ -139,7 +139,7 @@ class FamilySources(Sources):
 
 def _shown(folder: Path | None) -> str:
     """A family folder as a reader knows it: inside paprof's package relative to it
-    (``paprof/families/paged_decode``), else as it is."""
+    (``kernels/paprof_kernels/paged_decode``), else as it is."""
     import paprof
 
     if folder is None:

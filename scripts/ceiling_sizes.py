@@ -1,4 +1,4 @@
-"""The read ceiling at the sizes decode reads (dev/NOTES.md, item 73).
+"""The read ceiling at the sizes decode reads (kernels/NOTES.md, item 73).
 
     python3 scripts/ceiling_sizes.py
 

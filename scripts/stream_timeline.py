@@ -1,4 +1,4 @@
-"""How the read ceiling itself behaves (dev/NOTES.md, item 18).
+"""How the read ceiling itself behaves (kernels/NOTES.md, item 18).
 
     python3 scripts/stream_timeline.py
 

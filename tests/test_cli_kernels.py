@@ -27,7 +27,7 @@ def test_list_json_names_every_variant_with_its_idea():
     data = json.loads(result.stdout)
     assert [f["family"] for f in data] == ["paged_decode", "flash_fwd"]
     fam = data[0]
-    assert fam["origin"] == "built-in" and fam["module"] == "paprof.families.paged_decode"
+    assert fam["origin"] == "built-in" and fam["module"] == "paprof_kernels.paged_decode"
     assert [p["name"] for p in fam["params"]][:3] == ["batch", "q_heads", "kv_heads"]
     variants = fam["variants"]
     assert [d["variant"] for d in variants] == ["baseline", "v1", "v2", "v3", "v4", "handbook", "v5", "v6", "v7"]

@@ -12,7 +12,7 @@ import sys
 from paprof import registry
 from paprof.gate import environment as environment_gate
 from paprof.gate import Baseline, Entry, Provenance, Settings, Stat, compare_to_baseline
-from paprof.families.paged_decode.problem import parse_shape
+from paprof_kernels.paged_decode.problem import parse_shape
 from paprof.profiler import environment
 from paprof.profiler.argv import NcuSettings
 from paprof.profiler.profile import profile_variant

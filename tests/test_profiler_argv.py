@@ -6,7 +6,7 @@ import pytest
 
 from paprof.errors import UserError
 from paprof import registry
-from paprof.families.paged_decode.problem import parse_shape
+from paprof_kernels.paged_decode.problem import parse_shape
 from paprof.profiler.argv import NcuSettings, launcher_argv, ncu_argv, report_path, verify_argv
 from paprof.profiler.presets import PRESETS, get_preset
 

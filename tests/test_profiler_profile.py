@@ -8,7 +8,7 @@ import pytest
 
 from paprof.errors import ShapeError, UserError, VerificationError
 from paprof import registry
-from paprof.families.paged_decode.problem import parse_shape
+from paprof_kernels.paged_decode.problem import parse_shape
 from paprof.profiler import locate, profile, store
 from paprof.profiler.argv import NcuSettings
 from paprof.profiler.locate import import_ncu_report
@@ -58,7 +58,7 @@ def test_profile_variant_stores_report_and_sidecar(fake_bin, fake_launcher, tmp_
     # the work model is the family's, computed for these parameters (not taken from the GPU)
     assert sidecar["work"] == {"bytes": SHAPE.kv_bytes, "flops": 4 * 64 * 4096 * 32 * 128, "flop_kind": "fp32"}
     # the variant's own source: here paprof's checkout (the built-in family's folder)
-    assert sidecar["source"]["path"].endswith("paprof/families/paged_decode")
+    assert sidecar["source"]["path"].endswith("kernels/paprof_kernels/paged_decode")
     assert (sidecar["gpu"], sidecar["gpu_slug"], sidecar["driver"]) == ("NVIDIA H200", "nvidia-h200", "580.159.04")
     assert sidecar["ncu_version"] == "2025.3.1.0"
     assert (sidecar["clock_control"], sidecar["preset"]) == ("none", "default")

@@ -9,7 +9,7 @@ import pytest
 
 from paprof.errors import UserError, VerificationError
 from paprof import registry
-from paprof.families.paged_decode.problem import parse_shape
+from paprof_kernels.paged_decode.problem import parse_shape
 from paprof.profiler.argv import NcuSettings, ncu_argv
 from paprof.profiler.locate import find_ncu
 from paprof.profiler.ncu_log import NcuLog, parse_profiling

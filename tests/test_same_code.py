@@ -12,7 +12,7 @@ from paprof import registry, sass_hash, static
 from paprof.gate import same_code
 from paprof.gate import (Baseline, Entry, Provenance, Stat, compare_to_baseline,
                                      load_baseline, save_baseline)
-from paprof.families.paged_decode.problem import parse_shape
+from paprof_kernels.paged_decode.problem import parse_shape
 from paprof.family import CommandVariant
 from paprof.profiler.argv import NcuSettings
 from paprof.profiler.profile import profile_variant

@@ -7,7 +7,7 @@ import itertools
 import pytest
 
 from paprof.errors import ShapeError, UsageError
-from paprof.families.paged_decode.problem import Shape
+from paprof_kernels.paged_decode.problem import Shape
 from paprof.sweep import grid as G
 
 

@@ -68,7 +68,7 @@ class GateRule:
 
 
 # Minimum effects of the statistical decision: chosen before the power measurement of
-# scripts/gate_power.py on the H200 (dev/NOTES.md) and to be confirmed by its table.
+# scripts/gate_power.py on the H200 (kernels/NOTES.md) and to be confirmed by its table.
 # Event-timed launches of one process differ by ~0.3 %; 2 % leaves room for the drift
 # between the baseline's process and now's, and still resolves a 3 % slowdown.
 EVENT_MIN_EFFECT = 0.02

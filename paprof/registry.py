@@ -174,7 +174,7 @@ def _load_family(ref: str, origin: str) -> Family:
 def _entry_points():
     from importlib.metadata import entry_points
 
-    return list(entry_points(group=ENTRY_POINT_GROUP))
+    return sorted(entry_points(group=ENTRY_POINT_GROUP), key=lambda ep: ep.name)
 
 
 _CACHE: dict[str, dict[str, Family]] = {}
@@ -282,6 +282,16 @@ NO_FAMILY = ("no kernel family is visible: install one (pip install -e ./kernels
              "kernel lab's paged_decode and flash_fwd) or declare your own under [tool.paprof] "
              "in your pyproject.toml (docs/your-kernels.md)")
 """What a command that needs a family says when none is installed or declared."""
+
+
+def family_for(names=(), name: str | None = None) -> Family:
+    """The family of a command's variants: ``name`` where given, else the family of the
+    variants named (``v3`` is paged_decode's when only it has a ``v3``), else the only
+    visible family."""
+    named = [n for n in (names or ()) if n != "all"]
+    if name or not named:
+        return the_family(name)
+    return family(resolve(named)[0].family)
 
 
 def the_family(name: str | None = None) -> Family:

@@ -26,10 +26,13 @@ MODULE_SUFFIX = ".cubin.cu"
 """How CuPy names the module file it compiles (``<sha1>.cubin.cu``)."""
 
 
-def _git_text(path: Path, commit: str) -> str | None:
-    """``path`` as it was at ``commit`` (None: not a git checkout, or not in it)."""
+def _git_text(path: Path, commit: str, then: str | None = None) -> str | None:
+    """``path`` as it was at ``commit`` (None: not a git checkout, or not in it); ``then``,
+    where given, is where the file was at that commit relative to the repository's root
+    (a family folder that has moved since)."""
+    spec = f"{commit}:{then}" if then else f"{commit}:./{path.name}"
     try:
-        done = subprocess.run(["git", "-C", str(path.parent), "show", f"{commit}:./{path.name}"],
+        done = subprocess.run(["git", "-C", str(path.parent), "show", spec],
                               capture_output=True, timeout=10, check=False)
     except (OSError, subprocess.SubprocessError):
         return None
@@ -47,6 +50,7 @@ class FamilySources(Sources):
         self.commit = origin.get("commit") or sidecar.get("git_commit")
         self.dirty = origin.get("dirty") if origin.get("dirty") is not None else sidecar.get("git_dirty")
         self.run_folder = origin.get("path")
+        self.run_repo = origin.get("repo")
         self.folder, self.module = self._compiled()
         self._origins: set[str] = set()
 
@@ -66,9 +70,24 @@ class FamilySources(Sources):
             sources[0].parent if sources else None)
         return folder, sources
 
+    def _then(self, path: Path) -> str | None:
+        """Where ``path`` (a file of the family folder here) was at the run's commit,
+        relative to the run's repository, from the folder the run recorded: the same
+        file even when the family has moved since (None when that is not known)."""
+        if not (self.run_folder and self.run_repo and self.folder):
+            return None
+        try:
+            folder = Path(self.run_folder).relative_to(self.run_repo)
+            return (folder / Path(path).resolve().relative_to(Path(self.folder).resolve())).as_posix()
+        except ValueError:
+            return None
+
     def _text(self, path: Path) -> str | None:
         if self.commit:
             text = _git_text(path, self.commit)
+            then = self._then(path) if text is None else None
+            if then:
+                text = _git_text(path, self.commit, then)
             if text is not None:
                 self._origins.add(f"commit {self.commit}")
                 return text

@@ -25,15 +25,16 @@ def test_list_json_names_every_variant_with_its_idea():
     result = run("list", "--json")
     assert result.exit_code == 0
     data = json.loads(result.stdout)
-    assert [f["family"] for f in data] == ["paged_decode", "flash_fwd"]
-    fam = data[0]
-    assert fam["origin"] == "built-in" and fam["module"] == "paprof_kernels.paged_decode"
+    assert [f["family"] for f in data] == ["flash_fwd", "paged_decode"]  # installed: by name
+    fam = data[1]
+    assert fam["origin"] == "entry point paged_decode of paprof-kernels"
+    assert fam["module"] == "paprof_kernels.paged_decode"
     assert [p["name"] for p in fam["params"]][:3] == ["batch", "q_heads", "kv_heads"]
     variants = fam["variants"]
     assert [d["variant"] for d in variants] == ["baseline", "v1", "v2", "v3", "v4", "handbook", "v5", "v6", "v7"]
     assert all(d["family"] == "paged_decode" and d["idea"] and d["kind"] == "cuda" for d in variants)
     assert all(set(d) >= {"family", "variant", "idea", "kernel_regex", "sources"} for d in variants)
-    flash = data[1]
+    flash = data[0]
     assert flash["ceiling"] == "gemm" and fam["ceiling"] == "read"
     assert [d["variant"] for d in flash["variants"]][:2] == ["handbook", "mma"]
     assert flash["gate_metrics"] == ["tensor_pipe_pct", "sm_throughput_pct", "duration_us", "work_tflops"]
@@ -43,7 +44,8 @@ def test_list_text_groups_by_family():
     for args in (["--verbose"], ["-v"], ["--family", "paged_decode"]):
         result = run("list", *args)
         assert result.exit_code == 0
-        assert result.stdout.startswith("paged_decode  (built-in)")
+        first = "paged_decode" if "--family" in args else "flash_fwd"
+        assert result.stdout.startswith(f"{first}  (entry point {first} of paprof-kernels)")
         assert "--shape batch=64,q_heads=32" in result.stdout
         assert "  v3 " in result.stdout and "launch: grid (kv_heads, batch)" in result.stdout
     assert "flash_fwd" not in result.stdout  # --family: that one only
@@ -58,8 +60,9 @@ def test_list_is_one_line_a_family_and_a_variant():
     fams = list(registry.discover().values())
     assert len(lines) == len(fams) + sum(len(f.variants) for f in fams) + 1
     assert max(len(line) for line in lines) <= 100
-    assert lines[0].startswith("paged_decode  (built-in): ")
-    assert re.match(r"  v3 +\[cuda\] GQA reuse", lines[4])
+    assert lines[0].startswith("flash_fwd  (entry point flash_fwd of paprof-kernels): ")
+    paged = lines.index(next(line for line in lines if line.startswith("paged_decode  (")))
+    assert re.match(r"  v3 +\[cuda\] GQA reuse", lines[paged + 4])
     assert "--shape" not in result.stdout and "launch:" not in result.stdout
     assert lines[-1].startswith("(paprof list --family F or --verbose: ")
 
@@ -77,7 +80,7 @@ def test_list_puts_the_users_families_first(monkeypatch):
         registry.clear()
     assert short[0].startswith("softmax  ([tool.paprof] of ")
     assert [l.split()[0] for l in short if not l.startswith(" ")][:3] == [
-        "softmax", "paged_decode", "flash_fwd"]
+        "softmax", "flash_fwd", "paged_decode"]
     assert full.startswith("softmax  ([tool.paprof] of ") and "--shape rows=16384" in full
     # --json stays complete: every family, every variant, with its parameters
     assert {f["family"] for f in data} == {"softmax", "paged_decode", "flash_fwd"}
@@ -94,7 +97,7 @@ def test_list_puts_the_users_families_first(monkeypatch):
     ],
 )
 def test_bench_bad_input_is_one_line_and_exit_2(args, message):
-    result = run("bench", *args)
+    result = run("bench", "--family", "paged_decode", *args)
     assert result.exit_code == 2
     assert result.stderr.strip() == f"paprof: error: {result.stderr.strip().split('error: ', 1)[1]}"
     assert message in result.stderr
@@ -115,7 +118,7 @@ def test_bench_without_cupy_says_what_to_install(monkeypatch):
     "args, code, message",
     [
         (["--variant", "nope"], 2, "unknown variant 'nope'"),
-        (["--variant", "handbook", "--shape", "context=20000"], 2, "exceeds its cap of 12224 tokens"),
+        (["--variant", "paged_decode/handbook", "--shape", "context=20000"], 2, "exceeds its cap of 12224 tokens"),
         (["--variant", "v2", "--shape", "head_dim=96"], 2, "head_dim must be one of 32, 64, 128, 256"),
         (["--variant", "v5", "--shape", "dtype=fp16,head_dim=48"], 2, "for fp16 head_dim must be one of"),
         (["--variant", "v3", "--shape", "dtype=bf16"], 2, "v3 reads fp32 K/V only"),

@@ -285,7 +285,10 @@ family = Family(
 
 @pytest.fixture
 def user_repo(tmp_path, monkeypatch):
-    """A user's repository with a [tool.paprof] table, the current folder."""
+    """A user's repository with a [tool.paprof] table, the current folder; no installed
+    family is visible (the kernel lab, where installed, is hidden: these test paprof with
+    the user's family alone)."""
+    monkeypatch.setattr(registry, "_entry_points", lambda: [])
     repo = tmp_path / "repo"
     (repo / "kernels").mkdir(parents=True)
     (repo / "pyproject.toml").write_text(textwrap.dedent('''
@@ -311,7 +314,7 @@ def user_repo(tmp_path, monkeypatch):
 
 def test_repository_families_are_found_from_any_folder_below_the_pyproject(user_repo):
     fams = registry.discover()
-    assert list(fams) == ["paged_decode", "flash_fwd", "mine"]
+    assert list(fams) == ["mine"]
     mine = fams["mine"]
     assert mine.origin == f"[tool.paprof] of {user_repo / 'pyproject.toml'}"
     assert mine.variant("twice").source_paths() == [user_repo / "kernels" / "twice.cu"]
@@ -330,15 +333,37 @@ def test_list_json_shows_user_families_with_where_they_come_from(user_repo):
     assert data["mine"]["params"][0]["name"] == "n"
     assert data["mine"]["variants"][0]["kind"] == "cuda"
     assert data["mine"]["variants"][0]["sources"] == [str(user_repo / "kernels" / "twice.cu")]
-    assert data["paged_decode"]["origin"] == "built-in"
 
 
-def test_all_needs_a_family_when_several_are_visible(user_repo):
-    with pytest.raises(UserError, match=re.escape(registry.ALL_NEEDS_A_FAMILY + "mine, paged_decode")):
+def test_all_needs_a_family_when_several_are_visible(user_repo, monkeypatch):
+    assert [v.name for v in registry.resolve(["all"])] == ["mine/twice"]  # the only one
+    assert registry.the_family().name == "mine"
+    (user_repo / "kernels" / "ep_family.py").write_text(
+        FAMILY_MODULE.format(name="other").replace('"twice", "one thread', '"thrice", "one thread'))
+    points = [EntryPoint("other", "ep_family:family", registry.ENTRY_POINT_GROUP)]
+    monkeypatch.setattr(registry, "_entry_points", lambda: points)
+    registry.clear()
+    with pytest.raises(UserError, match=re.escape(registry.ALL_NEEDS_A_FAMILY + "mine, other")):
         registry.resolve(["all"])
+    with pytest.raises(UserError, match="several kernel families are visible; say which with --family: other, mine"):
+        registry.the_family()
     with pytest.raises(UserError, match="must be of one family"):
-        registry.resolve(["twice", "v3"])
+        registry.resolve(["twice", "thrice"])
     assert registry.resolve(["all", "twice"])[0].name == "mine/twice"
+    assert registry.get("thrice").name == "other/thrice"  # unique: no --family needed
+
+
+def test_no_family_visible_is_one_line(monkeypatch, tmp_path):
+    monkeypatch.setattr(registry, "_entry_points", lambda: [])
+    monkeypatch.chdir(tmp_path)
+    registry.clear()
+    try:
+        for call in (lambda: registry.get("v3"), lambda: registry.resolve(["all"]),
+                     registry.the_family, lambda: registry.family("x")):
+            with pytest.raises(UserError, match="no kernel family is visible: install one"):
+                call()
+    finally:
+        registry.clear()
 
 
 def test_run_checks_the_users_parameters_before_looking_for_ncu(user_repo, monkeypatch):
@@ -408,7 +433,7 @@ def test_entry_point_families(user_repo, monkeypatch):
     monkeypatch.syspath_prepend(str(user_repo / "kernels"))  # as if installed
     registry.clear()
     fams = registry.discover()
-    assert list(fams) == ["paged_decode", "flash_fwd", "from_ep", "mine"]
+    assert list(fams) == ["from_ep", "mine"]
     assert fams["from_ep"].origin == "entry point from_ep"
 
 

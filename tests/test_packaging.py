@@ -15,7 +15,7 @@ def test_package_data_covers_every_kernel_and_template():
         "package-data"]["paprof"]
     package = ROOT / "paprof"
     needed = [p for p in package.rglob("*") if p.is_file() and p.suffix in (".cu", ".cuh", ".j2")]
-    assert any(p.suffix == ".cu" and "families" in p.parts for p in needed)
+    assert any(p.suffix == ".cu" for p in needed)  # the read ceiling's kernel
     uncovered = [str(p.relative_to(package)) for p in needed
                  if not any(fnmatch.fnmatch(str(p.relative_to(package)), pat.replace("**/", "*"))
                             for pat in patterns)]
@@ -81,7 +81,8 @@ def wheel(tmp_path_factory) -> Path:
 def test_wheel_holds_every_file_of_the_package(wheel):
     names = zipfile.ZipFile(wheel).namelist()
     tree = _tree_files()
-    assert any(n.endswith(".cuh") for n in tree) and "paprof/py.typed" in tree
+    assert any(n.endswith(".cu") for n in tree) and "paprof/py.typed" in tree
+    assert not any("paprof_kernels" in n or "/families/" in n for n in names)  # no family ships
     assert [f for f in tree if f not in names] == []
     assert [n for n in names if n.startswith("paprof/") and n not in tree] == []
 
@@ -101,8 +102,8 @@ def test_wheel_metadata_version_licence_and_extras(wheel):
 
 
 def test_wheel_works_in_a_fresh_venv(wheel, tmp_path):
-    """Installed (not editable) into a fresh venv, the wheel lists the families, tables and
-    compares the shipped H200 runs: the templates and the families' files are in it.
+    """Installed (not editable) into a fresh venv, the wheel tables and compares the shipped
+    H200 runs: the templates are in it, and no family is needed to read stored runs.
     About 5 s (the build 3 s more, once for the module): not marked slow."""
     if not EXAMPLE_RUNS.is_dir():
         pytest.skip("no examples/h200 in this checkout")
@@ -126,9 +127,8 @@ def test_wheel_works_in_a_fresh_venv(wheel, tmp_path):
     assert Path(path).is_relative_to(env_dir) and version == paprof.__version__
 
     cli = env_dir / "bin" / "paprof"
-    listed = sh(cli, "list")
-    assert listed.returncode == 0, listed.stderr
-    assert "paged_decode" in listed.stdout and "flash_fwd" in listed.stdout
+    listed = sh(cli, "list")  # whatever families the system's site-packages hold
+    assert listed.returncode in (0, 2) and "Traceback" not in listed.stderr, listed.stderr
     table = sh(cli, "table", EXAMPLE_RUNS)
     assert table.returncode == 0, table.stderr
     assert "paged_decode_v3" in table.stdout

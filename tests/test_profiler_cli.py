@@ -163,7 +163,7 @@ def test_run_summary_fits_80_columns_with_whole_report_paths():
         report = Path(f"runs/nvidia-h200/paged_decode/{vid}/b64_ctx4096_h32x8_d128_p16_fp32.ncu-rep")
         side = {"verification": {"rel_error": 6.4e-7}, "duration_us_event": 485.3,
                 "bandwidth_tbs": 4.42, "replay_passes": 20}
-        outcomes.append(Outcome(registry.get(vid), run=Run(report, side, {})))
+        outcomes.append(Outcome(registry.get(vid, "paged_decode"), run=Run(report, side, {})))
     out = io.StringIO()
     Console(file=out, width=80).print(summary_table(outcomes))
     assert max(map(len, out.getvalue().splitlines())) <= 80  # the table does not wrap

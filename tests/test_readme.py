@@ -34,7 +34,7 @@ def test_readme_starts_with_a_virtual_environment():
     assert len(commands) == 2  # the main job, then the tests
     assert commands[0].startswith("python3 -m venv .venv && . .venv/bin/activate && "
                                   "python3 -m pip install -e . && paprof compare")
-    assert commands[1] == "python3 -m pip install -e '.[test]' && python3 -m pytest"
+    assert commands[1] == "python3 -m pip install -e '.[test]' -e ./kernels && python3 -m pytest"
 
 
 def test_the_docs_quote_the_reports_figures_for_v5():

@@ -13,7 +13,7 @@ from paprof.analysis import source as S
 ROOT = Path(__file__).resolve().parents[1]
 SOURCE_RUNS = ROOT / "examples" / "h200-source"
 OLD_RUNS = ROOT / "examples" / "h200"
-FAMILY = ROOT / "paprof" / "families" / "paged_decode"
+FAMILY = ROOT / "kernels" / "paprof_kernels" / "paged_decode"
 
 
 def report(variant: str, runs: Path = SOURCE_RUNS) -> Path:

@@ -254,7 +254,7 @@ def baseline_static(out: Path, family: str | None = None, shape: str | None = No
 
     refuse_existing(out, force)
     gate.check_baseline_target(out, force)
-    fam = registry.the_family(family)
+    fam = registry.family_for(variants, family)
     made, notes = static.make_static_baseline(fam, fam.parse(shape), variants or ())
     gate.save_baseline(made, out, force=force)
     return {"wrote": str(out), "kernels": len(made.entries),

@@ -344,7 +344,7 @@ def baseline():
 @click.option("--static", "static_gate", is_flag=True,
               help="No GPU, no runs: compile the family's CUDA variants with nvcc at --shape "
               "and record per kernel what 'check --static' gates.")
-@click.option("--family", default=None, help="With --static: the family (needed when several are visible).")
+@click.option("--family", default=None, help="With --static: the family (needed when several are visible and --variant does not say which).")
 @click.option("--shape", "shapes", multiple=True, metavar="KEY=VALUE,...",
               help="With --static: the family's parameters (default: its defaults); "
               "repeat for several shapes in one baseline ('check --static' checks each).")
@@ -380,7 +380,7 @@ def _update_static(variants, out, force, family, shapes):
     from paprof import registry, static
 
     gate.check_baseline_target(out, force)
-    fam = registry.the_family(family)
+    fam = registry.family_for(variants, family)
     params = list(dict.fromkeys(fam.parse(s) for s in shapes or [None]))
     made, notes = static.make_static_baseline(fam, params, variants)
     gate.save_baseline(made, out, force=force)

@@ -21,10 +21,10 @@ def _fit(head: str, text: str = "", width: int = WIDTH) -> str:
 
 
 def _ordered(fams: list) -> list:
-    """The user's families (their repository's, installed ones) before the built-in ones,
-    each group in discovery order."""
-    return ([f for f in fams if f.origin != "built-in"]
-            + [f for f in fams if f.origin == "built-in"])
+    """Your repository's families (``[tool.paprof]``) before installed ones, each group in
+    discovery order."""
+    mine = [f for f in fams if f.origin.startswith("[tool.paprof]")]
+    return mine + [f for f in fams if f not in mine]
 
 
 def _check(f) -> str | None:
@@ -75,8 +75,8 @@ def _details(fams: list, broken: dict) -> None:
 @json_option("Each family with where it comes from, its parameters and variants,")
 @force_option("an existing --json FILE")
 def list_variants(family, verbose, json_out, force):
-    """List the kernel families (your repository's [tool.paprof] ones and installed ones
-    first, then the built-in ones) and their variants, one line each; --family F or
+    """List the kernel families (your repository's [tool.paprof] ones first, then the
+    installed ones, such as the kernel lab's) and their variants, one line each; --family F or
     --verbose adds the parameters, the default shape and the launches. A family whose
     parameters or work model fail is listed as BROKEN with the reason (exit 2).
 
@@ -89,6 +89,8 @@ def list_variants(family, verbose, json_out, force):
     from paprof.errors import UserError
 
     fams = [registry.family(family)] if family else list(registry.discover().values())
+    if not fams:
+        raise UserError(registry.NO_FAMILY)
     broken = {f.name: why for f in fams if (why := _check(f)) is not None}
     if json_out is not None:
         data = [{"family": f.name, "origin": f.origin, "module": f.module, "error": broken[f.name]}

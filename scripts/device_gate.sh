@@ -11,6 +11,9 @@
 # nvidia-ml-py comes from ./wheels when carried (pip download nvidia-ml-py there).
 # Everything lands in $OUT/gate.tar.gz.
 set -u
+# the kernel lab's families are found through its entry point: install it beside paprof
+python3 -m pip install -q --no-deps --no-build-isolation -e . -e ./kernels > /dev/null 2>&1 ||
+  echo "$0: pip install -e . -e ./kernels failed: the lab's families will not be found" >&2
 OUT=${OUT:-/tmp/paprof-out}
 LOGS=/tmp/gate
 mkdir -p "$OUT" "$LOGS"

@@ -80,6 +80,9 @@ set -uo pipefail
 OUT=${OUT:-/tmp/paprof-out}
 mkdir -p "$OUT/logs"
 export PYTHONPATH=$PWD PYTHONUNBUFFERED=1
+# the kernel lab is found through its entry point: install both (offline, no build isolation)
+python3 -m pip install -q --no-deps --no-build-isolation -e . -e ./kernels > /dev/null 2>&1 ||
+  echo "device_check: pip install -e . -e ./kernels failed: the lab's families will not be found" >&2
 # the copy of the tree on the GPU machine has no .git: name the commit for the sidecars
 # (before the call: git rev-parse --short HEAD > .paprof-commit, and carry that file)
 [ -f .paprof-commit ] && export PAPROF_GIT_COMMIT=$(cat .paprof-commit)
@@ -241,7 +244,7 @@ from paprof.kernels import gpu; print(gpu.current_device())
     stamp runs
     rm -rf /tmp/runs
     start=$(date +%s)
-    timeout 300 python3 -m paprof run --variant all --shape "$MAIN" --runs /tmp/runs 2>&1 | tee "$OUT/logs/runs.log"
+    timeout 300 python3 -m paprof run --family paged_decode --variant all --shape "$MAIN" --runs /tmp/runs 2>&1 | tee "$OUT/logs/runs.log"
     echo "paprof run --variant all: $(( $(date +%s) - start )) s wall" | tee -a "$OUT/logs/runs.log"
     timeout 120 python3 -m paprof run --variant v5 --variant v6 --shape "$MAIN,dtype=fp16" --runs /tmp/runs 2>&1 | tee -a "$OUT/logs/runs.log"
     timeout 120 python3 -m paprof run --variant v5 --variant v6 --shape "batch=4,context=32768,dtype=fp16" --runs /tmp/runs 2>&1 | tee -a "$OUT/logs/runs.log"
@@ -250,7 +253,7 @@ from paprof.kernels import gpu; print(gpu.current_device())
     ;;
   bench)
     stamp bench
-    python3 -m paprof bench --variant all --shape "$MAIN" --json > "$OUT/logs/bench-main-fp32.json" 2> "$OUT/logs/bench-main-fp32.log"
+    python3 -m paprof bench --family paged_decode --variant all --shape "$MAIN" --json > "$OUT/logs/bench-main-fp32.json" 2> "$OUT/logs/bench-main-fp32.log"
     for spec in "$MAIN,dtype=fp16" "$MAIN,dtype=bf16" "batch=1,context=131072,dtype=fp16" "batch=4,context=32768,dtype=fp16"; do
       name=$(echo "$spec" | sed 's/batch=64,context=4096,q_heads=32,kv_heads=8,head_dim=128,page=16/main/' | tr ',=' '_-')
       python3 -m paprof bench --variant v5 --variant v6 --variant v3 --shape "$spec" --json > "$OUT/logs/bench-$name.json" 2> "$OUT/logs/bench-$name.log"
@@ -281,7 +284,7 @@ from paprof.kernels import gpu; print(gpu.current_device())
     ;;
   tests)
     stamp tests
-    timeout 300 python3 -m pytest -m gpu tests -q -p no:cacheprovider 2>&1 | tail -40 | tee "$OUT/logs/gpu-tests.log"
+    { timeout 150 python3 -m pytest -m gpu tests -q -p no:cacheprovider 2>&1 | tail -20; (cd kernels && timeout 300 python3 -m pytest -m gpu tests -q -p no:cacheprovider 2>&1 | tail -30); } | tee "$OUT/logs/gpu-tests.log"
     ;;
   sanitize)
     stamp sanitize
@@ -305,7 +308,7 @@ from paprof.kernels import gpu; print(gpu.current_device())
       python3 -m paprof list --family softmax &&
       for shape in "rows=16384,cols=4096" "rows=4096,cols=1000" "rows=1024,cols=32768"; do
         python3 -m paprof bench --family softmax --variant all --shape "$shape" --json > "$OUT/logs/custom-bench-$(echo $shape | tr ',=' '_-').json" 2>> "$OUT/logs/custom-bench.log"
-        python3 "$OLDPWD/scripts/bench_table.py" "$OUT/logs/custom-bench-$(echo $shape | tr ',=' '_-').json"
+        python3 "$OLDPWD/kernels/scripts/bench_table.py" "$OUT/logs/custom-bench-$(echo $shape | tr ',=' '_-').json"
       done
       start=$(date +%s)
       timeout 240 python3 -m paprof run --family softmax --variant all --runs runs 2>&1 | tee "$OUT/logs/custom-run.log"
@@ -368,7 +371,7 @@ from paprof.kernels import gpu; print(gpu.current_device())
     rm -rf presets; mkdir -p presets
     for p in ${PRESETS:-default source}; do
       start=$(date +%s)
-      python3 -m paprof run --variant all --preset $p --runs presets/$p > "$OUT/logs/preset-$p.log" 2>&1
+      python3 -m paprof run --family paged_decode --variant all --preset $p --runs presets/$p > "$OUT/logs/preset-$p.log" 2>&1
       echo "preset $p: rc $? $(( $(date +%s) - start )) s wall" | tee -a "$OUT/logs/presets.txt"
       grep -rho "[0-9]* passes" presets/$p | sort | uniq -c | tee -a "$OUT/logs/presets.txt"
     done
@@ -381,7 +384,7 @@ from paprof.kernels import gpu; print(gpu.current_device())
     ;;
   flash)
     stamp flash
-    timeout 300 python3 -m pytest -m gpu tests/test_gpu_flash.py -q -p no:cacheprovider 2>&1 | tail -25 | tee "$OUT/logs/flash-tests.log"
+    timeout 300 python3 -m pytest -c kernels/pyproject.toml -m gpu kernels/tests/test_gpu_flash.py -q -p no:cacheprovider 2>&1 | tail -25 | tee "$OUT/logs/flash-tests.log"
     F="batch=4,q_heads=32,seq_q=8192,head_dim=128,dtype=bf16"
     i=0
     for spec in "$F" "$F,causal=true" "${F/head_dim=128/head_dim=64}" "${F/seq_q=8192/seq_q=1024}" \
@@ -401,7 +404,7 @@ from paprof.kernels import gpu; print(gpu.current_device())
     stamp fp8
     # the whole pytest output in the log (a failure a line: its error per sequence and KV
     # head), its tail here; then the fp8 shapes of kernels/scripts/sanitize_fast.py under memcheck
-    timeout 240 python3 -X faulthandler -m pytest -m gpu tests/test_gpu_kernels.py -k fp8 -q -p no:cacheprovider \
+    timeout 240 python3 -X faulthandler -m pytest -c kernels/pyproject.toml -m gpu kernels/tests/test_gpu_kernels.py -k fp8 -q -p no:cacheprovider \
       -rfE --tb=line --junitxml "$OUT/logs/fp8-tests.xml" > "$OUT/logs/fp8-tests.log" 2>&1
     echo "fp8 tests: rc $?"; tail -25 "$OUT/logs/fp8-tests.log"
     SAN=$(ls -d /usr/local/cuda*/bin/compute-sanitizer 2>/dev/null | sort -V | tail -1)
@@ -443,14 +446,14 @@ from paprof.kernels import gpu; print(gpu.current_device())
       (cd $P && mkdir -p peers/jit && cp -r runs peers/ && cd ws && find . \( -name "*.ninja" -o -name "*.log" \) -print0 | xargs -0 -r cp --parents -t ../peers/jit; true)
       (cd $P && pack peers peers)
       # last: bench has already checked every variant at every shape above
-      timeout 200 python3 -m pytest -m gpu tests/test_peers.py -q -p no:cacheprovider -rs 2>&1 | tail -25 | tee "$OUT/logs/peers-tests.log"
+      timeout 200 python3 -m pytest -c kernels/pyproject.toml -m gpu kernels/tests/test_peers.py -q -p no:cacheprovider -rs 2>&1 | tail -25 | tee "$OUT/logs/peers-tests.log"
     )
     ;;
   flash2)
     stamp flash2
     FV="mma mma128 sdpa_flash sdpa_cudnn"   # the variants benched; the first: the baseline
     FT="mma128"                             # pytest -k: the new kernels' GPU tests
-    timeout 120 python3 -m pytest -m gpu tests/test_gpu_flash.py -q -p no:cacheprovider -rs -k "$FT" 2>&1 \
+    timeout 120 python3 -m pytest -c kernels/pyproject.toml -m gpu kernels/tests/test_gpu_flash.py -q -p no:cacheprovider -rs -k "$FT" 2>&1 \
       | tail -25 | tee "$OUT/logs/flash2-tests.log"
     # shellcheck disable=SC2086  # one word a variant
     flash_bench flash2 100 $FV
@@ -461,7 +464,7 @@ from paprof.kernels import gpu; print(gpu.current_device())
     # the tests with the error of each 64-query block first (pytest -x stops at the first
     # failure), then the rest of wgmma's (the shared shapes, the launch report)
     for k in "wgmma_by_tile" "wgmma and not wgmma_by_tile"; do
-      timeout 75 python3 -m pytest -m gpu tests/test_gpu_flash.py -k "$k" -x -q -p no:cacheprovider -rfEs \
+      timeout 75 python3 -m pytest -c kernels/pyproject.toml -m gpu kernels/tests/test_gpu_flash.py -k "$k" -x -q -p no:cacheprovider -rfEs \
         --tb=short >> "$OUT/logs/flashw-tests.log" 2>&1
       echo "wgmma tests ($k): rc $?"
     done
@@ -488,7 +491,7 @@ from paprof.kernels import gpu; print(gpu.current_device())
       peers_pid=""; echo "decode7: no peers-kit (or PEERS=0): FlashInfer left out"
     fi
     # the token path's chunk tests passed on the H200 at 6d7bf95 and its kernel is unchanged
-    timeout 150 python3 -X faulthandler -m pytest -m gpu tests/test_gpu_kernels.py -k "v7 and not chunks_given" -q \
+    timeout 150 python3 -X faulthandler -m pytest -c kernels/pyproject.toml -m gpu kernels/tests/test_gpu_kernels.py -k "v7 and not chunks_given" -q \
       -p no:cacheprovider -rfE --tb=line --junitxml "$OUT/logs/decode7-tests.xml" > "$OUT/logs/decode7-tests.log" 2>&1
     echo "v7 tests: rc $?"; tail -25 "$OUT/logs/decode7-tests.log"
     stamp "decode7 memcheck"
@@ -509,7 +512,7 @@ from paprof.kernels import gpu; print(gpu.current_device())
     ;;
   flash3)
     stamp flash3
-    timeout 180 python3 -m pytest -m gpu tests/test_gpu_flash.py -q -p no:cacheprovider -rs -k mma128 2>&1 \
+    timeout 180 python3 -m pytest -c kernels/pyproject.toml -m gpu kernels/tests/test_gpu_flash.py -q -p no:cacheprovider -rs -k mma128 2>&1 \
       | tail -25 | tee "$OUT/logs/flash3-tests.log"
     stamp flash3 tune
     timeout 200 python3 kernels/scripts/tune_flash.py --launches 30 2>&1 | tee "$OUT/logs/flash3-tune.log"
@@ -522,13 +525,13 @@ from paprof.kernels import gpu; print(gpu.current_device())
     # its sweep); expected ~7 minutes
     stamp flash4
     # wgmma first: head_dim 64 with QRELOAD (NOTES item 76) among its tile classes
-    timeout 60 python3 -m pytest -m gpu tests/test_gpu_flash.py -k "test_wgmma_by_tile and not wgmma2" -q \
+    timeout 60 python3 -m pytest -c kernels/pyproject.toml -m gpu kernels/tests/test_gpu_flash.py -k "test_wgmma_by_tile and not wgmma2" -q \
       -p no:cacheprovider -rfEs --tb=short > "$OUT/logs/flash4-wgmma-tests.log" 2>&1
     echo "wgmma tests: rc $?"
     grep -E "^(FAILED|ERROR)|passed|failed|skipped" "$OUT/logs/flash4-wgmma-tests.log" | tail -8
     # wgmma2's tests, the TMA producer's (NOTES items 77-79) and the persistent grid's (82-84)
     # among them
-    timeout 220 python3 -m pytest -m gpu tests/test_gpu_flash.py -k wgmma2 -x -q -p no:cacheprovider -rfEs \
+    timeout 220 python3 -m pytest -c kernels/pyproject.toml -m gpu kernels/tests/test_gpu_flash.py -k wgmma2 -x -q -p no:cacheprovider -rfEs \
       --tb=short > "$OUT/logs/flash4-tests.log" 2>&1
     echo "wgmma2 tests: rc $?"
     grep -E "^(FAILED|ERROR)|by query block|passed|failed|skipped" "$OUT/logs/flash4-tests.log" | tail -15
@@ -595,7 +598,7 @@ from paprof.kernels import gpu; print(gpu.current_device())
     stamp packed
     # v7's packed path against tokens (issue 16, NOTES items 65-69): its GPU tests, then
     # kernels/scripts/tune_v5.py --packed (ragged and b1, fp16 and fp8, with timelines)
-    timeout 200 python3 -m pytest -m gpu -q -p no:cacheprovider tests/test_gpu_kernels.py -k "v7 and not chunks_given" \
+    timeout 200 python3 -m pytest -c kernels/pyproject.toml -m gpu -q -p no:cacheprovider kernels/tests/test_gpu_kernels.py -k "v7 and not chunks_given" \
       > "$OUT/logs/packed-tests.log" 2>&1
     echo "packed tests: rc $?"; tail -5 "$OUT/logs/packed-tests.log"
     timeout 360 python3 kernels/scripts/tune_v5.py --packed 2>&1 | tee "$OUT/logs/tune-packed.log" | grep -v "^    SM "
@@ -624,7 +627,7 @@ from paprof.kernels import gpu; print(gpu.current_device())
     # the merge kernel on v7's edge shapes -> logs/merge-*, logs/tune-merge.log
     timeout 240 python3 kernels/scripts/tune_v5.py --merge 2>&1 | tee "$OUT/logs/tune-merge.log" | grep -v "^    SM "
     stamp "merge tests"
-    timeout 200 python3 -m pytest -m gpu -q -p no:cacheprovider tests/test_gpu_kernels.py -k "merge_kernel_or_fused" \
+    timeout 200 python3 -m pytest -c kernels/pyproject.toml -m gpu -q -p no:cacheprovider kernels/tests/test_gpu_kernels.py -k "merge_kernel_or_fused" \
       -rfE --tb=line > "$OUT/logs/merge-tests.log" 2>&1
     echo "merge tests: rc $?"; tail -6 "$OUT/logs/merge-tests.log"
     stamp "merge memcheck"
@@ -638,7 +641,7 @@ from paprof.kernels import gpu; print(gpu.current_device())
     # paprof bench of wgmma2, cuDNN, SDPA flash and wgmma at the four issue shapes (a second
     # process for the spread; run flashship after it for the ncu runs) -> logs/flash5-*
     stamp flash5
-    timeout 240 python3 -m pytest -m gpu tests/test_gpu_flash.py -k wgmma2 -q -p no:cacheprovider -rfEs \
+    timeout 240 python3 -m pytest -c kernels/pyproject.toml -m gpu kernels/tests/test_gpu_flash.py -k wgmma2 -q -p no:cacheprovider -rfEs \
       --tb=short > "$OUT/logs/flash5-tests.log" 2>&1
     echo "wgmma2 tests: rc $?"
     grep -E "^(FAILED|ERROR)|passed|failed|skipped" "$OUT/logs/flash5-tests.log" | tail -15
@@ -689,7 +692,7 @@ from paprof.kernels import gpu; print(gpu.current_device())
     ( peers_install $P > "$OUT/logs/fair-peers.log" 2>&1; echo "peers_install rc $?" >> "$OUT/logs/fair-peers.log" )
     tail -2 "$OUT/logs/fair-peers.log"
     peers_env $P
-    timeout 120 python3 -m pytest -m gpu tests/test_peers.py -q -p no:cacheprovider -rfE --tb=line \
+    timeout 120 python3 -m pytest -c kernels/pyproject.toml -m gpu kernels/tests/test_peers.py -q -p no:cacheprovider -rfE --tb=line \
       > "$OUT/logs/fair-peer-tests.log" 2>&1
     echo "peer tests: rc $?"; tail -4 "$OUT/logs/fair-peer-tests.log"
     stamp "fair bench"

@@ -15,6 +15,9 @@ LOGS=/tmp/i26
 mkdir -p "$OUT" "$LOGS"
 exec > >(tee -a "$LOGS/issue26.log") 2>&1
 export PYTHONPATH=$PWD PYTHONUNBUFFERED=1
+# the kernel lab's families are found through its entry point: install it beside paprof
+python3 -m pip install -q --no-deps --no-build-isolation -e . -e ./kernels > /dev/null 2>&1 ||
+  echo "$0: pip install -e . -e ./kernels failed: the lab's families will not be found" >&2
 [ -f .paprof-commit ] && export PAPROF_GIT_COMMIT=$(cat .paprof-commit)
 NCU=$(ls -d /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | sort -V | tail -1)
 export NCU PATH="$(dirname "${NCU:-/usr/bin/ncu}"):$PATH"

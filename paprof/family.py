@@ -773,14 +773,18 @@ class Family:
     """The regression gate's default metrics (empty: the gate's own defaults)."""
     notes: tuple[str, ...] = ()
     """Extra sentences for the reports' story (one idea each)."""
-    origin: str = "built-in"
-    """Where discovery found it (``built-in``, ``entry point NAME``, ``pyproject PATH``)."""
+    origin: str = ""
+    """Where discovery found it (``entry point NAME of DIST``, ``[tool.paprof] of PATH``)."""
     module: str = ""
     """The module that defines it (recorded with runs; set automatically)."""
     ceiling: str = "read"
     """The measured ceiling ``bench`` holds the family to (``CEILINGS``): ``read``, the
     streaming-read DRAM ceiling (TB/s); ``gemm``, a cuBLAS bf16 GEMM's FLOP rate (TFLOP/s),
     for work whose ``flop_kind`` is ``tensor``. The read ceiling is measured either way."""
+    arch: str | None = None
+    """The GPU target the static gate compiles the CUDA variants for when neither the
+    variant (``CudaVariant.arch``) nor ``baseline update --static --arch`` names one
+    (``"sm_90"`` for an H100 or H200, ``"sm_80"`` for an A100). paprof assumes no GPU."""
 
     def __post_init__(self):
         if not re.match(r"^[a-z_][a-z0-9_]*$", self.name or ""):

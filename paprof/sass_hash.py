@@ -68,9 +68,10 @@ def not_taken(why: str) -> dict:
     return {"taken": False, "why": why}
 
 
-def hash_sass(variant, params) -> dict:
+def hash_sass(variant, params, arch: str | None = None) -> dict:
     """``{"taken": True, "how": ..., "sass": {function: sha256}}`` for a CUDA variant at
-    ``params``, else ``not_taken(why)``. Never raises for want of tools."""
+    ``params``, compiled for its own target or ``arch`` (the GPU the run is on), else
+    ``not_taken(why)``. Never raises for want of tools."""
     from paprof import static  # noqa: PLC0415 (compiles: only when a run is made)
     from paprof.family import CudaVariant  # noqa: PLC0415
 
@@ -78,7 +79,9 @@ def hash_sass(variant, params) -> dict:
         return not_taken(f"a {variant.kind} variant: its framework compiles its kernels, "
                          "paprof does not see their SASS")
     try:
-        units = static.compile_units(variant, params)
+        units = static.compile_units(variant, params, arch)
+        for unit in units:
+            static.target_of(unit, variant.name)
         nvcc = static.find_nvcc()
     except UserError as err:
         return not_taken(str(err))
@@ -96,7 +99,8 @@ def hash_sass(variant, params) -> dict:
             sass.update({name: digest(body) for name, body in functions.items()})
     except (UserError, OSError, subprocess.SubprocessError) as err:
         return not_taken(f"could not compile for the hash: {err}")
-    return {"taken": True, "how": f"{static.nvcc_version(nvcc)}, cuobjdump -sass", "sass": sass}
+    return {"taken": True, "how": f"{static.nvcc_version(nvcc, units[0].arch)}, cuobjdump -sass",
+            "sass": sass}
 
 
 def record(hashed: dict, launches) -> dict:

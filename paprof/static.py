@@ -59,8 +59,15 @@ REACH_NOTE = ("the static gate reads the cubin: launch-time settings (dynamic sh
               "paprof check --profile gates them")
 """Said by every static ``baseline update`` and ``check``."""
 
-ARCH = "sm_90"
-"""The target compiled for (the H200's)."""
+ARCH_RE = re.compile(r"\bsm_\d+[a-z]?$")
+"""A GPU target as nvcc's ``-arch`` takes it (``sm_90``, ``sm_90a``)."""
+
+
+def check_arch(arch: str) -> str:
+    """``arch`` when it is a target nvcc's ``-arch`` takes, else a one-line error."""
+    if not ARCH_RE.fullmatch(arch or ""):
+        raise UserError(f"GPU target {arch!r}: give it as nvcc's -arch takes it (sm_90, sm_80, sm_90a)")
+    return arch
 
 
 @dataclass(frozen=True)
@@ -69,8 +76,10 @@ class CompileUnit:
 
     sources: tuple[Path, ...]
     defines: dict = field(default_factory=dict)
-    arch: str = ARCH
-    """The target: ``ARCH``, or the variant's own (``CudaVariant.arch``)."""
+    arch: str | None = None
+    """The target: the variant's own (``CudaVariant.arch``), else the one the command was
+    given (``--arch``, the baseline's, the family's ``arch``); None: not known yet (the
+    sources are listed, nothing can be compiled)."""
     flags: tuple[str, ...] = ()
     """The variant's compiler options (``CudaVariant.compiler_options``), as the run's
     NVRTC gets them."""
@@ -115,15 +124,28 @@ def find_cuobjdump() -> str | None:
     return _tools("cuobjdump", wheel=True)
 
 
-def nvcc_version(nvcc: str) -> str:
+def nvcc_version(nvcc: str, arch: str | None = None) -> str:
+    """``nvcc 13.0.88 sm_90``: the release, and the target where one is given."""
     done = subprocess.run([nvcc, "--version"], capture_output=True, text=True, check=False)
     match = re.search(r"release [\d.]+, V([\d.]+)", done.stdout)
-    return f"nvcc {match[1] if match else 'unknown'} {ARCH}"
+    return f"nvcc {match[1] if match else 'unknown'}" + (f" {arch}" if arch else "")
 
 
-def compile_units(variant, params) -> list[CompileUnit]:
-    """What ``variant`` compiles at ``params``; ``UserError`` for a variant the static
-    gate cannot see into (not CUDA, or a ``build`` hook without ``compile_units``)."""
+NO_ARCH = ("no GPU target for {name}: say which with --arch (sm_90 for an H100 or H200, "
+           "sm_80 for an A100), or give the family an arch")
+
+
+def target_of(unit: CompileUnit, name: str = "this variant") -> str:
+    """The unit's target, or a one-line error saying how to give one."""
+    if not unit.arch:
+        raise UserError(NO_ARCH.format(name=name))
+    return unit.arch
+
+
+def compile_units(variant, params, arch: str | None = None) -> list[CompileUnit]:
+    """What ``variant`` compiles at ``params``, for the variant's own target or ``arch``;
+    ``UserError`` for a variant the static gate cannot see into (not CUDA, or a ``build``
+    hook without ``compile_units``)."""
     if not isinstance(variant, CudaVariant):
         raise UserError(f"{variant.name} is a {variant.kind} variant: the static gate "
                         "compiles CUDA variants only")
@@ -132,13 +154,13 @@ def compile_units(variant, params) -> list[CompileUnit]:
         base = variant.folder or Path.cwd()
         flags = variant.compiler_options(params)
         return [CompileUnit(tuple(Path(s) if Path(s).is_absolute() else base / s
-                                  for s in sources), dict(defines), variant.arch or ARCH, flags)
+                                  for s in sources), dict(defines), variant.arch or arch, flags)
                 for sources, defines in variant.compile_units(params)]
     if variant.build is not None:
         raise UserError(f"{variant.name} has a build hook and no compile_units hook: the "
                         "static gate cannot know what it compiles")
     defines = variant.defines(params) if callable(variant.defines) else variant.defines
-    return [CompileUnit(tuple(variant.source_paths()), dict(defines or {}), variant.arch or ARCH,
+    return [CompileUnit(tuple(variant.source_paths()), dict(defines or {}), variant.arch or arch,
                         variant.compiler_options(params))]
 
 
@@ -147,7 +169,7 @@ def compile_cubin(unit: CompileUnit, folder: Path, nvcc: str) -> tuple[str, Path
     code = folder / "unit.cu"
     code.write_text("\n".join(Path(s).read_text() for s in unit.sources))
     cubin = folder / "unit.cubin"
-    cmd = [nvcc, f"-arch={unit.arch}", "-cubin", "-Xptxas", "-v", *unit.options(), "-o", str(cubin),
+    cmd = [nvcc, f"-arch={target_of(unit)}", "-cubin", "-Xptxas", "-v", *unit.options(), "-o", str(cubin),
            str(code)]
     done = subprocess.run(cmd, capture_output=True, text=True, check=False)
     if done.returncode != 0:
@@ -322,7 +344,7 @@ def cache_key(unit: CompileUnit, nvcc: str) -> str:
         for path, text in seen.items():
             digest.update(f"\0file {path.name} {len(text)}\0".encode())
             digest.update(text)
-    digest.update("\0".join([unit.arch, *unit.options(), _nvcc_identity(nvcc)]).encode())
+    digest.update("\0".join([target_of(unit), *unit.options(), _nvcc_identity(nvcc)]).encode())
     return digest.hexdigest()
 
 
@@ -420,14 +442,15 @@ def kernel_counts(unit: CompileUnit, nvcc: str, cuobjdump: str | None
     return kernels
 
 
-def static_entries(family, params, variants: Sequence = ()) -> tuple[list, list[str]]:
+def static_entries(family, params, variants: Sequence = (), arch: str | None = None
+                   ) -> tuple[list, list[str]]:
     """``(entries, notes)``: one ``gate.Entry`` per kernel of each CUDA variant of
-    ``family`` (the named ``variants`` ids, default all) at ``params``. A variant the
-    static gate cannot compile is a note when it was not named, a ``UserError`` when it
-    was."""
+    ``family`` (the named ``variants`` ids, default all) at ``params``, compiled for the
+    variant's own target, else ``arch``, else the family's. A variant the static gate
+    cannot compile is a note when it was not named, a ``UserError`` when it was."""
+    arch = check_arch(arch) if arch else getattr(family, "arch", None)
     nvcc = find_nvcc()
     cuobjdump = find_cuobjdump()
-    compiler = nvcc_version(nvcc)
     named = [v for v in variants if v != "all"]
     chosen = [family.variant(v.split("/")[-1]) for v in named] or list(family.variants)
     entries, notes = [], []
@@ -436,12 +459,15 @@ def static_entries(family, params, variants: Sequence = ()) -> tuple[list, list[
                      "(pip install nvidia-cuda-cuobjdump nvidia-cuda-nvdisasm)")
     for variant in chosen:
         try:
-            units = compile_units(variant, params)
+            units = compile_units(variant, params, arch)
+            for unit in units:
+                target_of(unit, variant.name)
         except UserError as err:
             if named:
                 raise
             notes.append(f"{variant.name} not compiled: {err}")
             continue
+        compiler = nvcc_version(nvcc, units[0].arch)
         kernels: dict[str, dict] = {}
         for unit in units:
             kernels.update(kernel_counts(unit, nvcc, cuobjdump))
@@ -458,12 +484,13 @@ def static_entries(family, params, variants: Sequence = ()) -> tuple[list, list[
     return entries, notes
 
 
-def make_static_baseline(family, params, variants: Sequence = ()) -> tuple:
+def make_static_baseline(family, params, variants: Sequence = (), arch: str | None = None) -> tuple:
     """``(Baseline with gate "static", notes)`` of ``static_entries`` at ``params``: one
-    shape, or a list of them (``check --static`` then compiles and checks each)."""
+    shape, or a list of them (``check --static`` then compiles and checks each); each
+    entry's compiler names the target (``nvcc 13.0.88 sm_90``), which the check reuses."""
     entries, notes = [], []
     for p in params if isinstance(params, (list, tuple)) else [params]:
-        got, said = static_entries(family, p, variants)
+        got, said = static_entries(family, p, variants, arch)
         entries += got
         notes += [n for n in said if n not in notes]
     stamp = datetime.now(timezone.utc).isoformat(timespec="seconds")
@@ -477,13 +504,15 @@ def current_for(baseline) -> tuple[list, list[str]]:
     if baseline.gate != "static":
         raise UserError("this baseline was made from profiled runs: check it without "
                         "--static (or write a static one: 'paprof baseline update --static')")
-    groups: dict[tuple[str, str], list[str]] = {}
+    groups: dict[tuple[str, str, str | None], list[str]] = {}
     for e in baseline.entries:
-        groups.setdefault((e.family, e.shape), []).append(e.variant.split(":")[0])
+        target = ARCH_RE.search((e.provenance.compiler or "") if e.provenance else "")
+        key = (e.family, e.shape, target[0] if target else None)
+        groups.setdefault(key, []).append(e.variant.split(":")[0])
     entries, notes = [], []
-    for (name, shape), vids in groups.items():
+    for (name, shape, arch), vids in groups.items():
         family = registry.family(name)
-        got, said = static_entries(family, family.parse(shape), list(dict.fromkeys(vids)))
+        got, said = static_entries(family, family.parse(shape), list(dict.fromkeys(vids)), arch)
         entries += got
         notes += said
     return entries, list(dict.fromkeys(notes))

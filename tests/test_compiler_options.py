@@ -69,11 +69,11 @@ def test_the_static_gate_compiles_with_the_options(tmp_path, monkeypatch):
     monkeypatch.setenv("PAPROF_CUBIN_CACHE", "off")
     free = _variant(tmp_path)
     capped = _variant(tmp_path, options=("-maxrregcount=24",))
-    (unit,) = static.compile_units(capped, P())
+    (unit,) = static.compile_units(capped, P(), "sm_90")
     assert unit.flags == ("-maxrregcount=24",) and "-maxrregcount=24" in unit.options()
     regs = {}
     for name, v in (("free", free), ("capped", capped)):
-        (u,) = static.compile_units(v, P())
+        (u,) = static.compile_units(v, P(), "sm_90")
         regs[name] = static.kernel_counts(u, nvcc, None)["wide_fp32"]["registers_per_thread"]
     assert regs["capped"] <= 24 < regs["free"], regs
 

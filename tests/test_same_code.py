@@ -54,10 +54,10 @@ def test_sass_is_split_per_function_and_the_fingerprint_covers_launches():
 
 @needs_tools
 def test_a_cuda_variant_is_hashed_and_other_kinds_say_why_not():
-    v3 = sass_hash.hash_sass(registry.get("v3"), SHAPE)
+    v3 = sass_hash.hash_sass(registry.get("v3"), SHAPE, "sm_90")
     assert v3["taken"] is True and "paged_decode_v3" in v3["sass"] and "cuobjdump" in v3["how"]
-    assert sass_hash.hash_sass(registry.get("v3"), SHAPE)["sass"] == v3["sass"]  # stable
-    v4 = sass_hash.hash_sass(registry.get("v4"), SHAPE)
+    assert sass_hash.hash_sass(registry.get("v3"), SHAPE, "sm_90")["sass"] == v3["sass"]  # stable
+    v4 = sass_hash.hash_sass(registry.get("v4"), SHAPE, "sm_90")
     assert v4["sass"] != v3["sass"]
     command = CommandVariant(id="prog", idea="a program", command=("true",))
     assert sass_hash.hash_sass(command, None)["taken"] is False
@@ -69,7 +69,7 @@ def test_a_cuda_variant_is_hashed_and_other_kinds_say_why_not():
 def test_without_cuobjdump_the_hash_is_not_taken(monkeypatch):
     monkeypatch.setattr(static, "find_cuobjdump", lambda: None)
     monkeypatch.setattr(static, "find_nvcc", lambda: "/usr/bin/nvcc")
-    record = sass_hash.hash_sass(registry.get("v3"), SHAPE)
+    record = sass_hash.hash_sass(registry.get("v3"), SHAPE, "sm_90")
     assert record == {"taken": False, "why": record["why"]} and "cuobjdump" in record["why"]
 
 

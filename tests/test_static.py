@@ -195,7 +195,7 @@ def test_a_kernel_that_spills_shows_its_local_memory(tmp_path, with_cuobjdump):
     cuobjdump = static.find_cuobjdump() if with_cuobjdump else None
     if with_cuobjdump and cuobjdump is None:
         pytest.skip("no cuobjdump")
-    counts = static.kernel_counts(static.CompileUnit((source,)), static.find_nvcc(),
+    counts = static.kernel_counts(static.CompileUnit((source,), arch="sm_90"), static.find_nvcc(),
                                   cuobjdump)["spill"]
     assert counts["spill_stores_bytes"] > 0 and counts["stack_frame_bytes"] > 0
     assert counts["local_mem_bytes"] >= counts["stack_frame_bytes"]
@@ -222,7 +222,7 @@ def newcomer(tmp_path, monkeypatch):
 
 @needs_nvcc
 def test_the_readme_vadd_gate_has_one_kernel_a_variant(invoke, newcomer):
-    result = invoke("baseline", "update", "--static", "--family", "vadd", "--out", "s.json")
+    result = invoke("baseline", "update", "--static", "--family", "vadd", "--arch", "sm_90", "--out", "s.json")
     assert result.exit_code == 0, result.output
     names = [e["variant"] for e in json.loads((newcomer / "s.json").read_text())["entries"]]
     assert names == ["simple", "vec4"]  # 'vadd' no longer picks up vadd4 too
@@ -348,12 +348,12 @@ def test_cache_key_follows_sources_headers_defines_arch_and_nvcc(monkeypatch, tm
     monkeypatch.setattr(static, "_nvcc_identity", lambda nvcc: f"release of {nvcc}")
     (tmp_path / "common.cuh").write_text("#define W 4\n")
     (tmp_path / "k.cu").write_text('#include "common.cuh"\nextern "C" __global__ void k() {}\n')
-    unit = static.CompileUnit((tmp_path / "k.cu",), {"X": 1})
+    unit = static.CompileUnit((tmp_path / "k.cu",), {"X": 1}, "sm_90")
     key = static.cache_key(unit, "nvcc")
-    assert key == static.cache_key(static.CompileUnit((tmp_path / "k.cu",), {"X": 1}), "nvcc")
+    assert key == static.cache_key(static.CompileUnit((tmp_path / "k.cu",), {"X": 1}, "sm_90"), "nvcc")
     assert len(key) == 64
     others = {
-        static.cache_key(static.CompileUnit(unit.sources, {"X": 2}), "nvcc"),
+        static.cache_key(static.CompileUnit(unit.sources, {"X": 2}, "sm_90"), "nvcc"),
         static.cache_key(static.CompileUnit(unit.sources, {"X": 1}, "sm_90a"), "nvcc"),
         static.cache_key(unit, "other-nvcc"),
     }
@@ -369,7 +369,7 @@ def test_a_second_gate_compiles_nothing(monkeypatch, tmp_path):
     monkeypatch.setenv(static.CACHE_ENV, str(tmp_path / "cache"))
     source = tmp_path / "spill.cu"
     source.write_text(SPILL)
-    unit = static.CompileUnit((source,))
+    unit = static.CompileUnit((source,), arch="sm_90")
     nvcc, cuobjdump = static.find_nvcc(), static.find_cuobjdump()
     first = static.kernel_counts(unit, nvcc, cuobjdump)
     assert len(list((tmp_path / "cache").iterdir())) == 1
@@ -389,7 +389,7 @@ def test_a_broken_or_unwritable_cache_is_no_cache(monkeypatch, tmp_path):
     monkeypatch.setattr(static, "_nvcc_identity", lambda nvcc: "v")
     source = tmp_path / "k.cu"
     source.write_text("x")
-    unit = static.CompileUnit((source,))
+    unit = static.CompileUnit((source,), arch="sm_90")
     calls = []
 
     def fake_compile(unit, folder, nvcc):

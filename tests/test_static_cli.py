@@ -26,7 +26,7 @@ def fake_compiler(monkeypatch):
     calls: list[str] = []
     registers = {"head_dim": 0}
 
-    def entries(family, params, variants):
+    def entries(family, params, variants, arch=None):
         calls.append(params.spec())
         value = float(params.head_dim // 2 + registers["head_dim"])
         metrics = {"registers_per_thread": gate.Stat(value, 0.0, 1),

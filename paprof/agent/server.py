@@ -148,10 +148,13 @@ def build(runs: Path):
     @tool(structured_output=False)
     @_one_line
     def baseline_static(out: str, family: str | None = None, shape: str | None = None,
-                        variants: list[str] | None = None, force: bool = False) -> str:
+                        variants: list[str] | None = None, force: bool = False,
+                        arch: str | None = None) -> str:
         """Write a static baseline to `out` (no GPU: nvcc compiles the family's CUDA
-        variants at `shape`; paprof baseline update --static)."""
-        return _answer(tools.baseline_static(Path(out), family, shape, variants, force), "notes")
+        variants at `shape` for `arch`, e.g. sm_90, default the family's own; paprof
+        baseline update --static)."""
+        return _answer(tools.baseline_static(Path(out), family, shape, variants, force, arch),
+                       "notes")
 
     @tool(structured_output=False)
     @_one_line

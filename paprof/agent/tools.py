@@ -246,7 +246,8 @@ def baseline(store: Path, out: Path, variants: list[str] | None = None,
 
 
 def baseline_static(out: Path, family: str | None = None, shape: str | None = None,
-                    variants: list[str] | None = None, force: bool = False) -> dict:
+                    variants: list[str] | None = None, force: bool = False,
+                    arch: str | None = None) -> dict:
     """``paprof baseline update --static``: compile the family's variants, record their
     registers, spills, memory and SASS mix in ``out``."""
     from paprof import registry, static
@@ -255,7 +256,7 @@ def baseline_static(out: Path, family: str | None = None, shape: str | None = No
     refuse_existing(out, force)
     gate.check_baseline_target(out, force)
     fam = registry.family_for(variants, family)
-    made, notes = static.make_static_baseline(fam, fam.parse(shape), variants or ())
+    made, notes = static.make_static_baseline(fam, fam.parse(shape), variants or (), arch)
     gate.save_baseline(made, out, force=force)
     return {"wrote": str(out), "kernels": len(made.entries),
             "compiler": made.entries[0].provenance.compiler if made.entries else None,

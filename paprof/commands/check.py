@@ -348,19 +348,23 @@ def baseline():
 @click.option("--shape", "shapes", multiple=True, metavar="KEY=VALUE,...",
               help="With --static: the family's parameters (default: its defaults); "
               "repeat for several shapes in one baseline ('check --static' checks each).")
-def update(runs, variants, metrics, out, force, static_gate, family, shapes):
+@click.option("--arch", default=None, metavar="sm_XX",
+              help="With --static: the GPU target nvcc compiles for (sm_90 for an H100 or H200, "
+              "sm_80 for an A100). Default: the family's own (its arch); a variant that names "
+              "its own target (sm_90a) keeps it. 'check --static' reuses the baseline's.")
+def update(runs, variants, metrics, out, force, static_gate, family, shapes, arch):
     """Write a baseline from the latest runs: per variant and shape the median and
     spread of each metric, and the runs' provenance (GPU, ncu version, clocks, sections).
 
     \b
     Example:
       paprof baseline update --runs runs/ --variant v3 --out perf/h200.json
-      paprof baseline update --static --shape batch=8 --shape batch=64 --out perf/static.json
+      paprof baseline update --static --arch sm_90 --shape batch=8 --shape batch=64 --out perf/static.json
     """
     if static_gate:
-        return _update_static(variants, out, force, family, shapes)
-    if family or shapes:
-        raise click.UsageError("--family and --shape go with --static (runs know theirs)")
+        return _update_static(variants, out, force, family, shapes, arch)
+    if family or shapes or arch:
+        raise click.UsageError("--family, --shape and --arch go with --static (runs know theirs)")
     scan = Scan()  # the store is read once: for the inputs and for the baseline
     inputs = input_files([runs], scan)
     gate.check_baseline_target(out, force, inputs)  # before reading the runs
@@ -376,13 +380,13 @@ def update(runs, variants, metrics, out, force, static_gate, family, shapes):
     click.echo(f"wrote {out} ({len(made.entries)} entries)")
 
 
-def _update_static(variants, out, force, family, shapes):
+def _update_static(variants, out, force, family, shapes, arch):
     from paprof import registry, static
 
     gate.check_baseline_target(out, force)
     fam = registry.family_for(variants, family)
     params = list(dict.fromkeys(fam.parse(s) for s in shapes or [None]))
-    made, notes = static.make_static_baseline(fam, params, variants)
+    made, notes = static.make_static_baseline(fam, params, variants, arch)
     gate.save_baseline(made, out, force=force)
     for e in made.entries:
         m = e.metrics

@@ -60,6 +60,7 @@ def run(args) -> dict:
         "work": work.to_dict(),
         "gpu": prep.device.name,
         "sm_count": prep.device.sm_count,
+        "arch": "sm_" + prep.device.compute_capability.replace(".", ""),
         "kernels": [k.name for k in prep.launcher.kernels],
         "launches": [k.to_dict() for k in prep.launcher.kernels],
         "launch_details": dict(prep.launcher.details),

@@ -261,11 +261,6 @@ def profile_variant(
     env = child_env()
     if preset.lineinfo:
         env["PAPROF_LINEINFO"] = "1"
-    if is_command:
-        hashed = sass_hash.not_taken("a --cmd program: paprof does not compile it")
-    else:
-        say("hashing the SASS")
-        hashed = sass_hash.hash_sass(variant, params)  # before timing
     with environment.Watch() as watch:  # clocks, throttling, other processes: timing and ncu
         if is_command:
             say("running the command under ncu (not verified: paprof has no reference for it)")
@@ -276,6 +271,11 @@ def profile_variant(
                 say(f"compiling, checking and timing {settings.time_launches} launches (no ncu)")
                 result = verify(variant, params, settings, Path(scratch) / "result.json", env)
             settings = dataclasses.replace(settings, kernels_per_launch=_kernels_per_launch(result))
+        if is_command:
+            hashed = sass_hash.not_taken("a --cmd program: paprof does not compile it")
+        else:  # after the timing (nvcc would share the CPU with it), for the GPU it ran on
+            say("hashing the SASS")
+            hashed = sass_hash.hash_sass(variant, params, result.get("arch") or getattr(family, "arch", None))
         work = checked_work(family, params).to_dict() if family is not None else None
         source = source_state(variant, getattr(family, "folder", None))
         prov = provenance.collect(settings.ncu, gpu=result.get("gpu"))

@@ -717,10 +717,17 @@ class Launcher:
 
     ``kernels`` lists what it launches where that is known (a CUDA variant); ``details``
     holds the choices it made for these parameters (``{"splits": 16}``), which the
-    run records and the reports show. ``convert``, when set, turns each array into what
-    ``run`` takes (a PyTorch tensor over the same memory): the harness applies it once.
-    ``setup``, when set, is called once for each (converted) input set and the output
-    before any step on them, outside timing and profiling (a callable's ``prepare``).
+    run records and the reports show. ``said`` and ``why`` say those choices in the
+    family's own words, recorded with the run (``launch_words``) so that a stored run
+    explains itself wherever it is read: ``said`` one clause or several, each read after
+    the variant's label ("split each sequence 16 ways (splits 16)"), ``why`` what made
+    the first one right here ("512 CTAs where 32 would leave 100 of 132 SMs idle"), said
+    after it where a sentence has room. Without words the reports say the raw details
+    ("v6 chose splits 16", :func:`chose`). ``convert``, when set, turns each array into
+    what ``run`` takes (a PyTorch tensor over the same memory): the harness applies it
+    once. ``setup``, when set, is called once for each (converted) input set and the
+    output before any step on them, outside timing and profiling (a callable's
+    ``prepare``).
     """
 
     variant: str
@@ -729,10 +736,27 @@ class Launcher:
     details: dict = field(default_factory=dict)
     convert: Callable | None = field(default=None, repr=False)
     setup: Callable | None = field(default=None, repr=False)
+    said: str | Sequence[str] = ()
+    why: str = ""
 
     def __call__(self, inputs, out):
         """Enqueue one step; what ``run`` returns (a callable's own output, or None)."""
         return self.run(inputs, out)
+
+    def words(self) -> dict | None:
+        """The run record's ``launch_words``: ``{"said": [clause, ...], "why": text}``
+        (``why`` left out when empty); None when the family said nothing."""
+        said = [self.said] if isinstance(self.said, str) else list(self.said)
+        said = [str(clause) for clause in said if clause]
+        if not said:
+            return None
+        return {"said": said, **({"why": str(self.why)} if self.why else {})}
+
+
+def chose(details: dict) -> str:
+    """A variant's launch choices as they were recorded, read after its label: "chose
+    splits 16, order longest" (what the reports say for a run without words)."""
+    return "chose " + ", ".join(f"{key} {value}" for key, value in details.items())
 
 
 # ---------------------------------------------------------------------------------------

@@ -41,7 +41,8 @@ _TEXT_KEYS = ("family", "variant", "kind", "kernel_regex", "shape", "shape_slug"
 _NUMBER_KEYS = ("schema", "read_ceiling_tbs", "gemm_ceiling_tflops", "duration_us_event",
                 "bandwidth_tbs", "tflops", "replay_passes", "launches", REPORT_BYTES, "median_us",
                 "tbs", "pct_of_ceiling", "rel_error", "rounds")
-_TABLE_KEYS = ("params", "work", "source", "verification", "launch_details", "code", "environment")
+_TABLE_KEYS = ("params", "work", "source", "verification", "launch_details", "launch_words", "code",
+               "environment")
 _LIST_KEYS = ("sections", "gate_metrics", "command", "profiled_kernels")
 
 
@@ -70,6 +71,12 @@ def check(data: Mapping, path) -> Mapping:
     for key in _LIST_KEYS:
         if data.get(key) is not None and not isinstance(data[key], list):
             raise bad(key, "a list")
+    words = data.get("launch_words") or {}
+    said, why = words.get("said"), words.get("why")
+    if said is not None and not (isinstance(said, list) and all(isinstance(c, str) for c in said)):
+        raise UserError(f"damaged record {path}: 'launch_words.said' must be a list of text")
+    if why is not None and not isinstance(why, str):
+        raise UserError(f"damaged record {path}: 'launch_words.why' must be text")
     return data
 
 
@@ -136,7 +143,14 @@ class RunRecord(Mapping):
     """The report's path, its last three parts (``family/variant/slug.ncu-rep``)."""
     has_sidecar: bool = False
     launch_details: Mapping = field(default_factory=dict)
-    """Choices the variant made at launch (schema 2), e.g. ``{"num_splits": 1}``."""
+    """Choices the variant made at launch (schema 2), raw, e.g. ``{"splits": 16}``."""
+    launch_said: tuple[str, ...] = ()
+    """``launch_words.said``: those choices in the family's words, clauses each read after
+    the variant's label ("split each sequence 16 ways (splits 16)"); empty for a run
+    recorded without them (older runs, a family that gives none)."""
+    launch_why: str | None = None
+    """``launch_words.why``: what made the first clause right on that GPU ("512 CTAs where
+    32 would leave 100 of 132 SMs idle"), if the family said."""
     kernels: tuple[str, ...] = ()
     """The kernels ncu profiled in the run (``profiled_kernels``)."""
 
@@ -153,6 +167,7 @@ class RunRecord(Mapping):
         s = check(sidecar, path or report_path or "record") if isinstance(sidecar, Mapping) else {}
         verification = s.get("verification") or {}
         details = s.get("launch_details")
+        words = s.get("launch_words") or {}
         sections = s.get("sections")
         kernels: list[str] = []
         for k in s.get("profiled_kernels") or ():
@@ -180,6 +195,8 @@ class RunRecord(Mapping):
             report="/".join(Path(report_path).parts[-3:]) if report_path else None,
             has_sidecar=bool(s),
             launch_details=dict(details) if isinstance(details, Mapping) else {},
+            launch_said=tuple(c for c in words.get("said") or () if c),
+            launch_why=words.get("why") or None,
             kernels=tuple(kernels),
         )
 

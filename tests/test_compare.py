@@ -389,64 +389,65 @@ def test_labels_read_the_same_in_table_and_compare():
 
 
 # -- code paths --------------------------------------------------------------------------------
-def _with_details(variant, details, kernel=None, **metrics):
-    side = dict(SIDE, variant=variant, schema=2, launch_details=details)
-    return make_row(variant, kernel=kernel, sidecar=side, sm_count=132, **metrics)
+# A stand-in family ("scan"): the tool reads the words a family recorded with the run
+# (``launch_words``) and knows no family's details or kernel names.
+def _launched(variant, details=None, words=None, kernel=None, **metrics):
+    side = dict(SIDE, family="scan", variant=variant, schema=2, launch_details=details or {},
+                **({"launch_words": words} if words is not None else {}))
+    return make_row(variant, kernel=kernel or f"scan_{variant}", sidecar=side, sm_count=132, **metrics)
 
 
-def test_a_no_split_run_says_it_ran_its_no_split_kernel():
-    cmp = comparison(make_row("v5", grid_size=512), _with_details(
-        "v6", {"num_splits": 1}, kernel="paged_decode_v6_nosplit", grid_size=512))
-    said = [s for s in cmp.steps[0].sentences if "no-split" in s]
+FILLS = {"said": ["ran its one-pass kernel scan_whole (passes 1)"],
+         "why": "the grid already fills the GPU, 512 CTAs for 132 SMs"}
+
+
+def test_a_run_says_its_launch_in_its_familys_words_and_the_cause_opens_with_them():
+    cmp = comparison(make_row("a", grid_size=512), _launched(
+        "b", {"passes": 1}, FILLS, kernel="scan_whole", grid_size=512))
+    said = [s for s in cmp.steps[0].sentences if "one-pass" in s]
     assert said == [cmp.steps[0].cause]  # the cause opens with it: not said twice
-    assert said[0].startswith("v6 ran its no-split kernel paged_decode_v6_nosplit (num_splits 1): "
-                              "its 512 CTAs already fill 97 % of the 528 resident-CTA slots; "
-                              "the same work as v5")
-    assert C.code_path(cmp.variant("v6")) == (
-        "v6 ran its no-split kernel paged_decode_v6_nosplit (num_splits 1: the grid "
-        "already fills the GPU, 512 CTAs for 132 SMs)")
+    assert said[0].startswith("b ran its one-pass kernel scan_whole (passes 1): its 512 CTAs already "
+                              "fill 97 % of the 528 resident-CTA slots; the same work as a")
+    assert C.code_path(cmp.variant("b")) == (
+        "b ran its one-pass kernel scan_whole (passes 1): the grid already fills the GPU, 512 CTAs "
+        "for 132 SMs")
+    assert C.code_path(cmp.variant("b"), reason=False) == "b ran its one-pass kernel scan_whole (passes 1)"
 
 
-def test_a_split_run_says_how_many_ways_and_why():
-    cmp = comparison(make_row("v5", grid_size=32, waves_per_sm=0.06), _with_details(
-        "v6", {"num_splits": 16}, kernel="paged_decode_v6_split", grid_size=512, duration_us=900.0))
+def test_the_reason_follows_the_first_clause_and_each_clause_reads_after_the_label():
+    words = {"said": ["cut the rows into 66 tiles (scan_tiles)", "chose order longest"],
+             "why": "66 tiles fill 132 SMs twice"}
+    cmp = comparison(make_row("a", grid_size=32, waves_per_sm=0.06), _launched(
+        "b", {"tiles": 66, "order": "longest"}, words, grid_size=528, duration_us=900.0))
+    assert C.code_path(cmp.variant("b")) == (
+        "b cut the rows into 66 tiles (scan_tiles): 66 tiles fill 132 SMs twice; b chose order longest")
     assert cmp.steps[0].cause.startswith(
-        "v6 split each sequence 16 ways (paged_decode_v6_split, num_splits 16): the grid grows "
-        "16x, 32 -> 512 CTAs, filling 97 % of the 528 resident-CTA slots instead of 6 % "
-        "(0.06 -> 0.97 waves)")
-    assert C.code_path(cmp.variant("v6")) == (
-        "v6 split each sequence 16 ways (paged_decode_v6_split, num_splits 16): 512 CTAs "
-        "where 32 would leave 100 of 132 SMs idle")
+        "b cut the rows into 66 tiles (scan_tiles); b chose order longest: the grid grows 16.5x")
 
 
-def test_a_work_list_run_says_its_chunks():
-    details = {"path": "tokens", "waves": 1, "resident_ctas_per_sm": 4, "num_splits": 10, "chunk_pages": 108,
-               "work_items": 66, "multi_part_sequences": 12}
-    cmp = comparison(make_row("v6", grid_size=512), _with_details(
-        "v7", details, kernel="paged_decode_v7_tokens", grid_size=528))
-    assert C.code_path(cmp.variant("v7")) == (
-        "v7 split the batch into 66 chunks of at most 108 pages (paged_decode_v7_tokens, up to 10 parts a "
-        "sequence); v7 chose path tokens, waves 1, resident_ctas_per_sm 4, multi_part_sequences 12")
+def test_a_run_without_words_says_its_raw_launch_details():
+    cmp = comparison(make_row("a"), _launched("b", {"tile": 64, "order": "longest"}))
+    assert cmp.steps[0].cause.startswith("b chose tile 64, order longest: its 2,048 CTAs already fill 97 % ")
+    assert C.code_path(cmp.variant("b")) == C.code_path(cmp.variant("b"), reason=False)
 
 
-def test_a_packed_run_says_its_ranges():
-    details = {"path": "packed", "waves": 1, "resident_ctas_per_sm": 4, "num_splits": 12, "ctas": 66,
-               "work_items": 81, "pages_per_cta": 94, "multi_part_sequences": 12}
-    cmp = comparison(make_row("v6", grid_size=512), _with_details(
-        "v7", details, kernel="paged_decode_v7_packed", grid_size=528))
-    assert C.code_path(cmp.variant("v7")) == (
-        "v7 cut the batch's pages into 66 equal ranges of at most 94 pages, one a CTA (paged_decode_v7_packed, "
-        "81 items, up to 12 parts a sequence); v7 chose path packed, waves 1, resident_ctas_per_sm 4, "
-        "multi_part_sequences 12")
+def test_nothing_recorded_nothing_said_and_kernel_names_are_not_read():
+    """No words and no details (a schema-1 run, a family that gives none): no code path,
+    whatever the kernel is called."""
+    schema1 = comparison(make_row("a"), make_row("b", kernel="scan_nosplit"))
+    assert C.code_path(schema1.variant("b")) is None
+    assert schema1.steps[0].cause.startswith("the same work as a")
+    bare = comparison(make_row("a"), _launched("b", kernel="scan_nosplit"))
+    assert C.code_path(bare.variant("b")) is None
+    assert not [s for s in bare.steps[0].sentences if "kernel" in s or "chose" in s]
 
 
-def test_other_launch_choices_and_kernel_names_are_said_too():
-    cmp = comparison(make_row("v5"), _with_details("v6", {"tile": 64}))
-    assert cmp.steps[0].cause.startswith("v6 chose tile 64: its 2,048 CTAs already fill 97 % ")
-    schema1 = comparison(make_row("v5"), make_row("v6", kernel="paged_decode_v6_nosplit"))
-    assert schema1.steps[0].cause.startswith("v6 ran its no-split kernel paged_decode_v6_nosplit: ")
-    assert not [s for s in comparison(make_row("v2"), make_row("v3")).steps[0].sentences
-                if "kernel" in s or "chose" in s]
+def test_the_words_read_after_the_label_a_comparison_gives():
+    cmp = comparison(make_row("a", grid_size=512), _launched(
+        "b", {"passes": 1}, FILLS, kernel="scan_whole", grid_size=512))
+    b = cmp.variant("b")
+    b.label = "b@abc1234"
+    assert C.code_path(b, reason=False) == "b@abc1234 ran its one-pass kernel scan_whole (passes 1)"
 
 
 # -- ties ----------------------------------------------------------------------------------------

@@ -156,10 +156,11 @@ def test_as_fast_says_whether_the_work_stayed_and_the_code_path_with_the_slots()
                        "DRAM traffic 2 GB -> 2 GB")
     moved = step({}, {"duration_us": 1005.0, "instructions_executed": 0.5e9})
     assert moved.cause.startswith("the work moved but not the time: warp instructions 1 G -> 500 M")
-    side = dict(SIDE, variant="b", schema=2, launch_details={"num_splits": 1})
-    cmp = comparison(make_row("a", **BASE), make_row("b", sidecar=side, kernel="k_nosplit",
+    side = dict(SIDE, variant="b", schema=2, launch_details={"passes": 1},
+                launch_words={"said": ["ran its one-pass kernel k_whole (passes 1)"], "why": "a reason"})
+    cmp = comparison(make_row("a", **BASE), make_row("b", sidecar=side, kernel="k_whole",
                                                     **dict(BASE, duration_us=1001.0)))
-    assert cmp.steps[0].cause.startswith("b ran its no-split kernel k_nosplit (num_splits 1): its 512 "
+    assert cmp.steps[0].cause.startswith("b ran its one-pass kernel k_whole (passes 1): its 512 "
                                          "CTAs already fill 97 % of the 528 resident-CTA slots; the same work")
 
 

@@ -212,8 +212,8 @@ def test_split_story_at_batch_4_names_the_grid_and_skips_equal_looking_changes()
 
 @pytest.mark.parametrize("shape,said", [
     ("b64_ctx4096_h32x8_d128_p16_fp16",
-     "v6 ran its no-split kernel paged_decode_v6_nosplit (num_splits 1: the grid already fills "
-     "the GPU, 512 CTAs for 132 SMs)"),
+     "v6 ran its no-split kernel paged_decode_v6_nosplit (num_splits 1): the grid already fills "
+     "the GPU, 512 CTAs for 132 SMs"),
     ("b4_ctx16384_h32x8_d128_p16_fp16",
      "v6 split each sequence 16 ways (paged_decode_v6_split, num_splits 16): 512 CTAs where 32 "
      "would leave 100 of 132 SMs idle"),

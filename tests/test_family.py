@@ -22,8 +22,10 @@ from paprof.family import (
     CommandVariant,
     CudaVariant,
     Family,
+    Launcher,
     Params,
     Work,
+    chose,
     param,
     relative_error,
     throughput,
@@ -460,3 +462,17 @@ def test_the_users_kernel_compiles(user_repo):
     done = subprocess.run([nvcc, "-arch=sm_90", "-c", "-o", str(user_repo / "t.o"), str(src)],
                           capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
+
+
+def test_a_launchers_words_are_what_the_run_records_of_its_choices():
+    """``Launcher.words()`` is the record's ``launch_words``: a clause or several, the
+    reason only with them; ``chose`` says raw details the same way the reports do."""
+    def launcher(**kw):
+        return Launcher("v", [], lambda inputs, out: None, details={"splits": 4}, **kw)
+
+    assert launcher().words() is None
+    assert launcher(why="a reason alone says nothing").words() is None
+    assert launcher(said="split the rows 4 ways (splits 4)").words() == {"said": ["split the rows 4 ways (splits 4)"]}
+    assert launcher(said=["split the rows 4 ways", "", "chose order longest"], why="128 CTAs for 132 SMs").words() == {
+        "said": ["split the rows 4 ways", "chose order longest"], "why": "128 CTAs for 132 SMs"}
+    assert chose({"tile": 64, "order": "longest"}) == "chose tile 64, order longest"

@@ -24,7 +24,7 @@ CONTRACT_KEYS = {
     "schema", "family", "variant", "kind", "kernel_regex", "idea", "shape", "shape_slug", "params",
     "work", "gpu", "gpu_slug", "driver", "ncu_version", "clock_control", "preset", "sections",
     "replay_passes", "git_commit", "git_dirty", "source", "verified", "verification",
-    "duration_us_event", "bandwidth_tbs", "tflops", "launch_details", "nvtx_range", "command",
+    "duration_us_event", "bandwidth_tbs", "tflops", "launch_details", "launch_words", "nvtx_range", "command",
     "created", "paprof_version", "report",
 }  # fmt: skip
 
@@ -84,6 +84,21 @@ def test_kernels_per_launch_comes_from_the_verification_run(fake_bin, fake_launc
     assert ran[ran.index("--launch-count") + 1] == "4"
     assert ran[ran.index("--profile-launches") + 1] == "2"
     assert len(run.sidecar["profiled_kernels"]) == 4
+
+
+def test_the_launchers_choices_and_their_words_go_into_the_record(fake_bin, fake_launcher, tmp_path, monkeypatch):
+    """What the launcher says it chose (``launch_details``) and the family's words for it
+    (``launch_words``) are recorded as the launcher wrote them; a launcher without words
+    (an older one, a family that gives none) leaves an empty table."""
+    monkeypatch.setenv("FAKE_NCU_ARGV", str(tmp_path / "argv.json"))
+    words = {"said": ["split the rows 4 ways (splits 4)"], "why": "128 CTAs would leave 4 of 132 SMs idle"}
+    fake_launcher.result = {"launch_details": {"splits": 4}, "launch_words": words}
+    run = profile_variant(registry.get("v3"), SHAPE, NcuSettings(), tmp_path / "runs")
+    assert (run.sidecar["launch_details"], run.sidecar["launch_words"]) == ({"splits": 4}, words)
+    assert run.sidecar.launch_said == tuple(words["said"]) and run.sidecar.launch_why == words["why"]
+    fake_launcher.result = {}
+    bare = profile_variant(registry.get("v3"), SHAPE, NcuSettings(), tmp_path / "bare")
+    assert (bare.sidecar["launch_details"], bare.sidecar["launch_words"]) == ({}, {})
 
 
 def test_failed_verification_stores_nothing_and_skips_ncu(fake_bin, fake_launcher, tmp_path, monkeypatch):

@@ -67,12 +67,28 @@ def test_with_values_adds_a_key_and_the_profiler_writes_the_record(tmp_path):
 @pytest.mark.parametrize("key, value, want", [
     ("created", 5, "text"), ("launches", float("inf"), "a finite number"),
     ("work", [1], "a table"), ("sections", "SpeedOfLight", "a list"),
+    ("launch_words", ["split 4 ways"], "a table"),
+    ("launch_words.said", {"said": "split 4 ways"}, "a list of text"),
+    ("launch_words.why", {"said": ["split 4 ways"], "why": 4}, "text"),
 ])
 def test_a_damaged_record_is_one_line_naming_the_file_and_the_key(tmp_path, key, value, want):
     path = tmp_path / "bad.json"
-    path.write_text(json.dumps({"variant": "v1", key: value}))
+    path.write_text(json.dumps({"variant": "v1", key.split(".")[0]: value}))
     with pytest.raises(UserError, match=f"damaged record {path}: '{key}' must be {want}"):
         RunRecord.read(path)
+
+
+def test_a_record_keeps_the_words_its_family_said_and_an_older_one_has_none():
+    words = {"said": ["split the rows 4 ways (splits 4)", "chose order longest"],
+             "why": "128 CTAs would leave 4 of 132 SMs idle"}
+    rec = RunRecord.from_sidecar({"schema": 2, "variant": "b", "launch_details": {"splits": 4, "order": "longest"},
+                                  "launch_words": words})
+    assert rec.launch_said == tuple(words["said"]) and rec.launch_why == words["why"]
+    assert rec["launch_words"] == words and rec.launch_details == {"splits": 4, "order": "longest"}
+    older = RunRecord.from_sidecar({"schema": 2, "variant": "b", "launch_details": {"splits": 4}})
+    assert (older.launch_said, older.launch_why, older.launch_details) == ((), None, {"splits": 4})
+    empty = RunRecord.from_sidecar({"schema": 2, "variant": "b", "launch_words": {}})  # a run without words
+    assert (empty.launch_said, empty.launch_why) == ((), None)
 
 
 def test_a_plain_mapping_in_a_hand_made_table_reads_as_a_record():

@@ -64,6 +64,7 @@ def run(args) -> dict:
         "kernels": [k.name for k in prep.launcher.kernels],
         "launches": [k.to_dict() for k in prep.launcher.kernels],
         "launch_details": dict(prep.launcher.details),
+        "launch_words": prep.launcher.words(),
         "nvtx_range": variant.nvtx_range,
         "input_sets": sets,
     }

@@ -193,6 +193,7 @@ def build_sidecar(
         "bandwidth_tbs": result.get("bandwidth_tbs"),
         "tflops": result.get("tflops"),
         "launch_details": result.get("launch_details") or {},
+        "launch_words": result.get("launch_words") or {},
         "nvtx_range": variant.nvtx_range,
         # the range pushed once a step (paprof.analysis.steps): the launcher pushes the
         # variant's once a step under ncu; a command's own --nvtx-range is its step

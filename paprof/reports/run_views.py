@@ -38,7 +38,8 @@ class VariantView:
     kernels: list[KernelView]
     report: str | None
     code_path: str | None = None
-    """The code path the run took at launch (``launch_details``, kernel names), if recorded."""
+    """The code path the run took at launch, in its family's recorded words (else its raw
+    ``launch_details``), if recorded."""
 
     @property
     def multi_kernel(self) -> bool:

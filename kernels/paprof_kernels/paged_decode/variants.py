@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 
 from paprof.errors import ShapeError
-from paprof_kernels.paged_decode import catalog
+from paprof_kernels.paged_decode import catalog, words
 from paprof_kernels.paged_decode.problem import Shape
 from paprof.family import KernelLaunch, Launcher
 from paprof.kernels import gpu
@@ -756,4 +756,6 @@ _BUILDERS = {
 
 
 def build(variant, shape: Shape, device) -> Launcher:
-    return _BUILDERS[variant.id](variant, shape, device)
+    """The variant's launcher for ``shape``, with its launch choices in words
+    (``words.for_launcher``: what the run records and the reports say)."""
+    return words.for_launcher(_BUILDERS[variant.id](variant, shape, device), device.sm_count)

@@ -7,7 +7,6 @@ runs them over a step's deltas and makes the ``Step``.
 
 from __future__ import annotations
 
-import re
 from typing import Callable
 
 from paprof.analysis import fmt
@@ -27,6 +26,7 @@ from paprof.analysis.compare.model import (
 from paprof.analysis.compare.causes import cause_sentence, limit_sentence, next_sentence
 from paprof.analysis.compare.movers import rule_changes, speedup, step_deltas
 from paprof.analysis.gpus import Ceiling
+from paprof.family import chose
 
 
 # -- the sentences, one function per kind ---------------------------------------------
@@ -60,61 +60,23 @@ def kernels_sentence(before, after, d, t) -> str | None:
     return f"{after.label} runs {len(after.kernels)} kernels, compared as their sum: {listed}"
 
 
-NO_SPLIT = re.compile(r"(?:^|_)no_?split(?:_|$)", re.I)
-"""A kernel name that says it is a variant's no-split path (``paged_decode_v6_nosplit``)."""
-
-
-def _count(x) -> bool:
-    return isinstance(x, int) and not isinstance(x, bool) and x >= 1
-
-
 def code_path(v: VariantResult, reason: bool = True) -> str | None:
-    """The code path a variant took at launch, in words, from its sidecar's
-    ``launch_details`` (schema 2) and its kernel names: "v6 ran its no-split kernel
-    paged_decode_v6_nosplit (num_splits 1: the grid already fills the GPU, 512 CTAs for 132
-    SMs)", "v6 split each sequence 16 ways (num_splits 16): 512 CTAs where 32 would leave
-    100 of 132 SMs idle", "v7 split the batch into 66 chunks of at most 108 pages (...)"
-    (a work list: ``work_items`` and ``chunk_pages``), "v7 cut the batch's pages into 66
-    equal ranges of at most 94 pages, one a CTA (...)" (``ctas``, ``pages_per_cta``); None
-    when the run records no choice. ``reason=False`` leaves out
-    what follows the choice (the grid against the SMs)."""
-    details = dict(v.provenance.launch_details) if v.provenance else {}
-    names = [k.kernel for k in v.kernels]
-    kernel = " + ".join(names)
-    grid, sms = _num(v.get("grid_size")), _num(v.get("sm_count"))
-    splits = details.pop("num_splits", None)
-    parts = []
-    chunks, chunk = details.get("work_items"), details.get("chunk_pages")
-    ctas, per_cta = details.get("ctas"), details.get("pages_per_cta")
-    if _count(chunks) and _count(ctas) and _count(per_cta):  # equal ranges a CTA (v7 packed)
-        del details["work_items"], details["ctas"], details["pages_per_cta"]
-        text = (f"{v.label} cut the batch's pages into {fmt.count(ctas)} equal ranges of at most "
-                f"{fmt.count(per_cta)} pages, one a CTA ({kernel}, {fmt.count(chunks)} items")
-        parts.append(text + (f", up to {splits} parts a sequence)" if _count(splits) else ")"))
-    elif _count(chunks) and _count(chunk):  # a work list of chunks (paged_decode's v7)
-        del details["work_items"], details["chunk_pages"]
-        text = f"{v.label} split the batch into {fmt.count(chunks)} chunks of at most {fmt.count(chunk)} pages ({kernel}"
-        parts.append(text + (f", up to {splits} parts a sequence)" if _count(splits) else ")"))
-    elif isinstance(splits, int) and not isinstance(splits, bool) and splits >= 1:
-        if splits == 1:
-            why = ""
-            if reason and grid and sms and grid >= sms:
-                why = (f": the grid already fills the GPU, {fmt.count(grid)} CTAs for "
-                       f"{fmt.count(sms)} SMs")
-            parts.append(f"{v.label} ran its no-split kernel {kernel} (num_splits 1{why})")
-        else:
-            text = f"{v.label} split each sequence {splits} ways ({kernel}, num_splits {splits})"
-            if reason and grid and sms:
-                unsplit = grid / splits
-                if unsplit < sms:
-                    text += (f": {fmt.count(grid)} CTAs where {fmt.count(unsplit)} would leave "
-                             f"{fmt.count(sms - unsplit)} of {fmt.count(sms)} SMs idle")
-            parts.append(text)
-    elif any(NO_SPLIT.search(n) for n in names):
-        parts.append(f"{v.label} ran its no-split kernel {kernel}")
-    if details:
-        parts.append(f"{v.label} chose " + ", ".join(f"{k} {val}" for k, val in details.items()))
-    return "; ".join(parts) or None
+    """The code path a variant took at launch, in the words its family recorded with the
+    run (``launch_words``): each clause after the variant's label, joined by "; ", and what
+    made the first one right after it ("b split the rows 4 ways (splits 4): 512 CTAs where
+    128 would leave 4 of 132 SMs idle"); ``reason=False`` leaves that reason out (a cause
+    follows). A run recorded without words says its raw ``launch_details`` ("b chose
+    splits 4, order longest"); None when the run records no choice."""
+    record = v.provenance
+    if record is None:
+        return None
+    if record.launch_said:
+        first, *rest = record.launch_said
+        why = f": {record.launch_why}" if reason and record.launch_why else ""
+        return "; ".join([f"{v.label} {first}{why}", *(f"{v.label} {clause}" for clause in rest)])
+    if record.launch_details:
+        return f"{v.label} {chose(dict(record.launch_details))}"
+    return None
 
 
 def code_path_sentence(before, after, d, t) -> str | None:
@@ -150,7 +112,7 @@ def shared_memory_sentence(before, after, d, t) -> str | None:
     if not s.moved or s.change is None:
         return None
     before, after = fmt.bytes_binary(s.before), fmt.bytes_binary(s.after)
-    if before == after:  # a few bytes (v6's merge flag): nothing a reader should weigh
+    if before == after:  # a few bytes (a flag in shared memory): nothing to weigh
         return None
     return f"shared memory {before} -> {after} per block"
 

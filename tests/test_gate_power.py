@@ -42,7 +42,7 @@ def test_injected_copies_compile_and_move_the_counts(tmp_path):
     counts = {}
     for name, path in copies.items():
         defines = {"THREADS": 128, "VPT": 8, **({"PAPROF_SPIN": 1000} if name == "spin" else {})}
-        (kernel,) = static.kernel_counts(static.CompileUnit((path,), defines), nvcc,
+        (kernel,) = static.kernel_counts(static.CompileUnit((path,), defines, "sm_90"), nvcc,
                                          static.find_cuobjdump()).values()
         counts[name] = kernel
     if "sass_bar" in counts["unchanged"]:

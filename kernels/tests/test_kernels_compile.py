@@ -179,7 +179,7 @@ def test_wgmma_runs_on_hgmma(dtype, head_dim):
     if cuobjdump is None:
         pytest.skip("cuobjdump not found (the test extra's nvidia-cuda-cuobjdump)")
     variant = FAMILY.variant("wgmma")
-    (unit,) = static.compile_units(variant, FAMILY.parse(f"dtype={dtype},head_dim={head_dim}"))
+    (unit,) = static.compile_units(variant, FAMILY.parse(f"dtype={dtype},head_dim={head_dim}"), FAMILY.arch)
     assert unit.arch == "sm_90a"
     counts = static.kernel_counts(unit, static.find_nvcc(), cuobjdump)["flash_fwd_wgmma"]
     assert counts["sass_hgmma"] == head_dim // 16 + 4 and counts["sass_hmma"] == 0, counts
@@ -221,7 +221,7 @@ def test_wgmma2_builds_compile_unserialised_without_spills(monkeypatch, tmp_path
     cuobjdump = static.find_cuobjdump()
     if cuobjdump is None:
         pytest.skip("cuobjdump not found (the test extra's nvidia-cuda-cuobjdump)")
-    (unit,) = static.compile_units(variant, shape)
+    (unit,) = static.compile_units(variant, shape, FAMILY.arch)
     counts = static.kernel_counts(unit, static.find_nvcc(), cuobjdump)["flash_fwd_wgmma2"]
     assert counts["sass_hgmma"] == WGMMA2_BUILDS[knobs] and counts["sass_hmma"] == 0, counts
 

@@ -1,8 +1,9 @@
 """Ctrl-C (SIGINT) at any moment: exit 130, one line on stderr, nothing half-written.
 
 Real processes (``python -m paprof`` and the console script's ``paprof.entry:main``)
-that get SIGINT: at a chosen point (an import hook or a patched call sends it to the
-process itself, so the moment is exact) and after a few delays into a real ``compare``.
+that get SIGINT at a chosen point: an import hook or a patched call sends it to the process
+itself, or, for a real ``python -m paprof compare``, the child says it has reached a moment
+and the test sends it then (no sleeps: the moments are the same on a loaded machine).
 """
 
 from __future__ import annotations
@@ -11,8 +12,8 @@ import os
 import signal
 import subprocess
 import sys
+import select
 import textwrap
-import time
 from pathlib import Path
 
 import pytest
@@ -91,25 +92,112 @@ def test_interrupt_while_writing_finishes_the_file_first(tmp_path, call):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["t.csv", "whole.csv"]
 
 
-def test_interrupt_at_several_moments_of_python_m_paprof(tmp_path):
-    interrupted = 0
-    for delay in (0.2, 0.4, 0.6, 0.8):
-        out = tmp_path / f"r{delay}.html"
+# The child's side of the moments below: a sitecustomize the test puts first on the child's
+# PYTHONPATH (so ``python -m paprof`` itself is run, unchanged). In the paprof process (not
+# its workers), the first time it reaches the moment $PAPROF_TEST_STOP_AT names (``import:M``,
+# just before module M is imported; ``open:D``, as it opens a file in folder D) it says so on
+# the pipe $PAPROF_TEST_STOP_FD and waits for the parent's SIGINT; it then hands the signal
+# to the handler that was in place, as if the SIGINT had come in at that very point.
+_STOP_SHIM = """
+import os, signal, sys, threading, time
+
+_AT = os.environ["PAPROF_TEST_STOP_AT"]
+_FD = int(os.environ["PAPROF_TEST_STOP_FD"])
+_PID = int(os.environ.setdefault("PAPROF_TEST_STOP_PID", str(os.getpid())))
+_done = []
+
+
+def _stop_here():
+    if _done or os.getpid() != _PID or threading.current_thread() is not threading.main_thread():
+        return
+    _done.append(True)
+    got = []
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: got.append(frame))
+    os.write(_FD, (_AT + "\\n").encode())
+    deadline = time.monotonic() + 300  # the test's own timeout ends it first
+    while not got and time.monotonic() < deadline:
+        time.sleep(0.01)  # a SIGINT cuts it short
+    signal.signal(signal.SIGINT, previous)
+    if got and callable(previous):
+        previous(signal.SIGINT, got[0])
+    elif got and previous == signal.SIG_DFL:
+        signal.raise_signal(signal.SIGINT)
+
+
+class _Imports:
+    def find_spec(self, name, path=None, target=None):
+        if _AT == "import:" + name:
+            _stop_here()
+        return None
+
+
+def _opens(event, args):
+    if (event == "open" and isinstance(args[0], str)
+            and _AT == "open:" + os.path.dirname(os.path.abspath(args[0]))):
+        _stop_here()
+
+
+sys.meta_path.insert(0, _Imports())
+sys.addaudithook(_opens)
+"""
+
+
+def _stop_at(moment: str, tmp_path: Path) -> tuple[dict, int, int]:
+    """The environment of a child that stops at ``moment`` (see ``_STOP_SHIM``), and the
+    two ends of the pipe it reports on."""
+    shim = tmp_path / "shim"
+    shim.mkdir(exist_ok=True)
+    (shim / "sitecustomize.py").write_text(_STOP_SHIM)
+    read, write = os.pipe()
+    path = [str(shim), str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]
+    env = {**os.environ, "MPLBACKEND": "Agg", "PYTHONPATH": os.pathsep.join(path),
+           "PAPROF_TEST_STOP_AT": moment, "PAPROF_TEST_STOP_FD": str(write)}
+    env.pop("PAPROF_TEST_STOP_PID", None)
+    return env, read, write
+
+
+def _reached(read: int, proc: subprocess.Popen) -> str:
+    """The moment the child reports on ``read``; fails if it exits first."""
+    ready, _, _ = select.select([read], [], [], 240)
+    said = os.read(read, 200).decode() if ready else ""
+    if not said:  # EOF: it ended (or hung) without reaching the moment
+        proc.kill()
+        _, err = proc.communicate()
+        pytest.fail(f"the child never reached its moment (exit {proc.returncode}): {err}")
+    return said.strip()
+
+
+# From the first import of the command line to the write of the report: the imports the
+# command makes on the way (matplotlib's interrupted in CI once), then the write itself.
+MOMENTS = ["import:click", "import:paprof.reports.html", "import:pandas",
+           "import:paprof.analysis.decompose", "import:matplotlib", "write"]
+
+
+@pytest.mark.parametrize("moment", MOMENTS)
+def test_interrupt_at_several_moments_of_python_m_paprof(tmp_path, moment):
+    folder = tmp_path / "out"
+    folder.mkdir()
+    out = folder / "r.html"
+    stop = f"open:{folder}" if moment == "write" else moment
+    env, read, write = _stop_at(stop, tmp_path)
+    try:
         proc = subprocess.Popen(
             [sys.executable, "-m", "paprof", "compare", "baseline", "v1", "v2", "v3", "v4",
              "handbook", "v5", "v6", "--runs", str(RUNS), "--out", str(out)],
-            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-            env={**os.environ, "MPLBACKEND": "Agg"}, preexec_fn=_sigint_default)
-        time.sleep(delay)
+            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+            pass_fds=(write,), preexec_fn=_sigint_default)
+        os.close(write)
+        assert _reached(read, proc) == stop
         proc.send_signal(signal.SIGINT)
-        _, err = proc.communicate(timeout=120)
-        if proc.returncode == 0:  # it finished first: nothing to interrupt
-            continue
-        interrupted += 1
-        assert (proc.returncode, err) == (130, ONE_LINE), f"SIGINT after {delay} s: {err}"
-        assert not out.exists() or out.read_text().rstrip().endswith("</html>")  # never partial
-    assert interrupted >= 2
-    assert [p for p in tmp_path.iterdir() if p.suffix == ".tmp"] == []
+        _, err = proc.communicate(timeout=240)
+    finally:
+        os.close(read)
+    assert (proc.returncode, err) == (130, ONE_LINE), f"SIGINT at {moment}: {err}"
+    if moment == "write":  # the write is finished first, never left partial
+        assert out.read_text().rstrip().endswith("</html>")
+    else:
+        assert not out.exists()
+    assert [p.name for p in folder.iterdir()] == ([out.name] if moment == "write" else [])
 
 
 def test_interrupt_in_process_is_one_line_not_aborted(monkeypatch):

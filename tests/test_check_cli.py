@@ -208,7 +208,7 @@ def test_concurrent_baseline_updates_do_not_collide(baseline_v3_entries, tmp_pat
 
     from paprof import outputs
 
-    barrier, real, errors = threading.Barrier(2, timeout=10), os.replace, []
+    barrier, real, errors = threading.Barrier(2, timeout=120), os.replace, []  # a guard, not a limit
 
     def replace(src, dst):
         barrier.wait()

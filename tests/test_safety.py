@@ -817,11 +817,12 @@ import sys, time
 from paprof import parallel
 
 def slow(x):
+    if x == 0:  # a worker is at work: the pool, and its SIGTERM handler, are in place
+        print("working", flush=True)
     time.sleep(0.2)
     return x
 
 if __name__ == "__main__":
-    print("started", flush=True)
     with parallel.ordered_map(slow, range(10000), 2) as results:
         for r in results:
             pass
@@ -834,8 +835,7 @@ def test_sigterm_while_workers_run_is_one_line(tmp_path):
     script.write_text(TERM_SCRIPT)
     proc = subprocess.Popen([sys.executable, str(script)], env={**os.environ, "PYTHONPATH": str(REPO)},
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=tmp_path)
-    assert proc.stdout.readline().strip() == b"started"
-    time.sleep(0.5)
+    assert proc.stdout.readline().strip() == b"working"
     proc.send_signal(signal.SIGTERM)
     _out, err = proc.communicate(timeout=60)
     assert proc.returncode == 143
@@ -927,6 +927,8 @@ for i in range(10**6):
         body = (tag + "|") * rng.choice([3, 3, 3, 4])  # equal sizes happen: not relied on
         pending.report.write_text(body)
         store.write_sidecar(pending.sidecar, {"variant": "v5", "tag": tag})
+    if i == 0:
+        print("wrote", flush=True)
 '''
 
 
@@ -935,12 +937,17 @@ def test_concurrent_writers_killed_at_random_never_leave_a_mixed_record(tmp_path
     rng = random.Random(27)
     for _round in range(6):
         procs = [subprocess.Popen([sys.executable, "-c", KILLED_WRITER, str(tmp_path), str(k)],
-                                  env=env, stderr=subprocess.DEVNULL) for k in range(3)]
-        time.sleep(0.6 + rng.random() * 0.4)
+                                  env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+                 for k in range(3)]
+        for p in procs:  # each has written a record: the kills below land mid-writing
+            assert p.stdout.readline() == b"wrote\n"
+        time.sleep(rng.random() * 0.4)
         for p in procs:
             time.sleep(rng.random() * 0.05)
             p.kill()
             p.wait()
+            p.stdout.close()
+        assert store.find_runs(tmp_path)
         for run in store.find_runs(tmp_path):
             assert run.sidecar is not None, "a report without its sidecar"
             body = run.report.read_text()

@@ -1,16 +1,17 @@
-"""Shared test configuration: the gpu marker skips itself where CuPy or a GPU is missing."""
+"""Shared test configuration: the gpu marker skips itself where CuPy or a GPU is missing;
+the fixtures several test modules use (what they build from is in helpers.py)."""
 
 from __future__ import annotations
 
 import functools
+import os
+import sys
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
-ROOT = Path(__file__).resolve().parents[1]
-EXAMPLES = ROOT / "examples" / "h200"
-
-
+from helpers import EXAMPLES, FAKE_DIR, FAKE_VARS, FakeLauncher, extract, relabelled, shipped
 @functools.lru_cache(maxsize=None)
 def _gpu_reason() -> str | None:
     try:
@@ -53,9 +54,7 @@ def _cubin_cache(tmp_path_factory):
 def unpacked(tmp_path_factory):
     """``unpacked(archive)``: the folder a shipped ``.tar.xz`` of runs is extracted into,
     once a session whichever tests ask; read it, never change it (a test that changes the
-    runs extracts its own copy: ``archives.extract``)."""
-    from archives import extract
-
+    runs extracts its own copy: ``helpers.extract``)."""
     done: dict[Path, Path] = {}
 
     def unpack(archive: Path) -> Path:
@@ -65,3 +64,64 @@ def unpacked(tmp_path_factory):
         return done[archive]
 
     return unpack
+
+
+@pytest.fixture
+def paprof_cli():
+    """The ``paprof`` click group, with the CLI's one-line error handling."""
+    from paprof.cli import main
+
+    return main
+
+
+@pytest.fixture
+def invoke(paprof_cli):
+    """Run ``paprof ARGS...`` in-process; the click ``Result``."""
+
+    def run(*args):
+        return CliRunner().invoke(paprof_cli, [str(a) for a in args], catch_exceptions=False)
+
+    return run
+
+
+@pytest.fixture
+def fake_bin(tmp_path, monkeypatch) -> Path:
+    """tests/fake_ncu/{ncu,nvidia-smi} first on PATH (run by this Python); $NCU unset."""
+    folder = tmp_path / "fake-bin"
+    folder.mkdir()
+    for script in ("ncu", "nvidia-smi"):
+        text = (FAKE_DIR / script).read_text().split("\n", 1)[1]
+        target = folder / script
+        target.write_text(f"#!{sys.executable}\n{text}")
+        target.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{folder}{os.pathsep}{os.environ.get('PATH', '')}")
+    monkeypatch.delenv("NCU", raising=False)
+    for var in FAKE_VARS:
+        monkeypatch.delenv(var, raising=False)
+    return folder
+
+
+@pytest.fixture
+def fake_launcher(monkeypatch) -> FakeLauncher:
+    """``profile.run_launcher`` (the GPU step) replaced by a ``FakeLauncher``."""
+    from paprof.profiler import profile
+
+    fake = FakeLauncher()
+    monkeypatch.setattr(profile, "run_launcher", fake)
+    return fake
+
+
+@pytest.fixture
+def v3_baseline(invoke, tmp_path):
+    """A baseline of the shipped H200 v3 run, written by ``paprof baseline update``."""
+    shipped("v3")
+    out = tmp_path / "h200.json"
+    result = invoke("baseline", "update", "--runs", EXAMPLES, "--variant", "v3", "--out", out)
+    assert result.exit_code == 0, result.output
+    return out
+
+
+@pytest.fixture
+def v2_as_v3(tmp_path):
+    """A run store where v3's run is v2's report: as if v3's code had regressed to v2."""
+    return relabelled(shipped("v2"), tmp_path / "runs", "v3")

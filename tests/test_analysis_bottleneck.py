@@ -12,10 +12,7 @@ import pytest
 from paprof.analysis import bottleneck as B
 from paprof.analysis.bottleneck import Thresholds, classify
 
-try:
-    from test_analysis_fakes import make_metrics
-except ImportError:  # tests/ as a package
-    from tests.test_analysis_fakes import make_metrics
+from helpers import make_metrics
 
 
 def label(**kw):

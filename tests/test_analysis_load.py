@@ -12,10 +12,7 @@ from paprof.analysis import load
 from paprof.analysis import metrics as M
 from paprof.errors import UserError
 
-try:
-    from test_analysis_fakes import FakeRule, make_action
-except ImportError:  # tests/ as a package
-    from tests.test_analysis_fakes import FakeRule, make_action
+from helpers import FakeRule, make_action
 
 
 @pytest.fixture

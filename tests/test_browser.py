@@ -81,7 +81,7 @@ def report(tmp_path_factory) -> Path:
     else:  # pragma: no cover - only before the shipped runs exist
         from paprof.reports.context import build_context
         from paprof.reports.html import render_html
-        from test_compare import V3, comparison, make_row, split_rows
+        from helpers import V3, comparison, make_row, split_rows
 
         ctx = build_context(comparison(make_row("v2"), make_row("v3", **V3), *split_rows("v4")))
         out.write_text(render_html(ctx))

@@ -14,10 +14,7 @@ from paprof.gate import calibration
 from paprof.cli import main
 from paprof.profiler import provenance
 
-try:
-    from conftest import EXAMPLES
-except ImportError:  # tests/ became a package
-    from tests.conftest import EXAMPLES
+from helpers import EXAMPLES
 
 RUN = EXAMPLES / "nvidia-h200" / "paged_decode"
 SLUG = "b64_ctx4096_h32x8_d128_p16_fp32"

@@ -10,32 +10,14 @@ from __future__ import annotations
 import errno
 import json
 import os
-import shutil
 import xml.etree.ElementTree as ET
-from pathlib import Path
 
 import numpy as np
 import pytest
-from click.testing import CliRunner
 
-from conftest_profiler import fake_bin, fake_launcher, paprof_cli  # noqa: F401 (fixtures)
 from paprof import gate
 from paprof import recheck
-from test_regress import make_rows, make_table
-
-ROOT = Path(__file__).resolve().parents[1]
-SHIPPED = ROOT / "examples" / "h200"
-FAMILY_DIR = SHIPPED / "nvidia-h200" / "paged_decode"
-
-
-@pytest.fixture
-def invoke(paprof_cli):
-    """Run ``paprof ARGS...`` in-process; the click ``Result``."""
-
-    def run(*args):
-        return CliRunner().invoke(paprof_cli, [str(a) for a in args], catch_exceptions=False)
-
-    return run
+from helpers import EXAMPLES, ROOT, make_rows, make_table, shipped
 
 
 # -- wiring, on synthetic tables -------------------------------------------------------
@@ -337,36 +319,6 @@ def test_help_documents_exit_codes_and_tolerances(invoke):
 # -- on the shipped H200 runs ----------------------------------------------------------
 
 
-def _shipped(variant: str) -> Path:
-    folder = FAMILY_DIR / variant
-    reports = sorted(folder.glob("*.ncu-rep")) if folder.is_dir() else []
-    if not reports or not reports[0].with_suffix(".json").is_file():
-        pytest.skip(f"shipped H200 run missing: {folder}/<shape>.ncu-rep with its .json sidecar")
-    return reports[0]
-
-
-@pytest.fixture
-def v3_baseline(invoke, tmp_path):
-    _shipped("v3")
-    out = tmp_path / "h200.json"
-    result = invoke("baseline", "update", "--runs", SHIPPED, "--variant", "v3", "--out", out)
-    assert result.exit_code == 0, result.output
-    return out
-
-
-@pytest.fixture
-def v2_as_v3(tmp_path):
-    """A run store where v3's run is v2's report: as if v3's code had regressed to v2."""
-    report = _shipped("v2")
-    folder = tmp_path / "runs" / "nvidia-h200" / "paged_decode" / "v3"
-    folder.mkdir(parents=True)
-    shutil.copy(report, folder / report.name)
-    sidecar = json.loads(report.with_suffix(".json").read_text())
-    sidecar["variant"] = "v3"
-    (folder / report.with_suffix(".json").name).write_text(json.dumps(sidecar))
-    return tmp_path / "runs"
-
-
 def test_shipped_v3_baseline_records_provenance(v3_baseline):
     data = json.loads(v3_baseline.read_text())
     (entry,) = data["entries"]
@@ -381,7 +333,7 @@ def test_shipped_v3_baseline_records_provenance(v3_baseline):
 
 def test_shipped_v3_passes_its_own_baseline(invoke, v3_baseline, tmp_path):
     junit = tmp_path / "check.xml"
-    result = invoke("check", "--baseline", v3_baseline, "--runs", SHIPPED, "--junit", junit)
+    result = invoke("check", "--baseline", v3_baseline, "--runs", EXAMPLES, "--junit", junit)
     assert result.exit_code == 0, result.output
     root = ET.parse(junit).getroot()
     assert (root.get("tests"), root.get("failures")) == ("3", "0")
@@ -392,18 +344,18 @@ def test_update_and_check_read_each_sidecar_once(invoke, tmp_path, monkeypatch):
     # (a store of 10,000 runs read every sidecar three times).
     from paprof.profiler import store
 
-    _shipped("v3")
+    shipped("v3")
     reads = []
     real = store._read_sidecar
     monkeypatch.setattr(store, "_read_sidecar",
                         lambda report: reads.append(str(report)) or real(report))
-    held = len(store.find_runs(SHIPPED))
+    held = len(store.find_runs(EXAMPLES))
     reads.clear()
     out = tmp_path / "all.json"
-    assert invoke("baseline", "update", "--runs", SHIPPED, "--out", out).exit_code == 0
+    assert invoke("baseline", "update", "--runs", EXAMPLES, "--out", out).exit_code == 0
     assert len(reads) == len(set(reads)) == held
     reads.clear()
-    result = invoke("check", "--baseline", out, "--runs", SHIPPED)
+    result = invoke("check", "--baseline", out, "--runs", EXAMPLES)
     assert result.exit_code == 0, result.output
     assert len(reads) == len(set(reads)) == held
 
@@ -440,16 +392,16 @@ def test_shipped_mismatched_gpu_exits_2(invoke, v3_baseline):
     data = json.loads(v3_baseline.read_text())
     data["entries"][0]["provenance"]["gpu"] = "NVIDIA A100-SXM4-80GB"
     v3_baseline.write_text(json.dumps(data))
-    result = invoke("check", "--baseline", v3_baseline, "--runs", SHIPPED)
+    result = invoke("check", "--baseline", v3_baseline, "--runs", EXAMPLES)
     assert result.exit_code == 2
     assert "NVIDIA A100-SXM4-80GB" in result.stderr and "NVIDIA H200" in result.stderr
-    allowed = invoke("check", "--baseline", v3_baseline, "--runs", SHIPPED, "--allow-mismatch")
+    allowed = invoke("check", "--baseline", v3_baseline, "--runs", EXAMPLES, "--allow-mismatch")
     assert allowed.exit_code == 0, allowed.output
 
 
 def test_shipped_corrupt_baseline_exits_2(invoke, v3_baseline):
     v3_baseline.write_text(v3_baseline.read_text()[:-30])
-    result = invoke("check", "--baseline", v3_baseline, "--runs", SHIPPED)
+    result = invoke("check", "--baseline", v3_baseline, "--runs", EXAMPLES)
     assert result.exit_code == 2 and "corrupt" in result.stderr
 
 
@@ -457,7 +409,7 @@ def test_shipped_profile_path_end_to_end_with_fake_ncu(
     invoke, v3_baseline, fake_bin, fake_launcher, monkeypatch, tmp_path
 ):
     """``check --profile --profiled-launches 3`` drives the real profiler (fake ncu copies v3's report)."""
-    monkeypatch.setenv("FAKE_NCU_REPORT", str(_shipped("v3")))
+    monkeypatch.setenv("FAKE_NCU_REPORT", str(shipped("v3")))
     argv_file = tmp_path / "ncu-argv.json"
     monkeypatch.setenv("FAKE_NCU_ARGV", str(argv_file))
     runs = tmp_path / "new-runs"
@@ -479,7 +431,7 @@ def test_check_table_keeps_the_dtype_of_each_shape(invoke, tmp_path):
     store = tmp_path / "runs" / "nvidia-h200" / "paged_decode" / "v5"
     store.mkdir(parents=True)
     fp16 = ROOT / "examples" / "sweeps" / "h200-profile" / "nvidia-h200" / "paged_decode" / "v5"
-    for source in [*(SHIPPED / "nvidia-h200" / "paged_decode" / "v5").glob("b64_ctx4096_*_fp32.*"),
+    for source in [*(EXAMPLES / "nvidia-h200" / "paged_decode" / "v5").glob("b64_ctx4096_*_fp32.*"),
                    *fp16.glob("b64_ctx4096_*_fp16.*")]:
         shutil.copy(source, store)
     runs = tmp_path / "runs"

@@ -1,96 +1,21 @@
 """``paprof.analysis.compare``: deltas and step stories from synthetic frames.
 
-The factories build the loader's frame (one row per kernel) from a few metrics, with
-defaults taken from the source documents' v2; ``summed`` goes through the real
-``variant_rows``. Other test modules import them from here.
+The frames come from ``helpers``' factories (the loader's frame, one row per kernel, from
+a few metrics, with defaults taken from the source documents' v2); ``summed`` goes
+through the real ``variant_rows``.
 """
 
 from __future__ import annotations
 
 import math
 
-import pandas as pd
 import pytest
 
 from paprof.errors import UserError
 
 from paprof.analysis import compare as C
-from paprof.analysis.load import columns, variant_rows
 
-SIDE = {
-    "schema": 1, "family": "paged_decode", "gpu": "NVIDIA H200", "gpu_slug": "nvidia-h200",
-    "driver": "580.159.04", "ncu_version": "2025.3.1.0", "clock_control": "none",
-    "preset": "default", "shape": "batch=64,q_heads=32,kv_heads=8,head_dim=128,page=16,context=4096,dtype=fp32",
-    "shape_slug": "b64_ctx4096_h32x8_d128_p16_fp32", "created": "2026-11-29T13:00:00+00:00",
-    "git_commit": "abc1234", "git_dirty": False,
-    "verification": {"passed": True, "rel_error": 1e-7, "max_abs_error": 1e-6, "tolerance": 1e-5},
-}
-
-V2 = dict(
-    duration_us=4950.0, elapsed_cycles=9.8e6, sm_throughput_pct=17.0, memory_throughput_pct=57.4,
-    dram_throughput_pct=57.4, l1_throughput_pct=30.0, l2_throughput_pct=55.0,
-    dram_active_cycles=39.1e6, dram_bytes=2.147e9, achieved_bandwidth_gbs=2.147e9 / 4950e-6 / 1e9,
-    registers_per_thread=64, shared_mem_per_block_bytes=0, theoretical_occupancy_pct=50.0,
-    achieved_occupancy_pct=37.6, block_limit_registers=32, block_limit_shared_mem=32,
-    block_limit_warps=64, block_limit_blocks=16, occupancy_limiter="blocks", waves_per_sm=0.97,
-    grid_size=2048, block_size=32, bottleneck="latency-bound", sm_count=132,
-    issue_active_pct=20.0, top_stall_reason="long_scoreboard", top_stall_cycles=30.0,
-)
-V3 = dict(
-    V2, duration_us=3350.0, elapsed_cycles=6.6e6, sm_throughput_pct=20.0, memory_throughput_pct=84.9,
-    dram_throughput_pct=84.9, l1_throughput_pct=33.0, l2_throughput_pct=80.0,
-    achieved_bandwidth_gbs=2.147e9 / 3350e-6 / 1e9, registers_per_thread=39,
-    shared_mem_per_block_bytes=16384, theoretical_occupancy_pct=41.7, achieved_occupancy_pct=40.1,
-    block_limit_registers=12, block_limit_shared_mem=5, block_limit_warps=16, block_limit_blocks=16,
-    occupancy_limiter="shared_mem", waves_per_sm=0.78, grid_size=512, block_size=128,
-    bottleneck="dram-bound",
-)
-
-
-def make_row(variant="v2", kernel=None, report=None, sidecar="default", launch=0, rules=(),
-             evidence=None, **metrics) -> dict:
-    """One loader row: V2's numbers overridden by ``metrics``."""
-    row = {c: math.nan for c in columns()}
-    row.update({k: v for k, v in V2.items()})
-    row.update(metrics)
-    side = dict(SIDE, variant=variant) if sidecar == "default" else sidecar
-    row.update(
-        variant=variant, family="paged_decode", kernel=kernel or f"paged_decode_{variant}",
-        launch=launch, step=launch, shape=(side or {}).get("shape", ""), gpu=(side or {}).get("gpu", "NVIDIA H200"),
-        rules=list(rules), report_path=report or f"/runs/nvidia-h200/paged_decode/{variant}/b64.ncu-rep",
-        sidecar=side, result_index=0,
-        bottleneck_evidence=evidence if evidence is not None else [f"evidence for {metrics.get('bottleneck', V2['bottleneck'])}"],
-    )
-    return row
-
-
-def make_frame(*rows: dict) -> pd.DataFrame:
-    """The loader's frame from rows (result_index numbered per report)."""
-    seen: dict[str, int] = {}
-    for row in rows:
-        row["result_index"] = seen.get(row["report_path"], 0)
-        seen[row["report_path"]] = row["result_index"] + 1
-    df = pd.DataFrame(list(rows), columns=columns())
-    df.attrs["missing"] = {}
-    return df
-
-
-def comparison(*rows: dict, thresholds=C.THRESHOLDS, order=None, cross=False) -> C.Comparison:
-    df = make_frame(*rows)
-    return C.compare(df, variant_rows(df), order=order, thresholds=thresholds, cross=cross)
-
-
-def split_rows(variant="v4", **kw) -> list[dict]:
-    """A split-KV variant: a partial kernel and a small merge kernel in one report."""
-    report = f"/runs/nvidia-h200/paged_decode/{variant}/b64.ncu-rep"
-    partial = make_row(variant, kernel=f"paged_decode_{variant}_partial", report=report,
-                       **dict(dict(duration_us=3920.0, dram_throughput_pct=73.4, grid_size=8192,
-                                   block_size=32, bottleneck="dram-bound", dram_bytes=2.2e9,
-                                   dram_active_cycles=40e6, waves_per_sm=3.9), **kw))
-    merge = make_row(variant, kernel=f"paged_decode_{variant}_merge", report=report,
-                     duration_us=22.6, dram_throughput_pct=85.7, grid_size=2048, block_size=32,
-                     dram_bytes=0.02e9, dram_active_cycles=0.2e6, bottleneck="dram-bound")
-    return [partial, merge]
+from helpers import SIDE, V3, comparison, make_row, split_rows
 
 
 # -- the v2 -> v3 story ---------------------------------------------------------------------

@@ -10,10 +10,7 @@ import pytest
 
 from paprof.analysis.compare import causes
 
-try:
-    from test_compare import SIDE, V3, comparison, make_row
-except ImportError:  # tests/ became a package
-    from tests.test_compare import SIDE, V3, comparison, make_row
+from helpers import SIDE, V3, comparison, make_row
 
 # a latency-bound kernel on an H200-like GPU with the traffic counters of the default preset
 BASE = dict(
@@ -256,10 +253,7 @@ def test_the_compression_estimate_is_never_a_move():
 
 
 def test_a_split_variants_rules_name_their_kernel():
-    try:
-        from test_compare import split_rows
-    except ImportError:
-        from tests.test_compare import split_rows
+    from helpers import split_rows
     rows = split_rows()
     rows[0]["rules"] = [_rule("CPIStall", 45.0)]
     rows[0]["bottleneck"] = "latency-bound"

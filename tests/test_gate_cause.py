@@ -9,38 +9,23 @@ fast variant's baseline checked against the slow one's run relabelled as the fas
 from __future__ import annotations
 
 import json
-import shutil
 import tarfile
 import xml.etree.ElementTree as ET
-from pathlib import Path
 
 import pytest
 
-from conftest_profiler import paprof_cli  # noqa: F401 (fixture)
 from paprof import gate
 from paprof.analysis import decompose as dc
 from paprof.gate import cause
-from test_check_cli import ROOT, SHIPPED, _shipped
-from test_check_cli import invoke, v2_as_v3, v3_baseline  # noqa: F401 (fixtures)
+from helpers import EXAMPLES, ROOT, relabelled, shipped
 
 ZOO = ROOT / "examples" / "zoo" / "runs.tar.xz"
-
-
-def relabelled(report: Path, where: Path, variant: str) -> Path:
-    """A run store holding ``report`` as ``variant``'s run (its code regressed to it)."""
-    folder = where / "nvidia-h200" / report.parent.parent.name / variant
-    folder.mkdir(parents=True)
-    shutil.copy(report, folder / report.name)
-    side = json.loads(report.with_suffix(".json").read_text())
-    side["variant"] = variant
-    (folder / report.with_suffix(".json").name).write_text(json.dumps(side))
-    return where
 
 
 def _compared(a: str, b: str):
     from paprof.analysis.compare import compare_reports
 
-    return compare_reports([_shipped(a), _shipped(b)]).variants
+    return compare_reports([shipped(a), shipped(b)]).variants
 
 
 # -- the counters a baseline keeps --------------------------------------------------------
@@ -154,10 +139,10 @@ def test_an_old_baseline_reads_its_report_where_it_is_still_there(invoke, v3_bas
 
 
 def test_an_improvement_gets_a_short_cause(invoke, tmp_path):
-    runs = relabelled(_shipped("v2"), tmp_path / "runs", "v3")
+    runs = relabelled(shipped("v2"), tmp_path / "runs", "v3")
     base = tmp_path / "v2.json"
     assert invoke("baseline", "update", "--runs", runs, "--variant", "v3", "--out", base).exit_code == 0
-    result = invoke("check", "--baseline", base, "--runs", SHIPPED, "--metric", "duration_us")
+    result = invoke("check", "--baseline", base, "--runs", EXAMPLES, "--metric", "duration_us")
     assert result.exit_code == 0, result.output
     (line,) = [l for l in result.stdout.splitlines() if l.startswith("CAUSE")]
     assert line.startswith("CAUSE paged_decode/v3 (improved): kernel time -5")

@@ -13,12 +13,7 @@ from paprof.errors import UserError
 lab = pytest.importorskip("paprof_kernels", reason="the kernel lab is not installed (pip install -e ./kernels)")
 from paprof_kernels.flash_fwd import FAMILY, GATE_METRICS  # noqa: E402
 
-try:
-    from conftest_profiler import fake_bin, fake_launcher  # noqa: F401
-    from test_regress import make_table
-except ImportError:  # tests/ as a package
-    from tests.conftest_profiler import fake_bin, fake_launcher  # noqa: F401
-    from tests.test_regress import make_table
+from helpers import make_table  # noqa: E402
 
 
 # -- the registry: an id names its family when it is unique ------------------------------

@@ -17,12 +17,7 @@ from paprof.profiler import environment
 from paprof.profiler.argv import NcuSettings
 from paprof.profiler.profile import profile_variant
 
-try:
-    from conftest_profiler import fake_bin, fake_launcher  # noqa: F401
-    from fake_pynvml import FakeNvml
-except ImportError:  # tests/ became a package
-    from tests.conftest_profiler import fake_bin, fake_launcher  # noqa: F401
-    from tests.fake_pynvml import FakeNvml
+from helpers import FakeNvml
 
 SW_THERMAL, SW_POWER, IDLE = 0x20, 0x4, 0x1
 

@@ -9,7 +9,6 @@ import math
 import multiprocessing
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import textwrap

@@ -10,10 +10,6 @@ from click.testing import CliRunner
 
 from paprof.profiler import profile
 
-try:
-    from conftest_profiler import fake_bin, fake_launcher, paprof_cli  # noqa: F401
-except ImportError:  # tests/ became a package
-    from tests.conftest_profiler import fake_bin, fake_launcher, paprof_cli  # noqa: F401
 
 
 def invoke(cli, *args):
@@ -99,7 +95,7 @@ def test_environment_errors_exit_2(paprof_cli, fake_bin, fake_launcher, tmp_path
 def test_run_cmd_profiles_an_external_program_unverified(paprof_cli, fake_bin, fake_launcher, tmp_path, monkeypatch):
     """The command kind end to end with the fake ncu: stored under family 'command', the
     launcher never runs, the sidecar and every report say 'not verified'."""
-    from conftest_profiler import real_report
+    from helpers import real_report
 
     monkeypatch.setenv("FAKE_NCU_ARGV", str(tmp_path / "argv.json"))
     monkeypatch.setenv("FAKE_NCU_REPORT", str(real_report()))

@@ -14,10 +14,7 @@ from paprof.profiler.argv import NcuSettings
 from paprof.profiler.locate import import_ncu_report
 from paprof.profiler.profile import profile_variant, profile_variants
 
-try:
-    from conftest_profiler import REPORT_ENV, fake_bin, fake_launcher, real_report  # noqa: F401
-except ImportError:  # tests/ became a package
-    from tests.conftest_profiler import REPORT_ENV, fake_bin, fake_launcher, real_report  # noqa: F401
+from helpers import REPORT_ENV, real_report
 
 SHAPE = parse_shape("batch=64,context=4096")
 CONTRACT_KEYS = {

@@ -9,10 +9,6 @@ import pytest
 from paprof import __version__
 from paprof.profiler import provenance
 
-try:
-    from conftest_profiler import fake_bin  # noqa: F401
-except ImportError:  # tests/ became a package
-    from tests.conftest_profiler import fake_bin  # noqa: F401
 
 
 @pytest.mark.parametrize(

@@ -15,10 +15,6 @@ from paprof.profiler.locate import find_ncu
 from paprof.profiler.ncu_log import NcuLog, parse_profiling
 from paprof.profiler.runner import run_ncu
 
-try:
-    from conftest_profiler import fake_bin  # noqa: F401
-except ImportError:  # tests/ became a package
-    from tests.conftest_profiler import fake_bin  # noqa: F401
 
 
 def test_parse_profiling_lines():

@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import xml.etree.ElementTree as ET
 
-import pandas as pd
 import pytest
 
 from paprof import gate
@@ -30,75 +29,12 @@ from paprof.gate import (
 )
 from paprof.errors import UserError
 
-SHAPE = "batch=64,q_heads=32,kv_heads=8,head_dim=128,page=16,context=4096,dtype=fp32"
-OTHER_SHAPE = SHAPE.replace("batch=64", "batch=8")
-SECTIONS = ["SpeedOfLight", "MemoryWorkloadAnalysis", "Occupancy", "LaunchStats"]
-
-
-def make_sidecar(**override) -> dict:
-    side = {
-        "schema": 1,
-        "family": "paged_decode",
-        "gpu": "NVIDIA H200",
-        "ncu_version": "2025.3.1.0",
-        "clock_control": "none",
-        "sections": SECTIONS,
-        "preset": "default",
-        "driver": "580.159.04",
-        "git_commit": "abc1234",
-        "created": "2026-11-29T13:00:00+00:00",
-    }
-    side.update(override)
-    return side
-
-
-def make_rows(
-    variant="v3",
-    dram=(80.0,),
-    duration=(1000.0,),
-    dram_bytes=(2.0e9,),
-    shape=SHAPE,
-    family="paged_decode",
-    report=None,
-    **sidecar,
-) -> list[dict]:
-    """One row per launch (the loader's ``variant_rows`` layout) of one report; a
-    metric given one value has that value at every launch."""
-    n = max(len(dram), len(duration), len(dram_bytes))
-    dram, duration, dram_bytes = (v * n if len(v) == 1 else v for v in (dram, duration, dram_bytes))
-    assert len(dram) == len(duration) == len(dram_bytes) == n
-    side = make_sidecar(**sidecar)
-    report = report or f"runs/nvidia-h200/{family}/{variant}/{shape}.ncu-rep"
-    return [
-        {
-            "variant": variant,
-            "family": family,
-            "launch": i,
-            "shape": shape,
-            "gpu": side.get("gpu"),
-            "dram_throughput_pct": d,
-            "duration_us": t,
-            "dram_bytes": b,
-            "report_path": report,
-            "sidecar": side,
-        }
-        for i, (d, t, b) in enumerate(zip(dram, duration, dram_bytes))
-    ]
-
-
-def make_table(*row_lists, missing=None) -> pd.DataFrame:
-    df = pd.DataFrame([row for rows in row_lists for row in rows])
-    df.attrs["missing"] = missing or {}
-    return df
+from helpers import OTHER_SHAPE, SECTIONS, SHAPE, make_rows, make_table, verdict_for
 
 
 @pytest.fixture
 def baseline_v3() -> Baseline:
     return make_baseline(make_table(make_rows()))
-
-
-def verdict_for(baseline, *row_lists, **settings):
-    return compare_to_baseline(baseline, make_table(*row_lists), Settings(**settings))
 
 
 def status(verdict, metric="dram_throughput_pct"):

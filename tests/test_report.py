@@ -16,7 +16,7 @@ from paprof.reports import build
 from paprof.reports.context import build_context
 from paprof.reports.html import render_html
 from paprof.reports.markdown import md_escape, render_markdown
-from test_compare import SIDE, V3, comparison, make_frame, make_row, split_rows
+from helpers import SIDE, V3, comparison, make_frame, make_row, split_rows
 
 EVIL = "<script>alert('x')</script>"
 

@@ -15,12 +15,7 @@ from paprof.errors import UserError
 from paprof.sweep import manifest as M
 from paprof.sweep import run as run_module
 
-try:
-    from conftest_profiler import paprof_cli  # noqa: F401
-    from sweep_fakes import FakeRunner
-except ImportError:  # tests/ became a package
-    from tests.conftest_profiler import paprof_cli  # noqa: F401
-    from tests.sweep_fakes import FakeRunner
+from helpers import FakeRunner
 
 SWEEP = ["sweep", "--variant", "v5", "--grid", "batch=1,2", "--shape", "dtype=fp16"]
 
@@ -109,7 +104,6 @@ def test_a_variant_id_with_the_temp_mark_is_refused():
 # -- F2 / F11 / F9: no code from folders the user does not own; broken families one line --
 
 import sys  # noqa: E402
-import textwrap  # noqa: E402
 
 from paprof import registry  # noqa: E402
 
@@ -429,10 +423,8 @@ def test_a_sweep_profiles_with_force_as_its_replace_option(tmp_path, monkeypatch
 
 import xml.etree.ElementTree as ET  # noqa: E402
 
-try:
-    from test_regress import make_baseline, make_rows, make_table, verdict_for
-except ImportError:  # tests/ became a package
-    from tests.test_regress import make_baseline, make_rows, make_table, verdict_for
+from paprof.gate import make_baseline  # noqa: E402
+from helpers import make_rows, make_table, verdict_for  # noqa: E402
 
 HOSTILE = "v<script>alert(1)</script><img src=x onerror=alert(2)>[a](javascript:alert(3))\x01\x08\x1b[31m]]>\ufffe"
 HOSTILE_SHAPE = "batch=64,<svg onload=alert(4)>\x1b[2J"
@@ -500,7 +492,7 @@ from rich.console import Console
 from paprof import registry
 from paprof.sweep import grid as G
 from paprof.sweep.run import run_sweep
-from sweep_fakes import FakeRunner, GPU
+from helpers import FakeRunner, GPU
 
 class Slow(FakeRunner):
     def __call__(self, *a, **k):
@@ -848,8 +840,6 @@ from paprof import gate  # noqa: E402
 
 
 def _baseline_dict():
-    from test_regress import make_rows as rows_of  # noqa: F401  (tests/ on the path)
-
     data = make_baseline(make_table(make_rows(duration=(1000.0, 1010.0, 1020.0),
                                               dram=(80.0, 80.5, 81.0)))).to_dict()
     return data

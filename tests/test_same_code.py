@@ -17,10 +17,6 @@ from paprof.family import CommandVariant
 from paprof.profiler.argv import NcuSettings
 from paprof.profiler.profile import profile_variant
 
-try:
-    from conftest_profiler import fake_bin, fake_launcher  # noqa: F401
-except ImportError:  # tests/ became a package
-    from tests.conftest_profiler import fake_bin, fake_launcher  # noqa: F401
 
 SHAPE = parse_shape("batch=8,context=1024")
 SASS = """

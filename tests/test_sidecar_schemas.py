@@ -13,10 +13,7 @@ import pytest
 
 from paprof.analysis import load
 
-try:
-    from conftest import EXAMPLES
-except ImportError:  # tests/ became a package
-    from tests.conftest import EXAMPLES
+from helpers import EXAMPLES
 
 RUN = EXAMPLES / "nvidia-h200" / "paged_decode"
 SCHEMA1 = Path(__file__).resolve().parent / "data" / "schema1" / "nvidia-h200" / "paged_decode"

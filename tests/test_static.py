@@ -9,9 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
-from conftest_profiler import paprof_cli  # noqa: F401 (fixture)
 from paprof import registry, static
 from paprof.errors import UserError
 
@@ -91,14 +89,6 @@ def test_missing_nvcc_is_one_line(monkeypatch):
     monkeypatch.setattr(static, "_tools", lambda name, wheel=False: None)
     with pytest.raises(UserError, match="nvcc not found"):
         static.find_nvcc()
-
-
-@pytest.fixture
-def invoke(paprof_cli):
-    def run(*args):
-        return CliRunner().invoke(paprof_cli, [str(a) for a in args], catch_exceptions=False)
-
-    return run
 
 
 @needs_nvcc

@@ -70,7 +70,7 @@ def test_a_split_variant_is_one_step_of_two_kernels():
 
 def _three_steps(where):
     """A private copy: the test below rewrites its record."""
-    from archives import extract
+    from helpers import extract
 
     return next(extract(Path(__file__).parent / "data" / "v4-three-steps.tar.xz", where).rglob("*.ncu-rep"))
 

@@ -12,12 +12,7 @@ from paprof.sweep import gpus as gpus_module
 from paprof.sweep import manifest as M
 from paprof.sweep import run as run_module
 
-try:
-    from conftest_profiler import paprof_cli  # noqa: F401
-    from sweep_fakes import FakeRunner
-except ImportError:  # tests/ became a package
-    from tests.conftest_profiler import paprof_cli  # noqa: F401
-    from tests.sweep_fakes import FakeRunner
+from helpers import FakeRunner
 
 SWEEP = ["sweep", "--variant", "v5", "--variant", "v6", "--grid", "batch=1,4,16,64",
          "--grid", "context=4096,32768", "--shape", "dtype=fp16"]

@@ -16,12 +16,7 @@ from paprof.sweep.gpus import parse_gpus, run_on_gpus, shards_folder
 from paprof.sweep.merge import merge_stores
 from paprof.sweep.run import run_sweep
 
-try:
-    from conftest import EXAMPLES
-    from sweep_fakes import GPU, FakeRunner, record, write_record
-except ImportError:  # tests/ became a package
-    from tests.conftest import EXAMPLES
-    from tests.sweep_fakes import GPU, FakeRunner, record, write_record
+from helpers import EXAMPLES, FakeRunner, GPU, record, write_record
 
 QUIET = Console(stderr=True, force_terminal=False, width=200)
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import shutil
-from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -17,12 +16,7 @@ from paprof.sweep import grid as G
 from paprof.sweep import report as R
 from paprof.sweep.run import SweepSettings, VariantOutcome, run_sweep
 
-try:
-    from conftest import EXAMPLES
-    from sweep_fakes import GPU, FakeRunner
-except ImportError:  # tests/ became a package
-    from tests.conftest import EXAMPLES
-    from tests.sweep_fakes import GPU, FakeRunner
+from helpers import EXAMPLES, FakeRunner, GPU
 
 QUIET = Console(stderr=True, force_terminal=False, width=200)
 # real H200 reports of v5/v6 in fp16 at batch 4 and 64: the shipped profile-mode sweep's

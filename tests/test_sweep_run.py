@@ -13,10 +13,7 @@ from paprof.sweep import manifest as M
 from paprof.sweep import results
 from paprof.sweep.run import SweepSettings, run_sweep, visible_gpu
 
-try:
-    from sweep_fakes import GPU, FakeRunner
-except ImportError:  # tests/ became a package
-    from tests.sweep_fakes import GPU, FakeRunner
+from helpers import FakeRunner, GPU
 
 
 def _setup(variants=("v5", "v6"), grid=("batch=1,4,16,64", "context=4096,32768"), shape="dtype=fp16"):

@@ -14,10 +14,7 @@ from paprof.sweep import manifest as M
 from paprof.sweep import results
 from paprof.sweep.run import SweepSettings, bench_point
 
-try:
-    from conftest_profiler import fake_bin, fake_launcher, paprof_cli, real_report  # noqa: F401
-except ImportError:  # tests/ became a package
-    from tests.conftest_profiler import fake_bin, fake_launcher, paprof_cli, real_report  # noqa: F401
+from helpers import real_report
 
 
 def test_bench_point_stores_a_record_per_passing_variant(tmp_path, monkeypatch):

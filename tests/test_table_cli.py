@@ -14,10 +14,7 @@ from click.testing import CliRunner
 from paprof.analysis import export, load
 from paprof.cli import main
 
-try:
-    from test_analysis_fakes import make_action
-except ImportError:  # tests/ as a package
-    from tests.test_analysis_fakes import make_action
+from helpers import make_action
 
 
 @pytest.fixture

@@ -31,7 +31,7 @@ D64 = "batch=64,context=4096,q_heads=32,kv_heads=32,head_dim=64"  # group 1
 RAGGED = "context=17:300:1024:2048:4000:4096:6000:8192:9000:12000:15000:16384:500:3000:7000:10000"
 FAST, MMA = "v5_fast.cu", "v5_mma.cu"
 SHIPPED = {"WARPS": 3, "FEED": 1, "FEED_HINT": 1}  # K/V straight into registers
-RING = {"WARPS": 3, "FEED": 0, "NSTAGES": 2, "COPY_HINT": 1}  # the cp.async ring (head_dim 32, 256)
+RING = {"WARPS": 3, "FEED": 0, "NSTAGES": 2}  # the cp.async ring (head_dim 32, 256)
 SWEEP = [
     # (variant, shape, source, knobs): the shipped choices and the alternatives they beat;
     # TIMELINE=1 also prints when the CTAs start and end, and how fast each SM streamed

@@ -92,7 +92,7 @@ def test_a_tuning_is_passed_to_the_build_and_leaves_the_shipped_tables_alone():
     assert variants.fast_defines(d64, True, "k") == shipped and (shipped["WARPS"], shipped["MIN_BLOCKS"]) == (2, 8)
     assert variants.fast_defines(d64, True, "k", tuning={"PATH": "packed", "MERGE": "kernel"}) == shipped
     ring = variants.fast_defines(Shape(dtype="bf16", head_dim=256), False, "k", tuning={"WARPS": 4, "FEED": 1})
-    assert (ring["WARPS"], ring["FEED"], ring["NSTAGES"], ring["COPY_HINT"]) == (4, 0, 2, 1)  # RING_TUNING over it
+    assert (ring["WARPS"], ring["FEED"], ring["NSTAGES"]) == (4, 0, 2)  # RING_TUNING over it
     fast = Shape(dtype="fp16")
     assert variants.fast_source(fast, {"SOURCE": "v5_fast.cu"}).name == "v5_fast.cu"
     assert variants.fast_source(fast).name == "v5_mma.cu"

@@ -57,15 +57,12 @@
 #endif
 // The L2::256B hint (FEED_HINT 2, COPY_HINT 2) and cp.async.ca (COPY_HINT 3) lost (kernels/NOTES.md:
 // the ring's copies 88.5 % and 88.8 % of the read ceiling against L2::128B's 89.5 %, the
-// loads 86.7 % against 94.7 %) and left the code after e6f8bcd.
+// loads 86.7 % against 94.7 %) and left the code after e6f8bcd; the ring's copies without a
+// hint (COPY_HINT 0, item 8's build before it) left it after bfc4832: the ring always hints.
 #ifndef FEED_HINT
 #define FEED_HINT 1  // FEED 1: 1 (shipped) adds an L2::128B prefetch hint to the loads; 0: none
 #endif
-#ifndef COPY_HINT
-#define COPY_HINT 1  // FEED 0: 1 (shipped) cp.async.cg with an L2::128B prefetch; 0: without
-#endif
 static_assert(FEED_HINT == 0 || FEED_HINT == 1, "FEED_HINT 0 or 1");
-static_assert(COPY_HINT == 0 || COPY_HINT == 1, "COPY_HINT 0 or 1");
 #ifndef TSUB
 #define TSUB 1  // FEED 1: 16-token tiles a warp takes in one step (loads in flight: TSUB tiles);
                 // shipped 1 for fp16 and bf16, 2 for fp8 (KV_DTYPE 3: half the bytes a tile)
@@ -103,13 +100,10 @@ __device__ __forceinline__ unsigned smem_u32(const void* ptr) {
     return addr;
 }
 
-// 16 bytes global -> shared, bypassing L1; src_bytes = 0 writes zeros and reads nothing.
+// 16 bytes global -> shared, bypassing L1, with an L2::128B prefetch hint; src_bytes = 0
+// writes zeros and reads nothing.
 __device__ __forceinline__ void copy16(unsigned dst, const void* src, int src_bytes) {
-#if COPY_HINT == 1
     asm volatile("cp.async.cg.shared.global.L2::128B [%0], [%1], 16, %2;" ::"r"(dst), "l"(src), "r"(src_bytes) : "memory");
-#else
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(dst), "l"(src), "r"(src_bytes) : "memory");
-#endif
 }
 
 __device__ __forceinline__ void ldsm_x4(unsigned (&r)[4], unsigned addr) {

@@ -34,7 +34,7 @@ FAST_TUNING = MappingProxyType({
 })
 """The shipped -D values of v5/v6/v7 by K/V dtype (read only: a sweep passes its own as a
 ``tuning`` to ``build``, ``compile_units`` and ``fast_defines``)."""
-RING_TUNING = {"FEED": 0, "NSTAGES": 2, "COPY_HINT": 1}
+RING_TUNING = MappingProxyType({"FEED": 0, "NSTAGES": 2})
 """v5_mma.cu's cp.async ring, for head_dim values the register feed does not handle."""
 FEED_DIMS = (64, 128)
 """head_dim values v5_mma.cu's register feed (FEED 1) handles."""

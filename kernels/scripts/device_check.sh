@@ -169,10 +169,13 @@ from paprof.kernels import harness
 fam = registry.family('flash_fwd')
 import os
 from paprof_kernels.flash_fwd import catalog
-catalog.WGMMA2_TUNING.update(catalog.parse_knobs(os.environ.get('FLASH_KNOBS', ''), 'wgmma2'))
+variant = registry.get(sys.argv[1], 'flash_fwd')
+knobs = catalog.parse_knobs(os.environ.get('FLASH_KNOBS', ''), 'wgmma2')
+if knobs:
+    variant = catalog.tuned(variant, knobs)
 for text in sys.argv[2:]:
     p = fam.parse(text)
-    print(sys.argv[1], p.slug(), harness.verify(harness.prepare(fam, registry.get(sys.argv[1], 'flash_fwd'), p)), flush=True)
+    print(sys.argv[1], p.slug(), harness.verify(harness.prepare(fam, variant, p)), flush=True)
 " "$vid" "$@" > "$OUT/logs/$name-memcheck.log" 2>&1
   echo "$vid memcheck: rc $?"; tail -6 "$OUT/logs/$name-memcheck.log"
 }

@@ -3,7 +3,7 @@ register feed clamps, splits a tile over pages or leaves splits empty:
 
     compute-sanitizer --tool memcheck python3 kernels/scripts/sanitize_fast.py [--dtype fp8] [--v7]
 
-(--v7: v7's work list on its own shapes instead; --merge-kernel: v7 with V7_MERGE "kernel",
+(--v7: v7's work list on its own shapes instead; --merge-kernel: v7 tuned with MERGE "kernel",
 its merges in paged_decode_v7_merge.)
 """
 
@@ -11,7 +11,7 @@ import sys
 
 from paprof import registry
 from paprof.kernels import harness
-from paprof_kernels.paged_decode import variants
+from paprof_kernels.paged_decode import catalog
 from paprof_kernels.paged_decode.problem import Shape
 
 SHAPES = [
@@ -42,12 +42,14 @@ V7_SHAPES = [
                              7000, 10000), dtype="bf16"),
 ]
 only = sys.argv[sys.argv.index("--dtype") + 1] if "--dtype" in sys.argv else None
-if "--merge-kernel" in sys.argv:
-    variants.V7_MERGE = "kernel"
+tuning = {"MERGE": "kernel"} if "--merge-kernel" in sys.argv else None
 runs = [(s, ("v7",)) for s in V7_SHAPES] if "--v7" in sys.argv else [(s, ("v5", "v6")) for s in SHAPES]
 for shape, vids in ((s, v) for s, v in runs if only in (None, s.dtype)):
     for vid in vids:
-        prep = harness.prepare(registry.family("paged_decode"), registry.get(vid, "paged_decode"), shape)
+        variant = registry.get(vid, "paged_decode")
+        if tuning and vid == "v7":
+            variant = catalog.tuned(variant, tuning)
+        prep = harness.prepare(registry.family("paged_decode"), variant, shape)
         check = harness.verify(prep)
         path = prep.launcher.details.get("path")
         merge = prep.launcher.details.get("merge")

@@ -12,8 +12,8 @@ Each configuration is built (NVRTC, through the catalogue: grid, block, shared m
 -D values follow the knobs), checked against the float64 reference, then timed twice with
 CUDA events (median of --launches each); TFLOP/s against the cuBLAS GEMM ceiling measured
 in the same process. The peer sdpa_flash is timed the same way at each shape (--no-peer:
-not). The sweep sets ``catalog.MMA128_TUNING`` (``WGMMA2_TUNING``) for its own runs only; the
-shipped choices are ``catalog.MMA128_4X32`` and ``catalog.WGMMA2_SHIPPED``.
+not). Each configuration is the variant ``catalog.tuned`` makes with its knobs; the shipped
+choices are ``catalog.MMA128_4X32`` and ``catalog.WGMMA2_SHIPPED``, which nothing here changes.
 """
 
 import argparse
@@ -67,16 +67,18 @@ WGMMA2_DIET = [
     (CAUSAL, "shipped", {}),
     (CAUSAL, "shipped (again)", {}),
 ]
-TUNINGS = {"mma128": (catalog.MMA128_TUNING, SWEEP), "wgmma2": (catalog.WGMMA2_TUNING, WGMMA2_SWEEP)}
+TUNINGS = {"mma128": SWEEP, "wgmma2": WGMMA2_SWEEP}
 SWEEPS = {"diet": WGMMA2_DIET}
 """Other sweeps of wgmma2 (--sweep NAME)."""
 
 
-def timed(vid: str, spec: str, launches: int, timing: bool):
-    """(prepared, check, [median us of each round]) for ``vid`` at ``spec``."""
+def timed(vid: str, spec: str, launches: int, timing: bool, knobs: dict | None = None):
+    """(prepared, check, [median us of each round]) for ``vid`` at ``spec``, built with
+    ``knobs`` (-D values over the shipped ones; None: the shipped build)."""
     family = registry.family("flash_fwd")
     shape = family.parse(spec)
-    prep = harness.prepare(family, registry.get(vid, "flash_fwd"), shape)
+    variant = registry.get(vid, "flash_fwd")
+    prep = harness.prepare(family, variant if knobs is None else catalog.tuned(variant, knobs), shape)
     check = harness.verify(prep)
     if not timing:  # under ncu: a few launches, nothing timed
         for _ in range(launches):
@@ -104,17 +106,11 @@ def line(label: str, spec: str, prep, check, runs, gemm) -> str:
 
 def run(spec: str, label: str, knobs: dict, args, gemm) -> None:
     vid = args.variant
-    tuning = TUNINGS[vid][0]
-    shipped = dict(tuning)
-    tuning.update(knobs)
     try:
-        prep, check, runs = timed(vid, spec, args.launches, not args.no_timing)
+        prep, check, runs = timed(vid, spec, args.launches, not args.no_timing, knobs)
         print(f"{vid} {line(f'{label} {knobs}', spec, prep, check, runs, gemm)}", flush=True)
     except Exception as err:  # report and go on with the sweep
         print(f"{vid} {spec} {label} {knobs}: {type(err).__name__}: {err}", flush=True)
-    finally:
-        tuning.clear()
-        tuning.update(shipped)
 
 
 def peer(spec: str, args, gemm) -> None:
@@ -146,7 +142,7 @@ if args.knobs is not None:
     except ValueError as err:
         parser.error(str(err))
 else:
-    sweep = SWEEPS[args.sweep] if args.sweep else TUNINGS[args.variant][1]
+    sweep = SWEEPS[args.sweep] if args.sweep else TUNINGS[args.variant]
     entries = [sweep[i] for i in (args.only or range(len(sweep)))]
 gemm = 0.0
 if not args.no_timing:

@@ -9,8 +9,9 @@ the same run (and the streaming-read kernel at 0.5, 1 and 2 GiB, for its fixed c
 Entries with TIMELINE=1 (tensor-core kernel only) also print, for one more launch, when
 the CTAs started and ended, when warp 0 of each passed 1/4, 1/2 and 3/4 of its tiles, each
 SM's finish time and rate, and for v6 the merges: how the work spread over the SMs
-(kernels/NOTES.md, items 10 and 18). The sweep swaps entries of ``variants.FAST_TUNING`` for its
-own use only; the shipped choice is the table in kernels/paprof_kernels/paged_decode/variants.py.
+(kernels/NOTES.md, items 10 and 18). Each entry is built as ``catalog.tuned(variant, tuning)``:
+its source and knobs are the whole tuning of that build (``variants.HOST_KNOBS``); the shipped
+choice is the table in kernels/paprof_kernels/paged_decode/variants.py, which nothing here changes.
 """
 
 import argparse
@@ -20,7 +21,7 @@ import numpy as np
 
 from paprof import registry
 from paprof.kernels import gpu, harness
-from paprof_kernels.paged_decode import variants
+from paprof_kernels.paged_decode import catalog, variants
 from paprof_kernels.paged_decode.problem import parse_shape
 
 MAIN = "batch=64,context=4096"
@@ -30,7 +31,7 @@ D64 = "batch=64,context=4096,q_heads=32,kv_heads=32,head_dim=64"  # group 1
 RAGGED = "context=17:300:1024:2048:4000:4096:6000:8192:9000:12000:15000:16384:500:3000:7000:10000"
 FAST, MMA = "v5_fast.cu", "v5_mma.cu"
 SHIPPED = {"WARPS": 3, "FEED": 1, "FEED_HINT": 1}  # K/V straight into registers
-RING = {"WARPS": 3, "FEED": 0, "NSTAGES": 2, "COPY_HINT": 1}  # the cp.async ring (head_dim 32, 256)
+RING = {"WARPS": 3, "FEED": 0, "NSTAGES": 2}  # the cp.async ring (head_dim 32, 256)
 SWEEP = [
     # (variant, shape, source, knobs): the shipped choices and the alternatives they beat;
     # TIMELINE=1 also prints when the CTAs start and end, and how fast each SM streamed
@@ -124,8 +125,8 @@ SWEEP = [
     ("v7", f"{B1},dtype=fp8", MMA, {**SHIPPED, "TSUB": 2, "WARPS": 2, "MIN_BLOCKS": 8}),
     ("v7", f"{B1},dtype=fp8", MMA, {**SHIPPED, "TSUB": 1, "WARPS": 2, "MIN_BLOCKS": 8}),
     # MERGE_FIRST on (--merge): v7's merges fused into the last CTA of a sequence's parts
-    # against paged_decode_v7_merge after the streaming kernel (MERGE: V7_MERGE, not a -D
-    # value), one process, at the shapes whose sequences have several parts: b1 (66 parts a
+    # against paged_decode_v7_merge after the streaming kernel (MERGE: v7_merge's choice
+    # forced, not a -D value), one process, at the shapes whose sequences have several parts: b1 (66 parts a
     # KV head), b4 (16), the ragged batch (packed for 16-bit, tokens for fp8), groups of 8
     # (2 parts); the same 12 warps a SM as 2 CTAs of 6 warps (half the parts: b1 33, b4 8)
     ("v7", f"{B1},dtype=fp16", MMA, {**SHIPPED, "MERGE": "fused", "TIMELINE": 1}),
@@ -157,20 +158,18 @@ D7_FIRST = next(i for i, entry in enumerate(SWEEP) if entry[1] == f"{D64},dtype=
 PACKED_FIRST = next(i for i, entry in enumerate(SWEEP) if entry[3].get("PATH"))
 FP8_WARPS_FIRST = next(i for i, entry in enumerate(SWEEP) if i > PACKED_FIRST and not entry[3].get("PATH"))
 MERGE_FIRST = next(i for i, entry in enumerate(SWEEP) if entry[3].get("MERGE"))
-HOST_KNOBS = {"ORDER": "V7_ORDER", "PATH": "V7_PATH", "SNAP": "V7_PACK_SNAP", "COST": "V7_PACK_ITEM_COST",
-              "MERGE": "V7_MERGE"}
-"""Knobs that set a variants.py module value for the entry (v7's planning), not a -D value."""
 
 
-def timeline(prep, shape) -> str:
+def timeline(prep, shape, tuning) -> str:
     """When the CTAs of one more launch started and ended (us from the first start), and
     how each SM fared: the time its last CTA ended and the rate that implies."""
     cp = gpu.cupy()
     name = prep.launcher.kernels[0].name
     module = gpu.compile_module(
-        [variants.fast_source(shape)], variants.fast_defines(shape, prep.launcher.details.get("num_splits", 1) > 1, name,
-                                                             worklist=variants._WORKLIST_OF.get(name, 0),
-                                                             defer=prep.launcher.details.get("merge") == "kernel")
+        [variants.fast_source(shape, tuning)],
+        variants.fast_defines(shape, prep.launcher.details.get("num_splits", 1) > 1, name,
+                              worklist=variants._WORKLIST_OF.get(name, 0),
+                              defer=prep.launcher.details.get("merge") == "kernel", tuning=tuning)
     )
     prep.step(0)
     cp.cuda.runtime.deviceSynchronize()
@@ -237,14 +236,10 @@ def merges(start, work_end, counted, end, split) -> list[str]:
 def run(entry, launches: int, ceiling: float | None) -> None:
     vid, spec, source, knobs = entry
     shape = parse_shape(spec)
-    shipped, shipped_d64 = dict(variants.FAST_TUNING), dict(variants.GROUP1_D64_TUNING)
-    shipped_host = {attr: getattr(variants, attr) for attr in HOST_KNOBS.values()}
-    for knob, attr in HOST_KNOBS.items():  # v7's planning, not -D values
-        setattr(variants, attr, knobs.get(knob, shipped_host[attr]))
-    variants.FAST_TUNING[shape.dtype] = (source, {k: v for k, v in knobs.items() if k not in HOST_KNOBS})
-    variants.GROUP1_D64_TUNING.clear()  # the entry's knobs are the whole tuning
+    tuning = {"SOURCE": source, **knobs}  # the entry's source and knobs are the whole tuning
     try:
-        prep = harness.prepare(registry.family("paged_decode"), registry.get(vid, "paged_decode"), shape)
+        variant = catalog.tuned(registry.get(vid, "paged_decode"), tuning)
+        prep = harness.prepare(registry.family("paged_decode"), variant, shape)
         check = harness.verify(prep)
         if ceiling is None:  # under ncu: a few launches, nothing timed
             for i in range(launches):
@@ -253,15 +248,10 @@ def run(entry, launches: int, ceiling: float | None) -> None:
             print(f"{vid} {shape.slug()} {knobs} rel={check.rel_error:.1e} ok={check.passed}")
             return
         runs = [statistics.median(harness.time_steps(prep, launches)) for _ in range(2)]
-        spans = timeline(prep, shape) if knobs.get("TIMELINE") else None  # while the knobs hold
+        spans = timeline(prep, shape, tuning) if knobs.get("TIMELINE") else None
     except Exception as err:  # report and go on with the sweep
         print(f"{vid} {shape.slug()} {source} {knobs}: {type(err).__name__}: {err}")
         return
-    finally:
-        variants.FAST_TUNING.update(shipped)
-        variants.GROUP1_D64_TUNING.update(shipped_d64)
-        for attr, value in shipped_host.items():
-            setattr(variants, attr, value)
     tbs = shape.kv_bytes / min(runs) / 1e6
     k = prep.launcher.kernels[0]
     path = prep.launcher.details.get("path")

@@ -75,3 +75,35 @@ def test_group_1_at_head_dim_64_takes_its_measured_tuning(dtype, want):
         d = variants.fast_defines(other, True, "k")
         assert d["WARPS"] == variants.FAST_TUNING[dtype][1]["WARPS"] and d["MIN_BLOCKS"] in (2, 4)
     assert variants.fast_smem(d64) == (2 + 64) * d64["WARPS"] * 4
+
+
+def test_a_tuning_is_passed_to_the_build_and_leaves_the_shipped_tables_alone():
+    """A sweep's knobs are a value given to fast_defines / compile_units / catalog.tuned: -D
+    values (or SOURCE) are the whole tuning of that build (no per-shape table, the ring still
+    taking over where the register feed cannot), host knobs alone keep the shipped -D values;
+    the shipped tables are read only and every call without a tuning gets them."""
+    from paprof import registry
+    from paprof_kernels.paged_decode import catalog
+
+    d64 = Shape(dtype="fp16", q_heads=32, kv_heads=32, head_dim=64)
+    shipped = variants.fast_defines(d64, True, "k")
+    tuned = variants.fast_defines(d64, True, "k", tuning={"SOURCE": "v5_mma.cu", "WARPS": 3, "FEED": 1, "TSUB": 2})
+    assert (tuned["WARPS"], tuned["TSUB"], tuned["MIN_BLOCKS"]) == (3, 2, 4) and "FEED_HINT" not in tuned
+    assert variants.fast_defines(d64, True, "k") == shipped and (shipped["WARPS"], shipped["MIN_BLOCKS"]) == (2, 8)
+    assert variants.fast_defines(d64, True, "k", tuning={"PATH": "packed", "MERGE": "kernel"}) == shipped
+    ring = variants.fast_defines(Shape(dtype="bf16", head_dim=256), False, "k", tuning={"WARPS": 4, "FEED": 1})
+    assert (ring["WARPS"], ring["FEED"], ring["NSTAGES"]) == (4, 0, 2)  # RING_TUNING over it
+    fast = Shape(dtype="fp16")
+    assert variants.fast_source(fast, {"SOURCE": "v5_fast.cu"}).name == "v5_fast.cu"
+    assert variants.fast_source(fast).name == "v5_mma.cu"
+    with pytest.raises(TypeError):
+        variants.FAST_TUNING["fp16"] = ("v5_fast.cu", {})
+    with pytest.raises(TypeError):
+        variants.GROUP1_D64_TUNING["fp16"] = {}
+    v5 = catalog.tuned(registry.get("v5", "paged_decode"), {"SOURCE": "v5_fast.cu", "WARPS": 4, "UNROLL": 8})
+    ((sources, defines),) = v5.compile_units(fast)
+    assert sources[0].name == "v5_fast.cu" and (defines["WARPS"], defines["UNROLL"]) == (4, 8)
+    ((sources, defines),) = registry.get("v5", "paged_decode").compile_units(fast)
+    assert sources[0].name == "v5_mma.cu" and defines["WARPS"] == 3
+    with pytest.raises(ValueError, match="no tuning"):
+        catalog.tuned(registry.get("v4", "paged_decode"), {"WARPS": 4})

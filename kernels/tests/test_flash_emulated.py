@@ -30,15 +30,16 @@ pytestmark = [pytest.mark.emulation, pytest.mark.skipif(GXX is None, reason="g++
 
 ELEM = {"handbook": "float"}  # the tensor-core kernels move 16-bit bit patterns
 EMULATED = ("handbook", "mma", "mma128", "wgmma", "wgmma2")
-TUNING = {"mma128": catalog.MMA128_TUNING, "wgmma2": catalog.WGMMA2_TUNING}  # knobs that set block / smem too
+TUNED = ("mma128", "wgmma2")  # knobs that set block / smem (and wgmma2's maps) too: catalog.tuned
 
 
-def kernel(vid: str):
-    """The variant as the catalogue declares it: its source, kernel, grid, block, shared
-    memory and -D values are what the emulation builds and launches."""
+def kernel(vid: str, knobs: dict | None = None):
+    """The variant as the catalogue declares it (``knobs``: as ``catalog.tuned`` builds it):
+    its source, kernel, grid, block, shared memory and -D values are what the emulation
+    builds and launches."""
     v = FAMILY.variant(vid)
     assert v.kind == "cuda" and len(v.sources) == 1
-    return v
+    return catalog.tuned(v, knobs) if knobs else v
 
 
 @functools.lru_cache(maxsize=None)
@@ -60,26 +61,16 @@ def run_emulated(vid: str, p: problem.Shape, build: Path, eager: bool = False, s
                  exe: Path | None = None, **override):
     """Run ``vid`` on ``p`` in the emulation; ``override``: -D values replacing the catalogue's;
     ``exe``: a driver built from another copy of the source (the mutation tests)."""
-    v = kernel(vid)
+    tuned = vid in TUNED and override
+    v = kernel(vid, override if tuned else None)
     if not (vid == "wgmma" and p.head_dim not in catalog.WGMMA_DIMS):
         # wgmma at head_dim 64 stays emulated though the catalogue refuses it: it passes here
         # and fails on the H200 past one key tile (kernels/NOTES.md), the case a fix must mend
         v.check(p)
-    tuning = TUNING.get(vid, {})
-    shipped = dict(tuning)
-    if vid in TUNING:  # the knobs also set the block and shared memory
-        tuning.update(override)
-        override_d = {}
-    else:
-        override_d = override
-    try:
-        defines = {**v.defines(p), **override_d}
-        grid_x, grid_y = v.grid(p)
-        (threads,) = v.block(p) if callable(v.block) else v.block
-        smem = v.shared_mem(p)
-    finally:
-        tuning.clear()
-        tuning.update(shipped)
+    defines = {**v.defines(p), **({} if tuned else override)}
+    grid_x, grid_y = v.grid(p)
+    (threads,) = v.block(p) if callable(v.block) else v.block
+    smem = v.shared_mem(p)
     exe = exe or driver(vid, tuple(sorted(defines.items())), build)
     inputs = problem.make_inputs(p, seed, xp=np)
     assert grid_y == p.batch * p.q_heads
@@ -90,12 +81,7 @@ def run_emulated(vid: str, p: problem.Shape, build: Path, eager: bool = False, s
     src, dst = build / f"in-{tag}", build / f"out-{tag}"
     parts = [header, scale, inputs["q"], inputs["k"], inputs["v"]]
     if vid == "wgmma2" and defines.get("TMA"):  # the tensor maps' encode parameters, as the launcher's
-        tuning.update(override)
-        try:
-            parts += [np.array(m.fields(), dtype=np.int64) for m in catalog.wgmma2_maps(p)]
-        finally:
-            tuning.clear()
-            tuning.update(shipped)
+        parts += [np.array(m.fields(), dtype=np.int64) for m in catalog.wgmma2_maps(p, override)]
     with open(src, "wb") as fh:
         for part in parts:
             fh.write(np.ascontiguousarray(part).tobytes())
@@ -358,14 +344,8 @@ def mutated_wgmma2_fails(build, old, new, eager, tmp_path, p=None, **knobs):
     assert source.count(old) == 1, f"the mutation's text is not in wgmma2.cu once: {old!r}"
     (tmp_path / "wgmma2.cu").write_text(source.replace(old, new))
     p = p or problem.Shape(batch=1, q_heads=1, seq_q=130, seq_k=600, head_dim=128, causal=False, dtype="bf16")
-    shipped = dict(catalog.WGMMA2_TUNING)
-    catalog.WGMMA2_TUNING.update(knobs)
-    try:
-        defines = {"FLASH_EMULATE": None, "FLASH_KERNEL_FILE": '"wgmma2.cu"', "FLASH_KERNEL": "flash_fwd_wgmma2",
-                   "FLASH_ELEM": "unsigned short", **catalog.wgmma2_defines(p)}
-    finally:
-        catalog.WGMMA2_TUNING.clear()
-        catalog.WGMMA2_TUNING.update(shipped)
+    defines = {"FLASH_EMULATE": None, "FLASH_KERNEL_FILE": '"wgmma2.cu"', "FLASH_KERNEL": "flash_fwd_wgmma2",
+               "FLASH_ELEM": "unsigned short", **catalog.wgmma2_defines(p, knobs)}
     exe = build_driver(HERE / "driver.cpp", tmp_path / "driver", defines, [tmp_path, FOLDER, HERE])
     try:
         check = run_emulated("wgmma2", p, build, exe=exe, eager=eager, **knobs)

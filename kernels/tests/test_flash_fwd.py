@@ -247,11 +247,27 @@ def test_launch_values(d):
     assert float(args[8]) == pytest.approx(math.log2(math.e) / math.sqrt(d), rel=1e-6)
 
 
-def test_mma128_knobs_switch_the_layout(monkeypatch):
+def test_mma128_knobs_switch_the_layout():
     p = FAMILY.parse("batch=1,q_heads=8,seq_q=1000,head_dim=128,dtype=fp16")
-    monkeypatch.setattr(catalog, "MMA128_TUNING", catalog.parse_knobs("BC=32,STAGES=3"))
-    assert catalog.mma128_smem(p) == (128 + 6 * 32) * 136 * 2 and catalog.mma128_defines(p)["BC"] == 32
-    assert catalog.mma128_block(p) == (128,) and catalog.mma128_grid(p) == (8, 8)
+    v = catalog.tuned(FAMILY.variant("mma128"), catalog.parse_knobs("BC=32,STAGES=3"))
+    assert v.shared_mem(p) == (128 + 6 * 32) * 136 * 2 and v.defines(p)["BC"] == 32
+    assert v.block(p) == (128,) and v.grid(p) == (8, 8)
+    # the family's variant is still the shipped build
+    shipped = FAMILY.variant("mma128")
+    assert shipped.defines(p)["BC"] == 64 and shipped.shared_mem(p) == (128 + 4 * 64) * 136 * 2
+    assert catalog.mma128_defines(p) == {"HEAD_DIM": 128, "DTYPE": 1, **catalog.MMA128_4X32[128]}
+
+
+def test_tuning_is_a_value_not_a_table_to_overwrite():
+    """The shipped knobs are read-only tables; a tuning is passed to the build (``tuned``),
+    and only mma128 and wgmma2 have one."""
+    with pytest.raises(TypeError):
+        catalog.WGMMA2_SHIPPED["BC"] = 64
+    with pytest.raises(TypeError):
+        catalog.MMA128_4X32[128]["STAGES"] = 3
+    assert not hasattr(catalog, "MMA128_TUNING") and not hasattr(catalog, "WGMMA2_TUNING")
+    with pytest.raises(ValueError, match="no tuning"):
+        catalog.tuned(FAMILY.variant("wgmma"), {"BC": 64})
 
 
 @pytest.mark.parametrize("text", ["STAGES", "STAGES=two", "FOO=1", "WARP_M=1", "PIPELINE=1", "BC=4,,BC:32", "8x16"])
@@ -392,7 +408,7 @@ def test_the_launcher_writes_the_skip(tmp_path, monkeypatch):
     assert json.loads(result.read_text()) == {"skipped": "no kernel for these"}
 
 
-def test_wgmma2_refuses_overlap_off_with_q_in_registers(monkeypatch):
+def test_wgmma2_refuses_overlap_off_with_q_in_registers():
     """OVERLAP 0 with Q's fragments in registers computed garbage on the H200 (ptxas gives the
     fragments away in that loop: kernels/NOTES.md item 86), so the knob pair is refused in one
     line; with Q from shared memory it builds."""
@@ -401,9 +417,7 @@ def test_wgmma2_refuses_overlap_off_with_q_in_registers(monkeypatch):
     w2 = FAMILY.variant("wgmma2")
     shape = FAMILY.parse("dtype=bf16,head_dim=128,seq_q=1000")
     w2.check(shape)
-    monkeypatch.setattr(catalog, "WGMMA2_TUNING", {"OVERLAP": 0})
     with pytest.raises(ShapeError, match="OVERLAP=0 needs QSMEM=1") as err:
-        w2.check(shape)
+        catalog.tuned(w2, {"OVERLAP": 0}).check(shape)
     assert "\n" not in str(err.value)
-    monkeypatch.setattr(catalog, "WGMMA2_TUNING", {"OVERLAP": 0, "QSMEM": 1})
-    w2.check(shape)
+    catalog.tuned(w2, {"OVERLAP": 0, "QSMEM": 1}).check(shape)

@@ -91,9 +91,15 @@ def tile_errors(prep, rows: int = 64) -> str:
     return "; ".join(out)
 
 
-def by_tile(vid: str, shape: str, dtype: str):
+def by_tile(vid: str, shape: str, dtype: str, knobs: str = ""):
+    """``vid`` at ``shape`` verified, the error by query block if wrong (``knobs``: wgmma2's
+    -D values over the shipped ones, the variant ``catalog.tuned`` makes)."""
+    from paprof_kernels.flash_fwd import catalog
+
     params = FAMILY.parse(f"{shape},dtype={dtype}")
     variant = FAMILY.variant(vid)
+    if knobs:
+        variant = catalog.tuned(variant, catalog.parse_knobs(knobs, vid))
     try:
         variant.check(params)
         prep = harness.prepare(FAMILY, variant, params)
@@ -123,24 +129,18 @@ the TMA producer, 3 stages), then the cp.async producer's (TMA=0)."""
 
 @pytest.mark.parametrize("dtype", ["bf16", "fp16"])
 @pytest.mark.parametrize("shape", [s for s in WGMMA_SHAPES if "head_dim=128" in s])
-def test_wgmma2_cpasync_by_tile(monkeypatch, shape, dtype):
+def test_wgmma2_cpasync_by_tile(shape, dtype):
     """wgmma2 with the cp.async producer (TMA=0, 2 stages) on wgmma's tile classes at head_dim
     128 (the shipped TMA build is in test_wgmma_by_tile)."""
-    from paprof_kernels.flash_fwd import catalog
-
-    monkeypatch.setattr(catalog, "WGMMA2_TUNING", catalog.parse_knobs("TMA=0,STAGES=2", "wgmma2"))
-    by_tile("wgmma2", shape, dtype)
+    by_tile("wgmma2", shape, dtype, "TMA=0,STAGES=2")
 
 
 @pytest.mark.parametrize("shape", ["batch=1,q_heads=4,kv_heads=2,seq_q=1000,seq_k=1500,head_dim=128,causal=true",
                                    "batch=2,q_heads=2,seq_q=1024,seq_k=700,head_dim=128,causal=false"])
 @pytest.mark.parametrize("knobs", WGMMA2_BUILDS)
-def test_wgmma2_builds_by_tile(monkeypatch, knobs, shape):
+def test_wgmma2_builds_by_tile(knobs, shape):
     """Each of wgmma2's knob settings (FA3's steps switched off one at a time) is right too."""
-    from paprof_kernels.flash_fwd import catalog
-
-    monkeypatch.setattr(catalog, "WGMMA2_TUNING", catalog.parse_knobs(knobs, "wgmma2"))
-    by_tile("wgmma2", shape, "bf16")
+    by_tile("wgmma2", shape, "bf16", knobs)
 
 
 @pytest.mark.parametrize("vid, tiles", [("handbook", 4), ("mma", 4), ("mma128", 2), ("wgmma", 2), ("wgmma2", 2)])

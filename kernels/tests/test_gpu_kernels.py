@@ -18,8 +18,14 @@ ALL = [v.id for v in registry.variants("paged_decode")]
 RAGGED = (1, 15, 16, 17, 1000, 4096)
 
 
-def check(variant_id, shape):
+def check(variant_id, shape, tuning=None):
+    """``variant_id`` at ``shape`` verified against the reference (``tuning``: built as
+    ``catalog.tuned`` makes it)."""
     variant = registry.get(variant_id, "paged_decode")
+    if tuning:
+        from paprof_kernels.paged_decode import catalog
+
+        variant = catalog.tuned(variant, tuning)
     try:
         variant.check(shape)
     except ShapeError as err:
@@ -237,12 +243,9 @@ V7_FORCED_SPECS = [
 @pytest.mark.parametrize("path", ["tokens", "packed"])
 @pytest.mark.parametrize("spec", V7_FORCED_SPECS)
 @pytest.mark.parametrize("dtype", ["fp16", "fp8"])
-def test_v7_packed_and_tokens_forced(monkeypatch, path, spec, dtype):
+def test_v7_packed_and_tokens_forced(path, spec, dtype):
     # the A/B kernels/scripts/tune_v5.py's PATH knob makes: either path on the same shapes
-    from paprof_kernels.paged_decode import variants
-
-    monkeypatch.setattr(variants, "V7_PATH", path)
-    prep = check("v7", Shape(**spec, dtype=dtype))
+    prep = check("v7", Shape(**spec, dtype=dtype), {"PATH": path})
     assert prep.launcher.details["path"] == path, prep.launcher.details
     for _ in range(2):  # the counters are back at 0 after each launch
         again = harness.verify(prep)
@@ -253,18 +256,14 @@ def test_v7_packed_and_tokens_forced(monkeypatch, path, spec, dtype):
 @pytest.mark.parametrize("path", ["tokens", "packed"])
 @pytest.mark.parametrize("spec", [*V7_FORCED_SPECS, dict(batch=3, context=(5000, 20, 9000), head_dim=256)])  # d256: the ring
 @pytest.mark.parametrize("dtype", ["fp16", "fp8", "fp32"])
-def test_v7_merge_kernel_or_fused(monkeypatch, merge, path, spec, dtype):
+def test_v7_merge_kernel_or_fused(merge, path, spec, dtype):
     # kernels/scripts/tune_v5.py's MERGE knob: the merges in paged_decode_v7_merge after the
     # streaming kernel (two kernels a step), or fused into the last CTA of a sequence's parts
-    from paprof_kernels.paged_decode import variants
-
     if spec.get("head_dim") == 256 and dtype == "fp8":
         pytest.skip("fp8 caches take head_dim 64 and 128")
     if merge == "fused" and dtype != "fp16":
         pytest.skip("the fused merge of fp8 and fp32: test_v7_packed_and_tokens_forced, test_v7_issue_ragged_batch")
-    monkeypatch.setattr(variants, "V7_MERGE", merge)
-    monkeypatch.setattr(variants, "V7_PATH", path)
-    prep = check("v7", Shape(**spec, dtype=dtype))
+    prep = check("v7", Shape(**spec, dtype=dtype), {"MERGE": merge, "PATH": path})
     names = [k.name for k in prep.launcher.kernels]
     assert (names[-1] == "paged_decode_v7_merge") == (merge == "kernel") and len(names) == 1 + (merge == "kernel")
     assert prep.launcher.details.get("merge", "fused") == merge
@@ -273,14 +272,10 @@ def test_v7_merge_kernel_or_fused(monkeypatch, merge, path, spec, dtype):
         assert again.passed, again
 
 
-@pytest.mark.parametrize("knob, key, value", [("V7_PACK_SNAP", "snap", 0), ("V7_PACK_SNAP", "snap", 8),
-                                              ("V7_PACK_ITEM_COST", "item_cost", 0)])
-def test_v7_packed_snap_and_item_cost(monkeypatch, knob, key, value):
-    from paprof_kernels.paged_decode import variants
-
-    monkeypatch.setattr(variants, knob, value)
-    monkeypatch.setattr(variants, "V7_PATH", "packed")  # (the rule takes it for ragged 16-bit batches only)
-    prep = check("v7", Shape(batch=len(ISSUE_RAGGED), context=ISSUE_RAGGED, dtype="bf16"))
+@pytest.mark.parametrize("knob, key, value", [("SNAP", "snap", 0), ("SNAP", "snap", 8), ("COST", "item_cost", 0)])
+def test_v7_packed_snap_and_item_cost(knob, key, value):
+    # PATH packed: the rule takes it for ragged 16-bit batches only
+    prep = check("v7", Shape(batch=len(ISSUE_RAGGED), context=ISSUE_RAGGED, dtype="bf16"), {knob: value, "PATH": "packed"})
     assert prep.launcher.details["path"] == "packed" and prep.launcher.details[key] == value
 
 

@@ -149,13 +149,12 @@ MMA128_BUILDS = [
 
 @pytest.mark.parametrize("dtype", ["fp16", "bf16"])
 @pytest.mark.parametrize("head_dim, knobs", MMA128_BUILDS, ids=str)
-def test_mma128_layouts_compile_without_spills(tmp_path, monkeypatch, dtype, head_dim, knobs):
+def test_mma128_layouts_compile_without_spills(tmp_path, dtype, head_dim, knobs):
     """mma128's other layouts, as the tuning script builds them (grid, block, shared memory
     and -D values through the catalogue): no spills, the CTAs asked for fit."""
     from paprof_kernels.flash_fwd import FAMILY, catalog
 
-    monkeypatch.setattr(catalog, "MMA128_TUNING", catalog.parse_knobs(knobs))
-    variant = FAMILY.variant("mma128")
+    variant = catalog.tuned(FAMILY.variant("mma128"), catalog.parse_knobs(knobs))
     shape = FAMILY.parse(f"dtype={dtype},head_dim={head_dim},seq_q=1000")
     defines = variant.defines(shape)
     log = nvcc(tmp_path, variant.source_paths()[0], defines.items())
@@ -201,7 +200,7 @@ conversion at the edges: it moves no GEMM, barrier or register budget)."""
 
 
 @pytest.mark.parametrize("dtype, knobs", WGMMA2_CASES, ids=lambda x: x or "shipped")
-def test_wgmma2_builds_compile_unserialised_without_spills(monkeypatch, tmp_path, dtype, knobs):
+def test_wgmma2_builds_compile_unserialised_without_spills(tmp_path, dtype, knobs):
     """wgmma2 in each knob setting the tuning script benches: no spills (the consumers at
     setmaxnreg's 232, the producer at 40), no ptxas note that it serialised the wgmma
     (C7510-C7520: a wgmma issued under a branch, an accumulator read in flight), the HGMMA
@@ -209,8 +208,7 @@ def test_wgmma2_builds_compile_unserialised_without_spills(monkeypatch, tmp_path
     from paprof import static
     from paprof_kernels.flash_fwd import FAMILY, catalog
 
-    monkeypatch.setattr(catalog, "WGMMA2_TUNING", catalog.parse_knobs(knobs, "wgmma2"))
-    variant = FAMILY.variant("wgmma2")
+    variant = catalog.tuned(FAMILY.variant("wgmma2"), catalog.parse_knobs(knobs, "wgmma2"))
     shape = FAMILY.parse(f"dtype={dtype},head_dim=128,seq_q=1000")
     log = nvcc(tmp_path, variant.source_paths()[0], variant.defines(shape).items())
     props = re.search(r"Function properties for flash_fwd_wgmma2\n\s*(\d+) bytes stack frame, "
@@ -227,7 +225,7 @@ def test_wgmma2_builds_compile_unserialised_without_spills(monkeypatch, tmp_path
 
 
 @pytest.mark.parametrize("knobs, copies", [("TMA=0", 0), ("TMA=1", 4), ("TMA=1,BC=64", 4)])
-def test_wgmma2_tma_issues_tensor_copies(monkeypatch, tmp_path, knobs, copies):
+def test_wgmma2_tma_issues_tensor_copies(tmp_path, knobs, copies):
     """TMA 1: the producer's loop holds HEAD_DIM / 64 UTMALDG.3D a K tile and as many a V
     tile and no LDGSTS of its own (Q's are the consumers': the same count as TMA 0's minus the
     producer's); TMA 0 has no UTMALDG."""
@@ -237,13 +235,12 @@ def test_wgmma2_tma_issues_tensor_copies(monkeypatch, tmp_path, knobs, copies):
     cuobjdump = static.find_cuobjdump()
     if cuobjdump is None:
         pytest.skip("cuobjdump not found (the test extra's nvidia-cuda-cuobjdump)")
-    variant = FAMILY.variant("wgmma2")
+    variant = catalog.tuned(FAMILY.variant("wgmma2"), catalog.parse_knobs(knobs, "wgmma2"))
     shape = FAMILY.parse("dtype=bf16,head_dim=128,seq_q=1000")
-    monkeypatch.setattr(catalog, "WGMMA2_TUNING", catalog.parse_knobs(knobs, "wgmma2"))
     sass = sass_lines(tmp_path, variant.source_paths()[0], variant.defines(shape).items(), cuobjdump)
     assert sum(ins.split()[0].startswith("UTMALDG.3D") for ins in sass) == copies, knobs
     if copies:
-        monkeypatch.setattr(catalog, "WGMMA2_TUNING", catalog.parse_knobs(knobs.replace("TMA=1", "TMA=0"), "wgmma2"))
+        variant = catalog.tuned(FAMILY.variant("wgmma2"), catalog.parse_knobs(knobs.replace("TMA=1", "TMA=0"), "wgmma2"))
         plain = sass_lines(tmp_path, variant.source_paths()[0], variant.defines(shape).items(), cuobjdump)
         ldgsts = [sum(ins.startswith("LDGSTS") for ins in x) for x in (sass, plain)]
         assert 0 < ldgsts[0] < ldgsts[1], ldgsts
@@ -326,7 +323,7 @@ def window_hazards(lines):
 @pytest.mark.parametrize("vid, head_dim, knobs", [("wgmma", 64, ""), ("wgmma", 128, ""), ("wgmma2", 128, ""),
                                                   ("wgmma2", 128, "QSMEM=1"), ("wgmma2", 128, "OVERLAP=0,QSMEM=1"),
                                                   ("wgmma2", 128, "FAST_MAX=0,DESC_ADD=0")])
-def test_no_register_of_a_flying_hgmma_is_written(monkeypatch, tmp_path, vid, head_dim, knobs):
+def test_no_register_of_a_flying_hgmma_is_written(tmp_path, vid, head_dim, knobs):
     """In the SASS, nothing but HGMMA writes an in-flight HGMMA's A fragments or
     accumulators (wgmma's d64 failure is not such a move: item 64)."""
     from paprof import static
@@ -335,8 +332,9 @@ def test_no_register_of_a_flying_hgmma_is_written(monkeypatch, tmp_path, vid, he
     cuobjdump = static.find_cuobjdump()
     if cuobjdump is None:
         pytest.skip("cuobjdump not found (the test extra's nvidia-cuda-cuobjdump)")
-    monkeypatch.setattr(catalog, "WGMMA2_TUNING", catalog.parse_knobs(knobs, "wgmma2"))
     variant = FAMILY.variant(vid)
+    if vid == "wgmma2":
+        variant = catalog.tuned(variant, catalog.parse_knobs(knobs, "wgmma2"))
     defines = (catalog.wgmma_defines if vid == "wgmma" else variant.defines)(
         FAMILY.parse(f"dtype=bf16,head_dim={head_dim},seq_q=1000"))
     found = window_hazards(sass_lines(tmp_path, variant.source_paths()[0], defines.items(), cuobjdump))
@@ -359,7 +357,7 @@ def test_no_register_of_a_flying_hgmma_is_written(monkeypatch, tmp_path, vid, he
     # 86): this check found what the H200 showed, a wrong output from every query block
     ("wgmma2", 128, "OVERLAP=0,QSMEM=0 hazard", True),
 ])
-def test_q_fragments_stay_in_their_registers(monkeypatch, tmp_path, vid, head_dim, knobs, clobbered):
+def test_q_fragments_stay_in_their_registers(tmp_path, vid, head_dim, knobs, clobbered):
     from paprof import static
     from paprof_kernels.flash_fwd import FAMILY, catalog
 
@@ -367,9 +365,9 @@ def test_q_fragments_stay_in_their_registers(monkeypatch, tmp_path, vid, head_di
     if cuobjdump is None:
         pytest.skip("cuobjdump not found (the test extra's nvidia-cuda-cuobjdump)")
     hazard = knobs.endswith(" hazard")  # past the static_assert that refuses the build
-    if vid == "wgmma2":
-        monkeypatch.setattr(catalog, "WGMMA2_TUNING", catalog.parse_knobs(knobs.removesuffix(" hazard"), "wgmma2"))
     variant = FAMILY.variant(vid)
+    if vid == "wgmma2":
+        variant = catalog.tuned(variant, catalog.parse_knobs(knobs.removesuffix(" hazard"), "wgmma2"))
     defines = (catalog.wgmma_defines if vid == "wgmma" else variant.defines)(
         FAMILY.parse(f"dtype=bf16,head_dim={head_dim},seq_q=1000"))
     if hazard:

@@ -66,10 +66,10 @@ def test_encode_passes_the_parameters(monkeypatch):
         tensormap.encode_tiled(m, 0x1000)
 
 
-def test_wgmma2_args_without_tma_are_the_plain_ones(monkeypatch):
-    monkeypatch.setattr(catalog, "WGMMA2_TUNING", catalog.parse_knobs("TMA=0,STAGES=2", "wgmma2"))
+def test_wgmma2_args_without_tma_are_the_plain_ones():
+    tuning = catalog.parse_knobs("TMA=0,STAGES=2", "wgmma2")
     p = Shape(batch=1, q_heads=2, seq_q=100, head_dim=128, dtype="bf16")
-    args = catalog.wgmma2_args(p, {"q": 1, "k": 2, "v": 3}, 4)
+    args = catalog.wgmma2_args(p, {"q": 1, "k": 2, "v": 3}, 4, tuning)
     assert args == catalog.kernel_args(p, {"q": 1, "k": 2, "v": 3}, 4)
     assert "TMA" in catalog.WGMMA2_KNOBS and "PERSISTENT" not in catalog.WGMMA2_KNOBS
     assert catalog.parse_knobs("TMA=1", "wgmma2") == {"TMA": 1}

@@ -82,8 +82,12 @@ def test_v7_path_direct_for_even_full_batches_packed_for_ragged_16_bit():
         shape = problem.parse_shape(spec)
         plan = variants.plan_work(shape.context_lens, shape.page_size, shape.kv_heads, cap, shape.chunk_pages)
         assert variants.v7_path(shape, plan) == path, spec
+        # the rule ships; a tuning's PATH (kernels/scripts/tune_v5.py's PATH knob) forces one
+        forced = "tokens" if path == "packed" else "packed"
+        assert variants.v7_path(shape, plan, {"PATH": forced}) == forced
+        assert variants.v7_path(shape, plan, {"WARPS": 2}) == path
     assert set(variants.V7_CHOICES) == {"direct", "tokens", "packed"}
-    assert variants.V7_PATH == ""  # the rule ships; kernels/scripts/tune_v5.py's PATH knob forces one
+    assert not hasattr(variants, "V7_PATH") and not hasattr(variants, "V7_MERGE")
 
 
 def test_v7_serpentine_order_is_the_same_items_every_other_round_reversed():
@@ -185,4 +189,6 @@ def test_v7_merges_in_a_kernel_where_a_sequence_has_32_parts_or_more(spec, merge
     for plan in (variants.plan_work(shape.context_lens, 16, 8, 528),
                  variants.plan_packed(shape.context_lens, 16, 8, 528, item_cost=3)):
         assert variants.v7_merge(plan) == merge, plan["max_parts"]
-    assert variants.V7_MERGE == "" and variants.V7_MERGE_KERNEL_PARTS == 32  # the rule ships
+        forced = "fused" if merge == "kernel" else "kernel"  # a tuning's MERGE forces either
+        assert variants.v7_merge(plan, {"MERGE": forced}) == forced
+    assert variants.V7_MERGE_KERNEL_PARTS == 32  # the rule ships

@@ -2,7 +2,8 @@
 
 mma128 is one source built with -D values (``MMA128_KNOBS``): the shipped ones per head_dim
 are ``MMA128_4X32``; ``kernels/scripts/tune_flash.py --knobs "STAGES=3,..."`` benches others in one
-process without editing code, through ``MMA128_TUNING``.
+process without editing code, through ``tuned`` (the variant with its own -D values; wgmma2's
+alike).
 
 Nothing here needs a GPU. The CUDA variants are declared in the family interface's plain
 form (a kernel, its grid, block, shared memory, -D values and arguments); the PyTorch
@@ -12,7 +13,11 @@ it.
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import importlib.util
+from collections.abc import Mapping
+from types import MappingProxyType
 
 import numpy as np
 
@@ -33,20 +38,17 @@ MMA128_WARPS = 4
 """Warps a CTA of mma128 (WARP_M 2: 32 query rows each). The first round's 8 x 16 layout
 (8 warps of 16 rows, PIPELINE 1: the next tile's Q K^T beside the softmax) lost (kernels/NOTES.md
 items 50-54) and left the code after e6f8bcd."""
-MMA128_4X32 = {
+MMA128_4X32 = MappingProxyType({
     # 4 warps of two m16 tiles (32 rows): each K/V fragment feeds two mma; 2 CTAs a SM.
     # d128: Q re-read from sQ (its 64 registers would not fit beside O's 128), S taken 32
     # keys at a time (64 spills), 2 buffers (102 KiB: two CTAs fit); d64: Q in registers,
     # 64 keys, 3 buffers (72 KiB)
-    128: {"STAGES": 2, "BC": 64, "KSUB": 32, "QREG": 0, "QK_UNROLL": 2, "MIN_BLOCKS": 2},
-    64: {"STAGES": 3, "BC": 64, "KSUB": 64, "QREG": 1, "MIN_BLOCKS": 2},
-}
+    128: MappingProxyType({"STAGES": 2, "BC": 64, "KSUB": 32, "QREG": 0, "QK_UNROLL": 2, "MIN_BLOCKS": 2}),
+    64: MappingProxyType({"STAGES": 3, "BC": 64, "KSUB": 64, "QREG": 1, "MIN_BLOCKS": 2}),
+})
 """mma128's second layout, the shipped one (kernels/NOTES.md, items 50-54); mma128.cu compiled
 with no -D values is the head_dim 128 build in bf16."""
 MMA128_KNOBS = ("STAGES", "BC", "KSUB", "QREG", "QK_UNROLL", "MIN_BLOCKS")
-MMA128_TUNING: dict = {}
-"""-D values replacing the shipped ones for every shape (empty: the shipped choice);
-kernels/scripts/tune_flash.py sets it (from ``parse_knobs``) for its own runs only."""
 
 
 def parse_knobs(text: str, vid: str = "mma128") -> dict:
@@ -60,9 +62,9 @@ def parse_knobs(text: str, vid: str = "mma128") -> dict:
             raise ValueError(f"{vid} knobs: expected NAME=INT with NAME in {', '.join(names)}; got {item!r}")
         knobs[name.strip()] = int(value)
     return knobs
-WGMMA2_SHIPPED = {"BC": 128, "QSMEM": 0, "OVERLAP": 1, "PINGPONG": 1, "STAGES": 3,
-                  "SETMAXNREG": 1, "REG_CONSUMER": 232, "REG_PRODUCER": 40, "TMA": 1,
-                  "FAST_MAX": 1, "DESC_ADD": 1}
+WGMMA2_SHIPPED = MappingProxyType({"BC": 128, "QSMEM": 0, "OVERLAP": 1, "PINGPONG": 1, "STAGES": 3,
+                                   "SETMAXNREG": 1, "REG_CONSUMER": 232, "REG_PRODUCER": 40, "TMA": 1,
+                                   "FAST_MAX": 1, "DESC_ADD": 1})
 """wgmma2's -D values (wgmma2.cu's header; kernels/NOTES.md items 59-64, 77-79, 85): 128 keys a step,
 Q's A fragments in registers, S(j+1) beside the softmax, the two consumer warpgroups
 ping-ponged, a 3-stage K/V ring filled by a producer warpgroup with TMA (cp.async.bulk.tensor,
@@ -77,8 +79,6 @@ cp.async producer (TMA 0, STAGES 2, the first build)."""
 # the diet with RESCALE_EARLY 0) left the code after e6f8bcd (git show e6f8bcd:kernels/paprof_kernels/flash_fwd/wgmma2.cu); kernels/NOTES.md
 # items 79, 82-85 give what was measured against them.
 WGMMA2_KNOBS = tuple(WGMMA2_SHIPPED)
-WGMMA2_TUNING: dict = {}
-"""-D values replacing wgmma2's shipped ones (kernels/scripts/tune_flash.py --variant wgmma2 sets it)."""
 WGMMA2_THREADS = 384
 WGMMA_ROWS = MMA128_ROWS
 """Queries a CTA of the wgmma kernel (2 warpgroups of 64 rows: BR in wgmma.cu)."""
@@ -130,26 +130,26 @@ def mma_defines(p: Shape) -> dict:
             "MIN_BLOCKS": 3 if p.head_dim == 64 else 2}
 
 
-def mma128_knobs(p: Shape) -> dict:
-    """The -D values mma128 is built with for ``p``: the shipped ones (per head_dim) unless
-    ``MMA128_TUNING`` says otherwise."""
-    return {**MMA128_4X32[p.head_dim], **MMA128_TUNING}
+def mma128_knobs(p: Shape, tuning: Mapping | None = None) -> dict:
+    """The -D values mma128 is built with for ``p``: the shipped ones (per head_dim), those
+    ``tuning`` names replaced (``tuned``)."""
+    return {**MMA128_4X32[p.head_dim], **(tuning or {})}
 
 
 def mma128_block(p: Shape) -> tuple[int]:
     return (32 * MMA128_WARPS,)
 
 
-def mma128_smem(p: Shape) -> int:
+def mma128_smem(p: Shape, tuning: Mapping | None = None) -> int:
     """sQ (128 rows), sK and sV (STAGES buffers of BC rows each), rows padded by 8 16-bit elements."""
-    k = mma128_knobs(p)
+    k = mma128_knobs(p, tuning)
     return 2 * (p.head_dim + 8) * (MMA128_ROWS + 2 * k["STAGES"] * k["BC"])
 
 
-def mma128_defines(p: Shape) -> dict:
+def mma128_defines(p: Shape, tuning: Mapping | None = None) -> dict:
     # ptxas (nvcc 13.0, sm_90a), no spills: 4 x 32 at d128 254 registers, 102 KiB (2 CTAs
     # a SM); at d64 246, 72 KiB
-    return {"HEAD_DIM": p.head_dim, "DTYPE": _DTYPE_CODE.get(p.dtype, 2), **mma128_knobs(p)}
+    return {"HEAD_DIM": p.head_dim, "DTYPE": _DTYPE_CODE.get(p.dtype, 2), **mma128_knobs(p, tuning)}
 
 
 wgmma_grid = mma128_grid
@@ -169,9 +169,10 @@ def wgmma_defines(p: Shape) -> dict:
             "MIN_BLOCKS": 2 if p.head_dim == 64 else 1}
 
 
-def wgmma2_knobs(p: Shape) -> dict:
-    """The -D values of wgmma2's knobs for ``p``: the shipped ones, then WGMMA2_TUNING's."""
-    return {**WGMMA2_SHIPPED, **WGMMA2_TUNING}
+def wgmma2_knobs(p: Shape, tuning: Mapping | None = None) -> dict:
+    """The -D values of wgmma2's knobs for ``p``: the shipped ones, those ``tuning`` names
+    replaced (``tuned``)."""
+    return {**WGMMA2_SHIPPED, **(tuning or {})}
 
 
 WGMMA2_MAP_COLS = 64
@@ -179,41 +180,41 @@ WGMMA2_MAP_COLS = 64
 _TENSOR_MAPS = None
 
 
-def wgmma2_maps(p: Shape) -> tuple:
+def wgmma2_maps(p: Shape, tuning: Mapping | None = None) -> tuple:
     """The K and V tensor maps' parameters (TMA 1): [batch * kv_heads][seq_k][head_dim] as a
     3-D map, a copy BC rows x 64 columns of one head into one swizzle atom of a tile."""
     from paprof_kernels import tensormap  # noqa: PLC0415 (no GPU needed)
 
-    m = tensormap.rows_map(p.dtype, p.batch * p.kv, p.keys, p.head_dim, wgmma2_knobs(p)["BC"], WGMMA2_MAP_COLS)
+    m = tensormap.rows_map(p.dtype, p.batch * p.kv, p.keys, p.head_dim, wgmma2_knobs(p, tuning)["BC"], WGMMA2_MAP_COLS)
     return m, m
 
 
-def wgmma2_args(p: Shape, inputs: dict, out) -> tuple:
+def wgmma2_args(p: Shape, inputs: dict, out, tuning: Mapping | None = None) -> tuple:
     """kernel_args, and with TMA 1 the global addresses of K's and V's tensor maps (device
     buffers of 128 bytes, encoded once for given arrays: ``tensormap.DeviceMaps``)."""
     args = kernel_args(p, inputs, out)
-    if not wgmma2_knobs(p).get("TMA"):
+    if not wgmma2_knobs(p, tuning).get("TMA"):
         return args
     global _TENSOR_MAPS
     from paprof_kernels import tensormap  # noqa: PLC0415
 
     if _TENSOR_MAPS is None:
         _TENSOR_MAPS = tensormap.DeviceMaps()
-    km, vm = wgmma2_maps(p)
+    km, vm = wgmma2_maps(p, tuning)
     return (*args, _TENSOR_MAPS.get(km, inputs["k"].data.ptr), _TENSOR_MAPS.get(vm, inputs["v"].data.ptr))
 
 
-def wgmma2_smem(p: Shape) -> int:
+def wgmma2_smem(p: Shape, tuning: Mapping | None = None) -> int:
     """sQ (128 rows), sK and sV (STAGES buffers of BC rows each), 16-bit elements, 1 KiB of
     alignment slack and the 4 x STAGES mbarriers (8 bytes each)."""
-    k = wgmma2_knobs(p)
+    k = wgmma2_knobs(p, tuning)
     return 2 * p.head_dim * (WGMMA_ROWS + 2 * k["STAGES"] * k["BC"]) + 1024 + 32 * k["STAGES"]
 
 
-def wgmma2_defines(p: Shape) -> dict:
+def wgmma2_defines(p: Shape, tuning: Mapping | None = None) -> dict:
     # ptxas (nvcc 13.0, sm_90a), shipped knobs: 168 registers reported (the 384-thread
     # budget), setmaxnreg moves the consumers to 232 and the producer to 40; no spills
-    return {"HEAD_DIM": p.head_dim, "DTYPE": _DTYPE_CODE.get(p.dtype, 2), **wgmma2_knobs(p)}
+    return {"HEAD_DIM": p.head_dim, "DTYPE": _DTYPE_CODE.get(p.dtype, 2), **wgmma2_knobs(p, tuning)}
 
 
 def _grid_fits(p: Shape, vid: str) -> None:
@@ -256,13 +257,33 @@ def check_wgmma(p: Shape) -> None:
         raise ShapeError(f"wgmma takes head_dim {' or '.join(map(str, WGMMA_DIMS))}, got {p.head_dim}")
 
 
-def check_wgmma2(p: Shape) -> None:
+def check_wgmma2(p: Shape, tuning: Mapping | None = None) -> None:
     _check_tensor_cores("wgmma2")(p)
     if p.head_dim != 128:
         raise ShapeError(f"wgmma2 is written for head_dim 128, got {p.head_dim} (mma128 takes 64)")
-    if not wgmma2_knobs(p)["OVERLAP"] and not wgmma2_knobs(p)["QSMEM"]:
+    knobs = wgmma2_knobs(p, tuning)
+    if not knobs["OVERLAP"] and not knobs["QSMEM"]:
         raise ShapeError("wgmma2 OVERLAP=0 needs QSMEM=1: in that loop ptxas gives Q's register "
                          "fragments to other values (wrong on the H200; kernels/NOTES.md item 86)")
+
+
+_TUNED_HOOKS = {
+    # variant id -> the fields of its CudaVariant its -D knobs decide (``tuned``)
+    "mma128": {"defines": mma128_defines, "shared_mem": mma128_smem},
+    "wgmma2": {"defines": wgmma2_defines, "shared_mem": wgmma2_smem, "args": wgmma2_args, "accepts": check_wgmma2},
+}
+
+
+def tuned(variant: CudaVariant, tuning: Mapping) -> CudaVariant:
+    """``variant`` (mma128 or wgmma2, as the family holds it) built with the -D values
+    ``tuning`` names (``parse_knobs``) in place of the shipped ones, its shared memory, tensor
+    maps and checks following them: what kernels/scripts/tune_flash.py benches and the tests
+    build; the family's own variants stay the shipped ones."""
+    if variant.id not in _TUNED_HOOKS:
+        raise ValueError(f"flash_fwd {variant.id} has no tuning; {', '.join(_TUNED_HOOKS)} have")
+    tuning = MappingProxyType(dict(tuning))
+    return dataclasses.replace(variant, **{name: functools.partial(fn, tuning=tuning)
+                                           for name, fn in _TUNED_HOOKS[variant.id].items()})
 
 
 SDPA = {

@@ -5,6 +5,11 @@ Nothing here needs a GPU. The launch code is in ``variants.py``.
 
 from __future__ import annotations
 
+import dataclasses
+import functools
+from collections.abc import Mapping
+from types import MappingProxyType
+
 from paprof.errors import ShapeError
 from paprof_kernels.paged_decode import peers
 from paprof_kernels.paged_decode.problem import Shape
@@ -13,22 +18,38 @@ from paprof.family import CallableVariant, CudaVariant
 FAMILY = "paged_decode"
 
 
-def _build(variant, shape, device):
+def _build(variant, shape, device, tuning: Mapping | None = None):
     """The GPU side, imported only when a variant is built."""
     from paprof_kernels.paged_decode import variants
 
-    return variants.build(variant, shape, device)
+    return variants.build(variant, shape, device, tuning)
 
 
-def _units(vid: str):
+def _units(vid: str, tuning: Mapping | None = None):
     """The static gate's compile units of variant ``vid`` (``CudaVariant.compile_units``)."""
 
     def units(shape):
         from paprof_kernels.paged_decode import variants
 
-        return variants.compile_units(vid, shape)
+        return variants.compile_units(vid, shape, tuning)
 
     return units
+
+
+TUNABLE = ("v5", "v6", "v7")
+"""The variants ``tuned`` takes (``variants.FAST_VARIANTS``)."""
+
+
+def tuned(variant: CudaVariant, tuning: Mapping) -> CudaVariant:
+    """``variant`` (v5, v6 or v7, as the family holds it) built and compiled with ``tuning``
+    (-D values and v7's planning knobs: ``variants.HOST_KNOBS`` says how) instead of the
+    shipped choice: what kernels/scripts/tune_v5.py and the tests run; the family's own
+    variants stay the shipped ones."""
+    if variant.id not in TUNABLE:
+        raise ValueError(f"paged_decode {variant.id} has no tuning; {', '.join(TUNABLE)} have")
+    tuning = MappingProxyType(dict(tuning))
+    return dataclasses.replace(variant, build=functools.partial(_build, tuning=tuning),
+                               compile_units=_units(variant.id, tuning))
 
 HANDBOOK_SMEM_BYTES = 48 * 1024
 """The handbook kernel keeps every score in (non-opt-in) shared memory."""

@@ -45,7 +45,9 @@
 #define KERNEL_NAME paged_decode_v5
 #endif
 #ifndef MIN_BLOCKS
-#define MIN_BLOCKS 4  // __launch_bounds__: resident CTAs a SM the registers must allow
+#define MIN_BLOCKS 4  // __launch_bounds__: resident CTAs a SM the registers must allow; shipped
+                      // 4, but 2 for v5_fast.cu at groups over 4 and 8 for the 16-bit and fp8
+                      // caches at group 1, head_dim 64 (variants.fast_defines)
 #endif
 #ifndef RESCALE_THRESHOLD
 #define RESCALE_THRESHOLD 8.f  // log2 units: rescale (l, acc) only when the max grows by more

@@ -28,6 +28,7 @@
 #ifndef PAGE_SIZE
 #define PAGE_SIZE 16
 #endif
+// WARPS and UNROLL's defaults are the shipped build (fp32, variants.FAST_TUNING).
 #ifndef WARPS
 #define WARPS 4
 #endif

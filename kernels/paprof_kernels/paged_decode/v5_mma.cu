@@ -42,29 +42,30 @@
 #ifndef PAGE_SIZE
 #define PAGE_SIZE 16
 #endif
+// The defaults are the shipped build of the main dtype (fp16 at head_dim 128, group 4:
+// variants.FAST_TUNING); what ships also depends on dtype and shape where said below.
 #ifndef WARPS
-#define WARPS 2
+#define WARPS 3  // shipped; 2 at group 1, head_dim 64 (variants.GROUP1_D64_TUNING)
 #endif
 #ifndef NSTAGES
-#define NSTAGES 3  // tiles in each warp's ring
+#define NSTAGES 2  // FEED 0: tiles in each warp's ring (the ring's shipped build)
 #endif
 #include "fast_common.cuh"
 #ifndef FEED
-#define FEED 0  // 0: K/V through a cp.async ring and ldmatrix; 1: straight into registers
+#define FEED 1  // 1: K/V straight into registers (shipped at head_dim 64, 128); 0: through a
+                // cp.async ring and ldmatrix (shipped at other head dims: variants.RING_TUNING)
 #endif
 // The L2::256B hint (FEED_HINT 2, COPY_HINT 2) and cp.async.ca (COPY_HINT 3) lost (kernels/NOTES.md:
 // the ring's copies 88.5 % and 88.8 % of the read ceiling against L2::128B's 89.5 %, the
-// loads 86.7 % against 94.7 %) and left the code after e6f8bcd.
+// loads 86.7 % against 94.7 %) and left the code after e6f8bcd; the ring's copies without a
+// hint (COPY_HINT 0, item 8's build before it) left it after bfc4832: the ring always hints.
 #ifndef FEED_HINT
-#define FEED_HINT 0  // FEED 1: 1 adds an L2::128B prefetch hint to the loads (shipped)
-#endif
-#ifndef COPY_HINT
-#define COPY_HINT 0  // 0: cp.async.cg; 1: + L2::128B prefetch (the ring's shipped build)
+#define FEED_HINT 1  // FEED 1: 1 (shipped) adds an L2::128B prefetch hint to the loads; 0: none
 #endif
 static_assert(FEED_HINT == 0 || FEED_HINT == 1, "FEED_HINT 0 or 1");
-static_assert(COPY_HINT == 0 || COPY_HINT == 1, "COPY_HINT 0 or 1");
 #ifndef TSUB
-#define TSUB 1  // FEED 1: 16-token tiles a warp takes in one step (loads in flight: TSUB tiles)
+#define TSUB 1  // FEED 1: 16-token tiles a warp takes in one step (loads in flight: TSUB tiles);
+                // shipped 1 for fp16 and bf16, 2 for fp8 (KV_DTYPE 3: half the bytes a tile)
 #endif
 
 #define TILE 16
@@ -99,13 +100,10 @@ __device__ __forceinline__ unsigned smem_u32(const void* ptr) {
     return addr;
 }
 
-// 16 bytes global -> shared, bypassing L1; src_bytes = 0 writes zeros and reads nothing.
+// 16 bytes global -> shared, bypassing L1, with an L2::128B prefetch hint; src_bytes = 0
+// writes zeros and reads nothing.
 __device__ __forceinline__ void copy16(unsigned dst, const void* src, int src_bytes) {
-#if COPY_HINT == 1
     asm volatile("cp.async.cg.shared.global.L2::128B [%0], [%1], 16, %2;" ::"r"(dst), "l"(src), "r"(src_bytes) : "memory");
-#else
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(dst), "l"(src), "r"(src_bytes) : "memory");
-#endif
 }
 
 __device__ __forceinline__ void ldsm_x4(unsigned (&r)[4], unsigned addr) {

@@ -6,7 +6,9 @@ returns a ``Launcher``: calling it enqueues every kernel of one decode step.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
+from types import MappingProxyType
 
 import numpy as np
 
@@ -18,7 +20,7 @@ from paprof.kernels import gpu
 
 HERE = Path(__file__).resolve().parent
 
-FAST_TUNING = {
+FAST_TUNING = MappingProxyType({
     # K/V dtype -> (source, compile-time knobs) of v5/v6, measured on the H200 (kernels/NOTES.md):
     # fp32 keeps 8 steps of loads in flight in registers; 16-bit caches go to the tensor cores,
     # fed straight from 16-byte register loads with an L2::128B hint (FEED 1).
@@ -29,15 +31,17 @@ FAST_TUNING = {
     # half the bytes of fp16's, so a warp takes two tiles a step (TSUB 2) to keep as many
     # bytes in flight; scales folded into the query (K) and the output (V). Not yet measured.
     "fp8": ("v5_mma.cu", {"WARPS": 3, "FEED": 1, "FEED_HINT": 1, "TSUB": 2}),
-}
-RING_TUNING = {"FEED": 0, "NSTAGES": 2, "COPY_HINT": 1}
+})
+"""The shipped -D values of v5/v6/v7 by K/V dtype (read only: a sweep passes its own as a
+``tuning`` to ``build``, ``compile_units`` and ``fast_defines``)."""
+RING_TUNING = MappingProxyType({"FEED": 0, "NSTAGES": 2})
 """v5_mma.cu's cp.async ring, for head_dim values the register feed does not handle."""
 FEED_DIMS = (64, 128)
 """head_dim values v5_mma.cu's register feed (FEED 1) handles."""
 MIN_PAGES_PER_SPLIT = 8
 """v6 never gives a split fewer pages than this (the merge would cost more than it hides)."""
 
-GROUP1_D64_TUNING = {
+GROUP1_D64_TUNING = MappingProxyType({
     # K/V dtype -> knobs that replace FAST_TUNING's for group 1 at head_dim 64 (32/32 heads):
     # half the warps a CTA and twice the CTAs a SM. fp16 on the H200 (decode7 call, commit
     # 6d7bf95, kernels/scripts/tune_v5.py --v7, v6 at batch 64 ctx 4096 32/32 d64): {WARPS 2,
@@ -50,9 +54,23 @@ GROUP1_D64_TUNING = {
     "fp16": {"WARPS": 2, "MIN_BLOCKS": 8},
     "bf16": {"WARPS": 2, "MIN_BLOCKS": 8},
     "fp8": {"WARPS": 2, "MIN_BLOCKS": 8},
-}
-"""Per-shape tuning on top of FAST_TUNING (fast_defines; kernels/scripts/tune_v5.py empties it while
-it measures its own knobs)."""
+})
+"""Per-shape tuning on top of FAST_TUNING (fast_defines, shipped builds only: a ``tuning`` that
+names -D values replaces both tables)."""
+
+HOST_KNOBS = ("SOURCE", "ORDER", "PATH", "MERGE", "SNAP", "COST")
+"""Keys of a ``tuning`` that are not -D values: SOURCE the .cu (``v5_fast.cu`` or
+``v5_mma.cu``; default the dtype's FAST_TUNING source) and v7's planning: ORDER (plan_work's
+order, default V7_ORDER), PATH (v7_path forced: "direct", "tokens" or "packed"; default the
+rule), MERGE (v7_merge forced: "fused" or "kernel"; default the rule), SNAP (V7_PACK_SNAP) and
+COST (V7_PACK_ITEM_COST).
+
+A ``tuning`` (the value kernels/scripts/tune_v5.py, the sanitizer script and the tests pass to
+``build``, ``compile_units`` and ``fast_defines``; None: what ships) maps these and -D names to
+values. One that names any -D value or SOURCE is the whole compile-time tuning of the build:
+it replaces the dtype's FAST_TUNING entry and GROUP1_D64_TUNING (RING_TUNING still takes over
+at head dims the register feed does not handle); one that names host knobs only keeps the
+shipped -D values."""
 
 _DTYPE_CODE = {"fp32": 0, "fp16": 1, "bf16": 2, "fp8": 3}
 
@@ -91,13 +109,15 @@ _WORKLIST_OF = {"paged_decode_v7_tokens": 1, "paged_decode_v7_packed": 2}
 """WORKLIST of v7's kernels (fast_common.cuh): 1 an item a CTA, 2 a range of items a CTA."""
 
 
-def compile_units(vid: str, shape: Shape) -> list[tuple[list[Path], dict]]:
+def compile_units(vid: str, shape: Shape, tuning: Mapping | None = None) -> list[tuple[list[Path], dict]]:
     """The sources and -D values a variant's builder compiles at ``shape`` (v6, v7: both of
-    their kernels; which one runs depends on the GPU). Pure Python: the static gate's."""
+    their kernels; which one runs depends on the GPU), with ``tuning`` for v5/v6/v7 (None:
+    the shipped builds). Pure Python: the static gate's."""
     if vid in _PLAIN_UNITS:
         source, defines = _PLAIN_UNITS[vid]
         return [([HERE / source], defines(shape))]
-    return [([fast_source(shape)], fast_defines(shape, split, name, worklist=_WORKLIST_OF.get(name, 0)))
+    return [([fast_source(shape, tuning)],
+             fast_defines(shape, split, name, worklist=_WORKLIST_OF.get(name, 0), tuning=tuning))
             for name, split in _FAST_NAMES[vid]]
 
 
@@ -220,16 +240,34 @@ def _build_v4(variant, shape, device):
     return Launcher(variant.id, infos, run, details={"num_splits": splits})
 
 
-def fast_source(shape: Shape) -> Path:
-    return HERE / FAST_TUNING[shape.dtype][0]
+def _compile_knobs(tuning: Mapping | None) -> dict:
+    """The -D values a ``tuning`` names (HOST_KNOBS left out)."""
+    return {k: v for k, v in (tuning or {}).items() if k not in HOST_KNOBS}
 
 
-def fast_defines(shape: Shape, split: bool, name: str, worklist: int = 0, defer: bool = False) -> dict:
+def _host(tuning: Mapping | None, knob: str):
+    """A host knob of ``tuning`` (HOST_KNOBS), or the shipped value."""
+    shipped = {"ORDER": V7_ORDER, "PATH": "", "MERGE": "", "SNAP": V7_PACK_SNAP, "COST": V7_PACK_ITEM_COST}
+    return (tuning or {}).get(knob, shipped[knob])
+
+
+def fast_source(shape: Shape, tuning: Mapping | None = None) -> Path:
+    """The .cu of v5/v6/v7 at ``shape``: the dtype's FAST_TUNING source, or ``tuning``'s SOURCE."""
+    return HERE / (tuning or {}).get("SOURCE", FAST_TUNING[shape.dtype][0])
+
+
+def fast_defines(shape: Shape, split: bool, name: str, worklist: int = 0, defer: bool = False,
+                 tuning: Mapping | None = None) -> dict:
     """Compile-time constants of v5/v6's kernel for this shape (v7's work list: worklist 1
-    an item a CTA, 2 packed ranges; ``defer``: the merges left to paged_decode_v7_merge)."""
-    tuning = dict(FAST_TUNING[shape.dtype][1])
-    if shape.group == 1 and shape.head_dim == 64 and tuning.get("FEED"):
-        tuning.update(GROUP1_D64_TUNING.get(shape.dtype, {}))
+    an item a CTA, 2 packed ranges; ``defer``: the merges left to paged_decode_v7_merge);
+    ``tuning`` (HOST_KNOBS says how): a sweep's -D values instead of the shipped ones."""
+    knobs = _compile_knobs(tuning)
+    if knobs or (tuning or {}).get("SOURCE"):
+        tuning = knobs
+    else:
+        tuning = dict(FAST_TUNING[shape.dtype][1])
+        if shape.group == 1 and shape.head_dim == 64 and tuning.get("FEED"):
+            tuning.update(GROUP1_D64_TUNING.get(shape.dtype, {}))
     if tuning.get("FEED") and shape.head_dim not in FEED_DIMS:
         tuning.update(RING_TUNING)
     # Resident CTAs a SM the registers must allow. Groups of 8 heads on the H200 (kernels/NOTES.md,
@@ -288,21 +326,22 @@ def merge_list(items) -> "np.ndarray":
     return arr
 
 
-def _fast_kernel(shape: Shape, split: bool, name: str, worklist: int = 0, defer: bool = False):
-    defines = fast_defines(shape, split, name, worklist, defer)
-    kernel = gpu.compile_module([fast_source(shape)], defines).get_function(name)
+def _fast_kernel(shape: Shape, split: bool, name: str, worklist: int = 0, defer: bool = False,
+                 tuning: Mapping | None = None):
+    defines = fast_defines(shape, split, name, worklist, defer, tuning)
+    kernel = gpu.compile_module([fast_source(shape, tuning)], defines).get_function(name)
     return kernel, (defines["WARPS"] * 32,), fast_smem(defines)
 
 
-def _merge_kernel(shape: Shape, name: str, worklist: int, items, max_parts: int):
+def _merge_kernel(shape: Shape, name: str, worklist: int, items, max_parts: int, tuning: Mapping | None):
     """paged_decode_v7_merge, from the module of the streaming kernel compiled with
     DEFER_MERGE (a CTA a query head and sequence of several parts), with its list; None
     when no sequence has several parts."""
     merges = merge_list(items)
     if not len(merges):
         return None
-    defines = fast_defines(shape, True, name, worklist, defer=True)
-    kernel = gpu.compile_module([fast_source(shape)], defines).get_function("paged_decode_v7_merge")
+    defines = fast_defines(shape, True, name, worklist, defer=True, tuning=tuning)
+    kernel = gpu.compile_module([fast_source(shape, tuning)], defines).get_function("paged_decode_v7_merge")
     grid = (shape.q_heads, len(merges))
     return kernel, grid, (MERGE_THREADS,), deferred_merge_smem(max_parts), gpu.cupy().asarray(merges)
 
@@ -324,10 +363,11 @@ def choose_splits(shape: Shape, device, resident_blocks_per_sm: int) -> int:
     return max(1, min(capacity // base, longest_pages // MIN_PAGES_PER_SPLIT))
 
 
-def _no_split_launcher(variant, shape: Shape, details: dict, name: str = "paged_decode_v6_nosplit") -> Launcher:
+def _no_split_launcher(variant, shape: Shape, details: dict, name: str = "paged_decode_v6_nosplit",
+                       tuning: Mapping | None = None) -> Launcher:
     """The fast kernel without splits (grid kv_heads x batch, the output written directly):
     v5's, and v6's and v7's no-split path."""
-    kernel, block, smem = _fast_kernel(shape, False, name)
+    kernel, block, smem = _fast_kernel(shape, False, name, tuning=tuning)
     grid = (shape.kv_heads, shape.batch)
     info = _launch(kernel, name, grid, block, smem)
 
@@ -337,15 +377,15 @@ def _no_split_launcher(variant, shape: Shape, details: dict, name: str = "paged_
     return Launcher(variant.id, [info], run_direct, details=details)
 
 
-def _build_v5(variant, shape, device):
-    return _no_split_launcher(variant, shape, {}, "paged_decode_v5")
+def _build_v5(variant, shape, device, tuning=None):
+    return _no_split_launcher(variant, shape, {}, "paged_decode_v5", tuning)
 
 
-def _build_v6(variant, shape, device):
-    partial, block, smem = _fast_kernel(shape, True, "paged_decode_v6_split")
+def _build_v6(variant, shape, device, tuning=None):
+    partial, block, smem = _fast_kernel(shape, True, "paged_decode_v6_split", tuning=tuning)
     splits = choose_splits(shape, device, gpu.blocks_per_sm(partial, block[0], smem, device))
     if splits == 1:
-        return _no_split_launcher(variant, shape, {"num_splits": 1})
+        return _no_split_launcher(variant, shape, {"num_splits": 1}, tuning=tuning)
 
     cp = gpu.cupy()
     smem = max(smem, merge_smem(block[0] // 32, shape.group, shape.head_dim, splits))  # the merging CTA's
@@ -415,10 +455,10 @@ def _parts_of(pages: list[int], chunk: int) -> int:
 
 
 V7_ORDER = "longest"
-"""The work list's order: "longest" (shipped: the longest parts first), or "serpentine"
-(the same, every other round of sm_count / kv_heads items reversed, so that the SMs the
-first wave's rounds land on breadth-first get even sums; kernels/scripts/tune_v5.py measures it
-through its ORDER knob before anything ships it)."""
+"""The work list's order that ships: "longest" (the longest parts first); "serpentine" (the
+same, every other round of sm_count / kv_heads items reversed, so that the SMs the first
+wave's rounds land on breadth-first get even sums) only through a ``tuning``'s ORDER
+(kernels/scripts/tune_v5.py's ORDER knob measures it before anything ships it)."""
 
 
 def plan_work(context_lens, page_size: int, kv_heads: int, capacity: int, chunk_pages: int = 0,
@@ -490,24 +530,23 @@ pages (0: equal pages, the second round's plan). The time is latency, not bytes:
 page streams in half the time, so fp8 counts twice the pages, fp32 half (packed_item_cost)."""
 
 
-def packed_item_cost(shape: Shape) -> int:
-    """V7_PACK_ITEM_COST in pages of the shape's cache (2 bytes an element: as it is)."""
-    return V7_PACK_ITEM_COST * 2 // shape.elem_bytes
-
-V7_MERGE = ""
-"""Where v7 merges a sequence's parts, forced: "fused" (the last CTA of its parts to finish,
-after a fence and a counter: one kernel) or "kernel" (the CTAs only write partials;
-paged_decode_v7_merge, a CTA a query head and sequence, runs after them in the same
-stream); "": v7_merge's rule. kernels/scripts/tune_v5.py's MERGE knob (kernels/NOTES.md, item 95)."""
+def packed_item_cost(shape: Shape, cost: int = V7_PACK_ITEM_COST) -> int:
+    """``cost`` (V7_PACK_ITEM_COST, pages of a 16-bit cache) in pages of the shape's cache
+    (2 bytes an element: as it is)."""
+    return cost * 2 // shape.elem_bytes
 
 V7_MERGE_KERNEL_PARTS = 32
 """v7_merge: a plan whose most-cut sequence has at least this many parts merges in
 paged_decode_v7_merge."""
 
 
-def v7_merge(plan: dict) -> str:
+def v7_merge(plan: dict, tuning: Mapping | None = None) -> str:
     """Where v7 merges the parts of the plan ``plan`` (token or packed): in its own kernel
-    when a sequence is cut into V7_MERGE_KERNEL_PARTS parts or more, fused otherwise.
+    ("kernel": the CTAs only write partials; paged_decode_v7_merge, a CTA a query head and
+    sequence, runs after them in the same stream) when a sequence is cut into
+    V7_MERGE_KERNEL_PARTS parts or more, fused otherwise ("fused": the last CTA of its parts
+    to finish, after a fence and a counter: one kernel). ``tuning``'s MERGE forces either
+    (kernels/scripts/tune_v5.py's MERGE knob; kernels/NOTES.md, item 95).
 
     The fused merge puts the last CTA's fence, count, second fence and a merge of every
     part by one CTA at the end of the launch, a cost that grows with the parts (b1: the
@@ -520,21 +559,18 @@ def v7_merge(plan: dict) -> str:
     77.4-77.5 against 77.6-78.4 (no gain); the issue's ragged batch (12 parts at most) fp16
     85.8-86.1 against 84.0-86.0, fp8 73.9-74.0 against 70.0-71.7; b32 ctx8192 with groups
     of 8 (2 parts) 92.6-93.3 against 87.3-91.0."""
-    if V7_MERGE:
-        return V7_MERGE
+    if _host(tuning, "MERGE"):
+        return _host(tuning, "MERGE")
     return "kernel" if plan["max_parts"] >= V7_MERGE_KERNEL_PARTS else "fused"
 
-V7_PATH = ""
-"""v7's path forced ("packed" or "tokens"; "": V7_CHOICES's rule): kernels/scripts/tune_v5.py's PATH
-knob, for the A/B of packed against tokens on the same shape (not a -D value)."""
-
-
-def v7_path(shape: Shape, plan: dict) -> str:
-    """Which of V7_CHOICES v7 takes at ``shape`` with the token plan ``plan``."""
+def v7_path(shape: Shape, plan: dict, tuning: Mapping | None = None) -> str:
+    """Which of V7_CHOICES v7 takes at ``shape`` with the token plan ``plan``; ``tuning``'s
+    PATH forces one (kernels/scripts/tune_v5.py's PATH knob, for the A/B of packed against
+    tokens on the same shape)."""
     lens = shape.context_lens
     even = max(lens) <= V7_EVEN_RATIO * (sum(lens) / len(lens))
-    if V7_PATH:
-        return V7_PATH
+    if _host(tuning, "PATH"):
+        return _host(tuning, "PATH")
     if not shape.chunk_pages and plan["multi_part"] == 0 and even:
         return "direct"
     if not shape.chunk_pages and not even and shape.elem_bytes == 2:
@@ -633,22 +669,23 @@ def packed_array(plan: dict) -> "np.ndarray":
     return arr.reshape(-1)
 
 
-def _build_v7(variant, shape, device):
-    kernel, block, smem = _fast_kernel(shape, True, V7_KERNEL, worklist=True)
+def _build_v7(variant, shape, device, tuning=None):
+    kernel, block, smem = _fast_kernel(shape, True, V7_KERNEL, worklist=True, tuning=tuning)
     resident = gpu.blocks_per_sm(kernel, block[0], smem, device)
+    order = _host(tuning, "ORDER")
     plan = plan_work(shape.context_lens, shape.page_size, shape.kv_heads, device.sm_count * max(1, resident),
-                     shape.chunk_pages, device.sm_count)
-    path = v7_path(shape, plan)
+                     shape.chunk_pages, device.sm_count, order=order)
+    path = v7_path(shape, plan, tuning)
     details = {"path": path, "waves": plan["waves"], "resident_ctas_per_sm": resident}  # why: V7_CHOICES
-    if V7_ORDER != "longest":
-        details["order"] = V7_ORDER
+    if order != V7_ORDER:
+        details["order"] = order
     if path == "direct":
-        return _no_split_launcher(variant, shape, {**details, "num_splits": 1, "work_items": 0})
+        return _no_split_launcher(variant, shape, {**details, "num_splits": 1, "work_items": 0}, tuning=tuning)
     if path == "packed":
-        return _packed_launcher(variant, shape, device, details)
+        return _packed_launcher(variant, shape, device, details, tuning)
 
     cp = gpu.cupy()
-    defer, kernel, block, smem, need = _v7_merge_choice(shape, plan, V7_KERNEL, 1, (kernel, block, smem))
+    defer, kernel, block, smem, need = _v7_merge_choice(shape, plan, V7_KERNEL, 1, (kernel, block, smem), tuning)
     if need > device.smem_per_block_optin:
         raise ShapeError(f"v7 with chunks of {plan['chunk_pages']} pages merges {plan['max_parts']} parts of a "
                          f"sequence: {need} bytes of shared memory a CTA, beyond this GPU's "
@@ -664,7 +701,7 @@ def _build_v7(variant, shape, device):
     counters = cp.zeros(shape.batch * shape.kv_heads, dtype=cp.int32)  # the kernel leaves them at 0
     grid = (shape.kv_heads, len(items))
     infos = [_launch(kernel, V7_KERNEL, grid, block, smem)]
-    merge = _merge_kernel(shape, V7_KERNEL, 1, items, plan["max_parts"]) if defer else None
+    merge = _merge_kernel(shape, V7_KERNEL, 1, items, plan["max_parts"], tuning) if defer else None
     run_merge = _merge_step(merge, infos, part_m, part_l, part_o, shape)
 
     def run_tokens(inputs, out):
@@ -677,15 +714,15 @@ def _build_v7(variant, shape, device):
         "multi_part_sequences": plan["multi_part"], "merge": "kernel" if defer else "fused"})
 
 
-def _v7_merge_choice(shape: Shape, plan: dict, name: str, worklist: int, fused):
+def _v7_merge_choice(shape: Shape, plan: dict, name: str, worklist: int, fused, tuning: Mapping | None):
     """v7_merge's choice for ``plan`` and the streaming kernel it takes: (defer, kernel,
     block, smem, need). ``fused`` is the kernel with its merge, (kernel, block, smem), which
     planned the work (its occupancy); deferred, the same kernel without its merge (fewer
     registers: the same resident CTAs or more). ``need``: the larger CTA's shared memory
     (the merging CTA's, or the merge kernel's)."""
     kernel, block, smem = fused
-    if v7_merge(plan) == "kernel":
-        kernel, block, smem = _fast_kernel(shape, True, name, worklist=worklist, defer=True)
+    if v7_merge(plan, tuning) == "kernel":
+        kernel, block, smem = _fast_kernel(shape, True, name, worklist=worklist, defer=True, tuning=tuning)
         return True, kernel, block, smem, max(smem, deferred_merge_smem(plan["max_parts"]))
     smem = max(smem, merge_smem(block[0] // 32, shape.group, shape.head_dim, plan["max_parts"]))
     return False, kernel, block, smem, smem
@@ -693,7 +730,7 @@ def _v7_merge_choice(shape: Shape, plan: dict, name: str, worklist: int, fused):
 
 def _merge_step(merge, infos: list, part_m, part_l, part_o, shape: Shape):
     """What run() calls after v7's streaming kernel: paged_decode_v7_merge over the
-    sequences of several parts (V7_MERGE "kernel"; its launch appended to ``infos``), or
+    sequences of several parts (v7_merge's "kernel"; its launch appended to ``infos``), or
     nothing (fused merges, or no sequence of several parts)."""
     if merge is None:
         return lambda out: None
@@ -706,13 +743,15 @@ def _merge_step(merge, infos: list, part_m, part_l, part_o, shape: Shape):
     return run_merge
 
 
-def _packed_launcher(variant, shape: Shape, device, details: dict) -> Launcher:
+def _packed_launcher(variant, shape: Shape, device, details: dict, tuning: Mapping | None) -> Launcher:
     """v7's packed path: grid (kv_heads, ctas), CTA y the items of its range in turn."""
-    kernel, block, smem = _fast_kernel(shape, True, V7_PACKED_KERNEL, worklist=2)
+    kernel, block, smem = _fast_kernel(shape, True, V7_PACKED_KERNEL, worklist=2, tuning=tuning)
     resident = gpu.blocks_per_sm(kernel, block[0], smem, device)
+    snap, cost = _host(tuning, "SNAP"), _host(tuning, "COST")
     plan = plan_packed(shape.context_lens, shape.page_size, shape.kv_heads, device.sm_count * max(1, resident),
-                       item_cost=packed_item_cost(shape))
-    defer, kernel, block, smem, need = _v7_merge_choice(shape, plan, V7_PACKED_KERNEL, 2, (kernel, block, smem))
+                       snap=snap, item_cost=packed_item_cost(shape, cost))
+    defer, kernel, block, smem, need = _v7_merge_choice(shape, plan, V7_PACKED_KERNEL, 2, (kernel, block, smem),
+                                                        tuning)
     if need > device.smem_per_block_optin:
         raise ShapeError(f"v7 packed merges {plan['max_parts']} parts of a sequence: {need} bytes of shared "
                          f"memory a CTA, beyond this GPU's {device.smem_per_block_optin}")
@@ -726,7 +765,7 @@ def _packed_launcher(variant, shape: Shape, device, details: dict) -> Launcher:
     counters = cp.zeros(shape.batch * shape.kv_heads, dtype=cp.int32)  # the kernel leaves them at 0
     grid = (shape.kv_heads, plan["ctas"])
     infos = [_launch(kernel, V7_PACKED_KERNEL, grid, block, smem)]
-    merge = _merge_kernel(shape, V7_PACKED_KERNEL, 2, plan["items"], plan["max_parts"]) if defer else None
+    merge = _merge_kernel(shape, V7_PACKED_KERNEL, 2, plan["items"], plan["max_parts"], tuning) if defer else None
     run_merge = _merge_step(merge, infos, part_m, part_l, part_o, shape)
 
     def run_packed(inputs, out):
@@ -738,8 +777,8 @@ def _packed_launcher(variant, shape: Shape, device, details: dict) -> Launcher:
         "merge": "kernel" if defer else "fused",
         **details, "waves": plan["waves"], "resident_ctas_per_sm": resident, "num_splits": plan["max_parts"],
         "ctas": plan["ctas"], "work_items": len(plan["items"]), "pages_per_cta": plan["pages_per_cta"],
-        "multi_part_sequences": plan["multi_part"], **({"snap": V7_PACK_SNAP} if V7_PACK_SNAP != 2 else {}),
-        **({"item_cost": V7_PACK_ITEM_COST} if V7_PACK_ITEM_COST != 3 else {})})
+        "multi_part_sequences": plan["multi_part"], **({"snap": snap} if snap != V7_PACK_SNAP else {}),
+        **({"item_cost": cost} if cost != V7_PACK_ITEM_COST else {})})
 
 
 _BUILDERS = {
@@ -755,7 +794,18 @@ _BUILDERS = {
 }
 
 
-def build(variant, shape: Shape, device) -> Launcher:
-    """The variant's launcher for ``shape``, with its launch choices in words
+FAST_VARIANTS = ("v5", "v6", "v7")
+"""The variants a ``tuning`` applies to (v5_fast.cu / v5_mma.cu)."""
+
+
+def build(variant, shape: Shape, device, tuning: Mapping | None = None) -> Launcher:
+    """The launcher of ``variant`` at ``shape``: the shipped build, or for v5/v6/v7 the one
+    ``tuning`` makes (HOST_KNOBS says how), with its launch choices in words
     (``words.for_launcher``: what the run records and the reports say)."""
-    return words.for_launcher(_BUILDERS[variant.id](variant, shape, device), device.sm_count)
+    if variant.id in FAST_VARIANTS:
+        launcher = _BUILDERS[variant.id](variant, shape, device, tuning)
+    elif tuning:
+        raise ValueError(f"paged_decode {variant.id} has no tuning; {', '.join(FAST_VARIANTS)} have")
+    else:
+        launcher = _BUILDERS[variant.id](variant, shape, device)
+    return words.for_launcher(launcher, device.sm_count)

@@ -7,7 +7,8 @@
 #    family/id (paged_decode/v6), then compare them: the code path in the family's words
 # 3. the GPU tests of both packages
 # 4. the README family (docs/your-kernels.md: vadd) run at n=2^20 with one profiled launch
-#    a variant: the small reports the tool's unit tests read (-> tests/data/small)
+#    a variant (on the H200, 2026-12-03: 842 KB a report at the default preset, not yet
+#    small enough to stand in for examples/ in the unit tests)
 # Everything lands in $OUT/split.tar.gz.
 set -u
 OUT=${OUT:-/tmp/paprof-out}

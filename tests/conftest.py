@@ -26,12 +26,38 @@ def _gpu_reason() -> str | None:
     return None
 
 
+@functools.lru_cache(maxsize=None)
+def _lab_reason() -> str | None:
+    """Why the kernel lab's families are not visible (None when they are): the ``lab``
+    tests reach them through the ``paprof.families`` entry point, as paprof does."""
+    from importlib.metadata import entry_points
+
+    from helpers import LAB_FAMILY
+
+    if LAB_FAMILY not in {ep.name for ep in entry_points(group="paprof.families")}:
+        return f"the kernel lab is not installed ({LAB_FAMILY} is no paprof.families entry point): pip install -e ./kernels"
+    return None
+
+
+@pytest.fixture
+def lab():
+    """For a fixture that needs the lab's families: skips where they are not installed
+    (a test marked ``lab`` skips at collection; a fixture cannot carry the marker)."""
+    reason = _lab_reason()
+    if reason:
+        pytest.skip(f"lab test: {reason}")
+
+
 def pytest_collection_modifyitems(config, items):
     for item in items:
         if "gpu" in item.keywords:
             reason = _gpu_reason()
             if reason:
                 item.add_marker(pytest.mark.skip(reason=f"gpu test: {reason}"))
+        if "lab" in item.keywords:
+            reason = _lab_reason()
+            if reason:
+                item.add_marker(pytest.mark.skip(reason=f"lab test: {reason}"))
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -521,3 +521,22 @@ class FakeNvml:
 
     def nvmlDeviceGetComputeRunningProcesses(self, handle):
         return list(self.processes)
+
+
+# -- the kernel lab, the tests' sample plugin (tests marked ``lab``) --------------------------
+
+LAB_FAMILY = "paged_decode"
+"""The lab family the ``lab`` tests use as a real plugin, reached through the registry
+like any user's family (never imported: the tool's tests name no module of the lab)."""
+
+
+def lab_params():
+    """``paged_decode``'s parameter class (``Family.params``)."""
+    from paprof import registry
+
+    return registry.family(LAB_FAMILY).params
+
+
+def lab_shape(text: str | None = None):
+    """``paged_decode``'s parameters parsed from ``text`` (its defaults for None)."""
+    return lab_params().parse(text)

@@ -123,6 +123,7 @@ def test_a_bad_calibration_file_is_exit_2(aa, tmp_path, text, message):
         calibration.load(path)
 
 
+@pytest.mark.lab
 def test_on_a_gpu_each_repeat_is_a_fresh_measurement(tmp_path, monkeypatch):
     """The GPU path profiles the variants --repeats times (profile_current, faked here with
     shipped runs at 1.00, 1.02, 0.98 of their time) and measures the noise of those runs."""

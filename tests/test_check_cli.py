@@ -405,6 +405,7 @@ def test_shipped_corrupt_baseline_exits_2(invoke, v3_baseline):
     assert result.exit_code == 2 and "corrupt" in result.stderr
 
 
+@pytest.mark.lab
 def test_shipped_profile_path_end_to_end_with_fake_ncu(
     invoke, v3_baseline, fake_bin, fake_launcher, monkeypatch, tmp_path
 ):
@@ -424,6 +425,7 @@ def test_shipped_profile_path_end_to_end_with_fake_ncu(
     assert json.loads(sidecar.read_text())["launches"] == 3
 
 
+@pytest.mark.lab
 def test_check_table_keeps_the_dtype_of_each_shape(invoke, tmp_path):
     """v5 runs at fp16 and fp32: the rows must not look the same (the shape was cut)."""
     import shutil

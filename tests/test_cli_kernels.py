@@ -21,6 +21,7 @@ def run(*args):
     return CliRunner().invoke(main, list(args))
 
 
+@pytest.mark.lab
 def test_list_json_names_every_variant_with_its_idea():
     result = run("list", "--json")
     assert result.exit_code == 0
@@ -40,6 +41,7 @@ def test_list_json_names_every_variant_with_its_idea():
     assert flash["gate_metrics"] == ["tensor_pipe_pct", "sm_throughput_pct", "duration_us", "work_tflops"]
 
 
+@pytest.mark.lab
 def test_list_text_groups_by_family():
     for args in (["--verbose"], ["-v"], ["--family", "paged_decode"]):
         result = run("list", *args)
@@ -51,6 +53,7 @@ def test_list_text_groups_by_family():
     assert "flash_fwd" not in result.stdout  # --family: that one only
 
 
+@pytest.mark.lab
 def test_list_is_one_line_a_family_and_a_variant():
     from paprof import registry
 
@@ -67,6 +70,7 @@ def test_list_is_one_line_a_family_and_a_variant():
     assert lines[-1].startswith("(paprof list --family F or --verbose: ")
 
 
+@pytest.mark.lab
 def test_list_puts_the_users_families_first(monkeypatch):
     from paprof import registry
 
@@ -87,6 +91,7 @@ def test_list_puts_the_users_families_first(monkeypatch):
     assert all(f["params"] and f["variants"] for f in data)
 
 
+@pytest.mark.lab
 @pytest.mark.parametrize(
     "args, message",
     [
@@ -104,6 +109,7 @@ def test_bench_bad_input_is_one_line_and_exit_2(args, message):
     assert "Traceback" not in result.output + result.stderr
 
 
+@pytest.mark.lab
 def test_bench_without_cupy_says_what_to_install(monkeypatch):
     def no_cupy():
         raise gpu.UserError("CuPy is not installed: install the GPU extra (pip install 'paprof[gpu]') on a CUDA machine")
@@ -114,6 +120,7 @@ def test_bench_without_cupy_says_what_to_install(monkeypatch):
     assert "CuPy is not installed" in result.stderr
 
 
+@pytest.mark.lab
 @pytest.mark.parametrize(
     "args, code, message",
     [

@@ -149,6 +149,7 @@ def test_renamed_hands_its_value_over_and_warns():
     assert both.exit_code == 2 and "give --profiled-launches only" in both.output
 
 
+@pytest.mark.lab
 def test_run_takes_its_old_spellings(tmp_path):
     result = _invoke("run", "--variant", "v3", "--replace", "--launches", "2",
                      "--shape", "batch=zz", "--runs", tmp_path)
@@ -158,6 +159,7 @@ def test_run_takes_its_old_spellings(tmp_path):
     assert result.stderr.splitlines()[-1] == "paprof: error: batch must be an integer, got 'zz'"
 
 
+@pytest.mark.lab
 def test_sweep_takes_its_old_spellings(tmp_path):
     result = _invoke("sweep", "--variant", "v3", "--grid", "batch=1,2", "--list", "--runs",
                      tmp_path, "--launches", "7", "--profile-launches", "2")
@@ -182,6 +184,7 @@ def test_check_takes_repeat_and_timed(tmp_path):
 
 
 # -- JSON: alone on stdout, with FILE into the file ---------------------------------------------
+@pytest.mark.lab
 def test_list_json_on_stdout_or_into_a_file(tmp_path):
     bare = _invoke("list", "--json")
     dash = _invoke("list", "--json", "-")

@@ -57,6 +57,7 @@ def _value(x, params):
 # -- discovery -----------------------------------------------------------------------------
 
 
+@pytest.mark.lab
 def test_discovered_through_tool_paprof(fam):
     assert "[tool.paprof]" in fam.origin
     assert str(EXAMPLE / "pyproject.toml") in fam.origin

@@ -10,10 +10,14 @@ import pytest
 from paprof import gate, registry
 from paprof.errors import UserError
 
-lab = pytest.importorskip("paprof_kernels", reason="the kernel lab is not installed (pip install -e ./kernels)")
-from paprof_kernels.flash_fwd import FAMILY, GATE_METRICS  # noqa: E402
+from helpers import make_table
 
-from helpers import make_table  # noqa: E402
+pytestmark = pytest.mark.lab
+
+
+def flash():
+    """The lab's flash_fwd family, found through its entry point like any plugin."""
+    return registry.family("flash_fwd")
 
 
 # -- the registry: an id names its family when it is unique ------------------------------
@@ -40,8 +44,8 @@ def test_an_id_unique_across_installed_families_needs_no_family():
 def flash_rows(tensor=70.0, sm=75.0, duration=3000.0, tflops=360.0, variant="mma"):
     side = {"schema": 2, "family": "flash_fwd", "gpu": "NVIDIA H200", "ncu_version": "2025.3.1.0",
             "clock_control": "none", "preset": "default", "created": "2026-12-01T10:00:00+00:00",
-            "gate_metrics": list(GATE_METRICS)}
-    shape = FAMILY.parse("").spec()
+            "gate_metrics": list(flash().gate_metrics)}
+    shape = flash().parse("").spec()
     return [{"variant": variant, "family": "flash_fwd", "launch": 0, "shape": shape,
              "gpu": "NVIDIA H200", "tensor_pipe_pct": tensor, "sm_throughput_pct": sm,
              "duration_us": duration, "work_tflops": tflops, "dram_throughput_pct": 9.0,
@@ -49,16 +53,16 @@ def flash_rows(tensor=70.0, sm=75.0, duration=3000.0, tflops=360.0, variant="mma
 
 
 def test_the_gate_holds_flash_fwd_to_its_compute_metrics():
-    assert all(m in gate.GATE_RULES for m in GATE_METRICS)
+    assert all(m in gate.GATE_RULES for m in flash().gate_metrics)
     base = gate.make_baseline(make_table(flash_rows()))
     (entry,) = base.entries
-    assert list(entry.metrics) == list(GATE_METRICS)  # the family's hint, not DRAM throughput
+    assert list(entry.metrics) == list(flash().gate_metrics)  # the family's hint, not DRAM throughput
     same = gate.compare_to_baseline(base, make_table(flash_rows()), gate.Settings())
     assert same.passed
     slower = gate.compare_to_baseline(
         base, make_table(flash_rows(tensor=60.0, sm=64.0, duration=3500.0, tflops=308.0)), gate.Settings())
     assert not slower.passed
-    assert {r.metric for r in slower.regressions} == set(GATE_METRICS)
+    assert {r.metric for r in slower.regressions} == set(flash().gate_metrics)
 
 
 def test_paprof_run_records_the_gemm_ceiling_of_tensor_core_work(fake_bin, fake_launcher, tmp_path):
@@ -70,14 +74,14 @@ def test_paprof_run_records_the_gemm_ceiling_of_tensor_core_work(fake_bin, fake_
 
     fake_launcher.result = {"gemm_ceiling_tflops": 712.5,
                             "gemm_ceiling": {"dtype": "bf16", "method": "cublas.gemmEx", "tflops": 712.5}}
-    run = profile_variant(FAMILY.variant("mma"), FAMILY.parse("seq_q=1024"), NcuSettings(), tmp_path / "runs")
+    run = profile_variant(flash().variant("mma"), flash().parse("seq_q=1024"), NcuSettings(), tmp_path / "runs")
     (verify_call,) = fake_launcher.calls
     assert "--gemm-ceiling" in verify_call and "--ceiling" not in verify_call
     assert run.sidecar["gemm_ceiling_tflops"] == 712.5 and run.sidecar["gemm_ceiling"]["dtype"] == "bf16"
-    assert run.sidecar["gate_metrics"] == list(GATE_METRICS)
+    assert run.sidecar["gate_metrics"] == list(flash().gate_metrics)
     fake_launcher.calls.clear()
     fake_launcher.result = {}
-    run = profile_variant(FAMILY.variant("handbook"), FAMILY.parse("seq_q=1024,dtype=fp32"), NcuSettings(),
+    run = profile_variant(flash().variant("handbook"), flash().parse("seq_q=1024,dtype=fp32"), NcuSettings(),
                           tmp_path / "runs")
     assert "--gemm-ceiling" not in fake_launcher.calls[0] and run.sidecar["gemm_ceiling_tflops"] is None
 

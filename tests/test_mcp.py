@@ -174,6 +174,7 @@ def test_a_user_error_is_a_one_line_tool_error(answers):
     assert "no run of v9 in" in _error(answers, "unknown")
 
 
+@pytest.mark.lab
 def test_table_and_families_are_bounded(answers):
     data = _ok(answers, "table")
     assert len(data["rows"]) == 3 and data["left_out"] == data["total"] - 3
@@ -217,6 +218,7 @@ def test_run_and_bench_are_refused_without_a_gpu_with_the_reason(answers):
         assert "no NVIDIA GPU here" in _error(answers, key)
 
 
+@pytest.mark.lab
 @pytest.mark.skipif(not HAS_NVCC, reason="nvcc is not on PATH")
 def test_the_static_gate_over_mcp(answers):
     made = _ok(answers, "static_baseline")

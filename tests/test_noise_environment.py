@@ -8,16 +8,16 @@ import json
 import os
 import sys
 
+import pytest
 
 from paprof import registry
 from paprof.gate import environment as environment_gate
 from paprof.gate import Baseline, Entry, Provenance, Settings, Stat, compare_to_baseline
-from paprof_kernels.paged_decode.problem import parse_shape
 from paprof.profiler import environment
 from paprof.profiler.argv import NcuSettings
 from paprof.profiler.profile import profile_variant
 
-from helpers import FakeNvml
+from helpers import FakeNvml, lab_shape
 
 SW_THERMAL, SW_POWER, IDLE = 0x20, 0x4, 0x1
 
@@ -69,9 +69,10 @@ def test_without_nvml_it_is_not_observed_and_nothing_fails(monkeypatch):
     assert environment_gate.provenance_fields({}) == {"environment": None}  # an older run
 
 
+@pytest.mark.lab
 def test_profile_variant_records_the_environment(fake_bin, fake_launcher, tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "pynvml", FakeNvml(reasons=SW_THERMAL))
-    run = profile_variant(registry.get("v3"), parse_shape("batch=64,context=4096"),
+    run = profile_variant(registry.get("v3"), lab_shape("batch=64,context=4096"),
                           NcuSettings(), tmp_path / "runs")
     side = json.loads(run.report.with_suffix(".json").read_text())
     assert side["environment"]["observed"] is True
@@ -155,6 +156,7 @@ def test_the_baseline_keeps_the_environment(tmp_path):
     assert any("the baseline was measured while the GPU was throttled" in n for n in verdict.notes)
 
 
+@pytest.mark.lab
 def test_bench_records_the_environment_and_warns_when_throttled(monkeypatch):
     from click.testing import CliRunner
 

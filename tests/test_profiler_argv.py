@@ -6,11 +6,17 @@ import pytest
 
 from paprof.errors import UserError
 from paprof import registry
-from paprof_kernels.paged_decode.problem import parse_shape
 from paprof.profiler.argv import NcuSettings, launcher_argv, ncu_argv, report_path, verify_argv
 from paprof.profiler.presets import PRESETS, get_preset
 
-SHAPE = parse_shape("batch=64,context=4096")
+from helpers import lab_shape
+
+pytestmark = pytest.mark.lab  # the lab's paged_decode is the sample plugin
+
+
+
+def the_shape():
+    return lab_shape("batch=64,context=4096")
 SPEC = "batch=64,q_heads=32,kv_heads=8,head_dim=128,page=16,context=4096,dtype=fp32"
 BASIC_SECTIONS = [
     "--section", "SpeedOfLight",
@@ -36,11 +42,11 @@ def settings(**kw):
 
 
 def test_spec_is_what_the_launcher_gets():
-    assert SHAPE.spec() == SPEC
+    assert the_shape().spec() == SPEC
 
 
 def test_ncu_argv_default():
-    argv = ncu_argv(settings(), registry.get("v3"), SHAPE, "/runs/.x.tmp-1.ncu-rep", "/runs/r.json")
+    argv = ncu_argv(settings(), registry.get("v3"), the_shape(), "/runs/.x.tmp-1.ncu-rep", "/runs/r.json")
     assert argv == [
         "/opt/ncu",
         "-o", "/runs/.x.tmp-1.ncu-rep",
@@ -59,7 +65,7 @@ def test_ncu_argv_default():
 
 def test_ncu_argv_full_set_base_clocks_two_kernels_three_launches_seed():
     s = settings(preset="full", clock_control="base", launches=3, kernels_per_launch=2, seed=7)
-    argv = ncu_argv(s, registry.get("v4"), SHAPE, "out", "r.json")
+    argv = ncu_argv(s, registry.get("v4"), the_shape(), "out", "r.json")
     assert argv == [
         "/opt/ncu",
         "-o", "out.ncu-rep",
@@ -79,7 +85,7 @@ def test_ncu_argv_full_set_base_clocks_two_kernels_three_launches_seed():
 
 def test_ncu_argv_memory_preset_without_filters():
     s = settings(preset="memory", nvtx_filter=False, kernel_filter=False)
-    argv = ncu_argv(s, registry.get("v2"), SHAPE, "o.ncu-rep", "r.json")
+    argv = ncu_argv(s, registry.get("v2"), the_shape(), "o.ncu-rep", "r.json")
     assert argv[: argv.index("/py")] == [
         "/opt/ncu", "-o", "o.ncu-rep", "--force-overwrite", "--clock-control", "none",
         "--target-processes", "all",
@@ -90,7 +96,7 @@ def test_ncu_argv_memory_preset_without_filters():
 
 
 def test_verify_argv_runs_the_launcher_alone():
-    argv = verify_argv(settings(seed=3), registry.get("v3"), SHAPE, "/tmp/v.json")
+    argv = verify_argv(settings(seed=3), registry.get("v3"), the_shape(), "/tmp/v.json")
     assert argv == [
         "/py", "-m", "paprof.kernels.launch",
         "--variant", "v3", "--family", "paged_decode", "--shape", SPEC,
@@ -100,18 +106,18 @@ def test_verify_argv_runs_the_launcher_alone():
 
 
 def test_launcher_argv_ragged_shape_round_trips():
-    shape = parse_shape("context=1:17:1000:4096")
+    shape = lab_shape("context=1:17:1000:4096")
     argv = launcher_argv(
         registry.get("v5"), shape, python="py", result="r", profile_launches=1, time_launches=0
     )
-    assert parse_shape(argv[argv.index("--shape") + 1]) == shape
+    assert lab_shape(argv[argv.index("--shape") + 1]) == shape
 
 
 def test_unresolved_ncu_and_bad_clock_control_are_bugs():
     with pytest.raises(ValueError, match="find_ncu"):
-        ncu_argv(NcuSettings(), registry.get("v3"), SHAPE, "o", "r")
+        ncu_argv(NcuSettings(), registry.get("v3"), the_shape(), "o", "r")
     with pytest.raises(ValueError, match="clock_control"):
-        ncu_argv(settings(clock_control="max"), registry.get("v3"), SHAPE, "o", "r")
+        ncu_argv(settings(clock_control="max"), registry.get("v3"), the_shape(), "o", "r")
 
 
 def test_report_path_appends_the_suffix_ncu_would():

@@ -25,6 +25,7 @@ def test_help(paprof_cli):
     assert "default|source|basic|memory|full" in result.output.replace(" ", "")
 
 
+@pytest.mark.lab
 def test_run_two_variants(paprof_cli, fake_bin, fake_launcher, tmp_path, monkeypatch):
     monkeypatch.setenv("FAKE_NCU_ARGV", str(tmp_path / "argv.json"))
     monkeypatch.setenv("COLUMNS", "200")
@@ -43,6 +44,7 @@ def test_run_two_variants(paprof_cli, fake_bin, fake_launcher, tmp_path, monkeyp
     assert ran[ran.index("--clock-control") + 1] == "base"
 
 
+@pytest.mark.lab
 def test_existing_run_exits_2_until_replace(paprof_cli, fake_bin, fake_launcher, tmp_path):
     args = ("--variant", "v3", "--runs", str(tmp_path / "runs"))
     assert invoke(paprof_cli, *args).exit_code == 0
@@ -53,6 +55,7 @@ def test_existing_run_exits_2_until_replace(paprof_cli, fake_bin, fake_launcher,
     assert invoke(paprof_cli, *args, "--force").exit_code == 0
 
 
+@pytest.mark.lab
 def test_failed_verification_exits_1_after_the_summary(paprof_cli, fake_bin, fake_launcher, tmp_path, monkeypatch):
     def launcher(argv, env):
         if argv[argv.index("--variant") + 1] == "v2":
@@ -69,6 +72,7 @@ def test_failed_verification_exits_1_after_the_summary(paprof_cli, fake_bin, fak
     assert [p.parent.name for p in (tmp_path / "runs").rglob("*.ncu-rep")] == ["v3"]
 
 
+@pytest.mark.lab
 def test_bad_input_exits_2_with_one_line(paprof_cli, fake_bin, fake_launcher, tmp_path):
     for args, message in (
         (("--variant", "v99"), "paprof: error: unknown variant 'v99'"),
@@ -84,6 +88,7 @@ def test_bad_input_exits_2_with_one_line(paprof_cli, fake_bin, fake_launcher, tm
     assert fake_launcher.calls == []
 
 
+@pytest.mark.lab
 def test_environment_errors_exit_2(paprof_cli, fake_bin, fake_launcher, tmp_path, monkeypatch):
     monkeypatch.setenv("FAKE_NCU_MODE", "perm")
     result = invoke(paprof_cli, "--variant", "v3", "--runs", str(tmp_path / "runs"))
@@ -143,6 +148,7 @@ def test_run_cmd_option_errors_are_one_line(paprof_cli, args, message):
     assert line.startswith("paprof: error: ") and message in line
 
 
+@pytest.mark.lab
 def test_run_summary_fits_80_columns_with_whole_report_paths():
     """In a CI log (80 columns) each report path is on one line, copyable whole."""
     import io

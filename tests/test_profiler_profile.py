@@ -8,15 +8,19 @@ import pytest
 
 from paprof.errors import ShapeError, UserError, VerificationError
 from paprof import registry
-from paprof_kernels.paged_decode.problem import parse_shape
 from paprof.profiler import locate, profile, store
 from paprof.profiler.argv import NcuSettings
 from paprof.profiler.locate import import_ncu_report
 from paprof.profiler.profile import profile_variant, profile_variants
 
-from helpers import REPORT_ENV, real_report
+from helpers import REPORT_ENV, real_report, lab_shape
 
-SHAPE = parse_shape("batch=64,context=4096")
+pytestmark = pytest.mark.lab  # the lab's paged_decode is the sample plugin
+
+
+
+def the_shape():
+    return lab_shape("batch=64,context=4096")
 CONTRACT_KEYS = {
     "schema", "family", "variant", "kind", "kernel_regex", "idea", "shape", "shape_slug", "params",
     "work", "gpu", "gpu_slug", "driver", "ncu_version", "clock_control", "preset", "sections",
@@ -33,8 +37,8 @@ def files_under(root):
 def test_profile_variant_stores_report_and_sidecar(fake_bin, fake_launcher, tmp_path, monkeypatch):
     monkeypatch.setenv("FAKE_NCU_ARGV", str(tmp_path / "argv.json"))
     seen = []
-    run = profile_variant(registry.get("v3"), SHAPE, NcuSettings(seed=5), tmp_path / "runs", progress=seen.append)
-    slug = SHAPE.slug()
+    run = profile_variant(registry.get("v3"), the_shape(), NcuSettings(seed=5), tmp_path / "runs", progress=seen.append)
+    slug = the_shape().slug()
     folder = f"nvidia-h200/paged_decode/v3/{slug}"
     assert files_under(tmp_path / "runs") == [f"{folder}.json", f"{folder}.ncu-rep", f"{folder}.ncu.log"]
     assert run.report == tmp_path / "runs" / f"{folder}.ncu-rep"
@@ -50,10 +54,10 @@ def test_profile_variant_stores_report_and_sidecar(fake_bin, fake_launcher, tmp_
     assert CONTRACT_KEYS <= set(sidecar)
     assert sidecar["schema"] == 2 and sidecar["kind"] == "cuda" and sidecar["verified"] is True
     assert (sidecar["family"], sidecar["variant"], sidecar["kernel_regex"]) == ("paged_decode", "v3", "paged_decode_v3")
-    assert (sidecar["shape"], sidecar["shape_slug"]) == (SHAPE.spec(), slug)
+    assert (sidecar["shape"], sidecar["shape_slug"]) == (the_shape().spec(), slug)
     assert sidecar["params"]["batch"] == 64 and sidecar["params"]["page_size"] == 16
     # the work model is the family's, computed for these parameters (not taken from the GPU)
-    assert sidecar["work"] == {"bytes": SHAPE.kv_bytes, "flops": 4 * 64 * 4096 * 32 * 128, "flop_kind": "fp32"}
+    assert sidecar["work"] == {"bytes": the_shape().kv_bytes, "flops": 4 * 64 * 4096 * 32 * 128, "flop_kind": "fp32"}
     # the variant's own source: here paprof's checkout (the built-in family's folder)
     assert sidecar["source"]["path"].endswith("kernels/paprof_kernels/paged_decode")
     assert (sidecar["gpu"], sidecar["gpu_slug"], sidecar["driver"]) == ("NVIDIA H200", "nvidia-h200", "580.159.04")
@@ -76,7 +80,7 @@ def test_profile_variant_stores_report_and_sidecar(fake_bin, fake_launcher, tmp_
 def test_kernels_per_launch_comes_from_the_verification_run(fake_bin, fake_launcher, tmp_path, monkeypatch):
     monkeypatch.setenv("FAKE_NCU_ARGV", str(tmp_path / "argv.json"))
     fake_launcher.result = {"kernels": ["paged_decode_v4_partial", "paged_decode_v4_merge"]}
-    run = profile_variant(registry.get("v4"), SHAPE, NcuSettings(launches=2), tmp_path / "runs")
+    run = profile_variant(registry.get("v4"), the_shape(), NcuSettings(launches=2), tmp_path / "runs")
     ran = json.loads((tmp_path / "argv.json").read_text())
     assert ran[ran.index("--launch-count") + 1] == "4"
     assert ran[ran.index("--profile-launches") + 1] == "2"
@@ -90,11 +94,11 @@ def test_the_launchers_choices_and_their_words_go_into_the_record(fake_bin, fake
     monkeypatch.setenv("FAKE_NCU_ARGV", str(tmp_path / "argv.json"))
     words = {"said": ["split the rows 4 ways (splits 4)"], "why": "128 CTAs would leave 4 of 132 SMs idle"}
     fake_launcher.result = {"launch_details": {"splits": 4}, "launch_words": words}
-    run = profile_variant(registry.get("v3"), SHAPE, NcuSettings(), tmp_path / "runs")
+    run = profile_variant(registry.get("v3"), the_shape(), NcuSettings(), tmp_path / "runs")
     assert (run.sidecar["launch_details"], run.sidecar["launch_words"]) == ({"splits": 4}, words)
     assert run.sidecar.launch_said == tuple(words["said"]) and run.sidecar.launch_why == words["why"]
     fake_launcher.result = {}
-    bare = profile_variant(registry.get("v3"), SHAPE, NcuSettings(), tmp_path / "bare")
+    bare = profile_variant(registry.get("v3"), the_shape(), NcuSettings(), tmp_path / "bare")
     assert (bare.sidecar["launch_details"], bare.sidecar["launch_words"]) == ({}, {})
 
 
@@ -103,7 +107,7 @@ def test_failed_verification_stores_nothing_and_skips_ncu(fake_bin, fake_launche
     fake_launcher.returncode = 1
     fake_launcher.output = "compiling\npaprof: error: v3 output differs: rel_error 0.31 > 1e-05\n"
     with pytest.raises(VerificationError, match="paged_decode/v3 failed verification: .*rel_error 0.31"):
-        profile_variant(registry.get("v3"), SHAPE, NcuSettings(), tmp_path / "runs")
+        profile_variant(registry.get("v3"), the_shape(), NcuSettings(), tmp_path / "runs")
     assert not (tmp_path / "argv.json").exists()
     assert not (tmp_path / "runs").exists() or files_under(tmp_path / "runs") == []
 
@@ -112,23 +116,23 @@ def test_launcher_environment_error_is_a_user_error(fake_bin, fake_launcher, tmp
     fake_launcher.returncode = 2
     fake_launcher.output = "paprof: error: no CUDA device\n"
     with pytest.raises(UserError, match=r"launcher for paged_decode/v3 failed \(exit 2\): paprof: error: no CUDA device"):
-        profile_variant(registry.get("v3"), SHAPE, NcuSettings(), tmp_path / "runs")
+        profile_variant(registry.get("v3"), the_shape(), NcuSettings(), tmp_path / "runs")
 
 
 def test_existing_run_refused_before_any_gpu_work(fake_bin, fake_launcher, tmp_path):
-    profile_variant(registry.get("v3"), SHAPE, NcuSettings(), tmp_path / "runs")
+    profile_variant(registry.get("v3"), the_shape(), NcuSettings(), tmp_path / "runs")
     with pytest.raises(UserError, match="already exists.*--force"):
-        profile_variant(registry.get("v3"), SHAPE, NcuSettings(), tmp_path / "runs")
+        profile_variant(registry.get("v3"), the_shape(), NcuSettings(), tmp_path / "runs")
     assert len(fake_launcher.calls) == 1
-    profile_variant(registry.get("v3"), SHAPE, NcuSettings(), tmp_path / "runs", replace=True)
+    profile_variant(registry.get("v3"), the_shape(), NcuSettings(), tmp_path / "runs", replace=True)
     assert len(fake_launcher.calls) == 2
 
 
 def test_ncu_failure_leaves_only_the_log(fake_bin, fake_launcher, tmp_path, monkeypatch):
     monkeypatch.setenv("FAKE_NCU_MODE", "perm")
     with pytest.raises(UserError, match="ERR_NVGPUCTRPERM"):
-        profile_variant(registry.get("v3"), SHAPE, NcuSettings(), tmp_path / "runs")
-    assert files_under(tmp_path / "runs") == [f"nvidia-h200/paged_decode/v3/{SHAPE.slug()}.ncu.log"]
+        profile_variant(registry.get("v3"), the_shape(), NcuSettings(), tmp_path / "runs")
+    assert files_under(tmp_path / "runs") == [f"nvidia-h200/paged_decode/v3/{the_shape().slug()}.ncu.log"]
 
 
 def test_interrupt_after_ncu_leaves_nothing_half_written(fake_bin, fake_launcher, tmp_path, monkeypatch):
@@ -138,21 +142,21 @@ def test_interrupt_after_ncu_leaves_nothing_half_written(fake_bin, fake_launcher
 
     monkeypatch.setattr(store, "write_sidecar", interrupted)
     with pytest.raises(KeyboardInterrupt):
-        profile_variant(registry.get("v3"), SHAPE, NcuSettings(), tmp_path / "runs")
-    assert files_under(tmp_path / "runs") == [f"nvidia-h200/paged_decode/v3/{SHAPE.slug()}.ncu.log"]
+        profile_variant(registry.get("v3"), the_shape(), NcuSettings(), tmp_path / "runs")
+    assert files_under(tmp_path / "runs") == [f"nvidia-h200/paged_decode/v3/{the_shape().slug()}.ncu.log"]
 
 
 def test_without_nvidia_smi_the_launchers_gpu_names_the_run(fake_bin, fake_launcher, tmp_path, monkeypatch):
     monkeypatch.setenv("FAKE_NVIDIA_SMI", "fail")
     fake_launcher.result = {"gpu": "NVIDIA H100 80GB HBM3"}
-    run = profile_variant(registry.get("v3"), SHAPE, NcuSettings(), tmp_path / "runs")
+    run = profile_variant(registry.get("v3"), the_shape(), NcuSettings(), tmp_path / "runs")
     assert run.sidecar["gpu_slug"] == "nvidia-h100-80gb-hbm3" and run.sidecar["driver"] is None
     assert "nvidia-h100-80gb-hbm3" in run.report.parts
 
 
 def test_shape_error_before_anything_runs(fake_bin, fake_launcher, tmp_path):
     with pytest.raises(ShapeError):
-        profile_variant(registry.get("v3"), parse_shape("dtype=fp16"), NcuSettings(), tmp_path / "runs")
+        profile_variant(registry.get("v3"), lab_shape("dtype=fp16"), NcuSettings(), tmp_path / "runs")
     assert fake_launcher.calls == []
 
 
@@ -162,7 +166,7 @@ def test_no_ncu_is_a_user_error(fake_launcher, tmp_path, monkeypatch):
     monkeypatch.setattr(locate, "INSTALL_ROOT", tmp_path / "none")
     monkeypatch.setattr(locate, "CUDA_NCU", tmp_path / "none" / "ncu")
     with pytest.raises(UserError, match="ncu .* not found"):
-        profile_variant(registry.get("v3"), SHAPE, NcuSettings(), tmp_path / "runs")
+        profile_variant(registry.get("v3"), the_shape(), NcuSettings(), tmp_path / "runs")
     assert fake_launcher.calls == []
 
 
@@ -174,7 +178,7 @@ def test_profile_variants_continues_past_failures(fake_bin, fake_launcher, tmp_p
 
     monkeypatch.setattr(profile, "run_launcher", launcher)
     variants = [registry.get(v) for v in ("v2", "v3", "v5")]
-    outcomes = profile_variants(variants, SHAPE, NcuSettings(), tmp_path / "runs")
+    outcomes = profile_variants(variants, the_shape(), NcuSettings(), tmp_path / "runs")
     assert [(o.variant.id, bool(o.run), bool(o.failed), bool(o.skipped)) for o in outcomes] == [
         ("v2", False, True, False),
         ("v3", True, False, False),
@@ -184,9 +188,9 @@ def test_profile_variants_continues_past_failures(fake_bin, fake_launcher, tmp_p
 
 def test_profile_variants_raises_when_every_variant_is_skipped(fake_bin, fake_launcher, tmp_path):
     with pytest.raises(ShapeError):
-        profile_variants([registry.get("v3")], parse_shape("dtype=fp16"), NcuSettings(), tmp_path / "runs")
+        profile_variants([registry.get("v3")], lab_shape("dtype=fp16"), NcuSettings(), tmp_path / "runs")
     outcomes = profile_variants(
-        [registry.get("v3"), registry.get("v5")], parse_shape("dtype=fp16"), NcuSettings(), tmp_path / "runs"
+        [registry.get("v3"), registry.get("v5")], lab_shape("dtype=fp16"), NcuSettings(), tmp_path / "runs"
     )
     assert [(o.variant.id, bool(o.skipped), bool(o.run)) for o in outcomes] == [("v3", True, False), ("v5", False, True)]
 
@@ -196,7 +200,7 @@ def test_end_to_end_with_a_real_h200_report(fake_bin, fake_launcher, tmp_path, m
     if report is None:
         pytest.skip(f"no real .ncu-rep yet under examples/h200/ (or set {REPORT_ENV})")
     monkeypatch.setenv("FAKE_NCU_REPORT", str(report))
-    run = profile_variant(registry.get("v3"), SHAPE, NcuSettings(), tmp_path / "runs")
+    run = profile_variant(registry.get("v3"), the_shape(), NcuSettings(), tmp_path / "runs")
     assert run.report.read_bytes() == report.read_bytes()
     loaded = import_ncu_report().load_report(str(run.report))
     assert loaded.num_ranges() >= 1
@@ -206,7 +210,7 @@ def test_end_to_end_with_a_real_h200_report(fake_bin, fake_launcher, tmp_path, m
 @pytest.mark.parametrize("preset, lineinfo", [("default", None), ("source", "1")])
 def test_source_preset_builds_kernels_with_line_info(fake_bin, fake_launcher, tmp_path, monkeypatch, preset, lineinfo):
     monkeypatch.delenv("PAPROF_LINEINFO", raising=False)
-    run = profile_variant(registry.get("v3"), SHAPE, NcuSettings(preset=preset), tmp_path / "runs")
+    run = profile_variant(registry.get("v3"), the_shape(), NcuSettings(preset=preset), tmp_path / "runs")
     (env,) = fake_launcher.envs
     assert env.get("PAPROF_LINEINFO") == lineinfo
     assert run.sidecar["preset"] == preset

@@ -9,11 +9,12 @@ import pytest
 
 from paprof.errors import UserError, VerificationError
 from paprof import registry
-from paprof_kernels.paged_decode.problem import parse_shape
 from paprof.profiler.argv import NcuSettings, ncu_argv
 from paprof.profiler.locate import find_ncu
 from paprof.profiler.ncu_log import NcuLog, parse_profiling
 from paprof.profiler.runner import run_ncu
+
+from helpers import lab_shape
 
 
 
@@ -47,12 +48,12 @@ def test_log_sorts_lines_and_keeps_program_text_glued_to_progress():
 
 
 @pytest.fixture
-def ncu_setup(fake_bin, tmp_path):
+def ncu_setup(lab, fake_bin, tmp_path):
     """argv for the fake ncu, plus where its report and log go."""
     report = tmp_path / "runs" / ".x.tmp-1.ncu-rep"
     report.parent.mkdir()
     settings = NcuSettings(ncu=find_ncu(), launches=2)
-    argv = ncu_argv(settings, registry.get("v3"), parse_shape(None), report, tmp_path / "r.json")
+    argv = ncu_argv(settings, registry.get("v3"), lab_shape(None), report, tmp_path / "r.json")
     return argv, report, tmp_path / "runs" / "x.ncu.log"
 
 

@@ -239,6 +239,7 @@ family = Family(name="fam_bad", params=P, inputs=None, output=None, reference=No
     ("pass", "1 / 0", "ZeroDivisionError"),
     ("raise RuntimeError('boom')", "Work(bytes=1)", "validate() failed (RuntimeError: boom)"),
 ])
+@pytest.mark.lab
 def test_a_broken_family_is_flagged_by_list(paprof_cli, tmp_path, monkeypatch, clean_registry,
                                              validate, work, message):
     (tmp_path / "pyproject.toml").write_text('[tool.paprof]\nfamilies = ["fam_bad:family"]\n')
@@ -508,6 +509,7 @@ run_sweep(fam, variants, grid, sys.argv[3], shard=(k, n), runner=Slow(), gpu_nam
 '''
 
 
+@pytest.mark.lab
 def test_two_shards_at_once_on_one_store_lose_no_status(tmp_path):
     runs = tmp_path / "runs"
     script = SHARD_WRITER.format(tests=str(Path(__file__).resolve().parent))
@@ -523,6 +525,7 @@ def test_two_shards_at_once_on_one_store_lose_no_status(tmp_path):
     assert sorted((s["shard"], s["of"]) for s in data["shards"]) == [(1, 2), (2, 2)]
 
 
+@pytest.mark.lab
 def test_two_merges_into_one_out_at_once_lose_no_status(tmp_path):
     runs = tmp_path / "runs"
     script = SHARD_WRITER.format(tests=str(Path(__file__).resolve().parent))
@@ -570,6 +573,7 @@ def _manifest(tmp_path, **change):
     {"points": [{"index": 0, "variants": {"v5": {"status": "great"}}}, {"index": 1, "variants": {}}]},
     {"axes": "batch"},
 ])
+@pytest.mark.lab
 def test_a_manifest_of_the_wrong_structure_is_one_line(paprof_cli, tmp_path, change):
     src, _data = _manifest(tmp_path, **change)
     if change.get("points") is None:
@@ -583,6 +587,7 @@ def test_a_manifest_of_the_wrong_structure_is_one_line(paprof_cli, tmp_path, cha
     assert not (tmp_path / "out" / M.FOLDER / "s.json").exists()
 
 
+@pytest.mark.lab
 def test_a_whole_manifest_still_loads(tmp_path):
     src, data = _manifest(tmp_path)
     assert M.find(src)["points"] == data["points"]
@@ -590,6 +595,7 @@ def test_a_whole_manifest_still_loads(tmp_path):
 
 # -- F23: a sweep error or Ctrl-C is one line ------------------------------------------------
 
+@pytest.mark.lab
 def test_a_sweep_error_is_one_line(paprof_cli, tmp_path, monkeypatch):
     from paprof.errors import UserError as UE
 
@@ -602,6 +608,7 @@ def test_a_sweep_error_is_one_line(paprof_cli, tmp_path, monkeypatch):
     assert "no GPU here" in result.output and "stopped at batch 1" in result.output
 
 
+@pytest.mark.lab
 def test_a_sweep_interrupt_is_one_line(paprof_cli, tmp_path, monkeypatch):
     monkeypatch.setitem(run_module.RUNNERS, "bench", FakeRunner(interrupt_at=2))
     result = CliRunner().invoke(paprof_cli, [*SWEEP, "--runs", str(tmp_path / "r")])
@@ -622,6 +629,7 @@ def test_merge_refuses_a_source_inside_the_output(tmp_path):
         merge_stores([tmp_path / "s1", outer / "s2"], outer)
 
 
+@pytest.mark.lab
 def test_sweep_report_never_overwrites_its_manifest(paprof_cli, tmp_path, monkeypatch):
     monkeypatch.setitem(run_module.RUNNERS, "bench", FakeRunner())
     runs = tmp_path / "r"
@@ -675,6 +683,7 @@ def test_a_bench_record_of_the_wrong_types_is_one_line(tmp_path):
 import errno  # noqa: E402
 
 
+@pytest.mark.lab
 def test_merge_on_a_full_disk_is_one_line_and_leaves_no_temp(paprof_cli, tmp_path, monkeypatch):
     from paprof.sweep import merge as merge_module
 
@@ -696,6 +705,7 @@ def test_merge_on_a_full_disk_is_one_line_and_leaves_no_temp(paprof_cli, tmp_pat
     monkeypatch.setattr(merge_module.shutil, "copyfile", real)
 
 
+@pytest.mark.lab
 def test_an_environment_oserror_anywhere_is_one_line(paprof_cli, tmp_path, monkeypatch):
     def readonly(*_a, **_k):
         raise OSError(errno.EROFS, "Read-only file system", str(tmp_path / "x"))
@@ -756,6 +766,7 @@ def test_a_cupy_that_cannot_start_is_a_user_error(broken_cupy):
         gpu.cupy()
 
 
+@pytest.mark.lab
 def test_a_sweep_on_a_broken_cupy_exits_2_and_records_no_failure(paprof_cli, tmp_path, broken_cupy,
                                                                  monkeypatch):
     monkeypatch.setattr(run_module, "visible_gpu", lambda environ=None: "NVIDIA H200")
@@ -766,6 +777,7 @@ def test_a_sweep_on_a_broken_cupy_exits_2_and_records_no_failure(paprof_cli, tmp
     assert M.status_counts(M.find(runs))["failed"] == 0
 
 
+@pytest.mark.lab
 def test_a_launcher_traceback_is_not_a_failed_verification(tmp_path, monkeypatch):
     from paprof.profiler import profile
     from paprof.profiler.argv import NcuSettings
@@ -781,6 +793,7 @@ def test_a_launcher_traceback_is_not_a_failed_verification(tmp_path, monkeypatch
 
 # -- F22: an interrupt during merge leaves no partial temp file in --out --------------------
 
+@pytest.mark.lab
 def test_an_interrupt_during_a_merge_copy_leaves_no_temp(paprof_cli, tmp_path, monkeypatch):
     from paprof.sweep import merge as merge_module
 
@@ -889,6 +902,7 @@ def test_a_gate_that_cannot_fail_says_so():
             assert not r.cannot_fail  # fiftyfold: a regression can still exceed it
 
 
+@pytest.mark.lab
 def test_a_family_tolerance_of_inf_is_refused():
     fam = registry.family("paged_decode")
     import dataclasses

@@ -12,13 +12,17 @@ from paprof import registry, sass_hash, static
 from paprof.gate import same_code
 from paprof.gate import (Baseline, Entry, Provenance, Stat, compare_to_baseline,
                                      load_baseline, save_baseline)
-from paprof_kernels.paged_decode.problem import parse_shape
 from paprof.family import CommandVariant
 from paprof.profiler.argv import NcuSettings
 from paprof.profiler.profile import profile_variant
 
+from helpers import lab_shape
 
-SHAPE = parse_shape("batch=8,context=1024")
+
+
+
+def the_shape():
+    return lab_shape("batch=8,context=1024")
 SASS = """
         code for sm_90
                 Function : kernel_a
@@ -48,12 +52,13 @@ def test_sass_is_split_per_function_and_the_fingerprint_covers_launches():
     assert sass_hash.fingerprint(other, sass_hash.launch_settings([LAUNCH])) != one
 
 
+@pytest.mark.lab
 @needs_tools
 def test_a_cuda_variant_is_hashed_and_other_kinds_say_why_not():
-    v3 = sass_hash.hash_sass(registry.get("v3"), SHAPE, "sm_90")
+    v3 = sass_hash.hash_sass(registry.get("v3"), the_shape(), "sm_90")
     assert v3["taken"] is True and "paged_decode_v3" in v3["sass"] and "cuobjdump" in v3["how"]
-    assert sass_hash.hash_sass(registry.get("v3"), SHAPE, "sm_90")["sass"] == v3["sass"]  # stable
-    v4 = sass_hash.hash_sass(registry.get("v4"), SHAPE, "sm_90")
+    assert sass_hash.hash_sass(registry.get("v3"), the_shape(), "sm_90")["sass"] == v3["sass"]  # stable
+    v4 = sass_hash.hash_sass(registry.get("v4"), the_shape(), "sm_90")
     assert v4["sass"] != v3["sass"]
     command = CommandVariant(id="prog", idea="a program", command=("true",))
     assert sass_hash.hash_sass(command, None)["taken"] is False
@@ -62,17 +67,19 @@ def test_a_cuda_variant_is_hashed_and_other_kinds_say_why_not():
     assert sass_hash.record(v3, [])["taken"] is False  # no launch settings: no fingerprint
 
 
+@pytest.mark.lab
 def test_without_cuobjdump_the_hash_is_not_taken(monkeypatch):
     monkeypatch.setattr(static, "find_cuobjdump", lambda: None)
     monkeypatch.setattr(static, "find_nvcc", lambda: "/usr/bin/nvcc")
-    record = sass_hash.hash_sass(registry.get("v3"), SHAPE, "sm_90")
+    record = sass_hash.hash_sass(registry.get("v3"), the_shape(), "sm_90")
     assert record == {"taken": False, "why": record["why"]} and "cuobjdump" in record["why"]
 
 
+@pytest.mark.lab
 @needs_tools
 def test_profile_variant_records_the_code(fake_bin, fake_launcher, tmp_path):
     fake_launcher.result = {"launches": [{**LAUNCH, "name": "paged_decode_v3"}]}
-    run = profile_variant(registry.get("v3"), SHAPE, NcuSettings(), tmp_path / "runs")
+    run = profile_variant(registry.get("v3"), the_shape(), NcuSettings(), tmp_path / "runs")
     code = json.loads(run.report.with_suffix(".json").read_text())["code"]
     assert code["taken"] is True and code["launches"][0]["block"] == [128, 1, 1]
     assert code["fingerprint"] == sass_hash.fingerprint(code["sass"], code["launches"])

@@ -123,6 +123,7 @@ def test_the_samples_are_the_reports_and_the_lines_add_up_to_the_duration(hot):
     assert v2.duration_us == pytest.approx(kernels[0].duration_us)
 
 
+@pytest.mark.lab
 @pytestmark_runs
 def test_v2_waits_on_the_k_load_in_its_dot_product(hot):
     top = hot.variant("v2").top()
@@ -136,6 +137,7 @@ def test_v2_waits_on_the_k_load_in_its_dot_product(hot):
     assert ("commit d90b5dc" if has_commit("d90b5dc") else "working tree") in hot.variant("v2").source_note
 
 
+@pytest.mark.lab
 @pytestmark_runs
 def test_v3_waits_where_it_stages_k_in_shared_memory(hot):
     top = hot.variant("v3").top()
@@ -144,6 +146,7 @@ def test_v3_waits_where_it_stages_k_in_shared_memory(hot):
     assert top[0].instructions[0].sass.startswith("STS")
 
 
+@pytest.mark.lab
 @pytestmark_runs
 def test_v2_to_v3_the_dot_products_wait_moves_to_the_staging(hot):
     step = hot.steps[0]
@@ -156,6 +159,7 @@ def test_v2_to_v3_the_dot_products_wait_moves_to_the_staging(hot):
     assert staged.kind == "new" and staged.after.where == "v3_gqa.cu:43"
 
 
+@pytest.mark.lab
 @pytestmark_runs
 def test_v4s_two_kernels_are_one_variant_and_v5_maps_into_its_source(hot):
     v4 = hot.variant("v4")
@@ -181,6 +185,7 @@ def test_without_the_family_the_module_file_is_named_but_has_no_text():
     assert v.top()[0].where.endswith(".cubin.cu:36") and v.top()[0].text is None
 
 
+@pytest.mark.lab
 @pytestmark_runs
 def test_a_commit_this_checkout_lacks_reads_the_working_tree():
     import json
@@ -196,6 +201,7 @@ def test_a_commit_this_checkout_lacks_reads_the_working_tree():
     assert "working tree" in v.source_note and "commit 0000000" in v.source_note
 
 
+@pytest.mark.lab
 @pytestmark_runs
 def test_compare_writes_the_hot_spots_and_the_notebook_has_them(tmp_path):
     import paprof

@@ -78,6 +78,7 @@ def test_instruction_classes_come_from_the_metric_catalogue():
             mix["sass_lds_128"]) == (7, 1, 1, 1, 0)
 
 
+@pytest.mark.lab
 def test_compile_units_of_both_forms():
     pd = registry.family("paged_decode")
     (unit,) = static.compile_units(pd.variant("v5"), pd.parse(""))
@@ -91,6 +92,7 @@ def test_missing_nvcc_is_one_line(monkeypatch):
         static.find_nvcc()
 
 
+@pytest.mark.lab
 @needs_nvcc
 def test_paged_decode_static_gate_passes_on_itself(invoke, tmp_path):
     path = tmp_path / "static.json"

@@ -39,6 +39,7 @@ def fake_compiler(monkeypatch):
     return calls, registers
 
 
+@pytest.mark.lab
 def test_one_baseline_holds_every_shape_and_check_checks_each(tmp_path, fake_compiler):
     calls, registers = fake_compiler
     out = tmp_path / "static.json"
@@ -66,6 +67,7 @@ def test_shapes_go_with_static_only(tmp_path):
     assert result.exit_code == 2 and "--static" in result.stderr
 
 
+@pytest.mark.lab
 @needs_nvcc
 def test_two_shapes_compiled_by_nvcc(tmp_path):
     out = tmp_path / "static.json"

@@ -38,6 +38,7 @@ def test_help_names_every_option(paprof_cli):
     assert "--out" in invoke(paprof_cli, "merge", "--help").output
 
 
+@pytest.mark.lab
 def test_list_needs_no_gpu(paprof_cli, tmp_path):
     result = invoke(paprof_cli, *SWEEP, "--list", "--shard", "2/3", "--runs", str(tmp_path))
     assert result.exit_code == 0, result.output
@@ -52,6 +53,7 @@ def test_list_needs_no_gpu(paprof_cli, tmp_path):
     (("--shard", "0/4"), "paprof: error: --shard 0/4: K must be between 1 and N"),
     (("--gpus", "0,0"), "paprof: error: --gpus 0,0: a GPU is named twice"),
 ])
+@pytest.mark.lab
 def test_bad_input_exits_2_with_one_line(paprof_cli, tmp_path, fake_bench, args, message):
     result = invoke(paprof_cli, *SWEEP, *args, "--runs", str(tmp_path))
     assert result.exit_code == 2
@@ -60,6 +62,7 @@ def test_bad_input_exits_2_with_one_line(paprof_cli, tmp_path, fake_bench, args,
     assert fake_bench.calls == []
 
 
+@pytest.mark.lab
 def test_sweep_resume_and_report(paprof_cli, tmp_path, fake_bench):
     runs = tmp_path / "runs"
     result = invoke(paprof_cli, *SWEEP, "--runs", str(runs), "--report", str(tmp_path / "s.html"))
@@ -77,6 +80,7 @@ def test_sweep_resume_and_report(paprof_cli, tmp_path, fake_bench):
     assert report.output.startswith("<!-- paprof report") and "replaced the earlier paprof report" in report.output
 
 
+@pytest.mark.lab
 def test_failed_verification_exits_1(paprof_cli, tmp_path, monkeypatch):
     monkeypatch.setitem(run_module.RUNNERS, "bench", FakeRunner(fail=("v5",)))
     result = invoke(paprof_cli, *SWEEP, "--runs", str(tmp_path))
@@ -84,6 +88,7 @@ def test_failed_verification_exits_1(paprof_cli, tmp_path, monkeypatch):
     assert result.output.splitlines()[-1].startswith("paprof: error: 8 variant-point(s) failed verification")
 
 
+@pytest.mark.lab
 def test_gpus_spawn_workers_that_run_the_same_sweep(paprof_cli, tmp_path, fake_bench, monkeypatch):
     seen = []
 
@@ -113,6 +118,7 @@ def test_gpus_spawn_workers_that_run_the_same_sweep(paprof_cli, tmp_path, fake_b
         ["shard-1", "shard-2", "shard-3"]
 
 
+@pytest.mark.lab
 def test_one_gpu_is_the_same_as_none(paprof_cli, tmp_path, fake_bench, monkeypatch):
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
     result = invoke(paprof_cli, *SWEEP, "--runs", str(tmp_path / "runs"), "--gpus", "3")
@@ -120,6 +126,7 @@ def test_one_gpu_is_the_same_as_none(paprof_cli, tmp_path, fake_bench, monkeypat
     assert not (tmp_path / "runs-shards").exists() and len(fake_bench.calls) == 8
 
 
+@pytest.mark.lab
 def test_merge_cli(paprof_cli, tmp_path, fake_bench):
     for k in (1, 2):
         assert invoke(paprof_cli, *SWEEP, "--shard", f"{k}/2", "--runs", str(tmp_path / f"s{k}")).exit_code == 0

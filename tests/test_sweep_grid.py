@@ -7,12 +7,15 @@ import itertools
 import pytest
 
 from paprof.errors import ShapeError, UsageError
-from paprof_kernels.paged_decode.problem import Shape
 from paprof.sweep import grid as G
+
+from helpers import lab_params
+
+pytestmark = pytest.mark.lab  # the lab's paged_decode is the sample plugin
 
 
 def test_values_ranges_and_order():
-    g = G.make_grid(Shape, ["batch=1,4,16,64", "ctx=4096..32768x8"], "dtype=fp16")
+    g = G.make_grid(lab_params(), ["batch=1,4,16,64", "ctx=4096..32768x8"], "dtype=fp16")
     assert g.keys == ["batch", "context"]  # the alias ctx is the family's key context
     assert [a.values for a in g.axes] == [(1, 4, 16, 64), (4096, 32768)]
     assert [p.coords for p in g.points[:3]] == [
@@ -20,7 +23,7 @@ def test_values_ranges_and_order():
     assert len(g.points) == 8 and [p.index for p in g.points] == list(range(8))
     assert g.points[1].slug == "b1_ctx32768_h32x8_d128_p16_fp16"
     assert g.points[1].params.dtype == "fp16" and g.points[1].label == "batch 1, context 32768"
-    again = G.make_grid(Shape, ["batch=1,4,16,64", "ctx=4096..32768x8"], "dtype=fp16")
+    again = G.make_grid(lab_params(), ["batch=1,4,16,64", "ctx=4096..32768x8"], "dtype=fp16")
     assert [p.slug for p in again.points] == [p.slug for p in g.points]
 
 
@@ -36,7 +39,7 @@ def test_expand_range(text, values):
 
 
 def test_ranges_mix_with_values_and_repeats_drop():
-    g = G.make_grid(Shape, ["batch=1..4x2,3,4"], None)
+    g = G.make_grid(lab_params(), ["batch=1..4x2,3,4"], None)
     assert g.axes[0].values == (1, 2, 4, 3)
 
 
@@ -64,12 +67,12 @@ def test_ranges_mix_with_values_and_repeats_drop():
 ])
 def test_grid_errors_are_one_line(grid, shape, message):
     with pytest.raises((UsageError, ShapeError)) as err:
-        G.make_grid(Shape, grid, shape)
+        G.make_grid(lab_params(), grid, shape)
     assert message in str(err.value) and "\n" not in str(err.value)
 
 
 def test_a_combination_the_family_refuses_is_an_invalid_point():
-    g = G.make_grid(Shape, ["q_heads=32,64", "kv_heads=8,64"], None)
+    g = G.make_grid(lab_params(), ["q_heads=32,64", "kv_heads=8,64"], None)
     invalid = [p for p in g.points if p.error]
     assert [p.coords for p in invalid] == [{"q_heads": 32, "kv_heads": 64}]
     assert invalid[0].params is None and "multiple of kv_heads" in invalid[0].error
@@ -79,7 +82,7 @@ def test_a_combination_the_family_refuses_is_an_invalid_point():
 def test_too_many_points(monkeypatch):
     monkeypatch.setattr(G, "MAX_POINTS", 10)
     with pytest.raises(UsageError, match="the grid has 12 points"):
-        G.make_grid(Shape, ["batch=1..4+1", "context=1,2,3"], None)
+        G.make_grid(lab_params(), ["batch=1..4+1", "context=1,2,3"], None)
 
 
 @pytest.mark.parametrize("sizes", [(1,), (5,), (3, 4), (2, 3, 2), (13,)])
@@ -87,7 +90,7 @@ def test_shards_cover_every_point_once(sizes):
     axes = [f"batch={','.join(str(i + 1) for i in range(sizes[0]))}"]
     for key, size in zip(("context", "page"), sizes[1:]):
         axes.append(f"{key}={','.join(str(16 * (i + 1)) for i in range(size))}")
-    points = G.make_grid(Shape, axes, None).points
+    points = G.make_grid(lab_params(), axes, None).points
     for n in range(1, 8):
         shards = [G.shard(points, k, n) for k in range(1, n + 1)]
         indices = sorted(p.index for s in shards for p in s)

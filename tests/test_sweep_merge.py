@@ -6,6 +6,7 @@ import json
 import shutil
 from pathlib import Path
 
+import pytest
 from rich.console import Console
 
 from paprof import registry
@@ -29,6 +30,7 @@ def _sweep(runs, shard=(1, 1), runner=None, grid=("batch=1,4,16,64", "context=40
     return g
 
 
+@pytest.mark.lab
 def test_shards_merge_into_the_whole_sweep(tmp_path):
     for k in (1, 2, 3):
         _sweep(tmp_path / f"s{k}", shard=(k, 3))
@@ -42,6 +44,7 @@ def test_shards_merge_into_the_whole_sweep(tmp_path):
     assert len(list((tmp_path / "all").rglob("*.bench.json"))) == 16
 
 
+@pytest.mark.lab
 def test_the_same_point_twice_keeps_both_and_reports_a_provenance_conflict(tmp_path):
     fam = registry.family("paged_decode")
     params = fam.parse("batch=4,context=32768,dtype=fp16")
@@ -89,6 +92,7 @@ def test_profiled_runs_merge_with_their_sidecars_and_compare_reads_the_result(tm
     assert "v6" in out.markdown_text
 
 
+@pytest.mark.lab
 def test_different_sweeps_under_one_name_are_a_conflict(tmp_path):
     _sweep(tmp_path / "a", runner=FakeRunner())
     _sweep(tmp_path / "b", grid=("batch=1,2",))
@@ -100,6 +104,7 @@ def test_different_sweeps_under_one_name_are_a_conflict(tmp_path):
     assert any("different sweeps under one name" in c for c in res.conflicts)
 
 
+@pytest.mark.lab
 def test_merge_refuses_an_out_inside_a_source(tmp_path):
     import pytest
 
@@ -120,6 +125,7 @@ class FakeProcess:
         return self.code
 
 
+@pytest.mark.lab
 def test_gpus_spawn_one_pinned_worker_per_gpu_then_merge(tmp_path, monkeypatch):
     monkeypatch.setenv("NCCL_NVLS_ENABLE", "0")
     spawned = []

@@ -18,6 +18,9 @@ from paprof.sweep.run import SweepSettings, VariantOutcome, run_sweep
 
 from helpers import EXAMPLES, FakeRunner, GPU
 
+pytestmark = pytest.mark.lab  # the lab's paged_decode is the sample plugin
+
+
 QUIET = Console(stderr=True, force_terminal=False, width=200)
 # real H200 reports of v5/v6 in fp16 at batch 4 and 64: the shipped profile-mode sweep's
 H200 = EXAMPLES.parent / "sweeps" / "h200-profile" / "nvidia-h200" / "paged_decode"

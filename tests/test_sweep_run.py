@@ -25,6 +25,7 @@ def _quiet():
     return Console(stderr=True, force_terminal=False, width=200)
 
 
+@pytest.mark.lab
 def test_resume_after_an_interrupt_loses_only_the_point_in_flight(tmp_path, capsys):
     fam, variants, grid = _setup()
     runs = tmp_path / "runs"
@@ -57,6 +58,7 @@ def test_resume_after_an_interrupt_loses_only_the_point_in_flight(tmp_path, caps
     assert len(forced.calls) == 8
 
 
+@pytest.mark.lab
 def test_a_variant_that_cannot_take_a_point_is_skipped_with_its_reason(tmp_path):
     fam, variants, grid = _setup(("v3", "v5"), ("dtype=fp32,fp16",), "batch=4")
     runner = FakeRunner()
@@ -67,6 +69,7 @@ def test_a_variant_that_cannot_take_a_point_is_skipped_with_its_reason(tmp_path)
     assert state["status"] == "skipped" and "fp32 K/V only" in state["reason"]
 
 
+@pytest.mark.lab
 def test_invalid_points_and_failed_verification_are_recorded(tmp_path):
     fam, variants, grid = _setup(("v5",), ("q_heads=32,64", "kv_heads=8,64"), "dtype=fp16")
     res = run_sweep(fam, variants, grid, tmp_path, runner=FakeRunner(fail=("v5",)), gpu_name=GPU,
@@ -78,6 +81,7 @@ def test_invalid_points_and_failed_verification_are_recorded(tmp_path):
     assert (counts["invalid"], counts["failed"], counts["done"]) == (1, 3, 0)
 
 
+@pytest.mark.lab
 def test_a_shard_runs_only_its_points_and_its_manifest_knows_the_grid(tmp_path):
     fam, variants, grid = _setup()
     runner = FakeRunner()
@@ -89,6 +93,7 @@ def test_a_shard_runs_only_its_points_and_its_manifest_knows_the_grid(tmp_path):
     assert data["grid"] == ["batch=1,4,16,64", "context=4096,32768"] and data["fixed_spec"] == "dtype=fp16"
 
 
+@pytest.mark.lab
 def test_another_sweep_under_the_same_name_is_refused(tmp_path):
     fam, variants, grid = _setup()
     run_sweep(fam, variants, grid, tmp_path, name="s", runner=FakeRunner(), gpu_name=GPU, console=_quiet())
@@ -98,6 +103,7 @@ def test_another_sweep_under_the_same_name_is_refused(tmp_path):
                   console=_quiet())
 
 
+@pytest.mark.lab
 def test_stored_results_are_found_without_knowing_the_gpu(tmp_path):
     fam, variants, grid = _setup(("v5",), ("batch=1,4",))
     run_sweep(fam, variants, grid, tmp_path, runner=FakeRunner(), gpu_name=GPU, console=_quiet())

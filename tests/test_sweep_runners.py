@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from click.testing import CliRunner
 
 from paprof import registry
@@ -15,6 +16,8 @@ from paprof.sweep import results
 from paprof.sweep.run import SweepSettings, bench_point
 
 from helpers import real_report
+
+pytestmark = pytest.mark.lab  # the lab's paged_decode is the sample plugin
 
 
 def test_bench_point_stores_a_record_per_passing_variant(tmp_path, monkeypatch):

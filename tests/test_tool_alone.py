@@ -51,6 +51,19 @@ def test_no_module_of_paprof_imports_or_names_a_family():
     assert offenders == []
 
 
+def test_the_tools_tests_reach_the_lab_only_through_the_registry():
+    """The tool's tests use the lab as a plugin (``registry.family``, the ``lab`` marker),
+    never by importing it: without the lab they skip, they do not fail to import."""
+    offenders = []
+    for path in sorted((ROOT / "tests").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                     else [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            offenders += [f"{path.relative_to(ROOT)}:{node.lineno}" for n in names
+                          if n.split(".")[0] == "paprof_kernels"]
+    assert offenders == []
+
+
 def test_importing_every_module_of_paprof_loads_no_family():
     code = ("import importlib, pkgutil, sys, paprof\n"
             "for m in pkgutil.walk_packages(paprof.__path__, 'paprof.'):\n"

@@ -27,7 +27,8 @@ def test_bench_point_stores_a_record_per_passing_variant(tmp_path, monkeypatch):
 
     def fake_run_bench(family, chosen, p, launches, rounds, seed, progress=None):
         progress("timing")
-        rows = [bench.BenchRow("v5", "cuda", ["paged_decode_v5"], {}, [200.0, 202.0], 1e-4, True),
+        rows = [bench.BenchRow("v5", "cuda", ["paged_decode_v5"], {"splits": 8}, [200.0, 202.0], 1e-4, True,
+                               words={"said": ["split each sequence 8 ways"]}),
                 bench.BenchRow("v6", "cuda", ["paged_decode_v6"], {}, [], 0.5, False)]
         return bench.BenchResult(family.name, p, Work(536870912, 0), "NVIDIA H200", 4.5, launches, 1, rows)
 
@@ -43,6 +44,26 @@ def test_bench_point_stores_a_record_per_passing_variant(tmp_path, monkeypatch):
     assert rec["shape_slug"] == params.slug() and rec["gpu_slug"] == "nvidia-h200"
     assert abs(rec["tbs"] - 536870912 / 201.0 / 1e6) < 1e-9 and rec["read_ceiling_tbs"] == 4.5
     assert rec["created"] and rec["paprof_version"]
+    # the launcher's choices, raw and in the family's words, as a profiled run keeps them
+    assert (rec["details"], rec["launch_words"]) == ({"splits": 8}, {"said": ["split each sequence 8 ways"]})
+
+
+def test_bench_says_the_launch_choices_in_the_familys_words(paprof_cli, monkeypatch):
+    """``paprof bench`` prints a variant's launch choices in its family's words where the
+    launcher gave them, else the raw details."""
+    def fake_run_bench(family, chosen, p, launches, rounds, seed, progress=None):
+        rows = [bench.BenchRow("v5", "cuda", ["paged_decode_v5"], {"splits": 8}, [200.0, 202.0], 1e-4, True,
+                               words={"said": ["split each sequence 8 ways", "merged at the end"]}),
+                bench.BenchRow("v6", "cuda", ["paged_decode_v6_split"], {"splits": 4}, [150.0], 1e-4, True)]
+        return bench.BenchResult(family.name, p, Work(536870912, 0), "NVIDIA H200", 4.5, launches, 1, rows)
+
+    monkeypatch.setattr(bench, "run_bench", fake_run_bench)
+    result = CliRunner().invoke(paprof_cli, ["bench", "--variant", "v5", "--variant", "v6", "--shape",
+                                             "batch=4,context=32768,dtype=fp16"], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    lines = {line.split()[0]: line for line in result.output.splitlines() if line.startswith(("v5 ", "v6 "))}
+    assert lines["v5"].endswith("paged_decode_v5; split each sequence 8 ways; merged at the end")
+    assert lines["v6"].endswith("paged_decode_v6_split, splits 4")
 
 
 def test_sweep_profile_end_to_end_with_the_fake_ncu(paprof_cli, fake_bin, fake_launcher, tmp_path,

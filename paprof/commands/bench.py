@@ -15,6 +15,11 @@ def _fmt(value, spec, missing="-"):
 
 
 def _details(row) -> str:
+    """The launch choices after the kernels: the family's words where it gave them
+    ("; split each sequence 8 ways (num_splits 8)"), else the raw details (", splits 8")."""
+    said = (row.get("launch_words") or {}).get("said")
+    if said:
+        return "; " + "; ".join(said)
     return "".join(f", {k} {v}" for k, v in (row.get("details") or {}).items())
 
 

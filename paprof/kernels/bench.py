@@ -34,6 +34,8 @@ class BenchRow:
     rel_error: float | None = None
     passed: bool | None = None
     skipped: str | None = None
+    words: dict = field(default_factory=dict)
+    """The launcher's choices in the family's words (``Launcher.words``; ``{}`` without)."""
 
     @property
     def median_us(self) -> float | None:
@@ -76,6 +78,7 @@ class BenchResult:
             "kind": row.kind,
             "kernels": row.kernels,
             "details": row.details,
+            "launch_words": row.words,
             "median_us": med,
             "round_medians_us": row.medians_us,
             "round_spread_pct": row.spread_pct,
@@ -146,6 +149,7 @@ def run_bench(family: Family, variants, params, launches: int = 100, rounds: int
                 row.rel_error, row.passed = check.rel_error, check.passed
                 row.kernels = [k.name for k in prep.launcher.kernels]
                 row.details = dict(prep.launcher.details)
+                row.words = prep.launcher.words() or {}
                 if not check.passed:
                     continue
             row.medians_us.append(statistics.median(harness.time_steps(prep, launches)))

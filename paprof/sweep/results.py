@@ -54,7 +54,7 @@ def bench_record(bench: dict, row: dict, rounds: int | None = None, seed=None) -
         "seed": seed,
         **{k: row.get(k) for k in ("median_us", "round_medians_us", "round_spread_pct", "tbs",
                                    "tflops", "pct_of_ceiling", "pct_of_gemm_ceiling", "rel_error",
-                                   "passed", "kernels", "details")},
+                                   "passed", "kernels", "details", "launch_words")},
         "git_commit": commit, "git_dirty": dirty, "paprof_version": __version__,
         "host": socket.gethostname(), "created": provenance.now(),
     }

@@ -14,7 +14,7 @@ from paprof.profiler.argv import NcuSettings
 from paprof.profiler.locate import import_ncu_report
 from paprof.profiler.profile import profile_variant, profile_variants
 
-from helpers import REPORT_ENV, real_report
+from helpers import real_report
 
 SHAPE = parse_shape("batch=64,context=4096")
 CONTRACT_KEYS = {
@@ -193,8 +193,6 @@ def test_profile_variants_raises_when_every_variant_is_skipped(fake_bin, fake_la
 
 def test_end_to_end_with_a_real_h200_report(fake_bin, fake_launcher, tmp_path, monkeypatch):
     report = real_report()
-    if report is None:
-        pytest.skip(f"no real .ncu-rep yet under examples/h200/ (or set {REPORT_ENV})")
     monkeypatch.setenv("FAKE_NCU_REPORT", str(report))
     run = profile_variant(registry.get("v3"), SHAPE, NcuSettings(), tmp_path / "runs")
     assert run.report.read_bytes() == report.read_bytes()

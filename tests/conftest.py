@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from helpers import EXAMPLES, FAKE_DIR, FAKE_VARS, FakeLauncher, extract, relabelled, shipped
+from helpers import FAKE_DIR, FAKE_VARS, FakeLauncher, extract, recorded, relabelled, shipped
 @functools.lru_cache(maxsize=None)
 def _gpu_reason() -> str | None:
     try:
@@ -139,10 +139,10 @@ def fake_launcher(monkeypatch) -> FakeLauncher:
 
 @pytest.fixture
 def v3_baseline(invoke, tmp_path):
-    """A baseline of the shipped H200 v3 run, written by ``paprof baseline update``."""
+    """A baseline of the recorded H200 v3 run, written by ``paprof baseline update``."""
     shipped("v3")
     out = tmp_path / "h200.json"
-    result = invoke("baseline", "update", "--runs", EXAMPLES, "--variant", "v3", "--out", out)
+    result = invoke("baseline", "update", "--runs", recorded("h200"), "--variant", "v3", "--out", out)
     assert result.exit_code == 0, result.output
     return out
 

@@ -6,18 +6,19 @@ path, tests/ being no package); fixtures that several modules use are in conftes
 
 from __future__ import annotations
 
+import atexit
 import json
 import math
 import os
 import shutil
 import tarfile
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Callable
 
 import pandas as pd
-import pytest
 
 from paprof.analysis import compare as C
 from paprof.analysis import metrics as M
@@ -28,11 +29,17 @@ from paprof.sweep import results
 from paprof.sweep.run import VariantOutcome
 
 ROOT = Path(__file__).resolve().parents[1]
-EXAMPLES = ROOT / "examples" / "h200"
-FAMILY_DIR = EXAMPLES / "nvidia-h200" / "paged_decode"
+DATA = Path(__file__).resolve().parent / "data"
 
 
-# -- shipped runs ---------------------------------------------------------------------------
+# -- recorded runs (tests/data: copies of runs shipped in examples/, frozen for the tests) ---
+
+ARCHIVES = {"h200": "h200-paged_decode", "h200-source": "h200-paged_decode",
+            "sweeps": "h200-paged_decode", "h200-flash_fwd": "h200-flash_fwd"}
+"""Which tests/data archive holds each top folder of examples/ the tests read a copy of
+(tests/data/README.md; scripts/pack_test_data.sh makes them)."""
+_UNPACKED: dict[str, Path] = {}
+
 
 def extract(archive: Path, where: Path) -> Path:
     """Extract ``archive`` into ``where`` (data only: no links out, no devices); ``where``."""
@@ -41,12 +48,38 @@ def extract(archive: Path, where: Path) -> Path:
     return where
 
 
+def _remove(where: Path, owner: int) -> None:
+    if os.getpid() == owner:  # not a forked child that inherited the handler
+        shutil.rmtree(where, ignore_errors=True)
+
+
+def recorded(path: str = "h200") -> Path:
+    """The recorded copy of ``examples/<path>`` (``"h200"``, ``"h200-source"``,
+    ``"sweeps/h200-profile"``, ``"h200-flash_fwd"`` ...) from its tests/data archive,
+    extracted once a test process (each pytest-xdist worker is one) into a temporary folder
+    removed when the process exits; usable at collection time. Read it, never change it (a
+    test that changes runs copies them first)."""
+    name = ARCHIVES[path.split("/")[0]]
+    if name not in _UNPACKED:
+        where = Path(tempfile.mkdtemp(prefix=f"paprof-tests-{name}-"))
+        atexit.register(_remove, where, os.getpid())
+        _UNPACKED[name] = extract(DATA / f"{name}.tar.xz", where)
+    return _UNPACKED[name] / path
+
+
+def __getattr__(name: str) -> Path:
+    """``EXAMPLES``: the recorded H200 paged_decode runs (``recorded("h200")``, a copy of
+    examples/h200), extracted on first use."""
+    if name == "EXAMPLES":
+        return recorded("h200")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 def shipped(variant: str) -> Path:
-    """The shipped H200 paged_decode report of ``variant`` (the test skips without it)."""
-    folder = FAMILY_DIR / variant
-    reports = sorted(folder.glob("*.ncu-rep")) if folder.is_dir() else []
-    if not reports or not reports[0].with_suffix(".json").is_file():
-        pytest.skip(f"shipped H200 run missing: {folder}/<shape>.ncu-rep with its .json sidecar")
+    """The recorded H200 paged_decode report of ``variant`` (a copy of examples/h200's)."""
+    folder = recorded("h200") / "nvidia-h200" / "paged_decode" / variant
+    reports = sorted(folder.glob("*.ncu-rep"))
+    assert reports and reports[0].with_suffix(".json").is_file(), f"{folder}: no report with its sidecar"
     return reports[0]
 
 
@@ -360,18 +393,18 @@ def verdict_for(baseline, *row_lists, **settings):
 
 FAKE_DIR = Path(__file__).resolve().parent / "fake_ncu"
 REPORT_ENV = "PAPROF_TEST_NCU_REP"
-"""A real .ncu-rep for the end-to-end test; default: the first under examples/h200/."""
+"""A real .ncu-rep for the end-to-end test; default: the first of the recorded H200 runs."""
 FAKE_VARS = ("FAKE_NCU_MODE", "FAKE_NCU_REPORT", "FAKE_NCU_ARGV", "FAKE_NCU_PASSES", "FAKE_NCU_PID",
              "FAKE_NVIDIA_SMI")
 
 
-def real_report() -> Path | None:
-    """A report ncu 2025.3 wrote on the H200, or None while there is none yet."""
+def real_report() -> Path:
+    """A report ncu 2025.3 wrote on the H200 (``$PAPROF_TEST_NCU_REP``, else the first
+    recorded one)."""
     named = os.environ.get(REPORT_ENV)
     if named:
         return Path(named)
-    found = sorted(EXAMPLES.rglob("*.ncu-rep"))
-    return found[0] if found else None
+    return sorted(recorded("h200").rglob("*.ncu-rep"))[0]
 
 
 def _arg(argv, name):

@@ -169,11 +169,10 @@ def test_no_ncu_metric_name_is_spelled_outside_the_catalogue():
 
 
 def test_the_traffic_ratios_are_computed_once_on_the_table_and_summed_kernels_recompute_them():
-    from pathlib import Path
-
+    from helpers import recorded
     from paprof.analysis.load import load_reports, variant_rows
 
-    root = Path(__file__).resolve().parents[1] / "examples" / "h200" / "nvidia-h200" / "paged_decode"
+    root = recorded("h200") / "nvidia-h200" / "paged_decode"
     df = load_reports([root / "v2", root / "v4"])
     for _, row in df.iterrows():
         assert row["l2_to_sm_per_dram_byte"] == pytest.approx(row["l2_to_l1_bytes"] / row["dram_bytes"])

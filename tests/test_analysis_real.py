@@ -4,8 +4,7 @@ These are ncu 2025.3.1 reports of the paged-decode variants (paprof's default pr
 basic sections plus the traffic tables, instruction statistics and roofline inputs;
 ``--clock-control none``), batch 64, context 4096, 32/8 heads, head_dim 128, fp32 K/V,
 made by ``paprof run --variant all`` with schema-2 sidecars (the fp16 and small-batch runs
-of v5/v6 are the sweep's, ``examples/sweeps``). They skip, naming the path, only while
-``examples/h200`` holds no report.
+of v5/v6 are the sweep's), as recorded in tests/data (``helpers.recorded``).
 """
 
 from __future__ import annotations
@@ -26,13 +25,12 @@ from paprof.analysis import metrics as M
 from paprof.cli import main
 from paprof.errors import UserError
 
-EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "h200"
-MAIN = "b64_ctx4096_h32x8_d128_p16_fp32.ncu-rep"  # every variant has this shape
-REPORTS = sorted(EXAMPLES.rglob(MAIN)) if EXAMPLES.is_dir() else []
-VARIANTS = {"baseline", "handbook", "v1", "v2", "v3", "v4", "v5", "v6"}
+from helpers import recorded
 
-pytestmark = pytest.mark.skipif(
-    not REPORTS, reason=f"no shipped reports yet: {EXAMPLES} holds no .ncu-rep")
+EXAMPLES = recorded("h200")
+MAIN = "b64_ctx4096_h32x8_d128_p16_fp32.ncu-rep"  # every variant has this shape
+REPORTS = sorted(EXAMPLES.rglob(MAIN))
+VARIANTS = {"baseline", "handbook", "v1", "v2", "v3", "v4", "v5", "v6"}
 
 
 @pytest.fixture(scope="module")
@@ -220,7 +218,7 @@ def test_table_command_on_the_shipped_runs():
     assert sum(line.startswith("v4: ") for line in lines) == 1  # summed: one line
 
     # the v5/v6 fp16 and small-batch runs of the sweep: at batch 4 v5's 32 CTAs leave the GPU idle
-    sweep = EXAMPLES.parent / "sweeps" / "h200-profile"
+    sweep = recorded("sweeps/h200-profile")
     text = CliRunner().invoke(main, ["table", str(sweep), "--per-variant"])
     assert text.exit_code == 0, text.output
     assert "v5 [b64_ctx4096_h32x8_d128_p16_fp16]: dram-bound: " in text.stdout

@@ -7,6 +7,8 @@ import pytest
 import paprof
 from paprof.analysis.decompose import AT_LIMIT_PCT, at_limit, at_limit_text
 
+from helpers import recorded
+
 
 def _run(us, dram_bytes, pct):
     return {"duration_us": us, "dram_bytes": dram_bytes, "dram_throughput_pct": pct}
@@ -36,7 +38,7 @@ def test_no_identity_where_the_unit_is_not_at_its_limit_in_both(before, after):
 
 
 def test_the_shipped_dram_bound_step_says_it_and_the_compute_bound_ones_do_not():
-    cmp = paprof.compare(["v2", "v3", "v5", "v6"], runs="examples/h200").comparison
+    cmp = paprof.compare(["v2", "v3", "v5", "v6"], runs=recorded("h200")).comparison
     by = {(s.before, s.after): s for s in cmp.steps}
     v5v6 = by[("v5", "v6")]
     lim = v5v6.decomposition.limit

@@ -17,8 +17,10 @@ from pathlib import Path
 
 import pytest
 
+from helpers import recorded
+
 ROOT = Path(__file__).resolve().parents[1]
-EXAMPLES = ROOT / "examples" / "h200"
+EXAMPLES = recorded("h200")
 SCREENSHOT = ROOT / "build" / "report-screenshot.png"
 CHROMIUM = next((shutil.which(n) for n in ("chromium", "chromium-browser", "google-chrome")
                  if shutil.which(n)), None)
@@ -30,7 +32,7 @@ CHARTS = {"chart-speed-of-light", "chart-duration", "chart-bandwidth", "chart-oc
 OPTIONAL = {"chart-roofline"}
 """Charts drawn when the runs carry their inputs (the roofline: preset 'default' or a work
 model); the report of the source-preset runs must have them."""
-SOURCE_RUNS = ROOT / "examples" / "h200-source"
+SOURCE_RUNS = recorded("h200-source")
 
 pytestmark = [
     pytest.mark.browser,
@@ -72,19 +74,11 @@ def test_console_detection_works(tmp_path):
 
 @pytest.fixture(scope="module")
 def report(tmp_path_factory) -> Path:
-    """The report of every shipped H200 variant, or of synthetic ones before they exist."""
+    """The report of every recorded H200 paged_decode variant (the README's 8)."""
     from paprof.reports.build import write_report
 
     out = tmp_path_factory.mktemp("report") / "report.html"
-    if (EXAMPLES / "nvidia-h200" / "paged_decode" / "v6").is_dir():
-        write_report(["baseline", "v1", "v2", "v3", "v4", "handbook", "v5", "v6"], runs=EXAMPLES, out=out)
-    else:  # pragma: no cover - only before the shipped runs exist
-        from paprof.reports.context import build_context
-        from paprof.reports.html import render_html
-        from helpers import V3, comparison, make_row, split_rows
-
-        ctx = build_context(comparison(make_row("v2"), make_row("v3", **V3), *split_rows("v4")))
-        out.write_text(render_html(ctx))
+    write_report(["baseline", "v1", "v2", "v3", "v4", "handbook", "v5", "v6"], runs=EXAMPLES, out=out)
     return out
 
 
@@ -113,7 +107,8 @@ README's 8-variant report was 17,316 px, about 19 screens, before the verdict ta
 @pytest.fixture(scope="module")
 def flash_report(tmp_path_factory) -> Path:
     """The report of the shipped flash_fwd runs (a compute-bound family, fp32 against bf16:
-    a warning above the verdict)."""
+    a warning above the verdict). Read from examples/: its sdpa_flash run (the page's note
+    beside numbers that look contradictory) packs to 297 KB, too much for tests/data."""
     from paprof.reports.build import write_report
 
     runs = ROOT / "examples" / "h200-flash_fwd"
@@ -149,11 +144,9 @@ def test_first_screen_holds_the_verdict_and_the_page_is_short(which, request, tm
 
 @pytest.fixture(scope="module")
 def source_report(tmp_path_factory) -> Path:
-    """The report of the shipped source-preset runs: roofline and source hot spots."""
+    """The report of the recorded source-preset runs: roofline and source hot spots."""
     from paprof.reports.build import write_report
 
-    if not (SOURCE_RUNS / "nvidia-h200").is_dir():  # pragma: no cover
-        pytest.skip("examples/h200-source is not there")
     out = tmp_path_factory.mktemp("source-report") / "report.html"
     write_report(["v2", "v3", "v4", "v5"], runs=SOURCE_RUNS, out=out)
     return out

@@ -1,8 +1,8 @@
 """``paprof check`` and ``paprof baseline update`` through the command line.
 
 Two kinds of test: wiring on synthetic tables (``gate.load_table`` and
-``recheck.profile_current`` replaced), and the real thing on the shipped H200 runs
-(``examples/h200``), which skip, naming the missing path, until those runs exist.
+``recheck.profile_current`` replaced), and the real thing on the recorded H200 runs
+(tests/data, ``helpers.recorded``).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import pytest
 
 from paprof import gate
 from paprof import recheck
-from helpers import EXAMPLES, ROOT, make_rows, make_table, shipped
+from helpers import EXAMPLES, make_rows, make_table, recorded, shipped
 
 
 # -- wiring, on synthetic tables -------------------------------------------------------
@@ -432,7 +432,7 @@ def test_check_table_keeps_the_dtype_of_each_shape(invoke, tmp_path):
 
     store = tmp_path / "runs" / "nvidia-h200" / "paged_decode" / "v5"
     store.mkdir(parents=True)
-    fp16 = ROOT / "examples" / "sweeps" / "h200-profile" / "nvidia-h200" / "paged_decode" / "v5"
+    fp16 = recorded("sweeps/h200-profile") / "nvidia-h200" / "paged_decode" / "v5"
     for source in [*(EXAMPLES / "nvidia-h200" / "paged_decode" / "v5").glob("b64_ctx4096_*_fp32.*"),
                    *fp16.glob("b64_ctx4096_*_fp16.*")]:
         shutil.copy(source, store)

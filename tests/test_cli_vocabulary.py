@@ -19,9 +19,10 @@ from click.testing import CliRunner
 
 from paprof.cli import COMMANDS, main
 from paprof.commands import DEPRECATED, STDOUT, renamed
+from helpers import recorded
 
 ROOT = Path(__file__).resolve().parents[1]
-H200 = ROOT / "examples" / "h200"
+H200 = recorded("h200")
 
 RENAMED = {
     "--replace": "--force",
@@ -275,10 +276,10 @@ def test_variant_all_says_what_the_docs_say():
 
 
 def test_sweep_report_json_on_stdout_is_the_regime_map(tmp_path):
-    store = ROOT / "examples" / "sweeps" / "h200-bench"
+    store = recorded("sweeps/h200-bench")
     result = _invoke("sweep-report", "--runs", store, "--out", tmp_path / "s.html", "--json")
     assert result.exit_code == 0, result.output
-    shipped = json.loads((ROOT / "examples" / "sweeps" / "h200-bench.regime.json").read_text())
+    shipped = json.loads(recorded("sweeps/h200-bench.regime.json").read_text())
     assert json.loads(result.stdout) == shipped
     assert f"wrote {tmp_path / 's.html'}" in result.stderr
     assert not (tmp_path / "s.regime.json").exists()  # printed, not written beside the HTML

@@ -10,7 +10,7 @@ import pytest
 
 from paprof.analysis.compare import causes
 
-from helpers import SIDE, V3, comparison, make_row
+from helpers import SIDE, V3, comparison, make_row, recorded
 
 # a latency-bound kernel on an H200-like GPU with the traffic counters of the default preset
 BASE = dict(
@@ -303,11 +303,9 @@ def test_no_pipe_shift_when_both_use_the_same_pipes_or_the_counters_are_absent()
 
 
 def test_the_shipped_flash_runs_say_the_fp32_pipe_gives_way_to_the_tensor_cores():
-    from pathlib import Path
-
     from paprof.analysis.compare import compare_reports
 
-    root = Path(__file__).resolve().parents[1] / "examples" / "h200-flash_fwd" / "nvidia-h200" / "flash_fwd"
+    root = recorded("h200-flash_fwd") / "nvidia-h200" / "flash_fwd"
     reports = [next((root / v).glob("*.ncu-rep")) for v in ("handbook", "mma")]
     (s,) = compare_reports(reports, cross=True).steps  # fp32 against bf16: a cross comparison
     # the cause: 12x fewer instructions issued, the math on the tensor pipe
@@ -320,11 +318,9 @@ def test_the_shipped_flash_runs_say_the_fp32_pipe_gives_way_to_the_tensor_cores(
 def test_mma_to_wgmma2_opens_with_the_tensor_pipe_not_the_loads_tma_hides():
     """Issue 26: mma -> wgmma2 opened with "SM<-L1 global-load traffic falls 257x" (TMA's
     copies are not loads); the mechanism is fewer, larger tensor-core instructions."""
-    from pathlib import Path
-
     from paprof.analysis.compare import compare_reports
 
-    root = Path(__file__).resolve().parents[1] / "examples" / "h200-flash_fwd" / "nvidia-h200" / "flash_fwd"
+    root = recorded("h200-flash_fwd") / "nvidia-h200" / "flash_fwd"
     (s,) = compare_reports([next((root / v).glob("*.ncu-rep")) for v in ("mma", "wgmma2")]).steps
     assert s.speedup == pytest.approx(2.96, abs=0.01)
     assert s.cause.startswith("instructions issued 0.223x -16.5 ms (tensor pipe 37.4 % of peak -> "

@@ -4,7 +4,6 @@ a versioned document whose numbers are the report's and whose terms add up."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -12,7 +11,9 @@ from click.testing import CliRunner
 from paprof.analysis.explanation import SCHEMA
 from paprof.cli import main
 
-H200 = Path(__file__).resolve().parents[1] / "examples" / "h200"
+from helpers import recorded
+
+H200 = recorded("h200")
 
 
 def _json(args) -> dict:

@@ -20,9 +20,10 @@ import pytest
 from click.testing import CliRunner
 
 from paprof.cli import main
+from helpers import recorded
 
 ROOT = Path(__file__).resolve().parents[1]
-RUNS = ROOT / "examples" / "h200"
+RUNS = recorded("h200")
 V2 = RUNS / "nvidia-h200" / "paged_decode" / "v2" / "b64_ctx4096_h32x8_d128_p16_fp32.ncu-rep"
 V3 = RUNS / "nvidia-h200" / "paged_decode" / "v3" / "b64_ctx4096_h32x8_d128_p16_fp32.ncu-rep"
 ONE_LINE = "paprof: interrupted\n"

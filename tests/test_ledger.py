@@ -1,13 +1,12 @@
 """The decomposition of a step's time (``paprof.analysis.decompose``) and the ledger that
 groups it (``paprof.analysis.ledger``): terms that add up to the measured difference
 exactly, each moving only when its factor moves, checked on made-up kernels whose cause
-is known and on the shipped H200 runs."""
+is known and on the recorded H200 runs (tests/data)."""
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import pytest
 
@@ -15,7 +14,7 @@ from paprof.analysis import decompose as D
 from paprof.analysis.ledger import TERMS, from_decomposition, group
 from paprof.analysis.metrics import STALL_REASONS
 
-EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+from helpers import recorded
 
 
 def kernel(instructions=1e6, cpi=8.0, warps=4.0, idle=1.0, clock=1980.0, stalls=None, sms=132, **extra):
@@ -155,7 +154,7 @@ def test_the_identity_holds_on_the_shipped_h200_runs():
     # to the cycle, on every shipped paged_decode run: the decomposition is exact there.
     from paprof.analysis.load import load_reports
 
-    df = load_reports([EXAMPLES / "h200"])
+    df = load_reports([recorded("h200")])
     for _, row in df.iterrows():
         f = D.factors(row.to_dict())
         assert f is not None, row["variant"]
@@ -167,7 +166,7 @@ def test_the_identity_holds_on_the_shipped_h200_runs():
 def test_the_showcase_steps_name_their_mechanism_first():
     from paprof.reports.build import write_report
 
-    res = write_report(["v2", "v3", "v4", "v5", "v6"], runs=EXAMPLES / "h200", out=None, markdown="-")
+    res = write_report(["v2", "v3", "v4", "v5", "v6"], runs=recorded("h200"), out=None, markdown="-")
     steps = {f"{s.before}->{s.after}": s for s in res.comparison.steps}
     # v2 -> v3: v2's time is its warps waiting on each K load (long scoreboard); v3 stages
     # a page at a time: 5.3x fewer global load requests, the waits fall first
@@ -200,7 +199,7 @@ def test_mma_to_wgmma2_names_the_tensor_pipe_not_the_loads_tma_replaced():
     # artefact. The cause is 4.5x fewer instructions issued, the tensor pipe 37 % -> 78 %.
     from paprof.reports.build import write_report
 
-    built = write_report(["flash_fwd/mma", "flash_fwd/wgmma2"], runs=EXAMPLES / "h200-flash_fwd",
+    built = write_report(["flash_fwd/mma", "flash_fwd/wgmma2"], runs=recorded("h200-flash_fwd"),
                          out=None, markdown=None)
     (s,) = built.comparison.steps
     first = s.decomposition.causes()[0]

@@ -1,6 +1,6 @@
 """Property: whatever bytes a ``.ncu-rep`` holds, ``paprof table`` never shows a traceback.
 
-Random bytes, truncations and bit flips of the shipped reports (copied into a temporary
+Random bytes, truncations and bit flips of the recorded reports (copied into a temporary
 folder) either load as a valid table (exit 0) or give one ``paprof: error:`` line and
 exit 2. The number of examples is bounded so that the whole module takes a few seconds.
 """
@@ -16,13 +16,11 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from paprof.cli import main
+from helpers import recorded
 
-ROOT = Path(__file__).resolve().parents[1]
-REPORTS = sorted((ROOT / "examples" / "h200").rglob("*.ncu-rep"))
+REPORTS = sorted(recorded("h200").rglob("*.ncu-rep"))
 ORIGINALS = {f"{p.parent.name}/{p.name}": p.read_bytes() for p in REPORTS[:6]}
 SIGNATURE = b"NVR\x00"
-
-pytestmark = pytest.mark.skipif(not REPORTS, reason="no shipped reports")
 
 FUZZ = settings(max_examples=100, deadline=2000, derandomize=True,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])

@@ -19,12 +19,13 @@ import pytest
 
 from paprof.agent import summary, tools
 from paprof.errors import UserError
+from helpers import recorded
 
 pytest.importorskip("mcp")
 
 ROOT = Path(__file__).resolve().parents[1]
-H200 = ROOT / "examples" / "h200"
-SWEEP = ROOT / "examples" / "sweeps" / "h200-bench"
+H200 = recorded("h200")
+SWEEP = recorded("sweeps/h200-bench")
 SHAPE = "b64_ctx4096_h32x8_d128_p16_fp32"
 HAS_NVCC = shutil.which("nvcc") is not None
 HAS_GPU = tools.gpu_refusal() is None

@@ -1,6 +1,6 @@
 """The fast ``.ncu-rep`` reader against ``ncu_report``, the ground truth.
 
-Every shipped report, every catalogue metric: the fast reader's value is exactly what
+Every recorded report (tests/data), every catalogue metric: the fast reader's value is exactly what
 ``ncu_report`` gives through ``ncu_reader.read_metric`` (same type, NaN for NaN), the
 kernel names, the result counts and the rule results are equal. Reports crafted from a
 shipped one (value kinds the shipped reports do not use, a second string table, rule
@@ -22,16 +22,23 @@ from hypothesis import strategies as st
 
 from paprof.analysis import load, ncu_fastread, ncu_reader
 from paprof.errors import UserError
+from helpers import recorded
 
 ROOT = Path(__file__).resolve().parents[1]
-EXAMPLES = ROOT / "examples" / "h200"
-REPORTS = sorted(EXAMPLES.rglob("*.ncu-rep")) if EXAMPLES.is_dir() else []
-#: Every real report shipped anywhere (the custom families' runs and the sweeps too).
-ALL_REPORTS = sorted((ROOT / "examples").rglob("*.ncu-rep"))
+EXAMPLES = recorded("h200")
+REPORTS = sorted(EXAMPLES.rglob("*.ncu-rep"))
+#: The other recorded reports (the source preset, the fp16 sweep, flash_fwd); then, in the
+#: slow lane, every real report shipped anywhere in examples/ (the custom families' runs,
+#: the sweeps', the peers' too).
+OTHER_REPORTS = [
+    *(pytest.param(p, id=f"tests/data:{name}/{p.relative_to(recorded(name))}")
+      for name in ("h200-source", "sweeps/h200-profile", "h200-flash_fwd")
+      for p in sorted(recorded(name).rglob("*.ncu-rep"))),
+    *(pytest.param(p, marks=pytest.mark.slow, id=str(p.relative_to(ROOT)))
+      for p in sorted((ROOT / "examples").rglob("*.ncu-rep"))),
+]
 NUMERIC, TEXT = ncu_reader.catalogue_metrics()
 NAMES = NUMERIC + TEXT
-
-pytestmark = pytest.mark.skipif(not REPORTS, reason=f"no shipped reports in {EXAMPLES}")
 
 
 @pytest.fixture(scope="module")
@@ -96,8 +103,7 @@ def test_every_catalogue_metric_of_every_shipped_report(ncu_report, path):
     assert any(r.values for r in fast)
 
 
-@pytest.mark.parametrize("path", [p for p in ALL_REPORTS if p not in REPORTS],
-                         ids=lambda p: str(p.relative_to(ROOT / "examples")))
+@pytest.mark.parametrize("path", OTHER_REPORTS)
 def test_every_other_real_report_reads_as_ncu_report_reads_it(ncu_report, path, monkeypatch):
     # The reports of the custom families and of the sweeps, read a message at a time: the
     # same values, names and rules as ncu_report, or (a report it cannot be sure of) the
@@ -834,6 +840,7 @@ def test_a_metric_recorded_twice_alike_reads_as_ncu_report_reads_it(ncu_report, 
 def test_nvtx_ranges_with_their_push_ids_and_names_as_ncu_report_gives_them(ncu_report):
     # The fast reader reads which push of a range each launch sat in (ncu_report gives
     # the names only): what tells a program's steps apart when each is one push of "step".
+    # the whole-program report stays in examples/ (6 MB; 439 KB packed: too much for tests/data)
     path = Path(__file__).parent.parent / "examples/custom_family/runs/nvidia-h200/command/whole_program/command.ncu-rep"
     fast = ncu_fastread.read_report(path, ["gpu__time_duration.sum"])
     assert [r.nvtx for r in fast] == [(("<default domain>", "softmax_step", 623),),

@@ -10,8 +10,10 @@ from pathlib import Path
 
 import pytest
 
+from helpers import recorded
+
 ROOT = Path(__file__).resolve().parents[1]
-EXAMPLES = ROOT / "examples" / "h200"
+EXAMPLES = recorded("h200")
 
 
 def test_import_paprof_imports_no_pandas():
@@ -31,8 +33,6 @@ def test_unknown_attribute_is_still_an_attribute_error():
 
 @pytest.fixture(scope="module")
 def report():
-    if not (EXAMPLES / "nvidia-h200" / "paged_decode" / "v3").is_dir():
-        pytest.skip("the shipped H200 runs are not there")
     import paprof
 
     return paprof.compare(["v2", "v3", "v5"], runs=EXAMPLES)

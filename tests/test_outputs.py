@@ -18,9 +18,9 @@ from click.testing import CliRunner
 from paprof import outputs
 from paprof.cli import main
 from paprof.errors import UserError
+from helpers import recorded
 
-ROOT = Path(__file__).resolve().parents[1]
-RUNS = ROOT / "examples" / "h200" / "nvidia-h200" / "paged_decode"
+RUNS = recorded("h200") / "nvidia-h200" / "paged_decode"
 V2 = RUNS / "v2" / "b64_ctx4096_h32x8_d128_p16_fp32.ncu-rep"
 V3 = RUNS / "v3" / "b64_ctx4096_h32x8_d128_p16_fp32.ncu-rep"
 

@@ -19,18 +19,18 @@ import pytest
 from paprof import parallel
 from paprof.analysis import load
 from paprof.errors import UserError
+from helpers import recorded
 
 ROOT = Path(__file__).resolve().parents[1]
-EXAMPLES = ROOT / "examples"
 
 
-def _store(tmp_path: Path, copies: int = 3) -> Path:
-    """Copies (hard links) of the shipped H200 and flash_fwd runs, one report without its
+def _store(tmp_path: Path, copies: int = 4) -> Path:
+    """Copies (hard links) of the recorded H200 and flash_fwd runs, one report without its
     sidecar (named by the folder layout): runs of one and of two kernels, two families."""
     store = tmp_path / "store"
     for k in range(copies):
         for source in ("h200", "h200-flash_fwd"):
-            shutil.copytree(EXAMPLES / source, store / f"c{k}" / source, copy_function=os.link)
+            shutil.copytree(recorded(source), store / f"c{k}" / source, copy_function=os.link)
     lone = sorted((store / f"c{copies - 1}" / "h200").rglob("*.json"))[-1]
     lone.unlink()
     return store
@@ -191,7 +191,7 @@ def test_drain_cuts_in_order_and_lets_go():
 def test_charts_drawn_by_workers_are_the_same(monkeypatch):
     from paprof.sweep import report as R
 
-    runs = EXAMPLES / "sweeps" / "h200-profile"
+    runs = recorded("sweeps/h200-profile")
     col = R.collect(runs, R.manifests.find(runs))
     monkeypatch.setattr(R, "MAX_CHARTS", 3)  # 3 of its 7, drawn here, then by 2 workers
     monkeypatch.setattr(R, "PARALLEL_CHARTS", 3)

@@ -13,7 +13,7 @@ from paprof.profiler.argv import NcuSettings
 from paprof.profiler.locate import import_ncu_report
 from paprof.profiler.profile import profile_variant, profile_variants
 
-from helpers import REPORT_ENV, real_report, lab_shape
+from helpers import lab_shape, real_report
 
 pytestmark = pytest.mark.lab  # the lab's paged_decode is the sample plugin
 
@@ -197,8 +197,6 @@ def test_profile_variants_raises_when_every_variant_is_skipped(fake_bin, fake_la
 
 def test_end_to_end_with_a_real_h200_report(fake_bin, fake_launcher, tmp_path, monkeypatch):
     report = real_report()
-    if report is None:
-        pytest.skip(f"no real .ncu-rep yet under examples/h200/ (or set {REPORT_ENV})")
     monkeypatch.setenv("FAKE_NCU_REPORT", str(report))
     run = profile_variant(registry.get("v3"), the_shape(), NcuSettings(), tmp_path / "runs")
     assert run.report.read_bytes() == report.read_bytes()

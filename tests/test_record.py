@@ -8,9 +8,9 @@ import pytest
 from paprof.errors import UserError
 from paprof.profiler import store
 from paprof.record import REPORT_BYTES, SCHEMA, RunRecord, as_record
+from helpers import recorded
 
-ROOT = Path(__file__).resolve().parents[1]
-SHIPPED = ROOT / "examples" / "h200"
+SHIPPED = recorded("h200")
 
 
 def _a_shipped_sidecar() -> Path:

@@ -16,7 +16,7 @@ from paprof.reports import build
 from paprof.reports.context import build_context
 from paprof.reports.html import render_html
 from paprof.reports.markdown import md_escape, render_markdown
-from helpers import SIDE, V3, comparison, make_frame, make_row, split_rows
+from helpers import ROOT, SIDE, V3, comparison, make_frame, make_row, recorded, split_rows
 
 EVIL = "<script>alert('x')</script>"
 
@@ -399,7 +399,7 @@ def test_no_stall_counters_no_stall_breakdown():
 
 
 # -- the verdict and the chosen baseline ---------------------------------------------------
-H200 = __import__("pathlib").Path(__file__).resolve().parents[1] / "examples" / "h200"
+H200 = recorded("h200")
 
 
 def test_the_tie_rule_is_one_constant_shared_with_the_sweep_report():
@@ -434,7 +434,6 @@ def test_against_tells_every_variant_against_the_baseline(cmp):
     assert dur.cells[2].delta == pytest.approx(3942.6 / 3350.0 - 1)
 
 
-@pytest.mark.skipif(not (H200 / "nvidia-h200").is_dir(), reason="examples/h200 not there")
 def test_cli_baseline_compares_each_variant_with_it(tmp_path):
     out = tmp_path / "r.html"
     res = CliRunner().invoke(main, ["compare", "--baseline", "v2", "v3", "v4", "v5",
@@ -450,11 +449,14 @@ def test_cli_baseline_compares_each_variant_with_it(tmp_path):
     assert res.exit_code == 2 and "Traceback" not in res.output
 
 
-@pytest.mark.skipif(not (H200.parent / "mlp" / "runs.tar.xz").is_file(), reason="examples/mlp runs not there")
+MLP = ROOT / "examples" / "mlp" / "runs.tar.xz"
+
+
+@pytest.mark.skipif(not MLP.is_file(), reason="examples/mlp runs not there")
 def test_whole_program_verdict_names_the_fused_kernels(tmp_path):
     import tarfile
 
-    with tarfile.open(H200.parent / "mlp" / "runs.tar.xz") as tar:
+    with tarfile.open(MLP) as tar:
         tar.extractall(tmp_path, filter="data")
     res = build.write_report(["eager", "compiled"], runs=tmp_path / "runs", out=tmp_path / "r.html")
     rows = {r.label: r for r in res.context.verdict.rows}
@@ -517,10 +519,9 @@ def _text_overlaps(fig) -> list[tuple[str, str]]:
     return bad
 
 
-@pytest.mark.skipif(not (H200 / "nvidia-h200").is_dir(), reason="examples/h200 not there")
 @pytest.mark.parametrize("runs,variants", [
     ("h200", ["baseline", "v1", "v2", "v3", "v4", "handbook", "v5", "v6"]),
-    ("h200-flash_fwd", ["flash_fwd/handbook", "flash_fwd/mma", "flash_fwd/sdpa_flash", "flash_fwd/sdpa_cudnn"]),
+    ("h200-flash_fwd", ["flash_fwd/handbook", "flash_fwd/mma", "flash_fwd/wgmma2", "flash_fwd/sdpa_cudnn"]),
 ])
 def test_no_chart_text_overlaps(monkeypatch, tmp_path, runs, variants):
     from paprof.reports import charts
@@ -532,6 +533,6 @@ def test_no_chart_text_overlaps(monkeypatch, tmp_path, runs, variants):
         return finish(fig, chart_id, *args)
 
     monkeypatch.setattr(charts, "_finish", check)
-    res = build.write_report(variants, runs=H200.parent / runs, out=tmp_path / "r.html", cross=True)
+    res = build.write_report(variants, runs=recorded(runs), out=tmp_path / "r.html", cross=True)
     assert len(found) >= 6 and {c.id for c in res.context.charts} == set(found)
     assert {k: v for k, v in found.items() if v} == {}

@@ -1,6 +1,6 @@
 """The hierarchical roofline: the arithmetic on synthetic inputs (ridge points, which roof
-bounds a point, the roofs' fallbacks), and on the shipped H200 source-preset runs
-(``examples/h200-source``) the intensities recomputed from the reports' raw counters."""
+bounds a point, the roofs' fallbacks), and on the H200 source-preset runs recorded in
+tests/data the intensities recomputed from the reports' raw counters."""
 
 from __future__ import annotations
 
@@ -11,9 +11,10 @@ import pytest
 
 from paprof.analysis import metrics as M
 from paprof.analysis import roofline as R
+from helpers import recorded
 
 ROOT = Path(__file__).resolve().parents[1]
-SOURCE_RUNS = ROOT / "examples" / "h200-source"
+SOURCE_RUNS = recorded("h200-source")
 VARIANTS = ["v2", "v3", "v4", "v5"]
 
 
@@ -158,9 +159,7 @@ def test_runs_on_two_gpus_get_no_shared_roofline():
     assert R.build(SimpleNamespace(variants=[a, b])) is not None
 
 
-# -- the shipped H200 runs -----------------------------------------------------------------
-needs_runs = pytest.mark.skipif(not (SOURCE_RUNS / "nvidia-h200").is_dir(),
-                                reason="examples/h200-source is not there")
+# -- the recorded H200 runs ----------------------------------------------------------------
 
 
 @pytest.fixture(scope="module")
@@ -184,13 +183,11 @@ def raw(variant: str, kernel: int = 0) -> dict:
     return {n: action.metric_by_name(n).as_double() for n in action.metric_names()}
 
 
-@needs_runs
 def test_every_roofline_input_is_a_metric_the_h200_recorded():
     names = set(raw("v2"))
     assert [m.ncu_name for m in M.ROOFLINE_INPUTS if m.ncu_name not in names] == []
 
 
-@needs_runs
 @pytest.mark.parametrize("name", VARIANTS[:2] + ["v5"])
 def test_intensities_recompute_from_the_raw_counters(rl, name):
     m = raw(name)
@@ -214,7 +211,6 @@ def test_intensities_recompute_from_the_raw_counters(rl, name):
     assert v.point(R.WORK).intensity == pytest.approx(2.0, rel=1e-3)  # 4 FLOPs per K/V element pair
 
 
-@needs_runs
 def test_the_roofs_of_the_h200(rl):
     roofs = {k: (r.source, round(r.rate / 1e12, 2)) for k, r in rl.roofs.items()}
     assert roofs["dram"] == (R.MEASURED, 4.53)
@@ -224,14 +220,12 @@ def test_the_roofs_of_the_h200(rl):
     assert "fp64" not in roofs  # no variant does fp64
 
 
-@needs_runs
 def test_a_split_variant_is_the_sum_of_its_kernels(cmp, rl):
     v4 = next(v for v in cmp.variants if v.label == "v4")
     flops = [R.kernel_counts(k.values)["fp32"] for k in v4.kernels]
     assert len(flops) == 2 and rl.variant("v4").point("dram").flops == pytest.approx(sum(flops))
 
 
-@needs_runs
 def test_every_fp32_variant_is_dram_bound_and_v5_close_to_its_roof(rl):
     for v in rl.variants:
         assert v.compute == "fp32" and v.flops["tensor"] == 0
@@ -242,7 +236,6 @@ def test_every_fp32_variant_is_dram_bound_and_v5_close_to_its_roof(rl):
     assert rl.variant("v2").point("l1").bytes > 4 * rl.variant("v3").point("l1").bytes
 
 
-@needs_runs
 def test_the_report_shows_the_roofline_chart_and_table(tmp_path):
     from paprof.reports.build import write_report
 
@@ -277,6 +270,6 @@ def test_runs_without_roofline_inputs_have_no_roofline():
 def test_every_shipped_run_is_a_roofline_point():
     from paprof.analysis.compare import compare_reports
 
-    shipped = sorted((ROOT / "examples" / "h200" / "nvidia-h200" / "paged_decode").glob("*/*.ncu-rep"))
+    shipped = sorted((recorded("h200") / "nvidia-h200" / "paged_decode").glob("*/*.ncu-rep"))
     built = R.build(compare_reports(shipped))
     assert built is not None and len(built.variants) == len(shipped) == 8

@@ -262,8 +262,10 @@ import struct  # noqa: E402
 
 from paprof.analysis import ncu_fastread, ncu_reader  # noqa: E402
 
+from helpers import recorded  # noqa: E402
+
 REPO = Path(__file__).resolve().parents[1]
-V5_REPORT = (REPO / "examples/sweeps/h200-profile/nvidia-h200/paged_decode/v5/"
+V5_REPORT = (recorded("sweeps/h200-profile") / "nvidia-h200/paged_decode/v5/"
              "b16_ctx16384_h32x8_d128_p16_fp16.ncu-rep")
 
 

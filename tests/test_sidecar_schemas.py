@@ -1,6 +1,6 @@
 """Schema-1 sidecars (runs made before families: one kept in ``tests/data/schema1``, v3 of
 the H200 runs shipped until 2026-12-01) and schema-2 ones (params, work model, source: the
-runs shipped in ``examples/h200``) both load; the work model gives work_tbs / work_tflops."""
+recorded H200 runs of tests/data) both load; the work model gives work_tbs / work_tflops."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""Source hot spots from SourceCounters, on the shipped H200 source-preset runs
-(``examples/h200-source``: v2, v3, v4, v5 made with ``paprof run --preset source``), and the
+"""Source hot spots from SourceCounters, on the recorded H200 source-preset runs (tests/data:
+v2, v3, v4, v5 made with ``paprof run --preset source``), and the
 matching, merging and fallbacks on synthetic instructions."""
 
 from __future__ import annotations
@@ -9,10 +9,11 @@ from pathlib import Path
 import pytest
 
 from paprof.analysis import source as S
+from helpers import recorded
 
 ROOT = Path(__file__).resolve().parents[1]
-SOURCE_RUNS = ROOT / "examples" / "h200-source"
-OLD_RUNS = ROOT / "examples" / "h200"
+SOURCE_RUNS = recorded("h200-source")
+OLD_RUNS = recorded("h200")
 FAMILY = ROOT / "kernels" / "paprof_kernels" / "paged_decode"
 
 
@@ -98,9 +99,7 @@ def test_without_text_lines_match_by_file_and_line():
     assert [(c.key, c.kind, c.change_us) for c in step.changes] == [("k.cu:4", "grew", 10.0)]
 
 
-# -- the shipped H200 runs -----------------------------------------------------------------
-pytestmark_runs = pytest.mark.skipif(not (SOURCE_RUNS / "nvidia-h200").is_dir(),
-                                     reason="examples/h200-source is not there")
+# -- the recorded H200 runs ----------------------------------------------------------------
 
 
 @pytest.fixture(scope="module")
@@ -112,7 +111,6 @@ def hot():
     return S.for_comparison(cmp, lambda v: source_text.for_run(v.sidecar))
 
 
-@pytestmark_runs
 def test_the_samples_are_the_reports_and_the_lines_add_up_to_the_duration(hot):
     kernels, embedded = S.read_report(report("v2"))
     assert [k.kernel for k in kernels] == ["paged_decode_v2"] and embedded == {}
@@ -124,7 +122,6 @@ def test_the_samples_are_the_reports_and_the_lines_add_up_to_the_duration(hot):
 
 
 @pytest.mark.lab
-@pytestmark_runs
 def test_v2_waits_on_the_k_load_in_its_dot_product(hot):
     top = hot.variant("v2").top()
     assert top[0].where == "v2_vectorized.cu:36"
@@ -138,7 +135,6 @@ def test_v2_waits_on_the_k_load_in_its_dot_product(hot):
 
 
 @pytest.mark.lab
-@pytestmark_runs
 def test_v3_waits_where_it_stages_k_in_shared_memory(hot):
     top = hot.variant("v3").top()
     assert top[0].where == "v3_gqa.cu:43" and "key_cache" in top[0].text
@@ -147,7 +143,6 @@ def test_v3_waits_where_it_stages_k_in_shared_memory(hot):
 
 
 @pytest.mark.lab
-@pytestmark_runs
 def test_v2_to_v3_the_dot_products_wait_moves_to_the_staging(hot):
     step = hot.steps[0]
     assert (step.before, step.after, step.matched_by_text) == ("v2", "v3", True)
@@ -160,7 +155,6 @@ def test_v2_to_v3_the_dot_products_wait_moves_to_the_staging(hot):
 
 
 @pytest.mark.lab
-@pytestmark_runs
 def test_v4s_two_kernels_are_one_variant_and_v5_maps_into_its_source(hot):
     v4 = hot.variant("v4")
     assert [k.kernel for k in v4.kernels] == ["paged_decode_v4_partial", "paged_decode_v4_merge"]
@@ -169,7 +163,6 @@ def test_v4s_two_kernels_are_one_variant_and_v5_maps_into_its_source(hot):
     assert v5.top()[0].where == "v5_fast.cu:99" and "fmaf" in v5.top()[0].text
 
 
-@pytestmark_runs
 def test_runs_without_source_counters_have_no_hot_spots(tmp_path):
     from paprof.analysis.compare import compare_reports
 
@@ -178,7 +171,6 @@ def test_runs_without_source_counters_have_no_hot_spots(tmp_path):
     assert mixed.without == ["v2"] and [v.label for v in mixed.variants] == ["v3"] and mixed.steps == []
 
 
-@pytestmark_runs
 def test_without_the_family_the_module_file_is_named_but_has_no_text():
     kernels, _ = S.read_report(report("v2"))
     v = S.variant_hotspots("v2", "r", kernels)
@@ -186,7 +178,6 @@ def test_without_the_family_the_module_file_is_named_but_has_no_text():
 
 
 @pytest.mark.lab
-@pytestmark_runs
 def test_a_commit_this_checkout_lacks_reads_the_working_tree():
     import json
 
@@ -202,7 +193,6 @@ def test_a_commit_this_checkout_lacks_reads_the_working_tree():
 
 
 @pytest.mark.lab
-@pytestmark_runs
 def test_compare_writes_the_hot_spots_and_the_notebook_has_them(tmp_path):
     import paprof
     from paprof.reports.build import write_report

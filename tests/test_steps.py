@@ -10,8 +10,11 @@ import pytest
 
 from paprof.analysis import steps
 from paprof.analysis.load import load_reports, variant_rows
+from helpers import recorded
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+"""For the custom_family example's whole-program report only (6 MB, 439 KB packed: not
+copied into tests/data)."""
 D = "<default domain>"
 
 
@@ -62,7 +65,7 @@ def test_the_shipped_whole_program_has_three_steps_of_one_kernel():
 
 
 def test_a_split_variant_is_one_step_of_two_kernels():
-    df = load_reports([EXAMPLES / "h200/nvidia-h200/paged_decode/v4"])
+    df = load_reports([recorded("h200") / "nvidia-h200/paged_decode/v4"])
     rows = variant_rows(df)
     assert len(rows) == 1 and rows.iloc[0]["kernels"] == ["paged_decode_v4_partial", "paged_decode_v4_merge"]
     assert rows.iloc[0]["duration_us"] == pytest.approx(df["duration_us"].sum())

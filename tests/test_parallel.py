@@ -9,6 +9,7 @@ import math
 import multiprocessing
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import textwrap
@@ -166,12 +167,41 @@ def test_ordered_map_keeps_the_order_and_reaps_its_workers():
     with parallel.ordered_map(abs, tasks, 3) as results:
         assert list(results) == [abs(t) for t in tasks]
     assert multiprocessing.active_children() == []
-    with pytest.raises(ValueError, match="'x'"):
+    with pytest.raises(ValueError, match="'x'") as raised:
         with parallel.ordered_map(int, ["1", "2", "x", "y"], 2) as results:
             list(results)
+    assert "Traceback" in str(raised.value.__cause__)  # the worker's, as its cause
     assert multiprocessing.active_children() == []
     with parallel.ordered_map(abs, tasks, 2) as results:  # left early
         assert next(iter(results)) == 9
+    assert multiprocessing.active_children() == []
+
+
+def test_tasks_are_taken_as_workers_need_them():
+    taken = []
+
+    def tasks():
+        for k in range(100):
+            taken.append(k)
+            yield k
+
+    with parallel.ordered_map(abs, tasks(), 2) as results:
+        assert taken == []  # none before the results are asked for
+        assert list(results) == list(range(100))
+    assert taken == list(range(100))
+    assert multiprocessing.active_children() == []
+
+
+def _exit_at_2(task: int) -> int:
+    if task == 2:
+        os._exit(3)
+    return task
+
+
+def test_a_worker_that_dies_is_an_error_not_a_wait():
+    with pytest.raises(UserError, match=r"worker process ended .*\(exit code 3\)"):
+        with parallel.ordered_map(_exit_at_2, range(6), 2) as results:
+            list(results)
     assert multiprocessing.active_children() == []
 
 
@@ -254,6 +284,59 @@ def test_ctrl_c_while_workers_read_ends_them(tmp_path):
     for pid in workers:
         with pytest.raises(ProcessLookupError):
             os.kill(pid, 0)
+
+
+WAKE_SCRIPT = r'''
+import multiprocessing, os, signal, sys, threading, time
+from paprof import parallel
+
+def work(task):
+    fifo, woke = task
+    with open(fifo, "w") as busy:  # the parent's thread below waits for this
+        busy.write(f"{os.getpid()}")
+    time.sleep(60)
+    with open(woke, "w"):  # the parent waited it out
+        pass
+
+def press(fifo):
+    """Ctrl-C to this thread, not to the one that waits for the results."""
+    with open(fifo) as busy:
+        print(busy.read(), flush=True)
+    signal.pthread_kill(threading.get_ident(), signal.SIGINT)
+
+if __name__ == "__main__":
+    multiprocessing.set_start_method(sys.argv[1])
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    fifo, woke = sys.argv[2:]
+    os.mkfifo(fifo)
+    threading.Thread(target=press, args=(fifo,), daemon=True).start()
+    try:  # one task for two workers: one busy, the other waiting for a task
+        with parallel.ordered_map(work, [(fifo, woke)], 2) as results:
+            list(results)
+    except KeyboardInterrupt:
+        print("interrupted", len(multiprocessing.active_children()), flush=True)
+'''
+
+
+@pytest.mark.skipif(not hasattr(signal, "pthread_kill"), reason="POSIX")
+@pytest.mark.parametrize("method", ["fork", "spawn"])
+def test_a_ctrl_c_that_does_not_interrupt_the_wait_still_ends_the_workers(tmp_path, method):
+    """A Ctrl-C handled by another thread does not interrupt the wait for the busy
+    worker's result, and neither does one that comes just before that wait blocks (the
+    race a loaded machine loses): the wait wakes all the same, and the workers are ended
+    at once, the busy one too, not waited for."""
+    if method not in multiprocessing.get_all_start_methods():
+        pytest.skip(f"no {method} here")
+    script, woke = tmp_path / "wake.py", tmp_path / "woke"
+    script.write_text(WAKE_SCRIPT)
+    done = subprocess.run([sys.executable, str(script), method, str(tmp_path / "busy"),
+                           str(woke)], env={**os.environ, "PYTHONPATH": str(ROOT)},
+                          capture_output=True, text=True, timeout=240)
+    worker, said = done.stdout.splitlines()
+    assert (done.returncode, said, done.stderr) == (0, "interrupted 0", "")
+    assert not woke.exists()  # ended, not waited for (60 s of sleep)
+    with pytest.raises(ProcessLookupError):
+        os.kill(int(worker), 0)
 
 
 @pytest.mark.parametrize("jobs", [1, 2])

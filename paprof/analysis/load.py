@@ -510,10 +510,10 @@ def load_reports(paths, thresholds: Thresholds = DEFAULT_THRESHOLDS, scan=None,
 
 class _Pieces:
     """The runs of a pooled load cut into the workers' tasks, each piece's sidecars read
-    as the pool takes it (in the pool's task thread, while the workers read the reports
-    handed out before), not all before the first report is read as the serial load
-    reads them. The sidecars stay here (each row holds its run's dict, as read once); a
-    worker gets what the rows take from them."""
+    as a worker is free for it (while the other workers read the reports handed out
+    before), not all before the first report is read as the serial load reads them.
+    The sidecars stay here (each row holds its run's dict, as read once); a worker gets
+    what the rows take from them."""
 
     def __init__(self, found: list[tuple]):
         self.found = found  # ``_found``'s entries not taken yet
@@ -537,8 +537,8 @@ class _Pieces:
 
     def raise_sidecar_error(self) -> None:
         """Raise the error of the first sidecar that cannot be read, if any (called once
-        the pool has ended, its task thread with it): the one that stopped ``pieces``,
-        else one of the runs not taken."""
+        the workers have ended): the one that stopped ``pieces``, else one of the runs
+        not taken."""
         if self.error is not None:
             raise self.error
         _runs_of(self.found)

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from helpers import FAKE_DIR, FAKE_VARS, FakeLauncher, extract, recorded, relabelled, shipped
+from helpers import FAKE_DIR, FAKE_VARS, FakeLauncher, recorded, relabelled, shipped
 @functools.lru_cache(maxsize=None)
 def _gpu_reason() -> str | None:
     try:
@@ -74,22 +74,6 @@ def _cubin_cache(tmp_path_factory):
         os.environ.pop("PAPROF_CUBIN_CACHE", None)
     else:
         os.environ["PAPROF_CUBIN_CACHE"] = saved
-
-
-@pytest.fixture(scope="session")
-def unpacked(tmp_path_factory):
-    """``unpacked(archive)``: the folder a shipped ``.tar.xz`` of runs is extracted into,
-    once a session whichever tests ask; read it, never change it (a test that changes the
-    runs extracts its own copy: ``helpers.extract``)."""
-    done: dict[Path, Path] = {}
-
-    def unpack(archive: Path) -> Path:
-        archive = Path(archive).resolve()
-        if archive not in done:
-            done[archive] = extract(archive, tmp_path_factory.mktemp(archive.name.split(".")[0]))
-        return done[archive]
-
-    return unpack
 
 
 @pytest.fixture

@@ -38,7 +38,7 @@ ARCHIVES = {"h200": "h200-paged_decode", "h200-source": "h200-paged_decode",
             "sweeps": "h200-paged_decode", "h200-flash_fwd": "h200-flash_fwd"}
 """Which tests/data archive holds each top folder of examples/ the tests read a copy of
 (tests/data/README.md; scripts/pack_test_data.sh makes them)."""
-_UNPACKED: dict[str, Path] = {}
+_UNPACKED: dict[Path, Path] = {}
 
 
 def extract(archive: Path, where: Path) -> Path:
@@ -53,18 +53,25 @@ def _remove(where: Path, owner: int) -> None:
         shutil.rmtree(where, ignore_errors=True)
 
 
+def unpacked(archive: Path) -> Path:
+    """The folder ``archive`` (a ``.tar.xz`` of runs, in tests/data or shipped in
+    examples/) is extracted into, once a test process (each pytest-xdist worker is one),
+    whichever tests ask; a temporary folder removed when the process exits, usable at
+    collection time. Read it, never change it (a test that changes runs copies them first,
+    or extracts its own copy: ``extract``)."""
+    archive = Path(archive).resolve()
+    if archive not in _UNPACKED:
+        where = Path(tempfile.mkdtemp(prefix=f"paprof-tests-{archive.name.split('.')[0]}-"))
+        atexit.register(_remove, where, os.getpid())
+        _UNPACKED[archive] = extract(archive, where)
+    return _UNPACKED[archive]
+
+
 def recorded(path: str = "h200") -> Path:
     """The recorded copy of ``examples/<path>`` (``"h200"``, ``"h200-source"``,
-    ``"sweeps/h200-profile"``, ``"h200-flash_fwd"`` ...) from its tests/data archive,
-    extracted once a test process (each pytest-xdist worker is one) into a temporary folder
-    removed when the process exits; usable at collection time. Read it, never change it (a
-    test that changes runs copies them first)."""
-    name = ARCHIVES[path.split("/")[0]]
-    if name not in _UNPACKED:
-        where = Path(tempfile.mkdtemp(prefix=f"paprof-tests-{name}-"))
-        atexit.register(_remove, where, os.getpid())
-        _UNPACKED[name] = extract(DATA / f"{name}.tar.xz", where)
-    return _UNPACKED[name] / path
+    ``"sweeps/h200-profile"``, ``"h200-flash_fwd"`` ...) from its tests/data archive
+    (``unpacked``)."""
+    return unpacked(DATA / f"{ARCHIVES[path.split('/')[0]]}.tar.xz") / path
 
 
 def __getattr__(name: str) -> Path:

@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from helpers import unpacked
+
 MLP = Path(__file__).resolve().parents[1] / "examples" / "mlp"
 ARCHIVE = MLP / "runs.tar.xz"
 
@@ -17,7 +19,7 @@ pytestmark = pytest.mark.skipif(not ARCHIVE.is_file(), reason="examples/mlp/runs
 
 
 @pytest.fixture(scope="module")
-def built(unpacked):
+def built():
     from paprof.reports.build import write_report
 
     return write_report(["eager", "compiled"], runs=unpacked(ARCHIVE) / "runs", out=None,

@@ -31,6 +31,13 @@ def _docstring_nodes(tree) -> set[int]:
     return out
 
 
+def _imports_the_lab(node) -> bool:
+    """``node`` is an ``import`` of ``paprof_kernels`` or of one of its modules."""
+    names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+             else [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+    return any(n.split(".")[0] == "paprof_kernels" for n in names)
+
+
 def test_no_module_of_paprof_imports_or_names_a_family():
     """No import of the lab, and no string that is a family's name (a default such as
     ``family or "paged_decode"``); examples in help texts ("v3 or paged_decode/v3") are
@@ -41,9 +48,7 @@ def test_no_module_of_paprof_imports_or_names_a_family():
         docs = _docstring_nodes(tree)
         for node in ast.walk(tree):
             where = f"{path.relative_to(ROOT)}:{getattr(node, 'lineno', '?')}"
-            if isinstance(node, ast.Import):
-                offenders += [where for a in node.names if a.name.split(".")[0] == "paprof_kernels"]
-            elif isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "paprof_kernels":
+            if _imports_the_lab(node):
                 offenders.append(where)
             elif (isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docs
                   and (node.value in LAB_FAMILIES or "paprof_kernels" in node.value)):
@@ -56,11 +61,8 @@ def test_the_tools_tests_reach_the_lab_only_through_the_registry():
     never by importing it: without the lab they skip, they do not fail to import."""
     offenders = []
     for path in sorted((ROOT / "tests").rglob("*.py")):
-        for node in ast.walk(ast.parse(path.read_text(), str(path))):
-            names = ([a.name for a in node.names] if isinstance(node, ast.Import)
-                     else [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
-            offenders += [f"{path.relative_to(ROOT)}:{node.lineno}" for n in names
-                          if n.split(".")[0] == "paprof_kernels"]
+        offenders += [f"{path.relative_to(ROOT)}:{node.lineno}"
+                      for node in ast.walk(ast.parse(path.read_text(), str(path))) if _imports_the_lab(node)]
     assert offenders == []
 
 

@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from helpers import unpacked
+
 ZOO = Path(__file__).resolve().parents[1] / "examples" / "zoo"
 ARCHIVE = ZOO / "runs.tar.xz"
 """The H200 runs of every pair, shipped as one archive (26 reports, 43 MB, 0.3 MB packed:
@@ -52,7 +54,7 @@ needs_runs = pytest.mark.skipif(not ARCHIVE.is_file(), reason="examples/zoo/runs
 
 
 @pytest.fixture(scope="module")
-def runs(unpacked):
+def runs():
     return unpacked(ARCHIVE) / "runs"
 
 

@@ -103,6 +103,8 @@ def test_columns_are_unique_and_every_entry_is_complete():
             assert m.derived and m.formula and m.inputs, m
         if m.section == M.WORK:  # from the sidecar's work model, not from ncu
             assert m.derived and m.formula, m
+        elif m.column in M.OPCODE_COLUMNS:  # summed from the per-opcode (instanced) counts
+            assert m.derived and M.OPCODE_METRIC in m.formula and m.combine == M.SUM, m
         elif m.derived:
             assert m.formula and m.inputs, m
             assert all(i in M.BY_COLUMN for i in m.inputs), m

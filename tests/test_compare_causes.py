@@ -308,9 +308,10 @@ def test_the_shipped_flash_runs_say_the_fp32_pipe_gives_way_to_the_tensor_cores(
     root = recorded("h200-flash_fwd") / "nvidia-h200" / "flash_fwd"
     reports = [next((root / v).glob("*.ncu-rep")) for v in ("handbook", "mma")]
     (s,) = compare_reports(reports, cross=True).steps  # fp32 against bf16: a cross comparison
-    # the cause: 12x fewer instructions issued, the math on the tensor pipe
-    assert s.cause.startswith("instructions issued 0.0838x -182 ms (tensor pipe 0 % of peak -> "
-                              "37.4 % of peak, warp instructions 108 G -> 9.02 G")
+    # the cause: the math moved from FFMA to the tensor cores' HMMA (issue 37)
+    assert s.cause.startswith("warp-level tensor-core MMA (HMMA, IMMA) instead of FP32 math (FFMA, "
+                              "FADD, FMUL): FP32 math (FFMA, FADD, FMUL) 79.8 G -> 1.57 G, warp-level "
+                              "tensor-core MMA (HMMA, IMMA) 0 -> 1.07 G (instructions issued -182 ms")
     assert s.traffic.startswith("the math moves from the FP32 (FMA) pipe to the tensor cores (tensor cores 0 % -> ")
     assert "with warp instructions down 11.9x" in s.traffic
 
@@ -323,8 +324,10 @@ def test_mma_to_wgmma2_opens_with_the_tensor_pipe_not_the_loads_tma_hides():
     root = recorded("h200-flash_fwd") / "nvidia-h200" / "flash_fwd"
     (s,) = compare_reports([next((root / v).glob("*.ncu-rep")) for v in ("mma", "wgmma2")]).steps
     assert s.speedup == pytest.approx(2.96, abs=0.01)
-    assert s.cause.startswith("instructions issued 0.223x -16.5 ms (tensor pipe 37.4 % of peak -> "
-                              "78.1 % of peak, warp instructions 9.02 G -> 2.21 G")
+    assert s.cause.startswith("warpgroup tensor-core MMA (HGMMA, wgmma) instead of warp-level "
+                              "tensor-core MMA (HMMA, IMMA): warp-level tensor-core MMA (HMMA, IMMA) "
+                              "1.07 G -> 0, warpgroup tensor-core MMA (HGMMA, wgmma) 0 -> 67.1 M; fewer "
+                              "integer and address arithmetic")
     assert "global-load" not in s.cause and "L1" not in s.cause.split(";")[0]
     terms = s.decomposition.terms
     assert sum(t.us for t in terms) == pytest.approx(s.decomposition.delta_us, rel=1e-9)

@@ -89,9 +89,12 @@ def test_the_family_of_a_users_repository_gets_causes_from_its_own_counters():
     causes = {(s.before, s.after): s.cause for s in cmp.steps}
     # naive: 128 CTAs, one per 128 rows, one warp a scheduler; block: a CTA per row
     assert causes[("naive", "block")].startswith(
-        "warps in flight per scheduler 0.999 -> 15.2 -1.93 ms (grid size 128 blocks -> 16.4 k blocks")
+        "more warps in flight: per scheduler 0.999 -> 15.2 (grid size 128 blocks -> 16.4 k blocks) "
+        "(warps in flight -1.93 ms; net -1.39 ms); partly offset by more instructions")
     # fused: one pass, a third of block's instructions
-    assert causes[("block", "fused")].startswith("instructions issued 0.307x -205 us (warp instructions 93.5 M -> 28.7 M)")
+    assert causes[("block", "fused")].startswith(
+        "fewer instructions: integer and address arithmetic (IMAD, IADD3, LOP3, SHF) 49.2 M -> 6.03 M "
+        "(instructions issued -205 us; net -101 us)")
     traffic = {(s.before, s.after): s.traffic for s in cmp.steps}
     assert traffic[("naive", "block")].startswith(
         "the grid grows 128x, 128 -> 16,384 CTAs, filling 100 % of the 1,056 resident-CTA "
@@ -102,7 +105,9 @@ def test_the_family_of_a_users_repository_gets_causes_from_its_own_counters():
         "ceiling): each resident warp moves 2.85x the DRAM bytes per second")
     assert causes[("fused", "triton")] == ("the same work as fused: warp instructions 28.7 M -> "
                                            "29.5 M, DRAM traffic 511 MB -> 511 MB")
-    assert causes[("triton", "torch")].startswith("instructions issued 5.36x +280 us (warp instructions 29.5 M -> 158 M")
+    assert causes[("triton", "torch")].startswith(
+        "more instructions: integer and address arithmetic (IMAD, IADD3, LOP3, SHF) 2.23 M -> 42.5 M, "
+        "FP32 math (FFMA, FADD, FMUL) 18 M -> 52.2 M")
     fused = next(s for s in cmp.steps if s.after == "fused")
     assert fused.next_move.startswith(
         "ncu's estimates for what would move fused next, none of them about its dram-bound limit: ")

@@ -15,6 +15,7 @@ import xml.etree.ElementTree as ET
 import pytest
 
 from paprof import gate
+from paprof.analysis import cause_words as cw
 from paprof.analysis import decompose as dc
 from paprof.gate import cause
 from helpers import EXAMPLES, ROOT, relabelled, shipped
@@ -55,7 +56,7 @@ def test_the_snapshot_decomposes_exactly_as_compare_does():
         compact = dc.decompose(cause._Side(cause.snapshot(before)), cause._Side(cause.snapshot(after)))
         assert compact.to_dict() == full.to_dict(), (a, b)  # every term and counter
         said = cause.explain(cause.snapshot(before), cause.snapshot(after))
-        assert said.available and said.text == dc.cause_text(full), (a, b)
+        assert said.available and said.text == cw.cause_text(full), (a, b)
 
 
 def test_the_baseline_file_keeps_the_counters(v3_baseline):

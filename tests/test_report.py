@@ -461,7 +461,8 @@ def test_whole_program_verdict_names_the_fused_kernels(tmp_path):
     res = build.write_report(["eager", "compiled"], runs=tmp_path / "runs", out=tmp_path / "r.html")
     rows = {r.label: r for r in res.context.verdict.rows}
     assert rows["eager"].time.endswith("(3 steps)") and " ± " in rows["eager"].time
-    assert rows["compiled"].cause.startswith("4 kernels gone (") and "triton_" in rows["compiled"].cause
+    assert rows["compiled"].cause.startswith("4 kernels fused into 2 (") and "triton_" in rows["compiled"].cause
+    assert "round trip through DRAM is gone (DRAM bytes 2.43 GB -> 796 MB" in rows["compiled"].cause
     assert rows["compiled"].verified == "not verified" and rows["compiled"].events == "n/a"
     assert 'class="verdict"' in (tmp_path / "r.html").read_text()
 

@@ -80,7 +80,7 @@ def _verdict(pair: dict, runs: Path) -> tuple[bool, str]:
     if not causes:
         return False, f"{pair['name']}: no cause named ({step.cause})"
     top = causes[0]
-    from paprof.analysis.decompose import shown_evidence
+    from paprof.analysis.cause_words import shown_evidence
 
     shown = {e.label for e in shown_evidence(top)}  # the counters the sentence names
     from paprof.analysis.decompose import group

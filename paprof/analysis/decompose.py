@@ -49,7 +49,7 @@ import re
 from dataclasses import dataclass, field
 
 from paprof.analysis.fmt import finite
-from paprof.analysis.metrics import STALL_REASONS
+from paprof.analysis.metrics import OPCODE_CLASSES, OPCODE_COLUMNS, STALL_REASONS
 
 #: A term smaller than this share of the faster time is noise (ncu's duration of the same
 #: launch varies by about 1 % between replays on the H200; twice that, to be safe).
@@ -101,72 +101,86 @@ def _last_wave(v: dict):
     return 100.0 * ((1.0 - part) / math.ceil(waves) if part > 1e-6 else 0.0)
 
 
+def _sum_of(*cols: str):
+    return lambda v: _sum(v, *cols)
+
+
+# Each counter behind a term: (label, how to compute it, unit, polarity). The polarity says
+# which way of moving adds time: +1 a rise (more requests, more sectors per request), -1 a
+# fall (a hit rate, threads per instruction), 0 neither (context, e.g. a pipe's busy share
+# for the instruction count: never offered as the term's evidence).
 _MEMORY = (
-    ("global load requests (each a round trip a warp may wait on)", _col("l1_global_load_requests"), ""),
-    ("sectors per global load request", _ratio("l1_global_load_sectors", "l1_global_load_requests"), ""),
-    ("local-memory (spill) instructions", _col("spill_instructions"), ""),
-    ("DRAM bytes", _col("dram_bytes"), "B"),
-    ("L2 -> SM bytes", _col("l2_to_l1_bytes"), "B"),
-    ("L1 hit rate", _col("l1_hit_rate_pct"), "%"),
-    ("L2 hit rate", _col("l2_hit_rate_pct"), "%"),
-    ("DRAM throughput", _col("dram_throughput_pct"), "% of peak"),
+    ("global load requests (each a round trip a warp may wait on)", _col("l1_global_load_requests"), "", 1),
+    ("sectors per global load request", _ratio("l1_global_load_sectors", "l1_global_load_requests"), "", 1),
+    ("sectors per global store request", _ratio("l1_global_store_sectors", "l1_global_store_requests"), "", 1),
+    ("L2 sectors written", _col("l2_write_sectors_from_l1"), "", 1),
+    ("local-memory (spill) instructions", _col("spill_instructions"), "", 1),
+    ("local-memory loads and stores (LDL, STL)", _sum_of("inst_local_load", "inst_local_store"), "", 1),
+    ("DRAM bytes", _col("dram_bytes"), "B", 1),
+    ("L2 -> SM bytes", _col("l2_to_l1_bytes"), "B", 1),
+    ("L1 hit rate", _col("l1_hit_rate_pct"), "%", -1),
+    ("L2 hit rate", _col("l2_hit_rate_pct"), "%", -1),
+    ("DRAM throughput", _col("dram_throughput_pct"), "% of peak", 0),
 )
 _ATOMICS = (
-    ("global atomic requests", lambda v: _sum(v, "global_atomic_requests", "global_reduction_requests"), ""),
+    ("global atomic requests", _sum_of("global_atomic_requests", "global_reduction_requests"), "", 1),
 )
 _SHARED = (
-    ("shared-memory wavefronts per load", _ratio("shared_load_wavefronts", "shared_load_instructions"), ""),
-    ("shared-memory bank conflicts", lambda v: _sum(v, "shared_load_bank_conflicts", "shared_store_bank_conflicts"), ""),
-    ("shared-memory instructions", lambda v: _sum(v, "shared_load_instructions", "shared_store_instructions"), ""),
-    ("XU pipe (special functions)", _col("xu_pipe_pct"), "% of peak"),
+    ("shared-memory wavefronts per load", _ratio("shared_load_wavefronts", "shared_load_instructions"), "", 1),
+    ("shared-memory bank conflicts", _sum_of("shared_load_bank_conflicts", "shared_store_bank_conflicts"), "", 1),
+    ("shared-memory instructions", _sum_of("shared_load_instructions", "shared_store_instructions"), "", 1),
+    ("special-function and conversion instructions (MUFU, I2F, F2I)", _sum_of("inst_xu", "inst_conversion"), "", 1),
+    ("XU pipe (special functions, conversions)", _col("xu_pipe_pct"), "% of peak", 1),
 )
 _PIPES = (
-    ("FMA pipe", _col("fma_pipe_pct"), "% of peak"),
-    ("FP64 pipe", _col("fp64_pipe_pct"), "% of peak"),
-    ("tensor pipe", _col("tensor_pipe_pct"), "% of peak"),
-    ("ALU pipe", _col("alu_pipe_pct"), "% of peak"),
+    ("FMA pipe", _col("fma_pipe_pct"), "% of peak", 1),
+    ("FP64 pipe", _col("fp64_pipe_pct"), "% of peak", 1),
+    ("tensor pipe", _col("tensor_pipe_pct"), "% of peak", 1),
+    ("ALU pipe", _col("alu_pipe_pct"), "% of peak", 1),
+    ("XU pipe (special functions, conversions)", _col("xu_pipe_pct"), "% of peak", 1),
 )
 EVIDENCE = {
     "instructions": (
-        ("warp instructions", _col("instructions_executed"), ""),
-        ("threads per instruction", _col("threads_per_instruction"), ""),
-        ("tensor pipe", _col("tensor_pipe_pct"), "% of peak"),
-        ("FMA pipe", _col("fma_pipe_pct"), "% of peak"),
-        ("global load instructions", _col("global_load_instructions"), ""),
-        ("bytes per global load instruction", _ratio("l1_global_load_bytes", "global_load_instructions"), "B"),
-        ("local-memory (spill) instructions", _col("spill_instructions"), ""),
-        ("shared-memory instructions", lambda v: _sum(v, "shared_load_instructions", "shared_store_instructions"), ""),
-        ("FP64 pipe", _col("fp64_pipe_pct"), "% of peak"),
+        ("warp instructions", _col("instructions_executed"), "", 1),
+        ("threads per instruction", _col("threads_per_instruction"), "", -1),
+        ("global load instructions", _col("global_load_instructions"), "", 1),
+        ("bytes per global load instruction", _ratio("l1_global_load_bytes", "global_load_instructions"), "B", -1),
+        ("bytes the global loads requested", _col("l1_global_load_bytes"), "B", 0),
+        ("local-memory (spill) instructions", _col("spill_instructions"), "", 1),
+        ("shared-memory instructions", _sum_of("shared_load_instructions", "shared_store_instructions"), "", 1),
     ),
     "stall:long_scoreboard": _MEMORY + _ATOMICS,
     "stall:lg_throttle": _ATOMICS + _MEMORY,
     "stall:membar": _ATOMICS + _MEMORY,
     "stall:drain": _ATOMICS + _MEMORY,
-    "stall:barrier": (("barriers per block", _col("barriers_per_block"), ""), ("threads per block", _col("block_size"), ""),
-                      *_SHARED[2:3]),
+    "stall:barrier": (("barriers per block", _col("barriers_per_block"), "", 1),
+                      ("barrier instructions (BAR)", _col("inst_barrier"), "", 1),
+                      ("threads per block", _col("block_size"), "", 1),
+                      _SHARED[2]),
     "stall:short_scoreboard": _SHARED,
     "stall:mio_throttle": _SHARED,
     "stall:math_pipe_throttle": _PIPES,
-    "stall:wait": (("warp instructions", _col("instructions_executed"), ""), *_PIPES),
-    "stall:not_selected": (("warps eligible per scheduler", _col("warps_eligible_per_scheduler"), ""),),
-    "stall:gmma": (("tensor pipe", _col("tensor_pipe_pct"), "% of peak"),),
+    "stall:wait": (("warp instructions", _col("instructions_executed"), "", 0),
+                   *((label, fn, unit, 0) for label, fn, unit, _p in _PIPES)),
+    "stall:not_selected": (("warps eligible per scheduler", _col("warps_eligible_per_scheduler"), "", 1),),
+    "stall:gmma": (("tensor pipe", _col("tensor_pipe_pct"), "% of peak", 0),),
     "warps": (
-        ("grid size", _col("grid_size"), "blocks"),
-        ("theoretical occupancy", _col("theoretical_occupancy_pct"), "%"),
-        ("achieved occupancy", _col("achieved_occupancy_pct"), "%"),
-        ("registers per thread", _col("registers_per_thread"), ""),
-        ("shared memory per block", _col("shared_mem_per_block_bytes"), "B"),
-        ("blocks per SM (shared memory limit)", _col("block_limit_shared_mem"), ""),
-        ("blocks per SM (register limit)", _col("block_limit_registers"), ""),
+        ("grid size", _col("grid_size"), "blocks", -1),
+        ("theoretical occupancy", _col("theoretical_occupancy_pct"), "%", -1),
+        ("achieved occupancy", _col("achieved_occupancy_pct"), "%", -1),
+        ("registers per thread", _col("registers_per_thread"), "", 1),
+        ("shared memory per block", _col("shared_mem_per_block_bytes"), "B", 1),
+        ("blocks per SM (shared memory limit)", _col("block_limit_shared_mem"), "", -1),
+        ("blocks per SM (register limit)", _col("block_limit_registers"), "", -1),
     ),
     "idle": (
-        ("launches", lambda v: _f(v.get("launches")) or 1.0, ""),
-        ("SM time a partial last wave leaves idle", _last_wave, "%"),
-        ("waves per SM", _col("waves_per_sm"), ""),
-        ("grid size", _col("grid_size"), "blocks"),
-        ("SM active cycles share", _ratio("smsp_cycles_active", "smsp_cycles_elapsed"), ""),
+        ("launches", lambda v: _f(v.get("launches")) or 1.0, "", 1),
+        ("SM time a partial last wave leaves idle", _last_wave, "%", 1),
+        ("waves per SM", _col("waves_per_sm"), "", -1),
+        ("grid size", _col("grid_size"), "blocks", 0),
+        ("SM active cycles share", _ratio("smsp_cycles_active", "smsp_cycles_elapsed"), "", -1),
     ),
-    "clock": (("SM clock", _col("sm_clock_hz"), "Hz"),),
+    "clock": (("SM clock", _col("sm_clock_hz"), "Hz", -1),),
 }
 
 
@@ -183,10 +197,12 @@ COLUMNS = (
     "global_atomic_requests", "global_reduction_requests", "shared_load_wavefronts",
     "shared_load_instructions", "shared_store_instructions", "shared_load_bank_conflicts",
     "shared_store_bank_conflicts", "xu_pipe_pct", "fma_pipe_pct", "fp64_pipe_pct",
+    "l1_global_store_sectors", "l1_global_store_requests", "l2_write_sectors_from_l1",
     "tensor_pipe_pct", "alu_pipe_pct", "barriers_per_block", "block_size",
     "warps_eligible_per_scheduler", "grid_size", "theoretical_occupancy_pct",
     "achieved_occupancy_pct", "registers_per_thread", "shared_mem_per_block_bytes",
     "block_limit_shared_mem", "block_limit_registers", "waves_per_sm", "sm_clock_hz",
+    *OPCODE_COLUMNS,
 )
 
 
@@ -262,6 +278,15 @@ class Evidence:
     before: float | None
     after: float | None
     unit: str = ""
+    polarity: int = 1
+    """+1: a rise adds time; -1: a fall adds time; 0: context, never a term's evidence."""
+
+    def along(self, us: float) -> bool:
+        """Moved (``moved``), and the way that makes a term of ``us`` microseconds: a
+        count that fell for a term that saves time, a hit rate that rose."""
+        if not self.polarity or not self.moved or self.before is None or self.after is None:
+            return False
+        return (self.after - self.before) * self.polarity * us > 0
 
     @property
     def ratio(self) -> float | None:
@@ -311,12 +336,38 @@ class Term:
     """Kernels behind it (the new or gone ones, for ``kernel+`` / ``kernel-``)."""
     members: list = field(default_factory=list)
     """For a mechanism's terms taken together (``Decomposition.causes``): the terms."""
+    parts: list = field(default_factory=list)
+    """For ``instructions``: the term split by instruction class (``Part``, largest first);
+    empty where the reports lack InstructionStats' per-opcode counts."""
+    work: dict = field(default_factory=dict)
+    """For ``kernel+`` / ``kernel-``: what the kernels did (``dram_bytes``,
+    ``instructions``), summed; absent counters are left out."""
 
     def to_dict(self) -> dict:
         return {"key": self.key, "label": self.label, "us": self.us, "before": self.before,
                 "after": self.after, "kernels": list(self.kernels),
+                "classes": [p.to_dict() for p in self.parts], "work": dict(self.work),
                 "evidence": [{"label": e.label, "before": e.before, "after": e.after,
-                              "unit": e.unit, "ratio": e.ratio} for e in self.evidence]}
+                              "unit": e.unit, "ratio": e.ratio, "polarity": e.polarity}
+                             for e in self.evidence]}
+
+
+@dataclass
+class Part:
+    """One instruction class's share of the ``instructions`` term: its warp instructions
+    executed before and after (summed over the paired kernels) and the microseconds it
+    carries (the class parts of a term add up to the term exactly)."""
+
+    key: str
+    """The class (``metrics.OPCODE_CLASSES``): ``fp32``, ``tensor``, ``global_load`` ..."""
+    words: str
+    before: float
+    after: float
+    us: float
+
+    def to_dict(self) -> dict:
+        return {"class": self.key, "words": self.words, "before": self.before,
+                "after": self.after, "us": self.us}
 
 
 @dataclass
@@ -360,14 +411,26 @@ class Decomposition:
         d = self.delta_us
         if abs(d) <= self.noise_us:
             return []
+        return sorted((t for t in self._mechanisms() if t.us * d > 0 and abs(t.us) > self.noise_us),
+                      key=lambda t: -abs(t.us))
+
+    def offsets(self) -> list[Term]:
+        """The mechanisms that went the other way (above the noise), the largest first:
+        what "partly offset by" names. Empty when the difference itself is noise."""
+        d = self.delta_us
+        if abs(d) <= self.noise_us:
+            return []
+        return sorted((t for t in self._mechanisms() if t.us * d < 0 and abs(t.us) > self.noise_us),
+                      key=lambda t: -abs(t.us))
+
+    def _mechanisms(self) -> list[Term]:
+        d = self.delta_us
         grouped: dict[str, list[Term]] = {}
         for t in self.terms:
             if t.key != "unexplained":
                 grouped.setdefault(group(t.key), []).append(t)
-        made = [members[0] if len(members) == 1 else _combined(name, members, d)
+        return [members[0] if len(members) == 1 else _combined(name, members, d)
                 for name, members in grouped.items()]
-        return sorted((t for t in made if t.us * d > 0 and abs(t.us) > self.noise_us),
-                      key=lambda t: -abs(t.us))
 
     def to_dict(self) -> dict:
         return {"before_us": self.before_us, "after_us": self.after_us,
@@ -389,7 +452,7 @@ _GROUP = {
 }
 
 GROUP_WORDS = {
-    "memory": "memory waits", "shared": "shared-memory waits", "barrier": "barrier waits",
+    "memory": "memory waits", "shared": "MIO and short-scoreboard waits", "barrier": "barrier waits",
     "pipes": "dependencies and busy pipes", "issue": "issue", "kernels": "kernels new or gone",
 }
 
@@ -503,8 +566,35 @@ def _pair_terms(a: dict, b: dict) -> list[Term] | None:
     # (the reason terms add up to cpi_term: sum(s_b - s_a) = cpi_b - cpi_a)
     assert abs(sum(t.us for t in out if t.key.startswith("stall:")) - cpi_term) <= 1e-6 * max(1.0, abs(cpi_term))
     for t in out:
-        t.evidence = [Evidence(label, fn(a), fn(b), unit) for label, fn, unit in EVIDENCE.get(t.key, ())]
+        t.evidence = [Evidence(label, fn(a), fn(b), unit, pol)
+                      for label, fn, unit, pol in EVIDENCE.get(t.key, ())]
+        if t.key == "instructions":
+            t.parts = _class_parts(a, b, fa.instructions, fb.instructions, t.us)
     return out
+
+
+def _class_parts(a: dict, b: dict, xa: float, xb: float, us: float) -> list[Part]:
+    """The instructions term ``us`` split by class: class c carries ``us x (x_c,b - x_c,a)
+    / (x_b - x_a)``, x_c the class's share of the instructions issued per scheduler (so the
+    parts add up to the term; with an unchanged total, in proportion to each class's
+    change, which then sums to zero). Empty without the per-opcode counts."""
+    counts_a = [_f(a.get(c.column)) for c in OPCODE_CLASSES]
+    counts_b = [_f(b.get(c.column)) for c in OPCODE_CLASSES]
+    if any(x is None for x in counts_a + counts_b):
+        return []
+    total_a, total_b = sum(counts_a), sum(counts_b)
+    if total_a <= 0 or total_b <= 0:
+        return []
+    shares = [(ca / total_a * xa, cb / total_b * xb) for ca, cb in zip(counts_a, counts_b)]
+    moved = xb - xa
+    if abs(moved) > 1e-12 * max(xa, xb):
+        per = us / moved
+    else:  # same total: the term is ~0; split it by each class's change all the same
+        per = 0.0
+    parts = [Part(c.key, c.words, ca, cb, per * (sb - sa))
+             for c, ca, cb, (sa, sb) in zip(OPCODE_CLASSES, counts_a, counts_b, shares)
+             if ca or cb]
+    return sorted(parts, key=lambda p: -abs(p.us))
 
 
 def _values(part) -> dict:
@@ -533,7 +623,8 @@ _SUMMED = ("duration_us", "smsp_cycles_elapsed", "smsp_cycles_active", "instruct
            "l1_global_load_requests", "l1_global_load_sectors", "l1_global_load_bytes",
            "shared_load_instructions", "shared_store_instructions", "shared_load_wavefronts",
            "shared_load_bank_conflicts", "shared_store_bank_conflicts", "spill_instructions",
-           "global_atomic_requests", "global_reduction_requests")
+           "global_atomic_requests", "global_reduction_requests", "l1_global_store_sectors",
+           "l1_global_store_requests", "l2_write_sectors_from_l1", *OPCODE_COLUMNS)
 
 
 def _per_scheduler(v: dict) -> float | None:
@@ -578,6 +669,34 @@ def aggregate(parts: list) -> list[_Aggregate]:
     return out
 
 
+def _merge_parts(have: list[Part], more: list[Part]) -> list[Part]:
+    """Two kernel pairs' class parts as one list (counts and microseconds summed); empty
+    when either pair has none (a class split of part of a term would not add up)."""
+    if not have or not more:
+        return []
+    by = {p.key: Part(p.key, p.words, p.before, p.after, p.us) for p in have}
+    for p in more:
+        got = by.get(p.key)
+        if got is None:
+            by[p.key] = Part(p.key, p.words, p.before, p.after, p.us)
+        else:
+            got.before += p.before
+            got.after += p.after
+            got.us += p.us
+    return sorted(by.values(), key=lambda p: -abs(p.us))
+
+
+def _work(parts: list) -> dict:
+    """What kernels that appear or disappear did: DRAM bytes and warp instructions, summed
+    (a counter is left out where a kernel lacks it)."""
+    out = {}
+    for key, column in (("dram_bytes", "dram_bytes"), ("instructions", "instructions_executed")):
+        xs = [_f(_values(p).get(column)) for p in parts]
+        if xs and all(x is not None for x in xs):
+            out[key] = sum(xs)
+    return out
+
+
 def decompose(before, after, spread_us: float = 0.0) -> Decomposition | None:
     """The step ``before -> after`` (two ``VariantResult``) as terms; None without
     durations. ``spread_us``: the runs' measured spread of the step time, if any."""
@@ -608,13 +727,14 @@ def decompose(before, after, spread_us: float = 0.0) -> Decomposition | None:
                 have.evidence, have.before, have.after = t.evidence, t.before, t.after
             have.us += t.us
             have.kernels.append(kb.kernel)
+            have.parts = _merge_parts(have.parts, t.parts)
     for key, parts, sign, label in (("kernel-", pairing.gone, -1.0, "kernels gone"),
                                     ("kernel+", pairing.new, 1.0, "kernels new")):
         if parts:
             us = sign * sum(_f(p.duration_us) or 0.0 for p in parts)
             names = [p.kernel + (f" x{p.launches}" if getattr(p, "launches", 1) > 1 else "")
                      for p in sorted(parts, key=lambda p: -(_f(p.duration_us) or 0.0))]
-            merged[key] = Term(key, label, us, kernels=names)
+            merged[key] = Term(key, label, us, kernels=names, work=_work(parts))
     terms = sorted(merged.values(), key=lambda t: -abs(t.us))
     # what the kernels' sum misses of the step's own time (none when the step is the sum)
     rest = (tb - ta) - sum(t.us for t in terms)
@@ -669,117 +789,3 @@ def at_limit(before, after) -> AtLimit | None:
     bytes_us = scale * math.log(bb / ba)
     bandwidth_us = -scale * math.log((bb / tb) / (ba / ta))
     return AtLimit("DRAM", ba, bb, pa, pb, bytes_us, bandwidth_us)
-
-
-def at_limit_text(lim: AtLimit) -> str:
-    """``DRAM at its limit (88 % -> 91 % of peak): 2.1x fewer bytes -110 us; a higher
-    bandwidth -8 us``."""
-    ratio = lim.bytes_after / lim.bytes_before
-    moved = (f"{1 / ratio:.3g}x fewer bytes" if ratio < 1 else f"{ratio:.3g}x the bytes")
-    reach = "a higher bandwidth" if lim.bandwidth_us < 0 else "a lower bandwidth"
-    return (f"{lim.unit} at its limit ({lim.pct_before:.0f} % -> {lim.pct_after:.0f} % of peak): "
-            f"{moved} {us_text(lim.bytes_us)}; {reach} {us_text(lim.bandwidth_us)}")
-
-
-# -- words ---------------------------------------------------------------------------------
-def _num(x: float, unit: str = "") -> str:
-    from paprof.analysis import fmt
-
-    if unit.startswith("%"):
-        return fmt.pct(x) + unit[1:]
-    if unit == "B":
-        return fmt.bytes_decimal(x)
-    if unit == "Hz":
-        return f"{x / 1e6:.0f} MHz"
-    text = fmt.big(x) if abs(x) >= 10000 else fmt.number(x)
-    return text + (f" {unit}" if unit else "")
-
-
-def us_text(us: float) -> str:
-    a = abs(us)
-    if a >= 1000:
-        return f"{us / 1000:+.3g} ms"
-    return f"{us:+.3g} us"
-
-
-def evidence_text(ev: Evidence) -> str:
-    b = "none" if ev.before is None else _num(ev.before, ev.unit)
-    a = "none" if ev.after is None else _num(ev.after, ev.unit)
-    return f"{ev.label} {b} -> {a}"
-
-
-#: A counter moved "far" past this ``Evidence.change`` (a ratio of 3, 27.5 points).
-FAR = 1.1
-
-
-def shown_evidence(t: Term, limit: int = 3) -> list[Evidence]:
-    """The counters a sentence shows for a term: those that moved, those that moved far
-    first, each group in the order the term's counters are listed (``EVIDENCE``: the
-    mechanism's own counters first), at most ``limit``. For the instruction count: a math
-    pipe whose share moved by 20 points or more first (the math on another pipe), then the
-    counts that moved its way (fewer instructions: the counts that fell)."""
-    moved = [(i, e) for i, e in enumerate(t.evidence) if e.moved]
-    down = bool(t.before and t.after and t.after < t.before)
-
-    def tier(e: Evidence) -> int:
-        far = e.change >= FAR
-        if t.key != "instructions":
-            return 0 if far else 1
-        if e.unit.startswith("%"):
-            return 0 if e.before is not None and e.after is not None and abs(e.after - e.before) >= 20 else 4
-        along = (e.before is not None and e.after is not None and e.before != e.after
-                 and (e.after < e.before) == down)
-        return (1 if far else 2) if along else 3
-
-    return [e for _i, e in sorted(moved, key=lambda ie: (tier(ie[1]), ie[0]))][:limit]
-
-
-def term_text(t: Term, limit: int = 3) -> str:
-    """One term as words with its counters that moved: "long-scoreboard waits -1.2 ms
-    (sectors per global load request 32 -> 4, DRAM bytes 8.6 GB -> 2.15 GB)"."""
-    if t.key in ("kernel+", "kernel-") and t.members:  # gone and new together: fused
-        return "; ".join(term_text(m) for m in sorted(t.members, key=lambda m: m.key != "kernel-"))
-    if t.key in ("kernel+", "kernel-"):
-        names = ", ".join(t.kernels[:3]) + (f" and {len(t.kernels) - 3} more" if len(t.kernels) > 3 else "")
-        return f"{len(t.kernels)} {t.label} ({names}) {us_text(t.us)}"
-    head = t.label
-    if t.key == "instructions" and t.before and t.after:
-        head = f"instructions issued {t.after / t.before:.3g}x"
-    elif t.key == "warps" and t.before and t.after:
-        head = f"warps in flight per scheduler {t.before:.3g} -> {t.after:.3g}"
-    elif t.key == "idle" and t.before and t.after:
-        head = (f"schedulers idle {max(0.0, 1 - 1 / t.before):.0%} -> "
-                f"{max(0.0, 1 - 1 / t.after):.0%} of the time")
-    elif t.members and t.before is not None and t.after is not None:
-        big = [m for m in t.members if abs(m.us) >= 0.1 * abs(t.us)][:3] or t.members[:1]
-        names = [m.key.split(":", 1)[-1].replace("_", " ") for m in big]
-        parts = (names[0] if len(big) == 1 else
-                 ", ".join(f"{n} {us_text(m.us)}" for n, m in zip(names, big)))
-        head = f"{t.label} ({parts}): {t.before:.3g} -> {t.after:.3g} cycles per instruction"
-    elif t.key.startswith("stall:") and t.before is not None and t.after is not None:
-        head = f"{t.label}: {t.before:.3g} -> {t.after:.3g} cycles per instruction"
-    moved = shown_evidence(t, limit)
-    tail = f" ({', '.join(evidence_text(e) for e in moved)})" if moved else ""
-    return f"{head} {us_text(t.us)}{tail}"
-
-
-def cause_text(dec: Decomposition) -> str | None:
-    """The cause first: the largest term with its counters, then the next ones that
-    matter; None where the difference is within the noise or nothing explains it."""
-    causes = dec.causes()
-    if not causes:
-        if abs(dec.delta_us) <= dec.noise_us:
-            return (f"within the noise ({us_text(dec.delta_us)} against a noise of "
-                    f"{abs(dec.noise_us):.3g} us): no cause is named")
-        return None
-    first = causes[0]
-    share = first.us / dec.delta_us if dec.delta_us else 0.0
-    if share <= 1.0:
-        text = f"{term_text(first)}: {share:.0%} of the {us_text(dec.delta_us)}"
-    else:  # other terms go the other way
-        text = (f"{term_text(first)}: more than the whole {us_text(dec.delta_us)} "
-                f"(the other terms {us_text(dec.delta_us - first.us)})")
-    more = [term_text(t, limit=2) for t in causes[1:3] if abs(t.us) >= 0.1 * abs(dec.delta_us)]
-    if more:
-        text += "; then " + "; ".join(more)
-    return text

@@ -68,7 +68,8 @@ def _kernels(dec) -> list[dict]:
 
 
 def _transition(step) -> dict:
-    from paprof.analysis.decompose import group, shown_evidence
+    from paprof.analysis.cause_words import mechanism, shown_evidence
+    from paprof.analysis.decompose import group
 
     dec = step.decomposition
     causes = dec.causes() if dec is not None else []
@@ -84,6 +85,9 @@ def _transition(step) -> dict:
         "bottleneck_after": step.bottleneck_after,
         "decomposition": None if dec is None else dec.to_dict(),
         "causes": [{"mechanism": group(t.key), "term": t.key, "label": t.label, "us": _num(t.us),
+                    "words": mechanism(t),
+                    "classes": [{"class": p.key, "words": p.words, "before": _num(p.before),
+                                 "after": _num(p.after), "us": _num(p.us)} for p in t.parts],
                     "share": _num(t.us / dec.delta_us) if dec.delta_us else None,
                     "counters": [{"label": e.label, "before": _num(e.before), "after": _num(e.after),
                                   "unit": e.unit, "ratio": _num(e.ratio)}
@@ -107,12 +111,14 @@ def _verdict(cmp) -> dict | None:
         return None
     return {
         "baseline": v.baseline, "noise_pct": v.noise_pct, "fastest": list(v.fastest),
+        "chained": v.chained,
         "rows": [{"label": r.label, "baseline": r.baseline,
                   "duration_us": _num(r.duration_us), "duration_us_spread": _num(r.spread_us),
                   "steps": r.launches, "event_us": _num(r.event_us),
                   "event_us_spread": _num(r.event_spread_us), "event_count": r.event_count,
                   "speedup": _num(r.speedup), "bottleneck": r.bottleneck, "cause": r.cause,
-                  "short_cause": r.short_cause, "verified": r.verified, "tie": list(r.tie)}
+                  "short_cause": r.short_cause, "against": r.against, "limit": r.limit,
+                  "verified": r.verified, "tie": list(r.tie)}
                  for r in v.rows],
     }
 

@@ -40,7 +40,7 @@ from paprof.analysis.decompose import group
 TERMS = (
     ("instructions", "instructions issued"),
     ("memory", "memory waits"),
-    ("shared", "shared-memory waits"),
+    ("shared", "shared-memory and MIO waits"),
     ("barrier", "barrier waits"),
     ("pipes", "dependencies and pipes"),
     ("issue", "issue"),

@@ -152,7 +152,17 @@ def _metrics(action, entries) -> dict:
                 if not _nan(value) and value != "":
                     values[entry.column] = _convert(value, entry)
                     break
+    values.update(M.classify_opcodes(_opcodes(action)))
     return values
+
+
+def _opcodes(action) -> dict | None:
+    """Warp instructions executed by SASS opcode (None without InstructionStats, or for
+    a result the fast reader was not asked the per-opcode counts of)."""
+    try:
+        return ncu_reader.read_by_instance(action, M.OPCODE_METRIC)
+    except KeyError:
+        return None
 
 
 _ALIASED = tuple(m for m in M.MEASURED if m.aliases)
@@ -283,6 +293,8 @@ def _missing_section(column: str, values: dict) -> str | None:
         return None
     if not entry.derived:
         return entry.section
+    if column in M.OPCODE_COLUMNS:
+        return "InstructionStats"
     if column == "dram_bytes":  # the default path: bytes per second x duration
         inputs = ("dram_bytes_per_second", "duration_us")
     else:

@@ -293,6 +293,9 @@ _TRAFFIC = (
     Metric("l1_global_store_sectors", "l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum",
            "sector", MWA_TABLES, "32-byte sectors the global stores wrote through L1/TEX",
            combine=SUM, level="SM<->L1"),
+    Metric("l1_global_store_requests", "l1tex__t_requests_pipe_lsu_mem_global_op_st.sum",
+           "request", MWA_CHART, "Global store requests L1/TEX received from the SMs",
+           combine=SUM, level="SM<->L1"),
     Metric("global_atomic_requests", "l1tex__t_requests_pipe_lsu_mem_global_op_atom.sum",
            "request", MWA_TABLES, "Global atomic requests (with a return value) L1/TEX received",
            combine=SUM, level="SM<->L1"),
@@ -518,10 +521,126 @@ PC_NOT_ISSUED_SUFFIX = "_not_issued"
 #: The catalogue entries the roofline and the hot spots read, kept on each compared variant.
 ROOFLINE_INPUTS: tuple[Metric, ...] = _ROOFLINE + _SOURCE
 
+# -- what executed: instructions by class, from InstructionStats' per-opcode counts --------
+#: The instanced metric the classes are summed from: warp instructions executed by SASS
+#: opcode (InstructionStats; ``{"FFMA": 1048576, "LDG": ...}``).
+OPCODE_METRIC = "sass__inst_executed_per_opcode"
+
+
+@dataclass(frozen=True)
+class OpcodeClass:
+    """One class of executed SASS instructions: a table column (``inst_<key>``, warp
+    instructions executed) summed over the opcodes it names."""
+
+    key: str
+    words: str
+    """How a sentence names the class: "tensor-core MMA"."""
+    opcodes: tuple[str, ...]
+    """Opcode heads (as the per-opcode metric keys them, no modifiers); the catch-all
+    class ``other`` names none."""
+    unit: str
+    """The hardware that executes it, for evidence: a pipe column or a memory space."""
+    side: str = ""
+    """For loads and stores: ``load``, ``store`` or ``atomic``; empty otherwise."""
+
+    @property
+    def column(self) -> str:
+        return f"inst_{self.key}"
+
+
+OPCODE_CLASSES: tuple[OpcodeClass, ...] = (
+    OpcodeClass("fp32", "FP32 math (FFMA, FADD, FMUL)",
+                ("FFMA", "FADD", "FMUL", "FMNMX", "FSET", "FSETP", "FSEL", "FCHK", "FSWZADD",
+                 "FMNMX3", "FADD2", "FFMA2", "FMUL2"), "fma_pipe_pct"),
+    OpcodeClass("fp16", "packed FP16/BF16 math (HFMA2, HADD2, HMUL2)",
+                ("HFMA2", "HADD2", "HMUL2", "HSET2", "HSETP2", "HMNMX2"), "fma_pipe_pct"),
+    OpcodeClass("tensor", "warp-level tensor-core MMA (HMMA, IMMA)",
+                ("HMMA", "IMMA", "BMMA", "DMMA", "OMMA", "QMMA"), "tensor_pipe_pct"),
+    OpcodeClass("gmma", "warpgroup tensor-core MMA (HGMMA, wgmma)",
+                ("HGMMA", "IGMMA", "QGMMA", "BGMMA", "UTCHMMA", "UTCQMMA", "UTCIMMA", "UTCMMA"),
+                "tensor_pipe_pct"),
+    OpcodeClass("fp64", "FP64 math (DFMA, DADD, DMUL)",
+                ("DFMA", "DADD", "DMUL", "DSETP", "DMNMX", "DSET"), "fp64_pipe_pct"),
+    OpcodeClass("xu", "special functions on the XU pipe (MUFU: reciprocal, exp, sin, rsqrt)",
+                ("MUFU",), "xu_pipe_pct"),
+    OpcodeClass("conversion", "conversions (I2F, F2I, F2F)",
+                ("I2F", "F2I", "F2F", "I2I", "FRND", "F2FP", "I2FP", "F2IP", "I2IP"), "xu_pipe_pct"),
+    OpcodeClass("integer", "integer and address arithmetic (IMAD, IADD3, LOP3, SHF)",
+                ("IMAD", "IADD3", "IADD", "IMUL", "ISETP", "ISET", "LOP3", "LOP", "SHF", "SHL",
+                 "SHR", "IABS", "IMNMX", "LEA", "POPC", "FLO", "BREV", "BMSK", "SGXT", "VIADD",
+                 "VIMNMX", "VIMNMX3", "IDP", "IDP4A", "IADD32I", "IMUL32I", "VABSDIFF",
+                 "VABSDIFF4", "VIADDMNMX", "IMAD32I"), "alu_pipe_pct"),
+    OpcodeClass("uniform", "uniform-datapath instructions (ULDC, UIMAD, ...)", (), "alu_pipe_pct"),
+    OpcodeClass("global_load", "global loads (LDG)", ("LDG", "LD"), "l1", "load"),
+    OpcodeClass("global_store", "global stores (STG)", ("STG", "ST"), "l1", "store"),
+    OpcodeClass("shared_load", "shared-memory loads (LDS, LDSM)", ("LDS", "LDSM"), "shared", "load"),
+    OpcodeClass("shared_store", "shared-memory stores (STS, STSM)", ("STS", "STSM"), "shared", "store"),
+    OpcodeClass("local_load", "local-memory loads (LDL)", ("LDL",), "local", "load"),
+    OpcodeClass("local_store", "local-memory stores (STL)", ("STL",), "local", "store"),
+    OpcodeClass("atomic", "atomics and reductions (ATOM, ATOMG, RED)",
+                ("ATOM", "ATOMG", "ATOMS", "RED", "REDG", "REDUX", "REDAS", "ATOMGS"), "l1",
+                "atomic"),
+    OpcodeClass("async_copy", "asynchronous copies (LDGSTS, TMA)",
+                ("LDGSTS", "LDGDEPBAR", "UBLKCP", "UTMALDG", "UTMASTG", "UTMAPF", "UBLKRED",
+                 "UTMAREDG", "UBLKPF", "UTMACCTL", "UTMACMDFLUSH"), "l1", "load"),
+    OpcodeClass("constant", "constant loads (LDC)", ("LDC", "ULDC"), "l1", "load"),
+    OpcodeClass("control", "branches and control flow (BRA, BSSY, BSYNC)",
+                ("BRA", "BRX", "BSSY", "BSYNC", "EXIT", "CALL", "RET", "JMP", "JMX", "BREAK",
+                 "BMOV", "WARPSYNC", "YIELD", "KILL", "NANOSLEEP", "BPT", "RTT", "ACQBULK",
+                 "ELECT", "PREEXIT"), "cbu"),
+    OpcodeClass("barrier", "barriers and fences (BAR, MEMBAR, SYNCS)",
+                ("BAR", "BARX", "MEMBAR", "DEPBAR", "SYNCS", "ARRIVES", "WARPGROUP", "FENCE",
+                 "ERRBAR", "CCTL", "CCTLL", "CGAERRBAR"), "cbu"),
+    OpcodeClass("movement", "data movement and shuffles (MOV, SHFL, SEL, S2R)",
+                ("MOV", "MOV32I", "SHFL", "SEL", "S2R", "S2UR", "CS2R", "P2R", "R2P", "PRMT",
+                 "R2UR", "VOTE", "VOTEU", "MATCH", "PLOP3", "PSETP", "UMOV", "USEL", "UPRMT"),
+                "alu_pipe_pct"),
+    OpcodeClass("other", "other instructions", (), ""),
+)
+"""Every opcode falls into exactly one class (``other`` for the rest; opcodes starting
+with ``U`` not listed elsewhere are ``uniform``): the classes sum to the warp instructions
+executed."""
+
+_OPCODE_OF: dict[str, str] = {op: c.key for c in OPCODE_CLASSES for op in c.opcodes}
+#: Opcode classes by key.
+OPCODE_CLASS: dict[str, OpcodeClass] = {c.key: c for c in OPCODE_CLASSES}
+
+
+def opcode_class(opcode: str) -> str:
+    """The class key of a SASS opcode head (``FFMA`` -> ``fp32``)."""
+    head = opcode.split(".", 1)[0].upper()
+    key = _OPCODE_OF.get(head)
+    if key is not None:
+        return key
+    return "uniform" if head.startswith("U") else "other"
+
+
+def classify_opcodes(counts: dict | None) -> dict[str, float]:
+    """``{inst_<key>: warp instructions}`` for every class (0 for a class with none) from
+    the per-opcode counts; every class NaN when ``counts`` is None (no InstructionStats)."""
+    if counts is None:
+        return {c.column: float("nan") for c in OPCODE_CLASSES}
+    out = {c.column: 0.0 for c in OPCODE_CLASSES}
+    for opcode, value in counts.items():
+        out[f"inst_{opcode_class(opcode)}"] += float(value)
+    return out
+
+
+_OPCODES = tuple(
+    Metric(c.column, None, "inst", DERIVED,
+           f"Warp instructions executed of the class {c.words} (InstructionStats, by opcode)",
+           combine=SUM, formula=f"sum of {OPCODE_METRIC} over the class's opcodes",
+           level="instructions")
+    for c in OPCODE_CLASSES)
+
+#: The instruction-class columns, in class order.
+OPCODE_COLUMNS: tuple[str, ...] = tuple(c.column for c in OPCODE_CLASSES)
+
+
 #: The whole catalogue: measured metrics, traffic per level, stall reasons, derived
 #: columns, the work model, the roofline's inputs and the source counters' totals.
 CATALOGUE: tuple[Metric, ...] = (_MEASURED + _TRAFFIC + _STALLS + _DERIVED + _RATIOS + _WORK
-                                  + _ROOFLINE + _SOURCE)
+                                  + _ROOFLINE + _SOURCE + _OPCODES)
 
 #: The traffic ratios (``_RATIOS``), in catalogue order.
 RATIO_COLUMNS: tuple[str, ...] = tuple(m.column for m in _RATIOS)

@@ -89,14 +89,17 @@ class FastResult:
     decoded, present or not.
     """
 
-    __slots__ = ("kernel", "values", "rules", "asked", "nvtx")
+    __slots__ = ("kernel", "values", "rules", "asked", "nvtx", "instances")
 
     def __init__(self, kernel: str, values: dict, rules: list[dict], asked: frozenset,
-                 nvtx: "tuple | None" = None):
+                 nvtx: "tuple | None" = None, instances: "dict | None" = None):
         self.kernel = kernel
         self.values = values
         self.rules = rules
         self.asked = asked
+        self.instances = instances or {}
+        """For the names asked for ``by_instance`` that the result holds: ``{name: {instance
+        key: value}}`` (warp instructions by opcode: ``{"FFMA": 1048576.0, ...}``)."""
         self.nvtx = nvtx
         """The push/pop ranges around the launch: ``((domain, name, instance id), ...)``
         from the bottom of the stack up; ``()`` for none; None where the state was not
@@ -110,10 +113,12 @@ class FastResult:
         return f"FastResult({self.kernel!r}, {len(self.values)} metrics, {len(self.rules)} rules)"
 
 
-def read_report(path: Path | str, numeric: Iterable[str], text: Iterable[str] = ()
-                ) -> list[FastResult]:
+def read_report(path: Path | str, numeric: Iterable[str], text: Iterable[str] = (),
+                by_instance: Iterable[str] = ()) -> list[FastResult]:
     """Every kernel result of ``path`` in ``ncu_report``'s order, with the ``numeric``
-    metrics (``as_double``) and ``text`` metrics (``as_string``) they record.
+    metrics (``as_double``) and ``text`` metrics (``as_string``) they record; for the
+    names in ``by_instance`` (each also in ``numeric``), the instance values too, keyed by
+    their string correlation ids (``FastResult.instances``).
 
     The file is read a message at a time (the block headers, then each result; sources
     are skipped by seeking), so memory stays near the largest message, not the file.
@@ -127,7 +132,7 @@ def read_report(path: Path | str, numeric: Iterable[str], text: Iterable[str] = 
     _wanted(numeric, text)  # ValueError for a name asked both ways
     with open(path, "rb") as handle:
         try:
-            return _Reader(handle, numeric, text).results()
+            return _Reader(handle, numeric, text, frozenset(by_instance)).results()
         except (IndexError, struct.error, UnicodeDecodeError, ValueError) as err:
             raise Unsupported(f"unexpected bytes ({type(err).__name__}: {err})") from err
 
@@ -397,8 +402,10 @@ def _block_header(head: bytes) -> tuple[dict[int, int], bytes | None]:
 class _Reader:
     """One file's decoding state: the cumulative string table and the wanted name ids."""
 
-    def __init__(self, handle, numeric: frozenset, text: frozenset):
+    def __init__(self, handle, numeric: frozenset, text: frozenset,
+                 by_instance: frozenset = frozenset()):
         self.handle = handle
+        self.by_instance = by_instance
         self.numeric = numeric
         self.text = text
         self.wanted = _wanted(numeric, text)
@@ -496,6 +503,7 @@ class _Reader:
         skipped = -1  # where the last run of skipped metric results ended
         kernel = None
         values: dict = {}
+        instances: dict = {}
         seen: dict = {}
         rule_spans = []
         nvtx_span = None
@@ -541,6 +549,8 @@ class _Reader:
                             raise Unsupported(f"metric {name} recorded twice")
                         continue
                     seen[name] = data[start:pos]
+                    if name in self.by_instance:
+                        instances[name] = _instances(name, data, start, pos)
                     if _plain_double(data, after, pos) and name not in text:
                         values[name] = _DOUBLE(data, after + 3)[0]  # (most wanted metrics)
                         continue
@@ -591,7 +601,7 @@ class _Reader:
         for start, stop in rule_spans:
             rules += _rule_results(data[start:stop])
         nvtx = _nvtx_state(data, *nvtx_span) if nvtx_span else ()
-        return FastResult(kernel, values, rules, self.wanted, nvtx)
+        return FastResult(kernel, values, rules, self.wanted, nvtx, instances)
 
     def _metric_id(self, data: bytes, start: int, end: int) -> int:
         ident = None
@@ -689,6 +699,47 @@ class _Reader:
                 raise Unsupported(f"metric {name}: integer out of range")
             return float(number)
         raise Unsupported(f"metric {name}: value kind {kind} (wire type {wire})")
+
+
+def _number(data: bytes, start: int, end: int, name: str) -> float:
+    """A value message holding one number (double, float, uint32 or uint64)."""
+    fields = _fields(data, start, end)
+    if len(fields) != 1:
+        raise Unsupported(f"metric {name}: an instance value with {len(fields)} fields")
+    ((kind, wire, s, _e),) = fields
+    if kind == 3 and wire == 1:
+        return _DOUBLE(data, s)[0]
+    if kind == 2 and wire == 5:
+        return _FLOAT(data, s)[0]
+    if kind in (4, 5) and wire == 0:
+        return float(_varint(data, s)[0])
+    raise Unsupported(f"metric {name}: instance value kind {kind} (wire type {wire})")
+
+
+def _instances(name: str, data: bytes, start: int, end: int) -> dict[str, float]:
+    """The instance values of one metric result (field 3 each: ``{1 key {1 string}, 2
+    value}``) as ``{key: value}``; Unsupported for any other layout."""
+    out: dict[str, float] = {}
+    for number, wire, s, e in _fields(data, start, end):
+        if number != 3:
+            continue
+        if wire != 2:
+            raise Unsupported(f"metric {name}: instance field of wire type {wire}")
+        key = value = None
+        for inner, iwire, a, b in _fields(data, s, e):
+            if inner == 1 and iwire == 2:
+                parts = _fields(data, a, b)
+                if len(parts) != 1 or parts[0][0] != 1 or parts[0][1] != 2:
+                    raise Unsupported(f"metric {name}: an instance key that is not a string")
+                key = _text(data, parts[0][2], parts[0][3])
+            elif inner == 2 and iwire == 2:
+                value = _number(data, a, b, name)
+            else:
+                raise Unsupported(f"metric {name}: instance field {inner}")
+        if key is None or value is None or key in out:
+            raise Unsupported(f"metric {name}: an instance without a key or value, or twice")
+        out[key] = value
+    return out
 
 
 def _nvtx_state(data: bytes, start: int, end: int) -> "tuple | None":

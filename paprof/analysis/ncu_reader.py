@@ -146,11 +146,21 @@ def _block_header(header: bytes) -> dict[int, int] | None:
     return found
 
 
+def _by_instance() -> frozenset:
+    from paprof.analysis import metrics as M
+
+    return frozenset({M.OPCODE_METRIC})
+
+
+#: Metrics read with their instance values (``read_by_instance``): instructions by opcode.
+BY_INSTANCE = _by_instance()
+
+
 def catalogue_metrics() -> tuple[list[str], list[str]]:
     """The ncu names of the catalogue's measured metrics: (numeric, text)."""
     from paprof.analysis import metrics as M
 
-    return ([name for m in M.MEASURED if not m.text for name in m.names],
+    return ([name for m in M.MEASURED if not m.text for name in m.names] + [M.OPCODE_METRIC],
             [name for m in M.MEASURED if m.text for name in m.names])
 
 
@@ -185,7 +195,8 @@ def open_report(path: Path, numeric=None, text=None):
         # payload holds its counted messages: check_framing's conditions and more), so a
         # report it reads needs no second pass; on any doubt check_framing speaks first.
         try:
-            fast = ncu_fastread.read_report(path, numeric or (), text or ())
+            fast = ncu_fastread.read_report(path, numeric or (), text or (),
+                                            [n for n in BY_INSTANCE if n in (numeric or ())])
         except ncu_fastread.Corrupt as err:
             if not check_framing(path):
                 raise _no_kernels(path) from None
@@ -421,6 +432,25 @@ def read_instanced(action, name: str) -> dict[int, float]:
         return {}
     ids = metric.correlation_ids()
     return {int(ids.as_uint64(i)): float(metric.as_double(i)) for i in range(metric.num_instances())}
+
+
+def read_by_instance(action, name: str) -> dict[str, float] | None:
+    """A metric instanced by a string key (``sass__inst_executed_per_opcode``: warp
+    instructions by SASS opcode) as ``{key: value}``; None when the action lacks it (a
+    report without its section), ``{}`` when it holds no instances."""
+    if isinstance(action, ncu_fastread.FastResult):
+        if name not in action.asked:
+            raise KeyError(f"metric {name} was not decoded: name it to open_report")
+        if name in action.instances:
+            return action.instances[name]
+        return None if action.values.get(name) is None else {}
+    metric = action.metric_by_name(name)
+    if metric is None or not metric.has_value():
+        return None
+    if not metric.has_correlation_ids():
+        return {}
+    ids = metric.correlation_ids()
+    return {str(ids.as_string(i)): float(metric.as_double(i)) for i in range(metric.num_instances())}
 
 
 def source_location(action, address: int) -> tuple[str, int] | None:

@@ -90,6 +90,33 @@ class VerdictRow:
     baseline: bool
     tie: tuple[str, ...] = ()
     """The other variants within the noise of this one (empty: none)."""
+    against: str | None = None
+    """The variant the cause is told against: the one before it in the story (default),
+    or the baseline (``--baseline``)."""
+    limit: str | None = None
+    """How close the variant is to its limit: the busiest unit and its share of peak
+    ("DRAM 88 % of peak"), from the same counters the label reads."""
+
+
+#: The units a variant's limit is read from: (column, words), each a % of its peak.
+LIMIT_UNITS = (
+    ("dram_throughput_pct", "DRAM"), ("l2_throughput_pct", "L2"), ("l1_throughput_pct", "L1"),
+    ("issue_slots_busy_pct", "issue slots"), ("fma_pipe_pct", "FMA pipe"),
+    ("alu_pipe_pct", "ALU pipe"), ("fp64_pipe_pct", "FP64 pipe"),
+    ("tensor_pipe_pct", "tensor pipe"), ("xu_pipe_pct", "XU pipe"),
+)
+
+
+def limit_text(v) -> str | None:
+    """The busiest unit of a variant and its share of peak: "DRAM 88 % of peak"."""
+    from paprof.analysis import fmt
+
+    busy = [(fmt.finite(v.get(col)), words) for col, words in LIMIT_UNITS]
+    busy = [(x, words) for x, words in busy if x is not None]
+    if not busy:
+        return None
+    pct, words = max(busy)
+    return f"{words} {fmt.pct(pct)} of peak"
 
 
 @dataclass
@@ -99,6 +126,9 @@ class Verdict:
     fastest: tuple[str, ...]
     """The fastest variant and every one tied with it, fastest first."""
     noise_pct: float
+    chained: bool = False
+    """True when each row's cause is told against the variant before it (the story's
+    steps), False when against the baseline."""
 
 
 def _event_stats(sidecar) -> tuple[float | None, float | None, int]:
@@ -112,15 +142,17 @@ def _event_stats(sidecar) -> tuple[float | None, float | None, int]:
 
 
 def verdict(cmp, noise_pct: float = NOISE_PCT) -> Verdict | None:
-    """One row per variant of ``cmp`` against its first variant (the baseline). A
-    variant's cause is that of the step baseline -> it when ``cmp`` has one (chained
-    story: the first step; ``against``: all of them), else told here."""
+    """One row per variant of ``cmp``: its time against the first variant (the baseline),
+    its cause against the variant before it when ``cmp`` tells a chained story (each step
+    one variant on: the rows are then told apart by what each step changed), against the
+    baseline when the comparison is against it (``--baseline``)."""
     if not cmp.variants:
         return None
     from paprof.analysis.compare.sentences import tell
 
     base = cmp.variants[0]
-    steps = {s.after: s for s in cmp.steps if s.before == base.label}
+    steps = {s.after: s for s in cmp.steps}
+    chained = any(s.before != base.label for s in cmp.steps)
     d0 = base.get("duration_us")
     timed = [(v.get("duration_us"), v.label) for v in cmp.variants if v.get("duration_us")]
     rows = []
@@ -140,8 +172,9 @@ def verdict(cmp, noise_pct: float = NOISE_PCT) -> Verdict | None:
             bottleneck=v.bottleneck, cause=step.cause if step is not None else None,
             short_cause=short_cause(step, v) if step is not None else None,
             verified=verified, baseline=v is base,
+            against=step.before if step is not None else None, limit=limit_text(v),
             tie=tuple(lab for lab in _within(timed, dur, noise_pct) if lab != v.label) if dur else ()))
-    return Verdict(base.label, rows, tied(timed, noise_pct), noise_pct)
+    return Verdict(base.label, rows, tied(timed, noise_pct), noise_pct, chained)
 
 
 def _within(timed: list[tuple[float, str]], t: float, noise_pct: float) -> list[str]:
@@ -150,20 +183,16 @@ def _within(timed: list[tuple[float, str]], t: float, noise_pct: float) -> list[
 
 
 def short_cause(step, after) -> str | None:
-    """The step's cause in one line: the largest term of its decomposition with one
-    counter (``decompose.term_text``) and its share of the difference, after the code path
-    the variant took; the step's own cause where the decomposition names none (a step
-    within the noise says so)."""
+    """The step's cause in one line: the largest term of its decomposition, mechanism first
+    with its counters, its size and what offsets it (``cause_words.first_cause``), then the
+    code path the variant took; the step's own cause where the decomposition names none (a
+    step within the noise says so)."""
     from paprof.analysis.compare import code_path
-    from paprof.analysis.decompose import term_text, us_text
+    from paprof.analysis.cause_words import first_cause
 
     dec = step.decomposition
-    causes = dec.causes() if dec is not None else []
-    if not causes:
+    text = first_cause(dec) if dec is not None else None
+    if text is None:
         return step.cause
-    first, delta = causes[0], dec.delta_us
-    share = first.us / delta if delta else 0.0
-    text = term_text(first, limit=1) + (f": {share:.0%} of the {us_text(delta)}" if share <= 1.0
-                                        else f": more than the whole {us_text(delta)}")
     path = code_path(after, reason=False)
-    return f"{path}: {text}" if path else text
+    return f"{text} (launch: {path})" if path else text

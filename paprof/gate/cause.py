@@ -16,6 +16,7 @@ import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from paprof.analysis import cause_words as cw
 from paprof.analysis import decompose as dc
 from paprof.errors import UserError
 
@@ -113,7 +114,7 @@ class Cause:
     """The cause of one entry's change, or why there is none."""
 
     text: str | None
-    """The one paragraph (``decompose.cause_text``); None when unavailable."""
+    """The one paragraph (``cause_words.cause_text``); None when unavailable."""
     reason: str | None = None
     """Why no cause is given (no baseline counters, no counters for the identity)."""
     before_us: float | None = None
@@ -143,8 +144,8 @@ class Cause:
         noise = f" ± {self.noise * 100:.1f} %" if self.noise else ""
         text = self.text if self.outcome != "improved" else self.text.split("; then ")[0]
         return (f"kernel time {self.change * 100:+.1f} %{noise} "
-                f"({dc.us_text(self.before_us).lstrip('+')} -> "
-                f"{dc.us_text(self.after_us).lstrip('+')}): {text}")
+                f"({cw.us_text(self.before_us).lstrip('+')} -> "
+                f"{cw.us_text(self.after_us).lstrip('+')}): {text}")
 
     def to_dict(self) -> dict:
         return {"outcome": self.outcome, "available": self.available, "text": self.text,
@@ -154,9 +155,10 @@ class Cause:
 
 def _term(t, delta_us: float) -> dict:
     return {"mechanism": dc.group(t.key), "term": t.key, "label": t.label, "us": t.us,
+            "words": cw.mechanism(t), "classes": [p.to_dict() for p in t.parts],
             "share": t.us / delta_us if delta_us else None,
             "counters": [{"label": e.label, "before": e.before, "after": e.after, "unit": e.unit,
-                          "ratio": e.ratio} for e in dc.shown_evidence(t)]}
+                          "ratio": e.ratio} for e in cw.shown_evidence(t)]}
 
 
 def explain(before: dict, after: dict, spread_us: float = 0.0) -> Cause:
@@ -165,7 +167,7 @@ def explain(before: dict, after: dict, spread_us: float = 0.0) -> Cause:
     dec = dc.decompose(_Side(before), _Side(after), spread_us)
     if dec is None:
         return Cause(None, "a side has no duration")
-    text = dc.cause_text(dec)
+    text = cw.cause_text(dec)
     if text is None:
         return Cause(None, "the counters of the warp-time identity are missing "
                      "(profile with WarpStateStats and SchedulerStats)",

@@ -25,6 +25,8 @@ class VerdictRowView:
     speedup: str
     bottleneck: str | None
     bottleneck_text: str
+    limit: str
+    """How close it is to its limit: the busiest unit's share of peak ("DRAM 88 % of peak")."""
     cause: str
     """The cause in one line (the largest term, one counter, its share)."""
     cause_full: str
@@ -41,6 +43,9 @@ class VerdictView:
     rows: list[VerdictRowView]
     summary: str
     noise_text: str
+    cause_header: str = "Cause of the difference"
+    """The cause column's heading: against the variant above (a chained story) or the
+    baseline."""
 
 
 def _time(value, spread) -> str:
@@ -95,6 +100,7 @@ def verdict_view(v: dict | None) -> VerdictView | None:
             speedup=_speedup(r, v["noise_pct"]),
             bottleneck=r["bottleneck"],
             bottleneck_text=bound_words(r["bottleneck"]),
+            limit=r.get("limit") or "",
             cause=(r["short_cause"] or "") if not r["baseline"] else "",
             cause_full=r["cause"] or "",
             verified={True: "passed", False: "FAILED", None: "not verified"}[r["verified"]],
@@ -105,5 +111,10 @@ def verdict_view(v: dict | None) -> VerdictView | None:
     noise = (f"Time: ncu duration (± half the range over profiled steps, where several); "
              f"CUDA events: median ± half-range without the profiler. Variants within "
              f"{fmt.number(v['noise_pct'])} % of each other are a tie (the sweep report's rule). "
-             f"Cause: the largest term of the time difference from {v['baseline']}.")
-    return VerdictView(v["baseline"], rows, summary(v), noise)
+             + (f"Cause: the largest term of the time difference from the variant above (the "
+                f"story's step; compare --baseline tells each against {v['baseline']})."
+                if v.get("chained") else
+                f"Cause: the largest term of the time difference from {v['baseline']}."))
+    header = ("Cause of the difference from the variant above" if v.get("chained")
+              else f"Cause of the difference from {v['baseline']}")
+    return VerdictView(v["baseline"], rows, summary(v), noise, header)

@@ -338,14 +338,15 @@ def tell(before: VariantResult, after: VariantResult, t: Thresholds = THRESHOLDS
     else:
         headline = f"{after.label} is {fmt.ratio(1 / s)} slower than {before.label}"
     changes = rule_changes(before, after, t)
-    from paprof.analysis.decompose import at_limit_text, cause_text, decompose, us_text
+    from paprof.analysis.cause_words import at_limit_text, cause_text, us_text
+    from paprof.analysis.decompose import decompose
 
     spread = sum((v.spread or {}).get("duration_us") or 0.0 for v in (before, after))
     dec = decompose(before, after, spread)
     said = cause_text(dec) if dec is not None and dec.causes() else None
     path = code_path(after, reason=False)
     if said and path:
-        said = f"{path}: {said}"  # the launch choice the family recorded, then its effect
+        said = f"{said} (launch: {path})"  # the cause first, then the launch choice the family recorded
     # A step within the noise has no cause: its sentence says what stayed the same (the
     # code path, the work), as before
     if said and said != told.get(cause_sentence):

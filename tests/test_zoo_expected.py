@@ -188,6 +188,48 @@ def test_case16_tiles_cover_c_and_the_product_is_right():
     np.testing.assert_allclose(out, ref, rtol=1e-5, atol=1e-4)
 
 
+def test_case16_mma_fragments_cover_the_tiles():
+    """Kernel b's fragment indexing (PTX ISA, mma.m16n8k16 .f16): each lane's A, B and C
+    elements, gathered as the kernel computes their addresses, cover each tile once, and
+    the product assembled from them is A B."""
+    p, i, ref = _setup("case16", "n=32,iters=32")
+    n, k = p.size, p.reps
+    a, b = i["a"].astype(np.float64), i["b"].astype(np.float64)
+    out = np.full((n, n), np.nan)
+    for warp in range((n // 16) ** 2):
+        row0, col0 = (warp // (n // 16)) * 16, (warp % (n // 16)) * 16
+        acc = np.zeros((2, 16, 8))
+        for kk in range(0, k, 16):
+            at, seen_a = np.zeros((16, 16)), np.zeros((16, 16), int)
+            bt, seen_b = np.zeros((2, 16, 8)), np.zeros((2, 16, 8), int)
+            for lane in range(32):
+                g, t = lane >> 2, lane & 3
+                ra = (row0 + g) * k + kk + 2 * t
+                rb = ra + 8 * k
+                for reg, e in enumerate((ra, rb, ra + 8, rb + 8)):  # a0..a3, two halves each
+                    fr, fc = (g + 8 * (reg & 1), 2 * t + 8 * (reg >> 1))  # the ISA's place
+                    for h in range(2):
+                        at[fr, fc + h] = a.flat[e + h]
+                        seen_a[fr, fc + h] += 1
+                for j in range(2):
+                    base = (kk + 2 * t) * n + col0 + 8 * j + g
+                    for kr, off in ((2 * t, 0), (2 * t + 1, n), (2 * t + 8, 8 * n), (2 * t + 9, 9 * n)):
+                        bt[j, kr, g] = b.flat[base + off]
+                        seen_b[j, kr, g] += 1
+            assert (seen_a == 1).all() and (seen_b == 1).all()
+            acc += np.stack([at @ bt[0], at @ bt[1]])
+        seen_c = np.zeros((n, n), int)
+        for lane in range(32):
+            g, t = lane >> 2, lane & 3
+            for j in range(2):
+                for r, (dr, dc) in enumerate(((0, 0), (0, 1), (8, 0), (8, 1))):
+                    rr, cc = row0 + g + dr, col0 + 8 * j + 2 * t + dc
+                    out[rr, cc] = acc[j, g + dr, 2 * t + dc]
+                    seen_c[rr, cc] += 1
+        assert seen_c.sum() == 256 and seen_c.max() == 1
+    np.testing.assert_allclose(out, ref, rtol=1e-12, atol=1e-12)
+
+
 def test_case17_polynomials_match_sin_and_cos():
     p, i, ref = _setup("case17", "n=2000,iters=40")
     x = i["x"]

@@ -50,6 +50,17 @@ def _pairs() -> list[dict]:
     return tomllib.loads(causes.read_text())["pair"] if causes.is_file() else []
 
 
+def _preregistered() -> set[str]:
+    """The cases whose ground truth is a pre-registered regex (expected.toml)."""
+    expected = ZOO / "expected.toml"
+    return {c["name"] for c in tomllib.loads(expected.read_text())["case"]} if expected.is_file() else set()
+
+
+def recorded(runs: Path, family: str, *variants: str) -> bool:
+    """Whether the runs hold a report of every one of ``variants`` (any GPU)."""
+    return all(any(runs.glob(f"*/{family}/{v}/*.json")) for v in variants)
+
+
 needs_runs = pytest.mark.skipif(not ARCHIVE.is_file(), reason="examples/zoo/runs.tar.xz is not there")
 
 
@@ -60,7 +71,8 @@ def runs():
 
 @pytest.mark.skipif(not (ZOO / "causes.toml").is_file(), reason="examples/zoo is not there")
 def test_every_cause_of_the_zoo_has_an_explanation_rule():
-    assert {p["cause"] for p in _pairs()} <= set(EXPLAINS)
+    later = _preregistered()  # held to their expected.toml regex (test_zoo_expected.py)
+    assert {p["cause"] for p in _pairs() if p["name"] not in later} <= set(EXPLAINS)
     assert len(_pairs()) >= 12
 
 
@@ -92,5 +104,9 @@ def _verdict(pair: dict, runs: Path) -> tuple[bool, str]:
 @needs_runs
 @pytest.mark.parametrize("pair", _pairs(), ids=lambda p: p["name"])
 def test_each_pair_names_its_cause_first(pair, runs):
+    if not recorded(runs, "zoo", pair["slow"], pair["fast"]):
+        pytest.skip("no recorded run yet")
+    if pair["cause"] not in EXPLAINS:
+        pytest.skip("held to its pre-registered regex instead (test_zoo_expected.py)")
     right, said = _verdict(pair, runs)
     assert right, said

@@ -38,6 +38,14 @@ PW_SMEM = 120 * 1024    # partial_wave: dynamic shared memory (one CTA an SM)
 OCC_SMEM = 100 * 1024   # occupancy_shared_mem: the unused dynamic shared memory
 DC_THREADS, DC_CHAINS = 128, 8
 L2_SHIFT = 65568         # l2_resident: floats each term's reads move on (l2_resident.cu)
+COLS14 = 4096            # case14: columns of the output
+V19 = 16                 # case19: floats per thread's vector
+TAB20 = 1024             # case20: floats of the table
+STRIDE21 = 65568         # case21: the table's step (a multiple of 32)
+THREADS21 = 256          # case21: threads an SM (one 256-thread CTA an SM)
+NEW_PAIRS = tuple(f"case{k}" for k in range(14, 22))
+"""The pairs added for issue 37 (neutral names: the cause is in causes.toml and
+expected.toml, not in the kernel or variant names)."""
 
 
 @dataclass(frozen=True)
@@ -80,6 +88,22 @@ PAIRS: dict[str, PairInfo] = {
                                 "out = 2x+1, n floats; iters = launches of the slow variant"),
     "fp64": PairInfo("fp64", lambda p: 1 << 22, 1024, 1e-3,
                      "out = iters affine steps of x, n floats"),
+    "case14": PairInfo("uncoalesced_stores", lambda p: 1 << 26, 0, 1e-6,
+                       "out[r][c] = x[c] s[r] + 1 on an (n/4096) x 4096 matrix"),
+    "case15": PairInfo("scalar_fp16", lambda p: 1 << 24, 256, 1e-6,
+                       "iters steps of y <- 1/2 - y in fp16, n halves (exact)"),
+    "case16": PairInfo("no_tensor_cores", lambda p: 2048, 1024, 1e-4,
+                       "C = A B, A n x iters and B iters x n in fp16, C in fp32"),
+    "case17": PairInfo("xu_pipe", lambda p: 1 << 21, 256, 1e-4,
+                       "iters steps of y <- (y cos(y/8) + sin(y/8))/2 + x/2, n floats"),
+    "case18": PairInfo("unfused", lambda p: 1 << 25, 0, 1e-6,
+                       "out = (2x + 1)^2, n floats"),
+    "case19": PairInfo("local_array", lambda p: 1 << 20, 64, 1e-4,
+                       "iters in-place sweeps of a 16-wide averaging map on n vectors"),
+    "case20": PairInfo("constant_divergent", lambda p: 1 << 21, 64, 1e-5,
+                       "out[i] = x[i] + iters entries of a fixed 1024-float table, n floats"),
+    "case21": PairInfo("pointer_chase", lambda p: 1 << 22, 2048, 1e-6,
+                       "sms x 256 walks of iters steps through an n-int table of steps of 65568"),
 }
 
 CAUSES = {
@@ -96,6 +120,14 @@ CAUSES = {
     "spills": "register spills: local-memory loads and stores",
     "launch_overhead": "many small launches: per-launch latency, ramp-up and drain",
     "fp64": "FP64 arithmetic: the H200's FP64 pipe has half the FP32 lanes",
+    "uncoalesced_stores": "uncoalesced global stores (loads coalesced): many sectors per store request",
+    "scalar_fp16": "scalar fp16 arithmetic instead of packed half2: twice the FP16 instructions",
+    "no_tensor_cores": "a matrix product on the FMA pipe instead of the tensor cores",
+    "xu_pipe": "special functions on the XU pipe (MUFU) instead of FFMA polynomials",
+    "unfused": "two kernels with the intermediate through DRAM instead of one fused kernel",
+    "local_array": "a per-thread array indexed at run time: local memory instead of registers",
+    "constant_divergent": "divergent __constant__ reads: the constant cache serialises the lanes' addresses",
+    "pointer_chase": "pointer chasing: dependent loads, one in flight a thread",
 }
 """The cause vocabulary of ``causes.toml`` (each pair's cause is one of these)."""
 assert set(CAUSES) == {i.cause for i in PAIRS.values()}
@@ -135,6 +167,15 @@ class Zoo(Params):
             raise ParamError("l2_resident: n x iters must be at most 2**30 floats (the big buffer)")
         if pair == "launch_overhead" and n % self.reps:
             raise ParamError(f"launch_overhead: n ({n}) must be a multiple of iters ({self.reps})")
+        rows = n // COLS14
+        if pair == "case14" and (n % COLS14 or rows & (rows - 1)):
+            raise ParamError(f"case14: n ({n}) must be 4096 x a power of two")
+        if pair == "case15" and n % 2:
+            raise ParamError(f"case15: n ({n}) must be even (half2s)")
+        if pair == "case16" and (n % 16 or self.reps % 16 or n > 16384):
+            raise ParamError(f"case16: n ({n}) and iters ({self.reps}) must be multiples of 16, n at most 16384")
+        if pair == "case21" and (n & (n - 1) or n < 1024):
+            raise ParamError(f"case21: n ({n}) must be a power of two, at least 1024")
 
 
 # -- inputs, output, reference, work -----------------------------------------------------
@@ -147,14 +188,123 @@ def inputs(p: Zoo, seed, xp) -> dict:
         return {"x": rng.standard_normal((n, n), dtype=xp.float32)}
     if p.pair == "spills":
         return {"x": rng.standard_normal((W, n), dtype=xp.float32)}
+    if p.pair in NEW_PAIRS:
+        return _new_inputs(p, rng, xp)
     x = rng.standard_normal(n, dtype=xp.float32)
     if p.pair == "l2_resident":
         return {"x": x, "big": xp.tile(x, p.reps)}  # big: iters copies of x, end to end
     return {"x": x}
 
 
+def _new_inputs(p: Zoo, rng, xp) -> dict:
+    n, pair = p.size, p.pair
+    if pair == "case14":
+        return {"x": rng.standard_normal(COLS14, dtype=xp.float32),
+                "s": rng.standard_normal(n // COLS14, dtype=xp.float32)}
+    if pair == "case15":  # odd multiples of 1/64 in (-4, 4): every step exact in fp16
+        return {"x": ((2 * rng.integers(-128, 128, n) + 1) / 64).astype(xp.float16)}
+    if pair == "case16":
+        k = p.reps
+        return {"a": rng.standard_normal((n, k), dtype=xp.float32).astype(xp.float16),
+                "b": rng.standard_normal((k, n), dtype=xp.float32).astype(xp.float16)}
+    if pair == "case17":
+        return {"x": rng.uniform(-1.0, 1.0, n).astype(xp.float32)}
+    if pair == "case19":
+        return {"x": rng.standard_normal((V19, n), dtype=xp.float32)}
+    if pair == "case21":  # the table of steps: a fixed function of n
+        return {"nxt": ((xp.arange(n, dtype=xp.int64) + STRIDE21) & (n - 1)).astype(xp.int32)}
+    return {"x": rng.standard_normal(n, dtype=xp.float32)}  # case18, case20
+
+
+def case20_table() -> np.ndarray:
+    """case20's fixed table (constant memory in one kernel, global in the other): small
+    multiples of 1/64, exact in float32."""
+    return (((np.arange(TAB20) * 37) % 101 - 50) / 64).astype(np.float32)
+
+
+def case21_threads(p: Zoo) -> int:
+    return p.sms * THREADS21
+
+
+def _new_output(p: Zoo, xp):
+    n, pair = p.size, p.pair
+    if pair == "case15":
+        return xp.empty(n, xp.float16)
+    if pair == "case16":
+        return xp.empty((n, n), xp.float32)
+    if pair == "case19":
+        return xp.empty((V19, n), xp.float32)
+    if pair == "case21":
+        return xp.empty(case21_threads(p), xp.float32)
+    return xp.empty(n, xp.float32)
+
+
+def _new_reference(p: Zoo, inputs: dict, xp):
+    n, k, pair = p.size, p.reps, p.pair
+    if pair == "case14":
+        x, s = inputs["x"].astype(xp.float64), inputs["s"].astype(xp.float64)
+        return (xp.outer(s, x) + 1.0).reshape(-1)
+    if pair == "case15":
+        x = inputs["x"].astype(xp.float64)
+        return x if k % 2 == 0 else 0.5 - x
+    if pair == "case16":
+        return inputs["a"].astype(xp.float64) @ inputs["b"].astype(xp.float64)
+    if pair == "case17":
+        x = inputs["x"].astype(xp.float64)
+        y = x.copy()
+        for _ in range(k):
+            t = y / 8
+            y = 0.5 * (y * xp.cos(t) + xp.sin(t)) + 0.5 * x
+        return y
+    if pair == "case18":
+        return (2.0 * inputs["x"].astype(xp.float64) + 1.0) ** 2
+    if pair == "case19":
+        v = inputs["x"].astype(xp.float64).copy()
+        for _ in range(k):
+            for j in range(V19):  # in place, j in order: v[15] reads the new v[0]
+                v[j] = 0.75 * v[j] + 0.25 * v[(j + 1) % V19]
+        return v
+    if pair == "case20":
+        tab = xp.asarray(case20_table()).astype(xp.float64)
+        lane = (xp.arange(n, dtype=xp.int64) * 7)
+        acc = inputs["x"].astype(xp.float64)
+        for step in range(k):
+            acc = acc + tab[((step * 32) & (TAB20 - 1)) + ((lane + step) & 31)]
+        return acc
+    if pair == "case21":  # the walk from i: i + S, i + 2S, ... (mod n), the low 8 bits summed
+        i = xp.arange(case21_threads(p), dtype=xp.int64)
+        acc = xp.zeros(i.shape, xp.int64)
+        for step in range(1, k + 1):
+            acc += ((i + step * STRIDE21) & (n - 1)) & 255
+        return acc.astype(xp.float64)
+    raise ValueError(pair)
+
+
+def _new_work(p: Zoo) -> Work:
+    n, k, pair = p.size, p.reps, p.pair
+    if pair == "case14":
+        return Work(bytes=4 * n + 4 * COLS14 + 4 * (n // COLS14), flops=2 * n)
+    if pair == "case15":
+        return Work(bytes=4 * n, flops=2 * n * k)
+    if pair == "case16":
+        return Work(bytes=4 * n * k + 4 * n * n, flops=2 * n * n * k, flop_kind="tensor")
+    if pair == "case17":  # the sin, the cos and ~8 more operations a step
+        return Work(bytes=8 * n, flops=10 * n * k)
+    if pair == "case18":  # what must move: x in, out back
+        return Work(bytes=8 * n, flops=3 * n)
+    if pair == "case19":
+        return Work(bytes=8 * V19 * n, flops=3 * V19 * n * k)
+    if pair == "case20":
+        return Work(bytes=8 * n, flops=n * k)
+    if pair == "case21":  # the bytes requested: iters ints a walk
+        return Work(bytes=4 * case21_threads(p) * (k + 1), flops=case21_threads(p) * k)
+    raise ValueError(pair)
+
+
 def output(p: Zoo, xp):
     n = p.size
+    if p.pair in NEW_PAIRS:
+        return _new_output(p, xp)
     if p.pair == "bank_conflicts":
         return xp.empty((n, n), xp.float32)
     if p.pair == "spills":
@@ -175,6 +325,8 @@ def circulant_power(k: int, xp):
 
 
 def reference(p: Zoo, inputs: dict, xp):
+    if p.pair in NEW_PAIRS:
+        return _new_reference(p, inputs, xp)
     x = inputs["x"].astype(xp.float64)
     pair, k = p.pair, p.reps
     if pair in ("uncoalesced", "vector_loads", "occupancy_shared_mem", "launch_overhead"):
@@ -204,6 +356,8 @@ def tolerance(p: Zoo) -> float:
 
 def work(p: Zoo) -> Work:
     n, k, pair = p.size, p.reps, p.pair
+    if pair in NEW_PAIRS:
+        return _new_work(p)
     if pair in ("uncoalesced", "vector_loads", "occupancy_shared_mem", "launch_overhead"):
         return Work(bytes=8 * n, flops=2 * n)
     if pair in ("partial_wave", "barrier", "dependent_chain", "fp64", "divergence"):
@@ -240,6 +394,8 @@ class Plan:
     smem: int = 0
     launches: Callable = lambda p: 1
     zero_out: bool = False
+    kernels: tuple = ("",)
+    """Suffixes of the kernels each launch runs, in order (case18's slow one: two)."""
 
 
 def _i64(v):
@@ -328,6 +484,46 @@ PLANS = {
         Plan(lambda p, sms: (_cdiv(p.size, 4 * 256), 1, 1), (256, 1, 1), _xoi),
     ),
 }
+
+
+def _log2(v: int) -> np.int32:
+    return np.int32(int(v).bit_length() - 1)
+
+
+def _case14_args(p, i, o, k):
+    return i["x"], i["s"], o, _log2(p.size // COLS14), _log2(COLS14)
+
+
+def _case16_args(p, i, o, k):
+    return i["a"], i["b"], o, np.int32(p.size), np.int32(p.size), np.int32(p.reps)
+
+
+def _case20_args(p, i, o, k):
+    return i["x"], i["tab"], o, _i64(p.size), np.int32(p.reps)
+
+
+def _case21_args(p, i, o, k):
+    return (i["nxt"], o, _i64(case21_threads(p)), np.int32(p.size - 1), np.int32(STRIDE21),
+            np.int32(p.reps))
+
+
+def _both(plan: Plan) -> tuple[Plan, Plan]:
+    return plan, plan
+
+
+PLANS.update({
+    "case14": _both(Plan(_elementwise(), (256, 1, 1), _case14_args)),
+    "case15": _both(Plan(lambda p, sms: (_cdiv(p.size // 2, 256), 1, 1), (256, 1, 1),
+                         lambda p, i, o, k: (i["x"], o, _i64(p.size // 2), np.int32(p.reps)))),
+    "case16": _both(Plan(lambda p, sms: (_cdiv((p.size // 16) ** 2, 4), 1, 1), (128, 1, 1), _case16_args)),
+    "case17": _both(Plan(_elementwise(), (256, 1, 1), _xoi)),
+    "case18": (Plan(_elementwise(), (256, 1, 1), _xo, kernels=("1", "2")),
+               Plan(_elementwise(), (256, 1, 1), _xo)),
+    "case19": _both(Plan(_elementwise(), (256, 1, 1), _xoi)),
+    "case20": _both(Plan(_elementwise(), (256, 1, 1), _case20_args)),
+    "case21": _both(Plan(lambda p, sms: (_cdiv(case21_threads(p), THREADS21), 1, 1), (THREADS21, 1, 1),
+                         _case21_args)),
+})
 assert set(PLANS) == set(PAIRS)
 
 SOURCES = {
@@ -337,10 +533,16 @@ SOURCES = {
     "dependent_chain": "dependent_chain.cu", "l2_resident": "l2_resident.cu",
     "atomics": "atomics.cu", "spills": "spills.cu", "launch_overhead": "launch_overhead.cu",
     "fp64": "fp64.cu",
+    **{pair: f"{pair}.cu" for pair in NEW_PAIRS},
 }
 
 
 def kernel_name(pair: str, speed: str) -> str:
+    """The kernel's name (for case18's slow variant: the prefix of its two kernels' names).
+    The new pairs' kernels are ``zoo_caseNN_a`` (slow) and ``zoo_caseNN_b`` (fast): nothing
+    in a name says which is which or why."""
+    if pair in NEW_PAIRS:
+        return f"zoo_{pair}_{'a' if speed == 'slow' else 'b'}"
     return "zoo_launch_overhead" if pair == "launch_overhead" else f"zoo_{pair}_{speed}"
 
 
@@ -351,19 +553,54 @@ def _build(variant, p: Zoo, device) -> Launcher:
     pair, speed = variant.id.rsplit("_", 1)
     plan = PLANS[pair][0 if speed == "slow" else 1]
     name = kernel_name(pair, speed)
-    kernel = gpu.compile_module(variant.source_paths()).get_function(name)
+    module = gpu.compile_module(variant.source_paths())
+    if len(plan.kernels) > 1:
+        return _build_split(variant, p, device, module, name, plan, gpu)
+    kernel = module.get_function(name)
     grid, block, smem = plan.grid(p, device.sm_count), plan.block, plan.smem
     info = gpu.kernel_launch(kernel, name, grid, block, smem)
     count = plan.launches(p)
+    extra = _case20_table(module, gpu) if pair == "case20" else {}
 
     def run(inputs, out):
         if plan.zero_out:
             out.fill(0)  # a CuPy fill kernel, outside the kernel regex
+        if extra:
+            inputs = {**inputs, **extra}
         for k in range(count):
             kernel(grid, block, tuple(plan.args(p, inputs, out, k)), shared_mem=smem)
 
     details = {"launches": count} if count > 1 else {}
     return Launcher(variant.id, [info] * count, run, details=details)
+
+
+def _case20_table(module, gpu) -> dict:
+    """case20's fixed table: copied once into the module's ``__constant__`` array (read by
+    kernel a) and into a global array (``tab``, read by kernel b); both kernels take it."""
+    cp = gpu.cupy()
+    tab = cp.asarray(case20_table())
+    symbol = module.get_global("zoo_case20_table")
+    cp.ndarray(tab.shape, cp.float32, symbol)[...] = tab
+    cp.cuda.runtime.deviceSynchronize()
+    return {"tab": tab}
+
+
+def _build_split(variant, p: Zoo, device, module, name: str, plan: Plan, gpu) -> Launcher:
+    """A variant of several kernels in a row (case18's slow one): the first writes an
+    intermediate of ``p.size`` floats (allocated once, here), the next reads it."""
+    cp = gpu.cupy()
+    names = [name + suffix for suffix in plan.kernels]
+    kernels = [module.get_function(k) for k in names]
+    grid, block = plan.grid(p, device.sm_count), plan.block
+    infos = [gpu.kernel_launch(k, nm, grid, block) for k, nm in zip(kernels, names)]
+    mid = cp.empty(p.size, cp.float32)
+
+    def run(inputs, out):
+        x, _, n = plan.args(p, inputs, out, 0)
+        kernels[0](grid, block, (x, mid, n))
+        kernels[1](grid, block, (mid, out, n))
+
+    return Launcher(variant.id, infos, run)
 
 
 def _accepts(pair: str):
@@ -400,6 +637,8 @@ IDEAS = {
     "launch_overhead": ("iters (32) launches, each on 1/32 of the elements",
                         "one launch on all the elements"),
     "fp64": ("the FMA chains in double (DFMA)", "the FMA chains in float (FFMA)"),
+    # the new pairs: neutral words (which is slow, and why, is in causes.toml / expected.toml)
+    **{pair: (f"kernel a of {pair}.cu", f"kernel b of {pair}.cu") for pair in NEW_PAIRS},
 }
 
 

@@ -107,6 +107,24 @@ def _along(t: Term, label: str) -> Evidence | None:
 
 def _instructions(t: Term) -> str:
     fewer = t.us < 0
+    along = [p for p in t.parts if p.us * t.us > 0]
+    if along:
+        lead = along[0]
+        named = [lead] + [p for p in along[1:3] if abs(p.us) >= 0.3 * abs(lead.us)]
+    # a compute class that grew the other way took the work of one that shrank: the
+    # math moved to another unit ("tensor-core MMA instead of FP32 math")
+    for old in (p for p in along[:3] if p.key in _COMPUTE):
+        for p in t.parts:
+            grown = p.after > 2 * p.before if fewer else p.before > 2 * p.after
+            size = p.after if fewer else p.before
+            # (from nothing, any count: a tensor-core instruction does hundreds of FMAs)
+            if (p.key in _COMPUTE and p.key != old.key and p.us * t.us <= 0 and grown
+                    and (size >= 1e-3 * max(old.before, old.after) or not (p.before if fewer else p.after))):
+                new, gone = (p, old) if fewer else (old, p)
+                said = f"{new.words} instead of {gone.words}: {_part_text(gone)}, {_part_text(new)}"
+                rest = [x for x in named if x is not old]
+                return said + (f"; {'fewer' if fewer else 'more'} " + ", ".join(_part_text(x) for x in rest)
+                               if rest else "")
     tpi = _along(t, "threads per instruction")
     if tpi is not None and tpi.change >= math.log(1.3):
         return (f"{'converged' if fewer else 'divergent'} warps: {evidence_text(tpi)} "
@@ -132,19 +150,6 @@ def _instructions(t: Term) -> str:
                 "indexed arrays): " + ", ".join(_part_text(p) for p in local))
     named = [lead] + [p for p in along[1:3] if abs(p.us) >= 0.3 * abs(lead.us)]
     listed = ", ".join(_part_text(p) for p in named)
-    # a compute class that grew the other way took the work of one that shrank: the
-    # math moved to another unit ("tensor-core MMA instead of FP32 math")
-    for old in (p for p in along[:3] if p.key in _COMPUTE):
-        for p in t.parts:
-            grown = p.after > 2 * p.before if fewer else p.before > 2 * p.after
-            size = p.after if fewer else p.before
-            if (p.key in _COMPUTE and p.key != old.key and p.us * t.us <= 0 and grown
-                    and size >= 1e-3 * max(old.before, old.after)):
-                new, gone = (p, old) if fewer else (old, p)
-                said = f"{new.words} instead of {gone.words}: {_part_text(gone)}, {_part_text(new)}"
-                rest = [x for x in named if x is not old]
-                return said + (f"; {'fewer' if fewer else 'more'} " + ", ".join(_part_text(x) for x in rest)
-                               if rest else "")
     return f"{'fewer' if fewer else 'more'} instructions: {listed}"
 
 

@@ -70,6 +70,24 @@ def test_the_readmes_verdict_rows_are_told_apart():
 
 
 ZOO = ROOT / "examples" / "zoo" / "runs.tar.xz"
+ZOO_H100 = ROOT / "examples" / "zoo" / "runs-h100.tar.xz"
+
+
+def _zoo_labels_agree(archive) -> None:
+    from paprof.analysis.load import load_reports, variant_rows
+
+    rows = variant_rows(load_reports(unpacked(archive) / "runs"))
+    for _i, row in rows.iterrows():
+        class V(dict):
+            bottleneck = row["bottleneck"]
+        v = V(row.to_dict())
+        assert _agrees(v) is None, (row["variant"], _agrees(v))
+
+
+@pytest.mark.slow  # 100 MB of library reports
+@pytest.mark.skipif(not ZOO_H100.is_file(), reason="examples/zoo/runs-h100.tar.xz is not there")
+def test_no_label_of_the_new_cases_is_contradicted():
+    _zoo_labels_agree(ZOO_H100)
 
 
 @pytest.mark.skipif(not ZOO.is_file(), reason="examples/zoo/runs.tar.xz is not there")

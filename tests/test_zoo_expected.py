@@ -26,6 +26,16 @@ from helpers import unpacked
 
 ZOO = Path(__file__).resolve().parents[1] / "examples" / "zoo"
 ARCHIVE = ZOO / "runs.tar.xz"
+H100 = ZOO / "runs-h100.tar.xz"
+"""The new cases' runs, recorded on an H100 80GB (2026-12-06, scripts/device_zoo2.sh)."""
+
+#: Cases whose first cause line missed its pre-registered words when last measured
+#: (examples/zoo/README.md says why): held to them all the same, as expected failures
+#: that must flip to a failure of this list when they start to match.
+MISSES = {
+    "case15": "packed half2: the line names the data movement its scalar code does",
+    "lib4": "the layout transposes are named by kernel name only; the regex wants the word",
+}
 NVCC = shutil.which("nvcc")
 
 
@@ -85,9 +95,9 @@ def _recorded(runs: Path, family: str, *variants: str) -> bool:
 
 @pytest.fixture(scope="module")
 def runs():
-    if not ARCHIVE.is_file():
-        pytest.skip("examples/zoo/runs.tar.xz is not there")
-    return unpacked(ARCHIVE) / "runs"
+    if not H100.is_file():
+        pytest.skip("examples/zoo/runs-h100.tar.xz is not there")
+    return unpacked(H100) / "runs"
 
 
 def first_cause_line(case: dict, runs: Path) -> str:
@@ -100,7 +110,10 @@ def first_cause_line(case: dict, runs: Path) -> str:
     return (step.cause or "").splitlines()[0] if step.cause else ""
 
 
-@pytest.mark.parametrize("case", CASES, ids=_case_id)
+@pytest.mark.slow  # the library runs unpack to 100 MB (SDPA's math backend: 56 MB)
+@pytest.mark.parametrize("case", [
+    pytest.param(c, marks=pytest.mark.xfail(reason=MISSES[c["name"]], strict=True))
+    if c["name"] in MISSES else c for c in CASES], ids=_case_id)
 def test_first_cause_line_matches_its_preregistered_words(case, runs):
     if not _recorded(runs, case["family"], case["slow"], case["fast"]):
         pytest.skip("no recorded run yet")

@@ -196,6 +196,11 @@ def _memory(t: Term) -> str | None:
     l1 = _along(t, "L1 hit rate")
     if l1 is not None:
         return f"{'L1 hits' if faster else 'L1 misses'}: {evidence_text(l1)}"
+    same = _same_loads(t)
+    if same is not None and any(m.key == "stall:long_scoreboard" for m in (t.members or [t])):
+        # the same loads and bytes, waited on less: the waits overlapped (Little's law)
+        return (f"{'more' if faster else 'fewer'} loads in flight: the same {evidence_text(same)}, "
+                f"long-scoreboard waits {_cycles(t, 'long_scoreboard')}")
     # the traffic that moved most, with the next
     traffic = {"DRAM bytes": "less DRAM traffic", "L2 -> SM bytes": "less L2 -> SM traffic",
                **({"L2 sectors written": "less store traffic"} if store_side else {}),
@@ -212,6 +217,25 @@ def _memory(t: Term) -> str | None:
     return None
 
 
+def _same_loads(t: Term) -> Evidence | None:
+    """The global load requests, when they and every traffic counter of the term stayed
+    within 15 % (nothing moved but the waits); None otherwise."""
+    requests = next((e for e in t.evidence if e.label == "global load requests"), None)
+    if requests is None or requests.before is None or requests.moved:
+        return None
+    if any(e.moved for e in t.evidence if e.label in ("DRAM bytes", "L2 -> SM bytes",
+                                                      "sectors per global load request")):
+        return None
+    return requests
+
+
+def _cycles(t: Term, reason: str) -> str:
+    m = next((m for m in (t.members or [t]) if m.key == f"stall:{reason}"), None)
+    if m is None or m.before is None or m.after is None:
+        return us_text(t.us)
+    return f"{m.before:.3g} -> {m.after:.3g} cycles per instruction"
+
+
 def _shared(t: Term) -> str | None:
     faster = t.us < 0
     for label in ("shared-memory wavefronts per load", "shared-memory bank conflicts"):
@@ -225,6 +249,10 @@ def _shared(t: Term) -> str | None:
                 f"for the XU pipe (MIO): {evidence_text(xu)}")
     if shared is not None:
         return f"{'fewer' if faster else 'more'} shared-memory accesses: {evidence_text(shared)}"
+    constant = _along(t, "constant loads (LDC)")
+    if constant is not None:  # indexed constant loads go through the MIO queue too
+        return (f"{'fewer' if faster else 'more'} constant-cache loads queued for MIO: "
+                f"{evidence_text(constant)}")
     return None
 
 

@@ -131,6 +131,7 @@ _SHARED = (
     ("shared-memory instructions", _sum_of("shared_load_instructions", "shared_store_instructions"), "", 1),
     ("special-function and conversion instructions (MUFU, I2F, F2I)", _sum_of("inst_xu", "inst_conversion"), "", 1),
     ("XU pipe (special functions, conversions)", _col("xu_pipe_pct"), "% of peak", 1),
+    ("constant loads (LDC)", _col("inst_constant"), "", 1),
 )
 _PIPES = (
     ("FMA pipe", _col("fma_pipe_pct"), "% of peak", 1),

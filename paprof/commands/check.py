@@ -258,7 +258,7 @@ def check(baseline_path, runs, profile, static_gate, repeat, timed, rounds, ratc
     elif not no_cause:
         from paprof.gate import cause
 
-        cause.attach(verdict, kernels)
+        cause.attach(verdict, kernels, current)
 
     # With the JSON on stdout, the rest goes to stderr so that stdout stays clean.
     err = json_out == STDOUT

@@ -233,7 +233,7 @@ def make_baseline(
     if counters and kernels is not None:
         from paprof.gate.cause import with_counters
 
-        entries = with_counters(entries, kernels)
+        entries = with_counters(entries, kernels, table)
     stamp = datetime.now(timezone.utc).isoformat(timespec="seconds")
     return Baseline(entries=entries, created=stamp)
 

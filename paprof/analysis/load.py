@@ -483,8 +483,10 @@ def load_reports(paths, thresholds: Thresholds = DEFAULT_THRESHOLDS, scan=None,
     """
     from paprof import parallel
     from paprof.profiler.store import gc_paused
+    from paprof.progress import tick
 
     found = _found(paths, scan)
+    total = len(found)
     workers = parallel.jobs() if jobs is None else jobs
     table = _Columns(columns(), len(found))
     missing: dict = {}
@@ -498,6 +500,7 @@ def load_reports(paths, thresholds: Thresholds = DEFAULT_THRESHOLDS, scan=None,
                 report, sidecar, layout = runs.pop()
                 _add_run(table, report, _report_facts(report, sidecar, layout), sidecar,
                          thresholds, missing, step_range)
+                tick("reading reports", total - len(runs), total)
             return table.frame(missing)
         size = parallel.chunk_size(len(found), workers, CHUNK_RUNS)
         count = min(workers, -(-len(found) // size))
@@ -514,6 +517,7 @@ def load_reports(paths, thresholds: Thresholds = DEFAULT_THRESHOLDS, scan=None,
                                  [s for s, n in zip(mine, counts) for _ in range(n)])
                     for column, section in seen.items():
                         missing.setdefault(column, section)  # the first row's, in run order
+                    tick("reading reports", done, total)
         except Exception:
             runs.raise_sidecar_error()  # before a report's, as when all were read first
             raise
@@ -626,11 +630,15 @@ def variant_rows(df: pd.DataFrame, thresholds: Thresholds = DEFAULT_THRESHOLDS
     order = np.argsort(codes, kind="stable")
     bounds = np.concatenate(([0], np.cumsum(np.bincount(codes))))
     first = order[bounds[:-1]]  # each group's first row: the whole of a group of one
+    from paprof.progress import tick
+
     combined = {}
-    for g in np.flatnonzero(np.diff(bounds) > 1).tolist():
+    several = np.flatnonzero(np.diff(bounds) > 1).tolist()
+    for g in several:
         group = bare.iloc[order[bounds[g]: bounds[g + 1]]]
         group = group.sort_values("result_index") if "result_index" in group else group
         combined[g] = _combine(group, thresholds)
+        tick("summing the kernels of each step", len(combined), len(several))
     data = {}
     for column in out_columns:
         if column == "kernels":

@@ -134,7 +134,7 @@ def main(argv=None) -> int:
         ncu_reader.FAST_READER = False
 
     try:
-        reports = [report for report, _, _ in load._runs(args.paths)]
+        reports = [report for report, _, _ in load._runs_of(load._found(args.paths))]
     except UserError as err:
         print(f"bench_load: {err}", file=sys.stderr)
         return 2

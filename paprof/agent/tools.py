@@ -208,7 +208,7 @@ def check(store: Path, baseline: Path, metrics: list[str] | None = None,
     kernels, current = gate.load_runs(store, variants=names, scan=Scan())
     verdict = gate.compare_to_baseline(made, current,
                                        _settings(metrics, tolerances, allow_mismatch))
-    cause.attach(verdict, kernels)
+    cause.attach(verdict, kernels, current)
     return _verdict(verdict, max_rows)
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import os
+import time
 
 import sys
 from pathlib import Path
@@ -17,7 +18,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from paprof import gate
+from paprof import gate, progress
 from paprof.gate import calibration
 from paprof.commands import STDOUT, force_option, json_option, renamed
 from paprof.errors import UserError
@@ -214,8 +215,11 @@ def check(baseline_path, runs, profile, static_gate, repeat, timed, rounds, ratc
         raise click.UsageError("--profiled-launches needs --profile (stored runs are not re-measured)")
     if static_gate and (profile or runs):
         raise click.UsageError("--static compiles the sources: it takes no --profile or --runs")
+    from contextlib import nullcontext
+
     from paprof.reports import check_json, check_markdown, junit as junit_xml
 
+    started = time.monotonic()
     scan = Scan()  # the store is read once: for the inputs and for the runs checked
     inputs = [baseline_path, *input_files([runs or Path("runs")], scan)]
     json_path = None if json_out == STDOUT else json_out
@@ -249,16 +253,20 @@ def check(baseline_path, runs, profile, static_gate, repeat, timed, rounds, ratc
         current = recheck.profile_current(baseline, launches=repeat or 1, runs=runs,
                                           time_launches=timed)
         remeasure = recheck.remeasure_by_profiling(repeat or 1, timed)
-    else:
-        names = sorted({e.name for e in baseline.entries})
-        kernels, current = gate.load_runs(runs or Path("runs"), variants=names, scan=scan)
-    verdict = gate.compare_to_baseline(baseline, current, settings, remeasure=remeasure)
-    if static_gate:
-        verdict.notes.extend([*said, static.REACH_NOTE])
-    elif not no_cause:
-        from paprof.gate import cause
+    # the stored runs' progress (profiling shows its own)
+    shown = (progress.shown("check", since=started) if not (static_gate or profile)
+             else nullcontext())
+    with shown:
+        if not (static_gate or profile):
+            names = sorted({e.name for e in baseline.entries})
+            kernels, current = gate.load_runs(runs or Path("runs"), variants=names, scan=scan)
+        verdict = gate.compare_to_baseline(baseline, current, settings, remeasure=remeasure)
+        if static_gate:
+            verdict.notes.extend([*said, static.REACH_NOTE])
+        elif not no_cause:
+            from paprof.gate import cause
 
-        cause.attach(verdict, kernels)
+            cause.attach(verdict, kernels, current)
 
     # With the JSON on stdout, the rest goes to stderr so that stdout stays clean.
     err = json_out == STDOUT
@@ -366,12 +374,13 @@ def update(runs, variants, metrics, out, force, static_gate, family, shapes, arc
     if family or shapes or arch:
         raise click.UsageError("--family, --shape and --arch go with --static (runs know theirs)")
     scan = Scan()  # the store is read once: for the inputs and for the baseline
-    inputs = input_files([runs], scan)
-    gate.check_baseline_target(out, force, inputs)  # before reading the runs
-    made = gate.make_baseline(
-        runs, metrics=tuple(metrics) or None, variants=variants, scan=scan
-    )
-    gate.save_baseline(made, out, force=force, inputs=inputs)
+    with progress.shown("baseline update"):
+        inputs = input_files([runs], scan)
+        gate.check_baseline_target(out, force, inputs)  # before reading the runs
+        made = gate.make_baseline(
+            runs, metrics=tuple(metrics) or None, variants=variants, scan=scan
+        )
+        gate.save_baseline(made, out, force=force, inputs=inputs)
     for e in made.entries:
         stats = ", ".join(
             f"{m} {gate.fmt_value(s.value, gate.unit(m))}" for m, s in e.metrics.items()

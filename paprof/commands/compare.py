@@ -61,9 +61,12 @@ def compare(variants, runs, shape, out, markdown, json_out, cross, step_range, o
       paprof compare --baseline v2 v3 v4 v5 --runs examples/h200
       paprof compare v2 v3 --runs examples/h200 --json explanation.json
     """
-    result = write_report(list(variants), runs=runs, out=out, markdown=markdown, shape=shape,
-                          force=force, cross=cross, step_range=step_range, json_out=json_out,
-                          baseline=baseline)
+    from paprof import progress
+
+    with progress.shown("compare"):
+        result = write_report(list(variants), runs=runs, out=out, markdown=markdown,
+                              shape=shape, force=force, cross=cross, step_range=step_range,
+                              json_out=json_out, baseline=baseline)
     ctx = result.context
     for warning in ctx.warnings:
         click.echo(f"paprof: warning: {warning}", err=True)

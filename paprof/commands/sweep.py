@@ -178,10 +178,12 @@ def _md_beside(html: Path) -> Path:
 
 def _write_report(runs, out: Path, name: str | None, markdown=None, regime=None, noise=None,
                   force=False):
+    from paprof import progress
     from paprof.sweep.report import NOISE_PCT, write_sweep_report
 
-    done = write_sweep_report(runs, out, markdown, regime, name=name,
-                              noise_pct=NOISE_PCT if noise is None else noise, force=force)
+    with progress.shown("sweep-report"):
+        done = write_sweep_report(runs, out, markdown, regime, name=name,
+                                  noise_pct=NOISE_PCT if noise is None else noise, force=force)
     err = "-" in (markdown, regime)  # stdout holds the Markdown or the JSON: the rest to stderr
     for warning in done.context.warnings:
         click.echo(f"paprof: warning: {warning}", err=True)
@@ -241,9 +243,11 @@ def merge(stores, out):
     Example:
       paprof merge shard-1 shard-2 shard-3 --out runs
     """
+    from paprof import progress
     from paprof.sweep.merge import merge_stores
 
-    res = merge_stores(list(stores), out)
+    with progress.shown("merge"):
+        res = merge_stores(list(stores), out)
     for line in res.kept_both:
         click.echo(f"kept both: {line}")
     for line in res.conflicts:

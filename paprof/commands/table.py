@@ -48,15 +48,18 @@ def table(reports, fmt, out, columns, traffic, per_variant, step_range, json_out
         if out is not None or fmt not in ("text", "json"):
             raise UsageError("--json [FILE] is --format json [--out FILE]: give one of them")
         fmt, out = "json", (None if json_out == STDOUT else Path(json_out))
+    from paprof import progress
+
     scan = Scan()  # the folders named are read once: for the inputs and for the table
-    export.check_output(fmt, out, force, inputs=input_files(reports, scan))
-    df = load_reports(reports, scan=scan, step_range=step_range)
+    with progress.shown("table"):
+        export.check_output(fmt, out, force, inputs=input_files(reports, scan))
+        df = load_reports(reports, scan=scan, step_range=step_range)
+        if per_variant:
+            df = variant_rows(df).drop(columns=["launch"])  # a row is a step of several launches
+        chosen = export.parse_columns(columns, df)
+        text = export.render(df, fmt, chosen, out, force, traffic=traffic)
     for note in df.attrs.get("notes", ()):
         click.echo(f"paprof: note: {note}", err=True)
-    if per_variant:
-        df = variant_rows(df).drop(columns=["launch"])  # a row is a step of several launches
-    chosen = export.parse_columns(columns, df)
-    text = export.render(df, fmt, chosen, out, force, traffic=traffic)
     if text is not None:
         click.echo(text, nl=False)
     keys = export.TRAFFIC_TEXT_COLUMNS if traffic else export.TEXT_COLUMNS

@@ -105,8 +105,11 @@ def measure(table, metrics: Sequence[str] | None, missing_ok: bool = False) -> l
     named = [keys[k].to_numpy() for k in ("family", "variant", "shape")]
     order = np.argsort(entry_of, kind="stable")
     bounds = np.concatenate(([0], np.cumsum(np.bincount(entry_of))))
+    from paprof.progress import tick
+
     entries = []
     for g in range(len(bounds) - 1):
+        tick("measuring each variant and shape", g, len(bounds) - 1)
         members = order[bounds[g]: bounds[g + 1]]
         family, variant, shape = (_group_key(column[members[0]]) for column in named)
         reports = {}  # report group -> its rows, in first appearance
@@ -233,7 +236,7 @@ def make_baseline(
     if counters and kernels is not None:
         from paprof.gate.cause import with_counters
 
-        entries = with_counters(entries, kernels)
+        entries = with_counters(entries, kernels, table)
     stamp = datetime.now(timezone.utc).isoformat(timespec="seconds")
     return Baseline(entries=entries, created=stamp)
 

@@ -177,9 +177,15 @@ def find_runs(root: Path | str) -> list[Run]:
     root = Path(root)
     if root.is_file():
         return [load_run(root, root.parent)]
+    from paprof.progress import tick
+
     reports = report_paths(root)
+    runs = []
     with gc_paused():
-        return [load_run(p, root) for p in reports]
+        for p in reports:
+            runs.append(load_run(p, root))
+            tick("reading the store's records", len(runs), len(reports))
+    return runs
 
 
 def missing_store(root) -> UserError:

@@ -25,6 +25,7 @@ from pathlib import Path
 
 from paprof.errors import UserError
 from paprof.profiler import store
+from paprof.progress import tick
 from paprof.sweep import manifest as manifests
 from paprof.sweep import results
 
@@ -201,8 +202,10 @@ def merge_stores(sources, out) -> MergeResult:
     for source in sources:
         if source.resolve() == out.resolve():
             continue
-        for rec in results.find_records(source):
+        records = results.find_records(source)
+        for done, rec in enumerate(records, 1):
             _merge_result(rec, source, out, res)
+            tick(f"merging {source}", done, len(records))
         folder = source / manifests.FOLDER
         for file in sorted(folder.glob("*.json")) if folder.is_dir() else []:
             if not file.name.startswith("."):

@@ -251,11 +251,9 @@ def run_sweep(family, variants, grid: grids.Grid, runs, settings: SweepSettings 
     total = sum(1 for _, todo, _ in work if todo)
     live = console.is_terminal
     started, done = time.monotonic(), 0
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+    from paprof import progress
 
-    columns = (TextColumn("[bold]sweep"), BarColumn(bar_width=20), MofNCompleteColumn(),
-               TextColumn("ETA"), TimeRemainingColumn(), TextColumn("{task.description}"))
-    with Progress(*columns, console=console, transient=True, disable=not live) as bar:
+    with progress.bar("sweep", console, live) as bar:
         task = bar.add_task("", total=total)
         for point, todo, _decided in work:
             if not todo:

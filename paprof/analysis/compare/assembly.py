@@ -15,8 +15,8 @@ from typing import Iterable
 from paprof.analysis.bottleneck import tie
 from paprof.analysis.compare.model import (
     EXTRA_COLUMNS,
+    KEPT_COLUMNS,
     METRIC_COLUMNS,
-    ROOFLINE_COLUMNS,
     STALL_COLUMNS,
     THRESHOLDS,
     Comparison,
@@ -88,8 +88,7 @@ def ceiling_shares(values: dict, ceiling) -> dict:
 
 
 def _variant_result(summed: dict, kernels: list[dict]) -> VariantResult:
-    values = {c: _clean(summed.get(c)) for c in (*METRIC_COLUMNS, *EXTRA_COLUMNS, *STALL_COLUMNS,
-                                                 *ROOFLINE_COLUMNS)}
+    values = {c: _clean(summed.get(c)) for c in KEPT_COLUMNS}
     sidecar = as_record(summed.get("sidecar"))
     values["duration_us_event"] = _num((sidecar or {}).get("duration_us_event"))
     gpu = _clean(summed.get("gpu"))
@@ -106,8 +105,7 @@ def _variant_result(summed: dict, kernels: list[dict]) -> VariantResult:
             grid_size=_num(k.get("grid_size")),
             block_size=_num(k.get("block_size")),
             bottleneck=_clean(k.get("bottleneck")),
-            values={c: _clean(k.get(c)) for c in (*METRIC_COLUMNS, *EXTRA_COLUMNS, *STALL_COLUMNS,
-                                                  *ROOFLINE_COLUMNS)},
+            values={c: _clean(k.get(c)) for c in KEPT_COLUMNS},
         ))
     bottleneck = _clean(summed.get("bottleneck"))
     evidence = _clean(summed.get("bottleneck_evidence"))

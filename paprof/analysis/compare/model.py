@@ -84,6 +84,11 @@ STALL_COLUMNS = tuple(f"stall_{reason}" for reason in STALL_REASONS)
 """Warp cycles per issued instruction stalled on each reason (WarpStateStats), kept on
 each variant for the stall breakdown (``stall_selected`` is issuing, not stalling)."""
 
+KEPT_COLUMNS = (*METRIC_COLUMNS, *EXTRA_COLUMNS, *STALL_COLUMNS, *ROOFLINE_COLUMNS)
+"""The columns each compared variant and kernel keeps (``VariantResult.values``,
+``KernelPart.values``): what the comparison, its decomposition and the gate's counters
+(``paprof.gate.cause``) can read of a run."""
+
 THROUGHPUT_UNITS = (
     ("sm_throughput_pct", "SM"),
     ("dram_throughput_pct", "DRAM"),

@@ -87,8 +87,9 @@ def _figure(height_in: float, ncols: int = 1, width_ratios=None, *, left_in: flo
 
 
 def _label_margin(labels: list[str]) -> float:
-    """Inches of left margin for horizontal-bar labels at 9 pt."""
-    return 0.25 + 0.075 * max((len(s) for s in labels), default=4)
+    """Inches of left margin for horizontal-bar labels at 9 pt (at most half the figure:
+    a longer label is cut by the margin, the plot keeps its room)."""
+    return min(0.25 + 0.075 * max((len(s) for s in labels), default=4), WIDTH_IN / 2)
 
 
 def _log_axis(axis, lo: float, hi: float, steps=(1, 2, 5), formatter=None) -> None:

@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Iterator
 
-from paprof import record
+from paprof import jsonsafe, record
 from paprof.errors import UserError
 from paprof.record import RunRecord
 from paprof.profiler.argv import REPORT_SUFFIX
@@ -287,7 +287,7 @@ def is_stored(paths: RunPaths) -> bool:
     if not paths.report.is_file():
         return False
     try:
-        sidecar = json.loads(paths.sidecar.read_text())
+        sidecar = jsonsafe.load(paths.sidecar)
     except (OSError, ValueError):
         return False
     return belongs(paths.report, sidecar)

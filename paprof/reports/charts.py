@@ -120,8 +120,15 @@ def _finish(fig, chart_id: str, title: str, caption: str, alt: str) -> ChartView
     return ChartView(chart_id, title, caption, alt, f"data:image/png;base64,{data}", width, height)
 
 
+DRAWABLE = 1e200
+"""The largest magnitude a chart draws: its axes multiply the largest value (x8 for a
+log scale's headroom), and a value near 1e308 overflowed them to infinity. No
+measurement comes near; a crafted record or report may."""
+
+
 def _ok(value) -> bool:
-    return value is not None and not (isinstance(value, float) and math.isnan(value))
+    return value is not None and not (isinstance(value, float) and math.isnan(value)) \
+        and abs(value) <= DRAWABLE
 
 
 def _val(value) -> float:

@@ -165,3 +165,20 @@ def test_a_record_larger_than_the_limit_is_refused(tmp_path, monkeypatch):
     monkeypatch.setattr(jsonsafe, "MAX_BYTES", 1000)
     with pytest.raises(UserError, match=f"{path}.*larger than"):
         RunRecord.read(path)
+
+
+def test_no_command_writes_inside_a_store_s_folders(tmp_path, invoke):
+    """A report or baseline inside ``sweeps/`` (or a run's folder) would be read back as a
+    record: a second regime file there made every later sweep-report fail (item 8)."""
+    root, _file = _sweep(tmp_path)
+    before = sorted(p.name for p in (root / "sweeps").iterdir())
+    _one_line_exit_2(invoke("sweep-report", "--runs", root, "--out", root / "sweeps" / "r.html"),
+                     "inside the run store")
+    runs = _store(tmp_path, ("v1", "v2"))
+    run_folder = runs / "nvidia-h200" / "paged_decode" / "v1"
+    _one_line_exit_2(invoke("compare", "v1", "v2", "--runs", runs, "--out", run_folder / "r.html"),
+                     "inside the run store")
+    _one_line_exit_2(invoke("baseline", "update", "--runs", runs, "--out", runs / "sweeps" / "b.json"),
+                     "inside the run store")
+    assert sorted(p.name for p in (root / "sweeps").iterdir()) == before
+    assert not (runs / "sweeps").exists() and not (run_folder / "r.html").exists()

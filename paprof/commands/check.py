@@ -22,7 +22,7 @@ from paprof.gate import calibration
 from paprof.commands import STDOUT, force_option, json_option, renamed
 from paprof.errors import UserError
 from paprof import safetext
-from paprof.profiler.store import Scan, input_files
+from paprof.profiler.store import Scan, input_files, refuse_inside
 
 _STYLE = {"same": "green", "improved": "cyan", "regressed": "bold red", "changed": "bold red",
           "ambiguous": "yellow", "reported": "yellow", "noise (same code)": "green",
@@ -367,6 +367,7 @@ def update(runs, variants, metrics, out, force, static_gate, family, shapes, arc
         raise click.UsageError("--family, --shape and --arch go with --static (runs know theirs)")
     scan = Scan()  # the store is read once: for the inputs and for the baseline
     inputs = input_files([runs], scan)
+    refuse_inside(out, runs, "the baseline")
     gate.check_baseline_target(out, force, inputs)  # before reading the runs
     made = gate.make_baseline(
         runs, metrics=tuple(metrics) or None, variants=variants, scan=scan

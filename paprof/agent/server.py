@@ -104,11 +104,10 @@ class Store:
         import json
 
         path = self.run_file(gpu, family, variant, shape, ".json")
-        with open(path, "rb") as handle:
-            raw = handle.read(RESOURCE_BYTES + 1)
-        if len(raw) <= RESOURCE_BYTES:
-            return raw.decode("utf-8", errors="replace")
         size = path.stat().st_size
+        if size <= RESOURCE_BYTES:
+            with open(path, "rb") as handle:
+                return handle.read(RESOURCE_BYTES).decode("utf-8", errors="replace")
         return json.dumps({"cut": f"the sidecar is {size:,} bytes, over the {RESOURCE_BYTES:,} "
                                   f"a resource answers; read it from the store"})
 

@@ -106,3 +106,20 @@ def test_markdown_cells_escape_table_metacharacters():
     from paprof.reports.markdown import md_escape
 
     assert md_escape("a|b`c\nd\u202e") == "a\\|b\\`c d\\\\u202e"
+
+
+def test_sweep_report_shows_hostile_manifest_text_escaped(tmp_path, invoke):
+    from helpers import recorded
+
+    root = tmp_path / "sweep"
+    shutil.copytree(recorded("sweeps/h200-bench"), root)
+    manifest = next((root / "sweeps").glob("*.json"))
+    data = json.loads(manifest.read_text())
+    for point in data["points"]:
+        point["label"] += EVIL
+    manifest.write_text(json.dumps(data))
+    md = tmp_path / "s.md"
+    result = invoke("sweep-report", "--runs", root, "--out", tmp_path / "s.html", "--markdown", md)
+    assert result.exit_code == 0, result.output
+    _clean(result.output, md.read_text(), (tmp_path / "s.html").read_text())
+    assert "\\u202e" in md.read_text()

@@ -13,7 +13,6 @@ from paprof.analysis.compare import Comparison, VariantResult, binding_limits
 from paprof.analysis.series import compute_family
 from paprof.reports import charts as chart_lib
 from paprof.reports.charts import ChartView
-from paprof.safetext import shown
 
 
 @dataclass
@@ -86,21 +85,10 @@ PIPE_UNITS = (("tensor pipe", "tensor_pipe_pct"), ("FMA pipe", "fma_pipe_pct"),
 """The units a compute-bound family's chart shows in place of DRAM bandwidth."""
 
 
-CHART_LABEL = 40
-"""The most characters of a name a chart draws (a longer one is cut with "...")."""
-
-
-def _label(text: str) -> str:
-    """A name as a chart draws it: control and bidi characters shown escaped
-    (``paprof.safetext``), cut to ``CHART_LABEL`` characters."""
-    text = shown(text, limit=None)
-    return text if len(text) <= CHART_LABEL else text[:CHART_LABEL - 3] + "..."
-
-
 def build_charts(cmp: Comparison, series: dict[str, dict], stalls: StallView | None = None,
                  ledgers: list[LedgerView] | None = None, roofline=None) -> list[ChartView]:
     keys = [v.label for v in cmp.variants]
-    labels = [_label(k) for k in keys]
+    labels = [chart_lib.label_text(k) for k in keys]
     col = {key: [series[lab].get(key) for lab in keys] for key in (
         "sm_throughput_pct", "memory_throughput_pct", "dram_throughput_pct", "l1_throughput_pct",
         "l2_throughput_pct", "duration_us", "duration_us_event", "speedup_first",
@@ -128,7 +116,7 @@ def build_charts(cmp: Comparison, series: dict[str, dict], stalls: StallView | N
     if stalls is not None:
         made.append(chart_lib.stalls(labels, stalls.reasons, [stalls.values[lab] for lab in keys]))
     if ledgers:
-        made.append(chart_lib.ledger([(_label(led.title), led.before_us, led.after_us,
+        made.append(chart_lib.ledger([(chart_lib.label_text(led.title), led.before_us, led.after_us,
                                        [(k, words, us) for k, words, us, _ in led.rows
                                         if abs(us) >= 0.01 * max(led.before_us, led.after_us)])
                                       for led in ledgers]))
@@ -142,7 +130,8 @@ def roofline_chart(rl) -> ChartView:
     from paprof.analysis.roofline import LEVEL_NAMES
 
     return chart_lib.roofline(
-        [_label(v.label) for v in rl.variants],
+        [chart_lib.label_text(v.label) for v in rl.variants],
         [(r.key, r.name, r.kind, r.rate, r.source) for r in rl.roofs.values()],
-        [(_label(v.label), p.level, p.intensity, p.flop_rate) for v in rl.variants for p in v.points],
+        [(chart_lib.label_text(v.label), p.level, p.intensity, p.flop_rate)
+         for v in rl.variants for p in v.points],
         LEVEL_NAMES)

@@ -86,6 +86,20 @@ def _figure(height_in: float, ncols: int = 1, width_ratios=None, *, left_in: flo
     return fig, axes
 
 
+LABEL_CHARS = 40
+"""The most characters of a name a chart draws (a longer one is cut with "...")."""
+
+
+def label_text(text) -> str:
+    """A name (a variant, a coordinate) as a chart draws it: control and bidi characters
+    shown escaped (``paprof.safetext``; matplotlib would also warn with the raw glyph),
+    cut to ``LABEL_CHARS``."""
+    from paprof.safetext import shown
+
+    text = shown(text, limit=None)
+    return text if len(text) <= LABEL_CHARS else text[:LABEL_CHARS - 3] + "..."
+
+
 def _label_margin(labels: list[str]) -> float:
     """Inches of left margin for horizontal-bar labels at 9 pt (at most half the figure:
     a longer label is cut by the margin, the plot keeps its room)."""

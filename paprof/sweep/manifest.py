@@ -91,6 +91,8 @@ def check_structure(data: dict, file) -> None:
             raise bad(f"'{key}' must be a list, got {type(data.get(key)).__name__}")
     if not isinstance(data.get("gpus", []), list) or not all(isinstance(g, str) for g in data.get("gpus", [])):
         raise bad("'gpus' must be a list of names")
+    if not all(isinstance(v, str) for v in data["variants"]) or not isinstance(data.get("family"), str):
+        raise bad("'family' and each of 'variants' must be text")
     if not all(isinstance(s, dict) and isinstance(s.get("shard"), int) and isinstance(s.get("of"), int)
                for s in data["shards"]):
         raise bad("'shards' must hold {shard, of} pairs")

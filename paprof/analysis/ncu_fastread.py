@@ -74,7 +74,7 @@ EMPTY_BLOCKS = 8
 
 def empty_run(pos: int) -> str:
     """The one line that refuses a run of empty blocks from byte ``pos`` (both readers)."""
-    return f"a run of empty blocks from byte {pos:,} (a zero-filled or damaged file)"
+    return f"a run of empty blocks from byte {pos:,}: a zero-filled or damaged file"
 
 
 class Unsupported(Exception):

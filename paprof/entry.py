@@ -29,14 +29,19 @@ def interrupted(detail: str = "") -> int:
 
 _SEEN: list = []
 """Set (non-empty) once a Ctrl-C reached paprof's handler (``_on_sigint``)."""
+_SWALLOWED: list = []
+"""Set while a Ctrl-C that Python swallowed waits to be raised again (``_unraisable``)."""
 
 
 def _on_sigint(signum, frame):
     """Ctrl-C: remembered, then raised as ``KeyboardInterrupt`` (Python's own handler).
     Remembered because Python swallows an exception raised in a weakref callback or a
     ``__del__`` (the collector runs them at any moment: "Exception ignored in ...
-    WeakValueDictionary ... KeyboardInterrupt"), and compare then went on and exited 0."""
+    WeakValueDictionary ... KeyboardInterrupt"), and compare then went on and exited 0.
+    SIGALRM is a swallowed one raised again."""
     _SEEN.append(signum)
+    if signum == getattr(signal, "SIGALRM", None):
+        _SWALLOWED.clear()  # raised now, where it can be caught (a sweep saves its manifest)
     raise KeyboardInterrupt
 
 
@@ -51,6 +56,7 @@ def _unraisable(info) -> None:
     Ctrl-C), in the code the callback interrupted; anything else as Python says it."""
     if info.exc_type is not None and issubclass(info.exc_type, KeyboardInterrupt) \
             and hasattr(signal, "setitimer"):
+        _SWALLOWED.append(True)
         signal.signal(signal.SIGALRM, _on_sigint)
         signal.setitimer(signal.ITIMER_REAL, AGAIN_S)
         return
@@ -58,10 +64,11 @@ def _unraisable(info) -> None:
 
 
 def check_interrupted() -> None:
-    """``KeyboardInterrupt`` if a Ctrl-C came that was swallowed on its way (see
-    ``_on_sigint``): a writer calls it before it writes, so that nothing is written after
-    one."""
-    if _SEEN:
+    """``KeyboardInterrupt`` while a Ctrl-C that was swallowed on its way (see
+    ``_on_sigint``) waits to be raised again: a writer calls it before it writes, so that
+    nothing is written after one. (Once raised, what catches it may write: a sweep saves
+    its manifest.)"""
+    if _SWALLOWED:
         raise KeyboardInterrupt
 
 

@@ -278,3 +278,34 @@ def test_a_ctrl_c_swallowed_in_a_callback_still_ends_compare(tmp_path, module, n
     assert (done.returncode, done.stderr) == (130, ONE_LINE)
     assert done.stdout == ""
     assert not out.exists() and not (tmp_path / "r.md").exists()
+
+
+def test_after_a_swallowed_ctrl_c_is_raised_again_a_cleanup_may_still_write(tmp_path):
+    """The swallowed Ctrl-C comes back as a KeyboardInterrupt in the code it interrupted;
+    a writer is refused only until then (a sweep saves its manifest when interrupted)."""
+    done = _python(textwrap.dedent(f"""
+        import time, weakref
+        from pathlib import Path
+        from paprof import entry, outputs
+        entry._install()
+
+        class Box:
+            pass
+
+        box = Box()
+        keep = weakref.ref(box, lambda ref: sigint())
+        try:
+            del box  # the Ctrl-C is swallowed in the callback
+            try:
+                outputs.write(Path({str(tmp_path / "refused")!r}), "x")
+            except KeyboardInterrupt:
+                print("refused")
+            while True:
+                time.sleep(0.001)  # raised again here
+        except KeyboardInterrupt:
+            outputs.write(Path({str(tmp_path / "saved")!r}), "manifest")
+        print("saved")
+    """), cwd=tmp_path)
+    assert done.stdout.split() in (["refused", "saved"], ["saved"]), done.stderr
+    assert (tmp_path / "saved").read_text() == "manifest" and done.stderr == ""
+    assert not (tmp_path / "refused").exists()

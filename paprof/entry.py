@@ -122,7 +122,7 @@ def main(argv: list[str] | None = None) -> int:
         if done.code == INTERRUPTED:  # paprof.cli said so already
             _exit_interrupted(said=True)
         if _SEEN:  # a Ctrl-C swallowed on its way, the command then ended on its own
-            _exit_interrupted(said=False)
+            _exit_interrupted(said=done.code not in (0, None))  # (an error said one line)
         raise
     except Exception as err:
         if _SEEN or _from_interrupt(err):  # an import the Ctrl-C broke: an interrupt, not a bug

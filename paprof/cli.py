@@ -68,17 +68,17 @@ class _Group(click.Group):
                 return super().invoke(ctx)
             except OSError as err:
                 from paprof.errors import environment_error
-                from paprof.names import printable
+                from paprof.safetext import shown
 
                 said = environment_error(err)
                 if said is None:
                     raise  # a bug: its traceback
-                click.echo(f"paprof: error: {printable(said)}", err=True)
+                click.echo(f"paprof: error: {shown(said)}", err=True)
                 sys.exit(said.exit_code)
             except PaprofError as err:
-                from paprof.names import printable
+                from paprof.safetext import shown
 
-                click.echo(f"paprof: error: {printable(err, newlines=True)}", err=True)
+                click.echo(f"paprof: error: {shown(err, newlines=True)}", err=True)
                 sys.exit(err.exit_code)
 
 

@@ -27,6 +27,58 @@ def interrupted(detail: str = "") -> int:
     return INTERRUPTED
 
 
+_SEEN: list = []
+"""Set (non-empty) once a Ctrl-C reached paprof's handler (``_on_sigint``)."""
+_SWALLOWED: list = []
+"""Set while a Ctrl-C that Python swallowed waits to be raised again (``_unraisable``)."""
+
+
+def _on_sigint(signum, frame):
+    """Ctrl-C: remembered, then raised as ``KeyboardInterrupt`` (Python's own handler).
+    Remembered because Python swallows an exception raised in a weakref callback or a
+    ``__del__`` (the collector runs them at any moment: "Exception ignored in ...
+    WeakValueDictionary ... KeyboardInterrupt"), and compare then went on and exited 0.
+    SIGALRM is a swallowed one raised again."""
+    _SEEN.append(signum)
+    if signum == getattr(signal, "SIGALRM", None):
+        _SWALLOWED.clear()  # raised now, where it can be caught (a sweep saves its manifest)
+    raise KeyboardInterrupt
+
+
+AGAIN_S = 0.01
+"""How long after a swallowed Ctrl-C it is raised again (the callbacks of one collection
+are over by then; one that is not gets it swallowed once more, and again)."""
+
+
+def _unraisable(info) -> None:
+    """``sys.unraisablehook``: a swallowed Ctrl-C is said nowhere (it is an interrupt, not
+    a bug) and raised again ``AGAIN_S`` later (a one-shot timer's SIGALRM, handled as a
+    Ctrl-C), in the code the callback interrupted; anything else as Python says it."""
+    if info.exc_type is not None and issubclass(info.exc_type, KeyboardInterrupt) \
+            and hasattr(signal, "setitimer"):
+        _SWALLOWED.append(True)
+        signal.signal(signal.SIGALRM, _on_sigint)
+        signal.setitimer(signal.ITIMER_REAL, AGAIN_S)
+        return
+    sys.__unraisablehook__(info)
+
+
+def check_interrupted() -> None:
+    """``KeyboardInterrupt`` while a Ctrl-C that was swallowed on its way (see
+    ``_on_sigint``) waits to be raised again: a writer calls it before it writes, so that
+    nothing is written after one. (Once raised, what catches it may write: a sweep saves
+    its manifest.)"""
+    if _SWALLOWED:
+        raise KeyboardInterrupt
+
+
+def _install() -> None:
+    """paprof's Ctrl-C handler, where Python's own would be (SIGINT not ignored)."""
+    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+        signal.signal(signal.SIGINT, _on_sigint)
+        sys.unraisablehook = _unraisable
+
+
 def _exit_interrupted(said: bool):
     """Exit 130 now. A KeyboardInterrupt that went through some C code (an import) marks
     the interpreter, which then kills itself with SIGINT at exit whatever the exit code;
@@ -56,18 +108,24 @@ def _from_interrupt(err: BaseException) -> bool:
 
 def main(argv: list[str] | None = None) -> int:
     """Run the ``paprof`` command line; its exit code."""
+    _install()
     try:
         from paprof.cli import main as cli
 
-        return cli.main(args=argv, prog_name="paprof")
+        code = cli.main(args=argv, prog_name="paprof")
+        if _SEEN:  # a Ctrl-C swallowed on its way and never raised again: still one
+            _exit_interrupted(said=False)
+        return code
     except KeyboardInterrupt:
         _exit_interrupted(said=False)
     except SystemExit as done:
         if done.code == INTERRUPTED:  # paprof.cli said so already
             _exit_interrupted(said=True)
+        if _SEEN:  # a Ctrl-C swallowed on its way, the command then ended on its own
+            _exit_interrupted(said=done.code not in (0, None))  # (an error said one line)
         raise
     except Exception as err:
-        if _from_interrupt(err):  # an import the Ctrl-C broke: an interrupt, not a bug
+        if _SEEN or _from_interrupt(err):  # an import the Ctrl-C broke: an interrupt, not a bug
             _exit_interrupted(said=False)
         raise
     finally:

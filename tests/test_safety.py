@@ -467,9 +467,11 @@ def test_junit_with_control_characters_is_well_formed(tmp_path):
 
 
 def test_names_printed_to_the_terminal_hold_no_escape_characters():
-    assert names.printable("a\x1b[31mb\x08\x00") == "a\\x1b[31mb\\x08\\x00"
-    assert names.printable("one\ttab") == "one\ttab"
-    assert names.printable("two\nlines", newlines=True) == "two\nlines"
+    from paprof.safetext import shown
+
+    assert shown("a\x1b[31mb\x08\x00") == "a\\x1b[31mb\\x08\\x00"
+    assert shown("one\ttab") == "one\ttab"
+    assert shown("two\nlines", newlines=True) == "two\nlines"
     from paprof.commands.check import _verdict_table
     from rich.console import Console
 

@@ -12,6 +12,7 @@ from paprof.errors import UsageError
 from paprof.analysis import export
 from paprof.analysis.load import load_reports, variant_rows
 from paprof.profiler.store import Scan, input_files
+from paprof import safetext
 
 
 @click.command("table")
@@ -52,7 +53,7 @@ def table(reports, fmt, out, columns, traffic, per_variant, step_range, json_out
     export.check_output(fmt, out, force, inputs=input_files(reports, scan))
     df = load_reports(reports, scan=scan, step_range=step_range)
     for note in df.attrs.get("notes", ()):
-        click.echo(f"paprof: note: {note}", err=True)
+        click.echo(f"paprof: note: {safetext.shown(note)}", err=True)
     if per_variant:
         df = variant_rows(df).drop(columns=["launch"])  # a row is a step of several launches
     chosen = export.parse_columns(columns, df)
@@ -66,7 +67,7 @@ def table(reports, fmt, out, columns, traffic, per_variant, step_range, json_out
     if note:
         click.echo(note, err=True)
     if out is not None:
-        click.echo(f"wrote {len(df)} rows to {out}", err=True)
+        click.echo(f"wrote {len(df)} rows to {safetext.shown(out)}", err=True)
 
 
 COMMANDS = [table]

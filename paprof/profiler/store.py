@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Iterator
 
-from paprof import record
+from paprof import jsonsafe, record
 from paprof.errors import UserError
 from paprof.record import RunRecord
 from paprof.profiler.argv import REPORT_SUFFIX
@@ -190,6 +190,22 @@ def missing_store(root) -> UserError:
     return UserError(f"no such run store or report: {root}{hint}")
 
 
+def refuse_inside(path, root, what: str = "an output") -> None:
+    """``UserError`` (one line) when ``path`` would be written inside a folder of the run
+    store ``root`` (``sweeps/``, a run's folder): the store's readers would read it back
+    as one of its records (a second regime file in ``sweeps/`` made every later
+    sweep-report of that store fail). Beside the store, or at its top, is fine."""
+    if path is None or not Path(root).is_dir():
+        return
+    top = Path(root).resolve()
+    where = Path(path).resolve()
+    if where.is_relative_to(top) and len(where.relative_to(top).parts) > 1:
+        from paprof.safetext import shown
+
+        raise UserError(f"{what} {shown(path)} is inside the run store {shown(root)}'s folders, "
+                        f"where its readers would take it for a record; write it elsewhere")
+
+
 def report_paths(root: Path) -> list[Path]:
     """The reports of the folder ``root`` and below (temporary ones left out), sorted by
     path: what ``find_runs`` makes runs of, before any sidecar is read. UserError when
@@ -287,7 +303,7 @@ def is_stored(paths: RunPaths) -> bool:
     if not paths.report.is_file():
         return False
     try:
-        sidecar = json.loads(paths.sidecar.read_text())
+        sidecar = jsonsafe.load(paths.sidecar)
     except (OSError, ValueError):
         return False
     return belongs(paths.report, sidecar)

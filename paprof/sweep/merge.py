@@ -17,12 +17,12 @@ target's is kept. Nothing in a source is changed.
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from paprof import jsonsafe
 from paprof.errors import UserError
 from paprof.profiler import store
 from paprof.sweep import manifest as manifests
@@ -101,7 +101,7 @@ def _existing_data(path: Path, mode: str) -> dict:
         return results.read_bench(path)
     sidecar = path.with_name(_stem(path, RUN_SUFFIX) + store.SIDECAR_SUFFIX)
     try:
-        return json.loads(sidecar.read_text()) if sidecar.is_file() else {}
+        return jsonsafe.load(sidecar) if sidecar.is_file() else {}
     except (OSError, ValueError):
         return {}
 

@@ -13,12 +13,11 @@ record's own ``family``, ``variant`` and ``shape_slug`` and take the newest ``cr
 
 from __future__ import annotations
 
-import json
 import socket
 from dataclasses import dataclass
 from pathlib import Path
 
-from paprof import __version__
+from paprof import __version__, jsonsafe
 from paprof.errors import UserError
 from paprof.profiler import provenance, store
 
@@ -83,7 +82,9 @@ class Record:
 
 def read_bench(path: Path) -> dict:
     try:
-        data = json.loads(Path(path).read_text())
+        data = jsonsafe.load(path)
+    except jsonsafe.Refused as err:
+        raise UserError(f"damaged record {path}: {err}") from None
     except (OSError, ValueError) as err:
         raise UserError(f"cannot read the bench record {path}: {err}") from None
     if not isinstance(data, dict) or data.get("kind") != BENCH_KIND:

@@ -212,10 +212,13 @@ class RunRecord(Mapping):
         a JSON object); a one-line ``UserError`` when it cannot be read or is damaged."""
         import json
 
-        if not path.is_file():
-            return None
+        from paprof.store_files import read
+
         try:
-            data = json.loads(path.read_text())
+            raw = read(path)  # None for a link (skipped, with a warning), a FIFO, nothing
+            if raw is None:
+                return None
+            data = json.loads(raw)
         except (OSError, ValueError) as err:
             raise UserError(f"cannot read the run sidecar {path}: {err}") from None
         return cls.from_sidecar(data, path=path) if isinstance(data, dict) else None

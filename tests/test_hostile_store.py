@@ -499,3 +499,27 @@ def test_a_sweep_gpu_worker_log_planted_as_a_link_is_refused(tmp_path):
     with pytest.raises(UserError, match="cannot write the worker's log"):
         gpus.spawn([sys.executable, "-c", "print('x')"], None, tmp_path / "shard-1.log")
     assert victim.read_text() == "keep me"
+
+
+@pytest.mark.lab
+def test_sigterm_during_a_sweep_is_one_line_143_and_keeps_the_manifest(paprof_cli, tmp_path, monkeypatch):
+    from helpers import FakeRunner
+
+    from paprof.entry import Terminated
+    from paprof.sweep import run as run_module
+
+    class TermRunner(FakeRunner):
+        def __call__(self, *args, **kwargs):
+            if len(self.calls) == 1:
+                self.calls.append(None)
+                raise Terminated()
+            return super().__call__(*args, **kwargs)
+
+    monkeypatch.setitem(run_module.RUNNERS, "bench", TermRunner())
+    runs = tmp_path / "r"
+    result = CliRunner().invoke(paprof_cli, ["sweep", "--variant", "v5", "--grid", "batch=1,2",
+                                             "--shape", "dtype=fp16", "--runs", str(runs)])
+    assert result.exit_code == 143, result.output
+    lines = [l for l in result.stderr.strip().splitlines() if not l.startswith("[")]
+    assert len(lines) == 1 and lines[0].startswith("paprof: terminated (stopped at batch 2"), lines
+    assert M.status_counts(M.find(runs))["done"] == 1

@@ -14,18 +14,20 @@ from contextlib import contextmanager
 import click
 
 from paprof import __version__
-from paprof.entry import interrupted
+from paprof.entry import Terminated, interrupted, terminated
 from paprof.errors import PaprofError
 
 
 @contextmanager
 def _interrupts():
-    """Ctrl-C as one line and exit 130 (click would print "Aborted!" and exit 1)."""
+    """Ctrl-C as one line and exit 130 (click would print "Aborted!" and exit 1); SIGTERM
+    (``paprof.entry``) as one line and exit 143."""
     try:
         yield
     except KeyboardInterrupt as err:
         detail = str(err.args[0]) if err.args and isinstance(err.args[0], str) else ""
-        raise SystemExit(interrupted(detail.splitlines()[0] if detail else "")) from None
+        say = terminated if isinstance(err, Terminated) else interrupted
+        raise SystemExit(say(detail.splitlines()[0] if detail else "")) from None
 
 
 _NoArgsIsHelp = getattr(click.exceptions, "NoArgsIsHelpError", ())
@@ -105,7 +107,7 @@ def main():
     a whole program: paprof run --cmd '...' --nvtx-range R --name ID.
 
     Exit codes: 0 ok, 1 a finding (regression, failed verification),
-    2 bad input or environment, 130 interrupted.
+    2 bad input or environment, 130 interrupted, 143 terminated (SIGTERM).
     """
 
 

@@ -46,6 +46,15 @@ def load(path, max_bytes: int | None = None):
     return loads(raw.decode("utf-8"))
 
 
+def parse(raw: bytes, max_bytes: int | None = None):
+    """The JSON value in ``raw`` (a file's bytes, read by the caller, e.g. through
+    ``store_files.read``), with the limits of :func:`load`."""
+    max_bytes = MAX_BYTES if max_bytes is None else max_bytes
+    if len(raw) > max_bytes:
+        raise Refused(f"larger than {max_bytes:,} bytes, the most a record may be")
+    return loads(raw.decode("utf-8"))
+
+
 def loads(text: str):
     """The JSON value of ``text`` with the limits above (:class:`Refused` otherwise)."""
     odd: list = []  # set by the parser when a number is not finite as a float

@@ -227,11 +227,13 @@ class RunRecord(Mapping):
         """The record in the sidecar file ``path``; None when there is none (or it is not
         a JSON object); a one-line ``UserError`` when it cannot be read or is damaged."""
         from paprof import jsonsafe
+        from paprof.store_files import read
 
-        if not path.is_file():
-            return None
         try:
-            data = jsonsafe.load(path)
+            raw = read(path)  # None for a link (skipped, with a warning), a FIFO, nothing
+            if raw is None:
+                return None
+            data = jsonsafe.parse(raw)
         except jsonsafe.Refused as err:
             raise UserError(f"damaged record {path}: {err}") from None
         except (OSError, ValueError) as err:

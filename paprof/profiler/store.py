@@ -11,14 +11,14 @@ import contextlib
 import gc
 import json
 import os
-import secrets
+import stat
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Iterator
 
-from paprof import jsonsafe, record
+from paprof import jsonsafe, record, store_files
 from paprof.errors import UserError
 from paprof.record import RunRecord
 from paprof.profiler.argv import REPORT_SUFFIX
@@ -51,6 +51,11 @@ class RunPaths:
     @property
     def folder(self) -> Path:
         return self.report.parent
+
+    @property
+    def root(self) -> Path:
+        """The store (``<root>/<gpu>/<family>/<variant>/``)."""
+        return self.report.parents[3]
 
 
 def run_paths(
@@ -212,7 +217,7 @@ def report_paths(root: Path) -> list[Path]:
     ``root`` is not a folder."""
     if not root.is_dir():
         raise missing_store(root)
-    return sorted(p for p in root.rglob(f"*{REPORT_SUFFIX}") if p.is_file() and not _is_temp(p))
+    return [p for p in store_files.files(root, REPORT_SUFFIX) if not _is_temp(p)]
 
 
 class Scan:
@@ -300,10 +305,11 @@ def belongs(report: Path, sidecar: Mapping | None) -> bool:
 def is_stored(paths: RunPaths) -> bool:
     """Whether the run is whole in the store: its report and a sidecar written with it.
     A sidecar alone, or a report beside a sidecar of another report, is not a run."""
-    if not paths.report.is_file():
+    if not store_files.regular(paths.report):
         return False
     try:
-        sidecar = jsonsafe.load(paths.sidecar)
+        raw = store_files.read(paths.sidecar)
+        sidecar = jsonsafe.parse(raw) if raw is not None else None
     except (OSError, ValueError):
         return False
     return belongs(paths.report, sidecar)
@@ -330,7 +336,7 @@ class Pending:
 
 
 def _temp_names(paths: RunPaths) -> Pending:
-    token = f"{os.getpid()}-{secrets.token_hex(3)}"
+    token = store_files.token()  # 64 random bits: no name to plant a link at beforehand
     stem = paths.report.name[: -len(REPORT_SUFFIX)]
     folder = paths.folder
     return Pending(
@@ -341,8 +347,10 @@ def _temp_names(paths: RunPaths) -> Pending:
 
 
 def write_sidecar(path: Path, data: Mapping) -> None:
-    """Write a run record (``RunRecord`` or its dict) as the sidecar JSON."""
-    path.write_text(json.dumps(dict(data), indent=2) + "\n")
+    """Write a run record (``RunRecord`` or its dict) as the sidecar JSON (never through
+    a link planted at ``path``)."""
+    with os.fdopen(store_files.open_write(path), "w") as fh:
+        fh.write(json.dumps(dict(data), indent=2) + "\n")
 
 
 @contextlib.contextmanager
@@ -354,7 +362,7 @@ def writing(paths: RunPaths, replace: bool = False, option: str = "--force") -> 
     removed and the exception continues; the existing run, if any, is untouched.
     """
     refuse_existing(paths, replace, option)
-    paths.folder.mkdir(parents=True, exist_ok=True)
+    store_files.folder(paths.root, paths.folder)
     pending = _temp_names(paths)
     try:
         yield pending
@@ -374,19 +382,21 @@ def writing(paths: RunPaths, replace: bool = False, option: str = "--force") -> 
             os.replace(pending.sidecar, paths.sidecar)
             os.replace(pending.report, paths.report)
     finally:
-        for leftover in paths.folder.glob(f".*{TEMP_MARK}{pending.token}*"):
-            leftover.unlink(missing_ok=True)
+        store_files.remove_temps([paths.folder], pending.token)
 
 
-def write_json_atomic(path: Path, data, replace: bool = True) -> None:
+def write_json_atomic(path: Path, data, replace: bool = True, root=None) -> None:
     """Write ``data`` as JSON at ``path`` atomically (``paprof.outputs.write``): a reader
     sees the old file or the whole new one. With ``replace`` False an existing file is a
-    ``UserError``."""
+    ``UserError``. ``root``: the store ``path`` lies in; the folders between are made,
+    and a link among them refused (``store_files.folder``)."""
     from paprof import outputs
 
     path = Path(path)
     if not replace and path.exists():
         raise UserError(f"{path} exists; pass --force to overwrite it")
+    if root is not None:
+        store_files.folder(root, path.parent)
     outputs.write(path, json.dumps(data, indent=2) + "\n", parents=True)
 
 
@@ -420,10 +430,7 @@ def locked(runs: Path | str) -> Iterator[None]:
             held[1] -= 1
         return
     folder.mkdir(parents=True, exist_ok=True)
-    try:
-        handle = open(folder / LOCK_NAME, "a+b")
-    except OSError as err:
-        raise UserError(f"cannot lock the run store {folder}: {err.strerror or err}") from None
+    handle = _lock_file(folder / LOCK_NAME)
     try:
         fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
         _HELD[key] = [handle, 1]
@@ -434,6 +441,22 @@ def locked(runs: Path | str) -> Iterator[None]:
             fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
     finally:
         handle.close()
+
+
+def _lock_file(path: Path):
+    """The lock file, opened (made if needed) without following a link planted at its
+    name, and only if it is a regular file: nothing outside the store is made or opened."""
+    flags = os.O_RDWR | os.O_CREAT | store_files.NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(path, flags | getattr(os, "O_NONBLOCK", 0), 0o644)
+    except OSError as err:
+        why = ("it is a symbolic link (remove it)" if os.path.islink(path)
+               else err.strerror or str(err))
+        raise UserError(f"cannot lock the run store with {path}: {why}") from None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise UserError(f"cannot lock the run store with {path}: it is not a regular file")
+    return os.fdopen(fd, "r+b")
 
 
 @contextlib.contextmanager

@@ -16,7 +16,7 @@ import hashlib
 import json
 from pathlib import Path
 
-from paprof import jsonsafe, names
+from paprof import jsonsafe, names, store_files
 from paprof.errors import UserError
 from paprof.profiler import provenance, store
 
@@ -68,9 +68,12 @@ def new(name: str, defn: dict, grid, shard: tuple[int, int]) -> dict:
 
 def load(file: Path) -> dict:
     try:
-        data = jsonsafe.load(file)
+        raw = store_files.read(file)
+        data = jsonsafe.parse(raw) if raw is not None else None
     except (OSError, ValueError) as err:
         raise UserError(f"cannot read the sweep manifest {file}: {err}") from None
+    if raw is None:
+        raise UserError(f"cannot read the sweep manifest {file}: it is no regular file")
     if not isinstance(data, dict) or data.get("kind") != KIND:
         raise UserError(f"{file} is not a paprof sweep manifest")
     check_structure(data, file)
@@ -154,7 +157,7 @@ def save(runs, data: dict, touched=None) -> Path:
             if disk is not None and same_sweep(disk, data):
                 out = _overlay(disk, data, touched)
         out["updated"] = provenance.now()
-        store.write_json_atomic(target, out)
+        store.write_json_atomic(target, out, root=runs)
     return target
 
 
@@ -197,13 +200,21 @@ def open_or_new(runs, name: str, defn: dict, grid, shard: tuple[int, int]) -> di
     return data
 
 
+def stored(folder: Path) -> list[Path]:
+    """The manifests in a store's ``sweeps`` folder (links, there or as the folder, are
+    skipped with a warning; hidden files are temporary)."""
+    if store_files.skipped(folder) or not folder.is_dir():
+        return []
+    return [f for f in sorted(folder.glob("*.json"))
+            if not f.name.startswith(".") and store_files.regular(f)]
+
+
 def find(runs, name: str | None = None) -> dict:
     """The manifest named ``name``, or the store's only one."""
     if not Path(runs).is_dir():
         raise store.missing_store(runs)
     folder = Path(runs) / FOLDER
-    files = sorted(folder.glob("*.json")) if folder.is_dir() else []
-    files = [f for f in files if not f.name.startswith(".")]
+    files = stored(folder)
     if name:
         file = path(runs, name)
         if not file.is_file():

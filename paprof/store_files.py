@@ -31,6 +31,7 @@ from pathlib import Path
 
 from paprof.errors import UserError
 from paprof.names import TEMP_MARK
+from paprof.safetext import shown
 
 NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _READ = os.O_RDONLY | NOFOLLOW | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
@@ -46,10 +47,8 @@ def warn(path, why: str = LINK) -> None:
     if key in _warned:
         return
     _warned.add(key)
-    from paprof.names import printable
-
     try:
-        sys.stderr.write(f"paprof: warning: skipped {printable(path)}: {why}\n")
+        sys.stderr.write(f"paprof: warning: skipped {shown(path)}: {why}\n")
         sys.stderr.flush()
     except (OSError, ValueError):
         pass

@@ -41,13 +41,13 @@ def test_memory_throughput_alone_is_never_dram_evidence():
 
 def test_l1_near_peak_with_dram_low_is_cache_bound():
     name, evidence = classify(make_metrics(l1_pct=92, sm_pct=88, dram_pct=3))
-    assert name == "l2/l1-bound"
+    assert name == "l1-bound"  # the unit at its limit: L1, not L2 (issue 37)
     assert evidence[0].startswith("L1/TEX throughput 92.0 %")
     assert any("DRAM throughput 3.0 %" in e for e in evidence)
 
 
 def test_lsu_pipe_near_peak_is_cache_bound():
-    assert label(lsu_pct=80) == "l2/l1-bound"
+    assert label(lsu_pct=80) == "l1-bound"
 
 
 def test_streaming_kernel_with_l2_slightly_above_dram_stays_dram_bound():
@@ -56,13 +56,20 @@ def test_streaming_kernel_with_l2_slightly_above_dram_stays_dram_bound():
 
 def test_cache_far_busier_than_a_busy_dram_wins():
     name, evidence = classify(make_metrics(dram_pct=72, l1_pct=95))
-    assert name == "l2/l1-bound"
+    assert name == "l1-bound"
     assert any("not the limiter" in e for e in evidence)
 
 
-@pytest.mark.parametrize("pipe", ["fma_pct", "alu_pct", "tensor_pct", "issue_pct"])
+@pytest.mark.parametrize("pipe", ["fma_pct", "alu_pct", "tensor_pct"])
 def test_a_compute_pipe_near_peak_is_compute_bound(pipe):
     assert label(**{pipe: 85}) == "compute-bound"
+
+
+def test_issue_slots_near_peak_with_no_pipe_near_its_own_is_issue_bound():
+    # the schedulers issue nearly every cycle, no pipe near its peak: the limit is issue
+    # (the handbook of paged_decode: issue slots 63 %, FP32 2 %; issue 37)
+    name, evidence = classify(make_metrics(issue_pct=85, fma_pct=5))
+    assert name == "issue-bound" and evidence[0].startswith("issue slots 85.0 %")
 
 
 def test_sm_throughput_stands_in_when_no_pipe_was_recorded():
@@ -145,8 +152,8 @@ def test_every_threshold_field_has_a_docstring():
 
 
 def test_every_label_is_one_of_the_documented_ones():
-    rows = [make_metrics(dram_pct=92), make_metrics(l1_pct=90), make_metrics(fma_pct=90),
-            make_metrics(), make_metrics(grid=10),
+    rows = [make_metrics(dram_pct=92), make_metrics(l1_pct=90), make_metrics(l2_pct=90),
+            make_metrics(fma_pct=90), make_metrics(issue_pct=90), make_metrics(), make_metrics(grid=10),
             make_metrics(dram_pct=None, sm_pct=None, l1_pct=None, l2_pct=None)]
     assert {classify(r)[0] for r in rows} == set(B.LABELS)
 
@@ -168,14 +175,14 @@ def test_l2_busier_than_dram_but_missing_in_l2_is_dram_traffic():
 
 
 def test_l2_serving_reuse_out_ranks_a_busy_dram():
-    assert label(dram_pct=72, l2_pct=95, l2_hit_rate_pct=80) == "l2/l1-bound"
-    assert label(dram_pct=72, l2_pct=95, l2_hit_rate_pct=None) == "l2/l1-bound"
+    assert label(dram_pct=72, l2_pct=95, l2_hit_rate_pct=80) == "l2-bound"
+    assert label(dram_pct=72, l2_pct=95, l2_hit_rate_pct=None) == "l2-bound"
 
 
 def test_cache_and_compute_marks_follow_ncus_sixty_percent_line():
-    assert label(l1_pct=60) == "l2/l1-bound"
+    assert label(l1_pct=60) == "l1-bound"
     assert label(l1_pct=59.9) == "latency-bound"
-    assert label(issue_pct=62.5) == "compute-bound"
+    assert label(issue_pct=62.5) == "issue-bound"
 
 
 def test_ncus_notes_about_its_own_collection_are_not_evidence():
@@ -199,20 +206,20 @@ def test_a_math_pipe_near_peak_is_compute_bound_even_with_l1_busier(pipe):
 
 
 def test_l1_near_peak_without_a_busy_math_pipe_stays_cache_bound():
-    assert label(l1_pct=95, tensor_pct=50) == "l2/l1-bound"
-    assert label(l1_pct=95, issue_pct=70) == "l2/l1-bound"  # issue slots are not a math pipe
+    assert label(l1_pct=95, tensor_pct=50) == "l1-bound"
+    assert label(l1_pct=95, issue_pct=70) == "l1-bound"  # issue slots are not a math pipe
 
 
 def test_l2_busier_than_the_math_pipe_still_wins():
-    assert label(l2_pct=95, l1_pct=90, tensor_pct=80, l2_hit_rate_pct=90) == "l2/l1-bound"
+    assert label(l2_pct=95, l1_pct=90, tensor_pct=80, l2_hit_rate_pct=90) == "l2-bound"
 
 
 def test_a_margin_under_the_tie_threshold_is_said_to_be_a_tie():
     row = make_metrics(issue_pct=77.0, l2_pct=76.9, dram_pct=20)
     name, evidence = classify(row)
-    assert name == "compute-bound"
+    assert name == "issue-bound"
     assert evidence[0] == "issue slots 77.0 % ~ L2 throughput 76.9 %: a tie (within 1 pt)"
-    assert B.tie(row) == B.Tie("compute-bound", "l2/l1-bound", evidence[0])
+    assert B.tie(row) == B.Tie("issue-bound", "l2-bound", evidence[0])
     assert B.tie(make_metrics(issue_pct=79.0, l2_pct=76.9, dram_pct=20)) is None
 
 
@@ -265,3 +272,8 @@ def test_tensor_pipe_and_dram_within_a_point_are_a_tie(tensor, dram, expected, o
     tied = B.tie(row)
     assert name == expected and tied is not None and (tied.label, tied.other) == (expected, other)
     assert evidence[0] == tied.text and "a tie (within 1 pt)" in tied.text
+
+
+def test_issue_slots_busy_because_a_math_pipe_is_are_not_the_limit():
+    # the zoo's barrier_fast: issue slots 93 %, FMA pipe 76 %: the pipe is at its mark
+    assert label(issue_pct=93.1, fma_pct=75.7) == "compute-bound"

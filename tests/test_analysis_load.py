@@ -283,7 +283,7 @@ def test_occupancy_limiter_ties_name_the_hardware_cap_first(fake_reports):
                                    "block_limit_shared_mem": 12.0}) == "registers"
 
 
-@pytest.mark.parametrize("grid, label", [(60.0, "occupancy/launch-bound"), (4096.0, "compute-bound")])
+@pytest.mark.parametrize("grid, label", [(60.0, "occupancy/launch-bound"), (4096.0, "issue-bound")])
 def test_an_older_ncus_spellings_give_the_same_columns_and_label(fake_reports, grid, label):
     # ncu 2020.3-2023.2 record sm__issue_active... for the issue slots and the SM count as a
     # device attribute; a cuBLAS SGEMM there at 68.6 % issue active is compute-bound by
@@ -308,5 +308,6 @@ def test_an_older_ncus_spellings_give_the_same_columns_and_label(fake_reports, g
         assert a[column] == b[column], column
     assert a["bottleneck"] == b["bottleneck"]
     # 60 blocks on 80 SMs: the small grid is flagged whichever ncu wrote the report; with
-    # enough blocks, the issue slots make it compute-bound (ncu's rule), as SM 68.6 % says
+    # enough blocks, the issue slots at 68.6 % (no pipe recorded) make it issue-bound: the
+    # unit the counters show at its limit
     assert b["bottleneck"] == label

@@ -378,12 +378,12 @@ def test_the_words_read_after_the_label_a_comparison_gives():
 # -- ties ----------------------------------------------------------------------------------------
 def test_a_label_won_by_a_fraction_of_a_point_is_reported_as_a_tie():
     tied = dict(dram_throughput_pct=20.0, l2_throughput_pct=76.9, issue_slots_busy_pct=77.0,
-                l1_throughput_pct=30.0, bottleneck="compute-bound")
+                l1_throughput_pct=30.0, bottleneck="issue-bound")
     cmp = comparison(make_row("v2"), make_row("v3", **tied))
     v3 = cmp.variant("v3")
-    assert v3.tie is not None and (v3.tie.label, v3.tie.other) == ("compute-bound", "l2/l1-bound")
+    assert v3.tie is not None and (v3.tie.label, v3.tie.other) == ("issue-bound", "l2-bound")
     assert v3.tie.text == "issue slots 77.0 % ~ L2 throughput 76.9 %: a tie (within 1 pt)"
-    assert C.verdict_words(v3) == ("compute-bound (a tie with l2/l1-bound: issue slots 77.0 % ~ "
+    assert C.verdict_words(v3) == ("issue-bound (a tie with l2-bound: issue slots 77.0 % ~ "
                                    "L2 throughput 76.9 %)")
     clear = comparison(make_row("v2"), make_row("v3", **dict(tied, issue_slots_busy_pct=80.0)))
     assert clear.variant("v3").tie is None

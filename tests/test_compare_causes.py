@@ -144,7 +144,7 @@ def test_reaching_drams_ceiling_with_the_bytes_each_warp_keeps_in_flight():
                        "(16 -> 8 warps per SM), so by Little's law it keeps 4.4x the bytes in flight")
     assert "bytes in flight" not in step({}, dict(after, warps_active_per_sm=math.nan)).cause
     assert step({"dram_throughput_pct": 75.0, "bottleneck": "dram-bound"}, after).cause is None
-    assert step({}, dict(after, bottleneck="l2/l1-bound")).cause is None
+    assert step({}, dict(after, bottleneck="l1-bound")).cause is None
 
 
 def test_as_fast_says_whether_the_work_stayed_and_the_code_path_with_the_slots():
@@ -201,7 +201,7 @@ def test_the_limit_follows_the_label_and_its_counters():
     assert latency.limit == ("b is limited by latency now: no unit passes 40 % of peak (DRAM); warps wait "
                              "6 cycles per issued instruction on long scoreboard and 3 on barriers, and "
                              "the schedulers issue in 40 % of active cycles")
-    cache = step({}, {"bottleneck": "l2/l1-bound", "l1_throughput_pct": 66.3, "dram_throughput_pct": 0.9})
+    cache = step({}, {"bottleneck": "l1-bound", "l1_throughput_pct": 66.3, "dram_throughput_pct": 0.9})
     assert cache.limit == "b is limited by L1/TEX throughput now: 66.3 % of peak, DRAM 0.9 %"
     issue = step({}, {"bottleneck": "compute-bound", "issue_slots_busy_pct": 63.0, "instructions_executed": 2.57e9})
     assert issue.limit == ("b is limited by instruction issue now: issue slots 63 % of peak, 2.57 G warp "

@@ -38,7 +38,7 @@ def test_compare_json_is_the_versioned_explanation(tmp_path, monkeypatch):
     assert first["causes"][0]["counters"][0]["label"].startswith("global load requests")
     assert [k["status"] for k in first["kernels"]] == ["matched", "new"]
     # the mechanism first, then its term, the launch words last (issue 37)
-    assert first["cause"].startswith("more global load requests") and "(memory waits (long scoreboard) +" in first["cause"]
+    assert first["cause"].startswith("more round trips to memory") and "(memory waits (long scoreboard) +" in first["cause"]
     assert first["cause"].endswith("num_splits 4))") and "(launch: v4 split each sequence 4 ways" in first["cause"]
     assert first["causes"][0]["words"] == first["cause"].split(" (memory waits")[0]
     text = json.dumps(doc)

@@ -174,8 +174,7 @@ def test_the_showcase_steps_name_their_mechanism_first():
     s = steps["v2->v3"]
     assert s.decomposition.causes()[0].key == "stall:long_scoreboard"
     # the mechanism first, with its counter, then the term (issue 37)
-    assert s.cause.startswith("fewer global load requests: global load requests (each a round "
-                              "trip a warp may wait on) 25.2 M -> 4.72 M")
+    assert s.cause.startswith("fewer round trips to memory: global load requests 25.2 M -> 4.72 M")
     assert "(memory waits (long scoreboard) -765 us" in s.cause.split(";")[0]
     # v3 -> v4 the same in reverse
     assert steps["v3->v4"].decomposition.causes()[0].key == "stall:long_scoreboard"

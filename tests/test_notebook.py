@@ -57,7 +57,7 @@ def test_dataframes_of_what_the_report_says(report):
                                "cause", "limit", "next_move"]
     assert list(zip(s["before"], s["after"])) == [("v2", "v3"), ("v3", "v5")]
     assert (s["speedup"] > 1).all() and (s["first_sentence"] == s["cause"]).all()
-    assert s["cause"][0].startswith("fewer global load requests")
+    assert s["cause"][0].startswith("fewer round trips to memory")
     assert s["cause"][1].startswith("fewer instructions: FP32 math (FFMA, FADD, FMUL)")
     assert s["limit"][1].startswith("v5 is limited by DRAM bandwidth now")
     tr = report.traffic.set_index("key")

@@ -61,8 +61,7 @@ def test_the_docs_quote_the_reports_figures_for_v5():
     # the v2 -> v3 cause the README quotes is the report's
     v2v3 = write_report(["v2", "v3"], runs=ROOT / "examples" / "h200", out=None, markdown=None)
     cause = v2v3.comparison.steps[0].cause
-    quoted = ("fewer global load requests: global load requests (each a round trip a warp may "
-              "wait on) 25.2 M -> 4.72 M")
+    quoted = "fewer round trips to memory: global load requests 25.2 M -> 4.72 M"
     assert cause.startswith(quoted) and "(memory waits (long scoreboard) -765 us" in cause
     assert f'"{quoted} ... (memory waits (long scoreboard) -765 us ..."' in " ".join(README.split())
 

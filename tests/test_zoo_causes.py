@@ -29,7 +29,7 @@ EXPLAINS = {
     "uncoalesced": ({"memory"}, {"sectors per global load request"}),
     "vector_loads": ({"instructions", "memory"},
                      {"global load instructions", "bytes per global load instruction",
-                      "global load requests (each a round trip a warp may wait on)"}),
+                      "global load requests"}),
     "occupancy_shared_mem": ({"warps"}, {"shared memory per block", "blocks per SM (shared memory limit)",
                                          "theoretical occupancy"}),
     "partial_wave": ({"idle"}, {"SM time a partial last wave leaves idle"}),

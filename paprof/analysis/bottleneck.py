@@ -1,7 +1,7 @@
 """A bottleneck label and its evidence for one kernel (one table row).
 
-Labels (docs/architecture.md): ``dram-bound``, ``l2/l1-bound``, ``compute-bound``, ``latency-bound``,
-``occupancy/launch-bound``; plus ``unknown`` when the report lacks the SpeedOfLight
+Labels (docs/architecture.md): ``dram-bound``, ``l2-bound``, ``l1-bound``, ``compute-bound``,
+``issue-bound``, ``latency-bound``, ``occupancy/launch-bound``; plus ``unknown`` when the report lacks the SpeedOfLight
 throughputs every decision needs (the evidence then names the missing columns and the
 section that would supply them).
 
@@ -9,9 +9,11 @@ The decision, in order (all numbers in :class:`Thresholds`):
 
 1. ``unknown``: none of DRAM, L1, L2 or SM throughput % was recorded.
 2. ``occupancy/launch-bound``: the grid has fewer blocks than the GPU has SMs.
-3. A unit at or above its mark decides, the busiest one winning: DRAM (``dram-bound``);
-   L1, L2 or the LSU pipe (``l2/l1-bound``); the FMA, ALU, FP64, XU or tensor pipe or the
-   issue slots (``compute-bound``; SM throughput % stands in when no pipe was recorded).
+3. A unit at or above its mark decides, the busiest one winning, and the label names
+   that unit: DRAM (``dram-bound``); L2 (``l2-bound``); L1/TEX or the LSU pipe
+   (``l1-bound``); the FMA, ALU, FP64, XU or tensor pipe (``compute-bound``; SM
+   throughput % stands in when no pipe was recorded); the issue slots (``issue-bound``:
+   the schedulers issue nearly every cycle while no pipe is near its peak).
    The cache and compute marks are 60 %, ncu's own line between "throughput" and
    "latency issue" in its SOLBottleneck rule; DRAM's is 70 %. DRAM at or above its mark
    wins unless another unit is more than ``dram_top_margin_pct`` busier; L2 does not
@@ -53,14 +55,17 @@ from paprof.analysis import fmt
 from paprof.analysis import metrics as M
 
 DRAM_BOUND = "dram-bound"
-CACHE_BOUND = "l2/l1-bound"
+L2_BOUND = "l2-bound"
+L1_BOUND = "l1-bound"
 COMPUTE_BOUND = "compute-bound"
+ISSUE_BOUND = "issue-bound"
 LATENCY_BOUND = "latency-bound"
 OCCUPANCY_BOUND = "occupancy/launch-bound"
 UNKNOWN = "unknown"
 
 #: Every label :func:`classify` can return.
-LABELS = (DRAM_BOUND, CACHE_BOUND, COMPUTE_BOUND, LATENCY_BOUND, OCCUPANCY_BOUND, UNKNOWN)
+LABELS = (DRAM_BOUND, L2_BOUND, L1_BOUND, COMPUTE_BOUND, ISSUE_BOUND, LATENCY_BOUND,
+          OCCUPANCY_BOUND, UNKNOWN)
 
 
 @dataclass(frozen=True)
@@ -80,12 +85,12 @@ class Thresholds:
     cannot out-rank a busy DRAM."""
 
     cache_bound_pct: float = 60.0
-    """L1/TEX, L2 or LSU-pipe throughput at or above this makes ``l2/l1-bound`` (ncu's
+    """L1/TEX, L2 or LSU-pipe throughput at or above this makes ``l1-bound`` or ``l2-bound`` (ncu's
     SOLBottleneck rule calls under 60 % of peak a latency issue)."""
 
     compute_bound_pct: float = 60.0
-    """An SM pipe (FMA, ALU, FP64, XU, tensor) or the issue slots at or above this makes
-    ``compute-bound`` (same 60 % line as ncu's SOLBottleneck rule)."""
+    """An SM pipe (FMA, ALU, FP64, XU, tensor) at or above this makes ``compute-bound``,
+    the issue slots ``issue-bound`` (same 60 % line as ncu's SOLBottleneck rule)."""
 
     min_waves: float = 1.0
     """Fewer waves per SM than this (the grid cannot fill every SM's block slots once)
@@ -110,22 +115,23 @@ RULE_NOISE = (re.compile(r"optional metric .* could not be found", re.I),)
 
 DEFAULT_THRESHOLDS = Thresholds()
 
-# (column, human name, threshold field) per label family, in tie-break order.
-_DRAM_UNITS = (("dram_throughput_pct", "DRAM throughput", "dram_bound_pct"),)
+# (column, human name, threshold field, label) per family, in tie-break order: the label
+# names the unit at its limit.
+_DRAM_UNITS = (("dram_throughput_pct", "DRAM throughput", "dram_bound_pct", DRAM_BOUND),)
 _CACHE_UNITS = (
-    ("l1_throughput_pct", "L1/TEX throughput", "cache_bound_pct"),
-    ("l2_throughput_pct", "L2 throughput", "cache_bound_pct"),
-    ("lsu_pipe_pct", "LSU pipe", "cache_bound_pct"),
+    ("l1_throughput_pct", "L1/TEX throughput", "cache_bound_pct", L1_BOUND),
+    ("l2_throughput_pct", "L2 throughput", "cache_bound_pct", L2_BOUND),
+    ("lsu_pipe_pct", "LSU pipe", "cache_bound_pct", L1_BOUND),
 )
 _PIPE_UNITS = (
-    ("fma_pipe_pct", "FMA pipe", "compute_bound_pct"),
-    ("alu_pipe_pct", "ALU pipe", "compute_bound_pct"),
-    ("fp64_pipe_pct", "FP64 pipe", "compute_bound_pct"),
-    ("xu_pipe_pct", "XU pipe", "compute_bound_pct"),
-    ("tensor_pipe_pct", "tensor pipe", "compute_bound_pct"),
-    ("issue_slots_busy_pct", "issue slots", "compute_bound_pct"),
+    ("fma_pipe_pct", "FMA pipe", "compute_bound_pct", COMPUTE_BOUND),
+    ("alu_pipe_pct", "ALU pipe", "compute_bound_pct", COMPUTE_BOUND),
+    ("fp64_pipe_pct", "FP64 pipe", "compute_bound_pct", COMPUTE_BOUND),
+    ("xu_pipe_pct", "XU pipe", "compute_bound_pct", COMPUTE_BOUND),
+    ("tensor_pipe_pct", "tensor pipe", "compute_bound_pct", COMPUTE_BOUND),
+    ("issue_slots_busy_pct", "issue slots", "compute_bound_pct", ISSUE_BOUND),
 )
-_SM_FALLBACK = (("sm_throughput_pct", "SM throughput", "compute_bound_pct"),)
+_SM_FALLBACK = (("sm_throughput_pct", "SM throughput", "compute_bound_pct", COMPUTE_BOUND),)
 
 _MATH_PIPES = ("fma_pipe_pct", "alu_pipe_pct", "fp64_pipe_pct", "tensor_pipe_pct")
 """Pipes that do arithmetic: at their mark they out-rank the units feeding them."""
@@ -141,11 +147,14 @@ REQUIRED_ANY = ("dram_throughput_pct", "l1_throughput_pct", "l2_throughput_pct",
 LABEL_RULES: dict[str, tuple[str, ...]] = {
     DRAM_BOUND: ("SOLBottleneck", "MemoryL2Compression", "UncoalescedGlobalAccess",
                  "MemoryCacheAccessPattern"),
-    CACHE_BOUND: ("SOLBottleneck", "SharedMemoryConflicts", "UncoalescedSharedAccess",
-                  "UncoalescedGlobalAccess", "MemoryCacheAccessPattern",
-                  "HighPipeUtilization"),
+    L2_BOUND: ("SOLBottleneck", "UncoalescedGlobalAccess", "MemoryCacheAccessPattern",
+               "MemoryL2Compression"),
+    L1_BOUND: ("SOLBottleneck", "SharedMemoryConflicts", "UncoalescedSharedAccess",
+               "UncoalescedGlobalAccess", "MemoryCacheAccessPattern",
+               "HighPipeUtilization"),
     COMPUTE_BOUND: ("SOLBottleneck", "HighPipeUtilization", "IssueSlotUtilization",
                     "SOLFPRoofline"),
+    ISSUE_BOUND: ("SOLBottleneck", "IssueSlotUtilization", "HighPipeUtilization"),
     LATENCY_BOUND: ("SOLBottleneck", "CPIStall", "IssueSlotUtilization",
                     "AchievedOccupancy"),
     OCCUPANCY_BOUND: ("SOLBottleneck", "LaunchConfiguration", "AchievedOccupancy",
@@ -213,18 +222,15 @@ def _missing_sentence(row: Mapping, columns) -> str | None:
 
 def _units(row: Mapping, th: Thresholds):
     """Present units as (value, name, threshold, label), busiest first."""
-    pipes = [(c, n, t) for c, n, t in _PIPE_UNITS if not math.isnan(_num(row, c))]
+    pipes = [u for u in _PIPE_UNITS if not math.isnan(_num(row, u[0]))]
     compute = pipes if pipes else list(_SM_FALLBACK)
-    families = ((DRAM_BOUND, _DRAM_UNITS), (CACHE_BOUND, _CACHE_UNITS),
-                (COMPUTE_BOUND, compute))
     units = []
     order = 0
-    for label, entries in families:
-        for column, name, field in entries:
-            value = _num(row, column)
-            if not math.isnan(value):
-                units.append((value, -order, name, getattr(th, field), label, column))
-            order += 1
+    for column, name, field, label in (*_DRAM_UNITS, *_CACHE_UNITS, *compute):
+        value = _num(row, column)
+        if not math.isnan(value):
+            units.append((value, -order, name, getattr(th, field), label, column))
+        order += 1
     units.sort(reverse=True)
     return [(v, n, t, lab, col) for v, _, n, t, lab, col in units]
 
@@ -348,7 +354,10 @@ def _bound_units(units) -> tuple[list, list]:
     bound = [u for u in units if u[3] != DRAM_BOUND and u[0] >= u[2]]
     math_pipe = next((u for u in bound if u[4] in _MATH_PIPES), None)
     feeding = [u for u in bound if math_pipe and u[4] in _OPERAND_UNITS]
-    return [u for u in bound if u not in feeding], feeding
+    # issue slots busy because a math pipe is: the pipe is the limit, not issue
+    # (``issue-bound`` is instruction issue with no pipe at its mark)
+    issuing = [u for u in bound if math_pipe and u[4] == "issue_slots_busy_pct"]
+    return [u for u in bound if u not in feeding and u not in issuing], feeding
 
 
 def _decide(row: Mapping, units, th: Thresholds) -> tuple[str, list[str]]:

@@ -24,6 +24,7 @@ A cause line reads::
 from __future__ import annotations
 
 import math
+import re
 
 from paprof.analysis import fmt
 from paprof.analysis.decompose import (
@@ -198,7 +199,7 @@ def _memory(t: Term) -> str | None:
     # the traffic that moved most, with the next
     traffic = {"DRAM bytes": "less DRAM traffic", "L2 -> SM bytes": "less L2 -> SM traffic",
                **({"L2 sectors written": "less store traffic"} if store_side else {}),
-               "global load requests (each a round trip a warp may wait on)": "fewer global load requests"}
+               "global load requests": "fewer round trips to memory"}
     moved = sorted((e for e in t.evidence if e.label in traffic and e.along(t.us)),
                    key=lambda e: -e.change)
     if moved:
@@ -357,8 +358,25 @@ def _short(t: Term) -> str:
     return f"{words} {us_text(t.us)}"
 
 
-def first_cause(dec: Decomposition, limit: int = 3) -> str | None:
-    """The first cause with its size and share, and what offsets it: one clause."""
+def _one_counter(text: str) -> str:
+    """A mechanism's words cut after its first counter: "fewer instructions: FP32 math
+    (FFMA, FADD, FMUL) 302 M -> 144 M" (commas inside parentheses do not count)."""
+    head = text.find(": ")
+    if head < 0:
+        return text
+    depth = 0
+    for i in range(head + 2, len(text) - 1):
+        c = text[i]
+        depth += c == "("
+        depth -= c == ")"
+        if depth == 0 and text[i:i + 2] in (", ", "; "):
+            return text[:i]
+    return text
+
+
+def first_cause(dec: Decomposition, brief: bool = False) -> str | None:
+    """The first cause with its size and share, and what offsets it: one clause.
+    ``brief``: its first counter alone and the largest offset only (the verdict table)."""
     causes = dec.causes()
     if not causes:
         return None
@@ -366,13 +384,15 @@ def first_cause(dec: Decomposition, limit: int = 3) -> str | None:
     share = first.us / delta if delta else 0.0
     size = size_text(first)
     said = mechanism(first)
+    if brief:  # one counter, the classes without their opcode lists
+        said = re.sub(r" \((?:[A-Z][A-Z0-9]+(?:, )?)+\)", "", _one_counter(said))
     if said == _label(first):
         said, size = size, ""
     text = (f"{said} ({size + ', ' if size else ''}{share:.0%} of the {us_text(delta)})" if share <= 1.0
             else f"{said} ({size + '; ' if size else ''}net {us_text(delta)})")
     offsets = [t for t in dec.offsets() if abs(t.us) >= OFFSET_SHARE * abs(delta)]
     if offsets:
-        text += "; partly offset by " + " and ".join(_short(t) for t in offsets[:2])
+        text += "; partly offset by " + " and ".join(_short(t) for t in offsets[:1 if brief else 2])
     return text
 
 

@@ -110,7 +110,7 @@ def _sum_of(*cols: str):
 # fall (a hit rate, threads per instruction), 0 neither (context, e.g. a pipe's busy share
 # for the instruction count: never offered as the term's evidence).
 _MEMORY = (
-    ("global load requests (each a round trip a warp may wait on)", _col("l1_global_load_requests"), "", 1),
+    ("global load requests", _col("l1_global_load_requests"), "", 1),
     ("sectors per global load request", _ratio("l1_global_load_sectors", "l1_global_load_requests"), "", 1),
     ("sectors per global store request", _ratio("l1_global_store_sectors", "l1_global_store_requests"), "", 1),
     ("L2 sectors written", _col("l2_write_sectors_from_l1"), "", 1),

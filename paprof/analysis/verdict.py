@@ -107,11 +107,24 @@ LIMIT_UNITS = (
 )
 
 
+#: The units that carry each unit-bound label (the rest: every unit).
+LABEL_UNITS = {
+    "dram-bound": ("dram_throughput_pct",), "l2-bound": ("l2_throughput_pct",),
+    "l1-bound": ("l1_throughput_pct", "lsu_pipe_pct"),
+    "compute-bound": ("fma_pipe_pct", "alu_pipe_pct", "fp64_pipe_pct", "tensor_pipe_pct",
+                      "xu_pipe_pct"),
+    "issue-bound": ("issue_slots_busy_pct",),
+}
+
+
 def limit_text(v) -> str | None:
-    """The busiest unit of a variant and its share of peak: "DRAM 88 % of peak"."""
+    """How close a variant is to its limit: the unit its label names (the busiest unit
+    for a latency- or occupancy-bound one) and its share of peak: "DRAM 88 % of peak"."""
     from paprof.analysis import fmt
 
-    busy = [(fmt.finite(v.get(col)), words) for col, words in LIMIT_UNITS]
+    words_of = dict(LIMIT_UNITS, lsu_pipe_pct="LSU pipe")
+    columns = LABEL_UNITS.get(str(v.bottleneck or "").split(" ")[0], tuple(words_of))
+    busy = [(fmt.finite(v.get(col)), words_of[col]) for col in columns]
     busy = [(x, words) for x, words in busy if x is not None]
     if not busy:
         return None
@@ -187,12 +200,8 @@ def short_cause(step, after) -> str | None:
     with its counters, its size and what offsets it (``cause_words.first_cause``), then the
     code path the variant took; the step's own cause where the decomposition names none (a
     step within the noise says so)."""
-    from paprof.analysis.compare import code_path
     from paprof.analysis.cause_words import first_cause
 
     dec = step.decomposition
-    text = first_cause(dec) if dec is not None else None
-    if text is None:
-        return step.cause
-    path = code_path(after, reason=False)
-    return f"{text} (launch: {path})" if path else text
+    text = first_cause(dec, brief=True) if dec is not None else None
+    return step.cause if text is None else text  # (the launch words: the step, the variant card)

@@ -21,7 +21,7 @@ has it without asking (see ``paprof.reports.build``)."""
 
 
 def css_class(value) -> str:
-    """A CSS class name from a label: ``l2/l1-bound`` -> ``l2-l1-bound``."""
+    """A CSS class name from a label: ``occupancy/launch-bound`` -> ``occupancy-launch-bound``."""
     if value is None:
         return "unknown"
     return re.sub(r"[^a-z0-9]+", "-", str(value).lower()).strip("-") or "unknown"

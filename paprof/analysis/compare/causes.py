@@ -609,15 +609,17 @@ def limit(v: VariantResult) -> str | None:
         if issue is not None:
             text += f", and the schedulers issue in {fmt.pct(issue)} of active cycles"
         return text
-    if label == "l2/l1-bound":
-        l1, l2 = _num(v.get("l1_throughput_pct")), _num(v.get("l2_throughput_pct"))
-        unit, value = ("L1/TEX", l1) if (l1 or 0) >= (l2 or 0) else ("L2", l2)
+    if label in ("l1-bound", "l2-bound"):
+        unit, value = (("L1/TEX", _num(v.get("l1_throughput_pct"))) if label == "l1-bound"
+                       else ("L2", _num(v.get("l2_throughput_pct"))))
+        if label == "l1-bound" and (value or 0) < (_num(v.get("lsu_pipe_pct")) or 0):
+            unit, value = "LSU pipe", _num(v.get("lsu_pipe_pct"))
         text = f"{name} is limited by {unit} throughput now: {fmt.pct(value)} of peak"
         dram = _num(v.get("dram_throughput_pct"))
         if dram is not None:
             text += f", DRAM {fmt.pct(dram)}"
         return text
-    if label == "compute-bound":
+    if label in ("compute-bound", "issue-bound"):
         issue = _issue_busy(v)
         inst = _num(v.get("instructions_executed"))
         pipe = _busiest_math_pipe(v)

@@ -99,8 +99,10 @@ table, the report and the JSON spell it one way (``dram-bound``)."""
 
 BOUND_UNITS = {
     "dram-bound": ("dram_throughput_pct",),
-    "l2/l1-bound": ("l1_throughput_pct", "l2_throughput_pct"),
+    "l2-bound": ("l2_throughput_pct",),
+    "l1-bound": ("l1_throughput_pct",),
     "compute-bound": ("sm_throughput_pct",),
+    "issue-bound": ("issue_slots_busy_pct",),
 }
 """The throughput columns that carry each unit-bound label: the sentence about the one
 that moved ends with the conclusion (": the kernel is now dram-bound")."""
@@ -389,7 +391,7 @@ def limiter_name(raw) -> str | None:
 
 def verdict_words(v: "VariantResult") -> str:
     """A variant's label in words, a tie said as one: "compute-bound (a tie with
-    l2/l1-bound: issue slots 77 % ~ L2 throughput 76.9 %)"."""
+    l2-bound: issue slots 77 % ~ L2 throughput 76.9 %)"."""
     text = bound_words(v.bottleneck)
     if v.tie is not None and v.tie.label == v.bottleneck:
         text += f" (a tie with {bound_words(v.tie.other)}: {v.tie.text.split(': a tie')[0]})"

@@ -14,18 +14,20 @@ from contextlib import contextmanager
 import click
 
 from paprof import __version__
-from paprof.entry import interrupted
+from paprof.entry import Terminated, interrupted, terminated
 from paprof.errors import PaprofError
 
 
 @contextmanager
 def _interrupts():
-    """Ctrl-C as one line and exit 130 (click would print "Aborted!" and exit 1)."""
+    """Ctrl-C as one line and exit 130 (click would print "Aborted!" and exit 1); SIGTERM
+    (``paprof.entry``) as one line and exit 143."""
     try:
         yield
     except KeyboardInterrupt as err:
         detail = str(err.args[0]) if err.args and isinstance(err.args[0], str) else ""
-        raise SystemExit(interrupted(detail.splitlines()[0] if detail else "")) from None
+        say = terminated if isinstance(err, Terminated) else interrupted
+        raise SystemExit(say(detail.splitlines()[0] if detail else "")) from None
 
 
 _NoArgsIsHelp = getattr(click.exceptions, "NoArgsIsHelpError", ())
@@ -68,17 +70,17 @@ class _Group(click.Group):
                 return super().invoke(ctx)
             except OSError as err:
                 from paprof.errors import environment_error
-                from paprof.names import printable
+                from paprof.safetext import shown
 
                 said = environment_error(err)
                 if said is None:
                     raise  # a bug: its traceback
-                click.echo(f"paprof: error: {printable(said)}", err=True)
+                click.echo(f"paprof: error: {shown(said)}", err=True)
                 sys.exit(said.exit_code)
             except PaprofError as err:
-                from paprof.names import printable
+                from paprof.safetext import shown
 
-                click.echo(f"paprof: error: {printable(err, newlines=True)}", err=True)
+                click.echo(f"paprof: error: {shown(err, newlines=True)}", err=True)
                 sys.exit(err.exit_code)
 
 
@@ -105,7 +107,7 @@ def main():
     a whole program: paprof run --cmd '...' --nvtx-range R --name ID.
 
     Exit codes: 0 ok, 1 a finding (regression, failed verification),
-    2 bad input or environment, 130 interrupted.
+    2 bad input or environment, 130 interrupted, 143 terminated (SIGTERM).
     """
 
 

@@ -49,18 +49,3 @@ def safe(text, limit: int = 120) -> str:
     """``repr`` of ``text`` cut to ``limit`` characters: fit for one line of a terminal."""
     shown = ascii(text) if isinstance(text, str) else ascii(str(text))
     return shown if len(shown) <= limit else shown[: limit - 3] + "..."
-
-
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
-_CONTROL_ALL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
-
-
-def printable(text, newlines: bool = False) -> str:
-    """``text`` fit for a terminal: control characters (ESC, backspace, NUL ...) shown as
-    ``\\xNN`` instead of acting on the terminal; tabs and (with ``newlines``) line breaks
-    kept."""
-    pattern = _CONTROL if newlines else _CONTROL_ALL
-    text = str(text)
-    if newlines:
-        return pattern.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
-    return pattern.sub(lambda m: "\t" if m.group() == "\t" else f"\\x{ord(m.group()):02x}", text)

@@ -41,7 +41,9 @@ class Report:
                 'style="width: 100%; height: 900px; border: 1px solid #ddd;"></iframe>')
 
     def __repr__(self) -> str:
-        return f"<paprof.Report {' -> '.join(self.context.labels)}>"
+        from paprof.safetext import shown
+
+        return f"<paprof.Report {shown(' -> '.join(self.context.labels))}>"
 
     @property
     def variants(self):

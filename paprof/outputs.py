@@ -122,7 +122,11 @@ def _interrupt_after():
 
 
 def write(path, data: Data, *, parents: bool = False) -> Path:
-    """Write ``data`` to ``path`` atomically (see the module docstring); ``path``."""
+    """Write ``data`` to ``path`` atomically (see the module docstring); ``path``. After a
+    Ctrl-C that was swallowed on its way (``paprof.entry``), nothing: the interrupt."""
+    from paprof.entry import check_interrupted
+
+    check_interrupted()
     with _interrupt_after():
         return _write(Path(path), data, parents)
 

@@ -7,7 +7,9 @@ from that many workers (in this process when one job is asked for). A task is ta
 ``tasks`` only when a worker is free for it, and sent down that worker's own pipe.
 
 The workers ignore Ctrl-C: the interrupt reaches this process, which ends the workers and
-raises ``KeyboardInterrupt`` as a serial command would. Leaving the map in any way (done,
+raises ``KeyboardInterrupt`` as a serial command would. A worker dies with this process,
+even killed with SIGKILL: on Linux the kernel kills it (``PR_SET_PDEATHSIG``), elsewhere
+it sees, within ``ORPHAN_CHECK`` seconds of waiting for a task, that its parent is gone. Leaving the map in any way (done,
 an exception, an interrupt, early) ends every worker at once, whatever it is doing:
 SIGTERM, SIGKILL after ``GRACE`` seconds for one still there, each reaped, none left
 behind. An exception raised by ``fn`` is raised here, the first one in task order; a
@@ -22,6 +24,7 @@ import contextlib
 import multiprocessing
 import os
 import signal
+import sys
 import threading
 from multiprocessing.connection import wait
 from typing import Callable, Iterable, Iterator
@@ -99,16 +102,63 @@ def _interrupts_held():
             signal.pthread_sigmask(signal.SIG_SETMASK, before)
 
 
-def _work(conn, fn: Callable) -> None:
+ORPHAN_CHECK = 1.0
+"""Seconds between a waiting worker's looks at whether its parent is still there."""
+
+
+def death_signal(signum: int, parent: int | None = None) -> Callable[[], None] | None:
+    """A function that has the kernel send the process calling it ``signum`` when its
+    parent (``parent``, by default this process) ends, and ends it at once if that
+    happened already: for a child's start (``subprocess``'s ``preexec_fn``: libc is
+    looked up here, before the fork). None where there is no such thing (not Linux)."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        import ctypes
+
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+    parent = os.getpid() if parent is None else parent
+
+    def arm() -> None:
+        prctl(1, signum, 0, 0, 0)  # PR_SET_PDEATHSIG
+        if os.getppid() != parent:  # gone before it was armed
+            os._exit(1)
+
+    return arm
+
+
+def _die_with(parent: int) -> None:
+    """A worker's start: killed (SIGKILL) by the kernel when its parent ends (Linux)."""
+    arm = death_signal(signal.SIGKILL, parent)
+    if arm is not None:
+        arm()
+    elif os.getppid() != parent:
+        os._exit(1)
+
+
+def _next_task(conn, parent: int):
+    """The next task down ``conn``; ``EOFError`` when this process's end is closed or the
+    parent is gone (this worker then belongs to another process: nobody is waiting)."""
+    while not conn.poll(ORPHAN_CHECK):
+        if os.getppid() != parent:
+            raise EOFError
+    return conn.recv()
+
+
+def _work(conn, fn: Callable, parent: int) -> None:
     """A worker: ``fn`` of each task that comes down ``conn``, its result (or its
-    exception, with the worker's traceback as its cause) sent back, until it is ended."""
+    exception, with the worker's traceback as its cause) sent back, until it is ended
+    or its parent ``parent`` is gone."""
     _ignore_interrupts()
+    _die_with(parent)
     from multiprocessing.pool import ExceptionWithTraceback, MaybeEncodingError
 
     while True:
         try:
-            task = conn.recv()
-        except EOFError:  # this process's end is closed: nothing more will come
+            task = _next_task(conn, parent)
+        except EOFError:  # this process's end is closed, or it is gone: nothing will come
             return
         try:
             reply = (True, fn(task))
@@ -127,7 +177,7 @@ class _Worker:
 
     def __init__(self, context, fn: Callable):
         self.conn, theirs = context.Pipe()
-        self.process = context.Process(target=_work, args=(theirs, fn), daemon=True)
+        self.process = context.Process(target=_work, args=(theirs, fn, os.getpid()), daemon=True)
         self.process.start()
         theirs.close()
         self.task: int | None = None
@@ -290,22 +340,13 @@ def ordered_map(fn: Callable, tasks: Iterable, jobs: int):
     return _Map(fn, tasks, jobs)
 
 
-TERMINATED = 143
-"""The exit code after SIGTERM (128 + 15, as shells report it)."""
-
-
 def _terminated(_signum, _frame):
     """SIGTERM while workers run: one line, then ``SystemExit`` so that the workers are
     ended and reaped (not left writing to a closed pipe, with tracebacks)."""
-    import sys
+    from paprof.entry import terminated
 
     signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a second one: still one line
-    try:
-        sys.stderr.write("paprof: terminated\n")
-        sys.stderr.flush()
-    except (OSError, ValueError):
-        pass
-    raise SystemExit(TERMINATED)
+    raise SystemExit(terminated())
 
 
 def _terminate_quietly():

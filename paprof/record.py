@@ -35,6 +35,11 @@ REPORT_BYTES = "report_bytes"
 report has another size belongs to another report (a record torn by a kill, or mixed by
 hand) and is not read as this one's. Records written before it have no such key."""
 
+LARGEST = 1e18
+"""The largest magnitude a record's number may have: a report's bytes, a time in us, a
+count all stay far below; 1e308 (finite, but past what the charts and sums survive) is
+a damaged record."""
+
 _TEXT_KEYS = ("family", "variant", "kind", "kernel_regex", "shape", "shape_slug", "gpu",
               "gpu_slug", "driver", "ncu_version", "clock_control", "preset", "git_commit",
               "created", "paprof_version", "report", "log", "nvtx_range", "step_range")
@@ -46,6 +51,12 @@ _TABLE_KEYS = ("params", "work", "source", "verification", "launch_details", "la
 _LIST_KEYS = ("sections", "gate_metrics", "command", "profiled_kernels")
 
 
+def _shown(value) -> str:
+    """A bad value as an error names it: its repr, cut to 40 characters."""
+    text = repr(value) if not isinstance(value, (dict, list)) else type(value).__name__
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
 def check(data: Mapping, path) -> Mapping:
     """``data`` (a run record or a bench record) when each key paprof reads has its type
     (text, a finite number, a table, a list; or null); else a one-line ``UserError``
@@ -53,9 +64,7 @@ def check(data: Mapping, path) -> Mapping:
     traceback far from the file."""
 
     def bad(key, want):
-        value = data[key]
-        shown = repr(value) if len(repr(value)) <= 40 else repr(value)[:37] + "..."
-        return UserError(f"damaged record {path}: '{key}' must be {want}, got {shown}")
+        return UserError(f"damaged record {path}: '{key}' must be {want}, got {_shown(data[key])}")
 
     for key in _TEXT_KEYS:
         if data.get(key) is not None and not isinstance(data[key], str):
@@ -63,14 +72,21 @@ def check(data: Mapping, path) -> Mapping:
     for key in _NUMBER_KEYS:
         value = data.get(key)
         if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))
-                                  or not math.isfinite(value)):
-            raise bad(key, "a finite number")
+                                  or not math.isfinite(value) or abs(value) > LARGEST):
+            raise bad(key, f"a finite number (at most {LARGEST:g})")
     for key in _TABLE_KEYS:
         if data.get(key) is not None and not isinstance(data[key], dict):
             raise bad(key, "a table")
     for key in _LIST_KEYS:
         if data.get(key) is not None and not isinstance(data[key], list):
             raise bad(key, "a list")
+    work = data.get("work") or {}
+    for key in ("bytes", "flops"):
+        value = work.get(key)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))
+                                  or not math.isfinite(value) or not 0 <= value <= LARGEST):
+            raise UserError(f"damaged record {path}: 'work.{key}' must be a finite number from "
+                            f"0 to {LARGEST:g}, got {_shown(value)}")
     words = data.get("launch_words") or {}
     said, why = words.get("said"), words.get("why")
     if said is not None and not (isinstance(said, list) and all(isinstance(c, str) for c in said)):
@@ -210,12 +226,16 @@ class RunRecord(Mapping):
     def read(cls, path: Path) -> "RunRecord | None":
         """The record in the sidecar file ``path``; None when there is none (or it is not
         a JSON object); a one-line ``UserError`` when it cannot be read or is damaged."""
-        import json
+        from paprof import jsonsafe
+        from paprof.store_files import read
 
-        if not path.is_file():
-            return None
         try:
-            data = json.loads(path.read_text())
+            raw = read(path)  # None for a link (skipped, with a warning), a FIFO, nothing
+            if raw is None:
+                return None
+            data = jsonsafe.parse(raw)
+        except jsonsafe.Refused as err:
+            raise UserError(f"damaged record {path}: {err}") from None
         except (OSError, ValueError) as err:
             raise UserError(f"cannot read the run sidecar {path}: {err}") from None
         return cls.from_sidecar(data, path=path) if isinstance(data, dict) else None

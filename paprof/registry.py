@@ -91,29 +91,81 @@ def _why_untrusted(path: Path) -> str | None:
 
 
 def check_trusted(config: "ProjectConfig") -> None:
-    """``UserError`` (one line naming the file and how to trust it) unless the
-    ``pyproject.toml``, its folder, the folders it puts on the import path and the
-    Python files directly in them belong to this user (or root) and only they may write
-    them, or ``PAPROF_TRUST`` names the project."""
+    """``UserError`` (one line naming the file and how to trust it) unless everything
+    Python may import a family's code from belongs to this user (or root) and only they
+    may write it, or ``PAPROF_TRUST`` names the project: the ``pyproject.toml`` and its
+    folder, each folder it puts on the import path with the modules directly in it and
+    its ``__pycache__``, and the whole of each family module's top-level package (its
+    folders, ``__init__.py``, subpackages, ``__pycache__`` folders and compiled files).
+    A folder others may write is refused even with the sticky bit: they could add a
+    module or a ``.pyc`` that Python would import."""
     trusted = _trusted_by_env()
     if config.root in trusted or config.pyproject in trusted:
         return
+    tops = {ref.partition(":")[0].split(".")[0] for ref in config.families}
     items = [config.pyproject, config.root]
     for folder in config.path:
-        if folder in trusted:
-            continue
-        items.append(folder)
-        try:
-            items.extend(sorted(folder.glob("*.py")))
-        except OSError:
-            pass
+        if folder not in trusted:
+            if folder.is_relative_to(config.root):  # and the folders between
+                items.extend(config.root / p for p in reversed(folder.relative_to(config.root).parents[:-1]))
+            items.extend(_import_path(folder, tops))
+    for item in [i for i in items if os.path.islink(i)]:  # where a link leads: its folder
+        items.append(Path(os.path.realpath(item)).parent)
     for item in items:
         why = _why_untrusted(item)
-        if why is not None and item.exists():
+        if why is not None and os.path.lexists(item):
             raise UserError(
                 f"{item} {why}: paprof will not import the families of {config.pyproject} "
                 f"from it; make it yours and not writable by others (chown, chmod go-w), or "
                 f"trust it with {TRUST_ENV}={config.root}")
+
+
+def _importable(name: str) -> bool:
+    from importlib.machinery import all_suffixes
+
+    return name.endswith(tuple(all_suffixes()))
+
+
+def _import_path(folder: Path, tops: set[str]) -> list[Path]:
+    """What Python may import the modules ``tops`` (and what they import beside them)
+    from in ``folder``: the folder, its module files, its ``__pycache__`` and all in it,
+    and every folder and module file of the packages ``tops`` found there (links
+    followed, as Python does, each folder once)."""
+    items = [folder]
+    try:
+        entries = sorted(folder.iterdir())
+    except OSError:
+        return items
+    for entry in entries:
+        if entry.name == "__pycache__" or entry.name in tops:
+            items.extend(_tree(entry))
+        elif _importable(entry.name):
+            items.append(entry)
+    return items
+
+
+def _tree(top: Path) -> list[Path]:
+    """``top`` and, for a folder, every folder below it and every module file (and every
+    file of a ``__pycache__``) in them."""
+    items, stack, seen = [], [top], set()
+    while stack:
+        here = stack.pop()
+        items.append(here)
+        try:
+            st = here.stat()
+        except OSError:
+            continue
+        if not os.path.isdir(here) or (st.st_dev, st.st_ino) in seen:
+            continue
+        seen.add((st.st_dev, st.st_ino))
+        try:
+            entries = sorted(here.iterdir())
+        except OSError:
+            continue
+        for entry in entries:
+            if os.path.isdir(entry) or here.name == "__pycache__" or _importable(entry.name):
+                stack.append(entry)
+    return items
 
 
 def project_config(start: Path | str | None = None) -> ProjectConfig | None:

@@ -135,3 +135,19 @@ def v3_baseline(invoke, tmp_path):
 def v2_as_v3(tmp_path):
     """A run store where v3's run is v2's report: as if v3's code had regressed to v2."""
     return relabelled(shipped("v2"), tmp_path / "runs", "v3")
+
+
+@pytest.fixture
+def clean_registry(monkeypatch):
+    """Discovery from scratch, no ``PAPROF_TRUST``; afterwards ``sys.path`` as it was and
+    the test's family modules (``planted*``, ``fam_*``) forgotten."""
+    from paprof import registry
+
+    registry.clear()
+    saved = list(sys.path)
+    monkeypatch.delenv(registry.TRUST_ENV, raising=False)
+    yield
+    registry.clear()
+    sys.path[:] = saved
+    for name in [m for m in sys.modules if m.startswith(("planted", "fam_"))]:
+        del sys.modules[name]

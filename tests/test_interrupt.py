@@ -234,3 +234,78 @@ def test_an_import_a_ctrl_c_broke_is_an_interrupt_not_a_traceback(tmp_path):
         paprof.cli.main.main = broken
     """), "list", cwd=tmp_path)
     assert other.returncode == 1 and "ImportError: initialization failed" in other.stderr
+
+
+# A Ctrl-C whose KeyboardInterrupt is raised inside a weakref callback or a __del__ (the
+# collector runs them at any moment; matplotlib's and pandas' caches are
+# WeakValueDictionaries) is swallowed by Python ("Exception ignored in ..."): compare went
+# on, wrote its reports and exited 0. The child below hands itself SIGINT inside such a
+# callback at several points of a compare.
+_SWALLOWED = """
+import weakref
+import {module} as where
+
+class Box:
+    def __del__(self):
+        if {how!r} == "del":
+            sigint()
+
+def _callback(ref):
+    sigint()
+
+_real = where.{name}
+
+def _patched(*args, **kwargs):
+    box = Box()
+    keep = weakref.ref(box, _callback if {how!r} == "weakref" else None)
+    del box  # the callback (or __del__) runs now, and the handler inside it
+    return _real(*args, **kwargs)
+
+where.{name} = _patched
+"""
+
+
+@pytest.mark.parametrize("module, name, how", [
+    ("paprof.analysis.compare_runs", "finished_comparison", "weakref"),
+    ("paprof.reports.context", "build_context", "del"),
+    ("paprof.reports.html", "render_html", "weakref"),
+])
+def test_a_ctrl_c_swallowed_in_a_callback_still_ends_compare(tmp_path, module, name, how):
+    out = tmp_path / "r.html"
+    done = _python(_entry(_SWALLOWED.format(module=module, name=name, how=how)),
+                   "compare", "v2", "v3", "--runs", str(RUNS), "--out", str(out),
+                   "--markdown", str(tmp_path / "r.md"), cwd=tmp_path)
+    assert (done.returncode, done.stderr) == (130, ONE_LINE)
+    assert done.stdout == ""
+    assert not out.exists() and not (tmp_path / "r.md").exists()
+
+
+def test_after_a_swallowed_ctrl_c_is_raised_again_a_cleanup_may_still_write(tmp_path):
+    """The swallowed Ctrl-C comes back as a KeyboardInterrupt in the code it interrupted;
+    a writer is refused only until then (a sweep saves its manifest when interrupted)."""
+    done = _python(textwrap.dedent(f"""
+        import time, weakref
+        from pathlib import Path
+        from paprof import entry, outputs
+        entry._install()
+
+        class Box:
+            pass
+
+        box = Box()
+        keep = weakref.ref(box, lambda ref: sigint())
+        try:
+            del box  # the Ctrl-C is swallowed in the callback
+            try:
+                outputs.write(Path({str(tmp_path / "refused")!r}), "x")
+            except KeyboardInterrupt:
+                print("refused")
+            while True:
+                time.sleep(0.001)  # raised again here
+        except KeyboardInterrupt:
+            outputs.write(Path({str(tmp_path / "saved")!r}), "manifest")
+        print("saved")
+    """), cwd=tmp_path)
+    assert done.stdout.split() in (["refused", "saved"], ["saved"]), done.stderr
+    assert (tmp_path / "saved").read_text() == "manifest" and done.stderr == ""
+    assert not (tmp_path / "refused").exists()

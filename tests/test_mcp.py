@@ -31,6 +31,16 @@ HAS_NVCC = shutil.which("nvcc") is not None
 HAS_GPU = tools.gpu_refusal() is None
 
 
+HOSTILE = "\x1b]8;;http://evil.example/\x1b\\\u202e\x07\r"
+"""Characters an answer's text may never hold raw."""
+
+
+def _sweep_copy(tmp: Path) -> Path:
+    """A copy of the recorded sweep store (beside ``tmp``: the tests read what ``tmp``
+    holds), that a call may try to write into."""
+    return tmp.parent / f"{tmp.name}-store" / "sweep"
+
+
 def _calls(tmp: Path) -> list[tuple[str, str, dict]]:
     """(key, tool, arguments) of the session, in order."""
     good, slow = tmp / "good.json", tmp / "slow.json"
@@ -52,6 +62,15 @@ def _calls(tmp: Path) -> list[tuple[str, str, dict]]:
         ("sweep_again", "sweep_report", {"runs": str(SWEEP), "out": str(tmp / "sweep.html")}),
         ("run", "run", {"variants": ["v3"]}),
         ("bench", "bench", {"variants": ["v3"]}),
+        ("huge_name", "compare", {"variants": ["v2" + HOSTILE + "n" * 10_000_000, "v3"]}),
+        ("wrong_type", "compare", {"variants": 5, "cross": {"a": [1, 2]}}),
+        ("unknown_tool", "no_such_tool" + HOSTILE, {}),
+        ("inside_store", "sweep_report", {"runs": str(_sweep_copy(tmp)),
+                                          "out": str(_sweep_copy(tmp) / "sweeps" / "r.html")}),
+        ("after_inside", "sweep_report", {"runs": str(_sweep_copy(tmp)),
+                                          "out": str(_sweep_copy(tmp).parent / "r2.html")}),
+        ("baseline_inside", "baseline", {"runs": str(_sweep_copy(tmp)),
+                                         "out": str(_sweep_copy(tmp) / "sweeps" / "b.json")}),
     ]
     if HAS_NVCC:
         calls += [("static_baseline", "baseline_static",
@@ -74,6 +93,7 @@ async def _session(tmp: Path) -> dict:
     from mcp import ClientSession, stdio_client
 
     out: dict = {}
+    shutil.copytree(SWEEP, _sweep_copy(tmp))
     with open(tmp / "server.log", "w") as log:
         async with stdio_client(_server(tmp, H200), errlog=log) as streams:
             async with ClientSession(*streams) as session:
@@ -211,6 +231,51 @@ def test_sweep_report_writes_only_where_told(answers):
     made = {p.name for p in tmp.iterdir()}
     assert made <= {"good.json", "v5.json", "slow.json", "sweep.html", "sweep.md", "sweep.regime.json",
                     "static.json", "server.log"}
+
+
+def test_echoed_arguments_are_cut_and_escaped(answers):
+    said = _error(answers, "huge_name")
+    assert len(said) < 5_000 and "more characters)" in said
+    assert "\\x1b" in said and not any(c in said for c in "\x1b\u202e\x07\r")
+    tool = _error(answers, "unknown_tool")
+    assert "no_such_tool" in tool and not any(c in tool for c in "\x1b\u202e\x07\r")
+
+
+def test_a_wrong_argument_type_is_one_line_naming_the_argument(answers):
+    said = _error(answers, "wrong_type")
+    assert "variants" in said and "cross" in said and "valid list" in said
+    assert "pydantic" not in said and "[1, 2]" not in said and len(said) < 300
+
+
+def test_outputs_inside_a_store_s_folders_are_refused(answers):
+    assert "inside the run store" in _error(answers, "inside_store")
+    assert "inside the run store" in _error(answers, "baseline_inside")
+    assert sorted(p.name for p in (_sweep_copy(answers["tmp"]) / "sweeps").iterdir()) == [
+        p.name for p in (SWEEP / "sweeps").iterdir()]
+    assert _ok(answers, "after_inside")["crossovers"]
+
+
+def test_a_huge_sidecar_is_not_answered_whole(tmp_path):
+    """A real session on a store whose sidecar is 3 MB: the resource answers a note."""
+    store = tmp_path / "runs"
+    shutil.copytree(H200 / "nvidia-h200" / "paged_decode" / "v3", store / "g" / "f" / "v3")
+    side = store / "g" / "f" / "v3" / f"{SHAPE}.json"
+    data = json.loads(side.read_text())
+    data["pad"] = "x" * (3 << 20)
+    side.write_text(json.dumps(data))
+
+    async def read():
+        from mcp import ClientSession, stdio_client
+
+        with open(tmp_path / "server.log", "w") as log:
+            async with stdio_client(_server(tmp_path, store), errlog=log) as streams:
+                async with ClientSession(*streams) as session:
+                    await session.initialize()
+                    got = await session.read_resource(f"paprof://runs/g/f/v3/{SHAPE}/sidecar")
+                    return got.contents[0].text
+
+    text = asyncio.run(read())
+    assert len(text) < 1000 and "over the 1,048,576" in json.loads(text)["cut"]
 
 
 @pytest.mark.skipif(HAS_GPU, reason="a GPU is here: run and bench would measure")

@@ -120,18 +120,6 @@ family = Family(name="planted", params=P, inputs=None, output=None, reference=No
 '''
 
 
-@pytest.fixture
-def clean_registry(monkeypatch):
-    registry.clear()
-    saved = list(sys.path)
-    monkeypatch.delenv(registry.TRUST_ENV, raising=False)
-    yield
-    registry.clear()
-    sys.path[:] = saved
-    for name in [m for m in sys.modules if m.startswith(("planted", "fam_"))]:
-        del sys.modules[name]
-
-
 def _plant(folder: Path, module: str, marker: Path, body: str = PLANTED):
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "pyproject.toml").write_text(
@@ -467,9 +455,11 @@ def test_junit_with_control_characters_is_well_formed(tmp_path):
 
 
 def test_names_printed_to_the_terminal_hold_no_escape_characters():
-    assert names.printable("a\x1b[31mb\x08\x00") == "a\\x1b[31mb\\x08\\x00"
-    assert names.printable("one\ttab") == "one\ttab"
-    assert names.printable("two\nlines", newlines=True) == "two\nlines"
+    from paprof.safetext import shown
+
+    assert shown("a\x1b[31mb\x08\x00") == "a\\x1b[31mb\\x08\\x00"
+    assert shown("one\ttab") == "one\ttab"
+    assert shown("two\nlines", newlines=True) == "two\nlines"
     from paprof.commands.check import _verdict_table
     from rich.console import Console
 
@@ -691,20 +681,19 @@ def test_merge_on_a_full_disk_is_one_line_and_leaves_no_temp(paprof_cli, tmp_pat
 
     monkeypatch.setitem(run_module.RUNNERS, "bench", FakeRunner())
     assert invoke(paprof_cli, *SWEEP, "--runs", str(tmp_path / "src")).exit_code == 0
-    real = shutil.copyfile
+    real = merge_module.store_files.copy
 
-    def full(src, dst, *a, **k):
-        with open(dst, "wb") as fh:
-            fh.write(b"half")  # a partial copy, then the disk is full
-        raise OSError(errno.ENOSPC, "No space left on device", str(dst))
+    def full(src, fd, *a, **k):
+        os.write(fd, b"half")  # a partial copy, then the disk is full
+        raise OSError(errno.ENOSPC, "No space left on device", str(src))
 
-    monkeypatch.setattr(merge_module.shutil, "copyfile", full)
+    monkeypatch.setattr(merge_module.store_files, "copy", full)
     out = tmp_path / "out"
     result = invoke(paprof_cli, "merge", str(tmp_path / "src"), "--out", str(out))
     one_line_exit_2(result)
     assert "No space left on device" in result.output
     assert not [p for p in out.rglob("*") if p.is_file() and ".tmp-" in p.name]
-    monkeypatch.setattr(merge_module.shutil, "copyfile", real)
+    monkeypatch.setattr(merge_module.store_files, "copy", real)
 
 
 @pytest.mark.lab
@@ -802,12 +791,11 @@ def test_an_interrupt_during_a_merge_copy_leaves_no_temp(paprof_cli, tmp_path, m
     monkeypatch.setitem(run_module.RUNNERS, "bench", FakeRunner())
     assert invoke(paprof_cli, *SWEEP, "--runs", str(tmp_path / "src")).exit_code == 0
 
-    def interrupted(src, dst, *a, **k):
-        with open(dst, "wb") as fh:
-            fh.write(b"half")
+    def interrupted(src, fd, *a, **k):
+        os.write(fd, b"half")
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(merge_module.shutil, "copyfile", interrupted)
+    monkeypatch.setattr(merge_module.store_files, "copy", interrupted)
     out = tmp_path / "out"
     with pytest.raises(KeyboardInterrupt):
         merge_module.merge_stores([tmp_path / "src"], out)

@@ -47,13 +47,33 @@ def _one_line(fn):
             with _ONE_AT_A_TIME:
                 return fn(*args, **kwargs)
         except PaprofError as err:
-            raise ToolError(" ".join(str(err).split())) from None
+            raise ToolError(_said(err)) from None
         except OSError as err:
             said = environment_error(err)
             if said is None:
                 raise
-            raise ToolError(str(said)) from None
+            raise ToolError(_said(said)) from None
     return wrapped
+
+
+def _said(err) -> str:
+    """An error as a tool answers it: one line, control and bidi characters escaped, at
+    most ``safetext.LIMIT`` characters (an argument of megabytes is not echoed whole)."""
+    from paprof.safetext import shown
+
+    return shown(" ".join(str(err).split()))
+
+
+def _arguments_said(err) -> str:
+    """A pydantic ``ValidationError`` of a tool's arguments as one line: each argument
+    and what it should be, never the value given (the caller's data, of any size)."""
+    return "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'arguments'}: {e['msg']}"
+                     for e in err.errors(include_url=False, include_input=False))
+
+
+RESOURCE_BYTES = 1 << 20
+"""The most bytes a resource answers: a sidecar past it (a store others wrote) is not
+sent whole; the answer says so."""
 
 
 def _answer(data: dict, key: str) -> str:
@@ -76,18 +96,53 @@ class Store:
         root = self.default.resolve()
         path = (root / gpu / family / variant / f"{shape}{suffix}").resolve()
         if not path.is_relative_to(root) or not path.is_file():
-            raise ResourceNotFoundError(f"no run {gpu}/{family}/{variant}/{shape} in {self.default}")
+            raise ResourceNotFoundError(_said(f"no run {gpu}/{family}/{variant}/{shape} in {self.default}"))
         return path
+
+    def sidecar_text(self, gpu: str, family: str, variant: str, shape: str) -> str:
+        """A run's sidecar as stored, or, past ``RESOURCE_BYTES``, a note saying so."""
+        import json
+
+        path = self.run_file(gpu, family, variant, shape, ".json")
+        size = path.stat().st_size
+        if size <= RESOURCE_BYTES:
+            with open(path, "rb") as handle:
+                return handle.read(RESOURCE_BYTES).decode("utf-8", errors="replace")
+        return json.dumps({"cut": f"the sidecar is {size:,} bytes, over the {RESOURCE_BYTES:,} "
+                                  f"a resource answers; read it from the store"})
+
+
+def _server_class():
+    """The SDK's server, its tool errors held to one bounded line: an argument of the
+    wrong type is said as the argument and what it should be (the SDK's text is
+    pydantic's dump of several lines, with the value given), an unknown tool's name cut."""
+    from mcp.server.mcpserver import MCPServer
+    from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
+    from pydantic import ValidationError
+
+    class Server(MCPServer):
+        async def call_tool(self, name, arguments, context=None):
+            try:
+                return await super().call_tool(name, arguments, context)
+            except UnexpectedToolError:
+                raise
+            except ToolError as err:
+                cause = err.__cause__
+                if isinstance(cause, ValidationError):
+                    said = f"Error executing tool {name}: {_arguments_said(cause)}"
+                else:
+                    said = str(err)
+                raise ToolError(_said(said)) from cause
+
+    return Server
 
 
 def build(runs: Path):
     """The server, its default run store ``runs``."""
-    from mcp.server.mcpserver import MCPServer
-
     from paprof import __version__
 
-    server = MCPServer("paprof", version=__version__, instructions=INSTRUCTIONS,
-                       log_level="WARNING")
+    server = _server_class()("paprof", version=__version__, instructions=INSTRUCTIONS,
+                             log_level="WARNING")
     store = Store(runs)
     tool = server.tool
 
@@ -202,7 +257,7 @@ def build(runs: Path):
     def sidecar(gpu: str, family: str, variant: str, shape: str) -> str:
         """A run's provenance sidecar (in the server's run store), as stored."""
         with _ONE_AT_A_TIME:
-            return store.run_file(gpu, family, variant, shape, ".json").read_text()
+            return store.sidecar_text(gpu, family, variant, shape)
 
     @server.resource(SUMMARY_URI, mime_type="application/json")
     def report_summary(gpu: str, family: str, variant: str, shape: str) -> str:

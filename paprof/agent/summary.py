@@ -16,6 +16,10 @@ import json
 MAX_CHARS = 20_000
 """The most characters of JSON any answer holds (compact JSON: no indentation)."""
 
+TEXT_CHARS = 500
+"""Where an answer is over ``MAX_CHARS`` with its list empty (a name of megabytes), each
+text in it is cut to this many characters."""
+
 TERMS = 4
 """Terms of the decomposition kept per transition (the largest by time)."""
 
@@ -99,10 +103,33 @@ def bounded(answer: dict, key: str, max_chars: int = MAX_CHARS) -> str:
     total = len(items)
     while True:
         text = json.dumps(answer, allow_nan=False)
-        if len(text) <= max_chars or not items:
+        if len(text) <= max_chars:
             return text
+        if not items:
+            return _texts_cut(answer, len(text), max_chars)
         drop = max(1, len(items) // 4)
         items = items[:-drop]
         answer = {**answer, key: items,
                   "cut": f"{total - len(items)} of {total} {key} left out to stay under "
                          f"{max_chars} characters: ask for fewer (the CLI's output has all)"}
+
+
+def _texts_cut(answer: dict, size: int, max_chars: int) -> str:
+    """``answer`` with each text cut to ``TEXT_CHARS`` (``paprof.safetext``); when even
+    that is over ``max_chars``, only a note of its size."""
+    from paprof.safetext import shown
+
+    def cut(value):
+        if isinstance(value, str):
+            return shown(value, limit=TEXT_CHARS, newlines=True)
+        if isinstance(value, dict):
+            return {shown(k, limit=TEXT_CHARS): cut(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [cut(v) for v in value]
+        return value
+
+    text = json.dumps(cut(answer), allow_nan=False)
+    if len(text) <= max_chars:
+        return text
+    return json.dumps({"cut": f"the answer was {size:,} characters, over the {max_chars:,} an "
+                              f"answer holds: ask for less (the CLI's output has all)"})

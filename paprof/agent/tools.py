@@ -230,9 +230,10 @@ def baseline(store: Path, out: Path, variants: list[str] | None = None,
              metrics: list[str] | None = None, force: bool = False) -> dict:
     """``paprof baseline update``: the baseline of the stored runs, written to ``out``."""
     from paprof import gate
-    from paprof.profiler.store import Scan, input_files
+    from paprof.profiler.store import Scan, input_files, refuse_inside
 
     refuse_existing(out, force)
+    refuse_inside(out, store, "the baseline")
     scan = Scan()
     inputs = input_files([store], scan)
     gate.check_baseline_target(out, force, inputs)

@@ -18,6 +18,7 @@ from paprof import outputs
 from paprof.analysis import fmt
 from paprof.analysis import metrics as M
 from paprof.errors import UserError
+from paprof import safetext
 
 FORMATS = ("text", "csv", "json", "parquet")
 
@@ -121,8 +122,8 @@ def _format_value(column: str, value, compact: bool = False) -> str:
             return f"{value:,.1f}"
         return f"{value:.1f}"
     if column == "kernel" and isinstance(value, str) and len(value) > _KERNEL_WIDTH:
-        return fmt.shorten_identifier(value, _KERNEL_WIDTH)
-    return str(value)
+        return safetext.shown(fmt.shorten_identifier(value, _KERNEL_WIDTH))
+    return safetext.shown(value)
 
 
 def to_text(df: pd.DataFrame, columns: list[str] | None = None, why: bool = True,
@@ -146,12 +147,13 @@ def to_text(df: pd.DataFrame, columns: list[str] | None = None, why: bool = True
         per_case = df.groupby(["variant", "shape"])["kernel"].transform("nunique")
         for (_, row), kernels in zip(df.iterrows(), per_case):
             evidence = row["bottleneck_evidence"] or []
-            name = row["variant"]
+            name = safetext.shown(row["variant"])
             if several_shapes:
-                name += f" [{_short_shape(row)}]"
+                name += f" [{safetext.shown(_short_shape(row))}]"
             if kernels > 1:
                 name += f"/{_format_value('kernel', row['kernel'])}"
-            lines.append(f"{name}: {row['bottleneck']}: " + "; ".join(evidence[:2]))
+            lines.append(safetext.shown(f"{name}: {row['bottleneck']}: " + "; ".join(evidence[:2]),
+                                        limit=None))
     return "\n".join(lines) + "\n"
 
 
@@ -224,6 +226,8 @@ def render(df: pd.DataFrame, fmt: str, columns: list[str] | None = None,
         text = to_text(df, columns, why=not traffic, traffic=traffic)
     elif fmt == "csv":
         text = scalar_frame(df, columns).to_csv(index=False)
+        if out is None:  # to a terminal: no cell may act on it
+            text = safetext.shown(text, limit=None, newlines=True)
     elif fmt == "json":
         text = scalar_frame(df, columns).to_json(orient="records", indent=1) + "\n"
     else:

@@ -73,10 +73,14 @@ def _walk_blocks(path: Path, handle, size: int) -> int:
     if header_len is None or 8 + header_len > size:
         raise UserError(f"{path}: truncated Nsight Compute report (file header cut off)")
     pos = 8 + header_len
-    results = 0
+    results = empty = 0
     while pos < size:
         handle.seek(pos)
         block_len = _u32(handle.read(4), 0)
+        empty = empty + 1 if block_len == 0 else 0
+        if empty > ncu_fastread.EMPTY_BLOCKS:
+            raise UserError(f"{path}: corrupt Nsight Compute report "
+                            f"({ncu_fastread.empty_run(pos - 4 * ncu_fastread.EMPTY_BLOCKS)})")
         if block_len is None or pos + 4 + block_len > size:
             raise UserError(f"{path}: truncated Nsight Compute report "
                             f"(a block header at byte {pos} runs past the end, {size} bytes)")

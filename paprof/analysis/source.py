@@ -24,6 +24,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from paprof import safetext
 from paprof.analysis import metrics as M
 from paprof.analysis import ncu_reader
 from paprof.errors import UserError
@@ -340,7 +341,7 @@ def for_comparison(cmp, sources_for=None) -> Hotspots | None:
         try:
             kernels, embedded = read_report(v.report_path)
         except UserError as err:  # no ncu_report here, a damaged file: the rest still reports
-            log.warning("%s: no source hot spots: %s", v.label, err)
+            log.warning("%s: no source hot spots: %s", safetext.shown(v.label), safetext.shown(err))
             kernels = []
         if not kernels:
             continue

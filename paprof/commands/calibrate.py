@@ -84,9 +84,11 @@ def calibrate(out, runs, family, variants, shape, repeats, timed, metrics, k, fo
     noise = calibration.from_repeats(repeats_found, metrics or None)
     written = calibration.save(calibration.make(noise, source, k), out, force, inputs)
     for n in noise:
-        click.echo(f"{n.gpu}  {n.family}  {n.metric}: noise {n.relative * 100:.3g} % "
-                   f"({n.repeats}+ runs of {len(n.variants)} variant/shape), limit "
-                   f"{k:g} x = {k * n.relative * 100:.3g} %")
+        from paprof.safetext import shown  # the GPU and family names come from stored runs
+
+        click.echo(shown(f"{n.gpu}  {n.family}  {n.metric}: noise {n.relative * 100:.3g} % "
+                         f"({n.repeats}+ runs of {len(n.variants)} variant/shape), limit "
+                         f"{k:g} x = {k * n.relative * 100:.3g} %"))
     click.echo(f"wrote {written}")
 
 

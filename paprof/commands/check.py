@@ -22,8 +22,8 @@ from paprof import gate, progress
 from paprof.gate import calibration
 from paprof.commands import STDOUT, force_option, json_option, renamed
 from paprof.errors import UserError
-from paprof.names import printable
-from paprof.profiler.store import Scan, input_files
+from paprof import safetext
+from paprof.profiler.store import Scan, input_files, refuse_inside
 
 _STYLE = {"same": "green", "improved": "cyan", "regressed": "bold red", "changed": "bold red",
           "ambiguous": "yellow", "reported": "yellow", "noise (same code)": "green",
@@ -62,7 +62,7 @@ def _verdict_table(verdict: gate.Verdict, limit: int = TABLE_ROWS,
         shown = [r for r in verdict.results if r.outcome != "same"]
     shapes = {r.shape for r in verdict.results}
     one_shape = len(shapes) == 1 and not any(r.shape_now for r in verdict.results)
-    title = "paprof check" + (f" at {escape(printable(next(iter(shapes))))}" if one_shape else "")
+    title = "paprof check" + (f" at {escape(safetext.shown(next(iter(shapes))))}" if one_shape else "")
     table = Table(title=title, title_justify="left")
     table.add_column("variant")
     if not one_shape:
@@ -70,12 +70,12 @@ def _verdict_table(verdict: gate.Verdict, limit: int = TABLE_ROWS,
     for name in ("metric", "baseline", "now", "change", "allowed", "status"):
         table.add_column(name, justify="left" if name in ("metric", "status") else "right")
     for r in shown:
-        cells = [escape(printable(r.name))]
+        cells = [escape(safetext.shown(r.name))]
         if not one_shape:
             shape = _slug(r.family, r.shape) + ("" if r.shape_now is None else f" (now {_slug(r.family, r.shape_now)})")
-            cells.append(escape(printable(shape)))
+            cells.append(escape(safetext.shown(shape)))
         cells += [
-            escape(printable(r.metric)), r.fmt_stat(r.baseline), r.fmt_stat(r.now), r.delta_text,
+            escape(safetext.shown(r.metric)), r.fmt_stat(r.baseline), r.fmt_stat(r.now), r.delta_text,
             r.allowed_text, f"[{_STYLE[r.outcome]}]{r.outcome}[/]",
         ]
         table.add_row(*cells)
@@ -284,13 +284,13 @@ def check(baseline_path, runs, profile, static_gate, repeat, timed, rounds, ratc
             click.echo(f"({hidden} results the same as the baseline are not listed; "
                        "--markdown and --junit have every row)", err=err)
     for r in verdict.regressions:
-        click.echo(f"REGRESSION {printable(r.message)}", err=err)
+        click.echo(f"REGRESSION {safetext.shown(r.message)}", err=err)
     for (family, variant, shape), c in verdict.causes.items():
         name = f"{family}/{variant}" if family else variant
-        click.echo(f"CAUSE {printable(name)} ({c.outcome}): {printable(c.line())}", err=err)
+        click.echo(f"CAUSE {safetext.shown(name)} ({c.outcome}): {safetext.shown(c.line())}", err=err)
     for note in verdict.notes:
-        click.echo(f"note: {printable(note)}", err=err)
-    click.echo(printable(verdict.summary), err=err)
+        click.echo(f"note: {safetext.shown(note)}", err=err)
+    click.echo(safetext.shown(verdict.summary), err=err)
     if junit:
         junit_xml.write_junit(verdict, junit, force, inputs)
     if markdown:
@@ -376,6 +376,7 @@ def update(runs, variants, metrics, out, force, static_gate, family, shapes, arc
     scan = Scan()  # the store is read once: for the inputs and for the baseline
     with progress.shown("baseline update"):
         inputs = input_files([runs], scan)
+        refuse_inside(out, runs, "the baseline")
         gate.check_baseline_target(out, force, inputs)  # before reading the runs
         made = gate.make_baseline(
             runs, metrics=tuple(metrics) or None, variants=variants, scan=scan
@@ -385,8 +386,9 @@ def update(runs, variants, metrics, out, force, static_gate, family, shapes, arc
         stats = ", ".join(
             f"{m} {gate.fmt_value(s.value, gate.unit(m))}" for m, s in e.metrics.items()
         )
-        click.echo(f"{e.name} at {e.shape} on {e.provenance.gpu or 'unknown GPU'}: {stats}")
-    click.echo(f"wrote {out} ({len(made.entries)} entries)")
+        click.echo(safetext.shown(f"{e.name} at {e.shape} on {e.provenance.gpu or 'unknown GPU'}: "
+                                  f"{stats}"))
+    click.echo(f"wrote {safetext.shown(out)} ({len(made.entries)} entries)")
 
 
 def _update_static(variants, out, force, family, shapes, arch):

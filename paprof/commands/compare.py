@@ -10,6 +10,7 @@ import click
 from paprof.commands import force_option, json_option, step_range_option
 
 from paprof.reports.build import DEFAULT_OUT, DEFAULT_RUNS, STDOUT, write_report
+from paprof.safetext import shown
 
 
 @click.command("compare")
@@ -69,7 +70,7 @@ def compare(variants, runs, shape, out, markdown, json_out, cross, step_range, o
                               json_out=json_out, baseline=baseline)
     ctx = result.context
     for warning in ctx.warnings:
-        click.echo(f"paprof: warning: {warning}", err=True)
+        click.echo(f"paprof: warning: {shown(warning)}", err=True)
     if markdown == STDOUT and json_out == STDOUT:
         raise click.UsageError("--markdown - and --json - cannot both print")
     if markdown == STDOUT:
@@ -79,15 +80,15 @@ def compare(variants, runs, shape, out, markdown, json_out, cross, step_range, o
     # With the Markdown or JSON on stdout, the summary goes to stderr so stdout stays clean.
     err = STDOUT in (markdown, json_out)
     for step in ctx.steps:
-        click.echo(f"{step.title}: {step.headline}; {step.bottleneck_before_text} -> "
-                   f"{step.bottleneck_after_text}", err=err)
+        click.echo(shown(f"{step.title}: {step.headline}; {step.bottleneck_before_text} -> "
+                         f"{step.bottleneck_after_text}", limit=None), err=err)
         if step.cause:
-            click.echo(f"  {step.cause}", err=err)
+            click.echo(f"  {shown(step.cause, limit=None)}", err=err)
     for path in (result.html, result.markdown, result.json):
         if path is None:
             continue
         again = " (replaced the earlier paprof report there)" if path in result.overwrote else ""
-        click.echo(f"wrote {path}{again}", err=err)
+        click.echo(f"wrote {shown(path)}{again}", err=err)
     if open_browser and result.html is not None:
         _open(result.html)
 

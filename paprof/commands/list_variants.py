@@ -6,7 +6,7 @@ import json
 
 import click
 
-from paprof import registry
+from paprof import registry, safetext
 from paprof.commands import emit_json, force_option, json_option
 
 WIDTH = 100
@@ -16,7 +16,7 @@ WIDTH = 100
 def _fit(head: str, text: str = "", width: int = WIDTH) -> str:
     """``head`` then ``text`` (its whitespace runs as single spaces) on one line of at
     most ``width`` characters ("..." where it was cut)."""
-    line = head + " ".join(text.split())
+    line = safetext.shown(head + " ".join(text.split()), limit=None)
     return line if len(line) <= width else line[:width - 3].rstrip() + "..."
 
 
@@ -53,19 +53,24 @@ def _short(fams: list, broken: dict) -> None:
                "ideas in full)")
 
 
+def _echo(line: str) -> None:
+    """One line of the listing, its names and words shown safely (``paprof.safetext``)."""
+    click.echo(safetext.shown(line, limit=None, newlines=True))
+
+
 def _details(fams: list, broken: dict) -> None:
     for f in fams:
-        click.echo(f"{f.name}  ({f.origin})" + (f": {f.summary}" if f.summary else ""))
+        _echo(f"{f.name}  ({f.origin})" + (f": {f.summary}" if f.summary else ""))
         if f.name in broken:
-            click.echo(f"  BROKEN: {broken[f.name]}")
+            _echo(f"  BROKEN: {broken[f.name]}")
             continue
-        click.echo(f"  --shape {f.params().spec()}")
+        _echo(f"  --shape {f.params().spec()}")
         for p in f.params.fields():
-            click.echo(f"    {p.describe()}")
+            _echo(f"    {p.describe()}")
         for v in f.variants:
-            click.echo(f"  {v.id:<9} [{v.kind}] {v.idea}")
+            _echo(f"  {v.id:<9} [{v.kind}] {v.idea}")
             if v.launch:
-                click.echo(f"  {'':<9} launch: {v.launch}")
+                _echo(f"  {'':<9} launch: {v.launch}")
 
 
 @click.command("list")

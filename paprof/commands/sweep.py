@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from paprof import registry
+from paprof import registry, safetext
 from paprof.commands import force_option, json_option, renamed
 from paprof.errors import UsageError, VerificationError
 from paprof.profiler.argv import CLOCK_CONTROLS
@@ -139,7 +139,7 @@ def sweep(variants, family, grid, shape, mode, runs_dir, force, shard, gpus, nam
         click.echo(f"merged {len(workers)} shard stores into {runs_dir}: {merged.copied} results "
                    f"copied, {merged.identical} already there")
         for line in merged.conflicts:
-            click.echo(f"paprof: warning: conflict: {line}", err=True)
+            click.echo(f"paprof: warning: conflict: {safetext.shown(line)}", err=True)
         data = manifests.load(manifests.path(runs_dir, name))
         failed_workers = [w for w in workers if w.returncode]
         counts = manifests.status_counts(data)
@@ -160,7 +160,7 @@ def sweep(variants, family, grid, shape, mode, runs_dir, force, shard, gpus, nam
                f"{len(result.skipped)} skipped, {len(result.failed)} failed, "
                f"{len(result.invalid)} invalid points")
     for line in result.skipped[:10] + result.invalid[:10]:
-        click.echo(f"  skipped {line}")
+        click.echo(f"  skipped {safetext.shown(line)}")
     hidden = max(len(result.skipped) - 10, 0) + max(len(result.invalid) - 10, 0)
     if hidden:
         click.echo(f"  ... and {hidden} more (see {result.path})")
@@ -186,17 +186,17 @@ def _write_report(runs, out: Path, name: str | None, markdown=None, regime=None,
                                   noise_pct=NOISE_PCT if noise is None else noise, force=force)
     err = "-" in (markdown, regime)  # stdout holds the Markdown or the JSON: the rest to stderr
     for warning in done.context.warnings:
-        click.echo(f"paprof: warning: {warning}", err=True)
+        click.echo(f"paprof: warning: {safetext.shown(warning)}", err=True)
     if done.markdown_text is not None and done.markdown is None:
         click.echo(done.markdown_text, nl=False)
     if done.regime_text is not None:
         click.echo(done.regime_text, nl=False)
     for sentence in done.context.changes:
-        click.echo(f"crossover: {sentence}", err=err)
+        click.echo(f"crossover: {safetext.shown(sentence)}", err=err)
     for path in (done.html, done.markdown, done.regime):
         if path is not None:
             again = " (replaced the earlier paprof report there)" if path in done.overwrote else ""
-            click.echo(f"wrote {path}{again}", err=err)
+            click.echo(f"wrote {safetext.shown(path)}{again}", err=err)
     return done
 
 
@@ -249,12 +249,13 @@ def merge(stores, out):
     with progress.shown("merge"):
         res = merge_stores(list(stores), out)
     for line in res.kept_both:
-        click.echo(f"kept both: {line}")
+        click.echo(f"kept both: {safetext.shown(line)}")
     for line in res.conflicts:
-        click.echo(f"paprof: warning: conflict: {line}", err=True)
+        click.echo(f"paprof: warning: conflict: {safetext.shown(line)}", err=True)
     click.echo(f"merged {len(stores)} store(s) into {out}: {res.copied} results copied, "
                f"{res.identical} already there, {len(res.kept_both)} kept twice, "
-               f"{len(res.conflicts)} conflicts; sweeps: {', '.join(res.manifests) or 'none'}")
+               f"{len(res.conflicts)} conflicts; sweeps: "
+               f"{safetext.shown(', '.join(res.manifests) or 'none')}")
 
 
 COMMANDS = [sweep, sweep_report, merge]

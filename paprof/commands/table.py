@@ -12,6 +12,7 @@ from paprof.errors import UsageError
 from paprof.analysis import export
 from paprof.analysis.load import load_reports, variant_rows
 from paprof.profiler.store import Scan, input_files
+from paprof import safetext
 
 
 @click.command("table")
@@ -59,7 +60,7 @@ def table(reports, fmt, out, columns, traffic, per_variant, step_range, json_out
         chosen = export.parse_columns(columns, df)
         text = export.render(df, fmt, chosen, out, force, traffic=traffic)
     for note in df.attrs.get("notes", ()):
-        click.echo(f"paprof: note: {note}", err=True)
+        click.echo(f"paprof: note: {safetext.shown(note)}", err=True)
     if text is not None:
         click.echo(text, nl=False)
     keys = export.TRAFFIC_TEXT_COLUMNS if traffic else export.TEXT_COLUMNS
@@ -69,7 +70,7 @@ def table(reports, fmt, out, columns, traffic, per_variant, step_range, json_out
     if note:
         click.echo(note, err=True)
     if out is not None:
-        click.echo(f"wrote {len(df)} rows to {out}", err=True)
+        click.echo(f"wrote {len(df)} rows to {safetext.shown(out)}", err=True)
 
 
 COMMANDS = [table]

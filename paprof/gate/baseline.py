@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Sequence
 
-from paprof import __version__
+from paprof import __version__, jsonsafe
 from paprof.analysis.metrics import BY_COLUMN
 from paprof.errors import UserError
 from paprof.gate.rules import NON_NEGATIVE_UNITS, UNITS
@@ -282,17 +282,17 @@ def load_baseline(path: str | os.PathLike) -> Baseline:
     """Read a baseline file; ``UserError`` (exit 2) if missing, corrupt or another schema."""
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        data = jsonsafe.load(path)
     except FileNotFoundError:
         raise UserError(
             f"baseline {path} does not exist (write one with 'paprof baseline update --out {path}')"
         ) from None
     except (OSError, UnicodeDecodeError) as err:
         raise UserError(f"cannot read baseline {path}: {err}") from None
-    try:
-        data = json.loads(text)
     except json.JSONDecodeError as err:
         raise UserError(f"baseline {path} is corrupt: not JSON ({err})") from None
+    except ValueError as err:  # over a limit (jsonsafe)
+        raise UserError(f"baseline {path} is corrupt: {err}") from None
     return Baseline.from_dict(data, source=f"baseline {path}")
 
 

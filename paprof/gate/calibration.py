@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
-from paprof import __version__
+from paprof import __version__, jsonsafe
 from paprof.analysis import stats
 from paprof.errors import UserError
 
@@ -108,7 +108,7 @@ def _positive(value: object, what: str, zero: bool = False) -> float:
 def load(path) -> Calibration:
     path = Path(path)
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = jsonsafe.load(path)
     except FileNotFoundError:
         raise UserError(f"calibration {path} does not exist (make one with paprof calibrate "
                         f"--out {path})") from None
@@ -116,6 +116,8 @@ def load(path) -> Calibration:
         raise UserError(f"cannot read calibration {path}: {err}") from None
     except json.JSONDecodeError as err:
         raise UserError(f"calibration {path} is corrupt: not JSON ({err})") from None
+    except ValueError as err:  # over a limit (jsonsafe)
+        raise UserError(f"calibration {path} is corrupt: {err}") from None
     return Calibration.from_dict(data, f"calibration {path}")
 
 

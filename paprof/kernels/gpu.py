@@ -83,6 +83,39 @@ def arch_capability(arch: str) -> str:
     return f"{digits[:-1]}.{digits[-1]}"
 
 
+def _private(folder: Path) -> bool:
+    """Whether ``folder`` is a real folder (no link) of this user's that nobody else may
+    write: the cubins in it are run on the GPU, so no one else may have put them there."""
+    import stat
+
+    try:
+        st = os.lstat(folder)
+    except OSError:
+        return False
+    mine = not hasattr(os, "geteuid") or st.st_uid == os.geteuid()
+    return stat.S_ISDIR(st.st_mode) and mine and not st.st_mode & 0o022
+
+
+def cubin_folder() -> Path:
+    """Where NVRTC's cubins are kept: ``$PAPROF_CUBIN_CACHE``, else
+    ``~/.cache/paprof/cubin``; without a writable home, ``paprof-cubin-<uid>`` in the
+    temporary folder, made for this user alone and used only while it is theirs (another
+    user could make it first, or plant a cubin in it); else a fresh private folder."""
+    folder = Path(os.environ.get("PAPROF_CUBIN_CACHE", Path.home() / ".cache" / "paprof" / "cubin"))
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        return folder
+    except OSError:  # no writable home: the temporary folder
+        pass
+    uid = os.geteuid() if hasattr(os, "geteuid") else "user"
+    folder = Path(tempfile.gettempdir()) / f"paprof-cubin-{uid}"
+    try:
+        folder.mkdir(mode=0o700, exist_ok=True)
+    except OSError:
+        pass
+    return folder if _private(folder) else Path(tempfile.mkdtemp(prefix="paprof-cubin-"))
+
+
 def _compile_for_arch(code: str, options: list[str], arch: str, names: str):
     """NVRTC for one named target (CuPy's RawModule picks ``-arch`` itself, from the GPU,
     and cannot name ``sm_90a``): the cubin is written once to a cache file named by the
@@ -93,13 +126,7 @@ def _compile_for_arch(code: str, options: list[str], arch: str, names: str):
     opts = tuple(options) + (f"-arch={arch}",)
     version = ".".join(map(str, nvrtc.getVersion()))  # a new NVRTC compiles afresh
     digest = hashlib.sha256("\0".join((code, version) + opts).encode()).hexdigest()[:32]
-    folder = Path(os.environ.get("PAPROF_CUBIN_CACHE", Path.home() / ".cache" / "paprof" / "cubin"))
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-    except OSError:  # no writable home: the temporary folder
-        folder = Path(tempfile.gettempdir()) / "paprof-cubin"
-        folder.mkdir(parents=True, exist_ok=True)
-    path = folder / f"{digest}.cubin"
+    path = cubin_folder() / f"{digest}.cubin"
     if not path.exists():
         prog = nvrtc.createProgram(code, "kernel.cu", (), ())
         try:
@@ -109,9 +136,10 @@ def _compile_for_arch(code: str, options: list[str], arch: str, names: str):
             raise UserError(f"compiling {names} for {arch} failed: {err}\n{nvrtc.getProgramLog(prog)}") from None
         finally:
             nvrtc.destroyProgram(prog)
-        partial = path.with_suffix(f".{os.getpid()}.part")
-        partial.write_bytes(cubin)
-        partial.replace(path)  # atomic: a concurrent process reads a whole file or none
+        fd, partial = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".part", dir=path.parent)
+        with os.fdopen(fd, "wb") as fh:  # a random name made with O_EXCL: nothing planted is followed
+            fh.write(cubin)
+        os.replace(partial, path)  # atomic: a concurrent process reads a whole file or none
     return cp.RawModule(path=str(path))
 
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Sequence
 
+from paprof import store_files
 from paprof.errors import UserError
 from paprof.profiler.ncu_log import NcuLog, ProfiledKernel, diagnose, parse_profiling
 
@@ -94,7 +95,7 @@ def run_ncu(
     log_path = Path(log_path)
     log_path.parent.mkdir(parents=True, exist_ok=True)
     log = NcuLog()
-    with open(log_path, "wb") as log_file:
+    with os.fdopen(store_files.open_write(log_path), "wb") as log_file:  # never through a planted link
         log_file.write(("$ " + " ".join(argv) + "\n").encode())
         try:
             proc = subprocess.Popen(

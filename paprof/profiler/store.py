@@ -11,14 +11,14 @@ import contextlib
 import gc
 import json
 import os
-import secrets
+import stat
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Iterator
 
-from paprof import record
+from paprof import jsonsafe, record, store_files
 from paprof.errors import UserError
 from paprof.record import RunRecord
 from paprof.profiler.argv import REPORT_SUFFIX
@@ -51,6 +51,11 @@ class RunPaths:
     @property
     def folder(self) -> Path:
         return self.report.parent
+
+    @property
+    def root(self) -> Path:
+        """The store (``<root>/<gpu>/<family>/<variant>/``)."""
+        return self.report.parents[3]
 
 
 def run_paths(
@@ -196,13 +201,29 @@ def missing_store(root) -> UserError:
     return UserError(f"no such run store or report: {root}{hint}")
 
 
+def refuse_inside(path, root, what: str = "an output") -> None:
+    """``UserError`` (one line) when ``path`` would be written inside a folder of the run
+    store ``root`` (``sweeps/``, a run's folder): the store's readers would read it back
+    as one of its records (a second regime file in ``sweeps/`` made every later
+    sweep-report of that store fail). Beside the store, or at its top, is fine."""
+    if path is None or not Path(root).is_dir():
+        return
+    top = Path(root).resolve()
+    where = Path(path).resolve()
+    if where.is_relative_to(top) and len(where.relative_to(top).parts) > 1:
+        from paprof.safetext import shown
+
+        raise UserError(f"{what} {shown(path)} is inside the run store {shown(root)}'s folders, "
+                        f"where its readers would take it for a record; write it elsewhere")
+
+
 def report_paths(root: Path) -> list[Path]:
     """The reports of the folder ``root`` and below (temporary ones left out), sorted by
     path: what ``find_runs`` makes runs of, before any sidecar is read. UserError when
     ``root`` is not a folder."""
     if not root.is_dir():
         raise missing_store(root)
-    return sorted(p for p in root.rglob(f"*{REPORT_SUFFIX}") if p.is_file() and not _is_temp(p))
+    return [p for p in store_files.files(root, REPORT_SUFFIX) if not _is_temp(p)]
 
 
 class Scan:
@@ -290,10 +311,11 @@ def belongs(report: Path, sidecar: Mapping | None) -> bool:
 def is_stored(paths: RunPaths) -> bool:
     """Whether the run is whole in the store: its report and a sidecar written with it.
     A sidecar alone, or a report beside a sidecar of another report, is not a run."""
-    if not paths.report.is_file():
+    if not store_files.regular(paths.report):
         return False
     try:
-        sidecar = json.loads(paths.sidecar.read_text())
+        raw = store_files.read(paths.sidecar)
+        sidecar = jsonsafe.parse(raw) if raw is not None else None
     except (OSError, ValueError):
         return False
     return belongs(paths.report, sidecar)
@@ -320,7 +342,7 @@ class Pending:
 
 
 def _temp_names(paths: RunPaths) -> Pending:
-    token = f"{os.getpid()}-{secrets.token_hex(3)}"
+    token = store_files.token()  # 64 random bits: no name to plant a link at beforehand
     stem = paths.report.name[: -len(REPORT_SUFFIX)]
     folder = paths.folder
     return Pending(
@@ -331,8 +353,10 @@ def _temp_names(paths: RunPaths) -> Pending:
 
 
 def write_sidecar(path: Path, data: Mapping) -> None:
-    """Write a run record (``RunRecord`` or its dict) as the sidecar JSON."""
-    path.write_text(json.dumps(dict(data), indent=2) + "\n")
+    """Write a run record (``RunRecord`` or its dict) as the sidecar JSON (never through
+    a link planted at ``path``)."""
+    with os.fdopen(store_files.open_write(path), "w") as fh:
+        fh.write(json.dumps(dict(data), indent=2) + "\n")
 
 
 @contextlib.contextmanager
@@ -344,7 +368,7 @@ def writing(paths: RunPaths, replace: bool = False, option: str = "--force") -> 
     removed and the exception continues; the existing run, if any, is untouched.
     """
     refuse_existing(paths, replace, option)
-    paths.folder.mkdir(parents=True, exist_ok=True)
+    store_files.folder(paths.root, paths.folder)
     pending = _temp_names(paths)
     try:
         yield pending
@@ -364,19 +388,21 @@ def writing(paths: RunPaths, replace: bool = False, option: str = "--force") -> 
             os.replace(pending.sidecar, paths.sidecar)
             os.replace(pending.report, paths.report)
     finally:
-        for leftover in paths.folder.glob(f".*{TEMP_MARK}{pending.token}*"):
-            leftover.unlink(missing_ok=True)
+        store_files.remove_temps([paths.folder], pending.token)
 
 
-def write_json_atomic(path: Path, data, replace: bool = True) -> None:
+def write_json_atomic(path: Path, data, replace: bool = True, root=None) -> None:
     """Write ``data`` as JSON at ``path`` atomically (``paprof.outputs.write``): a reader
     sees the old file or the whole new one. With ``replace`` False an existing file is a
-    ``UserError``."""
+    ``UserError``. ``root``: the store ``path`` lies in; the folders between are made,
+    and a link among them refused (``store_files.folder``)."""
     from paprof import outputs
 
     path = Path(path)
     if not replace and path.exists():
         raise UserError(f"{path} exists; pass --force to overwrite it")
+    if root is not None:
+        store_files.folder(root, path.parent)
     outputs.write(path, json.dumps(data, indent=2) + "\n", parents=True)
 
 
@@ -410,10 +436,7 @@ def locked(runs: Path | str) -> Iterator[None]:
             held[1] -= 1
         return
     folder.mkdir(parents=True, exist_ok=True)
-    try:
-        handle = open(folder / LOCK_NAME, "a+b")
-    except OSError as err:
-        raise UserError(f"cannot lock the run store {folder}: {err.strerror or err}") from None
+    handle = _lock_file(folder / LOCK_NAME)
     try:
         fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
         _HELD[key] = [handle, 1]
@@ -424,6 +447,22 @@ def locked(runs: Path | str) -> Iterator[None]:
             fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
     finally:
         handle.close()
+
+
+def _lock_file(path: Path):
+    """The lock file, opened (made if needed) without following a link planted at its
+    name, and only if it is a regular file: nothing outside the store is made or opened."""
+    flags = os.O_RDWR | os.O_CREAT | store_files.NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(path, flags | getattr(os, "O_NONBLOCK", 0), 0o644)
+    except OSError as err:
+        why = ("it is a symbolic link (remove it)" if os.path.islink(path)
+               else err.strerror or str(err))
+        raise UserError(f"cannot lock the run store with {path}: {why}") from None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise UserError(f"cannot lock the run store with {path}: it is not a regular file")
+    return os.fdopen(fd, "r+b")
 
 
 @contextlib.contextmanager

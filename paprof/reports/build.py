@@ -85,8 +85,10 @@ def write_report(
     if baseline is not None:
         specs = [baseline] + [s for s in specs if s != baseline]
     paths = resolve_variants(specs, runs, shape)
-    from paprof.profiler.store import input_files
+    from paprof.profiler.store import input_files, refuse_inside
 
+    for path in (out_path, md_path, json_path):
+        refuse_inside(path, runs, "the report's output")
     replacing = [
         path for path, mark in ((out_path, GENERATOR_MARK), (md_path, MARK))
         if path is not None and outputs.check_target(

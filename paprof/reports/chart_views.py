@@ -87,8 +87,9 @@ PIPE_UNITS = (("tensor pipe", "tensor_pipe_pct"), ("FMA pipe", "fma_pipe_pct"),
 
 def build_charts(cmp: Comparison, series: dict[str, dict], stalls: StallView | None = None,
                  ledgers: list[LedgerView] | None = None, roofline=None) -> list[ChartView]:
-    labels = [v.label for v in cmp.variants]
-    col = {key: [series[lab].get(key) for lab in labels] for key in (
+    keys = [v.label for v in cmp.variants]
+    labels = [chart_lib.label_text(k) for k in keys]
+    col = {key: [series[lab].get(key) for lab in keys] for key in (
         "sm_throughput_pct", "memory_throughput_pct", "dram_throughput_pct", "l1_throughput_pct",
         "l2_throughput_pct", "duration_us", "duration_us_event", "speedup_first",
         "achieved_bandwidth_gbs", "theoretical_occupancy_pct", "achieved_occupancy_pct")}
@@ -102,7 +103,7 @@ def build_charts(cmp: Comparison, series: dict[str, dict], stalls: StallView | N
             next((c.text for c in cmp.contradictions if c.key == "memory_throughput_pct"), "")),
         chart_lib.duration(labels, col["duration_us"], col["speedup_first"],
                         [len(v.kernels) for v in cmp.variants], col["duration_us_event"]),
-        chart_lib.pipes(labels, {name: [series[lab].get(key) for lab in labels]
+        chart_lib.pipes(labels, {name: [series[lab].get(key) for lab in keys]
                                  for name, key in PIPE_UNITS})
         if compute_family(cmp) else
         chart_lib.bandwidth(labels, col["achieved_bandwidth_gbs"],
@@ -113,9 +114,9 @@ def build_charts(cmp: Comparison, series: dict[str, dict], stalls: StallView | N
                          [_limiter_tick(v) for v in cmp.variants]),
     ]
     if stalls is not None:
-        made.append(chart_lib.stalls(labels, stalls.reasons, [stalls.values[lab] for lab in labels]))
+        made.append(chart_lib.stalls(labels, stalls.reasons, [stalls.values[lab] for lab in keys]))
     if ledgers:
-        made.append(chart_lib.ledger([(led.title, led.before_us, led.after_us,
+        made.append(chart_lib.ledger([(chart_lib.label_text(led.title), led.before_us, led.after_us,
                                        [(k, words, us) for k, words, us, _ in led.rows
                                         if abs(us) >= 0.01 * max(led.before_us, led.after_us)])
                                       for led in ledgers]))
@@ -129,7 +130,8 @@ def roofline_chart(rl) -> ChartView:
     from paprof.analysis.roofline import LEVEL_NAMES
 
     return chart_lib.roofline(
-        [v.label for v in rl.variants],
+        [chart_lib.label_text(v.label) for v in rl.variants],
         [(r.key, r.name, r.kind, r.rate, r.source) for r in rl.roofs.values()],
-        [(v.label, p.level, p.intensity, p.flop_rate) for v in rl.variants for p in v.points],
+        [(chart_lib.label_text(v.label), p.level, p.intensity, p.flop_rate)
+         for v in rl.variants for p in v.points],
         LEVEL_NAMES)

@@ -86,9 +86,24 @@ def _figure(height_in: float, ncols: int = 1, width_ratios=None, *, left_in: flo
     return fig, axes
 
 
+LABEL_CHARS = 40
+"""The most characters of a name a chart draws (a longer one is cut with "...")."""
+
+
+def label_text(text) -> str:
+    """A name (a variant, a coordinate) as a chart draws it: control and bidi characters
+    shown escaped (``paprof.safetext``; matplotlib would also warn with the raw glyph),
+    cut to ``LABEL_CHARS``."""
+    from paprof.safetext import shown
+
+    text = shown(text, limit=None)
+    return text if len(text) <= LABEL_CHARS else text[:LABEL_CHARS - 3] + "..."
+
+
 def _label_margin(labels: list[str]) -> float:
-    """Inches of left margin for horizontal-bar labels at 9 pt."""
-    return 0.25 + 0.075 * max((len(s) for s in labels), default=4)
+    """Inches of left margin for horizontal-bar labels at 9 pt (at most half the figure:
+    a longer label is cut by the margin, the plot keeps its room)."""
+    return min(0.25 + 0.075 * max((len(s) for s in labels), default=4), WIDTH_IN / 2)
 
 
 def _log_axis(axis, lo: float, hi: float, steps=(1, 2, 5), formatter=None) -> None:
@@ -119,8 +134,15 @@ def _finish(fig, chart_id: str, title: str, caption: str, alt: str) -> ChartView
     return ChartView(chart_id, title, caption, alt, f"data:image/png;base64,{data}", width, height)
 
 
+DRAWABLE = 1e200
+"""The largest magnitude a chart draws: its axes multiply the largest value (x8 for a
+log scale's headroom), and a value near 1e308 overflowed them to infinity. No
+measurement comes near; a crafted record or report may."""
+
+
 def _ok(value) -> bool:
-    return value is not None and not (isinstance(value, float) and math.isnan(value))
+    return value is not None and not (isinstance(value, float) and math.isnan(value)) \
+        and abs(value) <= DRAWABLE
 
 
 def _val(value) -> float:

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Iterable
 
 from paprof import outputs
+from paprof.safetext import shown
 
 from paprof.gate import Verdict
 
@@ -31,20 +32,18 @@ _SPECIAL = re.compile(r"([\\`\[\]<>|!&])")
 """Punctuation that starts HTML, code, links or images, or breaks a table (as the report
 Markdown escapes them, ``paprof.reports.markdown.md_escape``; emphasis, harmless, is
 left alone so that names read plainly)."""
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
 
 def _cell(text: str) -> str:
     """Plain text (a name, a shape, a message) made safe in Markdown and its tables:
-    control characters dropped, markup characters escaped: a variant named
-    ``<script>`` or ``[a](javascript:...)`` prints as itself."""
-    text = _CONTROL.sub(" ", str(text))
-    return _SPECIAL.sub(r"\\\1", text)
+    control and bidi characters shown escaped (``paprof.safetext``), markup characters
+    escaped: a variant named ``<script>`` or ``[a](javascript:...)`` prints as itself."""
+    return _SPECIAL.sub(r"\\\1", shown(text))
 
 
 def _code(text: str) -> str:
     """``text`` as inline code (no backtick inside can end it)."""
-    return "`" + _CONTROL.sub(" ", str(text)).replace("`", "'").replace("|", "\\|") + "`"
+    return "`" + shown(text).replace("`", "'").replace("|", "\\|") + "`"
 
 
 def verdict_markdown(verdict: Verdict) -> str:

@@ -65,6 +65,20 @@ def identifier_tail(value, width: int = HEADER_NAME_CHARS) -> str:
     return tail("" if value is None else str(value), width)
 
 
+def shown_html(value):
+    """Every value a template prints, before autoescaping: control and bidi characters
+    shown escaped (``paprof.safetext``; a U+202E in a name would reorder the page's text),
+    already-safe markup kept markup."""
+    from paprof.safetext import is_safe, shown
+
+    if not isinstance(value, str) or is_safe(value, newlines=True):
+        return value
+    from markupsafe import Markup
+
+    text = shown(value, limit=None, newlines=True)
+    return Markup(text) if isinstance(value, Markup) else text
+
+
 @lru_cache(maxsize=1)
 def environment():
     import jinja2
@@ -75,6 +89,7 @@ def environment():
         undefined=jinja2.StrictUndefined,
         trim_blocks=True,
         lstrip_blocks=True,
+        finalize=shown_html,
     )
     env.filters["css"] = css_class
     env.filters["wbr"] = word_breaks

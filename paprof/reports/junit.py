@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Iterable
 
 from paprof import outputs
+from paprof.safetext import shown
 
 from paprof.gate import Verdict
 
@@ -28,8 +29,9 @@ surrogates): a name holding one would make the file not well-formed."""
 
 
 def _x(text) -> str:
-    """``text`` with every character XML cannot hold replaced by U+FFFD."""
-    return _NOT_XML.sub("\ufffd", str(text))
+    """``text`` with control and bidi characters shown escaped (``paprof.safetext``) and
+    every other character XML cannot hold replaced by U+FFFD."""
+    return _NOT_XML.sub("\ufffd", shown(text, newlines=True))
 
 
 def junit_tree(verdict: Verdict) -> ET.ElementTree:

@@ -12,6 +12,7 @@ from functools import lru_cache
 
 from paprof.reports.context import ReportContext
 from paprof.reports.html import TEMPLATES
+from paprof.safetext import shown
 
 MARK = "<!-- paprof report"
 """The first line of every Markdown report (see ``paprof.reports.build``)."""
@@ -21,10 +22,11 @@ _SPECIAL = re.compile(r"([\\`*_\[\]<|])")
 
 def md_escape(value) -> str:
     """Text safe inside Markdown (tables included): punctuation that means something gets
-    a backslash; newlines become spaces."""
+    a backslash; newlines become spaces; control and bidi characters are shown escaped
+    (``paprof.safetext``)."""
     if value is None:
         return ""
-    text = str(value).replace("\r", " ").replace("\n", " ")
+    text = shown(str(value).replace("\r", " ").replace("\n", " "), limit=None)
     return _SPECIAL.sub(r"\\\1", text)
 
 

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import math
 
-from paprof.reports.charts import ACCENT, BAR, BAR_ALT, DPI, MUTED, UNIT_COLOURS, WIDTH_IN, _finish, _ok, _style
+from paprof.reports.charts import (ACCENT, BAR, BAR_ALT, DPI, MUTED, UNIT_COLOURS, WIDTH_IN, _finish,
+                                   _ok, _style, label_text)
 from paprof.reports.context import ChartView
 
 COLOURS = (BAR, ACCENT, UNIT_COLOURS["L1"], UNIT_COLOURS["L2"], BAR_ALT, "#E69F00", MUTED, "#000000")
@@ -67,7 +68,7 @@ def scaling(chart_id: str, axis: str, xs: list, labels: list[str], series: dict[
         fig.subplots_adjust(left=0.08, right=0.98, top=0.88, bottom=0.1, wspace=0.22, hspace=0.42)
         positions = list(range(len(xs))) if not log_x else [float(x) for x in xs]
         shown = labelled(positions, log_x)
-        ticks, names = [positions[i] for i in shown], [labels[i] for i in shown]
+        ticks, names = [positions[i] for i in shown], [label_text(labels[i]) for i in shown]
         for ax, (key, label, may_log) in zip(grid.flat, PANELS):
             drawn = []
             for i, (variant, values) in enumerate(series.items()):
@@ -75,7 +76,8 @@ def scaling(chart_id: str, axis: str, xs: list, labels: list[str], series: dict[
                 if not pts:
                     continue
                 ax.plot([p[0] for p in pts], [p[1] for p in pts], marker=MARKERS[i % len(MARKERS)],
-                        markersize=4, linewidth=1.4, color=COLOURS[i % len(COLOURS)], label=variant)
+                        markersize=4, linewidth=1.4, color=COLOURS[i % len(COLOURS)],
+                        label=label_text(variant))
                 drawn += [p[1] for p in pts]
             if log_x:
                 ax.set_xscale("log")
@@ -90,7 +92,7 @@ def scaling(chart_id: str, axis: str, xs: list, labels: list[str], series: dict[
                 ax.text(0.5, 0.5, "not recorded", ha="center", va="center", transform=ax.transAxes,
                         color=MUTED)
             ax.set_title(label, fontsize=9)
-            ax.set_xlabel(axis + (" (log scale)" if log_x else ""), fontsize=8)
+            ax.set_xlabel(label_text(axis) + (" (log scale)" if log_x else ""), fontsize=8)
         handles, names = grid.flat[0].get_legend_handles_labels()
         if handles:
             fig.legend(handles, names, loc="upper center", ncols=min(len(names), 6), fontsize=8)

@@ -14,6 +14,7 @@ matrix, GPU I of G runs shard ``K + (I-1)*N`` of ``N*G``: exactly shard K's poin
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -24,6 +25,7 @@ from typing import Callable
 from rich.console import Console
 
 from paprof.errors import UsageError, UserError
+from paprof.parallel import death_signal
 from paprof.sweep import manifest as manifests
 from paprof.sweep import merge
 
@@ -60,9 +62,17 @@ class Worker:
 
 
 def spawn(argv: list[str], env: dict, log: Path):
-    """Start one worker (the real spawner; tests pass their own)."""
-    with open(log, "ab") as fh:
-        return subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL, stdout=fh, stderr=subprocess.STDOUT)
+    """Start one worker (the real spawner; tests pass their own). It gets SIGTERM when
+    this process ends, even killed (Linux), and then stops as after Ctrl-C: its
+    manifest saved, nothing half-written. Its log is appended to, never through a link."""
+    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0)
+    try:
+        fd = os.open(log, flags, 0o666)
+    except OSError as err:
+        raise UserError(f"cannot write the worker's log {log}: {err.strerror or err}") from None
+    with os.fdopen(fd, "ab") as fh:
+        return subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL, stdout=fh, stderr=subprocess.STDOUT,
+                                preexec_fn=death_signal(signal.SIGTERM))
 
 
 def _progress(workers: list[Worker], name: str | None) -> tuple[int, int]:
@@ -95,16 +105,45 @@ def run_on_gpus(sweep_args: list[str], gpus: list[str], runs, *, shard: tuple[in
     folder = shards_folder(runs)
     folder.mkdir(parents=True, exist_ok=True)
     workers = []
-    for i, gpu in enumerate(gpus, 1):
-        k, n = child_shard(shard, i, len(gpus))
-        store = folder / f"shard-{k}"
-        log = folder / f"shard-{k}.log"
-        argv = [sys.executable, "-m", "paprof", "sweep", *sweep_args, "--shard", f"{k}/{n}",
-                "--runs", str(store)]
-        env = dict(os.environ, CUDA_VISIBLE_DEVICES=gpu)
-        workers.append(Worker((k, n), gpu, store, log, spawner(argv, env, log)))
-        console.print(f"paprof sweep: shard {k}/{n} on GPU {gpu} -> {store} (log {log})",
-                      highlight=False, soft_wrap=True)
+    try:
+        for i, gpu in enumerate(gpus, 1):
+            k, n = child_shard(shard, i, len(gpus))
+            store = folder / f"shard-{k}"
+            log = folder / f"shard-{k}.log"
+            argv = [sys.executable, "-m", "paprof", "sweep", *sweep_args, "--shard", f"{k}/{n}",
+                    "--runs", str(store)]
+            env = dict(os.environ, CUDA_VISIBLE_DEVICES=gpu)
+            workers.append(Worker((k, n), gpu, store, log, spawner(argv, env, log)))
+            console.print(f"paprof sweep: shard {k}/{n} on GPU {gpu} -> {store} (log {log})",
+                          highlight=False, soft_wrap=True)
+        _wait(workers, name, console, poll_s)
+    except BaseException as err:
+        if type(err) is not KeyboardInterrupt:  # (a Ctrl-C reached them too): SIGTERM, an error
+            _stop(workers)
+        raise
+    stores = [w.runs for w in workers if w.runs.is_dir()]
+    merged = merge.merge_stores(stores, runs) if stores else merge.MergeResult()
+    return workers, merged
+
+
+def _stop(workers: list[Worker]) -> None:
+    """SIGTERM to each worker still running (it stops as after Ctrl-C), each waited for."""
+    for w in workers:
+        if w.returncode is None:
+            try:
+                w.process.terminate()
+            except OSError:
+                pass
+    for w in workers:
+        if w.returncode is None:
+            try:
+                w.returncode = w.process.wait()
+            except OSError:
+                pass
+
+
+def _wait(workers: list[Worker], name: str | None, console: Console, poll_s: float) -> None:
+    """Until every worker has ended, saying so and how far they got."""
     last = None
     while any(w.returncode is None for w in workers):
         for w in workers:
@@ -120,6 +159,3 @@ def run_on_gpus(sweep_args: list[str], gpus: list[str], runs, *, shard: tuple[in
                               highlight=False)
                 last = now
             time.sleep(poll_s)
-    stores = [w.runs for w in workers if w.runs.is_dir()]
-    merged = merge.merge_stores(stores, runs) if stores else merge.MergeResult()
-    return workers, merged

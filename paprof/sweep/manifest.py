@@ -16,7 +16,7 @@ import hashlib
 import json
 from pathlib import Path
 
-from paprof import names
+from paprof import jsonsafe, names, store_files
 from paprof.errors import UserError
 from paprof.profiler import provenance, store
 
@@ -68,9 +68,12 @@ def new(name: str, defn: dict, grid, shard: tuple[int, int]) -> dict:
 
 def load(file: Path) -> dict:
     try:
-        data = json.loads(Path(file).read_text())
+        raw = store_files.read(file)
+        data = jsonsafe.parse(raw) if raw is not None else None
     except (OSError, ValueError) as err:
         raise UserError(f"cannot read the sweep manifest {file}: {err}") from None
+    if raw is None:
+        raise UserError(f"cannot read the sweep manifest {file}: it is no regular file")
     if not isinstance(data, dict) or data.get("kind") != KIND:
         raise UserError(f"{file} is not a paprof sweep manifest")
     check_structure(data, file)
@@ -91,14 +94,18 @@ def check_structure(data: dict, file) -> None:
             raise bad(f"'{key}' must be a list, got {type(data.get(key)).__name__}")
     if not isinstance(data.get("gpus", []), list) or not all(isinstance(g, str) for g in data.get("gpus", [])):
         raise bad("'gpus' must be a list of names")
+    if not all(isinstance(v, str) for v in data["variants"]) or not isinstance(data.get("family"), str):
+        raise bad("'family' and each of 'variants' must be text")
     if not all(isinstance(s, dict) and isinstance(s.get("shard"), int) and isinstance(s.get("of"), int)
                for s in data["shards"]):
         raise bad("'shards' must hold {shard, of} pairs")
     size = 1
     for axis in data["axes"]:
-        if not isinstance(axis, dict) or not isinstance(axis.get("values"), list):
-            raise bad("each axis needs a list of values")
+        if not isinstance(axis, dict) or not isinstance(axis.get("values"), list) \
+                or not isinstance(axis.get("key"), str):
+            raise bad("each axis needs a key and a list of values")
         size *= len(axis["values"])
+    keys = [axis["key"] for axis in data["axes"]]
     seen = set()
     for point in data["points"]:
         if (not isinstance(point, dict) or not isinstance(point.get("index"), int)
@@ -107,11 +114,29 @@ def check_structure(data: dict, file) -> None:
         if point["index"] in seen or not 0 <= point["index"] < max(size, 1):
             raise bad(f"point index {point['index']} is repeated or outside the grid")
         seen.add(point["index"])
+        _check_point(point, keys, bad)
         for vid, state in point["variants"].items():
             if not isinstance(state, dict) or state.get("status") not in STATUSES:
                 raise bad(f"point {point['index']}: variant {names.safe(vid)} has no valid status")
     if data["axes"] and len(data["points"]) != size:
         raise bad(f"{len(data['points'])} points where its axes make {size} (cut short?)")
+
+
+def _check_point(point: dict, keys: list, bad) -> None:
+    """A point's coordinates (a value for each axis) and its texts (label, shape, slug,
+    error: text or null) as the report reads them."""
+    at = f"point {point['index']}"
+    coords = point.get("coords")
+    if not isinstance(coords, dict):
+        raise bad(f"{at}: 'coords' must be a table, got {type(coords).__name__}")
+    missing = [k for k in keys if k not in coords]
+    if missing:
+        raise bad(f"{at}: 'coords' lacks the axis {names.safe(missing[0])}")
+    for key in ("label", "shape", "shape_slug", "error"):
+        if point.get(key) is not None and not isinstance(point[key], str):
+            raise bad(f"{at}: '{key}' must be text, got {type(point[key]).__name__}")
+    if point.get("error") is None and not point.get("shape_slug"):
+        raise bad(f"{at}: a valid point needs its 'shape_slug'")
 
 
 def save(runs, data: dict, touched=None) -> Path:
@@ -132,7 +157,7 @@ def save(runs, data: dict, touched=None) -> Path:
             if disk is not None and same_sweep(disk, data):
                 out = _overlay(disk, data, touched)
         out["updated"] = provenance.now()
-        store.write_json_atomic(target, out)
+        store.write_json_atomic(target, out, root=runs)
     return target
 
 
@@ -175,13 +200,21 @@ def open_or_new(runs, name: str, defn: dict, grid, shard: tuple[int, int]) -> di
     return data
 
 
+def stored(folder: Path) -> list[Path]:
+    """The manifests in a store's ``sweeps`` folder (links, there or as the folder, are
+    skipped with a warning; hidden files are temporary)."""
+    if store_files.skipped(folder) or not folder.is_dir():
+        return []
+    return [f for f in sorted(folder.glob("*.json"))
+            if not f.name.startswith(".") and store_files.regular(f)]
+
+
 def find(runs, name: str | None = None) -> dict:
     """The manifest named ``name``, or the store's only one."""
     if not Path(runs).is_dir():
         raise store.missing_store(runs)
     folder = Path(runs) / FOLDER
-    files = sorted(folder.glob("*.json")) if folder.is_dir() else []
-    files = [f for f in files if not f.name.startswith(".")]
+    files = stored(folder)
     if name:
         file = path(runs, name)
         if not file.is_file():

@@ -12,17 +12,22 @@ ncu version, clocks, preset, paprof commit, launches) that is reported as a conf
 Manifests of the same sweep are joined point by point (``done`` wins over ``failed``,
 ``skipped``, ``pending``); two different sweeps of one name are a conflict and the
 target's is kept. Nothing in a source is changed.
+
+Nothing is read or written through a link (``paprof.store_files``): a link inside a
+source (a log linked to ``/proc/self/environ``, a linked report or folder) is skipped
+with a warning, a linked folder of ``--out`` is refused, temporary files get random
+names made with ``O_EXCL`` (removed whatever moment the merge is stopped at) and a
+sparse report is copied with its holes.
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
 import os
-import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from paprof import jsonsafe, store_files
 from paprof.errors import UserError
 from paprof.profiler import store
 from paprof.progress import tick
@@ -51,29 +56,34 @@ class MergeResult:
 
 def _digest(path: Path) -> str:
     h = hashlib.sha1()
-    with open(path, "rb") as fh:
+    with os.fdopen(store_files.open_read(path), "rb") as fh:
         for block in iter(lambda: fh.read(1 << 20), b""):
             h.update(block)
     return h.hexdigest()
 
 
-def _copy_atomic(pairs: list[tuple[Path, Path]]) -> None:
+def _copy_atomic(pairs: list[tuple[Path, Path]], out: Path) -> None:
     """Copy each (source, target) under a temporary name, then rename all in order."""
     temps = []
+    folders = set()
+    mark = store_files.token()
     dst = None
     try:
         for src, dst in pairs:
-            dst.parent.mkdir(parents=True, exist_ok=True)
-            tmp = dst.with_name(f".{dst.name}{store.TEMP_MARK}{os.getpid()}")
-            temps.append((tmp, dst))  # before the copy: a partial copy is removed too
-            shutil.copyfile(src, tmp)
+            store_files.folder(out, dst.parent)
+            folders.add(dst.parent)  # before the file is made: whenever a stop comes, it goes
+            fd, tmp = store_files.temp(dst.parent, dst.name, mark)
+            temps.append((tmp, dst))
+            try:
+                store_files.copy(src, fd)
+            finally:
+                os.close(fd)
         for tmp, dst in temps:
             os.replace(tmp, dst)
     except OSError as err:  # a full or read-only disk, a name too long: one line
         raise UserError(f"cannot copy into {dst}: {err.strerror or err}") from None
     finally:
-        for tmp, _dst in temps:
-            tmp.unlink(missing_ok=True)
+        store_files.remove_temps(folders, mark)
 
 
 def _unit(rec: results.Record) -> list[tuple[Path, str]]:
@@ -82,7 +92,7 @@ def _unit(rec: results.Record) -> list[tuple[Path, str]]:
         return [(rec.path, results.BENCH_SUFFIX)]
     stem = rec.path.name[: -len(RUN_SUFFIX)]
     extras = [(rec.path.with_name(stem + s), s) for s in (store.LOG_SUFFIX, store.SIDECAR_SUFFIX)]
-    return [(p, s) for p, s in extras if p.is_file()] + [(rec.path, RUN_SUFFIX)]
+    return [(p, s) for p, s in extras if store_files.regular(p)] + [(rec.path, RUN_SUFFIX)]
 
 
 def _stem(path: Path, suffix: str) -> str:
@@ -102,7 +112,8 @@ def _existing_data(path: Path, mode: str) -> dict:
         return results.read_bench(path)
     sidecar = path.with_name(_stem(path, RUN_SUFFIX) + store.SIDECAR_SUFFIX)
     try:
-        return json.loads(sidecar.read_text()) if sidecar.is_file() else {}
+        raw = store_files.read(sidecar)
+        return jsonsafe.parse(raw) if raw is not None else {}
     except (OSError, ValueError):
         return {}
 
@@ -118,22 +129,24 @@ def _merge_result(rec: results.Record, source: Path, out: Path, res: MergeResult
     main, suffix = files[-1]
     target = out / main.relative_to(source)
     name = f"{rec.data.get('family')}/{rec.data.get('variant')} at {rec.data.get('shape_slug')}"
+    if store_files.skipped(target):
+        return
     if not target.is_file():
-        _copy_atomic([(p, out / p.relative_to(source)) for p, _s in files])
+        _copy_atomic([(p, out / p.relative_to(source)) for p, _s in files], out)
         res.copied += 1
         return
     digest = _unit_digest(files)
     here = [(target.with_name(_stem(target, suffix) + s), s) for _p, s in files]
     stem = f"{_stem(main, suffix)}.{digest[:8]}"
     again = target.with_name(stem + suffix)
-    if all(p.is_file() for p, _s in here) and _unit_digest(here) == digest or again.is_file():
+    if all(store_files.regular(p) for p, _s in here) and _unit_digest(here) == digest or again.is_file():
         res.identical += 1
         return
     diff = _provenance_diff(_existing_data(target, rec.mode), rec.data)
     if diff:
         res.conflicts.append(f"{name}: {target} and {main} differ in provenance: " + "; ".join(diff))
     res.kept_both.append(f"{name}: kept the launch from {source} as {again.name}")
-    _copy_atomic([(p, again.with_name(stem + s)) for p, s in files])
+    _copy_atomic([(p, again.with_name(stem + s)) for p, s in files], out)
     res.copied += 1
 
 
@@ -206,8 +219,6 @@ def merge_stores(sources, out) -> MergeResult:
         for done, rec in enumerate(records, 1):
             _merge_result(rec, source, out, res)
             tick(f"merging {source}", done, len(records))
-        folder = source / manifests.FOLDER
-        for file in sorted(folder.glob("*.json")) if folder.is_dir() else []:
-            if not file.name.startswith("."):
-                _merge_manifest(file, out, res)
+        for file in manifests.stored(source / manifests.FOLDER):
+            _merge_manifest(file, out, res)
     return res

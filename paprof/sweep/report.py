@@ -16,6 +16,7 @@ from paprof import __version__  # noqa: F401  (the version every writer of repor
 from paprof.analysis.verdict import NOISE_PCT
 from paprof.errors import UserError
 from paprof.reports.sweep import SweepContext, render_html, render_markdown
+from paprof.profiler import store
 from paprof.sweep import manifest as manifests
 from paprof.sweep.regime import (  # noqa: F401  (the computation, by the names callers used)
     REGIME_KIND,
@@ -107,6 +108,8 @@ def write_sweep_report(runs, out: Path | str | None = "paprof-sweep.html", markd
     overwrote = [p for p, mark in targets  # never a manifest or record it reads, even with --force
                  if outputs.check_target(p, what="a paprof report", mark=mark, force=force,
                                          inputs=store_files)]
+    for p, _ in targets:
+        store.refuse_inside(p, runs, "the sweep report's output")
     data = manifests.find(runs, name)
     col = collect(runs, data)
     ctx = build_context(col, noise_pct, charts=out_path is not None, generated=generated)

@@ -13,12 +13,11 @@ record's own ``family``, ``variant`` and ``shape_slug`` and take the newest ``cr
 
 from __future__ import annotations
 
-import json
 import socket
 from dataclasses import dataclass
 from pathlib import Path
 
-from paprof import __version__
+from paprof import __version__, jsonsafe, store_files
 from paprof.errors import UserError
 from paprof.profiler import provenance, store
 
@@ -83,9 +82,14 @@ class Record:
 
 def read_bench(path: Path) -> dict:
     try:
-        data = json.loads(Path(path).read_text())
+        raw = store_files.read(path)
+        data = jsonsafe.parse(raw) if raw is not None else None
+    except jsonsafe.Refused as err:
+        raise UserError(f"damaged record {path}: {err}") from None
     except (OSError, ValueError) as err:
         raise UserError(f"cannot read the bench record {path}: {err}") from None
+    if raw is None:
+        raise UserError(f"cannot read the bench record {path}: it is no regular file")
     if not isinstance(data, dict) or data.get("kind") != BENCH_KIND:
         raise UserError(f"{path} is not a paprof bench record")
     return store.check_record(data, path)
@@ -103,8 +107,8 @@ def find_records(root, mode: str | None = None, scan=None) -> list[Record]:
         raise store.missing_store(root)
     out: list[Record] = []
     if mode in (None, "bench"):
-        for path in sorted(root.rglob("*" + BENCH_SUFFIX)):
-            if path.is_file() and not _is_temp(path):
+        for path in store_files.files(root, BENCH_SUFFIX):
+            if not _is_temp(path):
                 out.append(Record(path, read_bench(path), "bench"))
     if mode in (None, "profile"):
         for run in (scan.find_runs if scan is not None else store.find_runs)(root):
@@ -130,10 +134,11 @@ def stored(runs, gpu_slug: str | None, family: str, variant: str, shape_slug: st
            mode: str) -> Path | None:
     """The stored result of this point, if any. ``gpu_slug`` None: on any GPU of the store."""
     suffix = BENCH_SUFFIX if mode == "bench" else ".ncu-rep"
-    gpus = [gpu_slug] if gpu_slug else sorted(p.name for p in Path(runs).glob("*") if p.is_dir())
+    gpus = [gpu_slug] if gpu_slug else sorted(
+        p.name for p in Path(runs).glob("*") if not store_files.skipped(p) and p.is_dir())
     for gpu in gpus:
         paths = store.run_paths(runs, gpu, family, variant, shape_slug)
         path = paths.report.with_name(shape_slug + suffix)
-        if mode == "bench" and path.is_file() or mode != "bench" and store.is_stored(paths):
+        if mode == "bench" and store_files.regular(path) or mode != "bench" and store.is_stored(paths):
             return path
     return None

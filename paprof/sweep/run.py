@@ -92,7 +92,7 @@ def bench_point(family, variants, params, runs: Path, settings: SweepSettings, s
         else:
             record = results.bench_record(data, row, settings.rounds, settings.seed)
             path = results.bench_path(runs, record["gpu_slug"], family.name, vid, data["shape_slug"])
-            store.write_json_atomic(path, record)
+            store.write_json_atomic(path, record, root=runs)
             out.append(VariantOutcome(vid, "done", result=path, summary=fmt.duration_us(row["median_us"])))
     return out
 
@@ -276,7 +276,7 @@ def run_sweep(family, variants, grid: grids.Grid, runs, settings: SweepSettings 
                 if said is not None:
                     raise said from None
                 if isinstance(err, KeyboardInterrupt) and not err.args:  # the CLI's one line
-                    raise KeyboardInterrupt(where) from None
+                    raise type(err)(where) from None  # (SIGTERM's stays one)
                 console.print(f"paprof sweep: {where}", soft_wrap=True)  # a bug: traceback next
                 raise
             for o in outcomes:

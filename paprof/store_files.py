@@ -1,0 +1,264 @@
+"""Files inside a run store, never through a symbolic link.
+
+A store may have been written by someone else (a shard a CI matrix job uploaded, the
+runs folder of a shared GPU machine), and paprof may run as root. So nothing inside a
+store is read or written through a link: the store's own root may be one (the user
+named it), nothing below it.
+
+- Readers: ``files`` walks a store without entering a linked folder; a link it meets
+  (a folder, or a file of the kinds asked for) is skipped with one warning line
+  (``warn``, once per path). ``read`` and ``open_read`` open with ``O_NOFOLLOW`` and
+  take only regular files (a FIFO cannot block them); ``regular`` says whether a path is
+  a regular file that is no link.
+- Writers: ``folder`` makes the folders a record goes into, each a real folder of the
+  store (a link is refused, one line naming it); ``temp`` makes a temporary file with
+  ``mkstemp`` beside its target (``O_CREAT | O_EXCL | O_NOFOLLOW``, a random name), so a
+  link planted at a predictable name is never followed; ``remove_temps`` removes a
+  writer's temporary files whatever moment it was stopped at; ``open_write`` opens a
+  file of the store for writing without following or truncating what was planted there.
+- ``copy`` copies a regular file holes and all (``SEEK_DATA``/``SEEK_HOLE``, and a block
+  of zeros is never written): a sparse report stays sparse.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+import sys
+import tempfile
+from pathlib import Path
+
+from paprof.errors import UserError
+from paprof.names import TEMP_MARK
+from paprof.safetext import shown
+
+NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_READ = os.O_RDONLY | NOFOLLOW | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+BLOCK = 1 << 20
+LINK = "a symbolic link inside a run store (paprof never follows links in a store)"
+
+_warned: set[str] = set()
+
+
+def warn(path, why: str = LINK) -> None:
+    """One line on stderr, once per path in a process: ``path`` was skipped and why."""
+    key = str(path)
+    if key in _warned:
+        return
+    _warned.add(key)
+    try:
+        sys.stderr.write(f"paprof: warning: skipped {shown(path)}: {why}\n")
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        pass
+
+
+def skipped(path) -> bool:
+    """Whether ``path`` is a link (and so skipped, with its warning)."""
+    if os.path.islink(path):
+        warn(path)
+        return True
+    return False
+
+
+def regular(path) -> bool:
+    """Whether ``path`` is a regular file and no link (a link is warned about)."""
+    try:
+        st = os.lstat(path)
+    except (OSError, ValueError):
+        return False
+    if stat.S_ISLNK(st.st_mode):
+        warn(path)
+        return False
+    return stat.S_ISREG(st.st_mode)
+
+
+def files(root, suffixes) -> list[Path]:
+    """The regular files below the folder ``root`` whose names end with ``suffixes`` (a
+    string or a tuple), sorted by path. Linked folders are not entered and linked files
+    not taken: each is warned about once. A subfolder that cannot be read is passed over."""
+    suffixes = (suffixes,) if isinstance(suffixes, str) else tuple(suffixes)
+    found: list[str] = []
+    stack = [os.fspath(root)]
+    while stack:
+        try:
+            with os.scandir(stack.pop()) as entries:
+                entries = list(entries)
+        except OSError:
+            continue
+        for entry in entries:
+            try:
+                if entry.is_symlink():
+                    if entry.name.endswith(suffixes) or entry.is_dir():
+                        warn(entry.path)
+                elif entry.is_dir(follow_symlinks=False):
+                    stack.append(entry.path)
+                elif entry.name.endswith(suffixes) and entry.is_file(follow_symlinks=False):
+                    found.append(entry.path)
+            except OSError:
+                continue
+    return sorted(map(Path, found))
+
+
+def open_read(path) -> int:
+    """A file descriptor of the regular file ``path``, opened without following a link
+    (``OSError`` ELOOP for one; ``UserError`` for a FIFO, device or folder)."""
+    fd = os.open(path, _READ)
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise UserError(f"{path} is not a regular file (a FIFO, device or folder); "
+                            "paprof reads only regular files in a store")
+        if hasattr(os, "O_NONBLOCK"):
+            os.set_blocking(fd, True)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _is_link_error(err: OSError, path) -> bool:
+    return err.errno in (errno.ELOOP, errno.EMLINK) or os.path.islink(path)
+
+
+def read(path) -> bytes | None:
+    """The bytes of ``path``; None when it is absent, not a regular file, or a link (the
+    link warned about). Other errors (permission denied) are raised."""
+    try:
+        fd = open_read(path)
+    except FileNotFoundError:
+        return None
+    except UserError:
+        return None
+    except OSError as err:
+        if _is_link_error(err, path):
+            warn(path)
+            return None
+        raise
+    with os.fdopen(fd, "rb") as fh:
+        return fh.read()
+
+
+def folder(root, target) -> Path:
+    """Make ``target`` (``root`` or a folder below it) and each folder between, and check
+    that each below ``root`` is a real folder: a link or a file there is a one-line
+    ``UserError`` naming it (records are never written through a link out of the store)."""
+    root, target = Path(root), Path(target)
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        here = root
+        for part in target.relative_to(root).parts:
+            here = here / part
+            try:
+                os.mkdir(here)
+            except FileExistsError:
+                pass
+            st = os.lstat(here)
+            if stat.S_ISLNK(st.st_mode):
+                raise UserError(f"{here} is a symbolic link: paprof writes only into the run "
+                                f"store's own folders, never through a link (remove it)")
+            if not stat.S_ISDIR(st.st_mode):
+                raise UserError(f"cannot write into {here}: it is not a folder")
+    except OSError as err:
+        raise UserError(f"cannot write {target}: {err.strerror or err}") from None
+    return target
+
+
+def temp(where: Path, name: str, token: str) -> tuple[int, Path]:
+    """A new temporary file in the folder ``where`` for the file ``name``: hidden, marked
+    with ``TEMP_MARK`` and the writer's ``token`` (``remove_temps``), the rest of its name
+    random; created with O_CREAT | O_EXCL | O_NOFOLLOW, mode 0666 less the umask."""
+    fd, tmp = tempfile.mkstemp(prefix=f".{name}{TEMP_MARK}{token}.", dir=where)
+    try:
+        mask = os.umask(0o022)
+        os.umask(mask)
+        os.fchmod(fd, 0o666 & ~mask)
+    except OSError:
+        pass
+    return fd, Path(tmp)
+
+
+def token() -> str:
+    """A writer's mark for its temporary files: its process id and 64 random bits."""
+    import secrets
+
+    return f"{os.getpid()}-{secrets.token_hex(8)}"
+
+
+def remove_temps(folders, token: str) -> None:
+    """Remove the temporary files ``token``'s writer made in ``folders`` (never raises)."""
+    for where in set(map(Path, folders)):
+        try:
+            leftovers = list(where.glob(f".*{TEMP_MARK}{token}*"))
+        except OSError:
+            continue
+        for leftover in leftovers:
+            try:
+                leftover.unlink()
+            except OSError:
+                pass
+
+
+def open_write(path) -> int:
+    """A new file at ``path`` for writing, what was there (a link, a hard link to a file
+    elsewhere, an old copy) removed first rather than written through; ``UserError`` when
+    something is put back in between."""
+    path = Path(path)
+    try:
+        path.unlink()
+    except FileNotFoundError:
+        pass
+    except OSError as err:
+        raise UserError(f"cannot write {path}: {err.strerror or err}") from None
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+    try:
+        return os.open(path, flags, 0o666)
+    except OSError as err:
+        raise UserError(f"cannot write {path}: {err.strerror or err}") from None
+
+
+def _extents(fd: int, size: int):
+    """(start, end) of the parts of the file that hold data: all of it where the file
+    system cannot say (no ``SEEK_DATA``)."""
+    if not hasattr(os, "SEEK_DATA"):
+        yield 0, size
+        return
+    pos = 0
+    while pos < size:
+        try:
+            start = os.lseek(fd, pos, os.SEEK_DATA)
+        except OSError as err:
+            if err.errno == errno.ENXIO:  # only a hole from here on
+                return
+            if pos == 0:  # not supported here: all of it
+                yield 0, size
+                return
+            raise
+        end = min(os.lseek(fd, start, os.SEEK_HOLE), size)
+        yield start, end
+        pos = end
+
+
+def copy(src, fd_out: int) -> None:
+    """Copy the regular file ``src`` (opened without following a link) into the new file
+    ``fd_out``: the holes stay holes, and a block of zeros is left a hole too."""
+    fd_in = open_read(src)
+    try:
+        size = os.fstat(fd_in).st_size
+        zeros = bytes(BLOCK)
+        for start, end in _extents(fd_in, size):
+            pos = start
+            while pos < end:
+                block = os.pread(fd_in, min(BLOCK, end - pos), pos)
+                if not block:
+                    break
+                if block != zeros[: len(block)]:
+                    view = memoryview(block)
+                    done = 0
+                    while done < len(view):
+                        done += os.pwrite(fd_out, view[done:], pos + done)
+                pos += len(block)
+        os.ftruncate(fd_out, size)
+    finally:
+        os.close(fd_in)

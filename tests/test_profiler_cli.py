@@ -128,6 +128,7 @@ def test_run_cmd_profiles_an_external_program_unverified(paprof_cli, fake_bin, f
     compare = CliRunner().invoke(paprof_cli, ["compare", "mine", "theirs", "--runs", str(runs),
                                               "--markdown", str(tmp_path / "r.md")])
     assert compare.exit_code == 0, compare.output
+    assert not (tmp_path / "paprof-report.html").exists()  # asked for Markdown only
     text = (tmp_path / "r.md").read_text()
     assert "mine is not verified: an external command was profiled without a reference check" in text
     assert "not verified" in text

@@ -29,6 +29,12 @@ def _hypothesis_home() -> str:
 
 _HYPOTHESIS_HOME = _hypothesis_home()
 
+# One process per command (paprof.parallel): pytest-xdist already runs a worker per core,
+# and a sweep report's charts drawn by forked workers cost a third more CPU than drawn in
+# place. tests/test_parallel.py sets PAPROF_JOBS itself to test the workers; a
+# PAPROF_JOBS given outside is kept.
+os.environ.setdefault("PAPROF_JOBS", "1")
+
 
 def pytest_unconfigure(config):
     import shutil
@@ -87,11 +93,16 @@ def pytest_collection_modifyitems(config, items):
 def _cubin_cache(tmp_path_factory):
     """The static gate's cubin cache in a folder of the test session, never the user's
     ``~/.cache`` (``paprof.static.cache_dir``); shared by the session's tests, as a user's
-    would be. A test that needs its own sets ``PAPROF_CUBIN_CACHE`` itself."""
-    import os
-
+    would be, and by its pytest-xdist workers (the cache takes rival writers: the
+    first whole entry wins), so that a kernel is compiled once a run, not once a worker.
+    A test that needs its own sets ``PAPROF_CUBIN_CACHE`` itself."""
     saved = os.environ.get("PAPROF_CUBIN_CACHE")
-    os.environ["PAPROF_CUBIN_CACHE"] = str(tmp_path_factory.mktemp("cubins"))
+    if os.environ.get("PYTEST_XDIST_WORKER"):  # the workers' folders share the run's
+        folder = tmp_path_factory.getbasetemp().parent / "cubins"
+        folder.mkdir(exist_ok=True)
+    else:
+        folder = tmp_path_factory.mktemp("cubins")
+    os.environ["PAPROF_CUBIN_CACHE"] = str(folder)
     yield
     if saved is None:
         os.environ.pop("PAPROF_CUBIN_CACHE", None)

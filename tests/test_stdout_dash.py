@@ -121,7 +121,10 @@ def test_a_file_named_dash_is_dot_slash_dash(here):
     assert (here / "-").read_text().startswith("variant,") and result.stdout == ""
 
 
-def test_sweep_report_json_alone_writes_no_html(here):
+def test_sweep_report_json_alone_writes_no_html(here, monkeypatch):
+    from paprof.sweep import report
+
+    monkeypatch.setattr(report, "MAX_CHARTS", 1)  # the charts are the cost, not the point
     store = recorded("sweeps/h200-profile")
     result = _run("sweep-report", "--runs", store, "--json", "-")
     assert result.exit_code == 0, result.output

@@ -14,6 +14,8 @@ baseline, ``check --junit/--markdown``) goes through this module:
   exception removes the temporary file and leaves the target as it was; failures become
   a one-line ``UserError`` (exit 2). Ctrl-C during a write takes effect when the write is
   done (the file is then whole), so no moment of it leaves a temporary file behind.
+- The string ``"-"`` (``STDOUT``) is stdout, for both: nothing to check, the data printed
+  (a file named "-" is ``"./-"`` or a ``Path``).
 """
 
 from __future__ import annotations
@@ -31,6 +33,25 @@ from paprof.errors import UserError
 
 Data = Union[str, bytes, Callable[[Path], None]]
 """Text (written as UTF-8), bytes, or a function that writes the file at the path given."""
+
+STDOUT = "-"
+"""The output option's value for stdout (``paprof.commands.STDOUT``)."""
+
+
+def is_stdout(path) -> bool:
+    """Whether ``path`` is the string ``"-"``: stdout."""
+    return isinstance(path, str) and path == STDOUT
+
+
+def one_on_stdout(*options: tuple[str, object]) -> None:
+    """``UsageError`` (one line, exit 2) when more than one of ``options`` ((option name,
+    value) pairs) is ``"-"``: stdout holds one output."""
+    from paprof.errors import UsageError
+
+    printed = [name for name, value in options if is_stdout(value)]
+    if len(printed) > 1:
+        raise UsageError(f"{' and '.join(printed)} cannot both print on stdout ('-'): "
+                         "give all but one a FILE")
 
 
 def _why(err: OSError) -> str:
@@ -76,6 +97,8 @@ def check_target(path, *, what: str | None = None, mark: str | None = None,
     folder missing (unless ``parents``: it will be made), or an existing non-empty file
     without ``mark`` (``what`` names its kind, e.g. "a paprof report") and without ``force``.
     """
+    if is_stdout(path):
+        return False
     path = Path(path)
     try:
         st = os.lstat(path)
@@ -122,13 +145,47 @@ def _interrupt_after():
 
 
 def write(path, data: Data, *, parents: bool = False) -> Path:
-    """Write ``data`` to ``path`` atomically (see the module docstring); ``path``. After a
-    Ctrl-C that was swallowed on its way (``paprof.entry``), nothing: the interrupt."""
+    """Write ``data`` to ``path`` atomically (see the module docstring); ``path``
+    (``"-"``: printed on stdout). After a Ctrl-C that was swallowed on its way
+    (``paprof.entry``), nothing: the interrupt."""
     from paprof.entry import check_interrupted
 
     check_interrupted()
+    if is_stdout(path):
+        _print(data)
+        return Path(STDOUT)
     with _interrupt_after():
         return _write(Path(path), data, parents)
+
+
+def text_for_stdout(target, render: Callable[[], str]) -> str | None:
+    """An output asked for as ``target`` (an option's value): ``render()``'s text written
+    to the file ``target`` (None returned), or returned for the caller to print when
+    ``target`` is "-"; None, without rendering, when ``target`` is None."""
+    if target is None:
+        return None
+    text = render()
+    if is_stdout(target):
+        return text
+    write(target, text)
+    return None
+
+
+def _print(data: Data) -> None:
+    import sys
+
+    if callable(data):
+        with tempfile.TemporaryDirectory(prefix="paprof-") as folder:
+            tmp = Path(folder) / "out"
+            data(tmp)
+            data = tmp.read_bytes()
+    sys.stdout.flush()
+    if isinstance(data, bytes):
+        sys.stdout.buffer.write(data)
+        sys.stdout.buffer.flush()
+    else:
+        sys.stdout.write(data)
+        sys.stdout.flush()
 
 
 def _write(path: Path, data: Data, parents: bool) -> Path:

@@ -12,6 +12,35 @@ import pytest
 from click.testing import CliRunner
 
 from helpers import FAKE_DIR, FAKE_VARS, FakeLauncher, recorded, relabelled, shipped
+
+
+def _hypothesis_home() -> str:
+    """Hypothesis's own folder (its example database and constants cache, by default
+    ./.hypothesis, written as the test modules are collected) in a temporary folder of
+    this process, not in the checkout; removed at the end (``pytest_unconfigure``)."""
+    import tempfile
+
+    from hypothesis.configuration import set_hypothesis_home_dir
+
+    folder = tempfile.mkdtemp(prefix="paprof-hypothesis-")
+    set_hypothesis_home_dir(folder)
+    return folder
+
+
+_HYPOTHESIS_HOME = _hypothesis_home()
+
+# One process per command (paprof.parallel): pytest-xdist already runs a worker per core,
+# and a sweep report's charts drawn by forked workers cost a third more CPU than drawn in
+# place. tests/test_parallel.py sets PAPROF_JOBS itself to test the workers; a
+# PAPROF_JOBS given outside is kept.
+os.environ.setdefault("PAPROF_JOBS", "1")
+
+
+def pytest_unconfigure(config):
+    import shutil
+
+    shutil.rmtree(_HYPOTHESIS_HOME, ignore_errors=True)
+
 @functools.lru_cache(maxsize=None)
 def _gpu_reason() -> str | None:
     try:
@@ -64,16 +93,81 @@ def pytest_collection_modifyitems(config, items):
 def _cubin_cache(tmp_path_factory):
     """The static gate's cubin cache in a folder of the test session, never the user's
     ``~/.cache`` (``paprof.static.cache_dir``); shared by the session's tests, as a user's
-    would be. A test that needs its own sets ``PAPROF_CUBIN_CACHE`` itself."""
-    import os
-
+    would be, and by its pytest-xdist workers (the cache takes rival writers: the
+    first whole entry wins), so that a kernel is compiled once a run, not once a worker.
+    A test that needs its own sets ``PAPROF_CUBIN_CACHE`` itself."""
     saved = os.environ.get("PAPROF_CUBIN_CACHE")
-    os.environ["PAPROF_CUBIN_CACHE"] = str(tmp_path_factory.mktemp("cubins"))
+    if os.environ.get("PYTEST_XDIST_WORKER"):  # the workers' folders share the run's
+        folder = tmp_path_factory.getbasetemp().parent / "cubins"
+        folder.mkdir(exist_ok=True)
+    else:
+        folder = tmp_path_factory.mktemp("cubins")
+    os.environ["PAPROF_CUBIN_CACHE"] = str(folder)
     yield
     if saved is None:
         os.environ.pop("PAPROF_CUBIN_CACHE", None)
     else:
         os.environ["PAPROF_CUBIN_CACHE"] = saved
+
+
+ROOT = Path(__file__).resolve().parents[1]
+"""The checkout the tests run from: no test writes in it (``_checkout_stays_clean``)."""
+
+_NOT_OURS = ("__pycache__", ".pytest_cache", ".git")
+"""Folders Python, pytest and git write in the checkout themselves (a virtual environment
+inside it, such as the README's .venv, is left out too: ``_venvs``)."""
+
+
+def _venvs() -> list[str]:
+    return sorted(p.parent.name for p in ROOT.glob("*/pyvenv.cfg"))
+
+
+def _checkout_state() -> dict[str, tuple]:
+    """Every file of the checkout that git reports (changed, untracked or ignored, each on
+    its own), with its size and modification time; tracked files git finds unchanged are
+    left out, as are the folders of ``_NOT_OURS`` and virtual environments. Without git
+    (not a clone): the files at the top of the checkout and of tests/."""
+    import subprocess
+
+    skip = set(_NOT_OURS) | set(_venvs())
+    try:
+        done = subprocess.run(
+            ["git", "-C", str(ROOT), "status", "--porcelain", "-z", "--ignored",
+             "--untracked-files=all", "--", ".", *(f":(exclude,glob)**/{d}/**" for d in skip)],
+            capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        done = None
+    if done is not None and done.returncode == 0:
+        entries = [(e[:2], e[3:]) for e in done.stdout.split("\0") if len(e) > 3]
+    else:
+        entries = [("", str(p.relative_to(ROOT))) for d in (ROOT, ROOT / "tests")
+                   for p in d.iterdir() if p.is_file()]
+    state = {}
+    for status, name in entries:
+        if skip & set(Path(name).parts):
+            continue
+        try:
+            st = os.stat(ROOT / name)
+            state[name] = (status, st.st_size, st.st_mtime_ns)
+        except OSError:
+            state[name] = (status, None, None)
+    return state
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _checkout_stays_clean(request):
+    """No test writes in the checkout (only in its temporary folders): the files git
+    reports changed, new or ignored are the same after the session (each xdist worker's)
+    as before it, or the session fails here, naming them. Under pytest-xdist each worker
+    looks before its first test, so the worker whose test wrote a file always sees it."""
+    before = _checkout_state()
+    yield
+    after = _checkout_state()
+    changed = sorted(n for n in before.keys() | after.keys() if before.get(n) != after.get(n))
+    if changed:
+        shown = ", ".join(changed[:10]) + (f" and {len(changed) - 10} more" if len(changed) > 10 else "")
+        pytest.fail(f"tests wrote in the checkout {ROOT} (write only under tmp_path): {shown}",
+                    pytrace=False)
 
 
 @pytest.fixture

@@ -5,7 +5,8 @@ after the load event, where the report's own script has recorded how many charts
 and take space (``data-charts="4/4"``); ``--enable-logging=stderr`` prints every console
 message (errors, CSP violations, uncaught exceptions) as a ``CONSOLE`` line. A canary
 page checks that this detection works on the installed Chromium. The screenshot goes to
-``build/report-screenshot.png`` (printed): look at it.
+the test's temporary folder (its path printed: ``-s`` shows it; pytest keeps the folders
+of its last three runs): look at it. No test writes in the checkout.
 """
 
 from __future__ import annotations
@@ -21,7 +22,6 @@ from helpers import recorded
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = recorded("h200")
-SCREENSHOT = ROOT / "build" / "report-screenshot.png"
 CHROMIUM = next((shutil.which(n) for n in ("chromium", "chromium-browser", "google-chrome")
                  if shutil.which(n)), None)
 CONSOLE = re.compile(r":CONSOLE[:(]")
@@ -186,13 +186,12 @@ def test_report_screenshot(report, tmp_path):
     report = opened(report, tmp_path)
     dom = chromium(tmp_path, report.as_uri(), f"--window-size={WIDTH},2000", "--dump-dom")
     height = int(root_attrs(dom.stdout).get("data-height", "6000")) + 40
-    SCREENSHOT.parent.mkdir(exist_ok=True)
-    SCREENSHOT.unlink(missing_ok=True)
+    screenshot = tmp_path / "report-screenshot.png"
     out = chromium(tmp_path, report.as_uri(), f"--window-size={WIDTH},{height}",
-                   f"--screenshot={SCREENSHOT}")
-    assert SCREENSHOT.is_file() and SCREENSHOT.stat().st_size > 50_000, out.stderr[-2000:]
+                   f"--screenshot={screenshot}")
+    assert screenshot.is_file() and screenshot.stat().st_size > 50_000, out.stderr[-2000:]
     assert console_lines(out.stderr) == []
-    print(f"\nreport screenshot: {SCREENSHOT} ({WIDTH}x{height})")
+    print(f"\nreport screenshot: {screenshot} ({WIDTH}x{height})")
 
 
 def test_report_prints_to_pdf(report, tmp_path):

@@ -62,6 +62,15 @@ def test_calibrate_from_repeated_runs_writes_the_measured_noise(aa, tmp_path):
     assert _cli("calibrate", "--runs", aa[0], "--runs", aa[1], "--out", out, "--force").exit_code == 0
 
 
+def test_calibrate_out_dash_prints_the_file(aa, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    result = _cli("calibrate", *[x for r in aa for x in ("--runs", r)], "--metric",
+                  "duration_us_event", "--out", "-")
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["kind"] == "paprof-calibration"
+    assert "noise 1 %" in result.stderr and not (tmp_path / "-").exists()
+
+
 def test_without_repeats_or_a_gpu_it_is_one_line_and_exit_2(aa, tmp_path, monkeypatch):
     one = _cli("calibrate", "--runs", aa[0], "--out", tmp_path / "n.json")
     assert one.exit_code == 2 and "no variant was run 2 or more times" in one.output

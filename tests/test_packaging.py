@@ -101,6 +101,28 @@ def test_wheel_metadata_version_licence_and_extras(wheel):
                             for r in requires)
 
 
+def _venv_seeing_this_environment(env_dir: Path) -> Path:
+    """A fresh venv (its Python) whose path ends with this interpreter's site-packages:
+    the dependencies (pandas, click, ...) and pip come from the environment running the
+    tests, without network, whether that is a plain venv (the README's), a venv with the
+    system's packages or the system itself. Only the folders go on the path (a .pth line),
+    not the .pth files in them: this environment's editable paprof stays out of sight, so
+    the wheel's paprof, in the venv's own site-packages (first on the path), is the one
+    imported."""
+    import site
+    import sysconfig
+
+    venv.EnvBuilder(with_pip=False).create(env_dir)
+    python = env_dir / "bin" / "python"
+    own = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                         capture_output=True, text=True, check=True).stdout.strip()
+    here = dict.fromkeys([sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"],
+                          *site.getsitepackages()])
+    (Path(own) / "zz-tests-environment.pth").write_text(
+        "".join(f"{p}\n" for p in here if Path(p).is_dir()))
+    return python
+
+
 def test_wheel_works_in_a_fresh_venv(wheel, tmp_path):
     """Installed (not editable) into a fresh venv, the wheel tables and compares the shipped
     H200 runs: the templates are in it, and no family is needed to read stored runs.
@@ -108,9 +130,7 @@ def test_wheel_works_in_a_fresh_venv(wheel, tmp_path):
     if not EXAMPLE_RUNS.is_dir():
         pytest.skip("no examples/h200 in this checkout")
     env_dir = tmp_path / "venv"
-    # the system's site-packages give the dependencies (pandas, click, ...) without network
-    venv.EnvBuilder(system_site_packages=True, with_pip=False).create(env_dir)
-    python = env_dir / "bin" / "python"
+    python = _venv_seeing_this_environment(env_dir)
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
     env["PYTHONNOUSERSITE"] = "1"
 

@@ -105,6 +105,7 @@ def test_run_cmd_profiles_an_external_program_unverified(paprof_cli, fake_bin, f
     monkeypatch.setenv("FAKE_NCU_ARGV", str(tmp_path / "argv.json"))
     monkeypatch.setenv("FAKE_NCU_REPORT", str(real_report()))
     monkeypatch.setenv("COLUMNS", "200")
+    monkeypatch.chdir(tmp_path)  # whatever compare writes by default stays in tmp_path
     runs = tmp_path / "runs"
     result = invoke(paprof_cli, "--cmd", "python3 train.py --steps '3 4'", "--nvtx-range", "step",
                     "--name", "mine", "--runs", str(runs))
@@ -127,6 +128,7 @@ def test_run_cmd_profiles_an_external_program_unverified(paprof_cli, fake_bin, f
     compare = CliRunner().invoke(paprof_cli, ["compare", "mine", "theirs", "--runs", str(runs),
                                               "--markdown", str(tmp_path / "r.md")])
     assert compare.exit_code == 0, compare.output
+    assert not (tmp_path / "paprof-report.html").exists()  # asked for Markdown only
     text = (tmp_path / "r.md").read_text()
     assert "mine is not verified: an external command was profiled without a reference check" in text
     assert "not verified" in text

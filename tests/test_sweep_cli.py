@@ -74,10 +74,12 @@ def test_sweep_resume_and_report(paprof_cli, tmp_path, fake_bench):
     again = invoke(paprof_cli, *SWEEP, "--runs", str(runs))
     assert "0 variant-points measured now, 16 already stored" in again.output
     assert len(fake_bench.calls) == 8
-    report = invoke(paprof_cli, "sweep-report", "--runs", str(runs), "--out", str(tmp_path / "s.html"),
-                    "--markdown", "-", "--noise", "1")
+    # the Markdown again, the regime on stdout: no HTML (its charts are the cost) asked for
+    report = invoke(paprof_cli, "sweep-report", "--runs", str(runs), "--markdown", str(tmp_path / "s.md"),
+                    "--json", "-", "--noise", "1")
     assert report.exit_code == 0, report.output
-    assert report.output.startswith("<!-- paprof report") and "replaced the earlier paprof report" in report.output
+    assert json.loads(report.stdout)["kind"] == "paprof-regime"
+    assert f"wrote {tmp_path / 's.md'} (replaced the earlier paprof report there)" in report.stderr
 
 
 @pytest.mark.lab

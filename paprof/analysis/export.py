@@ -196,25 +196,32 @@ def have_pyarrow() -> bool:
     return True
 
 
-def check_output(fmt: str, out: Path | None, force: bool = False, inputs=()) -> None:
+STDOUT = "-"
+"""``out`` for stdout (``paprof.commands.STDOUT``)."""
+
+
+def check_output(fmt: str, out: Path | str | None, force: bool = False, inputs=()) -> None:
     """UserError now (before any loading) for an output ``fmt`` cannot be written to:
     see ``paprof.outputs.check_target`` (an existing ``out`` needs ``force``)."""
     if fmt not in FORMATS:
         raise UserError(f"unknown format {fmt!r}; known: {', '.join(FORMATS)}")
     if fmt == "parquet":
         if out is None:
-            raise UserError("--format parquet writes a binary file: give --out FILE.parquet")
+            raise UserError("--format parquet writes a binary file: give --out FILE.parquet "
+                            "(or --out - for stdout)")
         if not have_pyarrow():
             raise UserError(PARQUET_EXTRA)
-    if out is not None:
+    if out not in (None, STDOUT):
         outputs.check_target(out, force=force, inputs=inputs)
 
 
 def render(df: pd.DataFrame, fmt: str, columns: list[str] | None = None,
-           out: Path | None = None, force: bool = False, traffic: bool = False) -> str | None:
+           out: Path | str | None = None, force: bool = False,
+           traffic: bool = False) -> str | bytes | None:
     """The table in ``fmt``; written to ``out`` when given (then returns None; atomically,
     never over one of the reports read, an existing file only with ``force``), else
-    returned as text. Parquet needs ``out`` and pyarrow (UserError otherwise). ``traffic``:
+    returned as text (``out`` None or "-"; parquet: bytes, for "-"). Parquet needs ``out``
+    and pyarrow (UserError otherwise). ``traffic``:
     the traffic-per-level columns (text: compact units), unless ``columns`` names others."""
     from paprof.profiler.store import input_files
 
@@ -232,9 +239,15 @@ def render(df: pd.DataFrame, fmt: str, columns: list[str] | None = None,
         text = scalar_frame(df, columns).to_json(orient="records", indent=1) + "\n"
     else:
         frame = scalar_frame(df, columns)
+        if out == STDOUT:
+            import io
+
+            buffer = io.BytesIO()
+            frame.to_parquet(buffer, index=False, engine="pyarrow")
+            return buffer.getvalue()
         outputs.write(out, lambda tmp: frame.to_parquet(tmp, index=False, engine="pyarrow"))
         return None
-    if out is None:
+    if out in (None, STDOUT):
         return text
     outputs.write(out, text)
     return None

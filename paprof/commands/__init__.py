@@ -45,7 +45,32 @@ def renamed(old: str, new: str, param: str, *, is_flag: bool = False, **kwargs):
 
 
 STDOUT = "-"
-"""``--json -`` (or ``--json`` alone): the JSON on stdout."""
+"""The one rule for every option that names an output file (``--out``, ``--json``,
+``--markdown``, ``--junit``, ``--report``): ``-`` prints it on stdout (the command's own
+lines then go to stderr); a file named "-" is ``./-``. ``--json`` alone is ``--json -``."""
+
+
+def output_file():
+    """The click type of an option naming an output file: FILE, or ``-`` for stdout
+    (``STDOUT``). A string, so that ``./-`` stays a file."""
+    import click
+
+    return click.Path(dir_okay=False, allow_dash=True)
+
+
+def on_stdout(*values) -> bool:
+    """Whether any of ``values`` (output options) is ``-``, stdout."""
+    from paprof.outputs import is_stdout
+
+    return any(is_stdout(v) for v in values)
+
+
+def one_on_stdout(*options: tuple[str, object]) -> None:
+    """``UsageError`` (one line, exit 2) when more than one of ``options`` ((name, value)
+    pairs) is ``-``: stdout holds one output (``paprof.outputs.one_on_stdout``)."""
+    from paprof.outputs import one_on_stdout as check
+
+    check(*options)
 
 
 def json_option(what: str, then: str = ""):
@@ -56,7 +81,7 @@ def json_option(what: str, then: str = ""):
 
     return click.option(
         "--json", "json_out", is_flag=False, flag_value=STDOUT, default=None,
-        metavar="[FILE|-]", type=click.Path(dir_okay=False, allow_dash=True),
+        metavar="[FILE|-]", type=output_file(),
         help=f"{what} as JSON: on stdout (--json alone, or --json -) or into FILE."
         + (f" {then}" if then else ""))
 

@@ -7,13 +7,14 @@ from pathlib import Path
 import click
 
 from paprof.gate import calibration
-from paprof.commands import force_option, renamed
+from paprof.commands import force_option, on_stdout, output_file, renamed
 from paprof.errors import UserError
 
 
 @click.command("calibrate")
-@click.option("--out", required=True, type=click.Path(dir_okay=False, path_type=Path),
-              metavar="FILE", help="The calibration file to write (JSON).")
+@click.option("--out", required=True, type=output_file(), metavar="FILE|-",
+              help="The calibration file to write (JSON; '-' prints it, the summary then "
+              "goes to stderr).")
 @click.option("--runs", "runs", multiple=True, type=click.Path(exists=True, path_type=Path),
               help="Runs folder(s) holding several runs of the same variant (repeatable); "
                    "no GPU needed.")
@@ -83,13 +84,15 @@ def calibrate(out, runs, family, variants, shape, repeats, timed, metrics, k, fo
         source = f"gpu: {repeats} A/A runs of {family} {', '.join(chosen)}"
     noise = calibration.from_repeats(repeats_found, metrics or None)
     written = calibration.save(calibration.make(noise, source, k), out, force, inputs)
+    err = on_stdout(out)
     for n in noise:
         from paprof.safetext import shown  # the GPU and family names come from stored runs
 
         click.echo(shown(f"{n.gpu}  {n.family}  {n.metric}: noise {n.relative * 100:.3g} % "
                          f"({n.repeats}+ runs of {len(n.variants)} variant/shape), limit "
-                         f"{k:g} x = {k * n.relative * 100:.3g} %"))
-    click.echo(f"wrote {written}")
+                         f"{k:g} x = {k * n.relative * 100:.3g} %"), err=err)
+    if not err:
+        click.echo(f"wrote {written}")
 
 
 COMMANDS = [calibrate]

@@ -20,7 +20,8 @@ from rich.table import Table
 
 from paprof import gate, progress
 from paprof.gate import calibration
-from paprof.commands import STDOUT, force_option, json_option, renamed
+from paprof.commands import (force_option, json_option, on_stdout, one_on_stdout, output_file,
+                             renamed)
 from paprof.errors import UserError
 from paprof import safetext
 from paprof.profiler.store import Scan, input_files, refuse_inside
@@ -149,13 +150,15 @@ def _verdict_table(verdict: gate.Verdict, limit: int = TABLE_ROWS,
     help="Compare even if GPU model, ncu version, clock control or shape differ from "
     "the baseline's (otherwise exit 2).",
 )
-@click.option("--junit", type=click.Path(dir_okay=False, path_type=Path), metavar="FILE",
-              help="Also write the verdict as JUnit XML.")
-@click.option("--markdown", type=click.Path(dir_okay=False, path_type=Path), metavar="FILE",
-              help='Also write it as Markdown, e.g. --markdown "$GITHUB_STEP_SUMMARY".')
+@click.option("--junit", type=output_file(), metavar="FILE|-",
+              help="Also write the verdict as JUnit XML ('-' prints it).")
+@click.option("--markdown", type=output_file(), metavar="FILE|-",
+              help='Also write it as Markdown, e.g. --markdown "$GITHUB_STEP_SUMMARY" '
+              "('-' prints it).")
 @json_option("The verdict (schema paprof.check/1, docs/ci-gpu-runner.md: each result with "
              "both sides' stats, the allowance and what set it, the cause of each regression "
-             "as terms and counters)", then="With the JSON on stdout the table goes to stderr.")
+             "as terms and counters)", then="With --junit, --markdown or --json on stdout "
+             "the table goes to stderr.")
 @click.option("--no-cause", is_flag=True,
               help="Do not decompose what moved (the cause reads each moved run's report).")
 @force_option("--junit / --markdown / --json files that are not earlier paprof check "
@@ -220,13 +223,17 @@ def check(baseline_path, runs, profile, static_gate, repeat, timed, rounds, ratc
     from paprof.reports import check_json, check_markdown, junit as junit_xml
 
     started = time.monotonic()
+    one_on_stdout(("--junit", junit), ("--markdown", markdown), ("--json", json_out))
     scan = Scan()  # the store is read once: for the inputs and for the runs checked
     inputs = [baseline_path, *input_files([runs or Path("runs")], scan)]
-    json_path = None if json_out == STDOUT else json_out
-    named = [os.path.abspath(p) for p in (junit, markdown, json_path) if p]
+    printed = on_stdout(junit, markdown, json_out)
+    junit_path, markdown_path, json_path = (None if on_stdout(o) else o
+                                            for o in (junit, markdown, json_out))
+    named = [os.path.abspath(p) for p in (junit_path, markdown_path, json_path) if p]
     if len(set(named)) < len(named):
         raise UserError("--junit, --markdown and --json name the same file; name one file each")
-    for path, writer in ((junit, junit_xml), (markdown, check_markdown), (json_path, check_json)):
+    for path, writer in ((junit_path, junit_xml), (markdown_path, check_markdown),
+                         (json_path, check_json)):
         if path:  # before any work: profiling can take minutes
             writer.check_target(path, force, inputs)
     baseline = _only(gate.load_baseline(baseline_path), variants, baseline_path)
@@ -268,8 +275,8 @@ def check(baseline_path, runs, profile, static_gate, repeat, timed, rounds, ratc
 
             cause.attach(verdict, kernels, current)
 
-    # With the JSON on stdout, the rest goes to stderr so that stdout stays clean.
-    err = json_out == STDOUT
+    # With an output on stdout, the rest goes to stderr so that stdout stays clean.
+    err = printed
     stream = sys.stderr if err else sys.stdout
     # Not a terminal (CI logs): wide enough that the table does not wrap.
     width = None if stream.isatty() else 160
@@ -291,16 +298,20 @@ def check(baseline_path, runs, profile, static_gate, repeat, timed, rounds, ratc
     for note in verdict.notes:
         click.echo(f"note: {safetext.shown(note)}", err=err)
     click.echo(safetext.shown(verdict.summary), err=err)
-    if junit:
-        junit_xml.write_junit(verdict, junit, force, inputs)
-    if markdown:
-        check_markdown.write_markdown(verdict, markdown, force, inputs)
+    if junit_path:
+        junit_xml.write_junit(verdict, junit_path, force, inputs)
+    if markdown_path:
+        check_markdown.write_markdown(verdict, markdown_path, force, inputs)
     if json_path:
         check_json.write_json(verdict, json_path, force, inputs)
-    elif err:
+    if on_stdout(json_out):
         import json
 
         click.echo(json.dumps(check_json.verdict_json(verdict), indent=1))
+    elif on_stdout(markdown):
+        click.echo(check_markdown.verdict_markdown(verdict), nl=False)
+    elif on_stdout(junit):
+        click.echo(junit_xml.junit_text(verdict), nl=False)
     sys.exit(verdict.exit_code)
 
 
@@ -346,8 +357,8 @@ def baseline():
 @click.option("--metric", "metrics", multiple=True,
               help=f"Metric to record (repeatable): {_METRICS}. Default: the family's own "
               f"gate metrics (its hint), else {', '.join(gate.DEFAULT_METRICS)}.")
-@click.option("--out", required=True, type=click.Path(dir_okay=False, path_type=Path),
-              metavar="FILE", help="Baseline JSON to write.")
+@click.option("--out", required=True, type=output_file(), metavar="FILE|-",
+              help="Baseline JSON to write ('-' prints it; the summary then goes to stderr).")
 @force_option("FILE if it exists")
 @click.option("--static", "static_gate", is_flag=True,
               help="No GPU, no runs: compile the family's CUDA variants with nvcc at --shape "
@@ -371,6 +382,7 @@ def update(runs, variants, metrics, out, force, static_gate, family, shapes, arc
     """
     if static_gate:
         return _update_static(variants, out, force, family, shapes, arch)
+    say = _say(out)
     if family or shapes or arch:
         raise click.UsageError("--family, --shape and --arch go with --static (runs know theirs)")
     scan = Scan()  # the store is read once: for the inputs and for the baseline
@@ -386,13 +398,20 @@ def update(runs, variants, metrics, out, force, static_gate, family, shapes, arc
         stats = ", ".join(
             f"{m} {gate.fmt_value(s.value, gate.unit(m))}" for m, s in e.metrics.items()
         )
-        click.echo(safetext.shown(f"{e.name} at {e.shape} on {e.provenance.gpu or 'unknown GPU'}: "
-                                  f"{stats}"))
-    click.echo(f"wrote {safetext.shown(out)} ({len(made.entries)} entries)")
+        say(safetext.shown(f"{e.name} at {e.shape} on {e.provenance.gpu or 'unknown GPU'}: {stats}"))
+    say(f"wrote {safetext.shown(out)} ({len(made.entries)} entries)")
+
+
+def _say(out):
+    """``click.echo`` for the summary of a command that writes ``out``: on stderr when
+    ``out`` is printed on stdout ('-')."""
+    return functools.partial(click.echo, err=on_stdout(out))
 
 
 def _update_static(variants, out, force, family, shapes, arch):
     from paprof import registry, static
+
+    say = _say(out)
 
     gate.check_baseline_target(out, force)
     fam = registry.family_for(variants, family)
@@ -402,13 +421,13 @@ def _update_static(variants, out, force, family, shapes, arch):
     for e in made.entries:
         m = e.metrics
         local = m.get("local_mem_bytes")
-        click.echo(f"{e.name} at {e.shape}: {m['registers_per_thread'].value:g} registers, "
+        say(f"{e.name} at {e.shape}: {m['registers_per_thread'].value:g} registers, "
                    f"{m['spill_stores_bytes'].value:g} bytes spilled, "
                    + (f"{local.value:g} bytes local memory, " if local is not None else "")
                    + f"{m['shared_mem_static_bytes'].value:g} bytes static shared memory")
     for note in [*notes, static.REACH_NOTE]:
-        click.echo(f"note: {note}")
-    click.echo(f"wrote {out} ({len(made.entries)} kernels, {made.entries[0].provenance.compiler})")
+        say(f"note: {note}")
+    say(f"wrote {out} ({len(made.entries)} kernels, {made.entries[0].provenance.compiler})")
 
 
 COMMANDS = [check, baseline]

@@ -7,9 +7,10 @@ from pathlib import Path
 
 import click
 
-from paprof.commands import force_option, json_option, step_range_option
+from paprof.commands import (force_option, json_option, on_stdout, one_on_stdout, output_file,
+                             step_range_option)
 
-from paprof.reports.build import DEFAULT_OUT, DEFAULT_RUNS, STDOUT, write_report
+from paprof.reports.build import DEFAULT_OUT, DEFAULT_RUNS, write_report
 from paprof.safetext import shown
 
 
@@ -24,12 +25,12 @@ from paprof.safetext import shown
 @click.option("--shape", default=None, metavar="SLUG|SPEC",
               help="Compare runs at this shape (a slug like b64_ctx4096_h32x8_d128_p16_fp32 or "
               "a --shape spec). Default: the first variant's latest run sets the shape.")
-@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=DEFAULT_OUT,
-              show_default=True,
-              help="HTML report. An earlier paprof report there is replaced (and said so); "
-              "any other file is kept unless --force.")
-@click.option("--markdown", type=click.Path(dir_okay=False, allow_dash=True), default=None,
-              metavar="FILE.md", help="Also write the report as Markdown (a PR comment); '-' prints it.")
+@click.option("--out", type=output_file(), default=None, metavar="FILE.html|-",
+              help=f"HTML report ('-' prints it). Default: {DEFAULT_OUT}, unless only --markdown "
+              "or --json is asked for (then no HTML). An earlier paprof report there is "
+              "replaced (and said so); any other file is kept unless --force.")
+@click.option("--markdown", type=output_file(), default=None, metavar="FILE.md|-",
+              help="Also write the report as Markdown (a PR comment); '-' prints it.")
 @json_option("Also the explanation (schema paprof.explanation/1: runs, each step's time "
              "decomposition, causes and counters, kernel view, comparability)")
 @click.option("--cross", is_flag=True,
@@ -64,6 +65,9 @@ def compare(variants, runs, shape, out, markdown, json_out, cross, step_range, o
     """
     from paprof import progress
 
+    one_on_stdout(("--out", out), ("--markdown", markdown), ("--json", json_out))
+    if out is None and markdown is None and json_out is None:
+        out = DEFAULT_OUT
     with progress.shown("compare"):
         result = write_report(list(variants), runs=runs, out=out, markdown=markdown,
                               shape=shape, force=force, cross=cross, step_range=step_range,
@@ -71,14 +75,12 @@ def compare(variants, runs, shape, out, markdown, json_out, cross, step_range, o
     ctx = result.context
     for warning in ctx.warnings:
         click.echo(f"paprof: warning: {shown(warning)}", err=True)
-    if markdown == STDOUT and json_out == STDOUT:
-        raise click.UsageError("--markdown - and --json - cannot both print")
-    if markdown == STDOUT:
-        click.echo(result.markdown_text, nl=False)
-    if json_out == STDOUT:
-        click.echo(result.json_text, nl=False)
-    # With the Markdown or JSON on stdout, the summary goes to stderr so stdout stays clean.
-    err = STDOUT in (markdown, json_out)
+    for option, text in ((out, result.html_text), (markdown, result.markdown_text),
+                         (json_out, result.json_text)):
+        if on_stdout(option):
+            click.echo(text, nl=False)
+    # With a report on stdout, the summary goes to stderr so stdout stays clean.
+    err = on_stdout(out, markdown, json_out)
     for step in ctx.steps:
         click.echo(shown(f"{step.title}: {step.headline}; {step.bottleneck_before_text} -> "
                          f"{step.bottleneck_after_text}", limit=None), err=err)

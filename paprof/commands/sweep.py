@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import functools
 import os
 from pathlib import Path
 
 import click
 
 from paprof import registry, safetext
-from paprof.commands import force_option, json_option, renamed
+from paprof.commands import force_option, json_option, on_stdout, output_file, renamed
 from paprof.errors import UsageError, VerificationError
 from paprof.profiler.argv import CLOCK_CONTROLS
 from paprof.profiler.presets import PRESETS
@@ -66,9 +67,9 @@ def _child_args(variants, family, grid, shape, mode, force, name, launches, roun
 @renamed("--profile-launches", "--profiled-launches", "profile_launches", type=click.IntRange(1))
 @click.option("--list", "list_only", is_flag=True,
               help="Print this shard's points and what is stored, and measure nothing (no GPU).")
-@click.option("--report", "report", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              metavar="FILE.html",
-              help="Afterwards write the sweep report there (and FILE.md, FILE.regime.json).")
+@click.option("--report", "report", type=output_file(), default=None, metavar="FILE.html|-",
+              help="Afterwards write the sweep report there (and FILE.md, FILE.regime.json); "
+              "'-' prints the HTML (alone), the sweep's own lines then go to stderr.")
 def sweep(variants, family, grid, shape, mode, runs_dir, force, shard, gpus, name, launches, rounds,
           seed, preset, clock_control, profile_launches, list_only, report):
     """Measure variants over a grid of shapes: every point verified, timed and (with
@@ -102,6 +103,8 @@ def sweep(variants, family, grid, shape, mode, runs_dir, force, shard, gpus, nam
 
     from paprof import names
 
+    # with the report on stdout (--report -), the sweep's own lines go to stderr
+    say = functools.partial(click.echo, err=on_stdout(report))
     if name is not None:
         names.check(name, "--name")
     chosen = registry.resolve(variants, family)
@@ -115,8 +118,8 @@ def sweep(variants, family, grid, shape, mode, runs_dir, force, shard, gpus, nam
             held = [v.id for v in chosen if p.params is not None
                     and results.stored(runs_dir, None, fam.name, v.id, p.slug, mode)]
             state = f"invalid: {p.error}" if p.error else ("stored: " + ", ".join(held) if held else "to do")
-            click.echo(f"{p.index + 1:>5}  {p.label:<40}  {p.slug or '-':<40}  {state}")
-        click.echo(f"sweep {name}: {len(the_grid.points)} points; shard {k}/{n} holds "
+            say(f"{p.index + 1:>5}  {p.label:<40}  {p.slug or '-':<40}  {state}")
+        say(f"sweep {name}: {len(the_grid.points)} points; shard {k}/{n} holds "
                    f"{len(grids.shard(the_grid.points, k, n))}")
         return
     settings = SweepSettings(mode=mode, force=force, launches=launches, rounds=rounds, seed=seed,
@@ -136,14 +139,14 @@ def sweep(variants, family, grid, shape, mode, runs_dir, force, shard, gpus, nam
         args = _child_args([v.name for v in chosen], fam.name, grid, shape, mode, force,
                            name, launches, rounds, seed, preset, clock_control, profile_launches)
         workers, merged = run_on_gpus(args, ids, runs_dir, shard=(k, n), name=name)
-        click.echo(f"merged {len(workers)} shard stores into {runs_dir}: {merged.copied} results "
+        say(f"merged {len(workers)} shard stores into {runs_dir}: {merged.copied} results "
                    f"copied, {merged.identical} already there")
         for line in merged.conflicts:
             click.echo(f"paprof: warning: conflict: {safetext.shown(line)}", err=True)
         data = manifests.load(manifests.path(runs_dir, name))
         failed_workers = [w for w in workers if w.returncode]
         counts = manifests.status_counts(data)
-        click.echo(f"sweep {name}: " + ", ".join(f"{c} {s}" for s, c in counts.items() if c))
+        say(f"sweep {name}: " + ", ".join(f"{c} {s}" for s, c in counts.items() if c))
         if report:
             _write_report(runs_dir, report, name, _md_beside(report))
         if failed_workers:
@@ -155,16 +158,16 @@ def sweep(variants, family, grid, shape, mode, runs_dir, force, shard, gpus, nam
             raise UsageError(f"{len(failed_workers)} of {len(workers)} workers failed; see {logs}")
         return
     result = run_sweep(fam, chosen, the_grid, runs_dir, settings, shard=(k, n), name=name)
-    click.echo(f"sweep {name}, shard {k}/{n}: {result.points} points; {result.measured} "
+    say(f"sweep {name}, shard {k}/{n}: {result.points} points; {result.measured} "
                f"variant-points measured now, {result.resumed} already stored, "
                f"{len(result.skipped)} skipped, {len(result.failed)} failed, "
                f"{len(result.invalid)} invalid points")
     for line in result.skipped[:10] + result.invalid[:10]:
-        click.echo(f"  skipped {safetext.shown(line)}")
+        say(f"  skipped {safetext.shown(line)}")
     hidden = max(len(result.skipped) - 10, 0) + max(len(result.invalid) - 10, 0)
     if hidden:
-        click.echo(f"  ... and {hidden} more (see {result.path})")
-    click.echo(f"manifest: {result.path}")
+        say(f"  ... and {hidden} more (see {result.path})")
+    say(f"manifest: {result.path}")
     if report:
         _write_report(runs_dir, report, name, _md_beside(report))
     if result.failed:
@@ -172,7 +175,10 @@ def sweep(variants, family, grid, shape, mode, runs_dir, force, shard, gpus, nam
                                 + "; ".join(result.failed[:3]))
 
 
-def _md_beside(html: Path) -> Path:
+def _md_beside(html) -> Path | None:
+    if on_stdout(html):
+        return None
+    html = Path(html)
     return html.with_name(html.name.rsplit(".", 1)[0] + ".md")
 
 
@@ -184,13 +190,13 @@ def _write_report(runs, out: Path, name: str | None, markdown=None, regime=None,
     with progress.shown("sweep-report"):
         done = write_sweep_report(runs, out, markdown, regime, name=name,
                                   noise_pct=NOISE_PCT if noise is None else noise, force=force)
-    err = "-" in (markdown, regime)  # stdout holds the Markdown or the JSON: the rest to stderr
+    err = on_stdout(out, markdown, regime)  # stdout holds a report: the rest to stderr
     for warning in done.context.warnings:
         click.echo(f"paprof: warning: {safetext.shown(warning)}", err=True)
-    if done.markdown_text is not None and done.markdown is None:
-        click.echo(done.markdown_text, nl=False)
-    if done.regime_text is not None:
-        click.echo(done.regime_text, nl=False)
+    for text in (done.html_text, done.regime_text,
+                 done.markdown_text if on_stdout(markdown) else None):
+        if text is not None:
+            click.echo(text, nl=False)
     for sentence in done.context.changes:
         click.echo(f"crossover: {safetext.shown(sentence)}", err=err)
     for path in (done.html, done.markdown, done.regime):
@@ -200,14 +206,19 @@ def _write_report(runs, out: Path, name: str | None, markdown=None, regime=None,
     return done
 
 
+SWEEP_OUT = "paprof-sweep.html"
+"""sweep-report's HTML report when no output is named."""
+
+
 @click.command("sweep-report")
 @click.option("--runs", type=click.Path(file_okay=False, path_type=Path), default="runs",
               show_default=True, help="Run store holding the sweep (a merged store too).")
 @click.option("--name", default=None, help="Which sweep, when the store holds several.")
-@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=Path("paprof-sweep.html"),
-              show_default=True, help="HTML report.")
-@click.option("--markdown", type=click.Path(dir_okay=False, allow_dash=True), default=None,
-              metavar="FILE.md", help="Also the Markdown report; '-' prints it.")
+@click.option("--out", type=output_file(), default=None, metavar="FILE.html|-",
+              help=f"HTML report ('-' prints it). Default: {SWEEP_OUT}, unless only --markdown "
+              "or --json is asked for (then no HTML).")
+@click.option("--markdown", type=output_file(), default=None, metavar="FILE.md|-",
+              help="Also the Markdown report; '-' prints it.")
 @json_option("The regime map", then="Without --json it is written beside --out, as "
              "NAME.regime.json.")
 @click.option("--noise", type=float, default=None, metavar="PCT",
@@ -223,6 +234,8 @@ def sweep_report(runs, name, out, markdown, json_out, noise, force):
     Example:
       paprof sweep-report --runs sweep-runs --out sweep.html --markdown sweep.md
     """
+    if out is None and markdown is None and json_out is None:
+        out = SWEEP_OUT
     _write_report(runs, out, name, markdown, json_out, noise, force)
 
 

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import click
 
-from paprof.commands import STDOUT, force_option, json_option, step_range_option
+from paprof.commands import (force_option, json_option, on_stdout, one_on_stdout, output_file,
+                             step_range_option)
 from paprof.errors import UsageError
 
 from paprof.analysis import export
@@ -19,9 +20,9 @@ from paprof import safetext
 @click.argument("reports", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option("--format", "fmt", type=click.Choice(export.FORMATS), default="text",
               show_default=True, help="text: key columns; csv/json/parquet: every scalar column.")
-@click.option("--out", type=click.Path(dir_okay=False, path_type=Path),
-              help="Write to FILE instead of stdout (required for parquet). An existing "
-              "FILE is kept unless --force; one of the reports read, always.")
+@click.option("--out", type=output_file(), metavar="FILE|-",
+              help="Write to FILE instead of stdout ('-': stdout; parquet needs --out). An "
+              "existing FILE is kept unless --force; one of the reports read, always.")
 @click.option("--columns", multiple=True, metavar="A,B,...",
               help="Only these columns, in this order (see --format csv for the names).")
 @click.option("--traffic", is_flag=True,
@@ -45,10 +46,11 @@ def table(reports, fmt, out, columns, traffic, per_variant, step_range, json_out
       paprof table runs/ --json rows.json
       paprof table runs/ --format parquet --out rows.parquet
     """
+    one_on_stdout(("--out", out), ("--json", json_out))
     if json_out is not None:
         if out is not None or fmt not in ("text", "json"):
             raise UsageError("--json [FILE] is --format json [--out FILE]: give one of them")
-        fmt, out = "json", (None if json_out == STDOUT else Path(json_out))
+        fmt, out = "json", json_out
     from paprof import progress
 
     scan = Scan()  # the folders named are read once: for the inputs and for the table
@@ -61,7 +63,11 @@ def table(reports, fmt, out, columns, traffic, per_variant, step_range, json_out
         text = export.render(df, fmt, chosen, out, force, traffic=traffic)
     for note in df.attrs.get("notes", ()):
         click.echo(f"paprof: note: {safetext.shown(note)}", err=True)
-    if text is not None:
+    if isinstance(text, bytes):  # parquet on stdout
+        from paprof import outputs
+
+        outputs.write(outputs.STDOUT, text)
+    elif text is not None:
         click.echo(text, nl=False)
     keys = export.TRAFFIC_TEXT_COLUMNS if traffic else export.TEXT_COLUMNS
     shown = chosen if chosen is not None else (
@@ -69,7 +75,7 @@ def table(reports, fmt, out, columns, traffic, per_variant, step_range, json_out
     note = export.missing_note(df, shown)
     if note:
         click.echo(note, err=True)
-    if out is not None:
+    if out is not None and not on_stdout(out):
         click.echo(f"wrote {len(df)} rows to {safetext.shown(out)}", err=True)
 
 

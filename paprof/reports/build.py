@@ -46,6 +46,8 @@ class ReportFiles:
     json: Path | None = None
     """The explanation written as JSON (None when not asked for, or sent to stdout)."""
     json_text: str | None = None
+    html_text: str | None = None
+    """The HTML report when it went to stdout (``out="-"``)."""
 
 
 def write_report(
@@ -63,18 +65,18 @@ def write_report(
     json_out: Path | str | None = None,
     baseline: str | None = None,
 ) -> ReportFiles:
-    """Compare ``specs`` and write the report(s). ``markdown="-"`` returns the Markdown in
-    ``ReportFiles.markdown_text`` instead of writing a file; ``out=None`` writes no HTML;
-    ``json_out`` also writes the explanation as data (``paprof.analysis.explanation``; "-":
-    ``ReportFiles.json_text``). ``baseline`` (a spec like those of ``specs``) compares
-    every variant with it (``paprof.analysis.verdict.against``) instead of telling the
-    ordered list as a chain."""
+    """Compare ``specs`` and write the report(s). ``"-"`` returns an output as text instead
+    of writing a file (``out``: ``ReportFiles.html_text``; ``markdown``:
+    ``ReportFiles.markdown_text``); ``out=None`` writes no HTML; ``json_out`` also writes
+    the explanation as data (``paprof.analysis.explanation``; "-": ``ReportFiles.json_text``).
+    ``baseline`` (a spec like those of ``specs``) compares every variant with it
+    (``paprof.analysis.verdict.against``) instead of telling the ordered list as a chain."""
     from paprof.reports.html import GENERATOR_MARK
     from paprof.reports.markdown import MARK
 
     timings: dict[str, float] = {}
     t0 = time.perf_counter()
-    out_path = Path(out) if out is not None else None
+    out_path = Path(out) if out not in (None, STDOUT) else None
     md_path = Path(markdown) if markdown not in (None, STDOUT) else None
     if out_path is not None and md_path is not None and os.path.realpath(out_path) == os.path.realpath(md_path):
         raise UserError(f"--out and --markdown both name {out_path}")
@@ -106,15 +108,15 @@ def write_report(
 
     t = time.perf_counter()
     explained = explanation(cmp)
-    ctx = build_context(cmp, charts=out_path is not None, generated=generated, explained=explained)
+    ctx = build_context(cmp, charts=out is not None, generated=generated, explained=explained)
     timings["context"] = time.perf_counter() - t
 
     t = time.perf_counter()
-    md_text = None
-    if out_path is not None:
-        from paprof.reports.html import render_html
+    from paprof.reports.html import render_html
 
-        outputs.write(out_path, render_html(ctx))
+    md_text = None
+    html_text = outputs.text_for_stdout(None if out is None else out_path or STDOUT,
+                                        lambda: render_html(ctx))
     if markdown is not None:
         from paprof.reports.markdown import render_markdown
 
@@ -133,4 +135,4 @@ def write_report(
     timings["render"] = time.perf_counter() - t
     timings["total"] = time.perf_counter() - t0
     return ReportFiles(out_path, md_path, md_text, replacing, paths, cmp, ctx, timings,
-                       json_path, json_text)
+                       json_path, json_text, html_text)

@@ -93,9 +93,16 @@ def write_junit(verdict: Verdict, path: str | os.PathLike, force: bool = False,
     """Write ``verdict`` as JUnit XML to ``path`` (UTF-8, with an XML declaration),
     atomically; see ``paprof.outputs`` for what may be replaced."""
     check_target(path, force, inputs)
-    root = junit_tree(verdict).getroot()
-    return outputs.write(path, ET.tostring(root, encoding="utf-8", xml_declaration=True),
-                         parents=True)
+    return outputs.write(path, _xml(verdict), parents=True)
+
+
+def _xml(verdict: Verdict) -> bytes:
+    return ET.tostring(junit_tree(verdict).getroot(), encoding="utf-8", xml_declaration=True)
+
+
+def junit_text(verdict: Verdict) -> str:
+    """The JUnit XML of ``verdict`` as text (``--junit -``), as ``write_junit`` writes it."""
+    return _xml(verdict).decode("utf-8") + "\n"
 
 
 def check_target(path: str | os.PathLike, force: bool = False, inputs: Iterable = ()) -> None:

@@ -68,6 +68,8 @@ class SweepReport:
     overwrote: list[Path]
     regime_text: str | None = None
     """The regime JSON when ``regime`` was ``"-"`` (for stdout), else None."""
+    html_text: str | None = None
+    """The HTML report when ``out`` was ``"-"`` (for stdout), else None."""
 
 
 def regime_path_for(out: Path) -> Path:
@@ -79,9 +81,9 @@ def write_sweep_report(runs, out: Path | str | None = "paprof-sweep.html", markd
                        regime: Path | str | None = None, *, name: str | None = None,
                        noise_pct: float = NOISE_PCT, force: bool = False,
                        generated: str | None = None) -> SweepReport:
-    """Write the sweep report of the store ``runs``: HTML (``out``), Markdown (``markdown``;
-    ``"-"`` returns it as text) and the regime JSON (``regime``; default beside ``out``;
-    ``"-"`` returns it as text).
+    """Write the sweep report of the store ``runs``: HTML (``out``), Markdown (``markdown``)
+    and the regime JSON (``regime``; default beside an ``out`` file); ``"-"`` returns an
+    output as text instead (``html_text``, ``markdown_text``, ``regime_text``).
 
     Earlier paprof reports are replaced; other files only with ``force`` (as compare).
     """
@@ -94,10 +96,9 @@ def write_sweep_report(runs, out: Path | str | None = "paprof-sweep.html", markd
 
     if not noise_pct >= 0 or math.isinf(noise_pct):
         raise UserError(f"--noise must be a percentage of 0 or more, got {noise_pct}")
-    out_path = Path(out) if out is not None else None
+    out_path = Path(out) if out not in (None, STDOUT) else None
     md_path = Path(markdown) if markdown not in (None, STDOUT) else None
-    if regime == STDOUT and markdown == STDOUT:
-        raise UserError("--markdown - and --json - cannot both print")
+    outputs.one_on_stdout(("--out", out), ("--markdown", markdown), ("--json", regime))
     json_path = (None if regime == STDOUT else Path(regime) if regime is not None
                  else regime_path_for(out_path) if out_path else None)
     targets = [(p, mark) for p, mark in ((out_path, GENERATOR_MARK), (md_path, MARK),
@@ -112,10 +113,10 @@ def write_sweep_report(runs, out: Path | str | None = "paprof-sweep.html", markd
         store.refuse_inside(p, runs, "the sweep report's output")
     data = manifests.find(runs, name)
     col = collect(runs, data)
-    ctx = build_context(col, noise_pct, charts=out_path is not None, generated=generated)
+    ctx = build_context(col, noise_pct, charts=out is not None, generated=generated)
     md_text = None
-    if out_path is not None:
-        outputs.write(out_path, render_html(ctx))
+    html_text = outputs.text_for_stdout(None if out is None else out_path or STDOUT,
+                                        lambda: render_html(ctx))
     if markdown is not None:
         md_text = render_markdown(ctx)
         if md_path is not None:
@@ -124,4 +125,4 @@ def write_sweep_report(runs, out: Path | str | None = "paprof-sweep.html", markd
     if json_path is not None:
         outputs.write(json_path, regime_text)
     return SweepReport(out_path, md_path, md_text, json_path, ctx, overwrote,
-                       regime_text if regime == STDOUT else None)
+                       regime_text if regime == STDOUT else None, html_text)

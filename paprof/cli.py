@@ -64,6 +64,20 @@ class _Group(click.Group):
         with _interrupts():
             return super().make_context(*args, **kwargs)
 
+    def resolve_command(self, ctx, args):
+        """An unknown command names the nearest ones ("paprof tabel": did you mean table?)."""
+        try:
+            return super().resolve_command(ctx, args)
+        except click.UsageError as err:
+            import difflib
+
+            name = args[0] if args else ""
+            near = difflib.get_close_matches(name, self.list_commands(ctx), n=2, cutoff=0.6)
+            if not near or name.startswith("-"):
+                raise
+            raise click.UsageError(f"No such command {name!r}; did you mean "
+                                   f"{' or '.join(repr(n) for n in near)}?", ctx) from err
+
     def invoke(self, ctx):
         with _interrupts():
             try:
@@ -91,7 +105,7 @@ def main():
 
     \b
     Typical session:
-      paprof list                         the families (built-in, installed, this
+      paprof list                         the families (installed plugins, this
                                           repository's [tool.paprof]) and variants
       paprof bench --variant all          CUDA-event timings and bandwidth (GPU)
       paprof run --variant v2 --variant v3  verify, then profile under ncu (GPU)
@@ -112,7 +126,7 @@ def main():
 
 
 COMMANDS = {
-    "list": ("list_variants", "The families (built-in, installed, this repository's) and their variants."),
+    "list": ("list_variants", "The families (installed plugins, this repository's) and their variants."),
     "bench": ("bench", "Verify, then time variants with CUDA events: TB/s, TFLOP/s, % of the ceiling (GPU)."),
     "run": ("run", "Verify, then profile variants (or a program: --cmd) under ncu into the run store (GPU)."),
     "table": ("table", "Any .ncu-rep as a table, one row a kernel launch, with its bottleneck."),

@@ -184,6 +184,11 @@ def project_config(start: Path | str | None = None) -> ProjectConfig | None:
     return None
 
 
+#: The keys of ``[tool.paprof]``: anything else is refused (a misspelt key would
+#: otherwise be ignored in silence).
+CONFIG_KEYS = ("families", "path")
+
+
 def _config_of(pyproject: Path) -> ProjectConfig | None:
     folder = pyproject.parent
     tool = _read_toml(pyproject).get("tool", {})
@@ -195,6 +200,14 @@ def _config_of(pyproject: Path) -> ProjectConfig | None:
         return None
     if not isinstance(table, dict):
         raise UserError(f"{pyproject}: [tool.paprof] must be a table")
+    unknown = sorted(set(table) - set(CONFIG_KEYS))
+    if unknown:
+        import difflib
+
+        near = difflib.get_close_matches(str(unknown[0]), CONFIG_KEYS, n=1)
+        raise UserError(f"{pyproject}: [tool.paprof] has an unknown key {unknown[0]!r}"
+                        + (f" (did you mean {near[0]!r}?)" if near else "")
+                        + f"; known: {', '.join(CONFIG_KEYS)}")
     fams = table.get("families", [])
     paths = table.get("path", ["."])
     if isinstance(fams, str):

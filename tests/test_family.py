@@ -476,3 +476,12 @@ def test_a_launchers_words_are_what_the_run_records_of_its_choices():
     assert launcher(said=["split the rows 4 ways", "", "chose order longest"], why="128 CTAs for 132 SMs").words() == {
         "said": ["split the rows 4 ways", "chose order longest"], "why": "128 CTAs for 132 SMs"}
     assert chose({"tile": 64, "order": "longest"}) == "chose tile 64, order longest"
+
+
+def test_an_unknown_tool_paprof_key_is_one_line_naming_it_and_the_known_ones(user_repo):
+    # issue 39: a misspelt key was ignored in silence
+    (user_repo / "pyproject.toml").write_text('[tool.paprof]\nfamilys = ["mine_family:family"]\n')
+    registry.clear()
+    with pytest.raises(UserError, match=r"unknown key 'familys' \(did you mean 'families'\?\); "
+                                        r"known: families, path"):
+        registry.discover()

@@ -240,10 +240,11 @@ def build(runs: Path):
     @tool(structured_output=False)
     @_one_line
     def run(variants: list[str], runs: str | None = None, family: str | None = None,
-            shape: str | None = None, preset: str = "default", replace: bool = False) -> str:
-        """Verify, then profile variants under ncu into the run store (paprof run).
-        Needs an NVIDIA GPU and ncu: refused with the reason where there is none."""
-        return _answer(tools.run(store(runs), variants, family, shape, preset, replace), "runs")
+            shape: str | None = None, preset: str = "default", force: bool = False) -> str:
+        """Verify, then profile variants under ncu into the run store (paprof run); a run
+        already stored is profiled again only with force=true. Needs an NVIDIA GPU and
+        ncu: refused with the reason where there is none."""
+        return _answer(tools.run(store(runs), variants, family, shape, preset, force), "runs")
 
     @tool(structured_output=False)
     @_one_line

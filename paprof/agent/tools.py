@@ -300,8 +300,9 @@ def _chosen(variants: list[str], family: str | None, shape: str | None):
 
 
 def run(store: Path, variants: list[str], family: str | None = None, shape: str | None = None,
-        preset: str = "default", replace: bool = False) -> dict:
-    """``paprof run``: verify, then profile ``variants`` under ncu into the store."""
+        preset: str = "default", force: bool = False) -> dict:
+    """``paprof run``: verify, then profile ``variants`` under ncu into the store (a run
+    already there again only with ``force``, as ``paprof run --force``)."""
     from paprof.profiler.argv import NcuSettings
     from paprof.profiler.locate import find_ncu
     from paprof.profiler.profile import profile_variants
@@ -311,7 +312,7 @@ def run(store: Path, variants: list[str], family: str | None = None, shape: str 
         raise UserError(why)
     find_ncu()  # UserError saying how to get it
     chosen, fam, params = _chosen(variants, family, shape)
-    outcomes = profile_variants(chosen, params, NcuSettings(preset=preset), store, replace,
+    outcomes = profile_variants(chosen, params, NcuSettings(preset=preset), store, force,
                                 family=fam)
     return {"runs": [{"variant": o.variant.name, "report": str(o.run.report) if o.run else None,
                       "failed": o.failed, "skipped": o.skipped,

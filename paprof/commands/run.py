@@ -39,7 +39,7 @@ def summary_table(outcomes: list[Outcome]) -> Table:
     table = Table(title="paprof run")
     table.add_column("variant", no_wrap=True)
     table.add_column("check (rel. error)")
-    table.add_column("event µs", justify="right")
+    table.add_column("event us", justify="right")
     table.add_column("TB/s", justify="right")
     table.add_column("passes", justify="right")
     for o in outcomes:

@@ -417,7 +417,7 @@ def ledger(steps: list[tuple[str, float, float, list[tuple[str, str, float]]]]) 
             for i, (key, _, us) in enumerate(rows, start=1):
                 ax.bar(i, us, 0.6, bottom=level, color=LEDGER_COLOURS.get(key, MUTED))
                 sign = "+" if us > 0 else "-" if us < 0 else ""
-                ax.text(i, max(level, level + us), sign + fmt.duration_us(abs(us)).replace(" us", " µs"),
+                ax.text(i, max(level, level + us), sign + fmt.duration_us(abs(us)),
                         ha="center", va="bottom", fontsize=6, rotation=90 if len(rows) > 4 else 0)
                 level += us
             ax.bar(0, before, 0.6, color=BAR_ALT)
@@ -429,13 +429,13 @@ def ledger(steps: list[tuple[str, float, float, list[tuple[str, str, float]]]]) 
                           ha="right" if crowded else "center", rotation_mode="anchor")
             ax.axhline(0, color="black", linewidth=0.6)
             ax.set_title(title, fontsize=9)
-            # the axis in the unit its bars' labels use (ms ticks for a ms step, not µs)
+            # the axis in the unit its bars' labels use (ms ticks for a ms step, not us)
             ax.yaxis.set_major_formatter(FuncFormatter(
-                lambda v, _pos: fmt.duration_us(v).replace(" us", " µs") if v else "0"))
+                lambda v, _pos: fmt.duration_us(v) if v else "0"))
             ax.tick_params(axis="y", labelsize=7)
             ax.grid(axis="x", visible=False)
             alts.append(f"{title}: {fmt.duration_us(before)} to {fmt.duration_us(after)}, "
-                        + ", ".join(f"{words} {us:+.4g} µs" for _, words, us in rows))
+                        + ", ".join(f"{words} {us:+.4g} us" for _, words, us in rows))
         fig.suptitle("Time ledger: each step's duration change, term by term", fontsize=10,
                      fontweight="bold")
         return _finish(fig, "ledger", "Time ledger",

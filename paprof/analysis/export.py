@@ -72,6 +72,15 @@ TRAFFIC_TEXT_COLUMNS = {
     "instructions_executed": "inst",
 }
 
+#: Columns left out, in this order, while the text table is wider than its width (the
+#: terminal's; ``paprof table --wide`` keeps them all). What tells rows apart (variant,
+#: kernel, time, the label) stays; the kernel name is shortened before any of these go.
+_DROP_FIRST = ("block_size", "grid_size", "waves_per_sm", "theoretical_occupancy_pct",
+               "registers_per_thread", "occupancy_limiter", "achieved_bandwidth_gbs",
+               "sm_throughput_pct", "l2_throughput_pct", "l1_throughput_pct",
+               "achieved_occupancy_pct", "gpu", "step", "launch", "shape")
+_KERNEL_NARROW = 24
+
 #: Columns shown only when the rows differ in them.
 _OPTIONAL_TEXT = ("shape", "gpu", "launch", "step")
 _JOINED = ("bottleneck_evidence", "kernels")
@@ -126,21 +135,44 @@ def _format_value(column: str, value, compact: bool = False) -> str:
     return safetext.shown(value)
 
 
+def _table_text(df: pd.DataFrame, columns: list[str], headers: dict, compact: bool,
+                kernel_width: int) -> str:
+    shown = scalar_frame(df, columns)
+    cells = {}
+    for c in shown:
+        values = [_format_value(c, v, compact=compact) for v in shown[c]]
+        if c == "kernel" and kernel_width < _KERNEL_WIDTH:
+            values = [fmt.shorten_identifier(v, kernel_width) if len(v) > kernel_width else v
+                      for v in values]
+        cells[headers.get(c, c)] = values
+    return pd.DataFrame(cells).to_string(index=False)
+
+
 def to_text(df: pd.DataFrame, columns: list[str] | None = None, why: bool = True,
-            traffic: bool = False) -> str:
+            traffic: bool = False, width: int | None = None) -> str:
     """A fixed-width table (key columns, the traffic per level with ``traffic``, or
-    ``columns``), then a "why" line per row."""
+    ``columns``), then a "why" line per row. ``width``: the widest a line may be (a
+    terminal's): the kernel name is shortened, then the least telling key columns are
+    left out (``_DROP_FIRST``), the "why" lines wrapped; None: everything, unwrapped."""
     if df.empty:
         return "(no kernels)\n"
     headers = TRAFFIC_TEXT_COLUMNS if traffic else TEXT_COLUMNS
+    named = columns is not None
     if columns is None:
         columns = [c for c in headers if c in df.columns and not (
             c in _OPTIONAL_TEXT and df[c].astype(str).nunique() <= 1)]
-    shown = scalar_frame(df, columns)
-    text = pd.DataFrame({
-        headers.get(c, c): [_format_value(c, v, compact=traffic) for v in shown[c]] for c in shown
-    })
-    lines = [text.to_string(index=False)]
+    table = _table_text(df, columns, headers, traffic, _KERNEL_WIDTH)
+    if width is not None and not named:
+        columns = list(columns)
+        kernel_width = _KERNEL_NARROW
+        table = _table_text(df, columns, headers, traffic, kernel_width)
+        for column in _DROP_FIRST:
+            if max(map(len, table.splitlines())) <= width:
+                break
+            if column in columns and len(columns) > 3:
+                columns.remove(column)
+                table = _table_text(df, columns, headers, traffic, kernel_width)
+    lines = [table]
     if why and "bottleneck_evidence" in df and "bottleneck" in df:
         lines.append("")
         several_shapes = df["shape"].nunique() > 1
@@ -152,8 +184,15 @@ def to_text(df: pd.DataFrame, columns: list[str] | None = None, why: bool = True
                 name += f" [{safetext.shown(_short_shape(row))}]"
             if kernels > 1:
                 name += f"/{_format_value('kernel', row['kernel'])}"
-            lines.append(safetext.shown(f"{name}: {row['bottleneck']}: " + "; ".join(evidence[:2]),
-                                        limit=None))
+            said = safetext.shown(f"{name}: {row['bottleneck']}: " + "; ".join(evidence[:2]),
+                                  limit=None)
+            if width is None:
+                lines.append(said)
+            else:
+                import textwrap
+
+                lines.extend(textwrap.wrap(said, width, subsequent_indent="    ",
+                                           break_on_hyphens=False) or [""])
     return "\n".join(lines) + "\n"
 
 
@@ -217,7 +256,7 @@ def check_output(fmt: str, out: Path | str | None, force: bool = False, inputs=(
 
 def render(df: pd.DataFrame, fmt: str, columns: list[str] | None = None,
            out: Path | str | None = None, force: bool = False,
-           traffic: bool = False) -> str | bytes | None:
+           traffic: bool = False, width: int | None = None) -> str | bytes | None:
     """The table in ``fmt``; written to ``out`` when given (then returns None; atomically,
     never over one of the reports read, an existing file only with ``force``), else
     returned as text (``out`` None or "-"; parquet: bytes, for "-"). Parquet needs ``out``
@@ -230,7 +269,7 @@ def render(df: pd.DataFrame, fmt: str, columns: list[str] | None = None,
     if traffic and columns is None and fmt != "text":
         columns = [c for c in TRAFFIC_TEXT_COLUMNS if c in df.columns]
     if fmt == "text":
-        text = to_text(df, columns, why=not traffic, traffic=traffic)
+        text = to_text(df, columns, why=not traffic, traffic=traffic, width=width)
     elif fmt == "csv":
         text = scalar_frame(df, columns).to_csv(index=False)
         if out is None:  # to a terminal: no cell may act on it

@@ -31,10 +31,14 @@ from paprof import safetext
 @click.option("--per-variant", is_flag=True,
               help="One row per step: the kernel launches of one repetition summed "
               "(docs/explanations.md).")
+@click.option("--wide", is_flag=True,
+              help="Every key column and whole lines, whatever the terminal's width (on a "
+              "terminal the text table fits its width: kernel names shortened, the least "
+              "telling columns left out, the evidence wrapped).")
 @step_range_option
 @json_option("Every scalar column (the same as --format json [--out FILE])")
 @force_option("an existing --out / --json FILE")
-def table(reports, fmt, out, columns, traffic, per_variant, step_range, json_out, force):
+def table(reports, fmt, out, columns, traffic, per_variant, step_range, json_out, force, wide):
     """Tabulate REPORT_OR_DIR... (.ncu-rep files, folders searched recursively).
 
     One row per profiled kernel launch, with the bottleneck label and its evidence.
@@ -60,7 +64,8 @@ def table(reports, fmt, out, columns, traffic, per_variant, step_range, json_out
         if per_variant:
             df = variant_rows(df).drop(columns=["launch"])  # a row is a step of several launches
         chosen = export.parse_columns(columns, df)
-        text = export.render(df, fmt, chosen, out, force, traffic=traffic)
+        text = export.render(df, fmt, chosen, out, force, traffic=traffic,
+                             width=None if wide or out is not None else _terminal_width())
     for note in df.attrs.get("notes", ()):
         click.echo(f"paprof: note: {safetext.shown(note)}", err=True)
     if isinstance(text, bytes):  # parquet on stdout
@@ -77,6 +82,20 @@ def table(reports, fmt, out, columns, traffic, per_variant, step_range, json_out
         click.echo(note, err=True)
     if out is not None and not on_stdout(out):
         click.echo(f"wrote {len(df)} rows to {safetext.shown(out)}", err=True)
+
+
+def _terminal_width() -> int | None:
+    """The terminal's width when stdout is one (``COLUMNS`` first), else None: a pipe or a
+    file gets the whole table."""
+    import os
+    import shutil
+    import sys
+
+    if os.environ.get("COLUMNS", "").isdigit():
+        return int(os.environ["COLUMNS"])
+    if not sys.stdout.isatty():
+        return None
+    return shutil.get_terminal_size().columns
 
 
 COMMANDS = [table]

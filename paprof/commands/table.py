@@ -85,14 +85,12 @@ def table(reports, fmt, out, columns, traffic, per_variant, step_range, json_out
 
 
 def _terminal_width() -> int | None:
-    """The terminal's width when stdout is one (``COLUMNS`` first), else None: a pipe or a
-    file gets the whole table."""
-    import os
+    """The terminal's width when stdout is one (``COLUMNS`` first, as
+    ``shutil.get_terminal_size`` reads it), else None: a pipe, a file or a CI log gets
+    the whole table."""
     import shutil
     import sys
 
-    if os.environ.get("COLUMNS", "").isdigit():
-        return int(os.environ["COLUMNS"])
     if not sys.stdout.isatty():
         return None
     return shutil.get_terminal_size().columns

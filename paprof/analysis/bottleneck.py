@@ -133,6 +133,13 @@ _PIPE_UNITS = (
 )
 _SM_FALLBACK = (("sm_throughput_pct", "SM throughput", "compute_bound_pct", COMPUTE_BOUND),)
 
+#: The columns whose unit each unit-bound label names (the verdict table shows the
+#: busiest of them beside the label).
+LABEL_COLUMNS: dict[str, tuple[str, ...]] = {
+    label: tuple(c for c, _n, _f, lab in (*_DRAM_UNITS, *_CACHE_UNITS, *_PIPE_UNITS) if lab == label)
+    for label in (DRAM_BOUND, L2_BOUND, L1_BOUND, COMPUTE_BOUND, ISSUE_BOUND)
+}
+
 _MATH_PIPES = ("fma_pipe_pct", "alu_pipe_pct", "fp64_pipe_pct", "tensor_pipe_pct")
 """Pipes that do arithmetic: at their mark they out-rank the units feeding them."""
 _OPERAND_UNITS = ("l1_throughput_pct", "lsu_pipe_pct")

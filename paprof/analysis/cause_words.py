@@ -108,10 +108,8 @@ def _along(t: Term, label: str) -> Evidence | None:
 
 def _instructions(t: Term) -> str:
     fewer = t.us < 0
-    along = [p for p in t.parts if p.us * t.us > 0]
-    if along:
-        lead = along[0]
-        named = [lead] + [p for p in along[1:3] if abs(p.us) >= 0.3 * abs(lead.us)]
+    along = [p for p in t.parts if p.us * t.us > 0]  # the classes that moved the term's way
+    named = along[:1] + [p for p in along[1:3] if abs(p.us) >= 0.3 * abs(along[0].us)]
     # a compute class that grew the other way took the work of one that shrank: the
     # math moved to another unit ("tensor-core MMA instead of FP32 math")
     for old in (p for p in along[:3] if p.key in _COMPUTE):
@@ -141,17 +139,13 @@ def _instructions(t: Term) -> str:
         ratio = f"{t.after / t.before:.3g}x " if t.before and t.after else ""
         return (f"instructions issued {ratio}(no instruction class: the reports lack "
                 "InstructionStats' per-opcode counts)")
-    along = [p for p in t.parts if p.us * t.us > 0]
     if not along:
         return f"instructions issued {t.after / t.before:.3g}x" if t.before and t.after else "instructions issued"
-    lead = along[0]
-    if lead.key in ("local_load", "local_store"):
+    if along[0].key in ("local_load", "local_store"):
         local = [p for p in along if p.key in ("local_load", "local_store")]
         return (f"{'fewer' if fewer else 'more'} local-memory accesses (spills or run-time "
                 "indexed arrays): " + ", ".join(_part_text(p) for p in local))
-    named = [lead] + [p for p in along[1:3] if abs(p.us) >= 0.3 * abs(lead.us)]
-    listed = ", ".join(_part_text(p) for p in named)
-    return f"{'fewer' if fewer else 'more'} instructions: {listed}"
+    return f"{'fewer' if fewer else 'more'} instructions: " + ", ".join(_part_text(p) for p in named)
 
 
 #: Stall reasons a store can cause (a store is not waited for on the long scoreboard: its

@@ -577,8 +577,8 @@ def _pair_terms(a: dict, b: dict) -> list[Term] | None:
 def _class_parts(a: dict, b: dict, xa: float, xb: float, us: float) -> list[Part]:
     """The instructions term ``us`` split by class: class c carries ``us x (x_c,b - x_c,a)
     / (x_b - x_a)``, x_c the class's share of the instructions issued per scheduler (so the
-    parts add up to the term; with an unchanged total, in proportion to each class's
-    change, which then sums to zero). Empty without the per-opcode counts."""
+    parts add up to the term; with an unchanged total the term is zero and so is every
+    part). Empty without the per-opcode counts."""
     counts_a = [_f(a.get(c.column)) for c in OPCODE_CLASSES]
     counts_b = [_f(b.get(c.column)) for c in OPCODE_CLASSES]
     if any(x is None for x in counts_a + counts_b):
@@ -588,10 +588,7 @@ def _class_parts(a: dict, b: dict, xa: float, xb: float, us: float) -> list[Part
         return []
     shares = [(ca / total_a * xa, cb / total_b * xb) for ca, cb in zip(counts_a, counts_b)]
     moved = xb - xa
-    if abs(moved) > 1e-12 * max(xa, xb):
-        per = us / moved
-    else:  # same total: the term is ~0; split it by each class's change all the same
-        per = 0.0
+    per = us / moved if abs(moved) > 1e-12 * max(xa, xb) else 0.0
     parts = [Part(c.key, c.words, ca, cb, per * (sb - sa))
              for c, ca, cb, (sa, sb) in zip(OPCODE_CLASSES, counts_a, counts_b, shares)
              if ca or cb]

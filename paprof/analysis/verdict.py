@@ -107,23 +107,14 @@ LIMIT_UNITS = (
 )
 
 
-#: The units that carry each unit-bound label (the rest: every unit).
-LABEL_UNITS = {
-    "dram-bound": ("dram_throughput_pct",), "l2-bound": ("l2_throughput_pct",),
-    "l1-bound": ("l1_throughput_pct", "lsu_pipe_pct"),
-    "compute-bound": ("fma_pipe_pct", "alu_pipe_pct", "fp64_pipe_pct", "tensor_pipe_pct",
-                      "xu_pipe_pct"),
-    "issue-bound": ("issue_slots_busy_pct",),
-}
-
-
 def limit_text(v) -> str | None:
     """How close a variant is to its limit: the unit its label names (the busiest unit
     for a latency- or occupancy-bound one) and its share of peak: "DRAM 88 % of peak"."""
     from paprof.analysis import fmt
+    from paprof.analysis.bottleneck import LABEL_COLUMNS
 
     words_of = dict(LIMIT_UNITS, lsu_pipe_pct="LSU pipe")
-    columns = LABEL_UNITS.get(str(v.bottleneck or "").split(" ")[0], tuple(words_of))
+    columns = LABEL_COLUMNS.get(str(v.bottleneck or "").split(" ")[0], tuple(words_of))
     busy = [(fmt.finite(v.get(col)), words_of[col]) for col in columns]
     busy = [(x, words) for x, words in busy if x is not None]
     if not busy:

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The zoo's pre-registered new cases (examples/zoo/expected.toml: case14..case21 of the
+# The zoo's cases with expected words (examples/zoo/expected.toml: case14..case22 of the
 # `zoo` family, lib1..lib4 of `zoo_lib`) on the GPU machine, in ONE call. From the
 # repository root:
 #   bash scripts/device_zoo2.sh
@@ -7,7 +7,8 @@
 # the pair's default shape into examples/zoo/runs, paprof compare (markdown in logs/, its
 # first cause line checked against the case's regex), paprof bench (CUDA events). A
 # failing case is logged and skipped. At the END: a table (case, slow us, fast us,
-# verified, regex). CASES="case14 lib1" limits it to those cases.
+# verified, regex). CASES="case14 lib1" limits it to those cases; the thirteen original pairs
+# (expected.toml too) run when named, e.g. CASES="uncoalesced fp64".
 # Everything is logged to $OUT/zoo2.log and packed with the runs into ONE tar,
 # $OUT/zoo2.tar.gz (split into 15 MiB parts .00, .01 ... if larger).
 # Sized for well under 1 ms a kernel; estimate ~25 s a CUDA case, ~55 s a library case
@@ -26,7 +27,7 @@ export PYTHONPATH=$ROOT${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1
 NCU=${NCU:-$(command -v ncu || ls -d /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | sort -V | tail -1)}
 export NCU
 [ -n "$NCU" ] && export PATH="$(dirname "$NCU"):$PATH"
-ALL_CASES="case14 case15 case16 case17 case18 case19 case20 case21 lib1 lib2 lib3 lib4"
+ALL_CASES="case14 case15 case16 case17 case18 case19 case20 case21 case22 lib1 lib2 lib3 lib4"
 CASES=${CASES:-$ALL_CASES}
 PAPROF="python3 -m paprof"
 t0=$(date +%s)

@@ -43,7 +43,9 @@ V19 = 16                 # case19: floats per thread's vector
 TAB20 = 1024             # case20: floats of the table
 STRIDE21 = 65568         # case21: the table's step (a multiple of 32)
 THREADS21 = 256          # case21: threads an SM (one 256-thread CTA an SM)
-NEW_PAIRS = tuple(f"case{k}" for k in range(14, 22))
+DIV22 = 12345            # case22: the smallest of the four divisors (all in [2^13, 2^14))
+LCG22 = (1664525, 1013904223)  # case22: v <- a v + c (mod 2^32)
+NEW_PAIRS = tuple(f"case{k}" for k in range(14, 23))
 """The pairs added for issue 37 (neutral names: the cause is in causes.toml and
 expected.toml, not in the kernel or variant names)."""
 
@@ -104,6 +106,9 @@ PAIRS: dict[str, PairInfo] = {
                        "out[i] = x[i] + iters entries of a fixed 1024-float table, n floats"),
     "case21": PairInfo("pointer_chase", lambda p: 1 << 22, 2048, 1e-6,
                        "sms x 256 walks of iters steps through an n-int table of steps of 65568"),
+    "case22": PairInfo("int_division", lambda p: 1 << 20, 512, 0.0,
+                       "iters steps of a 32-bit LCG from n seeds, each step's quotient and "
+                       "remainder by one of four divisors summed (exact)"),
 }
 
 CAUSES = {
@@ -128,6 +133,7 @@ CAUSES = {
     "local_array": "a per-thread array indexed at run time: local memory instead of registers",
     "constant_divergent": "divergent __constant__ reads: the constant cache serialises the lanes' addresses",
     "pointer_chase": "pointer chasing: dependent loads, one in flight a thread",
+    "int_division": "32-bit integer division by a run-time divisor in the hot loop instead of a precomputed multiply-shift",
 }
 """The cause vocabulary of ``causes.toml`` (each pair's cause is one of these)."""
 assert set(CAUSES) == {i.cause for i in PAIRS.values()}
@@ -213,6 +219,9 @@ def _new_inputs(p: Zoo, rng, xp) -> dict:
         return {"x": rng.standard_normal((V19, n), dtype=xp.float32)}
     if pair == "case21":  # the table of steps: a fixed function of n
         return {"nxt": ((xp.arange(n, dtype=xp.int64) + STRIDE21) & (n - 1)).astype(xp.int32)}
+    if pair == "case22":  # the seeds: 32 random bits each, from two 16-bit draws
+        hi, lo = rng.integers(0, 1 << 16, n), rng.integers(0, 1 << 16, n)
+        return {"s": ((hi << 16) | lo).astype(xp.uint32)}
     return {"x": rng.standard_normal(n, dtype=xp.float32)}  # case18, case20
 
 
@@ -277,7 +286,35 @@ def _new_reference(p: Zoo, inputs: dict, xp):
         for step in range(1, k + 1):
             acc += ((i + step * STRIDE21) & (n - 1)) & 255
         return acc.astype(xp.float64)
+    if pair == "case22":
+        return case22_sums(inputs["s"], k, xp).astype(xp.float64)
     raise ValueError(pair)
+
+
+def case22_sums(seeds, iters: int, xp, divide=None):
+    """case22's sums: ``iters`` steps of the LCG from each seed, the quotient and
+    remainder of each step by ``DIV22 + (v >> 30)``, ``(q ^ r) & 255`` summed. ``divide(v,
+    e)`` computes the quotient (default: exact integer division)."""
+    a, c = (xp.uint32(t) for t in LCG22)
+    v = xp.asarray(seeds, dtype=xp.uint32).copy()
+    acc = xp.zeros(v.shape, xp.uint32)
+    for _ in range(iters):
+        v = v * a + c
+        e = xp.uint32(DIV22) + (v >> xp.uint32(30))
+        q = v // e if divide is None else divide(v, e)
+        acc += (q ^ (v - q * e)) & xp.uint32(255)
+    return acc
+
+
+def case22_multipliers() -> tuple[list[int], int]:
+    """Kernel b's multipliers for the divisors ``DIV22 .. DIV22 + 3`` and their shift
+    (Granlund and Montgomery, 1994, figure 4.1: ``m = floor(2^32 (2^l - e) / e) + 1`` with
+    ``l = ceil(log2 e)``; the quotient is ``(t + ((v - t) >> 1)) >> (l - 1)``, ``t =
+    umulhi(m, v)``, exact for every 32-bit ``v``). The four share ``l``."""
+    ls = {(e - 1).bit_length() for e in range(DIV22, DIV22 + 4)}
+    assert len(ls) == 1, "the four divisors must share their power of two"
+    (l,) = ls
+    return [((1 << 32) * ((1 << l) - e)) // e + 1 for e in range(DIV22, DIV22 + 4)], l - 1
 
 
 def _new_work(p: Zoo) -> Work:
@@ -298,6 +335,8 @@ def _new_work(p: Zoo) -> Work:
         return Work(bytes=8 * n, flops=n * k)
     if pair == "case21":  # the bytes requested: iters ints a walk
         return Work(bytes=4 * case21_threads(p) * (k + 1), flops=case21_threads(p) * k)
+    if pair == "case22":  # the seeds in, the sums out; a division a step
+        return Work(bytes=8 * n, flops=n * k)
     raise ValueError(pair)
 
 
@@ -507,6 +546,12 @@ def _case21_args(p, i, o, k):
             np.int32(p.reps))
 
 
+def _case22_args(p, i, o, k):
+    ms, sh = case22_multipliers()
+    return (i["s"], o, _i64(p.size), np.uint32(DIV22), *(np.uint32(m) for m in ms), np.int32(sh),
+            np.int32(p.reps))
+
+
 def _both(plan: Plan) -> tuple[Plan, Plan]:
     return plan, plan
 
@@ -523,6 +568,7 @@ PLANS.update({
     "case20": _both(Plan(_elementwise(), (256, 1, 1), _case20_args)),
     "case21": _both(Plan(lambda p, sms: (_cdiv(case21_threads(p), THREADS21), 1, 1), (THREADS21, 1, 1),
                          _case21_args)),
+    "case22": _both(Plan(_elementwise(), (256, 1, 1), _case22_args)),
 })
 assert set(PLANS) == set(PAIRS)
 

@@ -27,7 +27,8 @@ from helpers import unpacked
 ZOO = Path(__file__).resolve().parents[1] / "examples" / "zoo"
 ARCHIVE = ZOO / "runs.tar.xz"
 H100 = ZOO / "runs-h100.tar.xz"
-"""The new cases' runs, recorded on an H100 80GB (2026-12-06, scripts/device_zoo2.sh)."""
+"""Every case's runs, recorded on an H100 80GB (2026-12-06, scripts/device_zoo2.sh: the new
+cases in one call, case22 and the thirteen original pairs in a second)."""
 
 #: Cases whose first cause line missed its pre-registered words when last measured
 #: (examples/zoo/README.md says why): held to them all the same, as expected failures

@@ -326,13 +326,16 @@ FILLS = {"said": ["ran its one-pass kernel scan_whole (passes 1)"],
          "why": "the grid already fills the GPU, 512 CTAs for 132 SMs"}
 
 
-def test_a_run_says_its_launch_in_its_familys_words_and_the_cause_opens_with_them():
+def test_a_run_says_its_launch_in_its_familys_words_after_what_the_counters_say():
+    """Issue 37: the launcher's words never lead the cause (a headline would look right
+    because the family's own label names it); they follow it, once."""
     cmp = comparison(make_row("a", grid_size=512), _launched(
         "b", {"passes": 1}, FILLS, kernel="scan_whole", grid_size=512))
     said = [s for s in cmp.steps[0].sentences if "one-pass" in s]
-    assert said == [cmp.steps[0].cause]  # the cause opens with it: not said twice
-    assert said[0].startswith("b ran its one-pass kernel scan_whole (passes 1): its 512 CTAs already "
-                              "fill 97 % of the 528 resident-CTA slots; the same work as a")
+    assert said == [cmp.steps[0].cause]  # the cause names it: not said twice
+    assert said[0].startswith("the same work as a")
+    assert said[0].endswith("(launch: b ran its one-pass kernel scan_whole (passes 1): its 512 CTAs "
+                            "already fill 97 % of the 528 resident-CTA slots)")
     assert C.code_path(cmp.variant("b")) == (
         "b ran its one-pass kernel scan_whole (passes 1): the grid already fills the GPU, 512 CTAs "
         "for 132 SMs")
@@ -346,13 +349,15 @@ def test_the_reason_follows_the_first_clause_and_each_clause_reads_after_the_lab
         "b", {"tiles": 66, "order": "longest"}, words, grid_size=528, duration_us=900.0))
     assert C.code_path(cmp.variant("b")) == (
         "b cut the rows into 66 tiles (scan_tiles): 66 tiles fill 132 SMs twice; b chose order longest")
-    assert cmp.steps[0].cause.startswith(
-        "b cut the rows into 66 tiles (scan_tiles); b chose order longest: the grid grows 16.5x")
+    assert cmp.steps[0].cause.startswith("the grid grows 16.5x")  # the counters first (issue 37)
+    assert cmp.steps[0].cause.endswith(
+        "(launch: b cut the rows into 66 tiles (scan_tiles); b chose order longest)")
 
 
 def test_a_run_without_words_says_its_raw_launch_details():
     cmp = comparison(make_row("a"), _launched("b", {"tile": 64, "order": "longest"}))
-    assert cmp.steps[0].cause.startswith("b chose tile 64, order longest: its 2,048 CTAs already fill 97 % ")
+    assert cmp.steps[0].cause.endswith("(launch: b chose tile 64, order longest: its 2,048 CTAs already "
+                                       "fill 97 % of the 2,111 resident-CTA slots)")
     assert C.code_path(cmp.variant("b")) == C.code_path(cmp.variant("b"), reason=False)
 
 

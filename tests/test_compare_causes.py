@@ -157,8 +157,9 @@ def test_as_fast_says_whether_the_work_stayed_and_the_code_path_with_the_slots()
                 launch_words={"said": ["ran its one-pass kernel k_whole (passes 1)"], "why": "a reason"})
     cmp = comparison(make_row("a", **BASE), make_row("b", sidecar=side, kernel="k_whole",
                                                     **dict(BASE, duration_us=1001.0)))
-    assert cmp.steps[0].cause.startswith("b ran its one-pass kernel k_whole (passes 1): its 512 "
-                                         "CTAs already fill 97 % of the 528 resident-CTA slots; the same work")
+    assert cmp.steps[0].cause == ("the same work as a: warp instructions 1 G -> 1 G, L2->SM traffic 2 GB -> "
+                                  "2 GB, DRAM traffic 2 GB -> 2 GB (launch: b ran its one-pass kernel k_whole "
+                                  "(passes 1): its 512 CTAs already fill 97 % of the 528 resident-CTA slots)")
 
 
 def test_a_slower_step_whose_grid_grew_says_though():

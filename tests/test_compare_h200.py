@@ -209,9 +209,9 @@ def test_split_story_at_batch_4_names_the_grid_and_skips_equal_looking_changes()
                                "num_splits 16))")
     assert step.decomposition.causes()[0].key == "idle"
     assert step.traffic.startswith(
-        "v6 split each sequence 16 ways (paged_decode_v6_split, num_splits 16): the grid grows "
-        "16x, 32 -> 512 CTAs, filling 97 % of the 528 resident-CTA slots instead of 6.1 % "
-        "(0.06 -> 0.97 waves); DRAM throughput rises ")
+        "the grid grows 16x, 32 -> 512 CTAs, filling 97 % of the 528 resident-CTA slots instead of "
+        "6.1 % (0.06 -> 0.97 waves) (launch: v6 split each sequence 16 ways (paged_decode_v6_split, "
+        "num_splits 16)); DRAM throughput rises ")
 
 
 @pytest.mark.parametrize("shape,said", [
@@ -228,10 +228,9 @@ def test_the_sweep_says_which_code_path_v6_took(shape, said):
     built = write_report(["v5", "v6"], runs=SWEEP, out=None, markdown="-", shape=shape)
     step = built.comparison.steps[0]
     head = said.split(":")[0].split(" (")[0]
-    if step.decomposition.causes():  # the mechanism leads, the launch words follow (issue 37)
-        assert not step.cause.startswith(head) and f"(launch: {head}" in step.cause
-    else:  # within the noise: the code path is what there is to say
-        assert step.cause.startswith(head)
+    # the mechanism leads, the launch words follow (issue 37); within the noise too: what
+    # stayed the same first, then the code path
+    assert not step.cause.startswith(head) and f"(launch: {head}" in step.cause
     assert built.context.variants[1].code_path == said  # the variant card has it in full
     assert said.replace("_", "\\_") in built.markdown_text
 
@@ -418,10 +417,10 @@ def test_v5_to_v6_splits_only_when_the_grid_cannot_fill_the_gpu(built):
     s = step(built.comparison, "v5", "v6")
     v6 = built.comparison.variant("v6")
     assert v6.provenance.launch_details == {"num_splits": 1}
-    assert s.cause == ("v6 ran its no-split kernel paged_decode_v6_nosplit (num_splits 1): its 512 "
-                       "CTAs already fill 97 % of the 528 resident-CTA slots; the same work as v5: "
-                       "warp instructions 288 M -> 288 M, L2->SM traffic 2.15 GB -> 2.15 GB, DRAM "
-                       "traffic 2.15 GB -> 2.15 GB")
+    assert s.cause == ("the same work as v5: warp instructions 288 M -> 288 M, L2->SM traffic 2.15 GB "
+                       "-> 2.15 GB, DRAM traffic 2.15 GB -> 2.15 GB (launch: v6 ran its no-split kernel "
+                       "paged_decode_v6_nosplit (num_splits 1): its 512 CTAs already fill 97 % of the 528 "
+                       "resident-CTA slots)")
 
 
 def test_the_traffic_per_level_table_in_html_and_markdown(ctx, html, md):

@@ -480,7 +480,9 @@ def cause(before: VariantResult, after: VariantResult, d: dict, t) -> str | None
             verb = "already fill" if grid >= slots / 2 else "fill"
             path = (f"{path}: its {fmt.count(grid)} CTAs {verb} {fmt.pct(min(grid / slots, 1) * 100)} "
                     f"of the {fmt.count(slots)} resident-CTA slots")
-        return "; ".join(x for x in (path, text) if x) or None
+        if text and path:  # what the counters say first, the family's launch words after
+            return f"{text} (launch: {path})"
+        return text or path or None
     faster = dur.change < 0
     moved = moves(before, after, faster)
     clauses: list[str] = []
@@ -490,7 +492,7 @@ def cause(before: VariantResult, after: VariantResult, d: dict, t) -> str | None
     if shift:
         clauses.append(shift)
     if grid:
-        clauses.append((f"{path}: " if path else "") + grid)
+        clauses.append(grid + (f" (launch: {path})" if path else ""))
     if ceiling:
         clauses.append(ceiling)
     if moved:

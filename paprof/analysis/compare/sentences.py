@@ -309,9 +309,9 @@ what the label means) but stays for callers."""
 
 
 
-def _opens_with_path(cause: str | None, after: VariantResult) -> bool:
+def _tells_path(cause: str | None, after: VariantResult) -> bool:
     short = code_path(after, reason=False)
-    return bool(cause and short and cause.startswith(short))
+    return bool(cause and short and short in cause)
 
 
 def tell(before: VariantResult, after: VariantResult, t: Thresholds = THRESHOLDS) -> Step:
@@ -322,8 +322,8 @@ def tell(before: VariantResult, after: VariantResult, t: Thresholds = THRESHOLDS
     for fn in STORY:
         said = fn(before, after, d, t)
         told[fn] = said
-        if fn is code_path_sentence and said and _opens_with_path(told.get(cause_sentence), after):
-            continue  # the cause already opens with the code path
+        if fn is code_path_sentence and said and _tells_path(told.get(cause_sentence), after):
+            continue  # the cause already names the code path (after its counters)
         if isinstance(said, str):
             sentences.append(said)
         elif said:

@@ -111,7 +111,10 @@ def test_same_bottleneck_says_what_limits_it_now():
     cmp = comparison(make_row("a", **V3), make_row("b", **dict(V3, duration_us=3000.0)))
     assert cmp.steps[0].limit == ("b is limited by DRAM bandwidth now: 84.9 % of peak, 641 GB/s "
                                   "(14.1 % of the measured 4.53 TB/s ceiling)")
-    assert cmp.steps[0].sentences[0] == cmp.steps[0].limit  # nothing moved: no cause to name
+    # no counter but the duration moved: the cause is the busiest unit's work (DRAM busy the
+    # same share of a shorter time: less of its work), saying what the rows lack
+    assert cmp.steps[0].traffic is None and cmp.steps[0].limit in cmp.steps[0].sentences
+    assert cmp.steps[0].cause.startswith("less DRAM work: DRAM busy time at its peak rate")
     assert not any(x.startswith("still ") for x in cmp.steps[0].sentences)
 
 

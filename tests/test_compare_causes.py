@@ -40,10 +40,14 @@ def test_instructions_that_fall_at_a_busy_issue_level_are_the_cause():
 
 
 def test_a_change_under_the_factor_or_against_the_time_is_no_cause():
+    # the moved counters' sentence (``traffic``); the cause then falls back to the busiest
+    # unit's work (these rows have no warp-state counters) and says what is missing
     small = step({}, {"instructions_executed": 0.85e9, "duration_us": 800.0})  # 1.18x
-    assert small.cause is None and small.sentences[0] == small.limit
+    assert small.traffic is None and small.limit in small.sentences
+    assert small.cause.startswith("less DRAM work: DRAM busy time at its peak rate 400 us -> 320 us")
+    assert "no WarpStateStats, SchedulerStats or InstructionStats counters" in small.cause
     wrong_way = step({}, {"instructions_executed": 0.25e9, "duration_us": 1300.0})  # slower
-    assert wrong_way.cause is None
+    assert wrong_way.traffic is None
 
 
 def test_a_busy_level_outweighs_a_bigger_change_at_an_idle_one():
@@ -143,8 +147,8 @@ def test_reaching_drams_ceiling_with_the_bytes_each_warp_keeps_in_flight():
                        "4.53 TB/s ceiling): each resident warp moves 4.4x the DRAM bytes per second "
                        "(16 -> 8 warps per SM), so by Little's law it keeps 4.4x the bytes in flight")
     assert "bytes in flight" not in step({}, dict(after, warps_active_per_sm=math.nan)).cause
-    assert step({"dram_throughput_pct": 75.0, "bottleneck": "dram-bound"}, after).cause is None
-    assert step({}, dict(after, bottleneck="l1-bound")).cause is None
+    assert step({"dram_throughput_pct": 75.0, "bottleneck": "dram-bound"}, after).traffic is None
+    assert step({}, dict(after, bottleneck="l1-bound")).traffic is None
 
 
 def test_as_fast_says_whether_the_work_stayed_and_the_code_path_with_the_slots():
@@ -173,9 +177,9 @@ def test_no_counter_no_cause_and_no_variant_name_in_the_rules():
     """A family of its own, other ids: the same counters give the same words."""
     bare = {k: math.nan for k in ("instructions_executed", "l1_global_load_bytes", "l2_to_l1_bytes")}
     s = step(bare, dict(bare, duration_us=500.0))
-    assert s.cause is None  # nothing recorded moved
+    assert s.traffic is None  # nothing recorded moved
     nothing = dict(bare, dram_bytes=math.nan, achieved_bandwidth_gbs=math.nan)
-    assert step(nothing, dict(nothing, duration_us=1001.0)).cause is None  # as fast, no work recorded
+    assert step(nothing, dict(nothing, duration_us=1001.0)).traffic is None  # as fast, no work recorded
     side = dict(SIDE, family="softmax")
     mine = comparison(make_row("naive", sidecar=dict(side, variant="naive"), **dict(BASE, issue_slots_busy_pct=60.0)),
                       make_row("fused", sidecar=dict(side, variant="fused"),
@@ -346,3 +350,28 @@ def test_cache_traffic_falling_to_the_dram_bytes_says_each_byte_reaches_the_sms_
     two = step({"l2_to_l1_bytes": 8.0e9, "l2_throughput_pct": 90.0},
                {"l2_to_l1_bytes": 4.0e9, "duration_us": 600.0})
     assert "each byte" not in two.cause  # 4 -> 2: fewer re-reads, not none
+
+
+def test_a_report_of_ncus_basic_set_is_split_by_its_busiest_unit_and_says_what_it_lacks():
+    """ncu without --set collects SpeedOfLight, LaunchStats and Occupancy only (no stall,
+    scheduler or instruction counters): the step is split by the slower kernel's busiest
+    unit, its work (throughput x duration) and its throughput, which add up to the
+    difference exactly; the line says which counters are missing instead of guessing."""
+    from paprof.analysis.decompose import decompose
+
+    bare = {k: math.nan for k in ("instructions_executed", "l1_global_load_bytes", "l2_to_l1_bytes",
+                                  "dram_bytes", "achieved_bandwidth_gbs")}
+    slow = dict(bare, duration_us=10_777.0, l1_throughput_pct=99.1, dram_throughput_pct=0.5,
+                l2_throughput_pct=1.7, sm_throughput_pct=11.8)
+    fast = dict(bare, duration_us=1_398.0, l1_throughput_pct=93.3, dram_throughput_pct=0.7,
+                l2_throughput_pct=5.2, sm_throughput_pct=91.2)
+    cmp = comparison(make_row("a", **slow), make_row("b", **fast))
+    s = cmp.steps[0]
+    assert s.cause.startswith("less L1/TEX work: L1/TEX busy time at its peak rate 10.7 ms -> 1.3 ms "
+                              "(8.19x less) (L1/TEX work -9.66 ms; net -9.38 ms) (no ")
+    assert s.cause.endswith("(no WarpStateStats, SchedulerStats or InstructionStats counters in these "
+                            "reports: what the unit did more or less of is not measured; ncu --set "
+                            "full, or paprof's default preset, records it)")
+    dec = decompose(*cmp.variants)
+    assert [t.key for t in dec.terms] == ["unit:work", "unit:busy"]
+    assert sum(t.us for t in dec.terms) == pytest.approx(1_398.0 - 10_777.0, rel=1e-9)

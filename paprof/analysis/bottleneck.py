@@ -131,6 +131,10 @@ _PIPE_UNITS = (
     ("tensor_pipe_pct", "tensor pipe", "compute_bound_pct", COMPUTE_BOUND),
     ("issue_slots_busy_pct", "issue slots", "compute_bound_pct", ISSUE_BOUND),
 )
+UNIT_NAMES: tuple[tuple[str, str], ...] = tuple(
+    (c, name) for c, name, _f, _l in (*_DRAM_UNITS, *_CACHE_UNITS, *_PIPE_UNITS))
+"""(column, human name) of every unit a label can name, DRAM first: the units whose
+throughput times duration measures their work (``decompose``'s fallback)."""
 _SM_FALLBACK = (("sm_throughput_pct", "SM throughput", "compute_bound_pct", COMPUTE_BOUND),)
 
 #: The columns whose unit each unit-bound label names (the verdict table shows the

@@ -32,6 +32,7 @@ from paprof.analysis.decompose import (
     Decomposition,
     Evidence,
     GROUP_WORDS,
+    MISSING_SECTIONS,
     Part,
     Term,
     group,
@@ -52,6 +53,8 @@ def _num(x: float, unit: str = "") -> str:
         return fmt.bytes_decimal(x)
     if unit == "Hz":
         return f"{x / 1e6:.0f} MHz"
+    if unit == "us":
+        return f"{x / 1000:.3g} ms" if abs(x) >= 1000 else f"{x:.3g} us"
     text = fmt.big(x) if abs(x) >= 10000 else fmt.number(x)
     return text + (f" {unit}" if unit else "")
 
@@ -302,6 +305,8 @@ def mechanism(t: Term) -> str:
         return _instructions(t)
     if g == "kernels":
         return _kernels(t)
+    if g in ("unit_work", "unit_busy"):
+        return _unit(t)
     if g == "memory":
         said = _memory(t)
     elif g == "shared":
@@ -333,6 +338,20 @@ def mechanism(t: Term) -> str:
     if said is None:
         ev = shown_evidence(t, 2)
         said = _label(t) + (f": {', '.join(evidence_text(e) for e in ev)}" if ev else "")
+    return said
+
+
+def _unit(t: Term) -> str:
+    """A pair without stall or instruction counters, by its busiest unit (``decompose``'s
+    fallback): its work or its throughput, and what the reports lack to say more."""
+    (ev,) = t.evidence[:1] or (None,)
+    unit = t.label.rsplit(" ", 1)[0]
+    if t.key == "unit:work":
+        ratio = t.after / t.before if t.before else None
+        how = f" ({1 / ratio:.3g}x less)" if ratio and ratio < 1 else (f" ({ratio:.3g}x more)" if ratio else "")
+        said = f"{'less' if t.us < 0 else 'more'} {unit} work: {evidence_text(ev)}{how}"
+    else:
+        said = f"{unit} {'busier' if t.us < 0 else 'less busy'}: {evidence_text(ev)}"
     return said
 
 
@@ -377,6 +396,8 @@ def _short(t: Term) -> str:
         return f"{'more' if t.us > 0 else 'fewer'} instructions{what} {us_text(t.us)}"
     if group(t.key) in ("memory", "shared", "barrier", "pipes"):
         return f"{'longer' if t.us > 0 else 'shorter'} {words} {us_text(t.us)}"
+    if group(t.key) == "unit_busy":
+        return f"{'lower' if t.us > 0 else 'higher'} {t.label} {us_text(t.us)}"
     return f"{words} {us_text(t.us)}"
 
 
@@ -432,4 +453,7 @@ def cause_text(dec: Decomposition) -> str | None:
     more = [term_text(t, limit=2) for t in causes[1:3] if abs(t.us) >= 0.1 * abs(dec.delta_us)]
     if more:
         text += "; then " + "; ".join(more)
+    if any(group(t.key) in ("unit_work", "unit_busy") for t in dec.terms):
+        text += (f" ({MISSING_SECTIONS}: what the unit did more or less of is not measured; "
+                 "ncu --set full, or paprof's default preset, records it)")
     return text

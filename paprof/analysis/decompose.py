@@ -450,6 +450,7 @@ _GROUP = {
     "stall:selected": "issue", "stall:not_selected": "issue",
     "instructions": "instructions", "warps": "warps", "idle": "idle", "clock": "clock",
     "kernel+": "kernels", "kernel-": "kernels", "unexplained": "unexplained",
+    "unit:work": "unit_work", "unit:busy": "unit_busy",
 }
 
 GROUP_WORDS = {
@@ -695,6 +696,39 @@ def _work(parts: list) -> dict:
     return out
 
 
+MISSING_SECTIONS = "no WarpStateStats, SchedulerStats or InstructionStats counters in these reports"
+"""What a pair decomposed by its busiest unit lacks (ncu's basic set: SpeedOfLight,
+LaunchStats, Occupancy): said with its cause instead of guessing the mechanism."""
+
+
+def _unit_terms(va: dict, vb: dict, da: float, db: float) -> list[Term] | None:
+    """A kernel pair without the warp-time identity's counters (a report of ncu's basic
+    set, the default of ``ncu`` without ``--set``), split by the unit busiest in the
+    slower kernel: its work W = throughput x duration (the time the unit would take at its
+    peak rate) and its throughput u, so ``t = W / u`` and ``ln(tb/ta) = ln(Wb/Wa) -
+    ln(ub/ua)``; with the logarithmic mean of the two durations the two terms add up to
+    the difference exactly. None where no unit's throughput is in both."""
+    from paprof.analysis.bottleneck import UNIT_NAMES
+
+    if not da or not db or da <= 0 or db <= 0:
+        return None
+    slow = vb if db >= da else va
+    units = [(c, name) for c, name in UNIT_NAMES
+             if (_f(va.get(c)) or 0) > 0 and (_f(vb.get(c)) or 0) > 0]
+    if not units:
+        return None
+    column, name = max(units, key=lambda u: _f(slow.get(u[0])))
+    name = name.removesuffix(" throughput")  # "L1/TEX throughput" -> "L1/TEX"
+    ua, ub = _f(va.get(column)), _f(vb.get(column))
+    wa, wb = ua / 100 * da, ub / 100 * db
+    log_mean = (db - da) / math.log(db / da) if db != da else da
+    work = log_mean * math.log(wb / wa)
+    return [Term("unit:work", f"{name} work", work, wa, wb,
+                 [Evidence(f"{name} busy time at its peak rate", wa, wb, "us", 1)]),
+            Term("unit:busy", f"{name} throughput", (db - da) - work, ua, ub,
+                 [Evidence(f"{name} throughput", ua, ub, "% of peak", -1)])]
+
+
 def decompose(before, after, spread_us: float = 0.0) -> Decomposition | None:
     """The step ``before -> after`` (two ``VariantResult``) as terms; None without
     durations. ``spread_us``: the runs' measured spread of the step time, if any."""
@@ -710,8 +744,9 @@ def decompose(before, after, spread_us: float = 0.0) -> Decomposition | None:
         terms = _pair_terms(va, vb)
         if terms is None:
             da, db = _f(va.get("duration_us")) or 0.0, _f(vb.get("duration_us")) or 0.0
-            terms = [Term("unexplained", "a kernel pair without WarpStateStats / SchedulerStats counters",
-                          db - da, da, db)]
+            terms = _unit_terms(va, vb, da, db) or [
+                Term("unexplained", "a kernel pair without WarpStateStats / SchedulerStats counters",
+                     db - da, da, db)]
             exact = False
         for t in terms:
             have = merged.get(t.key)

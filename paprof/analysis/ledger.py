@@ -86,7 +86,7 @@ def from_decomposition(dec, before: str = "before", after: str = "after") -> Led
     residual = 0.0
     for t in dec.terms:
         key = group(t.key)
-        if key == "unexplained":
+        if key not in terms:  # unexplained, or a fallback's unit terms (not the identity's)
             residual += t.us
         else:
             terms[key] += t.us

@@ -339,11 +339,14 @@ def tell(before: VariantResult, after: VariantResult, t: Thresholds = THRESHOLDS
         headline = f"{after.label} is {fmt.ratio(1 / s)} slower than {before.label}"
     changes = rule_changes(before, after, t)
     from paprof.analysis.cause_words import at_limit_text, cause_text, us_text
-    from paprof.analysis.decompose import decompose
+    from paprof.analysis.decompose import decompose, group
 
     spread = sum((v.spread or {}).get("duration_us") or 0.0 for v in (before, after))
     dec = decompose(before, after, spread)
     said = cause_text(dec) if dec is not None and dec.causes() else None
+    if said and told.get(cause_sentence) and all(group(t.key) in ("unit_work", "unit_busy")
+                                                  for t in dec.causes()):
+        said = None  # no warp-state counters: the moved counters' sentence says more than a unit's work
     path = code_path(after, reason=False)
     if said and path:
         said = f"{said} (launch: {path})"  # the cause first, then the launch choice the family recorded

@@ -7,10 +7,11 @@ on the arguments ``inputs(**config)`` made, and the reference is the user's func
 called on float64 copies of those arguments (or, without one, the first variant on the
 arguments as they are). ``paprof.profile`` builds it twice: in the notebook's process,
 which never touches the GPU (``measure=False``), and in the generated module that the
-launcher imports under ncu (``measure=True``), where a first set of inputs, made once
-per configuration outside the timed and profiled launches, gives the output's shape and
-dtype and, without a ``work`` function, the work model: every argument read once and the
-output written once. The launcher writes that work model beside the generated module
+launcher imports under ncu (``measure=True``), where a first set of inputs and the first
+variant's output on it, made once per configuration outside the timed and profiled
+launches, give the output's shape and, without a ``work`` function, the work model: every
+argument read once and the output written once. The default tolerance follows the dtype
+of the checked variant's own output (the reference's is float64). The launcher writes that work model beside the generated module
 (``<slug>.work``) and the notebook's side reads it back for the run's record.
 
 Nothing here imports a GPU library at module level; the array conversions import CuPy,
@@ -216,9 +217,10 @@ def _idea(fn) -> str:
     return f"{module}.{_named(fn)}()"
 
 
-def _call_variant(vid: str, fn: Callable):
+def _call_variant(vid: str, fn: Callable, last: dict):
     """The ``CallableVariant``'s ``fn(inputs, out, params)``: the user's function on the
-    arguments, its output returned for the check."""
+    arguments, its output returned for the check; ``last["dtype"]`` the dtype of what it
+    returned (the default tolerance, asked for just after the checked call)."""
     def run(inputs, out, params):
         call = inputs["call"]
         produced = fn(*call.args, **call.kwargs)
@@ -226,6 +228,7 @@ def _call_variant(vid: str, fn: Callable):
             what = "None" if produced is None else f"a {type(produced).__name__}"
             raise UserError(f"paprof.profile: variant {vid} ({_named(fn)}) returned {what}: "
                             "return its output, one array (it is checked against the reference)")
+        last["dtype"] = _dtype_name(produced)
         return Returned(produced)
 
     return run
@@ -244,8 +247,9 @@ def _dtype_name(value) -> str:
 
 
 class _Measure:
-    """The launcher's side: one set of inputs per configuration, made once, gives the
-    output's shape and dtype and the measured work."""
+    """The launcher's side: one set of inputs per configuration, made once, and the first
+    variant's output on it give the output's shape and dtype and the measured work (the
+    reference's output may be wider: it is computed in float64)."""
 
     def __init__(self, folder: Path | None, first: Callable, inputs: Callable, reference, work):
         self.folder, self.first, self.inputs, self.reference, self.work = (
@@ -267,7 +271,10 @@ class _Measure:
         if key not in self.seen:
             _seed(0)
             call = make_call(self.inputs, params)
-            out = self.expected(call, xp)
+            out = self.first(*call.args, **call.kwargs)
+            if out is None or not hasattr(out, "shape"):
+                raise UserError(f"paprof.profile: the first variant ({_named(self.first)}) returned "
+                                f"{type(out).__name__}: return its output, one array")
             shape = tuple(int(s) for s in out.shape)
             self.seen[key] = {"shape": shape, "dtype": _dtype_name(out),
                               "bytes": sum(nbytes(v) for v in call.values()) + nbytes(out)}
@@ -342,10 +349,12 @@ def make_family(name: str, configs, variants: dict, inputs: Callable, *, referen
             return DEFAULT_TOLERANCE["float32"]
         import numpy as np
 
-        return DEFAULT_TOLERANCE.get(probe.probe(params, np)["dtype"], 0.0)
+        dtype = last.get("dtype") or probe.probe(params, np)["dtype"]
+        return DEFAULT_TOLERANCE.get(dtype, 0.0)
 
+    last: dict = {}
     made = [CallableVariant(id=vid, idea=_idea(fn),
-                            launch="the callable's own launches", fn=_call_variant(vid, fn))
+                            launch="the callable's own launches", fn=_call_variant(vid, fn, last))
             for vid, fn in variants.items()]
     return Family(name=name, params=cls, variants=made, inputs=make_inputs, output=output,
                   reference=expected, work=work_of, tolerance=tolerance_of,

@@ -223,6 +223,25 @@ def test_without_a_reference_the_first_variant_is_it():
     assert errors[0] == 0 and errors[1] > 0.5
 
 
+def test_the_tolerance_follows_the_checked_output_not_the_float64_reference():
+    """float32 arguments and output: the reference computes in float64, the check holds
+    the float32 output to float32's tolerance and counts float32 bytes; a float16 variant
+    checked next gets float16's."""
+    cell = notebook("import numpy as np\ndef inputs(n):\n    return np.ones(n, np.float32), np.ones(n, np.float32)\n"
+                    "def f32(x, y):\n    return x + y\ndef f16(x, y):\n    return (x + y).astype(np.float16)\n"
+                    "def reference(x, y):\n    assert x.dtype == np.float64\n    return x + y\n")
+    fam = paprof.callable_family.make_family("nb", [{"n": 4}], {"a": cell["f32"], "b": cell["f16"]},
+                                             cell["inputs"], reference=cell["reference"], measure=True)
+    from paprof.kernels import kinds
+
+    params = fam.params(n=4)
+    made = fam.inputs(params, 0, np)
+    assert fam.reference(params, made, np).dtype == np.float64
+    assert fam.work(params).bytes == 3 * 4 * 4 and fam.tolerance_for(params) == 1e-5
+    kinds.build(fam.variants[1], params, None)(made, None)
+    assert fam.tolerance_for(params) == 1e-2
+
+
 def test_a_variant_that_returns_nothing_is_one_line():
     cell = notebook("import numpy as np\ndef inputs(n):\n    return np.ones(n)\n"
                     "def inplace(x):\n    x += 1\n")

@@ -13,4 +13,8 @@ def __getattr__(name):
         from paprof import notebook
 
         return getattr(notebook, name)
+    if name == "profile":  # profile a notebook's callables under ncu (paprof/profile_api.py)
+        from paprof.profile_api import profile
+
+        return profile
     raise AttributeError(f"module 'paprof' has no attribute {name!r}")

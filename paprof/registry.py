@@ -1,6 +1,6 @@
 """Finding kernel families: installed packages' and the user's own repository's.
 
-paprof ships no family and knows none by name. Two sources, in this order:
+paprof ships no family and knows none by name. Three sources, in this order:
 
 1. installed packages that declare an entry point in the group ``paprof.families``::
 
@@ -13,6 +13,9 @@ paprof ships no family and knows none by name. Two sources, in this order:
        [tool.paprof]
        families = ["softmax_family:family"]   # module:attribute (a Family object)
        path = ["."]                           # folders put on the import path (default ".")
+
+3. ``$PAPROF_FAMILIES`` (``module:attribute``, comma-separated): the family that
+   ``paprof.profile`` generates for a notebook's callables, in the processes it starts.
 
 A reference may name the module only (``softmax_family``): its ``FAMILY`` or ``family``
 attribute is used. A family that cannot be loaded is a one-line error naming its module
@@ -57,6 +60,11 @@ def _read_toml(path: Path) -> dict:
     except (OSError, ValueError) as err:
         raise UserError(f"cannot read {path}: {err}") from None
 
+
+FAMILIES_ENV = "PAPROF_FAMILIES"
+"""Families named by the environment (``module:attribute``, comma-separated), loaded last:
+how ``paprof.profile`` hands the family it generates for a notebook's
+callables to the launcher it starts (``paprof/profile_api.py``)."""
 
 TRUST_ENV = "PAPROF_TRUST"
 """Folders (or pyproject.toml files), ``os.pathsep``-separated, whose ``[tool.paprof]``
@@ -275,6 +283,8 @@ def discover(start: Path | str | None = None) -> dict[str, Family]:
                 sys.path.insert(0, str(folder))
         for ref in config.families:
             add(_load_family(ref, f"[tool.paprof] of {config.pyproject}"))
+    for ref in filter(None, (r.strip() for r in os.environ.get(FAMILIES_ENV, "").split(","))):
+        add(_load_family(ref, f"${FAMILIES_ENV}"))
     _CACHE[key] = found
     return found
 

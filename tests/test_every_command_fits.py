@@ -148,7 +148,10 @@ def test_bench_fits(monkeypatch):
                                  launches, 1, rows)
 
     monkeypatch.setattr(bench, "run_bench", fake_run_bench)
-    _fits(monkeypatch, ["bench", "--variant", "all", "--family", "paged_decode"])
+    narrow = _fits(monkeypatch, ["bench", "--variant", "all", "--family", "paged_decode"])
+    wide = _invoke(monkeypatch, ["bench", "--variant", "all", "--family", "paged_decode", "--wide"])
+    assert len(wide.output.splitlines()) < len(narrow.splitlines())  # whole lines
+    assert max(map(len, wide.output.splitlines())) > WIDTH
 
 
 # -- what tells rows apart stays ----------------------------------------------------------

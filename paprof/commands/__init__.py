@@ -116,6 +116,16 @@ def emit_json(text: str, target, force: bool = False, inputs=()) -> None:
     click.echo(f"wrote {target}", err=True)
 
 
+def wide_option(fits: str):
+    """``--wide``, the one word for "whole tables and lines, whatever the terminal's width"
+    (parameter ``wide``; ``fits``: how the command fits a terminal without it)."""
+    import click
+
+    return click.option("--wide", is_flag=True,
+                        help="Whole tables and lines, whatever the terminal's width (on a "
+                        f"terminal {fits}).")
+
+
 def terminal_width(err: bool = False) -> int | None:
     """The width of the terminal a command prints on (stdout; stderr with ``err``), or
     None when it prints to a pipe, a file or a CI log (``COLUMNS`` alone is no terminal):

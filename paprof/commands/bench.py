@@ -8,7 +8,7 @@ import click
 
 from paprof import registry
 from paprof.commands import (STDOUT, check_json_target, echo, emit_json, force_option, json_option,
-                             renamed)
+                             renamed, wide_option)
 
 
 def _fmt(value, spec, missing="-"):
@@ -39,9 +39,7 @@ def _details(row) -> str:
 @click.option("--seed", type=int, default=None, help="Input seed (default: fresh inputs).")
 @json_option("The result")
 @force_option("an existing --json FILE")
-@click.option("--wide", is_flag=True,
-              help="Whole lines, whatever the terminal's width (on a terminal each row's "
-              "kernels and launch choices wrap under it).")
+@wide_option("each row's kernels and launch choices wrap under it")
 def bench(variants, family, shape, launches, rounds, seed, json_out, force, wide):
     """Verify, then time each variant with CUDA events (no profiler).
 

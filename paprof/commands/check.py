@@ -22,7 +22,7 @@ from rich.table import Table
 from paprof import gate, progress
 from paprof.gate import calibration
 from paprof.commands import (echo, force_option, json_option, on_stdout, one_on_stdout,
-                             output_file, renamed, terminal_width)
+                             output_file, renamed, terminal_width, wide_option)
 from paprof.errors import UserError
 from paprof import safetext
 from paprof.profiler.store import Scan, input_files, refuse_inside
@@ -192,10 +192,7 @@ def _verdict_table(verdict: gate.Verdict, limit: int = TABLE_ROWS,
               type=click.Path(dir_okay=False, path_type=Path),
               help="Measured noise (paprof calibrate): a timing metric fails only past "
                    "max(tolerance, k x noise); a note says which set the limit.")
-@click.option("--wide", is_flag=True,
-              help="The whole table and whole lines, whatever the terminal's width (on a "
-              "terminal they fit its width: variant names shortened, cells and lines "
-              "wrapped).")
+@wide_option("they fit its width: variant names shortened, cells and lines wrapped")
 def check(baseline_path, runs, profile, static_gate, repeat, timed, rounds, ratchet,
           fail_ambiguous, exact_counts, variants, metrics, tolerances, allow_mismatch, junit,
           markdown, json_out, no_cause, force, calibration_path, wide):

@@ -10,7 +10,7 @@ from rich.console import Console
 from rich.table import Table
 
 from paprof import registry
-from paprof.commands import force_option, renamed, terminal_width
+from paprof.commands import force_option, renamed, terminal_width, wide_option
 from paprof.errors import UsageError, VerificationError
 from paprof.profiler.argv import CLOCK_CONTROLS, NcuSettings
 from paprof.profiler.presets import PRESETS
@@ -115,8 +115,9 @@ def report_lines(outcomes: list[Outcome], width: int | None = None) -> list[str]
 @force_option("an existing run of the same variant, shape and GPU")
 @renamed("--replace", "--force", "force", is_flag=True)
 @click.option("--seed", type=int, default=None, help="Seed for the random inputs.")
+@wide_option("the summary fits its width, a long report path alone on its line")
 def run(variants, family, shape, cmd, nvtx_range, name, kernel_regex, preset, runs_dir,
-        clock_control, launches, force, seed):
+        clock_control, launches, force, seed, wide):
     """Verify each variant against the float64 reference, then profile it under ncu.
 
     Each variant first runs without ncu (checked, then CUDA-event timed), then under
@@ -150,8 +151,8 @@ def run(variants, family, shape, cmd, nvtx_range, name, kernel_regex, preset, ru
         params = fam.parse(shape)
         registry.check_params(chosen, params)
     outcomes = profile_variants(chosen, params, settings, runs_dir, force, family=fam)
-    width = terminal_width()
-    Console(width=width).print(summary_table(outcomes))
+    width = None if wide else terminal_width()
+    Console(width=10_000 if wide else width).print(summary_table(outcomes))
     for line in report_lines(outcomes, width):
         click.echo(line)
     failed = [o for o in outcomes if o.failed]

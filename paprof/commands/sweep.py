@@ -10,7 +10,7 @@ import click
 
 from paprof import registry, safetext
 from paprof.commands import (echo, force_option, json_option, on_stdout, output_file, renamed,
-                             terminal_width)
+                             terminal_width, wide_option)
 from paprof.errors import UsageError, VerificationError
 from paprof.profiler.argv import CLOCK_CONTROLS
 from paprof.profiler.presets import PRESETS
@@ -71,8 +71,9 @@ def _child_args(variants, family, grid, shape, mode, force, name, launches, roun
 @click.option("--report", "report", type=output_file(), default=None, metavar="FILE.html|-",
               help="Afterwards write the sweep report there (and FILE.md, FILE.regime.json); "
               "'-' prints the HTML (alone), the sweep's own lines then go to stderr.")
+@wide_option("the --list columns are as wide as their cells and its lines wrap")
 def sweep(variants, family, grid, shape, mode, runs_dir, force, shard, gpus, name, launches, rounds,
-          seed, preset, clock_control, profile_launches, list_only, report):
+          seed, preset, clock_control, profile_launches, list_only, report, wide):
     """Measure variants over a grid of shapes: every point verified, timed and (with
     --profile) profiled into the run store.
 
@@ -105,7 +106,7 @@ def sweep(variants, family, grid, shape, mode, runs_dir, force, shard, gpus, nam
     from paprof import names
 
     # with the report on stdout (--report -), the sweep's own lines go to stderr
-    say = functools.partial(echo, err=on_stdout(report))
+    say = functools.partial(echo, err=on_stdout(report), wide=wide)
     if name is not None:
         names.check(name, "--name")
     chosen = registry.resolve(variants, family)
@@ -117,7 +118,7 @@ def sweep(variants, family, grid, shape, mode, runs_dir, force, shard, gpus, nam
     if list_only:
         points = grids.shard(the_grid.points, k, n)
         # on a terminal the columns are as wide as their longest cell, else 40
-        fit = terminal_width(on_stdout(report)) is not None
+        fit = not wide and terminal_width(on_stdout(report)) is not None
         lw, sw = ((max((len(p.label) for p in points), default=0),
                    max((len(p.slug or "-") for p in points), default=0)) if fit else (40, 40))
         for p in points:

@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from paprof.commands import (force_option, json_option, on_stdout, one_on_stdout, output_file,
-                             step_range_option, terminal_width)
+                             step_range_option, terminal_width, wide_option)
 from paprof.errors import UsageError
 
 from paprof.analysis import export
@@ -31,10 +31,8 @@ from paprof import safetext
 @click.option("--per-variant", is_flag=True,
               help="One row per step: the kernel launches of one repetition summed "
               "(docs/explanations.md).")
-@click.option("--wide", is_flag=True,
-              help="Every key column and whole lines, whatever the terminal's width (on a "
-              "terminal the text table fits its width: kernel names shortened, the least "
-              "telling columns left out, the evidence wrapped).")
+@wide_option("the text table fits its width: kernel names shortened, the least telling "
+             "columns left out, the evidence wrapped")
 @step_range_option
 @json_option("Every scalar column (the same as --format json [--out FILE])")
 @force_option("an existing --out / --json FILE")

@@ -109,7 +109,8 @@ def main():
                                           repository's [tool.paprof]) and variants
       paprof bench --variant all          CUDA-event timings and bandwidth (GPU)
       paprof run --variant v2 --variant v3  verify, then profile under ncu (GPU)
-      paprof table runs/                  any .ncu-rep as a table with its bottleneck
+      paprof table runs/                  any .ncu-rep as a table with its
+                                          bottleneck
       paprof compare v2 v3 --runs examples/h200
                                           the comparative report (of the H200
                                           runs shipped in examples/h200)

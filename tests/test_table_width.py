@@ -3,12 +3,12 @@
 
 from __future__ import annotations
 
-from paprof.commands import table as table_command
+from paprof import commands
 from helpers import recorded
 
 
 def test_the_table_fits_80_columns_and_keeps_what_tells_rows_apart(invoke, monkeypatch):
-    monkeypatch.setattr(table_command, "_terminal_width", lambda: 80)  # a terminal of 80
+    monkeypatch.setattr(commands, "_tty_columns", lambda stream: 80)  # a terminal of 80
     result = invoke("table", recorded("h200"))
     assert result.exit_code == 0, result.output
     lines = result.output.splitlines()
@@ -22,11 +22,11 @@ def test_the_table_fits_80_columns_and_keeps_what_tells_rows_apart(invoke, monke
 
 def test_a_pipe_gets_the_whole_table_whatever_COLUMNS_says(monkeypatch):
     monkeypatch.setenv("COLUMNS", "80")  # CI logs and pipes: not a terminal
-    assert table_command._terminal_width() is None
+    assert commands.terminal_width() is None
 
 
 def test_wide_keeps_every_key_column(invoke, monkeypatch):
-    monkeypatch.setattr(table_command, "_terminal_width", lambda: 80)
+    monkeypatch.setattr(commands, "_tty_columns", lambda stream: 80)
     result = invoke("table", recorded("h200"), "--wide")
     header = result.output.splitlines()[0].split()
     assert {"grid", "block", "regs", "limiter"} <= set(header)

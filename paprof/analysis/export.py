@@ -79,7 +79,14 @@ _DROP_FIRST = ("block_size", "grid_size", "waves_per_sm", "theoretical_occupancy
                "registers_per_thread", "occupancy_limiter", "achieved_bandwidth_gbs",
                "sm_throughput_pct", "l2_throughput_pct", "l1_throughput_pct",
                "achieved_occupancy_pct", "gpu", "step", "launch", "shape")
-_KERNEL_NARROW = 24
+_DROP_FIRST_TRAFFIC = ("shared_store_bank_conflicts", "shared_store_wavefronts", "l1_to_l2_bytes",
+                       "l1_global_store_bytes", "dram_bytes_write", "l1_hit_rate_pct",
+                       "l2_hit_rate_pct", "shared_load_bank_conflicts", "global_load_instructions",
+                       "gpu", "step", "launch", "shape")
+_KERNEL_NARROW = (24, 16)
+"""The kernel column's width on a narrow terminal; the second when the columns left out
+were not enough (``fmt.abbreviated``: the rows' common prefix goes first)."""
+_VARIANT_NARROW = 16
 
 #: Columns shown only when the rows differ in them.
 _OPTIONAL_TEXT = ("shape", "gpu", "launch", "step")
@@ -141,9 +148,9 @@ def _table_text(df: pd.DataFrame, columns: list[str], headers: dict, compact: bo
     cells = {}
     for c in shown:
         values = [_format_value(c, v, compact=compact) for v in shown[c]]
-        if c == "kernel" and kernel_width < _KERNEL_WIDTH:
-            values = [fmt.shorten_identifier(v, kernel_width) if len(v) > kernel_width else v
-                      for v in values]
+        if c in ("variant", "kernel") and kernel_width < _KERNEL_WIDTH:
+            short = fmt.abbreviated(values, kernel_width if c == "kernel" else _VARIANT_NARROW)
+            values = [short[v] for v in values]
         cells[headers.get(c, c)] = values
     return pd.DataFrame(cells).to_string(index=False)
 
@@ -164,14 +171,16 @@ def to_text(df: pd.DataFrame, columns: list[str] | None = None, why: bool = True
     table = _table_text(df, columns, headers, traffic, _KERNEL_WIDTH)
     if width is not None and not named:
         columns = list(columns)
-        kernel_width = _KERNEL_NARROW
+        kernel_width = _KERNEL_NARROW[0]
         table = _table_text(df, columns, headers, traffic, kernel_width)
-        for column in _DROP_FIRST:
+        for column in (*(_DROP_FIRST_TRAFFIC if traffic else _DROP_FIRST), None):
             if max(map(len, table.splitlines())) <= width:
                 break
-            if column in columns and len(columns) > 3:
+            if column is None:
+                kernel_width = _KERNEL_NARROW[1]
+            elif column in columns and len(columns) > 3:
                 columns.remove(column)
-                table = _table_text(df, columns, headers, traffic, kernel_width)
+            table = _table_text(df, columns, headers, traffic, kernel_width)
     lines = [table]
     if why and "bottleneck_evidence" in df and "bottleneck" in df:
         lines.append("")
@@ -186,13 +195,7 @@ def to_text(df: pd.DataFrame, columns: list[str] | None = None, why: bool = True
                 name += f"/{_format_value('kernel', row['kernel'])}"
             said = safetext.shown(f"{name}: {row['bottleneck']}: " + "; ".join(evidence[:2]),
                                   limit=None)
-            if width is None:
-                lines.append(said)
-            else:
-                import textwrap
-
-                lines.extend(textwrap.wrap(said, width, subsequent_indent="    ",
-                                           break_on_hyphens=False) or [""])
+            lines.extend([said] if width is None else fmt.wrapped(said, width))
     return "\n".join(lines) + "\n"
 
 

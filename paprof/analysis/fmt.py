@@ -8,6 +8,7 @@ as ``n/a``.
 from __future__ import annotations
 
 import math
+import os
 import re
 
 MISSING = "n/a"
@@ -204,6 +205,51 @@ def identifier_tail(name: str, width: int) -> str:
         return name
     cuts = [i for i in identifier_breaks(name) if len(name) - i <= width - 1]
     return "…" + name[cuts[0]:].lstrip() if cuts else name
+
+
+def abbreviated(names, width: int) -> dict[str, str]:
+    """Each of ``names`` in at most ``width`` characters where it can be, still told apart
+    as the whole names are (a narrow terminal's column: "paged_de..." on every row told
+    nothing): a name that fits stays whole; a longer one loses the prefix all the names
+    share (cut at an identifier boundary, "…" in its place), then, still too long, its
+    middle (its start and its end kept: ``paged…_partial``). Names whose short forms
+    would be the same are kept whole."""
+    names = list(dict.fromkeys(str(n) for n in names))
+    prefix = 0
+    if len(names) > 1:
+        common = os.path.commonprefix(names)
+        prefix = max([i for i in identifier_breaks(common + "\0") if i <= len(common)],
+                     default=0)
+    short = {}
+    for name in names:
+        text = name
+        if len(text) > width and prefix >= 3:
+            text = "…" + name[prefix:]
+            if len(text) > width and "+" in text:  # kernels summed: each part's prefix
+                text = "+".join("…" + part[prefix:] if part.startswith(common[:prefix])
+                                else part for part in name.split("+"))
+        if len(text) > width >= 5:
+            head = (width - 1) // 2
+            text = text[:head] + "…" + text[len(text) - (width - 1 - head):]
+        short[name] = text
+    seen: dict[str, int] = {}
+    for text in short.values():
+        seen[text] = seen.get(text, 0) + 1
+    return {n: (t if seen[t] == 1 else n) for n, t in short.items()}
+
+
+def wrapped(text: str, width: int, indent: str = "    ") -> list[str]:
+    """``text`` (one line) in lines of at most ``width`` characters, broken at spaces (a
+    number keeps its unit: "16.8 %" is never split), the continuations indented past the
+    line's own indentation by ``indent``; a word longer than a line is cut."""
+    import textwrap
+
+    if len(text) <= width:
+        return [text]
+    own = text[:len(text) - len(text.lstrip(" "))]
+    kept = re.sub(r"(?<=\d) (?=%|[kMGT]?B\b|[mu]?s\b|pts\b|x\b)", "\u00a0", text)
+    lines = textwrap.wrap(kept, width, subsequent_indent=own + indent, break_on_hyphens=False)
+    return [line.replace("\u00a0", " ") for line in lines] or [""]
 
 
 _NCU_URL = re.compile(r"@url:([^@]*?):((?:https?|ftp)://[^@\s]*)@")

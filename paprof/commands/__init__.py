@@ -114,3 +114,53 @@ def emit_json(text: str, target, force: bool = False, inputs=()) -> None:
     check_json_target(target, force, inputs)
     outputs.write(target, text)
     click.echo(f"wrote {target}", err=True)
+
+
+def wide_option(fits: str):
+    """``--wide``, the one word for "whole tables and lines, whatever the terminal's width"
+    (parameter ``wide``; ``fits``: how the command fits a terminal without it)."""
+    import click
+
+    return click.option("--wide", is_flag=True,
+                        help="Whole tables and lines, whatever the terminal's width (on a "
+                        f"terminal {fits}).")
+
+
+def terminal_width(err: bool = False) -> int | None:
+    """The width of the terminal a command prints on (stdout; stderr with ``err``), or
+    None when it prints to a pipe, a file or a CI log (``COLUMNS`` alone is no terminal):
+    those get whole lines. Every command asks here, once; ``--wide`` passes it by."""
+    import sys
+
+    return _tty_columns(sys.stderr if err else sys.stdout)
+
+
+def _tty_columns(stream) -> int | None:
+    """``stream``'s terminal width (``COLUMNS`` first, as ``shutil.get_terminal_size``
+    reads it), None when it is no terminal (the tests put a terminal of 80 here)."""
+    import shutil
+
+    try:
+        if not stream.isatty():
+            return None
+    except (AttributeError, ValueError):  # a closed or foreign stream
+        return None
+    return shutil.get_terminal_size().columns
+
+
+def fitted(text: str, width: int | None) -> str:
+    """``text`` with each line longer than ``width`` wrapped (``fmt.wrapped``: at spaces,
+    the continuations indented); ``width`` None: ``text`` as it is."""
+    if width is None:
+        return text
+    from paprof.analysis.fmt import wrapped
+
+    return "\n".join(out for line in text.split("\n") for out in wrapped(line, width))
+
+
+def echo(text: str, err: bool = False, wide: bool = False) -> None:
+    """``click.echo`` of ``text`` fitted to the terminal it goes to (``terminal_width``;
+    none, or ``wide``: whole lines)."""
+    import click
+
+    click.echo(fitted(text, None if wide else terminal_width(err)), err=err)

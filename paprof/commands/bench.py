@@ -7,7 +7,8 @@ import json
 import click
 
 from paprof import registry
-from paprof.commands import STDOUT, check_json_target, emit_json, force_option, json_option, renamed
+from paprof.commands import (STDOUT, check_json_target, echo, emit_json, force_option, json_option,
+                             renamed, wide_option)
 
 
 def _fmt(value, spec, missing="-"):
@@ -38,7 +39,8 @@ def _details(row) -> str:
 @click.option("--seed", type=int, default=None, help="Input seed (default: fresh inputs).")
 @json_option("The result")
 @force_option("an existing --json FILE")
-def bench(variants, family, shape, launches, rounds, seed, json_out, force):
+@wide_option("each row's kernels and launch choices wrap under it")
+def bench(variants, family, shape, launches, rounds, seed, json_out, force, wide):
     """Verify, then time each variant with CUDA events (no profiler).
 
     Prints the median time per step, the throughput the family's work model gives (bytes
@@ -76,26 +78,29 @@ def bench(variants, family, shape, launches, rounds, seed, json_out, force):
     if json_out is not None:
         emit_json(json.dumps(data, indent=1) + "\n", json_out, force)
     if json_out != STDOUT:
+        def say(line):
+            echo(line, wide=wide)
+
         work = data["work"]
         flops = f", {work['flops'] / 1e9:.3g} GFLOP" if work["flops"] else ""
         gemm = data.get("gemm_ceiling")
         gemm_text = (f"  GEMM ceiling {gemm['tflops']:.0f} TFLOP/s ({gemm['dtype']} "
                      f"{gemm['n']}^3, {gemm['method']}, measured now)" if gemm else "")
-        click.echo(f"{data['gpu']}  {data['family']}  {data['shape_slug']}  moves "
-                   f"{work['bytes'] / 1e9:.3f} GB{flops}  read ceiling "
-                   f"{data['read_ceiling_tbs']:.2f} TB/s (measured now){gemm_text}  "
-                   f"{launches} launches x {rounds} rounds, {data['input_sets']} input set(s)")
+        say(f"{data['gpu']}  {data['family']}  {data['shape_slug']}  moves "
+            f"{work['bytes'] / 1e9:.3f} GB{flops}  read ceiling "
+            f"{data['read_ceiling_tbs']:.2f} TB/s (measured now){gemm_text}  "
+            f"{launches} launches x {rounds} rounds, {data['input_sets']} input set(s)")
         with_flops = bool(work["flops"])
         width = max([9] + [len(r["variant"]) for r in data["rows"]])
-        click.echo(f"{'variant':<{width}} {'median us':>10} {'TB/s':>6} {'% ceil':>7}"
-                   + (f" {'TFLOP/s':>8}" if with_flops else "")
-                   + (f" {'% GEMM':>7}" if gemm else "")
-                   + f" {'spread %':>8} {'rel err':>9}  kernels")
+        say(f"{'variant':<{width}} {'median us':>10} {'TB/s':>6} {'% ceil':>7}"
+            + (f" {'TFLOP/s':>8}" if with_flops else "")
+            + (f" {'% GEMM':>7}" if gemm else "")
+            + f" {'spread %':>8} {'rel err':>9}  kernels")
         for row in data["rows"]:
             if row["skipped"]:
-                click.echo(f"{row['variant']:<{width}} skipped: {row['skipped']}")
+                say(f"{row['variant']:<{width}} skipped: {row['skipped']}")
                 continue
-            click.echo(
+            say(
                 f"{row['variant']:<{width}} {_fmt(row['median_us'], '10.1f')} {_fmt(row['tbs'], '6.2f')} "
                 f"{_fmt(row['pct_of_ceiling'], '7.1f')}"
                 + (f" {_fmt(row['tflops'], '8.2f')}" if with_flops else "")

@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from paprof.gate import calibration
-from paprof.commands import force_option, on_stdout, output_file, renamed
+from paprof.commands import echo, force_option, on_stdout, output_file, renamed
 from paprof.errors import UserError
 
 
@@ -43,18 +43,19 @@ def calibrate(out, runs, family, variants, shape, repeats, timed, metrics, k, fo
     Counts (registers, bytes, instructions) are never calibrated: they do not drift.
 
     \b
-    Without a GPU: --runs with several runs of one variant (e.g. runs/a and runs/b, each
-      from 'paprof run').
+    Without a GPU: --runs with several runs of one variant (e.g. runs/a and
+      runs/b, each from 'paprof run').
     On a GPU: --family (and --variant, --shape) run --repeats times under ncu.
 
     \b
-    Exit codes: 0 written; 2 bad input (no GPU and no --runs, no repeated runs, FILE
-      exists without --force).
+    Exit codes: 0 written; 2 bad input (no GPU and no --runs, no repeated runs,
+      FILE exists without --force).
 
     \b
     Examples:
       paprof calibrate --runs runs/a --runs runs/b --out perf/noise.json
-      paprof calibrate --family paged_decode --variant v3 --repeats 5 --out perf/noise.json
+      paprof calibrate --family paged_decode --variant v3 --repeats 5 \\
+          --out perf/noise.json
       paprof check --baseline perf/h200.json --calibration perf/noise.json
     """
     from paprof.profiler.store import Scan, input_files
@@ -88,9 +89,9 @@ def calibrate(out, runs, family, variants, shape, repeats, timed, metrics, k, fo
     for n in noise:
         from paprof.safetext import shown  # the GPU and family names come from stored runs
 
-        click.echo(shown(f"{n.gpu}  {n.family}  {n.metric}: noise {n.relative * 100:.3g} % "
-                         f"({n.repeats}+ runs of {len(n.variants)} variant/shape), limit "
-                         f"{k:g} x = {k * n.relative * 100:.3g} %"), err=err)
+        echo(shown(f"{n.gpu}  {n.family}  {n.metric}: noise {n.relative * 100:.3g} % "
+                   f"({n.repeats}+ runs of {len(n.variants)} variant/shape), limit "
+                   f"{k:g} x = {k * n.relative * 100:.3g} %"), err=err)
     if not err:
         click.echo(f"wrote {written}")
 

@@ -14,14 +14,15 @@ import sys
 from pathlib import Path
 
 import click
+from rich import box
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
 from paprof import gate, progress
 from paprof.gate import calibration
-from paprof.commands import (force_option, json_option, on_stdout, one_on_stdout, output_file,
-                             renamed)
+from paprof.commands import (echo, force_option, json_option, on_stdout, one_on_stdout,
+                             output_file, renamed, terminal_width, wide_option)
 from paprof.errors import UserError
 from paprof import safetext
 from paprof.profiler.store import Scan, input_files, refuse_inside
@@ -54,24 +55,48 @@ def _slug(family: str, shape: str) -> str:
         return shape
 
 
+NARROW_NAME = 12
+"""On a narrow terminal, the variant column's width (``fmt.abbreviated``: the names'
+common prefix goes first; one family: named in the title instead)."""
+
+
 def _verdict_table(verdict: gate.Verdict, limit: int = TABLE_ROWS,
-                   changes_only: bool = False) -> tuple[Table, int]:
+                   changes_only: bool = False, narrow: bool = False) -> tuple[Table, int]:
     """The terminal table, and how many "same" rows it left out (over ``limit`` rows, or
-    all of them with ``changes_only``)."""
+    all of them with ``changes_only``). ``narrow`` (a terminal that the wide table does
+    not fit): variant names shortened so that they still differ, long cells folded, never
+    cut."""
     shown = verdict.results
     if len(shown) > limit or changes_only:
         shown = [r for r in verdict.results if r.outcome != "same"]
     shapes = {r.shape for r in verdict.results}
     one_shape = len(shapes) == 1 and not any(r.shape_now for r in verdict.results)
-    title = "paprof check" + (f" at {escape(safetext.shown(next(iter(shapes))))}" if one_shape else "")
-    table = Table(title=title, title_justify="left")
-    table.add_column("variant")
+    families = {r.family for r in verdict.results}
+    names = {r.name: r.name for r in shown}
+    of = ""
+    if narrow and len(families) == 1 and next(iter(families)):
+        of = f" of {escape(safetext.shown(next(iter(families))))}"
+        names = {r.name: r.variant for r in shown}
+    elif narrow:
+        from paprof.analysis.fmt import abbreviated
+
+        names = abbreviated(names, NARROW_NAME)
+    where = ""
+    if one_shape:
+        r0 = verdict.results[0]
+        where = f" at {escape(safetext.shown(_slug(r0.family, r0.shape) if narrow else r0.shape))}"
+    table = Table(title="paprof check" + of + where, title_justify="left",
+                  **({"box": box.SIMPLE_HEAD, "pad_edge": False, "collapse_padding": True}
+                     if narrow else {}))
+    table.add_column("variant", no_wrap=narrow)
     if not one_shape:
         table.add_column("shape", overflow="fold")  # never cut: the dtype is at its end
     for name in ("metric", "baseline", "now", "change", "allowed", "status"):
-        table.add_column(name, justify="left" if name in ("metric", "status") else "right")
+        table.add_column(name, justify="left" if name in ("metric", "status") else "right",
+                         overflow="fold" if narrow and name == "metric" else "ellipsis",
+                         no_wrap=narrow and name in ("metric", "baseline", "now"))
     for r in shown:
-        cells = [escape(safetext.shown(r.name))]
+        cells = [escape(safetext.shown(names[r.name]))]
         if not one_shape:
             shape = _slug(r.family, r.shape) + ("" if r.shape_now is None else f" (now {_slug(r.family, r.shape_now)})")
             cells.append(escape(safetext.shown(shape)))
@@ -167,9 +192,10 @@ def _verdict_table(verdict: gate.Verdict, limit: int = TABLE_ROWS,
               type=click.Path(dir_okay=False, path_type=Path),
               help="Measured noise (paprof calibrate): a timing metric fails only past "
                    "max(tolerance, k x noise); a note says which set the limit.")
+@wide_option("they fit its width: variant names shortened, cells and lines wrapped")
 def check(baseline_path, runs, profile, static_gate, repeat, timed, rounds, ratchet,
           fail_ambiguous, exact_counts, variants, metrics, tolerances, allow_mismatch, junit,
-          markdown, json_out, no_cause, force, calibration_path):
+          markdown, json_out, no_cause, force, calibration_path, wide):
     """Fail when kernels got slower than a baseline: the CI regression gate.
 
     With 5+ per-launch samples on both sides (--profile --profiled-launches N;
@@ -204,8 +230,8 @@ def check(baseline_path, runs, profile, static_gate, repeat, timed, rounds, ratc
       they mean the runner's noise exceeds the minimum effect, and a red build on
       noise teaches people to ignore the gate; --fail-ambiguous makes them 1),
     1 regression (each one named), 2 bad input: missing or corrupt baseline, runs
-      from another GPU model, ncu version, clock control, compiler or shape (unless
-      --allow-mismatch), no nvcc for --static.
+      from another GPU model, ncu version, clock control, compiler or shape
+      (unless --allow-mismatch), no nvcc for --static.
 
     \b
     Examples:
@@ -277,27 +303,32 @@ def check(baseline_path, runs, profile, static_gate, repeat, timed, rounds, ratc
 
     # With an output on stdout, the rest goes to stderr so that stdout stays clean.
     err = printed
-    stream = sys.stderr if err else sys.stdout
-    # Not a terminal (CI logs): wide enough that the table does not wrap.
-    width = None if stream.isatty() else 160
+    # A terminal: its width (--wide: the table's own); not one (CI logs): wide enough that
+    # the table does not wrap.
+    terminal = terminal_width(err)
+    width = 160 if terminal is None else 10_000 if wide else terminal
     # the static gate's counts are exact: its table lists what changed, not 28 "same" rows
     # a kernel
     table, hidden = _verdict_table(verdict, changes_only=static_gate)
+    if terminal is not None and not wide and Console(width=10_000).measure(table).maximum > width:
+        table, hidden = _verdict_table(verdict, changes_only=static_gate, narrow=True)
+    wide = wide or terminal is None
     if hidden == len(verdict.results):  # nothing but "same": one line, not an empty table
-        click.echo(_all_unchanged(verdict, static_gate), err=err)
+        echo(_all_unchanged(verdict, static_gate), err=err, wide=wide)
     else:
         Console(highlight=False, width=width, stderr=err).print(table)
         if hidden:
-            click.echo(f"({hidden} results the same as the baseline are not listed; "
-                       "--markdown and --junit have every row)", err=err)
+            echo(f"({hidden} results the same as the baseline are not listed; "
+                 "--markdown and --junit have every row)", err=err, wide=wide)
     for r in verdict.regressions:
-        click.echo(f"REGRESSION {safetext.shown(r.message)}", err=err)
+        echo(f"REGRESSION {safetext.shown(r.message)}", err=err, wide=wide)
     for (family, variant, shape), c in verdict.causes.items():
         name = f"{family}/{variant}" if family else variant
-        click.echo(f"CAUSE {safetext.shown(name)} ({c.outcome}): {safetext.shown(c.line())}", err=err)
+        echo(f"CAUSE {safetext.shown(name)} ({c.outcome}): {safetext.shown(c.line())}", err=err,
+             wide=wide)
     for note in verdict.notes:
-        click.echo(f"note: {safetext.shown(note)}", err=err)
-    click.echo(safetext.shown(verdict.summary), err=err)
+        echo(f"note: {safetext.shown(note)}", err=err, wide=wide)
+    echo(safetext.shown(verdict.summary), err=err, wide=wide)
     if junit_path:
         junit_xml.write_junit(verdict, junit_path, force, inputs)
     if markdown_path:
@@ -378,7 +409,8 @@ def update(runs, variants, metrics, out, force, static_gate, family, shapes, arc
     \b
     Example:
       paprof baseline update --runs runs/ --variant v3 --out perf/h200.json
-      paprof baseline update --static --arch sm_90 --shape batch=8 --shape batch=64 --out perf/static.json
+      paprof baseline update --static --arch sm_90 --shape batch=8 \\
+          --shape batch=64 --out perf/static.json
     """
     if static_gate:
         return _update_static(variants, out, force, family, shapes, arch)
@@ -403,9 +435,9 @@ def update(runs, variants, metrics, out, force, static_gate, family, shapes, arc
 
 
 def _say(out):
-    """``click.echo`` for the summary of a command that writes ``out``: on stderr when
-    ``out`` is printed on stdout ('-')."""
-    return functools.partial(click.echo, err=on_stdout(out))
+    """``echo`` (fitted to a terminal) for the summary of a command that writes ``out``:
+    on stderr when ``out`` is printed on stdout ('-')."""
+    return functools.partial(echo, err=on_stdout(out))
 
 
 def _update_static(variants, out, force, family, shapes, arch):

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import click
 
-from paprof.commands import (force_option, json_option, on_stdout, one_on_stdout, output_file,
-                             step_range_option)
+from paprof.commands import (echo, force_option, json_option, on_stdout, one_on_stdout,
+                             output_file, step_range_option)
 
 from paprof.reports.build import DEFAULT_OUT, DEFAULT_RUNS, write_report
 from paprof.safetext import shown
@@ -74,18 +74,18 @@ def compare(variants, runs, shape, out, markdown, json_out, cross, step_range, o
                               json_out=json_out, baseline=baseline)
     ctx = result.context
     for warning in ctx.warnings:
-        click.echo(f"paprof: warning: {shown(warning)}", err=True)
+        echo(f"paprof: warning: {shown(warning)}", err=True)
     for option, text in ((out, result.html_text), (markdown, result.markdown_text),
                          (json_out, result.json_text)):
         if on_stdout(option):
             click.echo(text, nl=False)
     # With a report on stdout, the summary goes to stderr so stdout stays clean.
     err = on_stdout(out, markdown, json_out)
-    for step in ctx.steps:
-        click.echo(shown(f"{step.title}: {step.headline}; {step.bottleneck_before_text} -> "
-                         f"{step.bottleneck_after_text}", limit=None), err=err)
+    for step in ctx.steps:  # fitted to a terminal's width (the report has them whole)
+        echo(shown(f"{step.title}: {step.headline}; {step.bottleneck_before_text} -> "
+                   f"{step.bottleneck_after_text}", limit=None), err=err)
         if step.cause:
-            click.echo(f"  {shown(step.cause, limit=None)}", err=err)
+            echo(f"  {shown(step.cause, limit=None)}", err=err)
     for path in (result.html, result.markdown, result.json):
         if path is None:
             continue

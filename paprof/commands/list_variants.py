@@ -7,10 +7,11 @@ import json
 import click
 
 from paprof import registry, safetext
-from paprof.commands import emit_json, force_option, json_option
+from paprof.commands import emit_json, fitted, force_option, json_option, terminal_width
 
 WIDTH = 100
-"""The longest line of the short listing (``--verbose`` prints everything in full)."""
+"""The longest line of the short listing off a terminal (on one: its width; ``--verbose``
+prints everything in full, wrapped to a terminal's width)."""
 
 
 def _fit(head: str, text: str = "", width: int = WIDTH) -> str:
@@ -41,21 +42,23 @@ def _check(f) -> str | None:
 
 def _short(fams: list, broken: dict) -> None:
     """One line a family, one a variant; a broken family says why instead."""
+    most = terminal_width() or WIDTH
     for f in fams:
-        click.echo(_fit(f"{f.name}  ({f.origin})" + (": " if f.summary else ""), f.summary or ""))
+        click.echo(_fit(f"{f.name}  ({f.origin})" + (": " if f.summary else ""), f.summary or "",
+                        most))
         if f.name in broken:
-            click.echo(_fit("  BROKEN: ", broken[f.name]))
+            click.echo(_fit("  BROKEN: ", broken[f.name], most))
             continue
         width = max((len(v.id) for v in f.variants), default=0)
         for v in f.variants:
-            click.echo(_fit(f"  {v.id:<{width}}  [{v.kind}] ", v.idea))
-    click.echo("(paprof list --family F or --verbose: parameters, default shape, launches and "
-               "ideas in full)")
+            click.echo(_fit(f"  {v.id:<{width}}  [{v.kind}] ", v.idea, most))
+    click.echo(fitted("(paprof list --family F or --verbose: parameters, default shape, "
+                      "launches and ideas in full)", terminal_width()))
 
 
 def _echo(line: str) -> None:
     """One line of the listing, its names and words shown safely (``paprof.safetext``)."""
-    click.echo(safetext.shown(line, limit=None, newlines=True))
+    click.echo(fitted(safetext.shown(line, limit=None, newlines=True), terminal_width()))
 
 
 def _details(fams: list, broken: dict) -> None:

@@ -34,8 +34,9 @@ def mcp(runs):
 
     \b
     Examples:
-      paprof mcp --runs examples/h200      # the shipped H200 runs, for a client to explore
-      paprof mcp                           # ./runs, where paprof run stores (GPU: run, bench)
+      paprof mcp --runs examples/h200   # the shipped H200 runs, for a client
+      paprof mcp                        # ./runs, where paprof run stores
+                                        # (GPU: run, bench)
     """
     try:
         import mcp as _sdk  # noqa: F401  (the SDK, not this command)

@@ -10,7 +10,7 @@ from rich.console import Console
 from rich.table import Table
 
 from paprof import registry
-from paprof.commands import force_option, renamed
+from paprof.commands import force_option, renamed, terminal_width, wide_option
 from paprof.errors import UsageError, VerificationError
 from paprof.profiler.argv import CLOCK_CONTROLS, NcuSettings
 from paprof.profiler.presets import PRESETS
@@ -70,9 +70,16 @@ def _command_variant(cmd, nvtx_range, name, kernel_regex):
         raise UsageError(f"--name {name!r}: {err}") from None
 
 
-def report_lines(outcomes: list[Outcome]) -> list[str]:
-    """``variant: path`` of each stored report, one line each, never wrapped."""
-    return [f"{o.variant.name}: {o.run.report}" for o in outcomes if o.run]
+def report_lines(outcomes: list[Outcome], width: int | None = None) -> list[str]:
+    """``variant: path`` of each stored report, one line each, never wrapped: where that
+    is wider than ``width`` (a terminal's), the path alone on the next line."""
+    lines = []
+    for o in outcomes:
+        if o.run:
+            line = f"{o.variant.name}: {o.run.report}"
+            fits = width is None or len(line) <= width
+            lines += [line] if fits else [f"{o.variant.name}:", f"  {o.run.report}"]
+    return lines
 
 
 @click.command("run")
@@ -108,8 +115,9 @@ def report_lines(outcomes: list[Outcome]) -> list[str]:
 @force_option("an existing run of the same variant, shape and GPU")
 @renamed("--replace", "--force", "force", is_flag=True)
 @click.option("--seed", type=int, default=None, help="Seed for the random inputs.")
+@wide_option("the summary fits its width, a long report path alone on its line")
 def run(variants, family, shape, cmd, nvtx_range, name, kernel_regex, preset, runs_dir,
-        clock_control, launches, force, seed):
+        clock_control, launches, force, seed, wide):
     """Verify each variant against the float64 reference, then profile it under ncu.
 
     Each variant first runs without ncu (checked, then CUDA-event timed), then under
@@ -143,8 +151,9 @@ def run(variants, family, shape, cmd, nvtx_range, name, kernel_regex, preset, ru
         params = fam.parse(shape)
         registry.check_params(chosen, params)
     outcomes = profile_variants(chosen, params, settings, runs_dir, force, family=fam)
-    Console().print(summary_table(outcomes))
-    for line in report_lines(outcomes):
+    width = None if wide else terminal_width()
+    Console(width=10_000 if wide else width).print(summary_table(outcomes))
+    for line in report_lines(outcomes, width):
         click.echo(line)
     failed = [o for o in outcomes if o.failed]
     if failed:

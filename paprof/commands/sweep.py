@@ -9,7 +9,8 @@ from pathlib import Path
 import click
 
 from paprof import registry, safetext
-from paprof.commands import force_option, json_option, on_stdout, output_file, renamed
+from paprof.commands import (echo, force_option, json_option, on_stdout, output_file, renamed,
+                             terminal_width, wide_option)
 from paprof.errors import UsageError, VerificationError
 from paprof.profiler.argv import CLOCK_CONTROLS
 from paprof.profiler.presets import PRESETS
@@ -70,8 +71,9 @@ def _child_args(variants, family, grid, shape, mode, force, name, launches, roun
 @click.option("--report", "report", type=output_file(), default=None, metavar="FILE.html|-",
               help="Afterwards write the sweep report there (and FILE.md, FILE.regime.json); "
               "'-' prints the HTML (alone), the sweep's own lines then go to stderr.")
+@wide_option("the --list columns are as wide as their cells and its lines wrap")
 def sweep(variants, family, grid, shape, mode, runs_dir, force, shard, gpus, name, launches, rounds,
-          seed, preset, clock_control, profile_launches, list_only, report):
+          seed, preset, clock_control, profile_launches, list_only, report, wide):
     """Measure variants over a grid of shapes: every point verified, timed and (with
     --profile) profiled into the run store.
 
@@ -104,7 +106,7 @@ def sweep(variants, family, grid, shape, mode, runs_dir, force, shard, gpus, nam
     from paprof import names
 
     # with the report on stdout (--report -), the sweep's own lines go to stderr
-    say = functools.partial(click.echo, err=on_stdout(report))
+    say = functools.partial(echo, err=on_stdout(report), wide=wide)
     if name is not None:
         names.check(name, "--name")
     chosen = registry.resolve(variants, family)
@@ -114,11 +116,16 @@ def sweep(variants, family, grid, shape, mode, runs_dir, force, shard, gpus, nam
     defn = manifests.definition(fam.name, [v.id for v in chosen], the_grid, mode)
     name = name or manifests.default_name(defn)
     if list_only:
-        for p in grids.shard(the_grid.points, k, n):
+        points = grids.shard(the_grid.points, k, n)
+        # on a terminal the columns are as wide as their longest cell, else 40
+        fit = not wide and terminal_width(on_stdout(report)) is not None
+        lw, sw = ((max((len(p.label) for p in points), default=0),
+                   max((len(p.slug or "-") for p in points), default=0)) if fit else (40, 40))
+        for p in points:
             held = [v.id for v in chosen if p.params is not None
                     and results.stored(runs_dir, None, fam.name, v.id, p.slug, mode)]
             state = f"invalid: {p.error}" if p.error else ("stored: " + ", ".join(held) if held else "to do")
-            say(f"{p.index + 1:>5}  {p.label:<40}  {p.slug or '-':<40}  {state}")
+            say(f"{p.index + 1:>5}  {p.label:<{lw}}  {p.slug or '-':<{sw}}  {state}")
         say(f"sweep {name}: {len(the_grid.points)} points; shard {k}/{n} holds "
                    f"{len(grids.shard(the_grid.points, k, n))}")
         return
@@ -142,7 +149,7 @@ def sweep(variants, family, grid, shape, mode, runs_dir, force, shard, gpus, nam
         say(f"merged {len(workers)} shard stores into {runs_dir}: {merged.copied} results "
                    f"copied, {merged.identical} already there")
         for line in merged.conflicts:
-            click.echo(f"paprof: warning: conflict: {safetext.shown(line)}", err=True)
+            echo(f"paprof: warning: conflict: {safetext.shown(line)}", err=True)
         data = manifests.load(manifests.path(runs_dir, name))
         failed_workers = [w for w in workers if w.returncode]
         counts = manifests.status_counts(data)
@@ -192,17 +199,17 @@ def _write_report(runs, out: Path, name: str | None, markdown=None, regime=None,
                                   noise_pct=NOISE_PCT if noise is None else noise, force=force)
     err = on_stdout(out, markdown, regime)  # stdout holds a report: the rest to stderr
     for warning in done.context.warnings:
-        click.echo(f"paprof: warning: {safetext.shown(warning)}", err=True)
+        echo(f"paprof: warning: {safetext.shown(warning)}", err=True)
     for text in (done.html_text, done.regime_text,
                  done.markdown_text if on_stdout(markdown) else None):
         if text is not None:
             click.echo(text, nl=False)
     for sentence in done.context.changes:
-        click.echo(f"crossover: {safetext.shown(sentence)}", err=err)
+        echo(f"crossover: {safetext.shown(sentence)}", err=err)
     for path in (done.html, done.markdown, done.regime):
         if path is not None:
             again = " (replaced the earlier paprof report there)" if path in done.overwrote else ""
-            click.echo(f"wrote {safetext.shown(path)}{again}", err=err)
+            echo(f"wrote {safetext.shown(path)}{again}", err=err)
     return done
 
 
@@ -262,13 +269,13 @@ def merge(stores, out):
     with progress.shown("merge"):
         res = merge_stores(list(stores), out)
     for line in res.kept_both:
-        click.echo(f"kept both: {safetext.shown(line)}")
+        echo(f"kept both: {safetext.shown(line)}")
     for line in res.conflicts:
-        click.echo(f"paprof: warning: conflict: {safetext.shown(line)}", err=True)
-    click.echo(f"merged {len(stores)} store(s) into {out}: {res.copied} results copied, "
-               f"{res.identical} already there, {len(res.kept_both)} kept twice, "
-               f"{len(res.conflicts)} conflicts; sweeps: "
-               f"{safetext.shown(', '.join(res.manifests) or 'none')}")
+        echo(f"paprof: warning: conflict: {safetext.shown(line)}", err=True)
+    echo(f"merged {len(stores)} store(s) into {out}: {res.copied} results copied, "
+         f"{res.identical} already there, {len(res.kept_both)} kept twice, "
+         f"{len(res.conflicts)} conflicts; sweeps: "
+         f"{safetext.shown(', '.join(res.manifests) or 'none')}")
 
 
 COMMANDS = [sweep, sweep_report, merge]

@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from paprof.commands import (force_option, json_option, on_stdout, one_on_stdout, output_file,
-                             step_range_option)
+                             step_range_option, terminal_width, wide_option)
 from paprof.errors import UsageError
 
 from paprof.analysis import export
@@ -31,10 +31,8 @@ from paprof import safetext
 @click.option("--per-variant", is_flag=True,
               help="One row per step: the kernel launches of one repetition summed "
               "(docs/explanations.md).")
-@click.option("--wide", is_flag=True,
-              help="Every key column and whole lines, whatever the terminal's width (on a "
-              "terminal the text table fits its width: kernel names shortened, the least "
-              "telling columns left out, the evidence wrapped).")
+@wide_option("the text table fits its width: kernel names shortened, the least telling "
+             "columns left out, the evidence wrapped")
 @step_range_option
 @json_option("Every scalar column (the same as --format json [--out FILE])")
 @force_option("an existing --out / --json FILE")
@@ -65,7 +63,7 @@ def table(reports, fmt, out, columns, traffic, per_variant, step_range, json_out
             df = variant_rows(df).drop(columns=["launch"])  # a row is a step of several launches
         chosen = export.parse_columns(columns, df)
         text = export.render(df, fmt, chosen, out, force, traffic=traffic,
-                             width=None if wide or out is not None else _terminal_width())
+                             width=None if wide or out is not None else terminal_width())
     for note in df.attrs.get("notes", ()):
         click.echo(f"paprof: note: {safetext.shown(note)}", err=True)
     if isinstance(text, bytes):  # parquet on stdout
@@ -82,18 +80,6 @@ def table(reports, fmt, out, columns, traffic, per_variant, step_range, json_out
         click.echo(note, err=True)
     if out is not None and not on_stdout(out):
         click.echo(f"wrote {len(df)} rows to {safetext.shown(out)}", err=True)
-
-
-def _terminal_width() -> int | None:
-    """The terminal's width when stdout is one (``COLUMNS`` first, as
-    ``shutil.get_terminal_size`` reads it), else None: a pipe, a file or a CI log gets
-    the whole table."""
-    import shutil
-    import sys
-
-    if not sys.stdout.isatty():
-        return None
-    return shutil.get_terminal_size().columns
 
 
 COMMANDS = [table]

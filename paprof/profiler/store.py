@@ -419,12 +419,8 @@ def locked(runs: Path | str) -> Iterator[None]:
     read-modify-write of shared files, so no writer's statuses are lost. Reentrant within
     a process. flock works between processes of one machine and, on Linux NFS clients
     (v4, or v3 with lockd), between machines; on a file system without locks it only
-    serialises the writers of one machine. Without ``fcntl`` (Windows): no lock."""
-    try:
-        import fcntl
-    except ImportError:  # pragma: no cover - Windows
-        yield
-        return
+    serialises the writers of one machine. Without ``fcntl`` (Windows): ``msvcrt``'s
+    lock on the file's first byte (``_acquire``), the same turns."""
     folder = Path(runs)
     key = str(folder.resolve())
     held = _HELD.get(key)
@@ -438,15 +434,49 @@ def locked(runs: Path | str) -> Iterator[None]:
     folder.mkdir(parents=True, exist_ok=True)
     handle = _lock_file(folder / LOCK_NAME)
     try:
-        fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
+        _acquire(handle)
         _HELD[key] = [handle, 1]
         try:
             yield
         finally:
             del _HELD[key]
-            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+            _release(handle)
     finally:
         handle.close()
+
+
+def _acquire(handle) -> None:
+    """Wait for the exclusive lock of the open lock file ``handle``: ``fcntl.flock``, or
+    where there is no ``fcntl`` (Windows) ``msvcrt.locking`` of its first byte, which
+    gives up after 10 tries a second apart: tried again while another writer holds it."""
+    try:
+        import fcntl
+    except ImportError:
+        import errno
+        import msvcrt
+
+        while True:
+            handle.seek(0)
+            try:
+                msvcrt.locking(handle.fileno(), msvcrt.LK_LOCK, 1)
+                return
+            except OSError as err:
+                if err.errno not in (errno.EDEADLK, errno.EACCES):  # held: wait on
+                    raise
+    fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
+
+
+def _release(handle) -> None:
+    """Give the lock of ``_acquire`` back."""
+    try:
+        import fcntl
+    except ImportError:
+        import msvcrt
+
+        handle.seek(0)
+        msvcrt.locking(handle.fileno(), msvcrt.LK_UNLCK, 1)
+        return
+    fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
 
 
 def _lock_file(path: Path):

@@ -117,6 +117,7 @@ def _log_axis(axis, lo: float, hi: float, steps=(1, 2, 5), formatter=None) -> No
     ticks = []
     for exp in range(_m.floor(_m.log10(lo)), _m.ceil(_m.log10(hi)) + 1):
         ticks += [m * 10.0 ** exp for m in steps if lo <= m * 10.0 ** exp <= hi]
+    ticks = sorted(set(ticks))  # steps (1, 10) give each power of ten twice
     if len(ticks) > 6:
         ticks = [t for t in ticks if abs(_m.log10(t) - round(_m.log10(t))) < 1e-9] or ticks
     axis.set_major_locator(FixedLocator(ticks))
@@ -448,14 +449,27 @@ def ledger(steps: list[tuple[str, float, float, list[tuple[str, str, float]]]]) 
                        "Time ledger per step: " + "; ".join(alts))
 
 
-VARIANT_COLOURS = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#882255",
-                   "#F0E442")
-"""Okabe-Ito with wine for its black (black marks the levels), one per variant of the
-roofline (then they repeat)."""
+VARIANT_COLOURS = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#D55E00", "#56B4E9", "#882255")
+"""One colour a variant, in variant order (the roofline, the sweep's lines): Okabe-Ito,
+safe for colour-blind readers, ordered so that neighbours differ in hue and lightness
+(dark blue, orange, green, pink, vermillion, sky blue; wine for its black, which marks the
+levels; its yellow left out: too faint on white). Then they repeat, the marker differing."""
+VARIANT_MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
+"""One marker a variant, beside its colour (7 colours and 8 markers: the first 56 variants
+each have a pair of their own)."""
+
+
+def variant_style(i: int) -> tuple[str, str]:
+    """The colour and marker of the ``i``-th variant of a chart."""
+    return VARIANT_COLOURS[i % len(VARIANT_COLOURS)], VARIANT_MARKERS[i % len(VARIANT_MARKERS)]
+
+
 ROOF_STYLES = {"dram": "-", "l2": "--", "l1": ":", "fp32": "-", "tensor": "-.", "fp64": "--"}
 """Line style per roof: the roofs are dark grey, so that colour always means a variant."""
 ROOF_COLOUR = "#444444"
-LEVEL_MARKERS = {"dram": "o", "l2": "s", "l1": "^", "work": "D"}
+LEVEL_FILLS = {"dram": "full", "l2": "left", "l1": "bottom", "work": "none"}
+"""How a roofline point shows its level (the marker is the variant's): filled (DRAM), the
+left half (L2), the bottom half (L1/shared), hollow (the work model)."""
 ROOFLINE_REACH = 100.0
 """The roofline's axis reaches this many times the highest ridge point; points beyond sit
 at its edge and the caption names them."""
@@ -517,7 +531,8 @@ def roofline(labels: list[str], roofs: list[tuple[str, str, str, float, str]],
                     linestyle=ROOF_STYLES.get(key, "-"))
             ax.text(x_hi / 1.1, rate * 1.08, f"{name} {fmt.flop_rate(rate / 1e12)} ({source})",
                     color=colour, fontsize=7, ha="right", va="bottom")
-        colours = {lab: VARIANT_COLOURS[i % len(VARIANT_COLOURS)] for i, lab in enumerate(labels)}
+        styles = {lab: variant_style(i) for i, lab in enumerate(labels)}
+        colours = {lab: style[0] for lab, style in styles.items()}
         for lab in labels:
             mine = [p for p in points if p[0] == lab and p[2] and p[3]]
             measured = sorted((p for p in mine if p[1] != "work"), key=lambda p: p[2])
@@ -525,19 +540,19 @@ def roofline(labels: list[str], roofs: list[tuple[str, str, str, float, str]],
                 ax.plot([p[2] for p in measured], [p[3] for p in measured], color=colours[lab],
                         linewidth=0.8, alpha=0.6)
             for _, level, x, y in mine:
-                hollow = level == "work"
                 clipped = any(o[0] == lab and o[1] == level for o in off)
-                ax.scatter([x], [y], s=30, marker=">" if clipped else LEVEL_MARKERS.get(level, "o"), zorder=3,
-                           facecolors="none" if hollow else colours[lab], edgecolors=colours[lab],
-                           linewidths=1.2)
+                ax.plot([x], [y], linestyle="", marker=">" if clipped else styles[lab][1],
+                        markersize=6.5, zorder=3, color=colours[lab], markeredgewidth=1.2,
+                        fillstyle=LEVEL_FILLS.get(level, "full"), markerfacecoloralt="white")
         ax.set_xlabel("arithmetic intensity, FLOP/byte (log scale)")
         ax.set_ylabel("achieved FLOP/s (log scale)")
         ax.set_title("Roofline: each variant at each memory level")
-        handles = [Line2D([], [], color=colours[lab], marker="o", linestyle="", label=lab) for lab in labels]
+        handles = [Line2D([], [], color=colours[lab], marker=styles[lab][1], linestyle="",
+                          label=lab) for lab in labels]
         used = [lv for lv in level_names if any(p[1] == lv for p in points)]
-        handles += [Line2D([], [], color="black", marker=LEVEL_MARKERS.get(lv, "o"), linestyle="",
-                           markerfacecolor="none" if lv == "work" else "black", label=level_names[lv])
-                    for lv in used]
+        handles += [Line2D([], [], color="black", marker="o", linestyle="", markersize=6.5,
+                           fillstyle=LEVEL_FILLS.get(lv, "full"), markerfacecoloralt="white",
+                           label=level_names[lv]) for lv in used]
         ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.13),
                   ncols=min(len(handles), 6), fontsize=8)
         real_x = {(o[0], o[1]): o[2] for o in off}
@@ -553,8 +568,9 @@ def roofline(labels: list[str], roofs: list[tuple[str, str, str, float, str]],
                               for _, name, kind, rate, source in roofs)
         return _finish(fig, "roofline", "Roofline",
                        "Each variant's executed FLOPs over the bytes each memory level moved "
-                       "(filled: DRAM, L2, L1/shared memory) and the work model's FLOPs over its "
-                       "bytes (hollow), at the FLOP rate achieved; the roofs are labelled measured, "
+                       "(a colour and a marker a variant; filled: DRAM, left half: L2, bottom "
+                       "half: L1/shared memory) and the work model's FLOPs over its bytes "
+                       "(hollow), at the FLOP rate achieved; the roofs are labelled measured, "
                        "datasheet or ncu peak (the report's peak at the kernel's clock)"
                        + off_text + ".",
                        f"Roofline. Roofs: {roofs_alt}. Points: {alt}")

@@ -8,12 +8,9 @@ from __future__ import annotations
 
 import math
 
-from paprof.reports.charts import (ACCENT, BAR, BAR_ALT, DPI, MUTED, UNIT_COLOURS, WIDTH_IN, _finish,
-                                   _ok, _style, label_text)
+from paprof.reports.charts import (DPI, MUTED, WIDTH_IN, _finish, _ok, _style, label_text,
+                                   variant_style)
 from paprof.reports.context import ChartView
-
-COLOURS = (BAR, ACCENT, UNIT_COLOURS["L1"], UNIT_COLOURS["L2"], BAR_ALT, "#E69F00", MUTED, "#000000")
-MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
 
 PANELS = (
     ("time_us", "time per step, us", True),
@@ -75,9 +72,9 @@ def scaling(chart_id: str, axis: str, xs: list, labels: list[str], series: dict[
                 pts = [(x, float(v)) for x, v in zip(positions, values.get(key, [])) if _ok(v)]
                 if not pts:
                     continue
-                ax.plot([p[0] for p in pts], [p[1] for p in pts], marker=MARKERS[i % len(MARKERS)],
-                        markersize=4, linewidth=1.4, color=COLOURS[i % len(COLOURS)],
-                        label=label_text(variant))
+                colour, marker = variant_style(i)
+                ax.plot([p[0] for p in pts], [p[1] for p in pts], marker=marker,
+                        markersize=4, linewidth=1.4, color=colour, label=label_text(variant))
                 drawn += [p[1] for p in pts]
             if log_x:
                 ax.set_xscale("log")

@@ -55,6 +55,7 @@ def test_the_timing_pass_collects_the_duration_alone_and_the_full_pass_the_chose
     full = ncu_argv(NcuSettings(ncu="ncu", kernel_names=("gemm<4>", "a.b")), program, None,
                     "f.ncu-rep", None)
     assert "--metrics" not in full and "--section" in full
+    assert full[full.index("--kernel-name-base") + 1] == "function"  # the name the reports give
     pattern = full[full.index("-k") + 1]
     assert pattern == r"regex:^(gemm<4>|a\.b)$"
     compiled = re.compile(pattern[len("regex:"):])
@@ -120,3 +121,20 @@ def test_run_cmd_times_first_then_profiles_the_top_kernels(paprof_cli, fake_bin,
 def test_top_kernel_options_are_refused_where_they_mean_nothing(paprof_cli, args, message):
     result = _run(paprof_cli, *args)
     assert result.exit_code == 2 and message in result.output and result.output.count("\n") == 1
+
+
+def test_the_gpt_block_program_says_so_without_a_gpu():
+    """examples/programs/gpt_block.py (the device script's program) parses its options and
+    ends with one line where there is no GPU (or no PyTorch)."""
+    import subprocess
+    import sys
+
+    program = Path(__file__).resolve().parents[1] / "examples" / "programs" / "gpt_block.py"
+    helped = subprocess.run([sys.executable, str(program), "--help"], capture_output=True, text=True)
+    assert helped.returncode == 0 and "{eager,compiled,both}" in helped.stdout
+    import importlib.util
+
+    if importlib.util.find_spec("torch") is None:  # else it would run on a GPU, if there is one
+        ran = subprocess.run([sys.executable, str(program), "eager", "--steps", "1"],
+                             capture_output=True, text=True)
+        assert ran.returncode == 2 and ran.stderr.strip() == "gpt_block.py: no CUDA GPU"

@@ -183,7 +183,7 @@ def ncu_argv(
         argv += ["--nvtx", "--nvtx-include", nvtx_include(variant.nvtx_range)]
     regex = variant.kernel_regex_for(params) if params is not None else variant.kernel_regex
     if settings.kernel_names is not None:  # chosen by the timing pass, within the regex
-        argv += ["-k", f"regex:{names_regex(settings.kernel_names)}"]
+        argv += ["--kernel-name-base", "function", "-k", f"regex:{names_regex(settings.kernel_names)}"]
     elif settings.kernel_filter and regex:
         argv += ["-k", f"regex:{regex}"]
     if settings.launch_count is not None:

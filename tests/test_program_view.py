@@ -101,3 +101,18 @@ def test_the_html_shows_it_and_a_comparison_of_kernels_has_none(shipped, tmp_pat
     assert html.index('id="program"') < html.index('id="verdict"')
     kernels = write_report(["v2", "v3"], runs=recorded("h200"), out=None, markdown="-")
     assert kernels.context.program is None and "Program view" not in kernels.markdown_text
+
+
+@pytest.mark.parametrize("selection", [
+    {"skipped": "all of them", "profiled": {}},
+    {"skipped": {"kernels": "many", "time_us": None, "launches": -1}, "profiled": {"time_us": "x"},
+     "kernels": [{"kernel": 5}, "no", {"kernel": "k", "launches": "1e99", "profiled": False}], "steps": "3"},
+])
+def test_a_damaged_selection_is_read_as_far_as_it_goes(tmp_path, selection):
+    runs = extract(MLP, tmp_path) / "runs"
+    sidecar = runs / "nvidia-h200" / "command" / "eager" / "command.json"
+    data = json.loads(sidecar.read_text())
+    data["selection"] = selection
+    sidecar.write_text(json.dumps(data))
+    eager = _report(runs).context.program.runs[0]
+    assert eager.kernels[0].kernel.startswith("nvjet")

@@ -6,8 +6,8 @@ step), their share of the step, their bottleneck label, what moved most between 
 programs, and what was not profiled. A program profiled by its top kernels
 (``paprof.profiler.top_kernels``) has a ``selection`` in its record: the kernels the
 timing pass saw and the full pass skipped, with their time. The step's time here is the
-profiled kernels' plus the skipped ones' (a step's share of them: the timing pass timed
-every step); the comparison's own numbers (the headline, the decomposition) cover the
+profiled kernels' plus the skipped ones' (in the ratio the timing pass measured between
+the two); the comparison's own numbers (the headline, the decomposition) cover the
 profiled kernels only, and the view says how much that leaves out.
 
 ``program_view(cmp)`` gives raw numbers as one dict (the ``program`` field of the
@@ -66,21 +66,26 @@ def _by_name(parts) -> list[dict]:
     return out
 
 
-def _skipped(chosen: Mapping | None) -> dict | None:
-    """The skipped kernels per step (the timing pass's totals over its steps)."""
+def _skipped(chosen: Mapping | None, profiled_us: float) -> dict | None:
+    """The skipped kernels a step. Their time is the profiled step's times the timing
+    pass's ratio of skipped to profiled time (which holds however many steps it saw);
+    their launches are its count over its steps."""
     if chosen is None:
         return None
     steps = max(1, int(_num(chosen.get("steps")) or 1))
-    skipped = chosen["skipped"]
+    skipped, profiled = chosen["skipped"], chosen["profiled"]
+    timed = _num(skipped.get("time_us")) or 0.0
+    timed_profiled = _num(profiled.get("time_us")) or 0.0
+    scale = profiled_us / timed_profiled if timed_profiled > 0 and profiled_us > 0 else 1 / steps
     kernels = [k for k in chosen.get("kernels") or () if isinstance(k, Mapping)
                and not k.get("profiled") and isinstance(k.get("kernel"), str)]
     return {
         "kernels": int(_num(skipped.get("kernels")) or 0),
         "launches": (_num(skipped.get("launches")) or 0.0) / steps,
-        "time_us": (_num(skipped.get("time_us")) or 0.0) / steps,
+        "time_us": timed * scale,
         "share_timed": _num(skipped.get("share")),
         "names": [{"kernel": k["kernel"], "launches": (_num(k.get("launches")) or 0.0) / steps,
-                   "time_us": (_num(k.get("time_us")) or 0.0) / steps}
+                   "time_us": (_num(k.get("time_us")) or 0.0) * scale}
                   for k in kernels[:TOP_SKIPPED]],
     }
 
@@ -89,7 +94,7 @@ def _run(v) -> dict:
     kernels = _by_name(v.kernels)
     profiled_us = sum(k["time_us"] for k in kernels)
     chosen = _selection(v)
-    skipped = _skipped(chosen)
+    skipped = _skipped(chosen, profiled_us)
     step_us = profiled_us + (skipped["time_us"] if skipped else 0.0)
     for k in kernels:
         k["share"] = k["time_us"] / step_us if step_us > 0 else None

@@ -29,10 +29,12 @@ import time
 from pathlib import Path
 from typing import Callable
 
+from paprof.analysis.metrics import BY_COLUMN
 from paprof.errors import UserError
 
-#: The one metric the timing pass collects.
-TIME_METRIC = "gpu__time_duration.sum"
+#: The one metric the timing pass collects (the catalogue's ``duration_us``: ncu's
+#: ``gpu__time_duration.sum``, in ns).
+TIME_METRIC = BY_COLUMN["duration_us"].ncu_name
 
 #: How the record says the launches were timed.
 TIMED_BY = f"ncu --metrics {TIME_METRIC} (no sections: one pass a launch)"

@@ -102,6 +102,9 @@ def test_run_cmd_times_first_then_profiles_the_top_kernels(paprof_cli, fake_bin,
         len(names) - 1]["share"]  # the fewest names: without the last one it would fall short
     assert chosen["skipped"]["kernels"] == len(chosen["kernels"]) - len(names) > 0
     assert "eager: profiled 3 of 6 kernels" in result.output and "skipped 3 kernels" in result.output
+    # the fake ncu prints one launch where the plan was 30: said, and kept in the record
+    assert chosen["launches_profiled"] == 1 and chosen["profiled"]["launches"] == 30
+    assert "Warning: ncu profiled 1 launches where the timing pass saw 30" in result.output
     assert not [p for p in runs.rglob("*") if "timing" in p.name]  # the timing report is scratch
 
     again = _run(paprof_cli, "--cmd", "python3 mlp.py eager", "--nvtx-range", "step", "--name",

@@ -98,6 +98,11 @@ def selection_lines(outcomes: list[Outcome]) -> list[str]:
         if skipped["kernels"]:
             line += (f"; skipped {skipped['kernels']} kernels, {skipped['launches']} launches, "
                      f"{100 * skipped['share']:.1f} % (--all profiles every kernel)")
+        seen = chosen.get("launches_profiled")
+        if isinstance(seen, int) and seen != done["launches"]:
+            line += (f". Warning: ncu profiled {seen} launches where the timing pass saw "
+                     f"{done['launches']} of these kernels: the program ran differently the "
+                     "second time")
         lines.append(line)
     return lines
 

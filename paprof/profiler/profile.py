@@ -299,8 +299,9 @@ def profile_variant(
                                     ncu.log.kernels, paths, source,
                                     getattr(family, "gate_metrics", ()),
                                     getattr(family, "notes", ()), noise)
-            if selection is not None:
-                sidecar = sidecar.with_values(selection=selection)
+            if selection is not None:  # what the full pass did profile, against the plan
+                sidecar = sidecar.with_values(selection={**selection,
+                                                         "launches_profiled": len(ncu.log.kernels)})
             store.write_sidecar(pending.sidecar, sidecar)
     sidecar = sidecar.with_values(**{REPORT_BYTES: paths.report.stat().st_size})  # as writing() stored it
     return store.Run(paths.report, sidecar)

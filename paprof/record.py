@@ -47,7 +47,7 @@ _NUMBER_KEYS = ("schema", "read_ceiling_tbs", "gemm_ceiling_tflops", "duration_u
                 "bandwidth_tbs", "tflops", "replay_passes", "launches", REPORT_BYTES, "median_us",
                 "tbs", "pct_of_ceiling", "rel_error", "rounds")
 _TABLE_KEYS = ("params", "work", "source", "verification", "launch_details", "launch_words", "code",
-               "environment")
+               "environment", "selection")
 _LIST_KEYS = ("sections", "gate_metrics", "command", "profiled_kernels")
 
 

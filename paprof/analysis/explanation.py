@@ -5,7 +5,8 @@ steps, bottleneck verdict and its evidence, the ceiling used and where it came f
 transition between two runs (speedup, the decomposition's terms with the counters behind
 them, the causes, the kernel view, the verdicts before and after) and the comparability
 checks (what differs in a cross comparison, the warnings), and the verdict table
-(every variant against the baseline, ties called). Built from the finished
+(every variant against the baseline, ties called), and where whole programs are compared
+the program view (``paprof.analysis.program``). Built from the finished
 ``Comparison``; the sentences are the report's own, and the reports' verdict table and
 step texts are rendered from this document (``paprof.reports.context``).
 
@@ -126,6 +127,7 @@ def _verdict(cmp) -> dict | None:
 def explanation(cmp) -> dict:
     """The comparison ``cmp`` as the ``paprof.explanation/1`` document."""
     from paprof import __version__
+    from paprof.analysis.program import program_view
 
     return _clean({
         "schema": SCHEMA,
@@ -137,4 +139,5 @@ def explanation(cmp) -> dict:
         "warnings": list(cmp.warnings),
         "notes": list(cmp.notes),
         "verdict": _verdict(cmp),
+        "program": program_view(cmp),
     })

@@ -15,6 +15,7 @@ from paprof.errors import UsageError, VerificationError
 from paprof.profiler.argv import CLOCK_CONTROLS, NcuSettings
 from paprof.profiler.presets import PRESETS
 from paprof.profiler.profile import Outcome, profile_variants
+from paprof.profiler.top_kernels import DEFAULT_COVER
 
 
 def _check_cell(outcome: Outcome) -> str:
@@ -70,6 +71,42 @@ def _command_variant(cmd, nvtx_range, name, kernel_regex):
         raise UsageError(f"--name {name!r}: {err}") from None
 
 
+def _top_kernels(cmd, cover, top, every_kernel) -> dict:
+    """``NcuSettings``' cover and top from --cover, --top and --all."""
+    if cmd is None:
+        if cover is not None or top is not None or every_kernel:
+            raise UsageError("--cover, --top and --all go with --cmd")
+        return {}
+    if every_kernel:
+        if cover is not None or top is not None:
+            raise UsageError("--all profiles every kernel: give neither --cover nor --top with it")
+        return {}
+    return {"cover": DEFAULT_COVER if cover is None else cover, "top": top}
+
+
+def selection_lines(outcomes: list[Outcome]) -> list[str]:
+    """For a command profiled by its top kernels: what was profiled and what skipped."""
+    lines = []
+    for o in outcomes:
+        chosen = o.run.sidecar.get("selection") if o.run else None
+        if not isinstance(chosen, dict):
+            continue
+        done, skipped = chosen["profiled"], chosen["skipped"]
+        line = (f"{o.variant.name}: profiled {done['kernels']} of {len(chosen['kernels'])} kernels, "
+                f"{done['launches']} launches, {100 * done['share']:.1f} % of the range's time "
+                f"(timed in {chosen.get('seconds', 0):.1f} s)")
+        if skipped["kernels"]:
+            line += (f"; skipped {skipped['kernels']} kernels, {skipped['launches']} launches, "
+                     f"{100 * skipped['share']:.1f} % (--all profiles every kernel)")
+        seen = chosen.get("launches_profiled")
+        if isinstance(seen, int) and seen != done["launches"]:
+            line += (f". Warning: ncu profiled {seen} launches where the timing pass saw "
+                     f"{done['launches']} of these kernels: the program ran differently the "
+                     "second time")
+        lines.append(line)
+    return lines
+
+
 def report_lines(outcomes: list[Outcome], width: int | None = None) -> list[str]:
     """``variant: path`` of each stored report, one line each, never wrapped: where that
     is wider than ``width`` (a terminal's), the path alone on the next line."""
@@ -99,6 +136,14 @@ def report_lines(outcomes: list[Outcome], width: int | None = None) -> list[str]
               help="With --cmd: the variant id it is stored under (family 'command').")
 @click.option("--kernel-regex", default=None, metavar="REGEX",
               help="With --cmd: profile only kernels whose names match.")
+@click.option("--cover", type=click.FloatRange(0, 1, min_open=True), default=None, metavar="FRACTION",
+              help="With --cmd: time every launch in the range first (ncu, duration only), then "
+                   "profile only the kernels that make up this fraction of its time "
+                   f"[default: {DEFAULT_COVER}].")
+@click.option("--top", type=click.IntRange(min=1), default=None, metavar="N",
+              help="With --cmd: profile at most N kernels (the longest first).")
+@click.option("--all", "every_kernel", is_flag=True,
+              help="With --cmd: profile every kernel in the range (no timing pass).")
 @click.option("--preset", type=click.Choice(list(PRESETS)), default="default", show_default=True,
               help="ncu sections: default (13 sections incl. traffic per memory level and "
                    "instruction counts; 35 replay passes a kernel on the H200), source (+ stall "
@@ -116,15 +161,18 @@ def report_lines(outcomes: list[Outcome], width: int | None = None) -> list[str]
 @renamed("--replace", "--force", "force", is_flag=True)
 @click.option("--seed", type=int, default=None, help="Seed for the random inputs.")
 @wide_option("the summary fits its width, a long report path alone on its line")
-def run(variants, family, shape, cmd, nvtx_range, name, kernel_regex, preset, runs_dir,
-        clock_control, launches, force, seed, wide):
+def run(variants, family, shape, cmd, nvtx_range, name, kernel_regex, cover, top, every_kernel,
+        preset, runs_dir, clock_control, launches, force, seed, wide):
     """Verify each variant against the float64 reference, then profile it under ncu.
 
     Each variant first runs without ncu (checked, then CUDA-event timed), then under
     ncu with the chosen sections. Runs are stored as
     RUNS/<gpu>/<family>/<variant>/<shape>.ncu-rep with a .json provenance sidecar.
     With --cmd, an external program is profiled inside its NVTX range instead (stored
-    under family 'command'; not verified). Needs an NVIDIA GPU and Nsight Compute (ncu
+    under family 'command'; not verified): every launch in the range is timed first
+    (ncu, duration only), then the kernels that make up 90 % of its time (--cover,
+    --top) are profiled with the preset's sections, and the run record says what was
+    skipped (--all: every kernel, no timing pass). Needs an NVIDIA GPU and Nsight Compute (ncu
     on PATH, or NCU=/path/to/ncu).
 
     \b
@@ -136,7 +184,8 @@ def run(variants, family, shape, cmd, nvtx_range, name, kernel_regex, preset, ru
 
     Exit codes: 0 ok, 1 a variant failed verification, 2 bad input or environment.
     """
-    settings = NcuSettings(preset=preset, clock_control=clock_control, launches=launches, seed=seed)
+    settings = NcuSettings(preset=preset, clock_control=clock_control, launches=launches, seed=seed,
+                           **_top_kernels(cmd, cover, top, every_kernel))
     if cmd is not None:
         if variants or shape:
             raise UsageError("--cmd profiles a program: give neither --variant nor --shape with it")
@@ -153,7 +202,12 @@ def run(variants, family, shape, cmd, nvtx_range, name, kernel_regex, preset, ru
     outcomes = profile_variants(chosen, params, settings, runs_dir, force, family=fam)
     width = None if wide else terminal_width()
     Console(width=10_000 if wide else width).print(summary_table(outcomes))
-    for line in report_lines(outcomes, width):
+    chosen_lines = selection_lines(outcomes)
+    if width:
+        from paprof.analysis.fmt import wrapped
+
+        chosen_lines = [part for line in chosen_lines for part in wrapped(line, width)]
+    for line in report_lines(outcomes, width) + chosen_lines:
         click.echo(line)
     failed = [o for o in outcomes if o.failed]
     if failed:

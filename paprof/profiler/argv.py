@@ -52,6 +52,18 @@ class NcuSettings:
     """Input seed passed to the launcher (``--seed``); None: the launcher's default."""
     python: str = sys.executable
     """The Python that runs the launcher."""
+    cover: float | None = None
+    """A command only: time every launch in its range first (``metrics`` alone, one
+    pass a launch), then profile only the kernels that make up this fraction of the
+    step's time (``paprof.profiler.top_kernels``). None: profile every kernel."""
+    top: int | None = None
+    """With ``cover``: profile at most this many kernels (by name)."""
+    metrics: tuple[str, ...] = ()
+    """Collect only these metrics (``--metrics``) instead of the preset's sections: the
+    timing pass."""
+    kernel_names: tuple[str, ...] | None = None
+    """Profile only the launches of these kernels (function names, matched whole by
+    ``-k regex:``) instead of the variant's ``kernel_regex``: the chosen top kernels."""
 
     @property
     def launch_count(self) -> int | None:
@@ -127,6 +139,16 @@ def nvtx_include(range_name: str) -> str:
     return range_name if range_name.endswith("/") else f"{range_name}/"
 
 
+_REGEX_SPECIAL = frozenset("\\^$.|?*+()[]{}")
+
+
+def names_regex(names) -> str:
+    """``-k regex:`` for exactly these kernel names: ``^(a|b)$``, each name escaped (ncu's
+    default ``--kernel-name-base function`` is the name its reports give)."""
+    escaped = ("".join("\\" + c if c in _REGEX_SPECIAL else c for c in name) for name in names)
+    return "^(" + "|".join(escaped) + ")$"
+
+
 def ncu_argv(
     settings: NcuSettings,
     variant: Variant,
@@ -153,11 +175,16 @@ def ncu_argv(
         "--clock-control", settings.clock_control,
         "--target-processes", "all",
     ]  # fmt: skip
-    argv += get_preset(settings.preset).ncu_args()
+    if settings.metrics:  # the timing pass: no section, one pass a launch
+        argv += ["--metrics", ",".join(settings.metrics)]
+    else:
+        argv += get_preset(settings.preset).ncu_args()
     if settings.nvtx_filter:
         argv += ["--nvtx", "--nvtx-include", nvtx_include(variant.nvtx_range)]
     regex = variant.kernel_regex_for(params) if params is not None else variant.kernel_regex
-    if settings.kernel_filter and regex:
+    if settings.kernel_names is not None:  # chosen by the timing pass, within the regex
+        argv += ["--kernel-name-base", "function", "-k", f"regex:{names_regex(settings.kernel_names)}"]
+    elif settings.kernel_filter and regex:
         argv += ["-k", f"regex:{regex}"]
     if settings.launch_count is not None:
         argv += ["--launch-count", str(settings.launch_count)]

@@ -28,7 +28,7 @@ from rich.progress import (
 from paprof.errors import ShapeError, UserError, VerificationError
 from paprof.family import CommandVariant, Variant, checked_work
 from paprof import sass_hash
-from paprof.profiler import environment, provenance, store
+from paprof.profiler import environment, provenance, store, top_kernels
 from paprof.profiler.argv import NcuSettings, ncu_argv, verify_argv
 from paprof.profiler.locate import find_ncu
 from paprof.profiler.ncu_log import ProfiledKernel
@@ -284,6 +284,10 @@ def profile_variant(
                                 _slug_of(params))
         with store.writing(paths, replace, replace_option) as pending:
             scratch_result = None if is_command else pending.scratch("result.json")
+            selection = None
+            if is_command and settings.cover is not None:  # time every launch, keep the top
+                settings, selection = top_kernels.time_and_choose(
+                    settings, variant, pending.scratch("timing.ncu-rep"), paths.log, env, say)
             argv = ncu_argv(settings, variant, params, pending.report, scratch_result)
             say("ncu: starting")
             ncu = run_ncu(argv, paths.log, pending.report, on_kernel=_kernel_status(say), env=env)
@@ -295,6 +299,9 @@ def profile_variant(
                                     ncu.log.kernels, paths, source,
                                     getattr(family, "gate_metrics", ()),
                                     getattr(family, "notes", ()), noise)
+            if selection is not None:  # what the full pass did profile, against the plan
+                sidecar = sidecar.with_values(selection={**selection,
+                                                         "launches_profiled": len(ncu.log.kernels)})
             store.write_sidecar(pending.sidecar, sidecar)
     sidecar = sidecar.with_values(**{REPORT_BYTES: paths.report.stat().st_size})  # as writing() stored it
     return store.Run(paths.report, sidecar)

@@ -21,6 +21,7 @@ from paprof.analysis.compare import Comparison
 from paprof.analysis.series import series as variant_series
 from paprof.reports.chart_views import StallView, build_charts, build_ledgers, build_stalls
 from paprof.reports.charts import ChartView
+from paprof.reports.program_view import program_view
 from paprof.reports.run_views import ProvenanceView, VariantView, provenance_view, variant_view
 from paprof.reports.step_views import StepView, step_views
 from paprof.reports.table_view import (
@@ -73,6 +74,9 @@ class ReportContext:
     verdict: object = None
     """The verdict table (``paprof.reports.verdict_view.VerdictView``): every variant
     against the baseline; None without variants."""
+    program: object = None
+    """The program view (``paprof.reports.program_view.ProgramView``): whole programs'
+    kernels by time, what moved, what was skipped; None unless programs are compared."""
     star: bool = False
     """Every step starts at the baseline (``compare --baseline``): deltas are against it,
     not against the variant to the left."""
@@ -156,6 +160,7 @@ def build_context(cmp: Comparison, charts: bool = True, generated: str | None = 
         subtitle=subtitle,
         summary=verdicts.summary if verdicts else "",
         verdict=verdicts,
+        program=program_view(explained.get("program")),
         star=star,
         generated=generated or datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         paprof_version=__version__,

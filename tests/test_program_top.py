@@ -1,0 +1,143 @@
+"""``paprof run --cmd`` by its top kernels: a timing pass (ncu, duration only), then the
+full pass on the kernels that make up ``--cover`` of the range's time, chosen by name; the
+run record says what was skipped. The two-pass flow runs against the fake ncu, with the
+shipped MLP program's eager report (examples/mlp: 3 steps of 14 launches) as what the
+timing pass "measured"."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from helpers import unpacked
+from paprof.family import CommandVariant
+from paprof.profiler.argv import NcuSettings, names_regex, ncu_argv
+from paprof.profiler.top_kernels import TIME_METRIC, choose, chosen_names, read_launches
+
+MLP = Path(__file__).resolve().parents[1] / "examples" / "mlp" / "runs.tar.xz"
+needs_mlp = pytest.mark.skipif(not MLP.is_file(), reason="examples/mlp/runs.tar.xz is not there")
+
+LAUNCHES = [("gemm", 500.0), ("gemm", 500.0), ("attn", 300.0), ("norm", 60.0), ("add", 30.0),
+            ("add", 30.0), ("copy", 5.0)]  # 1425 us in all
+
+
+def test_choose_takes_the_fewest_names_that_cover_the_fraction():
+    picked = choose(LAUNCHES, steps=1, cover=0.9)
+    assert chosen_names(picked) == ("gemm", "attn")  # 1300 of 1425 us = 91.2 %
+    assert picked["profiled"] == {"kernels": 2, "launches": 3, "time_us": 1300.0,
+                                  "share": pytest.approx(1300 / 1425)}
+    assert picked["skipped"]["kernels"] == 3 and picked["skipped"]["launches"] == 4
+    assert picked["skipped"]["time_us"] == pytest.approx(125.0)
+    assert [k["kernel"] for k in picked["kernels"]] == ["gemm", "attn", "add", "norm", "copy"]
+    assert sum(k["share"] for k in picked["kernels"]) == pytest.approx(1.0)
+    assert [k["profiled"] for k in picked["kernels"]] == [True, True, False, False, False]
+
+
+def test_top_caps_the_count_and_cover_one_takes_everything():
+    assert chosen_names(choose(LAUNCHES, cover=0.9, top=1)) == ("gemm",)
+    assert chosen_names(choose(LAUNCHES, cover=0.99)) == ("gemm", "attn", "add", "norm")
+    every = choose(LAUNCHES, cover=1.0)
+    assert every["skipped"]["kernels"] == 0 and chosen_names(every) is None  # no -k at all
+    with pytest.raises(ValueError):
+        choose(LAUNCHES, cover=0)
+
+
+def test_the_timing_pass_collects_the_duration_alone_and_the_full_pass_the_chosen_names():
+    program = CommandVariant(id="eager", idea="a program", command=("python3", "step.py"),
+                             range_name="step")
+    timing = ncu_argv(NcuSettings(ncu="ncu", metrics=(TIME_METRIC,)), program, None, "t.ncu-rep", None)
+    assert timing[timing.index("--metrics") + 1] == TIME_METRIC and "--section" not in timing
+    assert timing[timing.index("--nvtx-include") + 1] == "step/"
+    full = ncu_argv(NcuSettings(ncu="ncu", kernel_names=("gemm<4>", "a.b")), program, None,
+                    "f.ncu-rep", None)
+    assert "--metrics" not in full and "--section" in full
+    assert full[full.index("--kernel-name-base") + 1] == "function"  # the name the reports give
+    pattern = full[full.index("-k") + 1]
+    assert pattern == r"regex:^(gemm<4>|a\.b)$"
+    compiled = re.compile(pattern[len("regex:"):])
+    assert compiled.match("a.b") and not compiled.match("axb") and not compiled.match("gemm<4>x")
+    assert names_regex(["f(int)[2]"]) == r"^(f\(int\)\[2\])$"
+
+
+@needs_mlp
+def test_the_timing_report_is_read_by_kernel_and_step():
+    report = unpacked(MLP) / "runs" / "nvidia-h200" / "command" / "eager" / "command.ncu-rep"
+    launches, steps = read_launches(report, "step")
+    assert steps == 3 and len(launches) == 3 * 14
+    picked = choose(launches, steps)
+    names = chosen_names(picked)
+    assert names[0].startswith("nvjet") and picked["profiled"]["share"] >= 0.9
+    assert "reduce_kernel" in {k["kernel"] for k in picked["kernels"] if not k["profiled"]}
+
+
+def _run(paprof_cli, *args):
+    return CliRunner().invoke(paprof_cli, ["run", *args], catch_exceptions=False)
+
+
+@needs_mlp
+def test_run_cmd_times_first_then_profiles_the_top_kernels(paprof_cli, fake_bin, tmp_path, monkeypatch):
+    eager = unpacked(MLP) / "runs" / "nvidia-h200" / "command" / "eager" / "command.ncu-rep"
+    monkeypatch.setenv("FAKE_NCU_TIMING_REPORT", str(eager))
+    monkeypatch.setenv("FAKE_NCU_REPORT", str(eager))
+    monkeypatch.setenv("FAKE_NCU_ARGVS", str(tmp_path / "argvs.jsonl"))
+    monkeypatch.setenv("COLUMNS", "200")
+    monkeypatch.chdir(tmp_path)
+    runs = tmp_path / "runs"
+    result = _run(paprof_cli, "--cmd", "python3 mlp.py eager", "--nvtx-range", "step", "--name",
+                  "eager", "--runs", str(runs))
+    assert result.exit_code == 0, result.output
+    timing, full = [json.loads(line) for line in (tmp_path / "argvs.jsonl").read_text().splitlines()]
+    assert timing[timing.index("--metrics") + 1] == TIME_METRIC and "--section" not in timing
+    assert "-k" not in timing and full[-3:] == ["python3", "mlp.py", "eager"]
+    side = json.loads(next(runs.rglob("*.json")).read_text())
+    chosen = side["selection"]
+    names = [k["kernel"] for k in chosen["kernels"] if k["profiled"]]
+    assert full[full.index("-k") + 1] == "regex:" + names_regex(names)
+    assert chosen["steps"] == 3 and chosen["launches"] == 42 and chosen["cover"] == 0.9
+    assert chosen["profiled"]["share"] >= 0.9 > chosen["profiled"]["share"] - chosen["kernels"][
+        len(names) - 1]["share"]  # the fewest names: without the last one it would fall short
+    assert chosen["skipped"]["kernels"] == len(chosen["kernels"]) - len(names) > 0
+    assert "eager: profiled 3 of 6 kernels" in result.output and "skipped 3 kernels" in result.output
+    # the fake ncu prints one launch where the plan was 30: said, and kept in the record
+    assert chosen["launches_profiled"] == 1 and chosen["profiled"]["launches"] == 30
+    assert "Warning: ncu profiled 1 launches where the timing pass saw 30" in result.output
+    assert not [p for p in runs.rglob("*") if "timing" in p.name]  # the timing report is scratch
+
+    again = _run(paprof_cli, "--cmd", "python3 mlp.py eager", "--nvtx-range", "step", "--name",
+                 "eager", "--runs", str(runs), "--all", "--force")
+    assert again.exit_code == 0, again.output
+    last = json.loads((tmp_path / "argvs.jsonl").read_text().splitlines()[-1])
+    assert "--metrics" not in last and "-k" not in last and len(
+        (tmp_path / "argvs.jsonl").read_text().splitlines()) == 3  # --all: one pass, no timing
+    assert "selection" not in json.loads(next(runs.rglob("*.json")).read_text())
+
+
+@pytest.mark.parametrize("args, message", [
+    (("--variant", "v3", "--top", "3"), "--cover, --top and --all go with --cmd"),
+    (("--cmd", "python3 x.py", "--nvtx-range", "r", "--name", "a", "--all", "--top", "2"),
+     "--all profiles every kernel"),
+])
+def test_top_kernel_options_are_refused_where_they_mean_nothing(paprof_cli, args, message):
+    result = _run(paprof_cli, *args)
+    assert result.exit_code == 2 and message in result.output and result.output.count("\n") == 1
+
+
+def test_the_gpt_block_program_says_so_without_a_gpu():
+    """examples/programs/gpt_block.py (the device script's program) parses its options and
+    ends with one line where there is no GPU (or no PyTorch)."""
+    import subprocess
+    import sys
+
+    program = Path(__file__).resolve().parents[1] / "examples" / "programs" / "gpt_block.py"
+    helped = subprocess.run([sys.executable, str(program), "--help"], capture_output=True, text=True)
+    assert helped.returncode == 0 and "{eager,compiled,both}" in helped.stdout
+    import importlib.util
+
+    if importlib.util.find_spec("torch") is None:  # else it would run on a GPU, if there is one
+        ran = subprocess.run([sys.executable, str(program), "eager", "--steps", "1"],
+                             capture_output=True, text=True)
+        assert ran.returncode == 2 and ran.stderr.strip() == "gpt_block.py: no CUDA GPU"

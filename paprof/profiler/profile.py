@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import signal
 import subprocess
 import tempfile
 from dataclasses import dataclass
@@ -48,9 +49,13 @@ class LauncherOutcome:
 
 
 def run_launcher(argv: Sequence[str], env: dict) -> LauncherOutcome:
-    """Run the launcher without ncu (the GPU step that tests replace)."""
+    """Run the launcher without ncu (the GPU step that tests replace). It dies with this
+    process, even killed with SIGKILL (Linux), rather than run on under pid 1."""
+    from paprof.parallel import death_signal
+
     done = subprocess.run(
-        list(argv), env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True, check=False
+        list(argv), env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True, check=False,
+        preexec_fn=death_signal(signal.SIGKILL),
     )
     return LauncherOutcome(done.returncode, (done.stdout or "") + (done.stderr or ""))
 

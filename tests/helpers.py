@@ -580,3 +580,19 @@ def lab_params():
 def lab_shape(text: str | None = None):
     """``paged_decode``'s parameters parsed from ``text`` (its defaults for None)."""
     return lab_params().parse(text)
+
+
+def gone(pid: int) -> bool:
+    """Whether the process ``pid`` has ended: absent, or a zombie (killed, not yet reaped
+    by the process it was handed to)."""
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] in ("Z", "X")
+    except FileNotFoundError:
+        return True
+    except OSError:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True
+        return False

@@ -29,7 +29,7 @@ from paprof.sweep import manifest as M
 from paprof.sweep import results
 from paprof.sweep.merge import merge_stores
 
-from helpers import recorded, shipped
+from helpers import gone as _gone, recorded, shipped
 
 REPO = Path(__file__).resolve().parents[1]
 SECRET = "PAPROF_TEST_SECRET=hunter2"
@@ -317,20 +317,6 @@ with pool as results:  # with pdeathsig one worker is busy, one waits; else both
         pass
     time.sleep(600)
 '''
-
-
-def _gone(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as fh:
-            return fh.read().rsplit(")", 1)[1].split()[0] in ("Z", "X")
-    except FileNotFoundError:
-        return True
-    except OSError:
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return True
-        return False
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")

@@ -18,7 +18,7 @@ from paprof.profiler.locate import find_ncu
 from paprof.profiler.ncu_log import NcuLog, parse_profiling
 from paprof.profiler.runner import run_ncu
 
-from helpers import lab_shape
+from helpers import gone as _ended, lab_shape
 
 
 
@@ -131,15 +131,6 @@ from paprof.profiler.runner import run_ncu
 argv, log, report = json.loads(sys.argv[1])
 run_ncu(argv, Path(log), Path(report))
 """
-
-
-def _ended(pid: int) -> bool:
-    """Whether ``pid`` is gone or a zombie (killed, not yet reaped by its new parent)."""
-    try:
-        with open(f"/proc/{pid}/stat") as fh:
-            return fh.read().rsplit(")", 1)[1].split()[0] in ("Z", "X")
-    except FileNotFoundError:
-        return True
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")

@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from paprof import registry
 from paprof.commands import force_option, renamed
@@ -15,18 +16,20 @@ from paprof.errors import UsageError, VerificationError
 from paprof.profiler.argv import CLOCK_CONTROLS, NcuSettings
 from paprof.profiler.presets import PRESETS
 from paprof.profiler.profile import Outcome, profile_variants
+from paprof.safetext import shown
 
 
-def _check_cell(outcome: Outcome) -> str:
+def _check_cell(outcome: Outcome) -> Text:
+    """The check's cell: plain text (a family's messages are never read as markup)."""
     if outcome.skipped:
-        return f"skipped: {outcome.skipped}"
+        return Text(f"skipped: {shown(outcome.skipped)}")
     if outcome.failed:
-        return f"[red]FAILED[/red]: {outcome.failed}"
+        return Text.assemble(("FAILED", "red"), f": {shown(outcome.failed)}")
     if not outcome.variant.verified:
-        return "not verified (a command)"
+        return Text("not verified (a command)")
     check = outcome.run.sidecar.get("verification") or {}
     rel = check.get("rel_error")
-    return f"ok ({rel:.1e})" if isinstance(rel, (int, float)) else "ok"
+    return Text(f"ok ({rel:.1e})" if isinstance(rel, (int, float)) else "ok")
 
 
 def _number(value, fmt: str) -> str:
@@ -45,7 +48,7 @@ def summary_table(outcomes: list[Outcome]) -> Table:
     for o in outcomes:
         side = o.run.sidecar if o.run else {}
         table.add_row(
-            o.variant.name,
+            Text(shown(o.variant.name)),
             _check_cell(o),
             _number(side.get("duration_us_event"), ".1f"),
             _number(side.get("bandwidth_tbs"), ".2f"),
@@ -72,7 +75,7 @@ def _command_variant(cmd, nvtx_range, name, kernel_regex):
 
 def report_lines(outcomes: list[Outcome]) -> list[str]:
     """``variant: path`` of each stored report, one line each, never wrapped."""
-    return [f"{o.variant.name}: {o.run.report}" for o in outcomes if o.run]
+    return [f"{shown(o.variant.name)}: {shown(o.run.report)}" for o in outcomes if o.run]
 
 
 @click.command("run")

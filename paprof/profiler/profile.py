@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -32,6 +33,7 @@ from paprof import sass_hash
 from paprof.profiler import environment, provenance, store
 from paprof.profiler.argv import NcuSettings, ncu_argv, verify_argv
 from paprof.profiler.locate import find_ncu
+from paprof.safetext import shown
 from paprof.profiler.ncu_log import ProfiledKernel
 from paprof.profiler.presets import get_preset
 from paprof.profiler.runner import run_ncu
@@ -349,10 +351,10 @@ def profile_variants(
     with Progress(*columns, console=console, transient=True, disable=not live) as bar:
         task = bar.add_task("", total=len(variants), variant="")
         for variant in variants:
-            bar.update(task, variant=variant.name, description="")
+            bar.update(task, variant=escape(shown(variant.name)), description="")
 
-            def say(text: str) -> None:
-                bar.update(task, description=text)
+            def say(text: str) -> None:  # kernel names and messages: never markup, no escapes
+                bar.update(task, description=escape(shown(text)))
 
             outcome = Outcome(variant)
             try:

@@ -194,6 +194,56 @@ def test_a_linked_store_folder_receives_no_merged_record_nor_manifest(tmp_path, 
     assert _every_file(elsewhere) == []
 
 
+def _swapped_once_checked(monkeypatch, folder: Path, elsewhere: Path) -> None:
+    """The attacker's move, at the worst moment: just after paprof checked (or opened) the
+    store folder ``folder``, it is moved aside and a link to ``elsewhere`` put in its place."""
+    from paprof import store_files
+
+    def swap():
+        if folder.is_dir() and not folder.is_symlink():
+            folder.rename(folder.with_name(folder.name + ".moved"))
+            folder.symlink_to(elsewhere)
+
+    for name in ("folder", "open_folder"):
+        real = getattr(store_files, name, None)
+        if real is None:
+            continue
+
+        def checked(root, target, real=real):
+            got = real(root, target)
+            if Path(target) == folder:
+                swap()
+            return got
+
+        monkeypatch.setattr(store_files, name, checked)
+
+
+@posix
+@pytest.mark.parametrize("writer", ["merge", "bench record", "manifest"])
+def test_a_store_folder_swapped_for_a_link_after_its_check_receives_nothing(tmp_path, monkeypatch, writer):
+    """Issue 38's check-then-use window: the folders are opened without following a link
+    and used by descriptor, so the link put there after the check leads nowhere."""
+    src, out, elsewhere = tmp_path / "src", tmp_path / "out", tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    if writer == "merge":  # one bench record: one file to copy
+        from types import SimpleNamespace
+
+        from helpers import record, write_record
+
+        params = SimpleNamespace(batch=1, context=16, spec=lambda: "batch=1", slug=lambda: "b1",
+                                 to_dict=lambda: {"batch": 1})
+        copied = write_record(src, record("fam", "v1", params, 10.0, gpu="g"))
+        _swapped_once_checked(monkeypatch, out / copied.parent.relative_to(src), elsewhere)
+        merge_stores([src], out)
+    elif writer == "bench record":
+        _swapped_once_checked(monkeypatch, out / "g" / "fam" / "v1", elsewhere)
+        store.write_json_atomic(out / "g" / "fam" / "v1" / "s.bench.json", {"a": 1}, root=out)
+    else:
+        _swapped_once_checked(monkeypatch, out / M.FOLDER, elsewhere)
+        M.save(out, {"name": "n", "kind": M.KIND})
+    assert _every_file(elsewhere) == []
+
+
 @posix
 def test_a_log_planted_as_a_link_is_not_written_through(tmp_path):
     from paprof.profiler import runner

@@ -201,3 +201,15 @@ def test_run_progress_shows_kernel_names_escaped(tmp_path, monkeypatch):
     text = buf.getvalue()
     assert "\\x1b]8;;http" in text and MARKUP in text
     assert "\x07" not in text and "\x1b]8;;http" not in text and "\u202e" not in text
+
+
+def test_an_error_of_the_library_api_quotes_hostile_names_escaped(hostile_store):
+    """paprof.compare in a notebook or a Python shell: the UserError's text (a traceback
+    shows it raw) names the store's variants escaped."""
+    import paprof
+    from paprof.errors import UserError
+
+    with pytest.raises(UserError) as err:
+        paprof.compare("v9", "v1", runs=hostile_store)
+    assert "v1\\x1b[31mred" in str(err.value)
+    _clean(str(err.value))

@@ -559,3 +559,32 @@ def test_sigterm_during_a_sweep_is_one_line_143_and_keeps_the_manifest(paprof_cl
     lines = [l for l in result.stderr.strip().splitlines() if not l.startswith("[")]
     assert len(lines) == 1 and lines[0].startswith("paprof: terminated (stopped at batch 2"), lines
     assert M.status_counts(M.find(runs))["done"] == 1
+
+
+@pytest.mark.parametrize("command", ["check --json", "check --junit", "table --out", "table --json",
+                                     "calibrate --out"])
+def test_an_output_inside_the_store_s_folders_is_refused(tmp_path, paprof_cli, command):
+    """Like compare, sweep-report and baseline: check's, table's and calibrate's outputs
+    never land in the store's folders (a file in ``sweeps/`` made every later sweep-report
+    and merge of the store fail; one in a run's folder is read back as a record)."""
+    store_dir = tmp_path / "runs"
+    for variant in ("v2", "v3"):
+        report = shipped(variant)
+        folder = store_dir / "nvidia-h200" / "paged_decode" / variant
+        folder.mkdir(parents=True)
+        for path in (report, report.with_suffix(".json")):
+            shutil.copy(path, folder / path.name)
+    (store_dir / M.FOLDER).mkdir()
+    inside = store_dir / M.FOLDER / "out.json"
+    name, option = command.split()
+    args = {"check": ["check", "--baseline", str(tmp_path / "b.json"), "--runs", str(store_dir)],
+            "table": ["table", str(store_dir)],
+            "calibrate": ["calibrate", "--runs", str(store_dir), "--runs", str(store_dir)]}[name]
+    if name == "check":
+        made = CliRunner().invoke(paprof_cli, ["baseline", "update", "--runs", str(store_dir),
+                                               "--out", str(tmp_path / "b.json")])
+        assert made.exit_code == 0, made.output
+    result = CliRunner().invoke(paprof_cli, [*args, option, str(inside)])
+    assert result.exit_code == 2, result.output
+    assert "inside the run store" in result.stderr and len(result.stderr.strip().splitlines()) == 1
+    assert not inside.exists()

@@ -6,9 +6,17 @@ variant that computes the wrong answer). Anything else is a bug and keeps its tr
 
 
 class PaprofError(Exception):
-    """Base of the user-facing errors; ``exit_code`` is what the CLI exits with."""
+    """Base of the user-facing errors; ``exit_code`` is what the CLI exits with. Its text
+    is safe to show wherever it is shown (a notebook's traceback, a terminal, a log): the
+    names it quotes come from stores others wrote, so control characters and bidi
+    overrides are written as escapes (``paprof.safetext``)."""
 
     exit_code = 2
+
+    def __str__(self) -> str:
+        from paprof.safetext import shown
+
+        return shown(super().__str__(), limit=None, newlines=True)
 
 
 class UserError(PaprofError):

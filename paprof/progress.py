@@ -19,6 +19,8 @@ import time
 from contextlib import contextmanager
 from typing import Iterator
 
+from paprof.safetext import shown as safe
+
 DELAY = 2.0
 """Seconds a command runs before its progress is shown."""
 
@@ -45,7 +47,7 @@ def bar(label: str, console, live: bool | None = None, since: float | None = Non
     live = console.is_terminal if live is None else live
     columns = (TextColumn(f"[bold]{label}"), BarColumn(bar_width=20), MofNCompleteColumn(),
                Elapsed(), TextColumn("ETA"), TimeRemainingColumn(),
-               TextColumn("{task.description}"))
+               TextColumn("{task.description}", markup=False))  # names from a store: not markup
     return Progress(*columns, console=console, transient=True, disable=not live)
 
 
@@ -69,10 +71,10 @@ class _Shown:
                 return
             self.progress = bar(self.name, self.console, live=True, since=self.start,
                                 clock=self.clock)
-            self.task = self.progress.add_task(what, total=total, completed=done)
+            self.task = self.progress.add_task(safe(what), total=total, completed=done)
             self.progress.start()
         elif what != self.what:  # a new phase: its own count and estimate
-            self.progress.reset(self.task, total=total, completed=done, description=what)
+            self.progress.reset(self.task, total=total, completed=done, description=safe(what))
         else:
             self.progress.update(self.task, total=total, completed=done)
         self.what = what

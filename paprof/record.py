@@ -46,6 +46,14 @@ _TEXT_KEYS = ("family", "variant", "kind", "kernel_regex", "shape", "shape_slug"
 _NUMBER_KEYS = ("schema", "read_ceiling_tbs", "gemm_ceiling_tflops", "duration_us_event",
                 "bandwidth_tbs", "tflops", "replay_passes", "launches", REPORT_BYTES, "median_us",
                 "tbs", "pct_of_ceiling", "rel_error", "rounds")
+_TIME_KEYS = ("duration_us_event", "median_us")
+_NONNEGATIVE_KEYS = ("read_ceiling_tbs", "gemm_ceiling_tflops", "bandwidth_tbs", "tflops",
+                     "replay_passes", "launches", REPORT_BYTES, "tbs", "pct_of_ceiling",
+                     "rel_error", "rounds")
+SHORTEST_US = 1e-3
+"""The shortest time a record may hold, in microseconds (1 ns: no launch is shorter). A
+time of 0, below 0 or of 1e-300 us is a damaged record: it would win every comparison
+by a ratio of 300 digits, or drop its point from a sweep's map in silence."""
 _TABLE_KEYS = ("params", "work", "source", "verification", "launch_details", "launch_words", "code",
                "environment", "selection")
 _LIST_KEYS = ("sections", "gate_metrics", "command", "profiled_kernels")
@@ -74,6 +82,12 @@ def check(data: Mapping, path) -> Mapping:
         if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))
                                   or not math.isfinite(value) or abs(value) > LARGEST):
             raise bad(key, f"a finite number (at most {LARGEST:g})")
+    for key in _TIME_KEYS:
+        if data.get(key) is not None and data[key] < SHORTEST_US:
+            raise bad(key, f"a time of at least {SHORTEST_US:g} us")
+    for key in _NONNEGATIVE_KEYS:
+        if data.get(key) is not None and data[key] < 0:
+            raise bad(key, "a number of 0 or more")
     for key in _TABLE_KEYS:
         if data.get(key) is not None and not isinstance(data[key], dict):
             raise bad(key, "a table")

@@ -137,15 +137,17 @@ def _importable(name: str) -> bool:
 def _import_path(folder: Path, tops: set[str]) -> list[Path]:
     """What Python may import the modules ``tops`` (and what they import beside them)
     from in ``folder``: the folder, its module files, its ``__pycache__`` and all in it,
-    and every folder and module file of the packages ``tops`` found there (links
-    followed, as Python does, each folder once)."""
+    and every folder and module file of each package found there: ``tops`` and any other
+    folder named like a module (a family's ``import helpers`` imports ``helpers/``, with
+    or without an ``__init__.py``), links followed, as Python does, each folder once."""
     items = [folder]
     try:
         entries = sorted(folder.iterdir())
     except OSError:
         return items
     for entry in entries:
-        if entry.name == "__pycache__" or entry.name in tops:
+        if (entry.name == "__pycache__" or entry.name in tops
+                or (entry.name.isidentifier() and os.path.isdir(entry))):
             items.extend(_tree(entry))
         elif _importable(entry.name):
             items.append(entry)

@@ -10,12 +10,16 @@ named it), nothing below it.
   (``warn``, once per path). ``read`` and ``open_read`` open with ``O_NOFOLLOW`` and
   take only regular files (a FIFO cannot block them); ``regular`` says whether a path is
   a regular file that is no link.
-- Writers: ``folder`` makes the folders a record goes into, each a real folder of the
-  store (a link is refused, one line naming it); ``temp`` makes a temporary file with
-  ``mkstemp`` beside its target (``O_CREAT | O_EXCL | O_NOFOLLOW``, a random name), so a
-  link planted at a predictable name is never followed; ``remove_temps`` removes a
-  writer's temporary files whatever moment it was stopped at; ``open_write`` opens a
-  file of the store for writing without following or truncating what was planted there.
+- Writers: ``open_folder`` makes the folders a record goes into and opens the last,
+  each a real folder of the store, opened inside the one before with ``O_NOFOLLOW |
+  O_DIRECTORY`` (a link is refused, one line naming it), so that the check and the use
+  are one: the writer then works in that descriptor (``dir_fd``), and a folder swapped
+  for a link after it was checked is never written through; ``folder`` only checks.
+  ``temp_at`` makes a temporary file in such a folder (``O_CREAT | O_EXCL |
+  O_NOFOLLOW``, a random name), so a link planted at a predictable name is never
+  followed; ``remove_temps_at`` removes a writer's temporary files whatever moment it
+  was stopped at; ``open_write`` opens a file of the store for writing without
+  following or truncating what was planted there.
 - ``copy`` copies a regular file holes and all (``SEEK_DATA``/``SEEK_HOLE``, and a block
   of zeros is never written): a sparse report stays sparse.
 """
@@ -26,7 +30,6 @@ import errno
 import os
 import stat
 import sys
-import tempfile
 from pathlib import Path
 
 from paprof.errors import UserError
@@ -140,43 +143,95 @@ def read(path) -> bytes | None:
         return fh.read()
 
 
-def folder(root, target) -> Path:
-    """Make ``target`` (``root`` or a folder below it) and each folder between, and check
-    that each below ``root`` is a real folder: a link or a file there is a one-line
-    ``UserError`` naming it (records are never written through a link out of the store)."""
+_DIR = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0)
+
+
+def open_folder(root, target) -> int:
+    """A file descriptor of the folder ``target`` (``root`` or a folder below it), made
+    where missing, reached from ``root`` one folder at a time, each opened with
+    ``O_NOFOLLOW | O_DIRECTORY`` inside the one before: the check that no folder below
+    ``root`` is a link and the use are one, so a folder swapped for a link after it was
+    checked is never written through (``root`` itself may be a link: the user named it).
+    A link or a file on the way is a one-line ``UserError`` naming it."""
     root, target = Path(root), Path(target)
     try:
         root.mkdir(parents=True, exist_ok=True)
-        here = root
+        fd = os.open(root, _DIR)
+    except OSError as err:
+        raise UserError(f"cannot write {target}: {err.strerror or err}") from None
+    here = root
+    try:
         for part in target.relative_to(root).parts:
             here = here / part
             try:
-                os.mkdir(here)
+                os.mkdir(part, dir_fd=fd)
             except FileExistsError:
                 pass
-            st = os.lstat(here)
-            if stat.S_ISLNK(st.st_mode):
-                raise UserError(f"{here} is a symbolic link: paprof writes only into the run "
-                                f"store's own folders, never through a link (remove it)")
-            if not stat.S_ISDIR(st.st_mode):
-                raise UserError(f"cannot write into {here}: it is not a folder")
+            try:
+                inner = os.open(part, _DIR | NOFOLLOW, dir_fd=fd)
+            except OSError as err:
+                if err.errno in (errno.ELOOP, errno.EMLINK) or _is_link_at(part, fd):
+                    raise UserError(f"{here} is a symbolic link: paprof writes only into the run "
+                                    f"store's own folders, never through a link (remove it)") from None
+                if err.errno == errno.ENOTDIR:
+                    raise UserError(f"cannot write into {here}: it is not a folder") from None
+                raise
+            os.close(fd)
+            fd = inner
     except OSError as err:
+        os.close(fd)
         raise UserError(f"cannot write {target}: {err.strerror or err}") from None
-    return target
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
 
 
-def temp(where: Path, name: str, token: str) -> tuple[int, Path]:
-    """A new temporary file in the folder ``where`` for the file ``name``: hidden, marked
-    with ``TEMP_MARK`` and the writer's ``token`` (``remove_temps``), the rest of its name
-    random; created with O_CREAT | O_EXCL | O_NOFOLLOW, mode 0666 less the umask."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{name}{TEMP_MARK}{token}.", dir=where)
+def _is_link_at(name: str, dir_fd: int) -> bool:
     try:
-        mask = os.umask(0o022)
-        os.umask(mask)
-        os.fchmod(fd, 0o666 & ~mask)
+        return stat.S_ISLNK(os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_mode)
     except OSError:
-        pass
-    return fd, Path(tmp)
+        return False
+
+
+def folder(root, target) -> Path:
+    """Make ``target`` (``root`` or a folder below it) and each folder between, and check
+    that each below ``root`` is a real folder: a link or a file there is a one-line
+    ``UserError`` naming it (records are never written through a link out of the store).
+    Writers that go on to use the folder take ``open_folder``'s descriptor instead."""
+    os.close(open_folder(root, target))
+    return Path(target)
+
+
+def temp_at(dir_fd: int, name: str, token: str) -> tuple[int, str]:
+    """A new temporary file for the file ``name`` in the folder open as ``dir_fd`` (see
+    ``temp``): its descriptor and its name in that folder; created with
+    ``O_CREAT | O_EXCL | O_NOFOLLOW`` there, never through a path."""
+    import secrets
+
+    flags = os.O_RDWR | os.O_CREAT | os.O_EXCL | NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+    while True:
+        tmp = f".{name}{TEMP_MARK}{token}.{secrets.token_hex(4)}"
+        try:
+            return os.open(tmp, flags, 0o666, dir_fd=dir_fd), tmp
+        except FileExistsError:
+            continue
+
+
+def remove_temps_at(dir_fds, token: str) -> None:
+    """Remove the temporary files ``token``'s writer made in the folders open as
+    ``dir_fds`` (never raises)."""
+    for fd in set(dir_fds):
+        try:
+            names = os.listdir(fd)
+        except OSError:
+            continue
+        for name in names:
+            if name.startswith(".") and f"{TEMP_MARK}{token}" in name:
+                try:
+                    os.unlink(name, dir_fd=fd)
+                except OSError:
+                    pass
 
 
 def token() -> str:
@@ -184,20 +239,6 @@ def token() -> str:
     import secrets
 
     return f"{os.getpid()}-{secrets.token_hex(8)}"
-
-
-def remove_temps(folders, token: str) -> None:
-    """Remove the temporary files ``token``'s writer made in ``folders`` (never raises)."""
-    for where in set(map(Path, folders)):
-        try:
-            leftovers = list(where.glob(f".*{TEMP_MARK}{token}*"))
-        except OSError:
-            continue
-        for leftover in leftovers:
-            try:
-                leftover.unlink()
-            except OSError:
-                pass
 
 
 def open_write(path) -> int:

@@ -402,7 +402,7 @@ FAKE_DIR = Path(__file__).resolve().parent / "fake_ncu"
 REPORT_ENV = "PAPROF_TEST_NCU_REP"
 """A real .ncu-rep for the end-to-end test; default: the first of the recorded H200 runs."""
 FAKE_VARS = ("FAKE_NCU_MODE", "FAKE_NCU_REPORT", "FAKE_NCU_ARGV", "FAKE_NCU_PASSES", "FAKE_NCU_PID",
-             "FAKE_NVIDIA_SMI", "FAKE_NCU_ARGVS", "FAKE_NCU_TIMING_REPORT")
+             "FAKE_NCU_APP_PID", "FAKE_NVIDIA_SMI", "FAKE_NCU_ARGVS", "FAKE_NCU_TIMING_REPORT")
 
 
 def real_report() -> Path:
@@ -580,3 +580,19 @@ def lab_params():
 def lab_shape(text: str | None = None):
     """``paged_decode``'s parameters parsed from ``text`` (its defaults for None)."""
     return lab_params().parse(text)
+
+
+def gone(pid: int) -> bool:
+    """Whether the process ``pid`` has ended: absent, or a zombie (killed, not yet reaped
+    by the process it was handed to)."""
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] in ("Z", "X")
+    except FileNotFoundError:
+        return True
+    except OSError:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True
+        return False

@@ -182,3 +182,23 @@ def test_no_command_writes_inside_a_store_s_folders(tmp_path, invoke):
                      "inside the run store")
     assert sorted(p.name for p in (root / "sweeps").iterdir()) == before
     assert not (runs / "sweeps").exists() and not (run_folder / "r.html").exists()
+
+
+@pytest.mark.parametrize("value", [0, -5, 1e-300])
+def test_a_time_of_zero_or_less_or_absurdly_short_is_one_line(tmp_path, invoke, value):
+    """A measured time of 0, -5 or 1e-300 us: the comparison said 'faster by' a number of
+    300 digits, and a sweep's map dropped the point in silence."""
+    root = _store(tmp_path, ("v1", "v2"))
+    side = _sidecar(root)
+    data = json.loads(side.read_text())
+    data["duration_us_event"] = value
+    side.write_text(json.dumps(data))
+    _one_line_exit_2(invoke("compare", "v1", "v2", "--runs", root, "--out", tmp_path / "r.html"),
+                     str(side), "'duration_us_event'")
+    root, _file = _sweep(tmp_path / "sweep")
+    record = sorted(root.rglob("*.bench.json"))[0]
+    data = json.loads(record.read_text())
+    data["median_us"] = value
+    record.write_text(json.dumps(data))
+    _one_line_exit_2(invoke("sweep-report", "--runs", root, "--out", tmp_path / "s.html"),
+                     str(record), "'median_us'")

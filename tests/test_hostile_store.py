@@ -29,7 +29,7 @@ from paprof.sweep import manifest as M
 from paprof.sweep import results
 from paprof.sweep.merge import merge_stores
 
-from helpers import recorded, shipped
+from helpers import gone as _gone, recorded, shipped
 
 REPO = Path(__file__).resolve().parents[1]
 SECRET = "PAPROF_TEST_SECRET=hunter2"
@@ -194,6 +194,56 @@ def test_a_linked_store_folder_receives_no_merged_record_nor_manifest(tmp_path, 
     assert _every_file(elsewhere) == []
 
 
+def _swapped_once_checked(monkeypatch, folder: Path, elsewhere: Path) -> None:
+    """The attacker's move, at the worst moment: just after paprof checked (or opened) the
+    store folder ``folder``, it is moved aside and a link to ``elsewhere`` put in its place."""
+    from paprof import store_files
+
+    def swap():
+        if folder.is_dir() and not folder.is_symlink():
+            folder.rename(folder.with_name(folder.name + ".moved"))
+            folder.symlink_to(elsewhere)
+
+    for name in ("folder", "open_folder"):
+        real = getattr(store_files, name, None)
+        if real is None:
+            continue
+
+        def checked(root, target, real=real):
+            got = real(root, target)
+            if Path(target) == folder:
+                swap()
+            return got
+
+        monkeypatch.setattr(store_files, name, checked)
+
+
+@posix
+@pytest.mark.parametrize("writer", ["merge", "bench record", "manifest"])
+def test_a_store_folder_swapped_for_a_link_after_its_check_receives_nothing(tmp_path, monkeypatch, writer):
+    """Issue 38's check-then-use window: the folders are opened without following a link
+    and used by descriptor, so the link put there after the check leads nowhere."""
+    src, out, elsewhere = tmp_path / "src", tmp_path / "out", tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    if writer == "merge":  # one bench record: one file to copy
+        from types import SimpleNamespace
+
+        from helpers import record, write_record
+
+        params = SimpleNamespace(batch=1, context=16, spec=lambda: "batch=1", slug=lambda: "b1",
+                                 to_dict=lambda: {"batch": 1})
+        copied = write_record(src, record("fam", "v1", params, 10.0, gpu="g"))
+        _swapped_once_checked(monkeypatch, out / copied.parent.relative_to(src), elsewhere)
+        merge_stores([src], out)
+    elif writer == "bench record":
+        _swapped_once_checked(monkeypatch, out / "g" / "fam" / "v1", elsewhere)
+        store.write_json_atomic(out / "g" / "fam" / "v1" / "s.bench.json", {"a": 1}, root=out)
+    else:
+        _swapped_once_checked(monkeypatch, out / M.FOLDER, elsewhere)
+        M.save(out, {"name": "n", "kind": M.KIND})
+    assert _every_file(elsewhere) == []
+
+
 @posix
 def test_a_log_planted_as_a_link_is_not_written_through(tmp_path):
     from paprof.profiler import runner
@@ -317,20 +367,6 @@ with pool as results:  # with pdeathsig one worker is busy, one waits; else both
         pass
     time.sleep(600)
 '''
-
-
-def _gone(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as fh:
-            return fh.read().rsplit(")", 1)[1].split()[0] in ("Z", "X")
-    except FileNotFoundError:
-        return True
-    except OSError:
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return True
-        return False
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
@@ -523,3 +559,32 @@ def test_sigterm_during_a_sweep_is_one_line_143_and_keeps_the_manifest(paprof_cl
     lines = [l for l in result.stderr.strip().splitlines() if not l.startswith("[")]
     assert len(lines) == 1 and lines[0].startswith("paprof: terminated (stopped at batch 2"), lines
     assert M.status_counts(M.find(runs))["done"] == 1
+
+
+@pytest.mark.parametrize("command", ["check --json", "check --junit", "table --out", "table --json",
+                                     "calibrate --out"])
+def test_an_output_inside_the_store_s_folders_is_refused(tmp_path, paprof_cli, command):
+    """Like compare, sweep-report and baseline: check's, table's and calibrate's outputs
+    never land in the store's folders (a file in ``sweeps/`` made every later sweep-report
+    and merge of the store fail; one in a run's folder is read back as a record)."""
+    store_dir = tmp_path / "runs"
+    for variant in ("v2", "v3"):
+        report = shipped(variant)
+        folder = store_dir / "nvidia-h200" / "paged_decode" / variant
+        folder.mkdir(parents=True)
+        for path in (report, report.with_suffix(".json")):
+            shutil.copy(path, folder / path.name)
+    (store_dir / M.FOLDER).mkdir()
+    inside = store_dir / M.FOLDER / "out.json"
+    name, option = command.split()
+    args = {"check": ["check", "--baseline", str(tmp_path / "b.json"), "--runs", str(store_dir)],
+            "table": ["table", str(store_dir)],
+            "calibrate": ["calibrate", "--runs", str(store_dir), "--runs", str(store_dir)]}[name]
+    if name == "check":
+        made = CliRunner().invoke(paprof_cli, ["baseline", "update", "--runs", str(store_dir),
+                                               "--out", str(tmp_path / "b.json")])
+        assert made.exit_code == 0, made.output
+    result = CliRunner().invoke(paprof_cli, [*args, option, str(inside)])
+    assert result.exit_code == 2, result.output
+    assert "inside the run store" in result.stderr and len(result.stderr.strip().splitlines()) == 1
+    assert not inside.exists()

@@ -123,3 +123,93 @@ def test_sweep_report_shows_hostile_manifest_text_escaped(tmp_path, invoke):
     assert result.exit_code == 0, result.output
     _clean(result.output, md.read_text(), (tmp_path / "s.html").read_text())
     assert "\\u202e" in md.read_text()
+
+
+# -- bench and run print what family code says: names, kernels, messages (issue 38) --
+
+MARKUP = "[bold red]loud[/bold red][link=http://evil.example/]x[/link]"
+"""Rich markup: shown as written, never read as styles or links."""
+
+
+@pytest.mark.lab
+def test_bench_prints_family_text_escaped(monkeypatch):
+    import sys
+
+    from click.testing import CliRunner
+
+    from paprof import registry
+    from paprof.cli import main
+    from paprof.kernels import bench as kbench
+
+    fam = registry.family("paged_decode")
+    params = fam.parse("batch=8,context=1024")
+    rows = [kbench.BenchRow("v3" + EVIL, "cuda", kernels=["k" + EVIL], medians_us=[50.0, 50.5],
+                            rel_error=1e-7, passed=True, details={"split" + EVIL: EVIL}),
+            kbench.BenchRow("v4", "cuda", skipped="cannot" + EVIL)]
+    monkeypatch.setattr(kbench, "run_bench", lambda fam, chosen, params, *a, **k: kbench.BenchResult(
+        fam.name, params, fam.work(params), "GPU" + EVIL, 4.5, 100, 2, rows))
+    monkeypatch.setitem(sys.modules, "pynvml", None)  # no NVML: nothing else on stderr
+    result = CliRunner().invoke(main, ["bench", "--family", "paged_decode", "--variant", "v3",
+                                       "--shape", "batch=8,context=1024"])
+    assert result.exit_code == 0, result.output
+    assert result.output.count("\\x1b]8;;http") >= 4  # gpu, variant, kernels, skip message
+    assert not RAW.search(result.output), repr(result.output)
+
+
+def test_run_prints_names_and_messages_escaped_and_never_as_markup():
+    import io
+    from types import SimpleNamespace
+
+    from rich.console import Console
+
+    from paprof.commands.run import report_lines, summary_table
+    from paprof.errors import ShapeError, VerificationError
+    from paprof.profiler.profile import Outcome
+
+    def variant(name):
+        return SimpleNamespace(name=name + EVIL + MARKUP, verified=True)
+
+    outcomes = [Outcome(variant("f/a"), failed=VerificationError("differs" + EVIL + MARKUP)),
+                Outcome(variant("f/b"), skipped=ShapeError("too big" + EVIL + MARKUP)),
+                Outcome(variant("f/c"), run=SimpleNamespace(sidecar={}, report="r" + EVIL))]
+    buf = io.StringIO()
+    Console(file=buf, width=2000, color_system=None).print(summary_table(outcomes))
+    text = buf.getvalue() + "\n".join(report_lines(outcomes))
+    assert not RAW.search(text), repr(text)
+    assert text.count(MARKUP) == 6 and "\\x1b]8;;http" in text
+
+
+def test_run_progress_shows_kernel_names_escaped(tmp_path, monkeypatch):
+    import io
+    import time
+
+    from rich.console import Console
+
+    from paprof.profiler import profile
+    from paprof.profiler.argv import NcuSettings
+
+    def stand_in(variant, params, settings, runs_dir, replace, say, **kw):
+        say("ncu: " + EVIL + MARKUP + " launch 0: 50%")
+        time.sleep(0.3)  # a refresh or two with it
+        return None
+
+    monkeypatch.setattr(profile, "profile_variant", stand_in)
+    buf = io.StringIO()
+    console = Console(file=buf, force_terminal=True, width=2000, color_system=None)
+    variant = type("V", (), {"name": "f/v" + EVIL})()
+    profile.profile_variants([variant], None, NcuSettings(ncu="ncu"), tmp_path, console=console)
+    text = buf.getvalue()
+    assert "\\x1b]8;;http" in text and MARKUP in text
+    assert "\x07" not in text and "\x1b]8;;http" not in text and "\u202e" not in text
+
+
+def test_an_error_of_the_library_api_quotes_hostile_names_escaped(hostile_store):
+    """paprof.compare in a notebook or a Python shell: the UserError's text (a traceback
+    shows it raw) names the store's variants escaped."""
+    import paprof
+    from paprof.errors import UserError
+
+    with pytest.raises(UserError) as err:
+        paprof.compare("v9", "v1", runs=hostile_store)
+    assert "v1\\x1b[31mred" in str(err.value)
+    _clean(str(err.value))

@@ -398,3 +398,23 @@ def test_without_the_sdk_paprof_mcp_says_how_to_install_it():
     assert done.returncode == 2, done.stderr
     assert done.stderr.strip().splitlines() == [
         "paprof: error: paprof mcp needs the MCP Python SDK: pip install 'paprof[mcp]'"]
+
+
+def test_a_sidecar_resource_holds_no_raw_control_or_bidi_character(tmp_path):
+    """A sidecar in a store others wrote, with a bidi override and a C1 CSI raw in its
+    strings (valid JSON) or an ESC (not JSON): the resource answers the same value with
+    those characters escaped, never raw."""
+    from paprof.agent.server import Store
+
+    store = tmp_path / "runs"
+    shutil.copytree(H200 / "nvidia-h200" / "paged_decode" / "v3", store / "g" / "f" / "v3")
+    side = store / "g" / "f" / "v3" / f"{SHAPE}.json"
+    data = json.loads(side.read_text())
+    data["variant"] = "v3\u202eevil\x9b31m"
+    side.write_text(json.dumps(data, ensure_ascii=False))
+    text = Store(store).sidecar_text("g", "f", "v3", SHAPE)
+    assert json.loads(text) == data
+    assert not any(c in text for c in "\u202e\x9b\x1b\x07")
+    side.write_text(side.read_text() + HOSTILE)  # not JSON any more
+    text = Store(store).sidecar_text("g", "f", "v3", SHAPE)
+    assert not any(c in text for c in "\x1b\u202e\x07\r")

@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import json
 import os
+import signal
+import subprocess
+import sys
+import time
 
 import pytest
 
@@ -14,7 +18,7 @@ from paprof.profiler.locate import find_ncu
 from paprof.profiler.ncu_log import NcuLog, parse_profiling
 from paprof.profiler.runner import run_ncu
 
-from helpers import lab_shape
+from helpers import gone as _ended, lab_shape
 
 
 
@@ -118,3 +122,75 @@ def test_interrupt_stops_ncu(ncu_setup, monkeypatch, tmp_path):
     with pytest.raises(ProcessLookupError):  # stopped and reaped, not left running
         os.kill(int(pid.read_text()), 0)
     assert not report.exists()  # the fake writes it when it has run its course
+
+
+_RUN_NCU = """
+import json, sys
+from pathlib import Path
+from paprof.profiler.runner import run_ncu
+argv, log, report = json.loads(sys.argv[1])
+run_ncu(argv, Path(log), Path(report))
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_ncu_and_its_program_die_when_paprof_is_killed(ncu_setup, monkeypatch, tmp_path):
+    """kill -9 of the paprof that runs ncu: ncu and the program it profiles (one session)
+    end too, instead of profiling on under pid 1."""
+    argv, report, log_path = ncu_setup
+    pids = {"ncu": tmp_path / "ncu.pid", "app": tmp_path / "app.pid"}
+    monkeypatch.setenv("FAKE_NCU_MODE", "slow")
+    monkeypatch.setenv("FAKE_NCU_PID", str(pids["ncu"]))
+    monkeypatch.setenv("FAKE_NCU_APP_PID", str(pids["app"]))
+    argv = [*argv[:1], "--launch-count", "100", *argv[1:]]
+    paprof = subprocess.Popen([sys.executable, "-c", _RUN_NCU,
+                               json.dumps([argv, str(log_path), str(report)])])
+    started = []
+    try:
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and not all(p.is_file() and p.read_text() for p in pids.values()):
+            time.sleep(0.05)
+        started = [int(p.read_text()) for p in pids.values()]
+        time.sleep(0.3)  # the watcher is up
+        paprof.kill()
+        paprof.wait()
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and not all(map(_ended, started)):
+            time.sleep(0.05)
+        assert [p for p in started if not _ended(p)] == []
+    finally:
+        paprof.kill()
+        for pid in started:
+            if not _ended(pid):
+                os.kill(pid, signal.SIGKILL)
+
+
+_RUN_LAUNCHER = """
+import os, sys
+from paprof.profiler.profile import run_launcher
+run_launcher([sys.executable, "-c", "import sys, time; open(sys.argv[1], 'w').write(str(__import__('os').getpid())); time.sleep(600)", sys.argv[1]], dict(os.environ))
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_the_launcher_dies_when_paprof_is_killed(tmp_path):
+    """kill -9 of paprof while its launcher verifies a variant (no ncu yet): the launcher
+    ends too."""
+    pid_file = tmp_path / "launcher.pid"
+    paprof = subprocess.Popen([sys.executable, "-c", _RUN_LAUNCHER, str(pid_file)])
+    pid = None
+    try:
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and not (pid_file.is_file() and pid_file.read_text()):
+            time.sleep(0.05)
+        pid = int(pid_file.read_text())
+        paprof.kill()
+        paprof.wait()
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline and not _ended(pid):
+            time.sleep(0.05)
+        assert _ended(pid)
+    finally:
+        paprof.kill()
+        if pid is not None and not _ended(pid):
+            os.kill(pid, signal.SIGKILL)

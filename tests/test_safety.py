@@ -330,11 +330,11 @@ def _write_run(paths, variant, replace=False, kill_after_renames=None, monkeypat
     real = os.replace
     done = []
 
-    def replace_then_die(a, b):
+    def replace_then_die(a, b, **at):  # at: the folder's descriptor
         if kill_after_renames is not None and len(done) == kill_after_renames:
             raise Killed()
         done.append(b)
-        real(a, b)
+        real(a, b, **at)
 
     if monkeypatch is not None:
         monkeypatch.setattr(store.os, "replace", replace_then_die)

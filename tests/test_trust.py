@@ -183,3 +183,19 @@ def test_list_refuses_in_one_line_exit_2(tmp_path, monkeypatch, clean_registry, 
     assert result.exit_code == 2 and len(result.stderr.strip().splitlines()) == 1, result.output
     assert "__init__.py is writable by group or others" in result.stderr
     assert "PAPROF_TRUST" in result.stderr and not marker.exists()
+
+
+@posix_owners
+@pytest.mark.parametrize("init", [True, False])  # a regular package, a namespace package
+def test_a_helper_package_the_family_imports_is_checked(tmp_path, monkeypatch, clean_registry, init):
+    """The family module is the user's, but it imports a package beside it (``helpers``,
+    not named in [tool.paprof]) whose folder others may write: refused before any import."""
+    marker = tmp_path / "ran"
+    files = {"fam_h.py": "import helpers\n" + _family(tmp_path / "fam"),
+             "helpers/impl.py": ""}
+    if init:
+        files["helpers/__init__.py"] = f"open({str(marker)!r}, 'w').write('planted')\n"
+    repo = _project(tmp_path / "repo", "fam_h:family", files)
+    (repo / "helpers").chmod(0o777)
+    _refused(repo, monkeypatch, str(repo / "helpers"))
+    assert not marker.exists() and not (tmp_path / "fam").exists()

@@ -100,16 +100,33 @@ class Store:
         return path
 
     def sidecar_text(self, gpu: str, family: str, variant: str, shape: str) -> str:
-        """A run's sidecar as stored, or, past ``RESOURCE_BYTES``, a note saying so."""
+        """A run's sidecar (``_json_shown``), or, past ``RESOURCE_BYTES``, a note saying so."""
         import json
 
         path = self.run_file(gpu, family, variant, shape, ".json")
         size = path.stat().st_size
         if size <= RESOURCE_BYTES:
             with open(path, "rb") as handle:
-                return handle.read(RESOURCE_BYTES).decode("utf-8", errors="replace")
+                raw = handle.read(RESOURCE_BYTES)
+            return _json_shown(raw)
         return json.dumps({"cut": f"the sidecar is {size:,} bytes, over the {RESOURCE_BYTES:,} "
                                   f"a resource answers; read it from the store"})
+
+
+def _json_shown(raw: bytes) -> str:
+    """A record's JSON as an answer: the same value, every character past ASCII and every
+    control character written as a JSON escape (``\\u202e``, ``\\u001b``), so no bidi
+    override or terminal escape is answered raw; text that is not JSON, escaped as any
+    other text (``safetext``)."""
+    import json
+
+    from paprof import jsonsafe
+    from paprof.safetext import shown
+
+    try:
+        return json.dumps(jsonsafe.parse(raw), indent=2, ensure_ascii=True)
+    except ValueError:
+        return shown(raw.decode("utf-8", errors="replace"), newlines=True, limit=None)
 
 
 def _server_class():
@@ -256,7 +273,8 @@ def build(runs: Path):
 
     @server.resource(SIDECAR_URI, mime_type="application/json")
     def sidecar(gpu: str, family: str, variant: str, shape: str) -> str:
-        """A run's provenance sidecar (in the server's run store), as stored."""
+        """A run's provenance sidecar (in the server's run store): its JSON as stored, with
+        characters past ASCII and control characters written as JSON escapes."""
         with _ONE_AT_A_TIME:
             return store.sidecar_text(gpu, family, variant, shape)
 

@@ -241,13 +241,16 @@ def _probe_in_child(path: Path, module) -> None:
     import signal
     import subprocess
 
+    from paprof.parallel import death_signal
+
     where = Path(getattr(module, "__file__", "") or ".").resolve().parent
     if where.name == "ncu_report":  # a package: its parent goes on the path
         where = where.parent
     try:
         done = subprocess.run([sys.executable, "-c", _CHILD, str(where), str(path)],
                               stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                              stderr=subprocess.PIPE, timeout=600, check=False)
+                              stderr=subprocess.PIPE, timeout=600, check=False,
+                              preexec_fn=death_signal(signal.SIGKILL))  # dies with paprof
     except (OSError, subprocess.SubprocessError) as err:
         raise UserError(f"{path}: cannot check the report in a child process: {err}") from None
     if done.returncode < 0 or done.returncode == 134:

@@ -9,6 +9,7 @@ import click
 from paprof import registry
 from paprof.commands import (STDOUT, check_json_target, echo, emit_json, force_option, json_option,
                              renamed, wide_option)
+from paprof.safetext import shown
 
 
 def _fmt(value, spec, missing="-"):
@@ -20,8 +21,8 @@ def _details(row) -> str:
     ("; split each sequence 8 ways (num_splits 8)"), else the raw details (", splits 8")."""
     said = (row.get("launch_words") or {}).get("said")
     if said:
-        return "; " + "; ".join(said)
-    return "".join(f", {k} {v}" for k, v in (row.get("details") or {}).items())
+        return "; " + "; ".join(map(shown, said))
+    return "".join(f", {shown(k)} {shown(v)}" for k, v in (row.get("details") or {}).items())
 
 
 @click.command("bench")
@@ -63,6 +64,7 @@ def bench(variants, family, shape, launches, rounds, seed, json_out, force, wide
     registry.check_params(chosen, params)
     check_json_target(json_out, force)  # before any GPU work
     from rich.console import Console
+    from rich.markup import escape
 
     from paprof.kernels.bench import run_bench
     from paprof.profiler.environment import KEY, Watch
@@ -70,10 +72,10 @@ def bench(variants, family, shape, launches, rounds, seed, json_out, force, wide
     console = Console(stderr=True)
     with console.status("bench") as status, Watch(in_process=True) as watch:
         result = run_bench(fam, chosen, params, launches, rounds, seed,
-                           progress=lambda text: status.update(f"bench: {text}"))
+                           progress=lambda text: status.update(escape(f"bench: {shown(text)}")))
     data = {**result.to_dict(), KEY: watch.record}
     if watch.record.get("disturbed"):
-        console.print(f"warning: measured while the GPU was {watch.record['disturbed']}: "
+        console.print(f"warning: measured while the GPU was {shown(watch.record['disturbed'])}: "
                       "these times are not the code's alone", highlight=False, markup=False)
     if json_out is not None:
         emit_json(json.dumps(data, indent=1) + "\n", json_out, force)
@@ -86,27 +88,28 @@ def bench(variants, family, shape, launches, rounds, seed, json_out, force, wide
         gemm = data.get("gemm_ceiling")
         gemm_text = (f"  GEMM ceiling {gemm['tflops']:.0f} TFLOP/s ({gemm['dtype']} "
                      f"{gemm['n']}^3, {gemm['method']}, measured now)" if gemm else "")
-        say(f"{data['gpu']}  {data['family']}  {data['shape_slug']}  moves "
+        say(f"{shown(data['gpu'])}  {shown(data['family'])}  {shown(data['shape_slug'])}  moves "
             f"{work['bytes'] / 1e9:.3f} GB{flops}  read ceiling "
             f"{data['read_ceiling_tbs']:.2f} TB/s (measured now){gemm_text}  "
             f"{launches} launches x {rounds} rounds, {data['input_sets']} input set(s)")
         with_flops = bool(work["flops"])
-        width = max([9] + [len(r["variant"]) for r in data["rows"]])
+        names = [shown(r["variant"]) for r in data["rows"]]
+        width = max([9] + [len(n) for n in names])
         say(f"{'variant':<{width}} {'median us':>10} {'TB/s':>6} {'% ceil':>7}"
             + (f" {'TFLOP/s':>8}" if with_flops else "")
             + (f" {'% GEMM':>7}" if gemm else "")
             + f" {'spread %':>8} {'rel err':>9}  kernels")
-        for row in data["rows"]:
+        for name, row in zip(names, data["rows"]):
             if row["skipped"]:
-                say(f"{row['variant']:<{width}} skipped: {row['skipped']}")
+                say(f"{name:<{width}} skipped: {shown(row['skipped'])}")
                 continue
             say(
-                f"{row['variant']:<{width}} {_fmt(row['median_us'], '10.1f')} {_fmt(row['tbs'], '6.2f')} "
+                f"{name:<{width}} {_fmt(row['median_us'], '10.1f')} {_fmt(row['tbs'], '6.2f')} "
                 f"{_fmt(row['pct_of_ceiling'], '7.1f')}"
                 + (f" {_fmt(row['tflops'], '8.2f')}" if with_flops else "")
                 + (f" {_fmt(row['pct_of_gemm_ceiling'], '7.1f')}" if gemm else "")
                 + f" {_fmt(row['round_spread_pct'], '8.2f')} "
-                f"{_fmt(row['rel_error'], '9.1e')}  {'+'.join(row['kernels']) or row['kind']}"
+                f"{_fmt(row['rel_error'], '9.1e')}  {shown('+'.join(row['kernels']) or row['kind'])}"
                 + _details(row)
                 + ("" if row["passed"] else "  VERIFICATION FAILED")
             )

@@ -58,10 +58,12 @@ def calibrate(out, runs, family, variants, shape, repeats, timed, metrics, k, fo
           --out perf/noise.json
       paprof check --baseline perf/h200.json --calibration perf/noise.json
     """
-    from paprof.profiler.store import Scan, input_files
+    from paprof.profiler.store import Scan, input_files, refuse_inside
 
     scan = Scan()
     inputs = input_files(list(runs), scan) if runs else []
+    for folder in runs:
+        refuse_inside(None if on_stdout(out) else out, folder, "the calibration")
     calibration.check_target(out, force, inputs)  # before any GPU work
     if runs:
         from paprof import gate

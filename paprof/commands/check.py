@@ -261,6 +261,7 @@ def check(baseline_path, runs, profile, static_gate, repeat, timed, rounds, ratc
     for path, writer in ((junit_path, junit_xml), (markdown_path, check_markdown),
                          (json_path, check_json)):
         if path:  # before any work: profiling can take minutes
+            refuse_inside(path, runs or Path("runs"), "the verdict's output")
             writer.check_target(path, force, inputs)
     baseline = _only(gate.load_baseline(baseline_path), variants, baseline_path)
     settings = gate.Settings(

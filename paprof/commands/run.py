@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from paprof import registry
 from paprof.commands import force_option, renamed, terminal_width, wide_option
@@ -16,18 +17,20 @@ from paprof.profiler.argv import CLOCK_CONTROLS, NcuSettings
 from paprof.profiler.presets import PRESETS
 from paprof.profiler.profile import Outcome, profile_variants
 from paprof.profiler.top_kernels import DEFAULT_COVER
+from paprof.safetext import shown
 
 
-def _check_cell(outcome: Outcome) -> str:
+def _check_cell(outcome: Outcome) -> Text:
+    """The check's cell: plain text (a family's messages are never read as markup)."""
     if outcome.skipped:
-        return f"skipped: {outcome.skipped}"
+        return Text(f"skipped: {shown(outcome.skipped)}")
     if outcome.failed:
-        return f"[red]FAILED[/red]: {outcome.failed}"
+        return Text.assemble(("FAILED", "red"), f": {shown(outcome.failed)}")
     if not outcome.variant.verified:
-        return "not verified (a command)"
+        return Text("not verified (a command)")
     check = outcome.run.sidecar.get("verification") or {}
     rel = check.get("rel_error")
-    return f"ok ({rel:.1e})" if isinstance(rel, (int, float)) else "ok"
+    return Text(f"ok ({rel:.1e})" if isinstance(rel, (int, float)) else "ok")
 
 
 def _number(value, fmt: str) -> str:
@@ -46,7 +49,7 @@ def summary_table(outcomes: list[Outcome]) -> Table:
     for o in outcomes:
         side = o.run.sidecar if o.run else {}
         table.add_row(
-            o.variant.name,
+            Text(shown(o.variant.name)),
             _check_cell(o),
             _number(side.get("duration_us_event"), ".1f"),
             _number(side.get("bandwidth_tbs"), ".2f"),
@@ -92,7 +95,7 @@ def selection_lines(outcomes: list[Outcome]) -> list[str]:
         if not isinstance(chosen, dict):
             continue
         done, skipped = chosen["profiled"], chosen["skipped"]
-        line = (f"{o.variant.name}: profiled {done['kernels']} of {len(chosen['kernels'])} kernels, "
+        line = (f"{shown(o.variant.name)}: profiled {done['kernels']} of {len(chosen['kernels'])} kernels, "
                 f"{done['launches']} launches, {100 * done['share']:.1f} % of the range's time "
                 f"(timed in {chosen.get('seconds', 0):.1f} s)")
         if skipped["kernels"]:
@@ -113,9 +116,10 @@ def report_lines(outcomes: list[Outcome], width: int | None = None) -> list[str]
     lines = []
     for o in outcomes:
         if o.run:
-            line = f"{o.variant.name}: {o.run.report}"
+            name, path = shown(o.variant.name), shown(o.run.report)
+            line = f"{name}: {path}"
             fits = width is None or len(line) <= width
-            lines += [line] if fits else [f"{o.variant.name}:", f"  {o.run.report}"]
+            lines += [line] if fits else [f"{name}:", f"  {path}"]
     return lines
 
 

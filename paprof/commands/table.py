@@ -12,7 +12,7 @@ from paprof.errors import UsageError
 
 from paprof.analysis import export
 from paprof.analysis.load import load_reports, variant_rows
-from paprof.profiler.store import Scan, input_files
+from paprof.profiler.store import Scan, input_files, refuse_inside
 from paprof import safetext
 
 
@@ -57,6 +57,8 @@ def table(reports, fmt, out, columns, traffic, per_variant, step_range, json_out
 
     scan = Scan()  # the folders named are read once: for the inputs and for the table
     with progress.shown("table"):
+        for folder in reports:
+            refuse_inside(None if on_stdout(out) else out, folder, "the table")
         export.check_output(fmt, out, force, inputs=input_files(reports, scan))
         df = load_reports(reports, scan=scan, step_range=step_range)
         if per_variant:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import signal
 import subprocess
 import tempfile
 from dataclasses import dataclass
@@ -16,6 +17,7 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -31,6 +33,7 @@ from paprof import sass_hash
 from paprof.profiler import environment, provenance, store, top_kernels
 from paprof.profiler.argv import NcuSettings, ncu_argv, verify_argv
 from paprof.profiler.locate import find_ncu
+from paprof.safetext import shown
 from paprof.profiler.ncu_log import ProfiledKernel
 from paprof.profiler.presets import get_preset
 from paprof.profiler.runner import run_ncu
@@ -48,9 +51,13 @@ class LauncherOutcome:
 
 
 def run_launcher(argv: Sequence[str], env: dict) -> LauncherOutcome:
-    """Run the launcher without ncu (the GPU step that tests replace)."""
+    """Run the launcher without ncu (the GPU step that tests replace). It dies with this
+    process, even killed with SIGKILL (Linux), rather than run on under pid 1."""
+    from paprof.parallel import death_signal
+
     done = subprocess.run(
-        list(argv), env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True, check=False
+        list(argv), env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True, check=False,
+        preexec_fn=death_signal(signal.SIGKILL),
     )
     return LauncherOutcome(done.returncode, (done.stdout or "") + (done.stderr or ""))
 
@@ -351,10 +358,10 @@ def profile_variants(
     with Progress(*columns, console=console, transient=True, disable=not live) as bar:
         task = bar.add_task("", total=len(variants), variant="")
         for variant in variants:
-            bar.update(task, variant=variant.name, description="")
+            bar.update(task, variant=escape(shown(variant.name)), description="")
 
-            def say(text: str) -> None:
-                bar.update(task, description=text)
+            def say(text: str) -> None:  # kernel names and messages: never markup, no escapes
+                bar.update(task, description=escape(shown(text)))
 
             outcome = Outcome(variant)
             try:

@@ -11,6 +11,7 @@ import codecs
 import os
 import signal
 import subprocess
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Sequence
@@ -47,6 +48,58 @@ def _stop(proc: subprocess.Popen) -> None:
             return
         except subprocess.TimeoutExpired:
             continue
+
+
+_WATCH = """
+import os, signal, sys, time
+signal.signal(signal.SIGINT, signal.SIG_IGN)
+group = int(sys.argv[1])
+while os.read(0, 512):
+    pass
+for sig in (signal.SIGTERM, signal.SIGKILL):
+    try:
+        os.killpg(group, sig)
+    except OSError:
+        break
+    time.sleep(5)
+"""
+"""The watcher of an ncu session: it waits on a pipe only paprof writes to; at its end
+(paprof done, or killed, even with SIGKILL) it ends whatever is left of the session
+ncu leads (ncu and the program it profiles): SIGTERM, SIGKILL 5 s later."""
+
+
+def _watch(proc: subprocess.Popen) -> tuple[int, subprocess.Popen] | None:
+    """Start ``proc``'s watcher (its own session: a Ctrl-C is not its): the write end of
+    its pipe, for paprof to close when ncu is done, and the watcher; None if it cannot be
+    started (ncu then runs unwatched, as before)."""
+    read, write = os.pipe()
+    try:
+        watcher = subprocess.Popen([sys.executable, "-I", "-S", "-c", _WATCH, str(proc.pid)],
+                                   stdin=read, stdout=subprocess.DEVNULL,
+                                   stderr=subprocess.DEVNULL, start_new_session=True)
+    except OSError:
+        os.close(write)
+        return None
+    finally:
+        os.close(read)
+    return write, watcher
+
+
+def _unwatch(watch: tuple[int, subprocess.Popen] | None) -> None:
+    """ncu is done: its watcher ends what is left of its session and exits (reaped here;
+    one that takes longer is left to finish on its own)."""
+    if watch is None:
+        return
+    write, watcher = watch
+    os.close(write)
+    try:
+        watcher.wait(timeout=1)
+    except subprocess.TimeoutExpired:
+        _LEFT.append(watcher)
+
+
+_LEFT: list[subprocess.Popen] = []
+"""Watchers still ending a session (kept: they are reaped by ``subprocess`` later)."""
 
 
 def _stream(
@@ -113,6 +166,7 @@ def run_ncu(
             ) from None
         except PermissionError:
             raise UserError(f"{argv[0]} is not executable: fix it or set NCU") from None
+        watch = _watch(proc)  # ncu dies with paprof, even killed with SIGKILL
         try:
             _stream(proc, log_file, log, on_kernel)
             returncode = proc.wait()
@@ -121,6 +175,7 @@ def run_ncu(
             raise
         finally:
             proc.stdout.close()
+            _unwatch(watch)
     error = diagnose(log, returncode, log_path, Path(report).exists())
     if error is not None:
         raise error

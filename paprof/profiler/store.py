@@ -368,7 +368,7 @@ def writing(paths: RunPaths, replace: bool = False, option: str = "--force") -> 
     removed and the exception continues; the existing run, if any, is untouched.
     """
     refuse_existing(paths, replace, option)
-    store_files.folder(paths.root, paths.folder)
+    where = store_files.open_folder(paths.root, paths.folder)  # the renames happen in it
     pending = _temp_names(paths)
     try:
         yield pending
@@ -382,13 +382,19 @@ def writing(paths: RunPaths, replace: bool = False, option: str = "--force") -> 
         # sidecar alone is no run), then the new sidecar, then the new report, which
         # makes the record. A report is never beside a sidecar that is not its own; two
         # writers of one record take turns (the folder's lock).
-        with _folder_locked(paths.folder):
+        # By the folder's descriptor: a folder swapped for a link since it was opened is
+        # not where these land.
+        with _folder_locked(where):
             refuse_existing(paths, replace, option)
-            paths.report.unlink(missing_ok=True)
-            os.replace(pending.sidecar, paths.sidecar)
-            os.replace(pending.report, paths.report)
+            try:
+                os.unlink(paths.report.name, dir_fd=where)
+            except FileNotFoundError:
+                pass
+            os.replace(pending.sidecar.name, paths.sidecar.name, src_dir_fd=where, dst_dir_fd=where)
+            os.replace(pending.report.name, paths.report.name, src_dir_fd=where, dst_dir_fd=where)
     finally:
-        store_files.remove_temps([paths.folder], pending.token)
+        store_files.remove_temps_at([where], pending.token)
+        os.close(where)
 
 
 def write_json_atomic(path: Path, data, replace: bool = True, root=None) -> None:
@@ -401,9 +407,28 @@ def write_json_atomic(path: Path, data, replace: bool = True, root=None) -> None
     path = Path(path)
     if not replace and path.exists():
         raise UserError(f"{path} exists; pass --force to overwrite it")
-    if root is not None:
-        store_files.folder(root, path.parent)
-    outputs.write(path, json.dumps(data, indent=2) + "\n", parents=True)
+    text = json.dumps(data, indent=2) + "\n"
+    if root is None:
+        outputs.write(path, text, parents=True)
+        return
+    from paprof.entry import check_interrupted
+
+    check_interrupted()
+    where = store_files.open_folder(root, path.parent)  # written and renamed in it, by descriptor
+    token = store_files.token()
+    try:
+        with outputs._interrupt_after():  # a Ctrl-C lets the file be finished first
+            fd, tmp = store_files.temp_at(where, path.name, token)
+            with os.fdopen(fd, "w") as fh:
+                fh.write(text)
+                fh.flush()
+                os.fsync(fh.fileno())
+            os.replace(tmp, path.name, src_dir_fd=where, dst_dir_fd=where)
+    except OSError as err:
+        raise UserError(f"cannot write {path}: {err.strerror or err}") from None
+    finally:
+        store_files.remove_temps_at([where], token)
+        os.close(where)
 
 
 LOCK_NAME = ".paprof.lock"
@@ -496,21 +521,24 @@ def _lock_file(path: Path):
 
 
 @contextlib.contextmanager
-def _folder_locked(folder: Path) -> Iterator[None]:
-    """``flock`` on the folder itself (no file left in it): the writers of one record
-    take turns at its renames. Where a folder cannot be locked (no ``fcntl``, a file
-    system without locks) the renames' order alone keeps a record whole or absent."""
+def _folder_locked(folder: int) -> Iterator[None]:
+    """``flock`` on the folder itself, open as ``folder`` (no file left in it): the writers
+    of one record take turns at its renames. Where a folder cannot be locked (no
+    ``fcntl``, a file system without locks) the renames' order alone keeps a record whole
+    or absent."""
     try:
         import fcntl
-        fd = os.open(folder, os.O_RDONLY)
-    except (ImportError, OSError, AttributeError):
+    except ImportError:
         yield
         return
     try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
-        except OSError:
-            pass
+        fcntl.flock(folder, fcntl.LOCK_EX)
+    except OSError:
+        pass
+    try:
         yield
     finally:
-        os.close(fd)  # closing releases the lock
+        try:
+            fcntl.flock(folder, fcntl.LOCK_UN)
+        except OSError:
+            pass

@@ -63,27 +63,33 @@ def _digest(path: Path) -> str:
 
 
 def _copy_atomic(pairs: list[tuple[Path, Path]], out: Path) -> None:
-    """Copy each (source, target) under a temporary name, then rename all in order."""
+    """Copy each (source, target) under a temporary name, then rename all in order. Each
+    target folder is opened once, without following a link on the way
+    (``store_files.open_folder``), and the temporary files are made, renamed and removed
+    in it by descriptor: a folder swapped for a link after it was checked leads nowhere."""
     temps = []
-    folders = set()
+    folders: dict[Path, int] = {}
     mark = store_files.token()
     dst = None
     try:
         for src, dst in pairs:
-            store_files.folder(out, dst.parent)
-            folders.add(dst.parent)  # before the file is made: whenever a stop comes, it goes
-            fd, tmp = store_files.temp(dst.parent, dst.name, mark)
-            temps.append((tmp, dst))
+            where = folders.get(dst.parent)
+            if where is None:  # open before the file is made: whenever a stop comes, it goes
+                where = folders[dst.parent] = store_files.open_folder(out, dst.parent)
+            fd, tmp = store_files.temp_at(where, dst.name, mark)
+            temps.append((where, tmp, dst))
             try:
                 store_files.copy(src, fd)
             finally:
                 os.close(fd)
-        for tmp, dst in temps:
-            os.replace(tmp, dst)
+        for where, tmp, dst in temps:
+            os.replace(tmp, dst.name, src_dir_fd=where, dst_dir_fd=where)
     except OSError as err:  # a full or read-only disk, a name too long: one line
         raise UserError(f"cannot copy into {dst}: {err.strerror or err}") from None
     finally:
-        store_files.remove_temps(folders, mark)
+        store_files.remove_temps_at(folders.values(), mark)
+        for where in folders.values():
+            os.close(where)
 
 
 def _unit(rec: results.Record) -> list[tuple[Path, str]]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shlex
+import time
 from pathlib import Path
 
 import click
@@ -108,8 +109,11 @@ def report_lines(outcomes: list[Outcome]) -> list[str]:
 @force_option("an existing run of the same variant, shape and GPU")
 @renamed("--replace", "--force", "force", is_flag=True)
 @click.option("--seed", type=int, default=None, help="Seed for the random inputs.")
+@click.option("--timings", is_flag=True,
+              help="Also show where each variant's run spent its time (build, inputs and reference, "
+                   "check, timing, ncu start, replay passes, ...), then the totals.")
 def run(variants, family, shape, cmd, nvtx_range, name, kernel_regex, preset, runs_dir,
-        clock_control, launches, force, seed):
+        clock_control, launches, force, seed, timings):
     """Verify each variant against the float64 reference, then profile it under ncu.
 
     Each variant first runs without ncu (checked, then CUDA-event timed), then under
@@ -128,6 +132,7 @@ def run(variants, family, shape, cmd, nvtx_range, name, kernel_regex, preset, ru
 
     Exit codes: 0 ok, 1 a variant failed verification, 2 bad input or environment.
     """
+    started = time.perf_counter()
     settings = NcuSettings(preset=preset, clock_control=clock_control, launches=launches, seed=seed)
     if cmd is not None:
         if variants or shape:
@@ -146,6 +151,11 @@ def run(variants, family, shape, cmd, nvtx_range, name, kernel_regex, preset, ru
     Console().print(summary_table(outcomes))
     for line in report_lines(outcomes):
         click.echo(line)
+    if timings:
+        from paprof.commands.run_timings import timing_tables
+
+        for table in timing_tables(outcomes, time.perf_counter() - started):
+            Console().print(table)
     failed = [o for o in outcomes if o.failed]
     if failed:
         raise VerificationError(

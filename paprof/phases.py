@@ -16,7 +16,8 @@ One entry: ``{"phase": NAME, "s": SECONDS}`` and, where they apply:
   in parallel), so it is off the run's critical path: a total leaves it out.
 
 The phases (``NAMES``, in running order): the launcher's start (Python, imports, the CUDA
-context), the build (NVRTC and the launcher's setup), the inputs and the float64 reference,
+context), the build ahead (several variants' NVRTC compiles in parallel threads), the build
+(NVRTC, or the modules built ahead, and the launcher's setup), the inputs and the float64 reference,
 the check, the CUDA-event timing, the ceilings, the SASS hash (nvcc), then under ncu: its
 start (ncu, the launcher again, its build and inputs, up to the first profiled kernel),
 the replay passes, and its end (the report written, the processes gone).
@@ -34,10 +35,12 @@ from paprof.errors import UserError
 KEY = "phases"
 """The sidecar key."""
 
-START, BUILD, INPUTS, REFERENCE, CHECK, TIMING, CEILING, HASH = (
-    "launcher start", "build", "inputs", "reference", "check", "timing", "ceiling", "SASS hash")
+START, BUILD_AHEAD, BUILD, INPUTS, REFERENCE, CHECK, TIMING, CEILING, HASH = (
+    "launcher start", "build ahead", "build", "inputs", "reference", "check", "timing", "ceiling",
+    "SASS hash")
 NCU_START, REPLAY, NCU_END = "ncu start", "replay", "ncu end"
-NAMES = (START, BUILD, INPUTS, REFERENCE, CHECK, TIMING, CEILING, HASH, NCU_START, REPLAY, NCU_END)
+NAMES = (START, BUILD_AHEAD, BUILD, INPUTS, REFERENCE, CHECK, TIMING, CEILING, HASH, NCU_START,
+         REPLAY, NCU_END)
 """Every phase, in running order (a record may hold others: they are shown after these)."""
 
 LARGEST_S = 1e7

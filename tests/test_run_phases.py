@@ -218,3 +218,38 @@ def test_the_launcher_alone_times_its_phases(numpy_gpu, toy, monkeypatch):
     assert result["check"]["passed"] and made["reference"] == 1
     wrong = launch.run(launch.parser().parse_args(["--variant", "b", "--time", "3"]))
     assert [p["phase"] for p in wrong["phases"]] == ["build", "inputs", "reference", "check"]
+
+
+@pytest.mark.lab
+def test_the_modules_built_ahead_are_the_ones_each_variants_build_asks_for(monkeypatch):
+    """The batch compiles every variant's modules in parallel threads first (NVRTC); each
+    lab variant's own build (its hook) must then find every module it asks for compiled,
+    with the same sources, defines, target and options, or the build ahead buys nothing."""
+    from paprof.kernels import kinds
+
+    asked: list = []
+
+    class Kernel:
+        num_regs, shared_size_bytes, max_dynamic_shared_size_bytes = 64, 0, 0
+
+    def compile_module(sources, defines=None, arch=None, flags=()):
+        asked.append((tuple(map(str, sources)), tuple(sorted((defines or {}).items())), arch, tuple(flags)))
+        return types.SimpleNamespace(get_function=lambda name: Kernel())
+
+    device = types.SimpleNamespace(name="NVIDIA H100 80GB HBM3", sm_count=132, l2_bytes=50 << 20,
+                                   compute_capability="9.0", smem_per_block_optin=227 * 1024,
+                                   smem_per_sm=228 * 1024, regs_per_sm=65536, max_threads_per_sm=2048,
+                                   max_blocks_per_sm=32)
+    cupy = _Cupy()
+    cupy.cuda.runtime.getDevice, cupy.cuda.runtime.setDevice = (lambda: 0), (lambda d: None)
+    monkeypatch.setattr(gpu, "compile_module", compile_module)
+    monkeypatch.setattr(gpu, "cupy", lambda: cupy)
+    monkeypatch.setattr(gpu, "current_device", lambda: device)
+    variants = registry.resolve(("all",), "paged_decode")
+    params = registry.family_of(variants[0]).parse(None)
+    assert batch.build_ahead(variants, params, workers=2) >= len(variants)
+    ahead = set(asked)
+    for variant in variants:
+        asked.clear()
+        kinds.build(variant, params, device)
+        assert asked and set(asked) <= ahead, variant.id

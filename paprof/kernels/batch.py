@@ -3,8 +3,10 @@
 
 What ``paprof run --variant all`` pays once instead of once a variant: the process's start
 (Python, imports, the CUDA context), the shape's random inputs and its float64 reference
-(every variant is checked against the same reference on the same inputs). Each variant is
-then built, checked (its output poisoned first) and CUDA-event timed as
+(every variant is checked against the same reference on the same inputs), and the NVRTC
+compiles of every variant's modules, made ahead in parallel threads (``build_ahead``;
+``PAPROF_BUILD_THREADS`` sets how many). Each variant is then built, checked (its output
+poisoned first) and CUDA-event timed as
 ``paprof.kernels.launch`` does it alone; the read and GEMM ceilings, when asked, are
 measured once after them all.
 
@@ -22,7 +24,9 @@ from __future__ import annotations
 import argparse
 import gc
 import json
+import os
 import sys
+from concurrent.futures import ThreadPoolExecutor
 
 from paprof.errors import PaprofError, ShapeError
 
@@ -37,6 +41,52 @@ def _fingerprint(cp, inputs: dict) -> tuple:
         else:
             out.append((name, repr(array)[:200]))
     return tuple(out)
+
+
+BUILD_THREADS = "PAPROF_BUILD_THREADS"
+"""Threads that compile the variants' modules ahead (default: the cores but two; 0 or 1:
+none, each variant compiles in its turn)."""
+
+
+def build_threads() -> int:
+    try:
+        return max(0, int(os.environ[BUILD_THREADS]))
+    except (KeyError, ValueError):
+        return max(1, (os.cpu_count() or 2) - 2)
+
+
+def build_ahead(variants, params, workers: int) -> int:
+    """NVRTC compiles of every CUDA variant's modules (its compile units, as the static
+    gate lists them) in ``workers`` threads, into this process's module cache
+    (``gpu.compile_module``), where each variant's own build then finds them; the number
+    of modules. What fails here is left to the variant's own build, which says it in its
+    turn; a module its build asks for with other options is compiled then."""
+    from paprof import static
+    from paprof.kernels import gpu
+
+    units = []
+    for variant in variants:
+        try:
+            units += static.compile_units(variant, params)
+        except PaprofError:  # not CUDA, or a build hook without compile units
+            continue
+    if workers < 2 or len(units) < 2:
+        return 0
+    cp = gpu.cupy()
+    device = cp.cuda.runtime.getDevice()
+    gpu.current_device()  # (cached once, before the threads ask)
+
+    def compile_one(unit) -> None:
+        try:
+            cp.cuda.runtime.setDevice(device)  # this thread's context: the process's one
+            gpu.compile_module(list(unit.sources), unit.defines, arch=unit.arch, flags=tuple(unit.flags))
+        except Exception:  # noqa: BLE001 (the variant's own build raises it, in its turn)
+            pass
+
+    with ThreadPoolExecutor(max_workers=min(workers, len(units)),
+                            thread_name_prefix="paprof-nvrtc") as pool:
+        list(pool.map(compile_one, units))
+    return len(units)
 
 
 def _free(cp) -> None:
@@ -64,13 +114,17 @@ def check_and_time(family, variants, params, *, seed: int | None = None, time_la
     module's result (its docstring)."""
     from paprof.kernels import gpu, harness, kinds
     from paprof.kernels.launch import ceilings, describe, synced, timed
-    from paprof.phases import BUILD, CHECK, INPUTS, REFERENCE, TIMING, Clock
+    from paprof.phases import BUILD, BUILD_AHEAD, CHECK, INPUTS, REFERENCE, TIMING, Clock
 
     work = family.work(params)
     cp = gpu.cupy()
     device = gpu.current_device()
     shared = Clock()  # paid once for every variant
     sets = harness.input_sets_for(work.bytes, device.l2_bytes) if time_launches else 1
+    workers = build_threads()
+    if workers > 1:
+        with shared.phase(BUILD_AHEAD):
+            build_ahead(variants, params, workers)
     inputs = out = ref = stamp = None
     results: dict[str, dict] = {}
     for variant in variants:

@@ -60,9 +60,17 @@ def test_totals_count_a_shared_phase_once_and_leave_out_what_ran_beside():
     assert ph.overlapped([a, b, c]) == 4.0
 
 
+@pytest.fixture
+def no_nvcc(monkeypatch):
+    """The SASS hash without nvcc (compiling is the static gate's tests' to test): quick."""
+    from paprof import sass_hash
+
+    monkeypatch.setattr(sass_hash, "hash_sass", lambda variant, params, arch=None: sass_hash.not_taken("test"))
+
+
 # -- one variant alone: the launcher's own phases, the hash, ncu's start, replay and end -------
 
-def test_one_variant_records_every_phase_in_running_order(fake_bin, fake_launcher, tmp_path):
+def test_one_variant_records_every_phase_in_running_order(fake_bin, fake_launcher, no_nvcc, tmp_path):
     run = profile_variant(registry.get("v3"), lab_shape("batch=64,context=4096"), NcuSettings(),
                           tmp_path / "runs")
     side = json.loads(run.report.with_suffix(".json").read_text())
@@ -76,7 +84,7 @@ def test_one_variant_records_every_phase_in_running_order(fake_bin, fake_launche
 
 # -- several variants: the fixed costs paid once -------------------------------------------------
 
-def test_several_variants_are_checked_and_timed_in_one_launcher_process(fake_bin, fake_launcher, tmp_path):
+def test_several_variants_are_checked_and_timed_in_one_launcher_process(fake_bin, fake_launcher, no_nvcc, tmp_path):
     variants = [registry.get(v) for v in ("v2", "v3", "v5")]
     outcomes = profile_variants(variants, lab_shape("batch=64,context=4096"), NcuSettings(seed=4),
                                 tmp_path / "runs")
@@ -95,7 +103,7 @@ def test_several_variants_are_checked_and_timed_in_one_launcher_process(fake_bin
     assert sums["launcher start"] == pytest.approx(start.seconds)  # once, not three times
 
 
-def test_a_variant_the_batch_skipped_or_failed_goes_as_alone(fake_bin, fake_launcher, tmp_path):
+def test_a_variant_the_batch_skipped_or_failed_goes_as_alone(fake_bin, fake_launcher, no_nvcc, tmp_path):
     fake_launcher.variants = {"v2": {"skipped": "v2 needs a larger GPU"},
                               "v3": {"error": "CUDARuntimeError: an illegal memory access", "exit_code": 2}}
     variants = [registry.get(v) for v in ("v2", "v5", "v3")]
@@ -117,7 +125,7 @@ def test_the_hashes_are_taken_again_for_a_gpu_of_another_target(fake_bin, fake_l
     assert sorted(a for a in asked if a[1] == "sm_80") == [("v2", "sm_80"), ("v3", "sm_80")]
 
 
-def test_run_timings_shows_a_table_per_variant_then_the_totals(paprof_cli, fake_bin, fake_launcher, tmp_path,
+def test_run_timings_shows_a_table_per_variant_then_the_totals(paprof_cli, fake_bin, fake_launcher, no_nvcc, tmp_path,
                                                                monkeypatch):
     monkeypatch.setenv("COLUMNS", "200")
     args = ["run", "--variant", "v2", "--variant", "v3", "--runs", str(tmp_path / "runs"), "--timings"]
@@ -253,3 +261,13 @@ def test_the_modules_built_ahead_are_the_ones_each_variants_build_asks_for(monke
         asked.clear()
         kinds.build(variant, params, device)
         assert asked and set(asked) <= ahead, variant.id
+
+
+def test_each_variant_alone_as_before_when_asked(fake_bin, fake_launcher, no_nvcc, tmp_path, monkeypatch):
+    monkeypatch.setenv("PAPROF_RUN_ALONE", "1")
+    outcomes = profile_variants([registry.get("v2"), registry.get("v3")], lab_shape("batch=64,context=4096"),
+                                NcuSettings(), tmp_path / "runs")
+    assert [c[c.index("-m") + 1] for c in fake_launcher.calls] == ["paprof.kernels.launch"] * 2
+    for o in outcomes:
+        assert [p.name for p in o.run.sidecar.phases][:3] == ["launcher start", "build", "check"]
+        assert not any(p.shared > 1 or p.overlapped for p in o.run.sidecar.phases)

@@ -396,12 +396,20 @@ def profile_variants(
     return outcomes
 
 
+RUN_ALONE = "PAPROF_RUN_ALONE"
+"""Set to 1: ``profile_variants`` runs each variant alone (its own launcher process, its
+SASS hash after its timing), as before the fixed costs were paid once."""
+
+
 def _paid_once(variants, params, settings: NcuSettings, runs_dir, replace: bool, family,
                replace_option: str, say: Status):
     """For several variants of one family at one shape: every check and timing in one
     launcher process and the SASS hashes compiled ahead, in parallel (``ahead``), as
     ``(checked, hashes)``; ``(None, None)`` where each variant goes alone (one variant, a
-    command)."""
+    command, or ``PAPROF_RUN_ALONE=1``: each variant checked, timed and hashed in its own
+    turn, as before 2026-12)."""
+    if os.environ.get(RUN_ALONE, "0") not in ("", "0"):
+        return None, None
     if params is None or any(isinstance(v, CommandVariant) for v in variants):
         return None, None
     if len({v.family for v in variants}) != 1:

@@ -18,7 +18,8 @@ One entry: ``{"phase": NAME, "s": SECONDS}`` and, where they apply:
 The phases (``NAMES``, in running order): the launcher's start (Python, imports, the CUDA
 context), the build ahead (several variants' NVRTC compiles in parallel threads), the build
 (NVRTC, or the modules built ahead, and the launcher's setup), the inputs and the float64 reference,
-the check, the CUDA-event timing, the ceilings, the SASS hash (nvcc), then under ncu: its
+the check, the CUDA-event timing, the ceilings, the SASS hash (nvcc), the provenance (git,
+nvidia-smi, ncu's version), then under ncu: its
 start (ncu, the launcher again, its build and inputs, up to the first profiled kernel),
 the replay passes, and its end (the report written, the processes gone).
 """
@@ -38,9 +39,9 @@ KEY = "phases"
 START, BUILD_AHEAD, BUILD, INPUTS, REFERENCE, CHECK, TIMING, CEILING, HASH = (
     "launcher start", "build ahead", "build", "inputs", "reference", "check", "timing", "ceiling",
     "SASS hash")
-NCU_START, REPLAY, NCU_END = "ncu start", "replay", "ncu end"
-NAMES = (START, BUILD_AHEAD, BUILD, INPUTS, REFERENCE, CHECK, TIMING, CEILING, HASH, NCU_START,
-         REPLAY, NCU_END)
+PROVENANCE, NCU_START, REPLAY, NCU_END = "provenance", "ncu start", "replay", "ncu end"
+NAMES = (START, BUILD_AHEAD, BUILD, INPUTS, REFERENCE, CHECK, TIMING, CEILING, HASH, PROVENANCE,
+         NCU_START, REPLAY, NCU_END)
 """Every phase, in running order (a record may hold others: they are shown after these)."""
 
 LARGEST_S = 1e7

@@ -75,7 +75,8 @@ def test_one_variant_records_every_phase_in_running_order(fake_bin, fake_launche
                           tmp_path / "runs")
     side = json.loads(run.report.with_suffix(".json").read_text())
     names = [p["phase"] for p in side[ph.KEY]]
-    assert names == ["launcher start", "build", "check", "SASS hash", "ncu start", "replay", "ncu end"]
+    assert names == ["launcher start", "build", "check", "SASS hash", "provenance", "ncu start", "replay",
+                     "ncu end"]
     replay = side[ph.KEY][names.index("replay")]
     assert (replay["passes"], replay["kernels"]) == (20, 1)  # counted from ncu's ==PROF== lines
     assert all(p["s"] >= 0 for p in side[ph.KEY])

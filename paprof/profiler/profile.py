@@ -296,8 +296,9 @@ def profile_variant(
             with ph.Clock(phases).phase(ph.HASH):
                 hashed = sass_hash.hash_sass(variant, params, arch)
         work = checked_work(family, params).to_dict() if family is not None else None
-        source = source_state(variant, getattr(family, "folder", None))
-        prov = provenance.collect(settings.ncu, gpu=result.get("gpu"))
+        with ph.Clock(phases).phase(ph.PROVENANCE):  # git, nvidia-smi, ncu --version
+            source = source_state(variant, getattr(family, "folder", None))
+            prov = provenance.collect(settings.ncu, gpu=result.get("gpu"))
         paths = store.run_paths(runs_dir, prov.gpu_slug, variant.family, variant.id,
                                 _slug_of(params))
         with store.writing(paths, replace, replace_option) as pending:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import types
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -272,3 +273,21 @@ def test_each_variant_alone_as_before_when_asked(fake_bin, fake_launcher, no_nvc
     for o in outcomes:
         assert [p.name for p in o.run.sidecar.phases][:3] == ["launcher start", "build", "check"]
         assert not any(p.shared > 1 or p.overlapped for p in o.run.sidecar.phases)
+
+
+def test_the_gpu_the_driver_and_ncus_version_are_asked_once_a_command(fake_bin, fake_launcher, no_nvcc, tmp_path,
+                                                                      monkeypatch):
+    from paprof.profiler import provenance
+
+    asked: list = []
+    run = provenance._run
+    monkeypatch.setattr(provenance, "_run", lambda argv, cwd, timeout: asked.append(argv[:2]) or run(argv, cwd, timeout))
+    outcomes = profile_variants([registry.get(v) for v in ("v2", "v3", "v5")], lab_shape("batch=64,context=4096"),
+                                NcuSettings(), tmp_path / "runs")
+    assert all(o.run.sidecar["driver"] == "580.159.04" for o in outcomes)
+    names = [Path(a[0]).name for a in asked]
+    assert names.count("nvidia-smi") == 1 and [a for a in asked if a[1:] == ["--version"]] != []
+    assert sum(a[1:] == ["--version"] for a in asked) == 1
+    asked.clear()
+    profile_variant(registry.get("v3"), lab_shape("batch=64,context=4096"), NcuSettings(), tmp_path / "more")
+    assert [Path(a[0]).name for a in asked].count("nvidia-smi") == 2  # outside a command: asked as before

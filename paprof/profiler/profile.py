@@ -369,9 +369,12 @@ def profile_variants(
     with Progress(*columns, console=console, transient=True, disable=not live) as bar:
         task = bar.add_task("", total=len(variants), variant="")
         bar.update(task, variant="all")
-        checked, hashes = _paid_once(variants, params, settings, runs_dir, replace, family,
-                                     replace_option, lambda text: bar.update(task, description=text))
+        probes = provenance.probed_once()  # the GPU, its driver, ncu, git: asked once
+        probes.__enter__()
+        hashes = None
         try:
+            checked, hashes = _paid_once(variants, params, settings, runs_dir, replace, family,
+                                         replace_option, lambda text: bar.update(task, description=text))
             for variant in variants:
                 bar.update(task, variant=variant.name, description="")
 
@@ -390,6 +393,7 @@ def profile_variants(
                 outcomes.append(outcome)
                 bar.advance(task)
         finally:
+            probes.__exit__(None, None, None)
             if hashes is not None:
                 hashes.close()
     if outcomes and all(o.skipped for o in outcomes):

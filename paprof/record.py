@@ -24,6 +24,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Iterator
 
+from paprof import phases as run_phases
 from paprof.errors import UserError
 
 SCHEMA = 2
@@ -107,6 +108,7 @@ def check(data: Mapping, path) -> Mapping:
         raise UserError(f"damaged record {path}: 'launch_words.said' must be a list of text")
     if why is not None and not isinstance(why, str):
         raise UserError(f"damaged record {path}: 'launch_words.why' must be text")
+    run_phases.parse(data.get(run_phases.KEY), path)  # a damaged list is one line naming the file
     return data
 
 
@@ -183,6 +185,9 @@ class RunRecord(Mapping):
     32 would leave 100 of 132 SMs idle"), if the family said."""
     kernels: tuple[str, ...] = ()
     """The kernels ncu profiled in the run (``profiled_kernels``)."""
+    phases: tuple = ()
+    """Where the run's time went (``phases``: ``paprof.phases.Phase`` each, in running
+    order); empty for a run recorded before phases were kept."""
 
     # -- construction ------------------------------------------------------------------
 
@@ -228,6 +233,7 @@ class RunRecord(Mapping):
             launch_said=tuple(c for c in words.get("said") or () if c),
             launch_why=words.get("why") or None,
             kernels=tuple(kernels),
+            phases=run_phases.parse(s.get(run_phases.KEY), path or report_path or "record"),
         )
 
     @classmethod

@@ -43,6 +43,7 @@ import re
 import shutil
 import subprocess
 import tempfile
+import threading
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -400,7 +401,7 @@ def _dump(cuobjdump: str, flag: str, cubin: Path, entry: Path | None) -> str:
     text = _cuobjdump(cuobjdump, flag, cubin)
     if text:
         try:
-            partial = kept.with_name(f".{kept.name}.{os.getpid()}")
+            partial = kept.with_name(f".{kept.name}.{os.getpid()}.{threading.get_ident()}")  # threads too
             partial.write_text(text)
             os.replace(partial, kept)
         except OSError:

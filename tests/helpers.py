@@ -428,22 +428,36 @@ class FakeLauncher:
     calls: list = field(default_factory=list)
     envs: list = field(default_factory=list)
 
-    def __call__(self, argv, env):
-        argv = list(argv)
-        self.calls.append(argv)
-        self.envs.append(dict(env))
+    variants: dict = field(default_factory=dict)
+    """With the batch launcher (``--variants``): per variant id, what to put in its result
+    instead (``{"check": {"passed": False, ...}}``, ``{"skipped": why}``)."""
+
+    def _one(self, argv, variant):
         data = {
             "family": _arg(argv, "--family"),
-            "variant": _arg(argv, "--variant"),
+            "variant": variant,
             "shape": _arg(argv, "--shape"),
             "gpu": "NVIDIA H200",
-            "kernels": [f"{_arg(argv, '--family')}_{_arg(argv, '--variant')}"],
+            "kernels": [f"{_arg(argv, '--family')}_{variant}"],
             "check": {"passed": True, "rel_error": 1.2e-7, "max_abs_error": 3.0e-7, "tolerance": 1e-5},
             "duration_us_median": 3350.0,
             "work": {"bytes": 2147483648, "flops": 4294967296, "flop_kind": "fp32"},
             "bandwidth_tbs": 4.1,
+            "phases": [{"phase": "build", "s": 0.0}, {"phase": "check", "s": 0.0}],
         }
         data.update(self.result)
+        data.update(self.variants.get(variant, {}))
+        return data
+
+    def __call__(self, argv, env):
+        argv = list(argv)
+        self.calls.append(argv)
+        self.envs.append(dict(env))
+        if "--variants" in argv:  # paprof.kernels.batch: every variant in one result
+            data = {"variants": {v: self._one(argv, v) for v in _arg(argv, "--variants").split(",")},
+                    "phases": [{"phase": "inputs", "s": 0.0}, {"phase": "reference", "s": 0.0}]}
+        else:
+            data = self._one(argv, _arg(argv, "--variant"))
         if self.returncode == 0:
             Path(_arg(argv, "--result")).write_text(json.dumps(data))
         return profile.LauncherOutcome(self.returncode, self.output)

@@ -126,7 +126,7 @@ def test_report_path_appends_the_suffix_ncu_would():
 
 
 def test_presets():
-    assert list(PRESETS) == ["default", "source", "basic", "memory", "full"]
+    assert list(PRESETS) == ["default", "source", "basic", "memory", "full", "lean"]
     assert get_preset("full").ncu_args() == ["--set", "full"]
     assert get_preset("basic").ncu_args() == BASIC_SECTIONS
     default = get_preset("default").ncu_args()
@@ -135,7 +135,7 @@ def test_presets():
     source = get_preset("source")
     assert source.lineinfo and not get_preset("default").lineinfo
     assert source.ncu_args() == default + ["--section", "SourceCounters"]
-    with pytest.raises(UserError, match="known: default, source, basic, memory, full"):
+    with pytest.raises(UserError, match="known: default, source, basic, memory, full, lean"):
         get_preset("fast")
 
 

@@ -8,7 +8,6 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from paprof.profiler import profile
 
 
 
@@ -56,13 +55,9 @@ def test_existing_run_exits_2_until_replace(paprof_cli, fake_bin, fake_launcher,
 
 
 @pytest.mark.lab
-def test_failed_verification_exits_1_after_the_summary(paprof_cli, fake_bin, fake_launcher, tmp_path, monkeypatch):
-    def launcher(argv, env):
-        if argv[argv.index("--variant") + 1] == "v2":
-            return profile.LauncherOutcome(1, "paprof: error: rel_error 0.3 > 1e-05\n")
-        return fake_launcher(argv, env)
-
-    monkeypatch.setattr(profile, "run_launcher", launcher)
+def test_failed_verification_exits_1_after_the_summary(paprof_cli, fake_bin, fake_launcher, tmp_path):
+    fake_launcher.variants = {"v2": {"check": {"passed": False, "rel_error": 0.3, "max_abs_error": 1.0,
+                                               "tolerance": 1e-5}}}
     result = invoke(paprof_cli, "--variant", "v2", "--variant", "v3", "--runs", str(tmp_path / "runs"))
     assert result.exit_code == 1
     assert "FAILED" in result.output

@@ -506,6 +506,23 @@ _SOURCE = (
     Metric("pc_sample_interval_cycles", "smsp__pcsamp_interval_cycles", "cycle", SOURCE,
            "Cycles between two warp-state samples of an SM"),
 )
+#: The ncu section each of ncu's rules belongs to (a rule result's section, as ncu 2025.3.1
+#: wrote it in the shipped H200 reports and the zoo's): the rules a preset that leaves a
+#: section out (or collects only some of its metrics, ``--metrics``) no longer gets.
+RULE_SECTIONS: dict[str, str] = {
+    "AchievedOccupancy": OCC, "TheoreticalOccupancy": OCC,
+    "CPIStall": WARP, "ThreadDivergence": WARP,
+    "Compute": SOL, "Memory": SOL, "SOLBottleneck": SOL,
+    "FPInstructions": "InstructionStats",
+    "HighPipeUtilization": "ComputeWorkloadAnalysis", "SlowPipeLimiter": "ComputeWorkloadAnalysis",
+    "IssueSlotUtilization": SCHED,
+    "LaunchConfiguration": LAUNCH,
+    "MemoryApertureUsage": MWA_CHART, "MemoryL2Compression": MWA_CHART,
+    "MemoryCacheAccessPattern": MWA_TABLES, "SharedMemoryConflicts": MWA_TABLES,
+    "SOLFPRoofline": "SpeedOfLight_RooflineChart",
+    "WorkloadImbalance": "WorkloadDistribution",
+}
+
 #: Sections only an opt-in preset collects (``source``): their columns are absent from
 #: most runs, and that absence is not worth a note.
 OPT_IN_SECTIONS = (SOURCE,)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shlex
+import time
 from pathlib import Path
 
 import click
@@ -152,7 +153,8 @@ def report_lines(outcomes: list[Outcome], width: int | None = None) -> list[str]
               help="ncu sections: default (13 sections incl. traffic per memory level and "
                    "instruction counts; 35 replay passes a kernel on the H200), source (+ stall "
                    "samples per source line, -lineinfo builds), basic (8 sections, 20 passes), "
-                   "memory (4, faster), full (--set full, slow).")
+                   "memory (4, faster), full (--set full, slow), lean (default's columns and "
+                   "estimating rules in fewer passes: three sections only for the metrics paprof reads).")
 @click.option("--runs", "runs_dir", type=click.Path(file_okay=False, path_type=Path),
               default="runs", show_default=True, help="Run store folder.")
 @click.option("--clock-control", type=click.Choice(CLOCK_CONTROLS), default="none",
@@ -165,8 +167,11 @@ def report_lines(outcomes: list[Outcome], width: int | None = None) -> list[str]
 @renamed("--replace", "--force", "force", is_flag=True)
 @click.option("--seed", type=int, default=None, help="Seed for the random inputs.")
 @wide_option("the summary fits its width, a long report path alone on its line")
+@click.option("--timings", is_flag=True,
+              help="Also show where each variant's run spent its time (build, inputs and reference, "
+                   "check, timing, ncu start, replay passes, ...), then the totals.")
 def run(variants, family, shape, cmd, nvtx_range, name, kernel_regex, cover, top, every_kernel,
-        preset, runs_dir, clock_control, launches, force, seed, wide):
+        preset, runs_dir, clock_control, launches, force, seed, wide, timings):
     """Verify each variant against the float64 reference, then profile it under ncu.
 
     Each variant first runs without ncu (checked, then CUDA-event timed), then under
@@ -188,6 +193,7 @@ def run(variants, family, shape, cmd, nvtx_range, name, kernel_regex, cover, top
 
     Exit codes: 0 ok, 1 a variant failed verification, 2 bad input or environment.
     """
+    started = time.perf_counter()
     settings = NcuSettings(preset=preset, clock_control=clock_control, launches=launches, seed=seed,
                            **_top_kernels(cmd, cover, top, every_kernel))
     if cmd is not None:
@@ -213,6 +219,11 @@ def run(variants, family, shape, cmd, nvtx_range, name, kernel_regex, cover, top
         chosen_lines = [part for line in chosen_lines for part in wrapped(line, width)]
     for line in report_lines(outcomes, width) + chosen_lines:
         click.echo(line)
+    if timings:
+        from paprof.commands.run_timings import timing_tables
+
+        for table in timing_tables(outcomes, time.perf_counter() - started):
+            Console(width=10_000 if wide else width).print(table)
     failed = [o for o in outcomes if o.failed]
     if failed:
         raise VerificationError(

@@ -72,13 +72,24 @@ class Prepared:
 
 
 def prepare(family: Family, variant, params, seed: int | None = None, input_sets: int = 1) -> Prepared:
-    cp = gpu.cupy()
     variant.check(params)
-    device = gpu.current_device()
-    launcher = kinds.build(variant, params, device)
+    launcher = kinds.build(variant, params, gpu.current_device())
+    return prepare_on(family, variant, params, launcher, *make_inputs(family, params, seed, input_sets))
+
+
+def make_inputs(family: Family, params, seed: int | None = None, input_sets: int = 1) -> tuple[list, object]:
+    """``input_sets`` sets of fresh random inputs and an output array, on the GPU."""
+    cp = gpu.cupy()
     rng = np.random.default_rng(seed)
     inputs = [family.inputs(params, int(rng.integers(2**31)), cp) for _ in range(input_sets)]
-    out = family.output(params, cp)
+    return inputs, family.output(params, cp)
+
+
+def prepare_on(family: Family, variant, params, launcher, inputs: list, out) -> Prepared:
+    """A built ``launcher`` over given inputs and output (several variants of one shape
+    share them: ``paprof.kernels.batch``)."""
+    cp = gpu.cupy()
+    device = gpu.current_device()
     convert = launcher.convert or (lambda a: a)
     args = [{k: convert(a) for k, a in i.items()} for i in inputs]
     out_arg = convert(out)
@@ -122,8 +133,14 @@ def produced_array(produced, like):
     return array.reshape(like.shape)
 
 
-def verify(prep: Prepared) -> Check:
-    """Poison, run once on input set 0, compare with the float64 reference (on the GPU).
+def reference(prep: Prepared):
+    """The family's float64 reference on input set 0 (on the GPU)."""
+    return prep.family.reference(prep.params, prep.inputs[0], gpu.cupy())
+
+
+def verify(prep: Prepared, ref=None) -> Check:
+    """Poison, run once on input set 0, compare with the float64 reference (on the GPU;
+    ``ref``: one computed before on the same inputs, else computed here).
 
     A callable that returns its own output (``CallableVariant``) is checked on that."""
     cp = gpu.cupy()
@@ -131,7 +148,8 @@ def verify(prep: Prepared) -> Check:
     produced = prep.step(0)
     cp.cuda.runtime.deviceSynchronize()
     out = prep.out if produced is None else produced_array(produced, prep.out)
-    ref = prep.family.reference(prep.params, prep.inputs[0], cp)
+    if ref is None:
+        ref = reference(prep)
     return compare(out, ref, prep.family.tolerance_for(prep.params), cp, prep.family.name)
 
 

@@ -35,20 +35,9 @@ def _nvtx(cp):
     return nvtx
 
 
-def run(args) -> dict:
-    from paprof import registry
-    from paprof.family import throughput
-    from paprof.kernels import gpu, harness
-
-    variant = registry.get(args.variant, args.family)
-    family = registry.family_of(variant)
-    params = family.parse(args.shape)
-    variant.check(params)
-    work = family.work(params)
-    cp = gpu.cupy()
-    sets = harness.input_sets_for(work.bytes, gpu.current_device().l2_bytes) if args.time else 1
-    prep = harness.prepare(family, variant, params, seed=args.seed, input_sets=sets)
-    result = {
+def describe(variant, family, params, work, prep, sets: int) -> dict:
+    """What the launcher reports of a built variant (the result JSON's first keys)."""
+    return {
         "family": variant.family,
         "variant": variant.id,
         "kind": variant.kind,
@@ -68,22 +57,79 @@ def run(args) -> dict:
         "nvtx_range": variant.nvtx_range,
         "input_sets": sets,
     }
+
+
+def timed(prep, work, launches: int) -> dict:
+    """``launches`` CUDA-event-timed steps: the result's timing keys."""
+    from paprof.family import throughput
+    from paprof.kernels import harness
+
+    times = harness.time_steps(prep, launches)
+    median = statistics.median(times)
+    rates = throughput(work, median)
+    return {"duration_us_median": median, "duration_us_all": times, "timed_launches": launches,
+            "bandwidth_tbs": rates["tbs"], "tflops": rates["tflops"]}
+
+
+def synced(cp) -> None:
+    """Wait for the GPU (a phase's time includes its queued work)."""
+    cp.cuda.runtime.deviceSynchronize()
+
+
+def ceilings(read: bool, gemm_asked: bool, family, work, cp, clock) -> dict:
+    """The read ceiling (``read``; with it the GEMM ceiling for work its family holds to
+    it) and the GEMM ceiling (``gemm_asked``), timed as one phase."""
+    from paprof.kernels import harness
+    from paprof.phases import CEILING
+
+    result: dict = {}
+    if not (read or gemm_asked):
+        return result
+    cp.get_default_memory_pool().free_all_blocks()
+    with clock.phase(CEILING):
+        if read:
+            ceiling = harness.measure_read_ceiling()
+            result.update(read_ceiling_tbs=ceiling["tbs"], read_ceiling=ceiling)
+        if gemm_asked or (read and family.holds_to_gemm(work)):
+            gemm = harness.measure_gemm_ceiling()
+            result.update(gemm_ceiling_tflops=gemm["tflops"], gemm_ceiling=gemm)
+    return result
+
+
+def run(args) -> dict:
+    from paprof import registry
+    from paprof.kernels import gpu, harness, kinds
+    from paprof.phases import BUILD, CHECK, INPUTS, REFERENCE, TIMING, Clock
+
+    clock = Clock()  # the phases, written into the result (paprof.phases)
+    variant = registry.get(args.variant, args.family)
+    family = registry.family_of(variant)
+    params = family.parse(args.shape)
+    variant.check(params)
+    work = family.work(params)
+    cp = gpu.cupy()
+    sets = harness.input_sets_for(work.bytes, gpu.current_device().l2_bytes) if args.time else 1
+    with clock.phase(BUILD):
+        launcher = kinds.build(variant, params, gpu.current_device())
+    with clock.phase(INPUTS):
+        prep = harness.prepare_on(family, variant, params, launcher,
+                                  *harness.make_inputs(family, params, args.seed, sets))
+        synced(cp)
+    result = describe(variant, family, params, work, prep, sets)
     if not args.no_check:
-        check = harness.verify(prep)
+        with clock.phase(REFERENCE):
+            ref = harness.reference(prep)
+            synced(cp)
+        with clock.phase(CHECK):
+            check = harness.verify(prep, ref)
+        del ref
         result["check"] = check.to_dict()
         if not check.passed:
+            result["phases"] = clock.to_record()
             return result
     if args.time:
-        times = harness.time_steps(prep, args.time)
-        median = statistics.median(times)
-        rates = throughput(work, median)
-        result.update(
-            duration_us_median=median,
-            duration_us_all=times,
-            timed_launches=args.time,
-            bandwidth_tbs=rates["tbs"],
-            tflops=rates["tflops"],
-        )
+        with clock.phase(TIMING):
+            result.update(timed(prep, work, args.time))
     if args.profile_launches:
         if args.no_check and not args.time:
             prep.step(0)  # one launch outside the range: compiling, autotuning, module loading
@@ -102,25 +148,24 @@ def run(args) -> dict:
         result["profiled_launches"] = args.profile_launches
         if nvtx is not None:
             result["step_range"] = variant.nvtx_range
-    if args.ceiling or args.gemm_ceiling:  # after the variant's launches: its inputs out of the way
-        del prep
-        cp.get_default_memory_pool().free_all_blocks()
-    if args.ceiling:
-        ceiling = harness.measure_read_ceiling()
-        result.update(read_ceiling_tbs=ceiling["tbs"], read_ceiling=ceiling)
-    if args.gemm_ceiling or (args.ceiling and family.holds_to_gemm(work)):
-        gemm = harness.measure_gemm_ceiling()
-        result.update(gemm_ceiling_tflops=gemm["tflops"], gemm_ceiling=gemm)
+    del prep  # after the variant's launches: its inputs out of the way of the ceilings
+    result.update(ceilings(args.ceiling, args.gemm_ceiling, family, work, cp, clock))
+    result["phases"] = clock.to_record()
     return result
+
+
+def shared_options(p: argparse.ArgumentParser) -> None:
+    """The options this launcher and the batch one (``paprof.kernels.batch``) share."""
+    p.add_argument("--family", default=None, help="kernel family (default: any)")
+    p.add_argument("--shape", default="", help="the family's parameters, KEY=VALUE,...")
+    p.add_argument("--seed", type=int, default=None, help="input seed (default: fresh)")
+    p.add_argument("--time", type=int, default=0, metavar="N", help="CUDA-event-timed launches (0: none)")
 
 
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m paprof.kernels.launch", description=__doc__.split("\n")[0])
     p.add_argument("--variant", required=True, help="variant id, e.g. v3 or paged_decode/v3")
-    p.add_argument("--family", default=None, help="kernel family (default: any)")
-    p.add_argument("--shape", default="", help="the family's parameters, KEY=VALUE,...")
-    p.add_argument("--seed", type=int, default=None, help="input seed (default: fresh)")
-    p.add_argument("--time", type=int, default=0, metavar="N", help="CUDA-event-timed launches (0: none)")
+    shared_options(p)
     p.add_argument("--profile-launches", type=int, default=1, metavar="N",
                    help="launches inside the NVTX range (default 1)")
     p.add_argument("--result", default=None, metavar="FILE", help="write the result as JSON here")

@@ -28,12 +28,16 @@ class Preset:
     lineinfo: bool = False
     """Build the variant's CUDA kernels with ``-lineinfo`` so that SourceCounters can
     name source lines (``PAPROF_LINEINFO=1`` in the launcher's environment)."""
+    metrics: tuple[str, ...] = ()
+    """ncu metric names collected beside the sections (one ``--metrics`` list): the
+    catalogue's metrics of sections the preset leaves out."""
 
     def ncu_args(self) -> list[str]:
         """The argv fragment that selects this preset's metrics."""
         if self.section_set:
             return ["--set", self.section_set]
-        return [arg for section in self.sections for arg in ("--section", section)]
+        args = [arg for section in self.sections for arg in ("--section", section)]
+        return args + (["--metrics", ",".join(self.metrics)] if self.metrics else [])
 
 
 _BASE = (
@@ -55,6 +59,31 @@ _TRAFFIC = (
     "SpeedOfLight_RooflineChart",
     "SpeedOfLight_HierarchicalTensorRooflineChart",
 )
+
+# ``lean``: what the analysis and the reports read, derived from the metric catalogue.
+# Every catalogue column ``default`` fills is filled (the causes, the limits, the traffic,
+# the roofline, the gate's metrics); a section stays whole where its ncu rules can give an
+# estimate that "what would move it next" shows (``causes.next_moves``), or where the
+# catalogue reads a metric its section script derives (``derived__*``: the hierarchical
+# roofline); the others are collected only for the catalogue's metrics: SpeedOfLight (its
+# rules, SOLBottleneck, Compute and Memory, give no estimate), MemoryWorkloadAnalysis (no
+# rule), MemoryWorkloadAnalysis_Chart (MemoryL2Compression is not actionable, and
+# MemoryApertureUsage is about peer and system memory). tests/test_lean_preset.py holds
+# every cause, limit and next-move line of the shipped steps and the zoo to the default's.
+METRICS_ONLY = ("SpeedOfLight", "MemoryWorkloadAnalysis", "MemoryWorkloadAnalysis_Chart")
+
+
+def _lean() -> Preset:
+    from paprof.analysis.metrics import ncu_metric_names
+
+    return Preset(
+        "lean",
+        tuple(s for s in _BASE + _TRAFFIC if s not in METRICS_ONLY),
+        summary="default's columns and its rules that give estimates, in fewer replay passes: "
+                "SpeedOfLight and the memory workload sections only for the metrics paprof reads",
+        metrics=tuple(dict.fromkeys(ncu_metric_names(METRICS_ONLY))),
+    )
+
 
 PRESETS: dict[str, Preset] = {
     p.name: p
@@ -82,6 +111,7 @@ PRESETS: dict[str, Preset] = {
             summary="throughputs, memory, occupancy and launch only (fewer replay passes)",
         ),
         Preset("full", section_set="full", summary="ncu's full set (slow: many replay passes)"),
+        _lean(),
     )
 }
 

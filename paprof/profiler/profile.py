@@ -12,6 +12,7 @@ import os
 import signal
 import subprocess
 import tempfile
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Sequence
@@ -29,8 +30,8 @@ from rich.progress import (
 
 from paprof.errors import ShapeError, UserError, VerificationError
 from paprof.family import CommandVariant, Variant, checked_work
-from paprof import sass_hash
-from paprof.profiler import environment, provenance, store, top_kernels
+from paprof import phases as ph, sass_hash
+from paprof.profiler import ahead, environment, provenance, store, top_kernels
 from paprof.profiler.argv import NcuSettings, ncu_argv, verify_argv
 from paprof.profiler.locate import find_ncu
 from paprof.safetext import shown
@@ -159,10 +160,11 @@ def build_sidecar(
     gate_metrics=(),
     family_notes=(),
     noise=None,
+    phases: Sequence[ph.Phase] = (),
 ) -> RunRecord:
     """The run's record, written as its sidecar (schema 2, docs/CONTRACTS.md). ``noise``:
     the ``code`` and ``environment`` records (``paprof.sass_hash``, ``environment``), when
-    taken."""
+    taken; ``phases``: where the run's time went (``paprof.phases``)."""
     passes = [k.passes for k in profiled if k.passes is not None]
     preset = get_preset(settings.preset)
     check = result.get("check")
@@ -214,6 +216,7 @@ def build_sidecar(
         "seed": settings.seed,
         "log": paths.log.name,
         **(noise or {}),
+        ph.KEY: [p.to_dict() for p in phases],
     }, label=variant.id, path=paths.sidecar)
 
 
@@ -242,11 +245,16 @@ def profile_variant(
     progress: Status | None = None,
     family=None,
     replace_option: str = "--force",
+    checked: ahead.Checked | None = None,
+    hashes: ahead.HashesAhead | None = None,
 ) -> store.Run:
     """Verify ``variant`` at ``params`` outside ncu, then profile it and store the run.
 
     ``family`` (the variant's ``Family``) gives the work model and the source folder; a
     ``CommandVariant`` has neither (``params`` None) and is profiled unverified.
+    ``checked``: the variant was already checked and timed with others in one process
+    (``ahead.check_all``); ``hashes``: its SASS hash is being compiled ahead
+    (``ahead.HashesAhead``). Each phase's time goes into the record (``paprof.phases``).
     Raises ``ShapeError`` (the variant cannot take the parameters), ``VerificationError``
     (wrong answer: nothing is stored) or ``UserError`` (no ncu, no GPU, counters not
     permitted, the run exists and ``replace`` is False ...).
@@ -269,24 +277,35 @@ def profile_variant(
     env = child_env()
     if preset.lineinfo:
         env["PAPROF_LINEINFO"] = "1"
+    phases: list[ph.Phase] = []
     with environment.Watch() as watch:  # clocks, throttling, other processes: timing and ncu
         if is_command:
             say("running the command under ncu (not verified: paprof has no reference for it)")
             result: dict = {}
             settings = dataclasses.replace(settings, kernels_per_launch=None)
+        elif checked is not None:
+            result, done = checked.result(variant)
+            phases += done
+            settings = dataclasses.replace(settings, kernels_per_launch=_kernels_per_launch(result))
         else:
             with tempfile.TemporaryDirectory(prefix="paprof-verify-") as scratch:
                 say(f"compiling, checking and timing {settings.time_launches} launches (no ncu)")
+                t0 = time.perf_counter()
                 result = verify(variant, params, settings, Path(scratch) / "result.json", env)
+                phases += ahead.launcher_phases(result, time.perf_counter() - t0)
             settings = dataclasses.replace(settings, kernels_per_launch=_kernels_per_launch(result))
+        arch = result.get("arch") or getattr(family, "arch", None)
+        hashed = None  # compiled ahead: taken once ncu is done
         if is_command:
             hashed = sass_hash.not_taken("a --cmd program: paprof does not compile it")
-        else:  # after the timing (nvcc would share the CPU with it), for the GPU it ran on
+        elif hashes is None:  # after the timing (nvcc would share the CPU with it), for the GPU it ran on
             say("hashing the SASS")
-            hashed = sass_hash.hash_sass(variant, params, result.get("arch") or getattr(family, "arch", None))
+            with ph.Clock(phases).phase(ph.HASH):
+                hashed = sass_hash.hash_sass(variant, params, arch)
         work = checked_work(family, params).to_dict() if family is not None else None
-        source = source_state(variant, getattr(family, "folder", None))
-        prov = provenance.collect(settings.ncu, gpu=result.get("gpu"))
+        with ph.Clock(phases).phase(ph.PROVENANCE):  # git, nvidia-smi, ncu --version
+            source = source_state(variant, getattr(family, "folder", None))
+            prov = provenance.collect(settings.ncu, gpu=result.get("gpu"))
         paths = store.run_paths(runs_dir, prov.gpu_slug, variant.family, variant.id,
                                 _slug_of(params))
         with store.writing(paths, replace, replace_option) as pending:
@@ -297,15 +316,21 @@ def profile_variant(
                     settings, variant, pending.scratch("timing.ncu-rep"), paths.log, env, say)
             argv = ncu_argv(settings, variant, params, pending.report, scratch_result)
             say("ncu: starting")
-            ncu = run_ncu(argv, paths.log, pending.report, on_kernel=_kernel_status(say), env=env)
+            timer = ahead.NcuClock(_kernel_status(say))
+            ncu = run_ncu(argv, paths.log, pending.report, on_kernel=timer, env=env)
+            phases += timer.phases(ncu.log.kernels)
             watch.stop()
+            if hashed is None:
+                hashed, done = hashes.get(variant, arch)
+                phases += done
             command = [str(paths.report) if a == str(pending.report) else a for a in argv]
             noise = {sass_hash.KEY: sass_hash.record(hashed, result.get("launches")),
-                     environment.KEY: watch.record}
+                     # batched: what the GPU did while the batch timed the variant
+                     environment.KEY: watch.record if checked is None else checked.environment}
             sidecar = build_sidecar(variant, params, work, settings, result, prov, command,
                                     ncu.log.kernels, paths, source,
                                     getattr(family, "gate_metrics", ()),
-                                    getattr(family, "notes", ()), noise)
+                                    getattr(family, "notes", ()), noise, phases)
             if selection is not None:  # what the full pass did profile, against the plan
                 sidecar = sidecar.with_values(selection={**selection,
                                                          "launches_profiled": len(ncu.log.kernels)})
@@ -357,22 +382,85 @@ def profile_variants(
     live = console.is_terminal  # no live display (and no stray newlines) in logs and pipes
     with Progress(*columns, console=console, transient=True, disable=not live) as bar:
         task = bar.add_task("", total=len(variants), variant="")
-        for variant in variants:
-            bar.update(task, variant=escape(shown(variant.name)), description="")
+        bar.update(task, variant="all")
+        probes = provenance.probed_once()  # the GPU, its driver, ncu, git: asked once
+        probes.__enter__()
+        hashes = None
+        try:
+            checked, hashes = _paid_once(variants, params, settings, runs_dir, replace, family,
+                                         replace_option,
+                                         lambda text: bar.update(task, description=escape(shown(text))))
+            for variant in variants:
+                bar.update(task, variant=escape(shown(variant.name)), description="")
 
-            def say(text: str) -> None:  # kernel names and messages: never markup, no escapes
-                bar.update(task, description=escape(shown(text)))
+                def say(text: str) -> None:  # kernel names and messages: never markup, no escapes
+                    bar.update(task, description=escape(shown(text)))
 
-            outcome = Outcome(variant)
-            try:
-                outcome.run = profile_variant(variant, params, settings, runs_dir, replace, say,
-                                              family=family, replace_option=replace_option)
-            except VerificationError as err:
-                outcome.failed = err
-            except ShapeError as err:
-                outcome.skipped = err
-            outcomes.append(outcome)
-            bar.advance(task)
+                outcome = Outcome(variant)
+                try:
+                    outcome.run = profile_variant(variant, params, settings, runs_dir, replace, say,
+                                                  family=family, replace_option=replace_option,
+                                                  checked=checked, hashes=hashes)
+                except VerificationError as err:
+                    outcome.failed = err
+                except ShapeError as err:
+                    outcome.skipped = err
+                outcomes.append(outcome)
+                bar.advance(task)
+        finally:
+            probes.__exit__(None, None, None)
+            if hashes is not None:
+                hashes.close()
     if outcomes and all(o.skipped for o in outcomes):
         raise outcomes[0].skipped
     return outcomes
+
+
+RUN_ALONE = "PAPROF_RUN_ALONE"
+"""Set to 1: ``profile_variants`` runs each variant alone (its own launcher process, its
+SASS hash after its timing), as before the fixed costs were paid once."""
+
+
+def _paid_once(variants, params, settings: NcuSettings, runs_dir, replace: bool, family,
+               replace_option: str, say: Status):
+    """For several variants of one family at one shape: every check and timing in one
+    launcher process and the SASS hashes compiled ahead, in parallel (``ahead``), as
+    ``(checked, hashes)``; ``(None, None)`` where each variant goes alone (one variant, a
+    command, or ``PAPROF_RUN_ALONE=1``: each variant checked, timed and hashed in its own
+    turn, as before 2026-12)."""
+    if os.environ.get(RUN_ALONE, "0") not in ("", "0"):
+        return None, None
+    if params is None or any(isinstance(v, CommandVariant) for v in variants):
+        return None, None
+    if len({v.family for v in variants}) != 1:
+        return None, None
+    fits = []
+    for variant in variants:
+        try:
+            variant.check(params)
+        except ShapeError:
+            continue  # profile_variant says so, in its turn
+        _early_refusal(Path(runs_dir), variant, params, replace, replace_option)
+        fits.append(variant)
+    if len(fits) < 2:
+        return None, None
+    if family is None:
+        from paprof import registry
+
+        family = registry.family_of(fits[0])
+    holds_to_gemm = getattr(family, "holds_to_gemm", None)
+    if holds_to_gemm is not None and holds_to_gemm(checked_work(family, params)):
+        settings = dataclasses.replace(settings, measure_gemm_ceiling=True)
+    env = child_env()
+    if get_preset(settings.preset).lineinfo:
+        env["PAPROF_LINEINFO"] = "1"
+    hashes = ahead.HashesAhead(fits, params, getattr(family, "arch", None))
+    try:
+        say(f"checking and timing {len(fits)} variants in one process (no ncu)")
+        with environment.Watch() as watch:
+            checked = ahead.check_all(fits, params, settings, env, run_launcher)
+        checked.environment = watch.record
+    except BaseException:
+        hashes.close()
+        raise
+    return checked, hashes

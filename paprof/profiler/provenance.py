@@ -6,6 +6,7 @@ records None instead.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import subprocess
@@ -24,8 +25,37 @@ def slug(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-") or "unknown"
 
 
+_ASKED: dict | None = None
+"""Inside ``probed_once``: each probe's answer, by its command line and folder."""
+
+
+@contextlib.contextmanager
+def probed_once():
+    """Within the block each probe (nvidia-smi, ``ncu --version``, git) runs once and its
+    answer is reused: a command that profiles several variants asks for the GPU, the
+    driver, ncu's version and the checkout once, not a few times a variant (nvidia-smi
+    and ncu take a good part of a second each to answer)."""
+    global _ASKED
+    outer = _ASKED
+    _ASKED = {} if outer is None else outer
+    try:
+        yield
+    finally:
+        _ASKED = outer
+
+
 def _output(argv: list[str], cwd: Path | None = None, timeout: float = 20) -> str | None:
-    """A command's stdout, or None when it is missing, fails or hangs."""
+    """A command's stdout, or None when it is missing, fails or hangs (asked once inside
+    ``probed_once``)."""
+    if _ASKED is not None:
+        key = (tuple(argv), str(cwd))
+        if key not in _ASKED:
+            _ASKED[key] = _run(argv, cwd, timeout)
+        return _ASKED[key]
+    return _run(argv, cwd, timeout)
+
+
+def _run(argv: list[str], cwd: Path | None, timeout: float) -> str | None:
     try:
         done = subprocess.run(
             argv, cwd=cwd, capture_output=True, text=True, timeout=timeout, check=False

@@ -1,0 +1,130 @@
+"""The ``lean`` preset (issue 40, point 2): the metric set derived from what the analysis
+and the reports read. Its runs must tell the same story: every step's cause, limit and
+next-move line of the shipped H200 runs and of the zoo is computed again from the same
+reports with every column ``lean`` does not collect dropped (NaN, as a report without the
+metric gives it) and every rule of a section it leaves out gone, and must be unchanged."""
+
+from __future__ import annotations
+
+import math
+import sys
+from pathlib import Path
+
+import pytest
+
+from paprof.analysis import load
+from paprof.analysis import metrics as M
+from paprof.profiler.presets import METRICS_ONLY, get_preset
+
+from helpers import recorded, unpacked
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+ROOT = Path(__file__).resolve().parents[1]
+ZOO = ROOT / "examples" / "zoo"
+CHAIN = ["baseline", "v1", "v2", "v3", "v4", "handbook", "v5", "v6"]
+LEAN = get_preset("lean")
+
+
+def collected(m: M.Metric) -> bool:
+    """Whether a ``lean`` run has the catalogue entry ``m`` (a report's device attributes
+    come with any section)."""
+    return m.section == M.DEVICE or m.section in LEAN.sections or m.ncu_name in LEAN.metrics
+
+
+def test_lean_collects_every_column_default_does_in_fewer_sections():
+    default = get_preset("default")
+    for m in M.MEASURED:
+        if m.section in default.sections or m.section == M.DEVICE:
+            assert collected(m), m.column
+    assert set(LEAN.sections) == set(default.sections) - set(METRICS_ONLY)
+    args = LEAN.ncu_args()
+    assert args[-2] == "--metrics" and "gpu__time_duration.sum" in args[-1].split(",")
+    assert "SpeedOfLight" not in args  # collected only for the catalogue's metrics
+
+
+@pytest.fixture
+def as_lean(monkeypatch):
+    """The loader as it would read a ``lean`` run of the same kernels: what lean does not
+    collect absent, the rules of the sections it leaves out gone."""
+    seen_rules: set = set()
+    metrics, rules = load._metrics, load.read_rules
+
+    def lean_metrics(action, entries):
+        values = metrics(action, entries)
+        opcodes = "InstructionStats" in LEAN.sections or M.OPCODE_METRIC in LEAN.metrics
+        for column in values:
+            m = M.BY_COLUMN.get(column)
+            if m is None:
+                continue
+            if column in M.OPCODE_COLUMNS and not opcodes:
+                values[column] = math.nan
+            elif not m.derived and not collected(m):
+                values[column] = "" if m.text else math.nan
+        return values
+
+    def lean_rules(action):
+        found = rules(action)
+        seen_rules.update(r["id"] for r in found)
+        return [r for r in found if M.RULE_SECTIONS.get(r["id"]) in LEAN.sections]
+
+    monkeypatch.setattr(load, "_metrics", lean_metrics)
+    monkeypatch.setattr(load, "read_rules", lean_rules)
+    return seen_rules
+
+
+def _lines(steps_of):
+    return [(s.before, s.after, s.cause, s.limit, s.next_move) for s in steps_of()]
+
+
+def _same_story(steps_of, request):
+    """The steps ``steps_of()`` computes, from the reports as they are and then as a lean
+    run of the same kernels would have them (the ``as_lean`` fixture, taken in between)."""
+    before = _lines(steps_of)
+    seen = request.getfixturevalue("as_lean")
+    after = _lines(steps_of)
+    assert seen <= set(M.RULE_SECTIONS), f"rules of unknown section: {seen - set(M.RULE_SECTIONS)}"
+    assert before and all(b[2] for b in before)
+    for b, a in zip(before, after):
+        assert a == b, f"{b[0]} -> {b[1]} tells another story from a lean run"
+
+
+def test_the_shipped_steps_tell_the_same_story_from_a_lean_run(request):
+    from paprof.reports.build import write_report
+
+    _same_story(lambda: write_report(CHAIN, runs=recorded("h200"), out=None, markdown=None).comparison.steps,
+                request)
+
+
+def _zoo_cases(which: str) -> list[dict]:
+    """The zoo's pairs (causes.toml, recorded on the H200) or its pre-registered cases
+    (expected.toml, on the H100: ``zoo`` the CUDA ones, ``zoo_lib`` the library ones)."""
+    if which == "h200":
+        return tomllib.loads((ZOO / "causes.toml").read_text())["pair"] if (ZOO / "causes.toml").is_file() else []
+    cases = tomllib.loads((ZOO / "expected.toml").read_text())["case"] if (ZOO / "expected.toml").is_file() else []
+    return [c for c in cases if c["family"] == which.split(":")[1]]
+
+
+@pytest.mark.parametrize("which, archive", [
+    ("h200", "runs.tar.xz"),
+    ("h100:zoo", "runs-h100.tar.xz"),
+    pytest.param("h100:zoo_lib", "runs-h100.tar.xz", marks=pytest.mark.slow),  # 100 MB unpacked
+])
+def test_the_zoos_pairs_tell_the_same_story_from_a_lean_run(request, which, archive):
+    from paprof.reports.build import write_report
+
+    if not (ZOO / archive).is_file():
+        pytest.skip(f"examples/zoo/{archive} is not there")
+    runs = unpacked(ZOO / archive) / "runs"
+    pairs = [p for p in _zoo_cases(which) if any(runs.glob(f"*/*/{p['slow']}/*.json"))]
+    assert len(pairs) >= 4
+
+    def steps():
+        return [s for p in pairs for s in write_report(
+            [p["slow"], p["fast"]], runs=runs, out=None, markdown=None,
+            shape=p["shape"].replace(" ", "")).comparison.steps]
+
+    _same_story(steps, request)

@@ -254,7 +254,8 @@ def test_a_variant_that_returns_nothing_is_one_line():
         kinds.build(fam.variants[0], params, None)(fam.inputs(params, 0, np), None)
 
 
-def test_a_failed_check_stops_with_the_verification_error(fake_gpu, tmp_path):
+def test_a_failed_check_stops_with_the_verification_error(fake_gpu, tmp_path, monkeypatch):
+    monkeypatch.setenv("PAPROF_RUN_ALONE", "1")  # the fake launcher answers one variant a call
     fake_gpu.returncode = 1
     fake_gpu.output = "paprof: error: output differs: rel_error 0.5 > 1e-05\n"
     cell = _cell()
@@ -264,6 +265,7 @@ def test_a_failed_check_stops_with_the_verification_error(fake_gpu, tmp_path):
 
 
 def test_a_variant_that_turns_the_config_down_is_named(fake_gpu, monkeypatch, tmp_path):
+    monkeypatch.setenv("PAPROF_RUN_ALONE", "1")  # the fake launcher answers one variant a call
     """A variant that cannot take the config (the launcher writes why) is skipped; with
     one run left there is nothing to compare, and the one line says why."""
     real = profiler.run_launcher

@@ -1,7 +1,7 @@
 """How fast paprof's loader turns Nsight Compute kernel results into table rows.
 
 Two measurements, both printed with the share of time spent reading the report (the
-fast reader of :mod:`paprof.analysis.ncu_fastread` decoding the file, or ``ncu_report``
+fast reader of :mod:`paprof.read.ncu_fastread` decoding the file, or ``ncu_report``
 opening it and materialising each result) versus paprof's own work (looking up the
 catalogue metrics, rules, derived columns, bottleneck, the DataFrame):
 
@@ -35,7 +35,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from paprof.analysis import load, ncu_reader  # noqa: E402
+from paprof.model import load
+from paprof.read import ncu_reader  # noqa: E402
 from paprof.errors import UserError  # noqa: E402
 
 

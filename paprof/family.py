@@ -510,7 +510,7 @@ class CudaVariant(Variant):
     ``-lineinfo``, ``--ftz=true|false``, ``--prec-div=true|false``,
     ``--prec-sqrt=true|false``, ``--fmad=true|false`` (``COMPILER_OPTIONS``); macros go in
     ``defines``. A ``build`` hook passes ``variant.compiler_options(params)`` to
-    ``paprof.kernels.gpu.compile_module`` itself."""
+    ``paprof.measure.kernels.gpu.compile_module`` itself."""
     arch: str | None = None
     """The one GPU target this variant compiles for (``"sm_90a"``: Hopper's wgmma and its
     kin, which exist only for the ``a`` target), or None for CuPy's choice for the current

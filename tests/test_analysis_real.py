@@ -19,9 +19,10 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 
-from paprof.analysis import bottleneck as B
-from paprof.analysis import load, ncu_reader
-from paprof.analysis import metrics as M
+from paprof.model import bottleneck as B
+from paprof.model import load
+from paprof.read import ncu_reader
+from paprof.read import metrics as M
 from paprof.cli import main
 from paprof.errors import UserError
 
@@ -254,8 +255,8 @@ def test_no_ncu_markup_reaches_rules_evidence_or_the_report(tmp_path):
     """The shipped reports' rule messages carry @url:...@ and @section:...@ links."""
     import re
 
-    from paprof.analysis.load import load_reports
-    from paprof.reports import build
+    from paprof.model.load import load_reports
+    from paprof.render import build
 
     markup = re.compile(r"@(url|section):")
     df = load_reports([EXAMPLES])
@@ -270,7 +271,7 @@ def test_no_ncu_markup_reaches_rules_evidence_or_the_report(tmp_path):
 
 
 def test_ncu_plain_text():
-    from paprof.analysis.fmt import ncu_plain
+    from paprof.explain.fmt import ncu_plain
 
     assert ncu_plain("See the @url:Guide:https://x.org/a.html#b@ and the "
                      "@section:SourceCounters:Warp Stall Sampling (All Samples)@ table.") == (

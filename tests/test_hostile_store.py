@@ -24,7 +24,7 @@ import pytest
 from click.testing import CliRunner
 
 from paprof.errors import UserError
-from paprof.profiler import store
+from paprof.read import store
 from paprof.sweep import manifest as M
 from paprof.sweep import results
 from paprof.sweep.merge import merge_stores
@@ -196,7 +196,7 @@ def test_a_linked_store_folder_receives_no_merged_record_nor_manifest(tmp_path, 
 
 @posix
 def test_a_log_planted_as_a_link_is_not_written_through(tmp_path):
-    from paprof.profiler import runner
+    from paprof.measure import runner
 
     victim = tmp_path / "victim"
     victim.write_text("keep me")
@@ -289,7 +289,7 @@ def test_a_fifo_as_a_sidecar_does_not_block(tmp_path):
 
 
 def test_the_walk_finds_what_rglob_found(tmp_path):
-    from paprof import store_files
+    from paprof.read import store_files
 
     for variant in ("v1", "v2", "v10"):
         _run(tmp_path, variant, shape="b-1")
@@ -418,7 +418,7 @@ def test_the_cubin_cache_in_the_temporary_folder_is_this_users_alone(tmp_path, m
     another user could make first and fill."""
     import tempfile
 
-    from paprof.kernels import gpu
+    from paprof.measure.kernels import gpu
 
     (tmp_path / "home-is-a-file").write_text("")
     monkeypatch.setenv("PAPROF_CUBIN_CACHE", str(tmp_path / "home-is-a-file" / "cubin"))

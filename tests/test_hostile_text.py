@@ -103,7 +103,7 @@ def test_an_error_naming_a_hostile_variant_is_one_clean_line(hostile_store, invo
 
 
 def test_markdown_cells_escape_table_metacharacters():
-    from paprof.reports.markdown import md_escape
+    from paprof.render.markdown import md_escape
 
     assert md_escape("a|b`c\nd\u202e") == "a\\|b\\`c d\\\\u202e"
 

@@ -7,7 +7,7 @@ import subprocess
 import pytest
 
 from paprof import __version__
-from paprof.profiler import provenance
+from paprof.measure import provenance
 
 
 
@@ -67,7 +67,7 @@ def test_collect_without_any_tool(tmp_path):
 
 
 def test_git_commit_from_the_environment_outside_a_checkout(tmp_path):
-    from paprof.profiler import provenance
+    from paprof.measure import provenance
 
     assert provenance.git_state(tmp_path, environ={"PAPROF_GIT_COMMIT": "abc1234"}) == ("abc1234", None)
     assert provenance.git_state(tmp_path, environ={}) == (None, None)
@@ -75,7 +75,7 @@ def test_git_commit_from_the_environment_outside_a_checkout(tmp_path):
 
 def test_git_commit_from_the_environment_wins_over_a_stale_checkout():
     """The GPU machine's copy of the tree can hold an older .git than the tree it runs."""
-    from paprof.profiler import provenance
+    from paprof.measure import provenance
 
     assert provenance.git_state(provenance.REPO_ROOT, environ={"PAPROF_GIT_COMMIT": "abc1234"}) == ("abc1234", None)
     commit, _ = provenance.git_state(provenance.REPO_ROOT, environ={})

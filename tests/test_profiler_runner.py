@@ -9,10 +9,10 @@ import pytest
 
 from paprof.errors import UserError, VerificationError
 from paprof import registry
-from paprof.profiler.argv import NcuSettings, ncu_argv
-from paprof.profiler.locate import find_ncu
-from paprof.profiler.ncu_log import NcuLog, parse_profiling
-from paprof.profiler.runner import run_ncu
+from paprof.measure.argv import NcuSettings, ncu_argv
+from paprof.read.locate import find_ncu
+from paprof.measure.ncu_log import NcuLog, parse_profiling
+from paprof.measure.runner import run_ncu
 
 from helpers import lab_shape
 

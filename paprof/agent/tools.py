@@ -81,7 +81,7 @@ def runs(store: Path, variant: str | None = None, max_rows: int | None = None,
     """The runs of the store: variant, shape, GPU, when, and the event-timed duration;
     in the store's order, or the slowest first (``order="slowest"``; runs without an
     event time last)."""
-    from paprof.profiler.store import find_runs
+    from paprof.read.store import find_runs
 
     if order not in ORDERS:
         raise UserError(f"order must be one of {', '.join(ORDERS)}, got {order!r}")
@@ -105,8 +105,8 @@ def runs(store: Path, variant: str | None = None, max_rows: int | None = None,
 def table(store: Path, per_variant: bool = True, columns: list[str] | None = None,
           max_rows: int | None = None, step_range: str | None = None) -> dict:
     """``paprof table``'s rows (the key columns, or ``columns``), at most ``max_rows``."""
-    from paprof.analysis import export
-    from paprof.analysis.load import load_reports, variant_rows
+    from paprof.render import export
+    from paprof.model.load import load_reports, variant_rows
 
     limit = _rows(max_rows)
     df = load_reports([store], step_range=step_range)
@@ -129,7 +129,7 @@ SUMMARY_COLUMNS = ("kernel", "launch", "duration_us", "bottleneck", "bottleneck_
 def report_summary(report: Path, store: Path, max_rows: int | None = None) -> dict:
     """One report of ``store`` in brief: its variant, shape, GPU, the step's time and
     bottleneck, and per kernel launch (at most ``max_rows``) the key columns."""
-    from paprof.analysis.load import load_reports, variant_rows
+    from paprof.model.load import load_reports, variant_rows
 
     limit = _rows(max_rows)
     df = load_reports([report])
@@ -144,7 +144,7 @@ def report_summary(report: Path, store: Path, max_rows: int | None = None) -> di
 def explanation(store: Path, variants: list[str], shape: str | None = None,
                 cross: bool = False, step_range: str | None = None) -> dict:
     """The explanation document (``paprof compare --json``) of ``variants``, in full."""
-    from paprof.reports.build import STDOUT, write_report
+    from paprof.render.build import STDOUT, write_report
 
     done = write_report(list(variants), runs=store, out=None, shape=shape, cross=cross,
                         step_range=step_range, json_out=STDOUT)
@@ -197,7 +197,7 @@ def check(store: Path, baseline: Path, metrics: list[str] | None = None,
           max_rows: int | None = None) -> dict:
     """``paprof check``: the stored runs against ``baseline``."""
     from paprof import gate
-    from paprof.profiler.store import Scan
+    from paprof.read.store import Scan
 
     made = gate.load_baseline(baseline)
     if made.gate == "static":
@@ -214,7 +214,7 @@ def check(store: Path, baseline: Path, metrics: list[str] | None = None,
 
 def check_static(baseline: Path, ratchet: bool = False, max_rows: int | None = None) -> dict:
     """``paprof check --static``: compile the baseline's variants now, gate the cubins."""
-    from paprof import static
+    from paprof.measure import static
     from paprof import gate
 
     made = gate.load_baseline(baseline)
@@ -230,7 +230,7 @@ def baseline(store: Path, out: Path, variants: list[str] | None = None,
              metrics: list[str] | None = None, force: bool = False) -> dict:
     """``paprof baseline update``: the baseline of the stored runs, written to ``out``."""
     from paprof import gate
-    from paprof.profiler.store import Scan, input_files, refuse_inside
+    from paprof.read.store import Scan, input_files, refuse_inside
 
     refuse_existing(out, force)
     refuse_inside(out, store, "the baseline")
@@ -251,7 +251,8 @@ def baseline_static(out: Path, family: str | None = None, shape: str | None = No
                     arch: str | None = None) -> dict:
     """``paprof baseline update --static``: compile the family's variants, record their
     registers, spills, memory and SASS mix in ``out``."""
-    from paprof import registry, static
+    from paprof import registry
+    from paprof.measure import static
     from paprof import gate
 
     refuse_existing(out, force)
@@ -281,7 +282,7 @@ def sweep_report(store: Path, out: Path, name: str | None = None, force: bool = 
 
 def gpu_refusal() -> str | None:
     """Why ``run`` and ``bench`` cannot measure here (no NVIDIA GPU, no ncu), or None."""
-    from paprof.profiler.provenance import query_gpus
+    from paprof.measure.provenance import query_gpus
 
     if shutil.which("nvidia-smi") is None or not query_gpus():
         return ("no NVIDIA GPU here (nvidia-smi is missing or lists none): run and bench "
@@ -303,9 +304,9 @@ def run(store: Path, variants: list[str], family: str | None = None, shape: str 
         preset: str = "default", force: bool = False) -> dict:
     """``paprof run``: verify, then profile ``variants`` under ncu into the store (a run
     already there again only with ``force``, as ``paprof run --force``)."""
-    from paprof.profiler.argv import NcuSettings
-    from paprof.profiler.locate import find_ncu
-    from paprof.profiler.profile import profile_variants
+    from paprof.measure.argv import NcuSettings
+    from paprof.read.locate import find_ncu
+    from paprof.measure.profile import profile_variants
 
     why = gpu_refusal()
     if why:
@@ -323,7 +324,7 @@ def run(store: Path, variants: list[str], family: str | None = None, shape: str 
 def bench(variants: list[str], family: str | None = None, shape: str | None = None,
           launches: int = 100, rounds: int = 2) -> dict:
     """``paprof bench``: verify, then time ``variants`` with CUDA events."""
-    from paprof.kernels.bench import run_bench
+    from paprof.measure.kernels.bench import run_bench
 
     why = gpu_refusal()
     if why:

@@ -3,7 +3,7 @@
 
 def step_range_option(fn):
     """``--step-range NAME``: the NVTX range pushed once per step, for reports whose run
-    record names none (``paprof.analysis.steps``); one definition for every command."""
+    record names none (``paprof.model.steps``); one definition for every command."""
     import click
 
     return click.option("--step-range", default=None, metavar="NAME",

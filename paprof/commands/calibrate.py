@@ -57,7 +57,7 @@ def calibrate(out, runs, family, variants, shape, repeats, timed, metrics, k, fo
       paprof calibrate --family paged_decode --variant v3 --repeats 5 --out perf/noise.json
       paprof check --baseline perf/h200.json --calibration perf/noise.json
     """
-    from paprof.profiler.store import Scan, input_files
+    from paprof.read.store import Scan, input_files
 
     scan = Scan()
     inputs = input_files(list(runs), scan) if runs else []
@@ -69,14 +69,15 @@ def calibrate(out, runs, family, variants, shape, repeats, timed, metrics, k, fo
         repeats_found = calibration.repeats_from_table(table, metrics or None)
         source = "runs " + ", ".join(map(str, runs))
     else:
-        from paprof.profiler.provenance import query_gpus
+        from paprof.measure.provenance import query_gpus
 
         if not query_gpus():
             raise UserError("no GPU here (nvidia-smi lists none) and no --runs: give --runs "
                             "folders holding several runs of the same variant")
         if not family:
             raise UserError("on the GPU, name the family to measure (--family)")
-        from paprof import recheck, registry
+        from paprof.measure import recheck
+        from paprof import registry
 
         chosen = list(variants) or [v.id for v in registry.family(family).variants]
         repeats_found = recheck.aa_repeats(family, chosen, shape, repeats, metrics or None,

@@ -24,7 +24,7 @@ from paprof.commands import (force_option, json_option, on_stdout, one_on_stdout
                              renamed)
 from paprof.errors import UserError
 from paprof import safetext
-from paprof.profiler.store import Scan, input_files, refuse_inside
+from paprof.read.store import Scan, input_files, refuse_inside
 
 _STYLE = {"same": "green", "improved": "cyan", "regressed": "bold red", "changed": "bold red",
           "ambiguous": "yellow", "reported": "yellow", "noise (same code)": "green",
@@ -220,7 +220,7 @@ def check(baseline_path, runs, profile, static_gate, repeat, timed, rounds, ratc
         raise click.UsageError("--static compiles the sources: it takes no --profile or --runs")
     from contextlib import nullcontext
 
-    from paprof.reports import check_json, check_markdown, junit as junit_xml
+    from paprof.render import check_json, check_markdown, junit as junit_xml
 
     started = time.monotonic()
     one_on_stdout(("--junit", junit), ("--markdown", markdown), ("--json", json_out))
@@ -249,13 +249,13 @@ def check(baseline_path, runs, profile, static_gate, repeat, timed, rounds, ratc
     )
     remeasure = kernels = None
     if static_gate:
-        from paprof import static
+        from paprof.measure import static
 
         current, said = static.current_for(baseline)
     elif baseline.gate == "static":
         raise UserError(f"{baseline_path} is a static baseline: check it with --static")
     elif profile:
-        from paprof import recheck
+        from paprof.measure import recheck
 
         current = recheck.profile_current(baseline, launches=repeat or 1, runs=runs,
                                           time_launches=timed)
@@ -409,7 +409,8 @@ def _say(out):
 
 
 def _update_static(variants, out, force, family, shapes, arch):
-    from paprof import registry, static
+    from paprof import registry
+    from paprof.measure import static
 
     say = _say(out)
 

@@ -12,9 +12,9 @@ from rich.table import Table
 from paprof import registry
 from paprof.commands import force_option, renamed
 from paprof.errors import UsageError, VerificationError
-from paprof.profiler.argv import CLOCK_CONTROLS, NcuSettings
-from paprof.profiler.presets import PRESETS
-from paprof.profiler.profile import Outcome, profile_variants
+from paprof.measure.argv import CLOCK_CONTROLS, NcuSettings
+from paprof.measure.presets import PRESETS
+from paprof.measure.profile import Outcome, profile_variants
 
 
 def _check_cell(outcome: Outcome) -> str:

@@ -11,8 +11,8 @@ import click
 from paprof import registry, safetext
 from paprof.commands import force_option, json_option, on_stdout, output_file, renamed
 from paprof.errors import UsageError, VerificationError
-from paprof.profiler.argv import CLOCK_CONTROLS
-from paprof.profiler.presets import PRESETS
+from paprof.measure.argv import CLOCK_CONTROLS
+from paprof.measure.presets import PRESETS
 
 
 def _child_args(variants, family, grid, shape, mode, force, name, launches, rounds, seed, preset,

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Iterable, Sequence
 
 from paprof import __version__, jsonsafe
-from paprof.analysis.metrics import BY_COLUMN
+from paprof.read.metrics import BY_COLUMN
 from paprof.errors import UserError
 from paprof.gate.rules import NON_NEGATIVE_UNITS, UNITS
 

@@ -27,7 +27,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from paprof import __version__, jsonsafe
-from paprof.analysis import stats
+from paprof.model import stats
 from paprof.errors import UserError
 
 KIND = "paprof-calibration"

@@ -13,7 +13,7 @@ from paprof.errors import UserError
 from paprof.gate import environment, same_code
 from paprof.gate.baseline import Baseline, Entry, Provenance, Stat
 from paprof.gate.rules import DEFAULT_METRICS, GATE_RULES, rule
-from paprof.record import as_record
+from paprof.read.record import as_record
 
 
 def _text(value: object) -> str | None:
@@ -186,7 +186,7 @@ def _event_samples(side: dict) -> list[float]:
 
 
 def _ceiling_tbs(row) -> float | None:
-    from paprof.analysis.gpus import ceiling_for
+    from paprof.model.gpus import ceiling_for
 
     ceiling = ceiling_for(_text(row.get("gpu")), _sidecar(row))
     return ceiling.tbs if ceiling else None
@@ -263,8 +263,8 @@ def load_runs(paths, variants: Sequence[str] | None = None, scan=None):
     ``scan``: the command's ``store.Scan`` (a new one by default), so that the store is
     read once: its runs are chosen, then loaded, without reading each sidecar again.
     """
-    from paprof.analysis.load import load_reports, variant_rows
-    from paprof.profiler.store import Scan
+    from paprof.model.load import load_reports, variant_rows
+    from paprof.read.store import Scan
 
     scan = scan if scan is not None else Scan()
     if isinstance(paths, (str, os.PathLike)):

@@ -6,8 +6,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from paprof.analysis import fmt
-from paprof.analysis.metrics import BY_COLUMN, INSTRUCTION_CLASSES, INSTRUCTION_UNIT
+from paprof.explain import fmt
+from paprof.read.metrics import BY_COLUMN, INSTRUCTION_CLASSES, INSTRUCTION_UNIT
 from paprof.errors import UserError
 
 DEFAULT_METRICS = ("dram_throughput_pct", "duration_us", "dram_bytes")

@@ -7,7 +7,8 @@ import dataclasses
 import math
 from dataclasses import dataclass, field
 
-from paprof.analysis import fmt, stats
+from paprof.explain import fmt
+from paprof.model import stats
 from paprof.errors import UserError
 from paprof.gate import calibration, environment, same_code
 from paprof.gate.baseline import Baseline, Entry, Provenance, Stat

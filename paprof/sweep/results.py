@@ -17,9 +17,11 @@ import socket
 from dataclasses import dataclass
 from pathlib import Path
 
-from paprof import __version__, jsonsafe, store_files
+from paprof import __version__, jsonsafe
+from paprof.read import store_files
 from paprof.errors import UserError
-from paprof.profiler import provenance, store
+from paprof.measure import provenance
+from paprof.read import store
 
 BENCH_SUFFIX = ".bench.json"
 BENCH_KIND = "paprof-bench"

@@ -25,7 +25,8 @@ from typing import Callable
 from rich.console import Console
 
 from paprof.errors import PaprofError, ShapeError, environment_error
-from paprof.profiler import provenance, store
+from paprof.measure import provenance
+from paprof.read import store
 from paprof.sweep import grid as grids
 from paprof.sweep import manifest as manifests
 from paprof.sweep import results
@@ -76,8 +77,8 @@ PointRunner = Callable[..., list[VariantOutcome]]
 def bench_point(family, variants, params, runs: Path, settings: SweepSettings, say) -> list[VariantOutcome]:
     """Verify and time ``variants`` at ``params`` with CUDA events; store each passing
     variant's bench record. Needs the GPU (imported here)."""
-    from paprof.analysis import fmt
-    from paprof.kernels.bench import run_bench
+    from paprof.explain import fmt
+    from paprof.measure.kernels.bench import run_bench
 
     data = run_bench(family, variants, params, settings.launches, settings.rounds, settings.seed,
                      progress=say).to_dict()
@@ -100,9 +101,9 @@ def bench_point(family, variants, params, runs: Path, settings: SweepSettings, s
 def profile_point(family, variants, params, runs: Path, settings: SweepSettings, say) -> list[VariantOutcome]:
     """Verify, event-time and profile ``variants`` at ``params`` under ncu
     (``profile_variants``); the runs go into the store."""
-    from paprof.analysis import fmt
-    from paprof.profiler.argv import NcuSettings
-    from paprof.profiler.profile import profile_variants
+    from paprof.explain import fmt
+    from paprof.measure.argv import NcuSettings
+    from paprof.measure.profile import profile_variants
 
     ncu = NcuSettings(preset=settings.preset, clock_control=settings.clock_control,
                       launches=settings.profile_launches, seed=settings.seed)

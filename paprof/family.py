@@ -156,7 +156,7 @@ def _parse_int(key: str, text: str) -> int:
         raise ParamError(f"{key} must be an integer, got {text!r}") from None
 
 
-def _parse_value(f: Field, key: str, text: str):
+def parse_value(f: Field, key: str, text: str):
     if f.kind == "int":
         return _parse_int(key, text)
     if f.kind == "float":
@@ -300,7 +300,7 @@ class Params:
             if not value:
                 raise ParamError(f"parameter {key} has no value")
             given[f.name] = key
-            values[f.name] = _parse_value(f, key, value)
+            values[f.name] = parse_value(f, key, value)
         values = cls.resolve(values, set(given))
         return cls(**values)
 

@@ -271,7 +271,7 @@ def test_no_ncu_markup_reaches_rules_evidence_or_the_report(tmp_path):
 
 
 def test_ncu_plain_text():
-    from paprof.explain.fmt import ncu_plain
+    from paprof.read.ncu_reader import ncu_plain
 
     assert ncu_plain("See the @url:Guide:https://x.org/a.html#b@ and the "
                      "@section:SourceCounters:Warp Stall Sampling (All Samples)@ table.") == (

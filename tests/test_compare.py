@@ -212,7 +212,7 @@ def test_rules_that_appeared_disappeared_or_changed():
     assert [(c.id, c.after_pct) for c in step.rules_appeared] == [("DRAMBound", 12.0)]
     assert [(c.id, c.before_pct) for c in step.rules_disappeared] == [("UncoalescedGlobal", 40.0)]
     assert [(c.id, c.before_pct, c.after_pct) for c in step.rules_changed] == [("Occupancy", 30.0, 10.0)]
-    texts = [c.text for c in step.rule_changes]
+    texts = [C.rule_change_text(c) for c in step.rule_changes]
     assert "ncu rule appeared: DRAM Bound (estimated speedup 12 %)" in texts
     assert "ncu rule gone: UncoalescedGlobal (had estimated 40 %)" in texts
     assert "ncu rule Occupancy: estimated speedup 30 % -> 10 %" in texts
@@ -234,7 +234,7 @@ def test_a_split_variants_rules_are_weighted_by_each_kernels_time_and_name_their
     assert merge_only.kernel == "paged_decode_v4_merge"
     change = next(c for c in cmp.steps[0].rule_changes if c.id == "AchievedOccupancy")
     assert change.kernel == "paged_decode_v4_merge"
-    assert change.text.startswith("ncu rule appeared: AchievedOccupancy (in paged_decode_v4_merge)")
+    assert C.rule_change_text(change).startswith("ncu rule appeared: AchievedOccupancy (in paged_decode_v4_merge)")
 
 
 def test_a_single_kernel_keeps_ncus_estimate_and_names_no_kernel():

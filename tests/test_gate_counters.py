@@ -12,6 +12,7 @@ import pytest
 
 from paprof import gate
 from paprof.model import decompose as dc
+from paprof.explain.compare import compare
 from paprof.model import assembly
 from paprof.model.load import load_reports, variant_rows
 from paprof.errors import UserError
@@ -26,7 +27,7 @@ def _reference(kernels, entry) -> dict:
                           ("shape", entry.shape)):
         if value is not None:
             rows = rows[rows[column].astype(str) == str(value)]
-    return cause._pick(assembly.compare(rows, cross=True), entry.variant, entry.shape, "the runs")
+    return cause._pick(compare(rows, cross=True), entry.variant, entry.shape, "the runs")
 
 
 @pytest.fixture(scope="module")
@@ -98,7 +99,7 @@ def test_no_comparison_per_entry(frame, monkeypatch):
     def refuse(*args, **kwargs):
         raise AssertionError("a comparison per entry")
 
-    monkeypatch.setattr(assembly, "compare", refuse)
+    monkeypatch.setattr(assembly, "assemble", refuse)
     monkeypatch.setattr("paprof.explain.compare.compare", refuse)
     made = cause.with_counters(entries, frame, table)
     assert all(e.counters is not None for e in made)

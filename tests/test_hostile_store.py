@@ -470,7 +470,7 @@ def test_a_sweep_gpu_worker_ends_when_its_parent_is_killed(tmp_path):
 def test_sigterm_while_sweep_gpu_workers_run_stops_them(tmp_path, monkeypatch):
     from rich.console import Console
 
-    from paprof.entry import Terminated
+    from paprof.interrupts import Terminated
     from paprof.sweep import gpus
 
     def stop(*_a, **_k):
@@ -505,7 +505,7 @@ def test_a_sweep_gpu_worker_log_planted_as_a_link_is_refused(tmp_path):
 def test_sigterm_during_a_sweep_is_one_line_143_and_keeps_the_manifest(paprof_cli, tmp_path, monkeypatch):
     from helpers import FakeRunner
 
-    from paprof.entry import Terminated
+    from paprof.interrupts import Terminated
     from paprof.sweep import run as run_module
 
     class TermRunner(FakeRunner):

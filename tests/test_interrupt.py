@@ -286,8 +286,8 @@ def test_after_a_swallowed_ctrl_c_is_raised_again_a_cleanup_may_still_write(tmp_
     done = _python(textwrap.dedent(f"""
         import time, weakref
         from pathlib import Path
-        from paprof import entry, outputs
-        entry._install()
+        from paprof import interrupts, outputs
+        interrupts.install()
 
         class Box:
             pass

@@ -7,6 +7,7 @@ import subprocess
 import pytest
 
 from paprof import __version__
+from paprof import names
 from paprof.measure import provenance
 
 
@@ -17,7 +18,7 @@ from paprof.measure import provenance
      ("  NVIDIA GeForce RTX 4090 ", "nvidia-geforce-rtx-4090"), ("", "unknown")],
 )  # fmt: skip
 def test_slug(name, expected):
-    assert provenance.slug(name) == expected
+    assert names.slug(name) == expected
 
 
 def test_gpus_and_ncu_version_from_fakes(fake_bin, monkeypatch):

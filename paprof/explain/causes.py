@@ -48,17 +48,12 @@ from dataclasses import dataclass
 from typing import Callable
 
 from paprof.explain import fmt
+from paprof.family import chose
 from paprof.model.bottleneck import DEFAULT_THRESHOLDS as LABEL_THRESHOLDS
 from paprof.model.bottleneck import LABEL_RULES
-from paprof.model.comparison import (
-    LIMITERS,
-    STALL_COLUMNS,
-    VariantResult,
-    _clean,
-    _num,
-    binding_limits,
-    bound_words,
-)
+from paprof.model.comparison import (LIMITERS, STALL_COLUMNS, VariantResult, binding_limits,
+                                     bound_words)
+from paprof.model.numbers import finite, plain
 
 DRIVER_FACTOR = 1.25
 """A count must change by this factor (either way) to take part in a step's mechanism."""
@@ -82,35 +77,35 @@ AT_CEILING_PCT = 90.0
 
 # -- the numbers one variant offers -----------------------------------------------------
 def _col(column: str) -> Callable[[VariantResult], float | None]:
-    return lambda v: _num(v.get(column))
+    return lambda v: finite(v.get(column))
 
 
 def _issue_busy(v: VariantResult) -> float | None:
     """How busy instruction issue was: issue slots % of peak (SM throughput without it)."""
-    value = _num(v.get("issue_slots_busy_pct"))
-    return value if value is not None else _num(v.get("sm_throughput_pct"))
+    value = finite(v.get("issue_slots_busy_pct"))
+    return value if value is not None else finite(v.get("sm_throughput_pct"))
 
 
 def _shared_wavefronts(v: VariantResult) -> float | None:
-    ld, st = _num(v.get("shared_load_wavefronts")), _num(v.get("shared_store_wavefronts"))
+    ld, st = finite(v.get("shared_load_wavefronts")), finite(v.get("shared_store_wavefronts"))
     return None if ld is None or st is None else ld + st
 
 
 def _shared_instructions(v: VariantResult) -> float | None:
-    ld, st = _num(v.get("shared_load_instructions")), _num(v.get("shared_store_instructions"))
+    ld, st = finite(v.get("shared_load_instructions")), finite(v.get("shared_store_instructions"))
     return None if ld is None or st is None else ld + st
 
 
 def stall_total(v: VariantResult) -> float | None:
     """Warp cycles per issued instruction over every stall reason but ``selected``."""
-    values = [_num(v.get(c)) for c in STALL_COLUMNS if c != "stall_selected"]
+    values = [finite(v.get(c)) for c in STALL_COLUMNS if c != "stall_selected"]
     values = [x for x in values if x is not None]
     return sum(values) if values else None
 
 
 def barrier_share(v: VariantResult) -> float | None:
     """Barrier stalls as a fraction of all stall cycles (None when not recorded)."""
-    barrier, total = _num(v.get("stall_barrier")), stall_total(v)
+    barrier, total = finite(v.get("stall_barrier")), stall_total(v)
     if barrier is None or not total:
         return None
     return barrier / total
@@ -118,7 +113,7 @@ def barrier_share(v: VariantResult) -> float | None:
 
 def resident_slots(v: VariantResult) -> float | None:
     """CTAs the GPU holds at once: the grid over its waves (SMs x blocks per SM)."""
-    grid, waves = _num(v.get("grid_size")), _num(v.get("waves_per_sm"))
+    grid, waves = finite(v.get("grid_size")), finite(v.get("waves_per_sm"))
     if grid is None or not waves:
         return None
     return grid / waves
@@ -126,14 +121,14 @@ def resident_slots(v: VariantResult) -> float | None:
 
 def bandwidth_per_warp(v: VariantResult) -> float | None:
     """DRAM GB/s per resident warp (achieved bandwidth over warps per SM x SMs)."""
-    bw, warps, sms = (_num(v.get(c)) for c in ("achieved_bandwidth_gbs", "warps_active_per_sm", "sm_count"))
+    bw, warps, sms = (finite(v.get(c)) for c in ("achieved_bandwidth_gbs", "warps_active_per_sm", "sm_count"))
     if bw is None or not warps or not sms:
         return None
     return bw / (warps * sms)
 
 
 def per_dram_byte(v: VariantResult, amount: float | None) -> float | None:
-    dram = _num(v.get("dram_bytes"))
+    dram = finite(v.get("dram_bytes"))
     if amount is None or not dram:
         return None
     return amount / dram
@@ -218,14 +213,14 @@ def moves(before: VariantResult, after: VariantResult, faster: bool) -> list[Mov
 
 # -- words ------------------------------------------------------------------------------
 def _bytes_per_load(v: VariantResult) -> float | None:
-    loads, nbytes = _num(v.get("global_load_instructions")), _num(v.get("l1_global_load_bytes"))
+    loads, nbytes = finite(v.get("global_load_instructions")), finite(v.get("l1_global_load_bytes"))
     return nbytes / loads if loads and nbytes is not None else None
 
 
 def _load_width(before: VariantResult, after: VariantResult, falls: bool) -> str | None:
     """"global loads 4x fewer, 96 -> 352 bytes each": the load instructions moved with the
     instructions (wider or narrower loads)."""
-    b, a = _num(before.get("global_load_instructions")), _num(after.get("global_load_instructions"))
+    b, a = finite(before.get("global_load_instructions")), finite(after.get("global_load_instructions"))
     if not b or not a or (a < b) != falls or max(a, b) / min(a, b) < DRIVER_FACTOR:
         return None
     wb, wa = _bytes_per_load(before), _bytes_per_load(after)
@@ -263,9 +258,9 @@ def move_clause(m: Move, before: VariantResult, after: VariantResult, lead: bool
         if loads:
             notes.append(loads)
     if m.driver.key == "l1_load":
-        hit = _num((before if m.falls else after).get("l1_global_load_hit_rate_pct"))
+        hit = finite((before if m.falls else after).get("l1_global_load_hit_rate_pct"))
         if hit is None:
-            hit = _num((before if m.falls else after).get("l1_hit_rate_pct"))
+            hit = finite((before if m.falls else after).get("l1_hit_rate_pct"))
         if hit is not None and hit >= RE_READ_HIT_PCT:
             notes.append(f"{fmt.pct(hit)} L1 hits: the same bytes re-read")
     return text + (f" ({'; '.join(notes)})" if notes else "")
@@ -294,7 +289,7 @@ def _once(m: Move, before: VariantResult, after: VariantResult) -> str | None:
 
 
 def _same_dram(before: VariantResult, after: VariantResult, rel: float) -> str | None:
-    b, a = _num(before.get("dram_bytes")), _num(after.get("dram_bytes"))
+    b, a = finite(before.get("dram_bytes")), finite(after.get("dram_bytes"))
     if not b or not a or abs(a - b) / b >= rel:
         return None
     return f"for the same DRAM bytes ({fmt.bytes_decimal(a)})"
@@ -318,7 +313,7 @@ def _busy_idle(before: VariantResult, after: VariantResult, moved: list[Move]) -
         value = m.driver.busy(before)
         if m.driver.key != "dram" and value is not None and value >= BUSY_PCT:
             busy.append((m.driver.busy_words, value))
-    dram = _num(before.get("dram_throughput_pct"))
+    dram = finite(before.get("dram_throughput_pct"))
     if not busy or dram is None or dram >= IDLE_DRAM_PCT:
         return None
     names = " and ".join(n for n, _ in busy)
@@ -332,11 +327,11 @@ def _gone_clause(before: VariantResult, after: VariantResult, faster: bool) -> l
     src, dst = (before, after) if faster else (after, before)
     out = []
     wave_src, wave_dst = _shared_wavefronts(src), _shared_wavefronts(dst)
-    inst_src, total = _shared_instructions(src), _num(src.get("instructions_executed"))
+    inst_src, total = _shared_instructions(src), finite(src.get("instructions_executed"))
     if (wave_src and wave_dst == 0 and inst_src and total and inst_src / total >= SHARED_SHARE):
         out.append(f"the {fmt.big(wave_src)} shared-memory wavefronts")
     share_src, share_dst = barrier_share(src), barrier_share(dst)
-    cyc = _num(src.get("stall_barrier"))
+    cyc = finite(src.get("stall_barrier"))
     if (share_src is not None and share_dst is not None and share_src >= BARRIER_SHARE
             and share_dst < BARRIER_SHARE / 10):
         out.append(f"the barrier stalls ({fmt.number(cyc, 2)} cycles per instruction, "
@@ -358,7 +353,7 @@ def _pipe_shift(before: VariantResult, after: VariantResult) -> str | None:
     """"the math moves from the FP32 (FMA) pipe to the tensor cores (tensor cores 0 % ->
     28.6 % of peak, FP32 (FMA) pipe 28.1 % -> 18.1 %)": a math pipe idle in one run carries
     the work in the other, and another pipe held it there; None when both use the same pipes."""
-    got = {col: (_num(before.get(col)), _num(after.get(col))) for col, _ in _PIPES}
+    got = {col: (finite(before.get(col)), finite(after.get(col))) for col, _ in _PIPES}
     names = dict(_PIPES)
     for col, (b, a) in got.items():
         if b is None or a is None:
@@ -392,8 +387,8 @@ def _grid_fill(before: VariantResult, after: VariantResult) -> str | None:
     """"the grid grows 16x, 32 -> 512 CTAs: 97 % of the 528 resident-CTA slots filled
     instead of 6.1 % (0.06 -> 0.97 waves)"; None unless the GPU was under-filled and the
     grid grew by DRIVER_FACTOR."""
-    gb, ga = _num(before.get("grid_size")), _num(after.get("grid_size"))
-    wb, wa = _num(before.get("waves_per_sm")), _num(after.get("waves_per_sm"))
+    gb, ga = finite(before.get("grid_size")), finite(after.get("grid_size"))
+    wb, wa = finite(before.get("waves_per_sm")), finite(after.get("waves_per_sm"))
     if not gb or not ga or wb is None or wa is None or wb >= 1 or ga / gb < DRIVER_FACTOR:
         return None
     slots = resident_slots(after)
@@ -408,10 +403,10 @@ def _ceiling(before: VariantResult, after: VariantResult) -> str | None:
     4.53 TB/s ceiling): each resident warp moves 18x the DRAM bytes per second (35.2 -> 15.2
     warps per SM), so by Little's law it keeps 18x the bytes in flight"."""
     mark = LABEL_THRESHOLDS.dram_bound_pct
-    db, da = _num(before.get("dram_throughput_pct")), _num(after.get("dram_throughput_pct"))
-    if db is None or da is None or db >= mark or da < mark or _clean(after.bottleneck) != "dram-bound":
+    db, da = finite(before.get("dram_throughput_pct")), finite(after.get("dram_throughput_pct"))
+    if db is None or da is None or db >= mark or da < mark or plain(after.bottleneck) != "dram-bound":
         return None
-    bw = _num(after.get("achieved_bandwidth_gbs"))
+    bw = finite(after.get("achieved_bandwidth_gbs"))
     text = f"DRAM throughput rises {fmt.pct(db)} -> {fmt.pct(da)} of peak"
     if bw is not None:
         ceil = after.ceiling
@@ -422,7 +417,7 @@ def _ceiling(before: VariantResult, after: VariantResult) -> str | None:
         text += ")"
     pb, pa = bandwidth_per_warp(before), bandwidth_per_warp(after)
     if pb and pa and pa / pb >= DRIVER_FACTOR:
-        wb, wa = _num(before.get("warps_active_per_sm")), _num(after.get("warps_active_per_sm"))
+        wb, wa = finite(before.get("warps_active_per_sm")), finite(after.get("warps_active_per_sm"))
         text += (f": each resident warp moves {fmt.ratio(pa / pb)} the DRAM bytes per second "
                  f"({fmt.number(wb)} -> {fmt.number(wa)} warps per SM), so by Little's law it "
                  f"keeps {fmt.ratio(pa / pb)} the bytes in flight")
@@ -465,17 +460,34 @@ def _drivers_clause(moved: list[Move], before, after, lead: bool) -> str:
     return text
 
 
+def code_path(v: VariantResult, reason: bool = True) -> str | None:
+    """The code path a variant took at launch, in the words its family recorded with the
+    run (``launch_words``): each clause after the variant's label, joined by "; ", and what
+    made the first one right after it ("b split the rows 4 ways (splits 4): 512 CTAs where
+    128 would leave 4 of 132 SMs idle"); ``reason=False`` leaves that reason out (a cause
+    follows). A run recorded without words says its raw ``launch_details`` ("b chose
+    splits 4, order longest"); None when the run records no choice."""
+    record = v.provenance
+    if record is None:
+        return None
+    if record.launch_said:
+        first, *rest = record.launch_said
+        why = f": {record.launch_why}" if reason and record.launch_why else ""
+        return "; ".join([f"{v.label} {first}{why}", *(f"{v.label} {clause}" for clause in rest)])
+    if record.launch_details:
+        return f"{v.label} {chose(dict(record.launch_details))}"
+    return None
+
+
 def cause(before: VariantResult, after: VariantResult, d: dict, t) -> str | None:
     """The step's mechanism (the module docstring says how it is chosen)."""
-    from paprof.explain.sentences import code_path
-
     dur = d["duration_us"]
     if dur.change is None:
         return None
     path = code_path(after, reason=False)
     if not dur.moved:
         text = _same_work(before, after)
-        slots, grid = resident_slots(after), _num(after.get("grid_size"))
+        slots, grid = resident_slots(after), finite(after.get("grid_size"))
         if path and slots and grid:
             verb = "already fill" if grid >= slots / 2 else "fill"
             path = (f"{path}: its {fmt.count(grid)} CTAs {verb} {fmt.pct(min(grid / slots, 1) * 100)} "
@@ -515,8 +527,8 @@ def cause(before: VariantResult, after: VariantResult, d: dict, t) -> str | None
 def _though(before: VariantResult, after: VariantResult) -> str:
     """", though the grid grows 16x (512 -> 8,192 CTAs, 0.32 -> 1.94 waves)": a slower
     step whose grid grew (more CTAs did not help)."""
-    gb, ga = _num(before.get("grid_size")), _num(after.get("grid_size"))
-    wb, wa = _num(before.get("waves_per_sm")), _num(after.get("waves_per_sm"))
+    gb, ga = finite(before.get("grid_size")), finite(after.get("grid_size"))
+    wb, wa = finite(before.get("waves_per_sm")), finite(after.get("waves_per_sm"))
     if not gb or not ga or ga / gb < DRIVER_FACTOR:
         return ""
     waves = f", {_waves(wb)} -> {_waves(wa)} waves" if wb is not None and wa is not None else ""
@@ -532,7 +544,7 @@ _UNITS = (
 
 
 def _busiest(v: VariantResult) -> tuple[str, float] | None:
-    known = [(name, _num(v.get(c))) for c, name in _UNITS if _num(v.get(c)) is not None]
+    known = [(name, finite(v.get(c))) for c, name in _UNITS if finite(v.get(c)) is not None]
     return max(known, key=lambda x: x[1]) if known else None
 
 
@@ -545,7 +557,7 @@ def _busiest_math_pipe(v: VariantResult) -> tuple[str, float] | None:
     """The busiest arithmetic pipe recorded (name, % of peak), None without one: what a
     compute-bound kernel waits on when it is busier than instruction issue (a tensor-core
     kernel keeps the tensor pipe near peak with few instructions)."""
-    known = [(name, _num(v.get(c))) for c, name in _MATH_PIPES if _num(v.get(c)) is not None]
+    known = [(name, finite(v.get(c))) for c, name in _MATH_PIPES if finite(v.get(c)) is not None]
     return max(known, key=lambda x: x[1]) if known else None
 
 
@@ -559,11 +571,11 @@ def _limit_words(v: VariantResult) -> str | None:
 
 def limit(v: VariantResult) -> str | None:
     """What limits ``v`` now, from its label and the counters behind it."""
-    label = _clean(v.bottleneck)
+    label = plain(v.bottleneck)
     name = v.label
     busiest = _busiest(v)
     if label == "dram-bound":
-        dram, bw = _num(v.get("dram_throughput_pct")), _num(v.get("achieved_bandwidth_gbs"))
+        dram, bw = finite(v.get("dram_throughput_pct")), finite(v.get("achieved_bandwidth_gbs"))
         text = f"{name} is limited by DRAM bandwidth now: {fmt.pct(dram)} of peak"
         if bw is not None:
             text += f", {fmt.bandwidth_gbs(bw)}"
@@ -575,12 +587,12 @@ def limit(v: VariantResult) -> str | None:
                     return text + ": only fewer DRAM bytes make it faster"
         return text
     if label == "occupancy/launch-bound":
-        grid, sms = _num(v.get("grid_size")), _num(v.get("sm_count"))
+        grid, sms = finite(v.get("grid_size")), finite(v.get("sm_count"))
         if grid is not None and sms is not None and grid < sms:
             return (f"{name} is limited by its launch now: {fmt.count(grid)} CTAs for "
                     f"{fmt.count(sms)} SMs leave {fmt.count(sms - grid)} SMs without work")
-        slots, waves = resident_slots(v), _num(v.get("waves_per_sm"))
-        warps, ach = _num(v.get("warps_active_per_sm")), _num(v.get("achieved_occupancy_pct"))
+        slots, waves = resident_slots(v), finite(v.get("waves_per_sm"))
+        warps, ach = finite(v.get("warps_active_per_sm")), finite(v.get("achieved_occupancy_pct"))
         parts = []
         if slots and waves is not None and waves < 1:
             parts.append(f"{fmt.count(grid)} CTAs fill {fmt.pct(waves * 100)} of the "
@@ -594,8 +606,8 @@ def limit(v: VariantResult) -> str | None:
             text += f"; no unit passes {fmt.pct(busiest[1])} of peak ({busiest[0]})"
         return text
     if label == "latency-bound":
-        reason = _clean(v.get("top_stall_reason"))
-        cycles = _num(v.get("top_stall_cycles"))
+        reason = plain(v.get("top_stall_reason"))
+        cycles = finite(v.get("top_stall_cycles"))
         text = f"{name} is limited by latency now"
         if busiest:
             text += f": no unit passes {fmt.pct(busiest[1])} of peak ({busiest[0]})"
@@ -604,24 +616,24 @@ def limit(v: VariantResult) -> str | None:
                      f"{str(reason).replace('_', ' ')}")
             share = barrier_share(v)
             if reason != "barrier" and share is not None and share >= 0.1:
-                text += f" and {fmt.number(_num(v.get('stall_barrier')), 3)} on barriers"
-        issue = _num(v.get("issue_active_pct"))
+                text += f" and {fmt.number(finite(v.get('stall_barrier')), 3)} on barriers"
+        issue = finite(v.get("issue_active_pct"))
         if issue is not None:
             text += f", and the schedulers issue in {fmt.pct(issue)} of active cycles"
         return text
     if label in ("l1-bound", "l2-bound"):
-        unit, value = (("L1/TEX", _num(v.get("l1_throughput_pct"))) if label == "l1-bound"
-                       else ("L2", _num(v.get("l2_throughput_pct"))))
-        if label == "l1-bound" and (value or 0) < (_num(v.get("lsu_pipe_pct")) or 0):
-            unit, value = "LSU pipe", _num(v.get("lsu_pipe_pct"))
+        unit, value = (("L1/TEX", finite(v.get("l1_throughput_pct"))) if label == "l1-bound"
+                       else ("L2", finite(v.get("l2_throughput_pct"))))
+        if label == "l1-bound" and (value or 0) < (finite(v.get("lsu_pipe_pct")) or 0):
+            unit, value = "LSU pipe", finite(v.get("lsu_pipe_pct"))
         text = f"{name} is limited by {unit} throughput now: {fmt.pct(value)} of peak"
-        dram = _num(v.get("dram_throughput_pct"))
+        dram = finite(v.get("dram_throughput_pct"))
         if dram is not None:
             text += f", DRAM {fmt.pct(dram)}"
         return text
     if label in ("compute-bound", "issue-bound"):
         issue = _issue_busy(v)
-        inst = _num(v.get("instructions_executed"))
+        inst = finite(v.get("instructions_executed"))
         pipe = _busiest_math_pipe(v)
         if pipe is not None and (issue is None or pipe[1] >= issue):
             text = f"{name} is limited by its {pipe[0]} now: {fmt.pct(pipe[1])} of peak"
@@ -646,23 +658,23 @@ def _rule_gloss(rule, v: VariantResult) -> str | None:
     """A rule's point in the variant's own counters (by ncu rule id, not by variant)."""
     rid, message = rule.id, rule.message or ""
     if rid == "AchievedOccupancy":
-        ach, theo = _num(v.get("achieved_occupancy_pct")), _num(v.get("theoretical_occupancy_pct"))
+        ach, theo = finite(v.get("achieved_occupancy_pct")), finite(v.get("theoretical_occupancy_pct"))
         if ach is not None and theo is not None:
             return f"achieved occupancy {fmt.pct(ach)} of a theoretical {fmt.pct(theo)}"
     if rid == "TheoreticalOccupancy":
-        theo, words = _num(v.get("theoretical_occupancy_pct")), _limit_words(v)
+        theo, words = finite(v.get("theoretical_occupancy_pct")), _limit_words(v)
         if theo is not None:
             return f"theoretical occupancy {fmt.pct(theo)}" + (f", limited by {words}" if words else "")
     if rid == "CPIStall":
-        reason, cycles = _clean(v.get("top_stall_reason")), _num(v.get("top_stall_cycles"))
+        reason, cycles = plain(v.get("top_stall_reason")), finite(v.get("top_stall_cycles"))
         if reason and cycles is not None:
             return f"{str(reason).replace('_', ' ')} stalls, {fmt.number(cycles, 3)} cycles per issued instruction"
     if rid == "IssueSlotUtilization":
-        issue = _num(v.get("issue_active_pct"))
+        issue = finite(v.get("issue_active_pct"))
         if issue is not None:
             return f"the schedulers issue in {fmt.pct(issue)} of active cycles"
     if rid == "LaunchConfiguration":
-        waves = _num(v.get("waves_per_sm"))
+        waves = finite(v.get("waves_per_sm"))
         if waves is not None and waves > 1:
             return (f"{fmt.number(waves, 3)} waves: the last wave fills "
                     f"{fmt.pct((waves - math.floor(waves)) * 100)} of the GPU")
@@ -677,7 +689,7 @@ def _rule_gloss(rule, v: VariantResult) -> str | None:
         if found:
             text += (f": {fmt.pct(float(found.group(2)))} of the "
                      f"{fmt.bytes_decimal(float(found.group(1)))} sent to the compressor did")
-        dram = _num(v.get("dram_throughput_pct"))
+        dram = finite(v.get("dram_throughput_pct"))
         if dram is not None and rule.speedup_pct is not None and abs(rule.speedup_pct - dram) < 1:
             text += f"; its estimate is DRAM's {fmt.pct(dram)} of peak"
         return text
@@ -704,7 +716,7 @@ def next_moves(v: VariantResult, count: int = 2) -> tuple[list, bool]:
     estimated = [r for r in v.rules.values()
                  if r.speedup_pct is not None and r.speedup_pct >= MIN_ESTIMATE_PCT
                  and r.type in _ESTIMATED and r.id not in NOT_ACTIONABLE]
-    wanted = LABEL_RULES.get(_clean(v.bottleneck) or "", ())
+    wanted = LABEL_RULES.get(plain(v.bottleneck) or "", ())
     relevant = [r for r in estimated if r.id in wanted]
     return sorted(relevant or estimated, key=lambda r: -r.speedup_pct)[:count], bool(relevant)
 
@@ -722,7 +734,7 @@ def next_move(v: VariantResult) -> str | None:
         gloss = _rule_gloss(r, v)
         parts.append(f"{r.title}{where}, up to {fmt.pct(r.speedup_pct)} of its time"
                      + (f" ({gloss})" if gloss else ""))
-    label = _clean(v.bottleneck)
+    label = plain(v.bottleneck)
     aside = (f", none of them about its {bound_words(label)} limit"
              if not relevant and label in LABEL_RULES and LABEL_RULES[label] else "")
     return f"ncu's estimates for what would move {v.label} next{aside}: " + "; ".join(parts)

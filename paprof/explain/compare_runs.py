@@ -11,6 +11,8 @@ from __future__ import annotations
 import time
 
 from paprof.errors import UserError
+from paprof.explain.finish import attach_hotspots, finish
+from paprof.explain.verdict import against
 
 
 def finished_comparison(paths, *, thresholds=None, cross: bool = False, step_range: str | None = None,
@@ -18,7 +20,6 @@ def finished_comparison(paths, *, thresholds=None, cross: bool = False, step_ran
     """The finished ``Comparison`` of the reports ``paths``; ``timings`` (when given)
     gets the seconds spent loading, comparing and reading sources."""
     from paprof.explain.compare import THRESHOLDS, compare
-    from paprof.explain.finish import attach_hotspots, finish
     from paprof.model.load import load_reports, variant_rows
 
     timings = {} if timings is None else timings
@@ -32,8 +33,6 @@ def finished_comparison(paths, *, thresholds=None, cross: bool = False, step_ran
     if len(cmp.variants) < 2:
         raise UserError(f"compare needs at least 2 variants; the reports given hold {len(cmp.variants)}")
     if baseline:
-        from paprof.explain.verdict import against
-
         cmp = against(cmp, cmp.variants[0].label)
     timings["compare"] = time.perf_counter() - t
 

@@ -17,17 +17,21 @@ from __future__ import annotations
 
 import math
 
-from paprof.explain.fmt import finite as _num
+from paprof.model.numbers import finite as _num
+from paprof.explain.cause_words import mechanism, shown_evidence
+from paprof.model.decompose import group
+from paprof.explain.verdict import verdict
+from paprof._version import __version__
 
 SCHEMA = "paprof.explanation/1"
 
 
-def _clean(obj):
+def json_safe(obj):
     """JSON-safe: non-finite floats as null, tuples as lists, everything else as it is."""
     if isinstance(obj, dict):
-        return {str(k): _clean(v) for k, v in obj.items()}
+        return {str(k): json_safe(v) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):
-        return [_clean(v) for v in obj]
+        return [json_safe(v) for v in obj]
     if isinstance(obj, float):
         return obj if math.isfinite(obj) else None
     return obj
@@ -68,9 +72,6 @@ def _kernels(dec) -> list[dict]:
 
 
 def _transition(step) -> dict:
-    from paprof.explain.cause_words import mechanism, shown_evidence
-    from paprof.model.decompose import group
-
     dec = step.decomposition
     causes = dec.causes() if dec is not None else []
     return {
@@ -104,8 +105,6 @@ def _transition(step) -> dict:
 def _verdict(cmp) -> dict | None:
     """Every variant against the baseline (``paprof.explain.verdict``): the report's
     verdict table as data."""
-    from paprof.explain.verdict import verdict
-
     v = verdict(cmp)
     if v is None:
         return None
@@ -125,9 +124,7 @@ def _verdict(cmp) -> dict | None:
 
 def explanation(cmp) -> dict:
     """The comparison ``cmp`` as the ``paprof.explanation/1`` document."""
-    from paprof import __version__
-
-    return _clean({
+    return json_safe({
         "schema": SCHEMA,
         "paprof_version": __version__,
         "runs": [_run(v) for v in cmp.variants],

@@ -8,13 +8,16 @@ nothing.
 """
 
 from __future__ import annotations
+from paprof.model import source, roofline
+from paprof.explain.contradictions import contradictions
+from paprof.model.ledger import step_ledgers
+from paprof.model.stalls import rank_stalls
 
 
 def attach_hotspots(cmp) -> None:
     """Read the source hot spots (``cmp.hotspots``) of the runs profiled with SourceCounters;
     without any, ``cmp.hotspots`` stays None and the report has no hot-spot section."""
     from paprof.measure import source_text
-    from paprof.model import source
 
     cmp.hotspots = source.for_comparison(cmp, lambda v: source_text.for_run(v.sidecar))
 
@@ -26,10 +29,6 @@ def finish(cmp, sources: bool = False):
         attach_hotspots(cmp)
     if cmp.finished:
         return cmp
-    from paprof.model import roofline
-    from paprof.explain.contradictions import contradictions
-    from paprof.model.ledger import step_ledgers
-    from paprof.model.stalls import rank_stalls
 
     cmp.roofline = roofline.build(cmp)
     cmp.ledgers = step_ledgers(cmp)

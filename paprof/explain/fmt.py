@@ -10,29 +10,9 @@ from __future__ import annotations
 import math
 import re
 
+from paprof.model.numbers import is_missing
+
 MISSING = "n/a"
-
-
-def finite(x) -> float | None:
-    """``x`` as a finite float; None for anything else (None, text, a flag, a list, NaN,
-    NA, inf): how analysis reads a table cell as a number."""
-    if x is None or isinstance(x, (str, bool)):
-        return None
-    try:
-        x = float(x)
-    except (TypeError, ValueError):
-        return None
-    return x if math.isfinite(x) else None
-
-
-def is_missing(value) -> bool:
-    """True for None, NaN and anything that is not a number."""
-    if value is None:
-        return True
-    try:
-        return math.isnan(float(value))
-    except (TypeError, ValueError):
-        return True
 
 
 def sig(value: float, digits: int = 3) -> str:
@@ -205,14 +185,3 @@ def identifier_tail(name: str, width: int) -> str:
     cuts = [i for i in identifier_breaks(name) if len(name) - i <= width - 1]
     return "…" + name[cuts[0]:].lstrip() if cuts else name
 
-
-_NCU_URL = re.compile(r"@url:([^@]*?):((?:https?|ftp)://[^@\s]*)@")
-_NCU_LINK = re.compile(r"@\w+:[^:@]*:([^@]*)@")
-
-
-def ncu_plain(text: str) -> str:
-    """ncu's rule-message markup as plain text: ``@url:Guide:https://...@`` becomes
-    ``Guide (https://...)``, ``@section:Id:Memory Workload Analysis@`` its title."""
-    if "@" not in text:  # most messages: both patterns need an "@"
-        return text
-    return _NCU_LINK.sub(r"\1", _NCU_URL.sub(r"\1 (\2)", text))

@@ -10,23 +10,14 @@ from __future__ import annotations
 from typing import Callable
 
 from paprof.explain import fmt
-from paprof.model.comparison import (
-    BOUND_UNITS,
-    LIMITERS,
-    THRESHOLDS,
-    THROUGHPUT_UNITS,
-    Step,
-    Thresholds,
-    VariantResult,
-    _clean,
-    _num,
-    binding_limits,
-    bound_words,
-)
-from paprof.explain.causes import cause_sentence, limit_sentence, next_sentence
+from paprof.model.comparison import (BOUND_UNITS, LIMITERS, THRESHOLDS, THROUGHPUT_UNITS, RuleChange,
+                                     Step, Thresholds, VariantResult, binding_limits, bound_words)
+from paprof.model.numbers import finite, plain
+from paprof.explain.causes import cause_sentence, code_path, limit_sentence, next_sentence
 from paprof.model.movers import rule_changes, speedup, step_deltas
 from paprof.model.gpus import Ceiling
-from paprof.family import chose
+from paprof.explain.cause_words import at_limit_text, cause_text, us_text
+from paprof.model.decompose import decompose
 
 
 # -- the sentences, one function per kind ---------------------------------------------
@@ -58,25 +49,6 @@ def kernels_sentence(before, after, d, t) -> str | None:
         for k in after.kernels
     )
     return f"{after.label} runs {len(after.kernels)} kernels, compared as their sum: {listed}"
-
-
-def code_path(v: VariantResult, reason: bool = True) -> str | None:
-    """The code path a variant took at launch, in the words its family recorded with the
-    run (``launch_words``): each clause after the variant's label, joined by "; ", and what
-    made the first one right after it ("b split the rows 4 ways (splits 4): 512 CTAs where
-    128 would leave 4 of 132 SMs idle"); ``reason=False`` leaves that reason out (a cause
-    follows). A run recorded without words says its raw ``launch_details`` ("b chose
-    splits 4, order longest"); None when the run records no choice."""
-    record = v.provenance
-    if record is None:
-        return None
-    if record.launch_said:
-        first, *rest = record.launch_said
-        why = f": {record.launch_why}" if reason and record.launch_why else ""
-        return "; ".join([f"{v.label} {first}{why}", *(f"{v.label} {clause}" for clause in rest)])
-    if record.launch_details:
-        return f"{v.label} {chose(dict(record.launch_details))}"
-    return None
 
 
 def code_path_sentence(before, after, d, t) -> str | None:
@@ -156,7 +128,7 @@ def occupancy_sentence(before, after, d, t) -> list[str]:
 
 def _conclusion_unit(before: VariantResult, after: VariantResult, d: dict) -> str | None:
     """The throughput column whose sentence carries "the kernel is now X-bound", if any."""
-    b, a = _clean(before.bottleneck), _clean(after.bottleneck)
+    b, a = plain(before.bottleneck), plain(after.bottleneck)
     if a is None or a == b or a not in BOUND_UNITS:
         return None
     moved = [c for c in BOUND_UNITS[a] if d[c].moved and (d[c].change or 0) > 0]
@@ -183,7 +155,7 @@ def throughput_sentences(before, after, d, t) -> list[str]:
 def bottleneck_sentence(before, after, d, t) -> str | None:
     """"now latency-bound (was dram-bound): <evidence>" or "still dram-bound"; nothing when a
     throughput sentence already drew the conclusion."""
-    b, a = _clean(before.bottleneck), _clean(after.bottleneck)
+    b, a = plain(before.bottleneck), plain(after.bottleneck)
     if a is None:
         return None
     if a == b:
@@ -200,7 +172,7 @@ def stall_sentence(before, after, d, t) -> str | None:
     """"top warp stall long scoreboard -> barrier (3.2 cycles per issued instruction)", or
     for the same reason "long scoreboard stalls 8.1 -> 3.2 cycles per issued instruction";
     with the issue rate when it moved."""
-    rb, ra = _clean(before.get("top_stall_reason")), _clean(after.get("top_stall_reason"))
+    rb, ra = plain(before.get("top_stall_reason")), plain(after.get("top_stall_reason"))
     cyc, issue = d["top_stall_cycles"], d["issue_active_pct"]
     parts = []
     if ra is not None and rb is not None and ra != rb:
@@ -265,7 +237,7 @@ def work_sentence(before, after, d, t) -> str | None:
     tbs = d["work_tbs"]
     if tbs.before is None or tbs.after is None:
         return None
-    amount = _num(after.get("work_bytes"))
+    amount = finite(after.get("work_bytes"))
     text = (f"useful bandwidth (the work model's {fmt.bytes_decimal(amount)}) "
             f"{fmt.bandwidth_gbs(tbs.before * 1e3)} -> {fmt.bandwidth_gbs(tbs.after * 1e3)}")
     cb, ca = before.ceiling, after.ceiling
@@ -279,9 +251,22 @@ def work_sentence(before, after, d, t) -> str | None:
     return text
 
 
+def rule_change_text(c: RuleChange) -> str:
+    """One rule change in words: appeared, gone, or its estimated speedup moved."""
+    where = f" (in {c.kernel})" if c.kernel else ""
+    if c.kind == "appeared":
+        est = f" (estimated speedup {fmt.pct(c.after_pct)})" if c.after_pct is not None else ""
+        return f"ncu rule appeared: {c.title}{where}{est}"
+    if c.kind == "disappeared":
+        est = f" (had estimated {fmt.pct(c.before_pct)})" if c.before_pct is not None else ""
+        return f"ncu rule gone: {c.title}{where}{est}"
+    return (f"ncu rule {c.title}{where}: estimated speedup "
+            f"{fmt.pct(c.before_pct)} -> {fmt.pct(c.after_pct)}")
+
+
 def rule_sentences(before, after, d, t) -> list[str]:
     """One line per ncu rule that appeared, disappeared or whose estimate moved."""
-    return [c.text for c in rule_changes(before, after, t)]
+    return [rule_change_text(c) for c in rule_changes(before, after, t)]
 
 
 STORY: tuple[Callable, ...] = (
@@ -338,8 +323,6 @@ def tell(before: VariantResult, after: VariantResult, t: Thresholds = THRESHOLDS
     else:
         headline = f"{after.label} is {fmt.ratio(1 / s)} slower than {before.label}"
     changes = rule_changes(before, after, t)
-    from paprof.explain.cause_words import at_limit_text, cause_text, us_text
-    from paprof.model.decompose import decompose
 
     spread = sum((v.spread or {}).get("duration_us") or 0.0 for v in (before, after))
     dec = decompose(before, after, spread)
@@ -367,8 +350,8 @@ def tell(before: VariantResult, after: VariantResult, t: Thresholds = THRESHOLDS
         after=after.label,
         speedup=s,
         headline=headline,
-        bottleneck_before=_clean(before.bottleneck),
-        bottleneck_after=_clean(after.bottleneck),
+        bottleneck_before=plain(before.bottleneck),
+        bottleneck_after=plain(after.bottleneck),
         sentences=sentences,
         deltas=d,
         rules_appeared=[c for c in changes if c.kind == "appeared"],

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from paprof.explain import fmt
 from paprof.explain.compare import binding_limits, limiter_name
+from paprof.explain import sentences as told
 
 SHORT_LIMITERS = {"registers": "registers", "shared memory": "shared mem", "warps": "warps",
                   "blocks": "blocks/SM"}
@@ -75,8 +76,6 @@ change the side-by-side table shows in its rows."""
 def table_sentences(cmp, step) -> set[str]:
     """The sentences of ``step`` that repeat rows of the side-by-side table (told again
     by the same sentence functions ``tell`` used: ``TABLE_SENTENCES``)."""
-    from paprof.explain import sentences as told
-
     before, after = cmp.variant(step.before), cmp.variant(step.after)
     out: set[str] = set()
     for name in TABLE_SENTENCES:

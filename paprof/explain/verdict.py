@@ -14,6 +14,12 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from paprof.errors import UserError
+from paprof.model.assembly import pair_differences
+from paprof.explain.sentences import tell
+from paprof.explain import fmt
+from paprof.model.numbers import finite
+from paprof.model.bottleneck import LABEL_COLUMNS
+from paprof.explain.cause_words import first_cause
 
 NOISE_PCT = 2.0
 """Variants whose times differ by less than this (% of the faster) are tied: the spread
@@ -33,9 +39,6 @@ def tied(timed: list[tuple[float, str]], noise_pct: float = NOISE_PCT) -> tuple[
 def against(cmp, baseline: str):
     """``cmp`` with the baseline first and its steps re-told as baseline -> each other
     variant. ``baseline`` is a label of ``cmp`` (a ``UserError`` otherwise)."""
-    from paprof.model.assembly import pair_differences
-    from paprof.explain.sentences import tell
-
     labels = [v.label for v in cmp.variants]
     if baseline not in labels:
         raise UserError(f"--baseline {baseline}: not among the compared variants "
@@ -110,12 +113,9 @@ LIMIT_UNITS = (
 def limit_text(v) -> str | None:
     """How close a variant is to its limit: the unit its label names (the busiest unit
     for a latency- or occupancy-bound one) and its share of peak: "DRAM 88 % of peak"."""
-    from paprof.explain import fmt
-    from paprof.model.bottleneck import LABEL_COLUMNS
-
     words_of = dict(LIMIT_UNITS, lsu_pipe_pct="LSU pipe")
     columns = LABEL_COLUMNS.get(str(v.bottleneck or "").split(" ")[0], tuple(words_of))
-    busy = [(fmt.finite(v.get(col)), words_of[col]) for col in columns]
+    busy = [(finite(v.get(col)), words_of[col]) for col in columns]
     busy = [(x, words) for x, words in busy if x is not None]
     if not busy:
         return None
@@ -152,7 +152,6 @@ def verdict(cmp, noise_pct: float = NOISE_PCT) -> Verdict | None:
     baseline when the comparison is against it (``--baseline``)."""
     if not cmp.variants:
         return None
-    from paprof.explain.sentences import tell
 
     base = cmp.variants[0]
     steps = {s.after: s for s in cmp.steps}
@@ -191,8 +190,6 @@ def short_cause(step, after) -> str | None:
     with its counters, its size and what offsets it (``cause_words.first_cause``), then the
     code path the variant took; the step's own cause where the decomposition names none (a
     step within the noise says so)."""
-    from paprof.explain.cause_words import first_cause
-
     dec = step.decomposition
     text = first_cause(dec, brief=True) if dec is not None else None
     return step.cause if text is None else text  # (the launch words: the step, the variant card)

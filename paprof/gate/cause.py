@@ -19,6 +19,8 @@ from pathlib import Path
 from paprof.explain import cause_words as cw
 from paprof.model import decompose as dc
 from paprof.errors import UserError
+from paprof.model.comparison import KEPT_COLUMNS
+from paprof.model.numbers import plain
 
 COUNTERS_VERSION = 1
 """Version of the compact counter set (``snapshot``) a baseline stores."""
@@ -31,8 +33,6 @@ def columns() -> tuple[str, ...]:
     (``decompose.COLUMNS``) that a compared kernel keeps (``compare``'s
     ``KEPT_COLUMNS``), in the former's order. A column added to both flows into the
     baseline's counters; one the comparison does not keep is not there either."""
-    from paprof.model.comparison import KEPT_COLUMNS
-
     kept = set(KEPT_COLUMNS)
     return tuple(c for c in dc.COLUMNS if c in kept)
 
@@ -159,15 +159,13 @@ class _FrameCounters:
         report's, variant's and shape's, each compared as text (a key that is None or a
         column the frame lacks is not compared)."""
         if self.index is None:
-            from paprof.model.comparison import _clean
-
             text = {c: self.run_keys[c].astype(str).tolist() for c in self.STEP[:3]}
             self.index = {}
             for run, key in enumerate(zip(text["report_path"], text["variant"], text["shape"])):
                 self.index.setdefault(key, []).append(run)
                 self.index.setdefault((None, *key[1:]), []).append(run)
             # what the comparison labels each run (``_pick`` matches the entry on them)
-            self.labels = [(str(_clean(v) or "?"), _clean(s) or "") for v, s in
+            self.labels = [(str(plain(v) or "?"), plain(s) or "") for v, s in
                            zip(self.run_keys["variant"].tolist(), self.run_keys["shape"].tolist())]
         report = entry.provenance.report if self.reports else None
         key = (None if report is None else str(report), str(entry.variant), str(entry.shape))
@@ -232,9 +230,8 @@ def _finite_values(array) -> list:
     else None."""
     if array.dtype.kind == "f":
         return [v if math.isfinite(v) else None for v in array.tolist()]
-    from paprof.model.comparison import _clean
 
-    return [dc.finite(_clean(v)) for v in array.tolist()]
+    return [dc.finite(plain(v)) for v in array.tolist()]
 
 
 def _median_steps(run_of, duration):

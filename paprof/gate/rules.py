@@ -257,7 +257,7 @@ class Settings:
 
     calibration: "object | None" = None
     """Measured noise (``paprof calibrate``, a ``calibration.Calibration``): a timing
-    metric's limit becomes max(tolerance, k x noise) (``calibration.settings_for``)."""
+    metric's limit becomes max(tolerance, k x noise) (``verdict.settings_for``)."""
 
     def tolerance(self, metric: str) -> Tolerance:
         return self.tolerances.get(metric) or self.tolerances.get("*") or rule(metric).tolerance

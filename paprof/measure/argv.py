@@ -11,8 +11,8 @@ from pathlib import Path
 
 from paprof.family import CommandVariant, Variant
 from paprof.measure.presets import get_preset
+from paprof.read.store import REPORT_SUFFIX
 
-REPORT_SUFFIX = ".ncu-rep"
 LAUNCHER_MODULE = "paprof.measure.kernels.launch"
 CLOCK_CONTROLS = ("none", "base")
 

@@ -25,6 +25,7 @@ from rich.progress import (
     TimeElapsedColumn,
 )
 
+from paprof.names import slug
 from paprof.errors import ShapeError, UserError, VerificationError
 from paprof.family import CommandVariant, Variant, checked_work
 from paprof.measure import sass_hash
@@ -36,6 +37,7 @@ from paprof.measure.ncu_log import ProfiledKernel
 from paprof.measure.presets import get_preset
 from paprof.measure.runner import run_ncu
 from paprof.read.record import REPORT_BYTES, SCHEMA, Origin, RunRecord
+from paprof import registry
 
 Status = Callable[[str], None]
 """Receives one line of progress text ("ncu: paged_decode_v3 launch 0: 50%")."""
@@ -222,7 +224,7 @@ def _early_refusal(runs_dir: Path, variant: Variant, params, replace: bool,
         return
     names = {name for name, _ in provenance.query_gpus()}
     if len(names) == 1:
-        gpu_slug = provenance.slug(names.pop())
+        gpu_slug = slug(names.pop())
         paths = store.run_paths(runs_dir, gpu_slug, variant.family, variant.id, _slug_of(params))
         store.refuse_existing(paths, replace, option)
 
@@ -251,8 +253,6 @@ def profile_variant(
     if not is_command:
         variant.check(params)
         if family is None:
-            from paprof import registry
-
             family = registry.family_of(variant)
     preset = get_preset(settings.preset)
     settings = dataclasses.replace(settings, ncu=settings.ncu or find_ncu())

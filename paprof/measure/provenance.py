@@ -12,16 +12,12 @@ import subprocess
 from datetime import datetime, timezone
 from pathlib import Path
 
-from paprof import __version__
+from paprof._version import __version__
+from paprof.names import slug
 from paprof.read.record import Origin
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 """The folder holding the ``paprof`` package (a git checkout when developing)."""
-
-
-def slug(text: str) -> str:
-    """A lower-case, file-name-safe id: ``"NVIDIA H200"`` -> ``"nvidia-h200"``."""
-    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-") or "unknown"
 
 
 def _output(argv: list[str], cwd: Path | None = None, timeout: float = 20) -> str | None:

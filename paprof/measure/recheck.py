@@ -16,6 +16,7 @@ from paprof import gate
 from paprof.errors import UserError
 from paprof.measure.argv import NcuSettings
 from paprof.measure.profile import profile_variants
+from paprof.gate import calibration
 
 
 def profile_current(baseline: gate.Baseline, launches: int = 1, runs=None,
@@ -84,8 +85,6 @@ def aa_repeats(family: str, variants, shape: str, repeats: int, metrics,
     """A/A: profile each of ``variants`` (ids of ``family``) at ``shape`` ``repeats`` times,
     each time in a fresh process; ``{(gpu, family, variant, shape): [Entry per run]}`` for
     ``paprof.gate.calibration.from_repeats``. Needs the GPU and ncu."""
-    from paprof.gate import calibration  # noqa: PLC0415
-
     fam = registry.family(family)
     spec = fam.parse(shape).spec()
     entries = [gate.Entry(family, v, spec, {}) for v in variants]

@@ -23,6 +23,7 @@ import re
 import subprocess
 
 from paprof.errors import UserError
+from paprof.family import CudaVariant
 
 KEY = "code"
 """The sidecar key of the record."""
@@ -73,7 +74,6 @@ def hash_sass(variant, params, arch: str | None = None) -> dict:
     ``params``, compiled for its own target or ``arch`` (the GPU the run is on), else
     ``not_taken(why)``. Never raises for want of tools."""
     from paprof.measure import static  # noqa: PLC0415 (compiles: only when a run is made)
-    from paprof.family import CudaVariant  # noqa: PLC0415
 
     if not isinstance(variant, CudaVariant):
         return not_taken(f"a {variant.kind} variant: its framework compiles its kernels, "

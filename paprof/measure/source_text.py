@@ -21,6 +21,7 @@ from pathlib import Path
 
 from paprof.model.source import Sources
 from paprof.errors import UserError
+from paprof import registry
 
 MODULE_SUFFIX = ".cubin.cu"
 """How CuPy names the module file it compiles (``<sha1>.cubin.cu``)."""
@@ -56,7 +57,6 @@ class FamilySources(Sources):
 
     def _compiled(self) -> tuple[Path | None, list[Path]]:
         """The family's folder here and the sources the variant compiled (as one module)."""
-        from paprof import registry
         from paprof.measure.static import compile_units
 
         try:
@@ -159,11 +159,9 @@ class FamilySources(Sources):
 def _shown(folder: Path | None) -> str:
     """A family folder as a reader knows it: inside paprof's package relative to it
     (``kernels/paprof_kernels/paged_decode``), else as it is."""
-    import paprof
-
     if folder is None:
         return "?"
-    root = Path(paprof.__file__).resolve().parent.parent
+    root = Path(__file__).resolve().parents[2]  # the folder paprof's package is in
     try:
         return str(Path(folder).resolve().relative_to(root))
     except ValueError:

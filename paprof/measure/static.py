@@ -53,6 +53,7 @@ from paprof import gate
 from paprof.read.metrics import INSTRUCTION_CLASSES
 from paprof.errors import UserError
 from paprof.family import CudaVariant
+from paprof import registry
 
 REACH_NOTE = ("the static gate reads the cubin: launch-time settings (dynamic shared memory, "
               "grid, block size, and the occupancy they give) are out of its reach; "
@@ -499,8 +500,6 @@ def make_static_baseline(family, params, variants: Sequence = (), arch: str | No
 
 def current_for(baseline) -> tuple[list, list[str]]:
     """The static entries now for every (family, shape) of a static ``baseline``."""
-    from paprof import registry
-
     if baseline.gate != "static":
         raise UserError("this baseline was made from profiled runs: check it without "
                         "--static (or write a static one: 'paprof baseline update --static')")

@@ -1,8 +1,8 @@
-"""Assembling a comparison: the loader's rows -> ``VariantResult`` objects -> ``Comparison``.
+"""Assembling a comparison: the loader's rows -> ``VariantResult`` objects.
 
-``compare(df, summed, order)`` picks one launch per run, puts the variants in the order
-the user named them, makes their labels unique, tells every step and checks the
-provenance; ``compare_reports(paths)`` loads the reports first.
+``assemble(df, summed, order)`` picks one launch per run, puts the variants in the order
+the user named them and makes their labels unique; ``paprof.explain.compare`` tells
+every step of them and checks the provenance.
 """
 
 from __future__ import annotations
@@ -13,24 +13,12 @@ from pathlib import Path
 from typing import Iterable
 
 from paprof.model.bottleneck import tie
-from paprof.model.comparison import (
-    EXTRA_COLUMNS,
-    KEPT_COLUMNS,
-    METRIC_COLUMNS,
-    STALL_COLUMNS,
-    THRESHOLDS,
-    Comparison,
-    KernelPart,
-    RuleHit,
-    Thresholds,
-    VariantResult,
-    _clean,
-    _num,
-)
-from paprof.explain.sentences import tell
+from paprof.model.comparison import (EXTRA_COLUMNS, KEPT_COLUMNS, METRIC_COLUMNS, STALL_COLUMNS,
+                                     KernelPart, RuleHit, VariantResult)
+from paprof.model.numbers import finite, plain
 from paprof.model.gpus import ceiling_for
-from paprof.model.provenance import provenance_warnings
 from paprof.read.record import RunRecord, as_record
+from paprof.errors import UserError
 
 
 def _norm_path(p) -> str:
@@ -45,20 +33,20 @@ def _rules_of(rows: list[dict]) -> dict[str, RuleHit]:
         best: dict[str, dict] = {}  # a rule can fire several times in one kernel: its highest
         for r in row.get("rules") or ():
             rid = str(r.get("id") or r.get("title") or "")
-            sp = _num(r.get("speedup_pct"))
-            if rid and (rid not in best or (sp if sp is not None else -1) > (_num(best[rid].get("speedup_pct")) or -1)):
+            sp = finite(r.get("speedup_pct"))
+            if rid and (rid not in best or (sp if sp is not None else -1) > (finite(best[rid].get("speedup_pct")) or -1)):
                 best[rid] = r
         for rid, r in best.items():
             fired.setdefault(rid, []).append((row, r))
-    durations = [_num(row.get("duration_us")) for row in rows]
+    durations = [finite(row.get("duration_us")) for row in rows]
     total = sum(d for d in durations if d) if all(durations) else None
     hits: dict[str, RuleHit] = {}
     for rid, found in fired.items():
         parts = []
         for row, r in found:
-            dur = _num(row.get("duration_us"))
+            dur = finite(row.get("duration_us"))
             share = dur / total if (len(rows) > 1 and total and dur) else (1.0 if len(rows) == 1 else None)
-            parts.append((str(row.get("kernel") or ""), _num(r.get("speedup_pct")), share, r))
+            parts.append((str(row.get("kernel") or ""), finite(r.get("speedup_pct")), share, r))
         known = [(sp * share, k) for k, sp, share, _ in parts if sp is not None and share is not None]
         if len(rows) == 1 or not known or any(share is None for _, _, share, _ in parts):
             # one kernel, or shares unknown: the highest estimate, as ncu gives it
@@ -78,7 +66,7 @@ def ceiling_shares(values: dict, ceiling) -> dict:
     """The variant's bandwidths against the ceiling it is held to, computed once here for
     every reader: ``bandwidth_of_ceiling_pct`` (achieved DRAM bandwidth), ``work_gbs`` and
     ``work_of_ceiling_pct`` (the work model's useful bandwidth)."""
-    bw, work = _num(values.get("achieved_bandwidth_gbs")), _num(values.get("work_tbs"))
+    bw, work = finite(values.get("achieved_bandwidth_gbs")), finite(values.get("work_tbs"))
     gbs = ceiling.gbs if ceiling else None
     return {
         "bandwidth_of_ceiling_pct": bw / gbs * 100 if bw is not None and gbs else None,
@@ -88,42 +76,42 @@ def ceiling_shares(values: dict, ceiling) -> dict:
 
 
 def _variant_result(summed: dict, kernels: list[dict]) -> VariantResult:
-    values = {c: _clean(summed.get(c)) for c in KEPT_COLUMNS}
+    values = {c: plain(summed.get(c)) for c in KEPT_COLUMNS}
     sidecar = as_record(summed.get("sidecar"))
-    values["duration_us_event"] = _num((sidecar or {}).get("duration_us_event"))
-    gpu = _clean(summed.get("gpu"))
+    values["duration_us_event"] = finite((sidecar or {}).get("duration_us_event"))
+    gpu = plain(summed.get("gpu"))
     ceiling = ceiling_for(gpu, sidecar)
     values.update(ceiling_shares(values, ceiling))
-    total = _num(values["duration_us"])
+    total = finite(values["duration_us"])
     parts = []
     for k in kernels:
-        dur = _num(k.get("duration_us"))
+        dur = finite(k.get("duration_us"))
         parts.append(KernelPart(
             kernel=str(k.get("kernel")),
             duration_us=dur,
             share=(dur / total) if (dur is not None and total) else None,
-            grid_size=_num(k.get("grid_size")),
-            block_size=_num(k.get("block_size")),
-            bottleneck=_clean(k.get("bottleneck")),
-            values={c: _clean(k.get(c)) for c in KEPT_COLUMNS},
+            grid_size=finite(k.get("grid_size")),
+            block_size=finite(k.get("block_size")),
+            bottleneck=plain(k.get("bottleneck")),
+            values={c: plain(k.get(c)) for c in KEPT_COLUMNS},
         ))
-    bottleneck = _clean(summed.get("bottleneck"))
-    evidence = _clean(summed.get("bottleneck_evidence"))
+    bottleneck = plain(summed.get("bottleneck"))
+    evidence = plain(summed.get("bottleneck_evidence"))
     if bottleneck is None and kernels:
-        longest = max(kernels, key=lambda k: _num(k.get("duration_us")) or 0)
-        bottleneck = _clean(longest.get("bottleneck"))
-        evidence = _clean(longest.get("bottleneck_evidence"))
+        longest = max(kernels, key=lambda k: finite(k.get("duration_us")) or 0)
+        bottleneck = plain(longest.get("bottleneck"))
+        evidence = plain(longest.get("bottleneck_evidence"))
     rules = _rules_of(kernels) if any("rules" in k for k in kernels) else _rules_of([summed])
-    gpu = _clean(summed.get("gpu"))
-    variant = str(_clean(summed.get("variant")) or "?")
+    gpu = plain(summed.get("gpu"))
+    variant = str(plain(summed.get("variant")) or "?")
     idea = (sidecar or {}).get("idea")  # a foreign report has no sidecar, so no idea line
     return VariantResult(
         label=variant,
         variant=variant,
-        family=_clean(summed.get("family")),
-        shape=_clean(summed.get("shape")),
+        family=plain(summed.get("family")),
+        shape=plain(summed.get("shape")),
         gpu=gpu,
-        report_path=_clean(summed.get("report_path")),
+        report_path=plain(summed.get("report_path")),
         values=values,
         kernels=parts,
         bottleneck=bottleneck,
@@ -132,10 +120,10 @@ def _variant_result(summed: dict, kernels: list[dict]) -> VariantResult:
         sidecar=sidecar,
         idea=idea,
         ceiling=ceiling,
-        tie=tie(summed) if bottleneck == _clean(summed.get("bottleneck")) else None,
+        tie=tie(summed) if bottleneck == plain(summed.get("bottleneck")) else None,
         provenance=(sidecar or RunRecord.foreign(label=variant)).labelled(
-            variant, gpu=gpu, shape=_clean(summed.get("shape")),
-            report_path=_clean(summed.get("report_path"))),
+            variant, gpu=gpu, shape=plain(summed.get("shape")),
+            report_path=plain(summed.get("report_path"))),
         spread=dict(summed.get("_spread") or {}),
         launches=int(summed.get("_launches") or 1),
     )
@@ -181,9 +169,9 @@ def launch_spread(members: list[dict]) -> tuple[dict[str, float], dict[str, floa
     medians, spreads = {}, {}
     for c in SPREAD_COLUMNS:
         raw = [m.get(c) for m in members]
-        if any(isinstance(_clean(x), (str, bool)) for x in raw):
+        if any(isinstance(plain(x), (str, bool)) for x in raw):
             continue
-        xs = [_num(x) for x in raw]
+        xs = [finite(x) for x in raw]
         if not xs or any(x is None for x in xs):
             continue
         medians[c] = _median(xs)
@@ -202,14 +190,14 @@ def _one_launch_each(rows: list[dict]) -> tuple[list[dict], list[str]]:
     """
     groups: dict[tuple, list[dict]] = {}
     for row in rows:
-        key = tuple(_clean(row.get(c)) for c in ("variant", "shape", "report_path"))
+        key = tuple(plain(row.get(c)) for c in ("variant", "shape", "report_path"))
         groups.setdefault(key, []).append(row)
     kept, notes = [], []
     for key, members in groups.items():
         if len(members) == 1:
             kept.append(members[0])
             continue
-        ranked = sorted(members, key=lambda r: _num(r.get("duration_us")) or 0.0)
+        ranked = sorted(members, key=lambda r: finite(r.get("duration_us")) or 0.0)
         choice = dict(ranked[(len(ranked) - 1) // 2])
         medians, spreads = launch_spread(members)
         choice.update(medians)
@@ -218,7 +206,7 @@ def _one_launch_each(rows: list[dict]) -> tuple[list[dict], list[str]]:
         notes.append(f"{key[0]}: {len(members)} profiled steps in "
                      f"{Path(str(key[2])).name if key[2] else 'the report'}; numbers are the median "
                      f"over the steps ± half their range; kernels, rules and the verdict are "
-                     f"step {_clean(choice.get('step'))}'s, the one of median duration.")
+                     f"step {plain(choice.get('step'))}'s, the one of median duration.")
     return kept, notes
 
 
@@ -256,9 +244,11 @@ def pair_differences(a: VariantResult, b: VariantResult) -> str:
     return ", ".join(out)
 
 
-def compare(df, summed=None, order: Iterable | None = None, thresholds: Thresholds = THRESHOLDS,
-            cross: bool = False) -> Comparison:
-    """Compare the variants in the loader's frame ``df``.
+def assemble(df, summed=None, order: Iterable | None = None,
+             cross: bool = False) -> tuple[list[VariantResult], list[str], list[str]]:
+    """The variants in the loader's frame ``df``, in order, with their labels made unique;
+    how they differ (parameters, GPU: refused unless ``cross``) and the notes on the runs
+    of several launches.
 
     ``summed`` is ``variant_rows(df)`` (computed here when None). ``order`` lists report
     paths in the order the user named them; a report holding several variants contributes
@@ -281,27 +271,17 @@ def compare(df, summed=None, order: Iterable | None = None, thresholds: Threshol
         summed_rows = [r for _, r in summed_rows]
 
     def same(k: dict, s: dict) -> bool:
-        return all(_clean(k.get(c)) == _clean(s.get(c)) for c in ("variant", "shape", "report_path", "step"))
+        return all(plain(k.get(c)) == plain(s.get(c)) for c in ("variant", "shape", "report_path", "step"))
 
     variants = [_variant_result(s, [k for k in kernel_rows if same(k, s)] or [s]) for s in summed_rows]
     apart = differences(variants)
     if apart and not cross:
-        from paprof.errors import UserError
-
         raise UserError("the runs are not comparable (" + "; ".join(apart) + "): choose one "
                         "shape with --shape, or pass --cross to compare them anyway")
     _unique_labels(variants)
     for v in variants:
         v.provenance = replace(v.provenance, label=v.label)
-    steps = [tell(a, b, thresholds) for a, b in zip(variants, variants[1:])]
-    for step, (a, b) in zip(steps, zip(variants, variants[1:])):
-        differ = pair_differences(a, b)
-        if differ:
-            step.headline = f"cross comparison ({differ}): {step.headline}"
-    provenance = [v.provenance for v in variants]
-    warnings, notes = provenance_warnings(provenance)
-    return Comparison(variants, steps, provenance, warnings,
-                      family_notes(variants) + notes + launch_notes, thresholds, cross=apart)
+    return variants, apart, launch_notes
 
 
 def family_notes(variants: list[VariantResult]) -> list[str]:
@@ -315,10 +295,3 @@ def family_notes(variants: list[VariantResult]) -> list[str]:
                 seen.setdefault(f"{side.get('family') or v.family}: {note.strip()}")
     return list(seen)
 
-
-def compare_reports(paths: list, thresholds: Thresholds = THRESHOLDS, cross: bool = False) -> Comparison:
-    """Load ``.ncu-rep`` files with the loader and compare them in the order given."""
-    from paprof.model.load import load_reports, variant_rows
-
-    df = load_reports([Path(p) for p in paths])
-    return compare(df, variant_rows(df), order=paths, thresholds=thresholds, cross=cross)

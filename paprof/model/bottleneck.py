@@ -51,8 +51,8 @@ import re
 from dataclasses import dataclass
 from typing import Mapping
 
-from paprof.explain import fmt
 from paprof.read import metrics as M
+from paprof.read.ncu_reader import ncu_plain
 
 DRAM_BOUND = "dram-bound"
 L2_BOUND = "l2-bound"
@@ -186,7 +186,7 @@ def _pct(value: float) -> str:
 
 
 def _first_sentence(text: str, limit: int = 220) -> str:
-    text = " ".join(fmt.ncu_plain(text).split())
+    text = " ".join(ncu_plain(text).split())
     match = re.match(r"(.+?[.!?])(\s|$)", text)
     sentence = match.group(1) if match else text
     return sentence if len(sentence) <= limit else sentence[: limit - 1] + "…"

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from paprof.explain import fmt
+from paprof.model.numbers import finite, plain
 from paprof.model.bottleneck import LABELS, UNKNOWN, Tie
 from paprof.read.metrics import (RATIO_COLUMNS, ROOFLINE_INPUTS, STALL_REASONS,
                                      TRAFFIC_COLUMNS)
@@ -197,21 +197,6 @@ class RuleChange:
     kernel: str | None = None
     """The kernel the rule is about, for a variant of several kernels (None for one)."""
 
-    @property
-    def _where(self) -> str:
-        return f" (in {self.kernel})" if self.kernel else ""
-
-    @property
-    def text(self) -> str:
-        if self.kind == "appeared":
-            est = f" (estimated speedup {fmt.pct(self.after_pct)})" if self.after_pct is not None else ""
-            return f"ncu rule appeared: {self.title}{self._where}{est}"
-        if self.kind == "disappeared":
-            est = f" (had estimated {fmt.pct(self.before_pct)})" if self.before_pct is not None else ""
-            return f"ncu rule gone: {self.title}{self._where}{est}"
-        return (f"ncu rule {self.title}{self._where}: estimated speedup "
-                f"{fmt.pct(self.before_pct)} -> {fmt.pct(self.after_pct)}")
-
 
 @dataclass
 class VariantResult:
@@ -355,32 +340,12 @@ class Comparison:
 
 
 # -- value helpers ---------------------------------------------------------------------
-def _clean(value):
-    """A plain Python value: NaN/NA and "" -> None, numpy scalars -> float/int/str."""
-    if value is None:
-        return None
-    if isinstance(value, (list, tuple, dict)):
-        return value
-    if isinstance(value, str):
-        return value or None
-    try:
-        if value != value:  # NaN, pd.NA raises TypeError below
-            return None
-    except (TypeError, ValueError):
-        return None
-    if hasattr(value, "item"):
-        value = value.item()
-    return value
-
-
-_num = fmt.finite
-"""A table cell as a finite float, else None (``paprof.explain.fmt.finite``)."""
 
 
 def limiter_name(raw) -> str | None:
     """Normalise the loader's occupancy limiter (``"shared_mem"``, ``"Shared Memory"``,
     ``"block_limit_registers"`` ...) to a key of ``LIMITERS``; unknown text passes through."""
-    raw = _clean(raw)
+    raw = plain(raw)
     if raw is None:
         return None
     text = str(raw).strip().lower().replace("_", " ")
@@ -404,7 +369,7 @@ def verdict_words(v: "VariantResult") -> str:
 
 
 def bound_words(label) -> str:
-    label = _clean(label)
+    label = plain(label)
     if label is None:
         return "n/a"
     return BOUND_WORDS.get(str(label), str(label))
@@ -415,13 +380,13 @@ def binding_limits(v: VariantResult) -> tuple[list[str], float | None]:
     """The occupancy limiters that bind (every block limit equal to the smallest, so ties
     are named together; the loader's ``occupancy_limiter`` first) and that block count."""
     first = limiter_name(v.get("occupancy_limiter"))
-    limits = {name: _num(v.get(column)) for name, (_, column) in LIMITERS.items()}
+    limits = {name: finite(v.get(column)) for name, (_, column) in LIMITERS.items()}
     known = {n: x for n, x in limits.items() if x is not None}
     if not known:
         return ([first] if first else []), None
     low = min(known.values())
     tied = [n for n, x in known.items() if x == low]
-    if len(tied) > 1 and "shared memory" in tied and _num(v.get("shared_mem_per_block_bytes")) == 0:
+    if len(tied) > 1 and "shared memory" in tied and finite(v.get("shared_mem_per_block_bytes")) == 0:
         # 0 B of shared memory: its "limit" is the driver's 1 KiB reserve per block, which
         # ties with the blocks-per-SM cap (32 on the H200); the kernel's own use limits nothing
         tied.remove("shared memory")

@@ -48,7 +48,7 @@ import math
 import re
 from dataclasses import dataclass, field
 
-from paprof.explain.fmt import finite
+from paprof.model.numbers import finite
 from paprof.read.metrics import OPCODE_CLASSES, OPCODE_COLUMNS, STALL_REASONS
 
 #: A term smaller than this share of the faster time is noise (ncu's duration of the same

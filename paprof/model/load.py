@@ -21,7 +21,7 @@ from typing import Iterable, Iterator
 import numpy as np
 import pandas as pd
 
-from paprof.explain import fmt
+from paprof.model import numbers
 from paprof.read import metrics as M
 from paprof.read import ncu_reader
 from paprof.model.bottleneck import DEFAULT_THRESHOLDS, Thresholds, classify
@@ -29,6 +29,10 @@ from paprof.read.ncu_fastread import FastResult
 from paprof.model import steps
 from paprof.read.ncu_reader import open_report, read_metric, read_nvtx, read_rules
 from paprof.errors import UserError
+from paprof.read import store
+from paprof import parallel
+from paprof.read.store import gc_paused
+from paprof.progress import tick
 
 REPORT_SUFFIXES = (".ncu-rep", ".ncu-repz")
 
@@ -51,8 +55,6 @@ def _found(paths: Iterable, scan=None) -> list[tuple]:
     ``store.Scan``, so that a folder is read once), else (report, folder), the sidecar
     still to read (``_run``). A path's error is raised after the sidecars found before
     it are read, so that theirs comes first, as when each folder's were read in turn."""
-    from paprof.read import store
-
     found: list[tuple] = []
     seen: set[str] = set()
     folders: dict[str, str] = {}  # folder -> its real path: one lookup a folder, not a file
@@ -79,7 +81,6 @@ def _found(paths: Iterable, scan=None) -> list[tuple]:
                 runs = [(path, path.parent)]  # as find_runs makes the run of a report
         else:
             _runs_of(found)
-            from paprof.read import store
 
             raise store.missing_store(path)
         for entry in runs:
@@ -95,7 +96,6 @@ def _run(entry: tuple) -> tuple[Path, dict | None, dict]:
     if it was not."""
     if len(entry) == 3:
         return entry
-    from paprof.read import store
 
     run = store.load_run(*entry)
     return run.report, run.sidecar, run.layout
@@ -209,7 +209,7 @@ def derive(values: dict) -> dict:
 
 
 def _over(top, bottom) -> float:
-    top, bottom = fmt.finite(top), fmt.finite(bottom)
+    top, bottom = numbers.finite(top), numbers.finite(bottom)
     return top / bottom if top is not None and bottom else math.nan
 
 
@@ -222,8 +222,8 @@ def ratios(values: dict) -> dict:
     values["l1_load_per_dram_byte"] = _over(values.get("l1_global_load_bytes"), dram)
     values["l2_to_sm_per_dram_byte"] = _over(values.get("l2_to_l1_bytes"), dram)
     values["instructions_per_dram_byte"] = _over(values.get("instructions_executed"), dram)
-    ld = fmt.finite(values.get("shared_load_bank_conflicts"))
-    st = fmt.finite(values.get("shared_store_bank_conflicts"))
+    ld = numbers.finite(values.get("shared_load_bank_conflicts"))
+    st = numbers.finite(values.get("shared_store_bank_conflicts"))
     values["shared_bank_conflicts"] = ld + st if ld is not None and st is not None else math.nan
     return values
 
@@ -481,10 +481,6 @@ def load_reports(paths, thresholds: Thresholds = DEFAULT_THRESHOLDS, scan=None,
     ``step_range``: the NVTX range whose pushes delimit steps in reports whose records
     name none (``paprof.model.steps``); the ``step`` column numbers them.
     """
-    from paprof import parallel
-    from paprof.read.store import gc_paused
-    from paprof.progress import tick
-
     found = _found(paths, scan)
     total = len(found)
     workers = parallel.jobs() if jobs is None else jobs
@@ -539,8 +535,6 @@ class _Pieces:
     def pieces(self, size: int) -> Iterator[list[tuple[Path, dict]]]:
         """(report, ``_report_facts``) of ``size`` runs at a time, in order, each piece
         taken out of ``found`` as it is given."""
-        from paprof import parallel
-
         for piece in parallel.drain(self.found, size):
             try:
                 runs = _runs_of(piece)
@@ -588,8 +582,6 @@ def _load_chunk(task: tuple) -> tuple[tuple, dict, array]:
     """A worker's share, runs given as (report, ``_report_facts``): the columns of their
     rows (without the sidecars: the parent has them), the columns they lack, and each
     run's number of rows."""
-    from paprof.read.store import gc_paused
-
     runs, thresholds, fast_reader, step_range = task
     ncu_reader.FAST_READER = fast_reader  # as the parent reads (a spawned worker starts anew)
     table = _Columns(columns(), len(runs))
@@ -630,7 +622,6 @@ def variant_rows(df: pd.DataFrame, thresholds: Thresholds = DEFAULT_THRESHOLDS
     order = np.argsort(codes, kind="stable")
     bounds = np.concatenate(([0], np.cumsum(np.bincount(codes))))
     first = order[bounds[:-1]]  # each group's first row: the whole of a group of one
-    from paprof.progress import tick
 
     combined = {}
     several = np.flatnonzero(np.diff(bounds) > 1).tolist()

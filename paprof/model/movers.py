@@ -11,24 +11,15 @@ import math
 from typing import Callable
 
 from paprof.read.metrics import TRAFFIC_COLUMNS
-from paprof.model.comparison import (
-    EXTRA_COLUMNS,
-    METRIC_COLUMNS,
-    THRESHOLDS,
-    Delta,
-    RuleChange,
-    Thresholds,
-    VariantResult,
-    _clean,
-    _num,
-    limiter_name,
-)
+from paprof.model.comparison import (EXTRA_COLUMNS, METRIC_COLUMNS, THRESHOLDS, Delta, RuleChange,
+                                     Thresholds, VariantResult, limiter_name)
+from paprof.model.numbers import finite, plain
 
 
 def _delta(column: str, before, after, moved: Callable[[float, float], bool]) -> Delta:
-    b, a = _num(before), _num(after)
+    b, a = finite(before), finite(after)
     if b is None or a is None:
-        return Delta(column, _clean(before), _clean(after), None, None, False)
+        return Delta(column, plain(before), plain(after), None, None, False)
     rel = (a - b) / b if b else (None if a == b else math.inf)
     return Delta(column, b, a, a - b, rel, moved(b, a))
 
@@ -95,7 +86,7 @@ def step_deltas(before: VariantResult, after: VariantResult, t: Thresholds = THR
 
 
 def speedup(before: VariantResult, after: VariantResult) -> float | None:
-    b, a = _num(before.get("duration_us")), _num(after.get("duration_us"))
+    b, a = finite(before.get("duration_us")), finite(after.get("duration_us"))
     if not b or not a:
         return None
     return b / a

@@ -24,8 +24,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from paprof.explain import fmt
-from paprof.model.comparison import _num
+from paprof.model.numbers import finite
 from paprof.model.gpus import lookup
 
 MEASURED, DATASHEET, NCU_PEAK = "measured", "datasheet", "ncu peak"
@@ -55,13 +54,6 @@ class Roof:
     """``measured``, ``datasheet`` or ``ncu peak``."""
     note: str = ""
     """Where the figure comes from, in words."""
-
-    @property
-    def text(self) -> str:
-        """``4.53 TB/s`` or ``726 TFLOP/s``."""
-        if self.kind == "memory":
-            return fmt.bandwidth_gbs(self.rate / 1e9)
-        return fmt.flop_rate(self.rate / 1e12)
 
 
 @dataclass(frozen=True)
@@ -166,7 +158,7 @@ def kernel_counts(values: dict) -> dict[str, float | None]:
     sub-partition, as ncu's roofline counts them; tensor: the operations of every input
     type. Bytes: DRAM read + write (``dram_bytes``), L2 and L1 rates x the duration.
     """
-    g = {k: _num(v) for k, v in values.items()}
+    g = {k: finite(v) for k, v in values.items()}
     duration = g.get("duration_us")
     seconds = duration * 1e-6 if duration else None
     cycles = g.get("smsp_cycles_elapsed")
@@ -214,7 +206,7 @@ def _ncu_peaks(values: list[dict]) -> dict[str, float | None]:
     def each(f):
         out = []
         for v in values:
-            g = {k: _num(x) for k, x in v.items()}
+            g = {k: finite(x) for k, x in v.items()}
             try:
                 out.append(f(g))
             except (TypeError, KeyError):  # an input is None or absent
@@ -261,7 +253,7 @@ def roofs_for(variants) -> dict[str, Roof]:
     put("fp32", COMPUTE["fp32"], "compute",
         ((spec.fp32_datasheet_tflops or 0) * 1e12 if spec else None, DATASHEET, sheet),
         (peaks["fp32"], NCU_PEAK, _AT_CLOCK))
-    recorded = _num(sidecar.get("gemm_ceiling_tflops"))
+    recorded = finite(sidecar.get("gemm_ceiling_tflops"))
     put("tensor", COMPUTE["tensor"], "compute",
         ((recorded or 0) * 1e12, MEASURED, f"bf16 GEMM measured on this machine, recorded with the run ({gpu})"),
         ((spec.gemm_ceiling_tflops or 0) * 1e12 if spec else None, MEASURED,
@@ -286,7 +278,7 @@ def variant_roofline(v, roofs: dict[str, Roof]) -> VariantRoofline | None:
     kernels = [k.values for k in v.kernels] or [v.values]
     counts = variant_counts(kernels)
     seconds = counts.get("seconds")
-    duration = _num(v.get("duration_us"))
+    duration = finite(v.get("duration_us"))
     if seconds is None and duration:
         seconds = duration * 1e-6
     pipes = {k: counts.get(k) for k in ("fp32", "fp64", "tensor")}
@@ -300,7 +292,7 @@ def variant_roofline(v, roofs: dict[str, Roof]) -> VariantRoofline | None:
                 points.append(_bounded(Point(level, flops, moved, seconds), roofs, level, compute))
     work = (v.sidecar or {}).get("work") if isinstance((v.sidecar or {}).get("work"), dict) else {}
     work_compute = {"fp32": "fp32", "tensor": "tensor", "fp64": "fp64"}.get(work.get("flop_kind") or "fp32", "fp32")
-    w_flops, w_bytes = _num(v.get("work_flops")), _num(v.get("work_bytes"))
+    w_flops, w_bytes = finite(v.get("work_flops")), finite(v.get("work_bytes"))
     if w_flops and w_bytes and seconds:
         points.append(_bounded(Point(WORK, w_flops, w_bytes, seconds), roofs, "dram", work_compute))
     if not points:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from paprof.explain.compare import STALL_COLUMNS
+from paprof.model.comparison import STALL_COLUMNS
 
 TOP_STALLS = 5
 """Stall reasons named in the breakdown; the others are summed as "other"."""

@@ -21,14 +21,16 @@ import functools
 import logging
 import math
 import os
+import re
 import struct
 import sys
 import tempfile
 from pathlib import Path
 
-from paprof.explain import fmt
 from paprof.read import ncu_fastread
 from paprof.errors import UserError
+from paprof.read.locate import import_ncu_report as locate_import
+from paprof.read import metrics as M
 
 log = logging.getLogger(__name__)
 
@@ -45,8 +47,6 @@ _MSG_TYPES = ("NONE", "OK", "OPTIMIZATION", "WARNING", "ERROR")
 
 def import_ncu_report():
     """The ``ncu_report`` module, found by :mod:`paprof.read.locate` on first use."""
-    from paprof.read.locate import import_ncu_report as locate_import
-
     return locate_import()
 
 
@@ -152,8 +152,6 @@ def _block_header(header: bytes) -> dict[int, int] | None:
 
 
 def _by_instance() -> frozenset:
-    from paprof.read import metrics as M
-
     return frozenset({M.OPCODE_METRIC})
 
 
@@ -163,8 +161,6 @@ BY_INSTANCE = _by_instance()
 
 def catalogue_metrics() -> tuple[list[str], list[str]]:
     """The ncu names of the catalogue's measured metrics: (numeric, text)."""
-    from paprof.read import metrics as M
-
     return ([name for m in M.MEASURED if not m.text for name in m.names] + [M.OPCODE_METRIC],
             [name for m in M.MEASURED if m.text for name in m.names])
 
@@ -395,11 +391,23 @@ def _plain(rule: dict) -> dict:
     return rule
 
 
+_NCU_URL = re.compile(r"@url:([^@]*?):((?:https?|ftp)://[^@\s]*)@")
+_NCU_LINK = re.compile(r"@\w+:[^:@]*:([^@]*)@")
+
+
+def ncu_plain(text: str) -> str:
+    """ncu's rule-message markup as plain text: ``@url:Guide:https://...@`` becomes
+    ``Guide (https://...)``, ``@section:Id:Memory Workload Analysis@`` its title."""
+    if "@" not in text:  # most messages: both patterns need an "@"
+        return text
+    return _NCU_LINK.sub(r"\1", _NCU_URL.sub(r"\1 (\2)", text))
+
+
 @functools.lru_cache(maxsize=4096)
 def _plain_text(text: str) -> str:
-    """``fmt.ncu_plain(text)``, worked out once for a text: the same rule messages come
+    """``ncu_plain(text)``, worked out once for a text: the same rule messages come
     back in report after report (and the fast reader gives them as the same string)."""
-    return fmt.ncu_plain(text)
+    return ncu_plain(text)
 
 
 # -- source-level counters (SourceCounters): ncu_report only ----------------------------

@@ -25,6 +25,8 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from paprof.errors import UserError
+from paprof import jsonsafe
+from paprof.read.store_files import read
 
 SCHEMA = 2
 """Sidecar schema written now. Schema 1 (before families: ``shape_fields`` and the
@@ -226,9 +228,6 @@ class RunRecord(Mapping):
     def read(cls, path: Path) -> "RunRecord | None":
         """The record in the sidecar file ``path``; None when there is none (or it is not
         a JSON object); a one-line ``UserError`` when it cannot be read or is damaged."""
-        from paprof import jsonsafe
-        from paprof.read.store_files import read
-
         try:
             raw = read(path)  # None for a link (skipped, with a warning), a FIFO, nothing
             if raw is None:

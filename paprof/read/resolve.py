@@ -12,6 +12,8 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from paprof.errors import UserError
+from paprof.read import store
+from paprof import registry
 
 DEFAULT_RUNS = Path("runs")
 REPORT_SUFFIX = ".ncu-rep"
@@ -26,8 +28,6 @@ class _Store:
 
     def runs(self):
         if self._runs is None:
-            from paprof.read import store
-
             self._runs = store.find_runs(self.root)
         return self._runs
 
@@ -40,7 +40,6 @@ def _shape_slug(shape: str | None, runs: _Store, specs) -> str | None:
         return None
     if "=" not in shape:
         return shape
-    from paprof import registry
 
     family = None
     for spec in specs:
@@ -95,7 +94,6 @@ def resolve_variants(specs: list[str], runs: Path | str = DEFAULT_RUNS, shape: s
     if len(specs) < 2:
         raise UserError(f"compare needs at least 2 variants, got {len(specs)}: "
                         "e.g. paprof compare v2 v3 --runs examples/h200")
-    from paprof.read import store
 
     scanned = _Store(runs)
     wanted_shape = _shape_slug(shape, scanned, specs)

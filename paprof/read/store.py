@@ -22,8 +22,10 @@ from paprof import jsonsafe
 from paprof.read import record, store_files
 from paprof.errors import UserError
 from paprof.read.record import RunRecord
-from paprof.measure.argv import REPORT_SUFFIX
-from paprof.measure.provenance import slug
+from paprof.names import slug
+from paprof.progress import tick
+from paprof.safetext import shown
+from paprof import outputs
 
 SIDECAR_SUFFIX = ".json"
 DEFAULT_ROOT = "runs"
@@ -36,6 +38,8 @@ SCHEMA = record.SCHEMA
 REPORT_BYTES = record.REPORT_BYTES
 
 
+REPORT_SUFFIX = ".ncu-rep"
+"""The report's suffix ncu writes (the reader also takes ``.ncu-repz``)."""
 COMMAND_SLUG = "command"
 """The parameter slug of a run of an external command (it has no parameters)."""
 
@@ -183,7 +187,6 @@ def find_runs(root: Path | str) -> list[Run]:
     root = Path(root)
     if root.is_file():
         return [load_run(root, root.parent)]
-    from paprof.progress import tick
 
     reports = report_paths(root)
     runs = []
@@ -212,8 +215,6 @@ def refuse_inside(path, root, what: str = "an output") -> None:
     top = Path(root).resolve()
     where = Path(path).resolve()
     if where.is_relative_to(top) and len(where.relative_to(top).parts) > 1:
-        from paprof.safetext import shown
-
         raise UserError(f"{what} {shown(path)} is inside the run store {shown(root)}'s folders, "
                         f"where its readers would take it for a record; write it elsewhere")
 
@@ -397,8 +398,6 @@ def write_json_atomic(path: Path, data, replace: bool = True, root=None) -> None
     sees the old file or the whole new one. With ``replace`` False an existing file is a
     ``UserError``. ``root``: the store ``path`` lies in; the folders between are made,
     and a link among them refused (``store_files.folder``)."""
-    from paprof import outputs
-
     path = Path(path)
     if not replace and path.exists():
         raise UserError(f"{path} exists; pass --force to overwrite it")

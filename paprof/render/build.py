@@ -22,6 +22,9 @@ from pathlib import Path
 from paprof import outputs
 from paprof.read.resolve import DEFAULT_RUNS, resolve_variants  # noqa: F401  (callers' names)
 from paprof.errors import UserError
+from paprof.read.store import input_files, refuse_inside
+from paprof.explain.compare_runs import finished_comparison
+from paprof.explain.explanation import explanation
 
 DEFAULT_OUT = Path("paprof-report.html")
 STDOUT = "-"
@@ -87,7 +90,6 @@ def write_report(
     if baseline is not None:
         specs = [baseline] + [s for s in specs if s != baseline]
     paths = resolve_variants(specs, runs, shape)
-    from paprof.read.store import input_files, refuse_inside
 
     for path in (out_path, md_path, json_path):
         refuse_inside(path, runs, "the report's output")
@@ -98,12 +100,10 @@ def write_report(
     ]
     timings["resolve"] = time.perf_counter() - t0
 
-    from paprof.explain.compare_runs import finished_comparison
 
     cmp = finished_comparison(paths, thresholds=thresholds, cross=cross, step_range=step_range,
                               baseline=baseline is not None, timings=timings)
 
-    from paprof.explain.explanation import explanation
     from paprof.render.context import build_context
 
     t = time.perf_counter()

@@ -13,6 +13,7 @@ from paprof.explain.compare import Comparison, VariantResult, binding_limits
 from paprof.explain.series import compute_family
 from paprof.render import charts as chart_lib
 from paprof.render.charts import ChartView
+from paprof.model.roofline import LEVEL_NAMES
 
 
 @dataclass
@@ -127,8 +128,6 @@ def build_charts(cmp: Comparison, series: dict[str, dict], stalls: StallView | N
 
 def roofline_chart(rl) -> ChartView:
     """The roofline chart of a ``paprof.model.roofline.Roofline``."""
-    from paprof.model.roofline import LEVEL_NAMES
-
     return chart_lib.roofline(
         [chart_lib.label_text(v.label) for v in rl.variants],
         [(r.key, r.name, r.kind, r.rate, r.source) for r in rl.roofs.values()],

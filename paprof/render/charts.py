@@ -4,7 +4,7 @@ All matplotlib lives here. Each chart function takes plain lists (labels, number
 returns a ``ChartView``; none reads a DataFrame. Figures are built with
 ``matplotlib.figure.Figure`` on an explicit Agg canvas: no pyplot, no backend switch, no
 figure registry, so importing or calling this module leaves matplotlib's global state
-alone (style settings apply only inside ``_style``) and every figure is released when
+alone (style settings apply only inside ``chart_style``) and every figure is released when
 its function returns.
 """
 
@@ -17,6 +17,7 @@ import math
 from dataclasses import dataclass
 
 from paprof.explain import fmt
+from paprof.safetext import shown
 
 
 @dataclass
@@ -52,7 +53,7 @@ WIDTH_IN = 8.0
 
 
 @contextlib.contextmanager
-def _style():
+def chart_style():
     import matplotlib
 
     with matplotlib.rc_context({
@@ -94,8 +95,6 @@ def label_text(text) -> str:
     """A name (a variant, a coordinate) as a chart draws it: control and bidi characters
     shown escaped (``paprof.safetext``; matplotlib would also warn with the raw glyph),
     cut to ``LABEL_CHARS``."""
-    from paprof.safetext import shown
-
     text = shown(text, limit=None)
     return text if len(text) <= LABEL_CHARS else text[:LABEL_CHARS - 3] + "..."
 
@@ -125,7 +124,7 @@ def _log_axis(axis, lo: float, hi: float, steps=(1, 2, 5), formatter=None) -> No
         axis.set_major_formatter(FuncFormatter(lambda v, _pos: formatter(v)))
 
 
-def _finish(fig, chart_id: str, title: str, caption: str, alt: str) -> ChartView:
+def finished_chart(fig, chart_id: str, title: str, caption: str, alt: str) -> ChartView:
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=DPI, metadata={"Software": None})
     width, height = (int(round(v)) for v in fig.get_size_inches() * DPI)
@@ -140,32 +139,32 @@ log scale's headroom), and a value near 1e308 overflowed them to infinity. No
 measurement comes near; a crafted record or report may."""
 
 
-def _ok(value) -> bool:
+def is_value(value) -> bool:
     return value is not None and not (isinstance(value, float) and math.isnan(value)) \
         and abs(value) <= DRAWABLE
 
 
 def _val(value) -> float:
-    return float(value) if _ok(value) else 0.0
+    return float(value) if is_value(value) else 0.0
 
 
 def speed_of_light(labels: list[str], units: dict[str, list], note: str = "") -> ChartView:
     """A heatmap: one row per unit, one column per variant, each cell its throughput (% of
     peak) written in it, so 8 variants x 5 units read without a legend. ``note``: why a
     Memory cell under a unit's, where one is (printed in the caption)."""
-    with _style():
+    with chart_style():
         names = list(units)
         margin = _label_margin(names) + 0.15
         fig, ax = _figure(0.7 + 0.36 * max(len(names), 2), left_in=margin, bottom_in=0.3,
                           top_in=0.4, right_in=0.25)
-        grid = [[_val(v) if _ok(v) else float("nan") for v in units[u]] for u in names]
+        grid = [[_val(v) if is_value(v) else float("nan") for v in units[u]] for u in names]
         import matplotlib
 
         cmap = matplotlib.colormaps["Blues"].with_extremes(bad="#eeeeee")
         ax.imshow(grid, cmap=cmap, vmin=0, vmax=100, aspect="auto")
         for r, unit in enumerate(names):
             for c, value in enumerate(units[unit]):
-                text, colour = ("n/a", MUTED) if not _ok(value) else (
+                text, colour = ("n/a", MUTED) if not is_value(value) else (
                     f"{_val(value):.0f} %", "white" if _val(value) >= 60 else "black")
                 ax.text(c, r, text, ha="center", va="center", fontsize=8, color=colour)
         ax.set_xticks(range(len(labels)), labels, fontsize=8)
@@ -178,7 +177,7 @@ def speed_of_light(labels: list[str], units: dict[str, list], note: str = "") ->
         alt = "; ".join(
             f"{lab}: " + ", ".join(f"{u} {_val(v[j]):.0f} %" for u, v in units.items())
             for j, lab in enumerate(labels))
-        return _finish(fig, "speed-of-light", "Speed of light",
+        return finished_chart(fig, "speed-of-light", "Speed of light",
                        "Throughput of each unit as % of its peak, one column per variant (darker: "
                        "busier). Memory is the max over DRAM, L1 and L2"
                        + (f", but {note[0].lower()}{note[1:]}" if note else "."),
@@ -188,12 +187,12 @@ def speed_of_light(labels: list[str], units: dict[str, list], note: str = "") ->
 def duration(labels: list[str], duration_us: list, speedup_vs_first: list,
              parts: list[int], event_us: list | None = None) -> ChartView:
     """Left: duration per variant (log scale); right: speedup over the first variant."""
-    with _style():
+    with chart_style():
         fig, (ax, bx) = _figure(0.9 + 0.34 * max(len(labels), 2), ncols=2, width_ratios=(3, 2),
                                 left_in=_label_margin(labels), bottom_in=0.5, wspace=0.05)
         ys = list(range(len(labels)))[::-1]
         vals = [_val(v) for v in duration_us]
-        events = [float(e) if _ok(e) else None for e in (event_us or [None] * len(labels))]
+        events = [float(e) if is_value(e) else None for e in (event_us or [None] * len(labels))]
         ax.barh(ys, vals, 0.6, color=[BAR if p <= 1 else BAR_ALT for p in parts])
         if any(e is not None for e in events):
             ax.scatter([e for e in events if e is not None], [y for y, e in zip(ys, events) if e is not None],
@@ -231,7 +230,7 @@ def duration(labels: list[str], duration_us: list, speedup_vs_first: list,
         bx.set_title("Speedup")
         bx.grid(axis="y", visible=False)
         alt = "; ".join(f"{lab}: {fmt.duration_us(v)}, {fmt.ratio(s)}" for lab, v, s in zip(labels, vals, sp))
-        return _finish(fig, "duration", "Duration and speedup",
+        return finished_chart(fig, "duration", "Duration and speedup",
                        "Duration of each variant under ncu (a split variant: the sum of its kernels) "
                        f"and its speedup over {labels[0] if labels else 'the first'}.",
                        "Duration and speedup per variant: " + alt)
@@ -240,19 +239,19 @@ def duration(labels: list[str], duration_us: list, speedup_vs_first: list,
 def bandwidth(labels: list[str], achieved_gbs: list, ceiling_tbs: list, datasheet_tbs: list,
               ceiling_label: str) -> ChartView:
     """Achieved DRAM bandwidth per variant against the measured ceiling (and the datasheet)."""
-    with _style():
+    with chart_style():
         fig, ax = _figure(1.2 + 0.32 * max(len(labels), 2), left_in=_label_margin(labels), bottom_in=0.85)
         ys = list(range(len(labels)))[::-1]
         tbs = [_val(g) / 1e3 for g in achieved_gbs]
         ax.barh(ys, tbs, 0.6, color=BAR)
-        ceilings = [float(c) for c in ceiling_tbs if _ok(c)]
-        sheets = [float(c) for c in datasheet_tbs if _ok(c)]
+        ceilings = [float(c) for c in ceiling_tbs if is_value(c)]
+        sheets = [float(c) for c in datasheet_tbs if is_value(c)]
         if ceilings and len(set(ceilings)) == 1:
             ax.axvline(ceilings[0], color=ACCENT, linewidth=1.6,
                        label=f"{ceiling_label} {fmt.sig(ceilings[0])} TB/s")
         else:
             for y, c in zip(ys, ceiling_tbs):
-                if _ok(c):
+                if is_value(c):
                     ax.plot([c, c], [y - 0.4, y + 0.4], color=ACCENT, linewidth=1.6)
         if sheets and len(set(sheets)) == 1 and sheets[0] not in ceilings:
             ax.axvline(sheets[0], color=MUTED, linewidth=1, linestyle="--",
@@ -261,7 +260,7 @@ def bandwidth(labels: list[str], achieved_gbs: list, ceiling_tbs: list, datashee
         ax.set_xlim(0, right)
         for y, t, c in zip(ys, tbs, ceiling_tbs):
             if t > 0:
-                share = f" ({fmt.pct(t / float(c) * 100, 0 if t >= 0.1 * float(c) else 1)})" if _ok(c) else ""
+                share = f" ({fmt.pct(t / float(c) * 100, 0 if t >= 0.1 * float(c) else 1)})" if is_value(c) else ""
                 ax.text(t + right * 0.01, y, fmt.bandwidth_gbs(t * 1e3) + share, va="center", fontsize=8)
         ax.set_yticks(ys, labels)
         ax.set_ylim(-0.6, len(labels) - 0.4)
@@ -274,7 +273,7 @@ def bandwidth(labels: list[str], achieved_gbs: list, ceiling_tbs: list, datashee
         alt = "; ".join(f"{lab}: {fmt.bandwidth_gbs(t * 1e3)}" for lab, t in zip(labels, tbs))
         caption = "DRAM bandwidth each variant achieved under ncu"
         caption += f", against the {ceiling_label}." if ceilings else " (no ceiling known for this GPU)."
-        return _finish(fig, "bandwidth", "Achieved bandwidth", caption,
+        return finished_chart(fig, "bandwidth", "Achieved bandwidth", caption,
                        "Achieved DRAM bandwidth per variant: " + alt)
 
 
@@ -285,8 +284,8 @@ def pipes(labels: list[str], units: dict[str, list]) -> ChartView:
     """Grouped horizontal bars: how busy each pipe (and the issue slots) was per variant,
     % of peak: the chart a compute-bound family gets where a memory-bound one gets DRAM
     bandwidth. ``units``: name -> one value per variant (None: not recorded)."""
-    with _style():
-        names = [n for n, vals in units.items() if any(_ok(v) for v in vals)]
+    with chart_style():
+        names = [n for n, vals in units.items() if any(is_value(v) for v in vals)]
         n = max(len(names), 1)
         fig, ax = _figure(1.3 + 0.22 * n * max(len(labels), 2), left_in=_label_margin(labels),
                           bottom_in=0.85)
@@ -294,11 +293,11 @@ def pipes(labels: list[str], units: dict[str, list]) -> ChartView:
         height = 0.8 / n
         for j, name in enumerate(names):
             off = 0.4 - height * (j + 0.5)
-            vals = [_val(v) if _ok(v) else 0.0 for v in units[name]]
+            vals = [_val(v) if is_value(v) else 0.0 for v in units[name]]
             ax.barh([y + off for y in ys], vals, height * 0.9, color=PIPE_COLOURS[j % len(PIPE_COLOURS)],
                     label=name)
             for y, v, raw in zip(ys, vals, units[name]):
-                if _ok(raw):
+                if is_value(raw):
                     ax.text(v + 1, y + off, f"{v:.0f} %", va="center", fontsize=7)
         ax.set_xlim(0, 112)
         ax.set_yticks(ys, labels)
@@ -309,9 +308,9 @@ def pipes(labels: list[str], units: dict[str, list]) -> ChartView:
         ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.45 / (0.22 * n * max(len(labels), 2))),
                   ncols=len(names) or 1, fontsize=8)
         alt = "; ".join(f"{lab}: " + ", ".join(f"{nm} {_val(units[nm][i]):.0f} %" for nm in names
-                                               if _ok(units[nm][i]))
+                                               if is_value(units[nm][i]))
                         for i, lab in enumerate(labels))
-        return _finish(fig, "pipes", "Pipe utilisation",
+        return finished_chart(fig, "pipes", "Pipe utilisation",
                        "Busy cycles of the tensor-core and FMA pipes and the share of cycles "
                        "an instruction issued, % of peak: most of these variants are "
                        "compute-bound, so the math pipes, not DRAM, say how close each is to "
@@ -320,7 +319,7 @@ def pipes(labels: list[str], units: dict[str, list]) -> ChartView:
 
 def occupancy(labels: list[str], theoretical: list, achieved: list, limiters: list[str]) -> ChartView:
     """Theoretical and achieved occupancy per variant; the limiter under each label."""
-    with _style():
+    with chart_style():
         fig, ax = _figure(3.4, bottom_in=0.8)
         xs = list(range(len(labels)))
         ax.bar([x - 0.2 for x in xs], [_val(v) for v in theoretical], 0.38, color=BAR_ALT,
@@ -328,7 +327,7 @@ def occupancy(labels: list[str], theoretical: list, achieved: list, limiters: li
         ax.bar([x + 0.2 for x in xs], [_val(v) for v in achieved], 0.38, color=BAR, label="achieved")
         for x, t, a in zip(xs, theoretical, achieved):
             for dx, v in ((-0.2, t), (0.2, a)):
-                if _ok(v):
+                if is_value(v):
                     ax.text(x + dx, _val(v) + 1.5, f"{_val(v):.0f}", ha="center", fontsize=7)
         ax.set_xticks(xs, [f"{lab}\n{lim}" if lim else lab for lab, lim in zip(labels, limiters)],
                       fontsize=8)
@@ -339,7 +338,7 @@ def occupancy(labels: list[str], theoretical: list, achieved: list, limiters: li
         ax.legend(loc="upper right", fontsize=8, ncols=2)
         alt = "; ".join(f"{lab}: theoretical {_val(t):.0f} %, achieved {_val(a):.0f} %, limited by {lim or 'n/a'}"
                         for lab, t, a, lim in zip(labels, theoretical, achieved, limiters))
-        return _finish(fig, "occupancy", "Occupancy",
+        return finished_chart(fig, "occupancy", "Occupancy",
                        "Theoretical occupancy (what the per-SM limits allow) and achieved occupancy; "
                        "under each variant, the limit that binds and the blocks per SM it allows.",
                        "Occupancy per variant: " + alt)
@@ -352,7 +351,7 @@ STALL_COLOURS = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9
 def stalls(labels: list[str], reasons: list[str], values: list[list]) -> ChartView:
     """Stacked horizontal bars: each variant's warp stalls in cycles per issued instruction,
     one segment per reason (``values[i][j]``: variant i, reason j)."""
-    with _style():
+    with chart_style():
         fig, ax = _figure(1.3 + 0.34 * max(len(labels), 2), left_in=_label_margin(labels),
                           bottom_in=0.95)
         ys = list(range(len(labels)))[::-1]
@@ -376,7 +375,7 @@ def stalls(labels: list[str], reasons: list[str], values: list[list]) -> ChartVi
                   ncols=min(len(reasons), 6), fontsize=8)
         alt = "; ".join(f"{lab}: " + ", ".join(f"{r} {_val(row[j]):.2g}" for j, r in enumerate(reasons))
                         for lab, row in zip(labels, values))
-        return _finish(fig, "stalls", "Warp stalls",
+        return finished_chart(fig, "stalls", "Warp stalls",
                        "Cycles a warp spends stalled per issued instruction, by reason (ncu's "
                        "WarpStateStats; issuing itself, 'selected', left out). The top reasons are "
                        "named, the rest summed as other; the number is the total.",
@@ -395,7 +394,7 @@ def ledger(steps: list[tuple[str, float, float, list[tuple[str, str, float]]]]) 
     [(key, words, us) ...])."""
     from matplotlib.ticker import FuncFormatter
 
-    with _style():
+    with chart_style():
         n = max(len(steps), 1)
         ncols = 2 if n > 1 else 1
         nrows = math.ceil(n / ncols)
@@ -438,7 +437,7 @@ def ledger(steps: list[tuple[str, float, float, list[tuple[str, str, float]]]]) 
                         + ", ".join(f"{words} {us:+.4g} us" for _, words, us in rows))
         fig.suptitle("Time ledger: each step's duration change, term by term", fontsize=10,
                      fontweight="bold")
-        return _finish(fig, "ledger", "Time ledger",
+        return finished_chart(fig, "ledger", "Time ledger",
                        "Each step's change of ncu duration split by the warp-time identity "
                        "(active cycles x warps in flight = instructions x cycles per instruction, "
                        "the cycles split by stall reason): instructions, memory, shared-memory and "
@@ -472,7 +471,7 @@ def roofline(labels: list[str], roofs: list[tuple[str, str, str, float, str]],
     """
     from matplotlib.lines import Line2D
 
-    with _style():
+    with chart_style():
         fig, ax = _figure(5.6, left_in=1.4, bottom_in=1.45, top_in=0.35, right_in=0.25)
         memory = [r for r in roofs if r[2] == "memory"]
         compute = [r for r in roofs if r[2] == "compute"]
@@ -551,7 +550,7 @@ def roofline(labels: list[str], roofs: list[tuple[str, str, str, float, str]],
             + " (bytes that level's counters did not see)") if off else ""
         roofs_alt = ", ".join(f"{name} {fmt.bandwidth_gbs(rate / 1e9) if kind == 'memory' else fmt.flop_rate(rate / 1e12)} ({source})"
                               for _, name, kind, rate, source in roofs)
-        return _finish(fig, "roofline", "Roofline",
+        return finished_chart(fig, "roofline", "Roofline",
                        "Each variant's executed FLOPs over the bytes each memory level moved "
                        "(filled: DRAM, L2, L1/shared memory) and the work model's FLOPs over its "
                        "bytes (hollow), at the FLOP rate achieved; the roofs are labelled measured, "

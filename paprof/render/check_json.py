@@ -13,8 +13,9 @@ import os
 from pathlib import Path
 from typing import Iterable
 
-from paprof import __version__, outputs
-from paprof.explain.explanation import _clean
+from paprof import outputs
+from paprof._version import __version__
+from paprof.explain.explanation import json_safe
 from paprof.gate import Result, Verdict
 
 SCHEMA = "paprof.check/1"
@@ -64,7 +65,7 @@ def verdict_json(verdict: Verdict) -> dict:
     causes = [{"family": key[0], "variant": key[1], "shape": key[2], **c.to_dict(),
                "paragraph": c.line()}
               for key, c in verdict.causes.items()]
-    return _clean({
+    return json_safe({
         "schema": SCHEMA,
         "paprof_version": __version__,
         "passed": verdict.passed,

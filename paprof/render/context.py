@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
-from paprof import __version__
+from paprof._version import __version__
 from paprof.explain import fmt
 from paprof.explain.compare import Comparison
 from paprof.explain.series import series as variant_series
@@ -31,6 +31,12 @@ from paprof.render.table_view import (
     build_table,
     fold_same_rows,
 )
+from paprof.explain.explanation import explanation
+from paprof.explain.finish import finish
+from paprof.render.views import hotspots_view, roofline_view
+from paprof.explain.verdict import is_star
+from paprof.render.verdict_view import verdict_view
+from paprof.read.metrics import BY_COLUMN
 
 
 @dataclass
@@ -119,9 +125,6 @@ def build_context(cmp: Comparison, charts: bool = True, generated: str | None = 
     none). The verdict table and the steps' words and numbers are read from ``explained``,
     the comparison's ``compare --json`` document (``paprof.explain.explanation``; made
     here when not given), so that the page and the JSON cannot disagree."""
-    from paprof.explain.explanation import explanation
-    from paprof.explain.finish import finish
-
     cmp = finish(cmp)
     if explained is None:
         explained = explanation(cmp)
@@ -138,11 +141,8 @@ def build_context(cmp: Comparison, charts: bool = True, generated: str | None = 
     attach_notes(table + traffic, cmp.contradictions)
     stalls = build_stalls(cmp.stalls)
     ledgers = build_ledgers(cmp.ledgers)
-    from paprof.render.views import hotspots_view, roofline_view
 
     roofline = cmp.roofline
-    from paprof.explain.verdict import is_star
-    from paprof.render.verdict_view import verdict_view
 
     star = is_star(cmp)
     if star:  # every step starts at the baseline: "over the previous variant" says nothing
@@ -182,8 +182,6 @@ def build_context(cmp: Comparison, charts: bool = True, generated: str | None = 
 
 def _traffic_note(cmp: Comparison) -> str:
     """Names the variants whose reports lack the traffic sections, and those sections."""
-    from paprof.read.metrics import BY_COLUMN
-
     lacking = [v.label for v in cmp.variants if v.get("l2_to_l1_bytes") is None]
     if not lacking:
         return ""

@@ -19,6 +19,7 @@ from paprof.explain import fmt
 from paprof.read import metrics as M
 from paprof.errors import UserError
 from paprof import safetext
+from paprof.read.store import input_files
 
 FORMATS = ("text", "csv", "json", "parquet")
 
@@ -262,8 +263,6 @@ def render(df: pd.DataFrame, fmt: str, columns: list[str] | None = None,
     returned as text (``out`` None or "-"; parquet: bytes, for "-"). Parquet needs ``out``
     and pyarrow (UserError otherwise). ``traffic``:
     the traffic-per-level columns (text: compact units), unless ``columns`` names others."""
-    from paprof.read.store import input_files
-
     reports = df["report_path"].dropna().unique() if "report_path" in df else []
     check_output(fmt, out, force, input_files(reports))
     if traffic and columns is None and fmt != "text":

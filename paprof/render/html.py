@@ -12,6 +12,8 @@ from functools import lru_cache
 from pathlib import Path
 
 from paprof.render.context import ReportContext
+from paprof.explain.fmt import identifier_breaks, identifier_tail as tail
+from paprof.safetext import is_safe, shown
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 
@@ -39,7 +41,6 @@ def word_breaks(value):
     names wrap at their parts, never mid-identifier."""
     from markupsafe import Markup, escape
 
-    from paprof.explain.fmt import identifier_breaks
 
     def word(w: str) -> str:
         if len(w) <= LONG_WORD or not IDENTIFIER.search(w):
@@ -60,8 +61,6 @@ HEADER_NAME_CHARS = 18
 
 
 def identifier_tail(value, width: int = HEADER_NAME_CHARS) -> str:
-    from paprof.explain.fmt import identifier_tail as tail
-
     return tail("" if value is None else str(value), width)
 
 
@@ -69,8 +68,6 @@ def shown_html(value):
     """Every value a template prints, before autoescaping: control and bidi characters
     shown escaped (``paprof.safetext``; a U+202E in a name would reorder the page's text),
     already-safe markup kept markup."""
-    from paprof.safetext import is_safe, shown
-
     if not isinstance(value, str) or is_safe(value, newlines=True):
         return value
     from markupsafe import Markup

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 from paprof.explain import fmt
 from paprof.explain.compare import Comparison, RuleChange, verdict_words
+from paprof.explain.sentences import rule_change_text
 from paprof.explain.series import table_sentences
 
 
@@ -102,7 +103,7 @@ def rule_view(c: RuleChange, told: dict) -> RuleView:
             return "< 0.1 %"
         return fmt.pct(p) if p is not None else ("-" if kind != "changed" else fmt.MISSING)
 
-    return RuleView(kind, told["id"], told["title"], c.text,
+    return RuleView(kind, told["id"], told["title"], rule_change_text(c),
                     est(told["speedup_pct_before"]) if kind != "appeared" else "absent",
                     est(told["speedup_pct_after"]) if kind != "disappeared" else "absent",
                     c.message, told["kernel"])

@@ -9,9 +9,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from paprof import __version__, parallel
+from paprof import parallel
+from paprof._version import __version__
 from paprof.explain import fmt
 from paprof.family import format_value
+from paprof.measure.provenance import now
 
 PARALLEL_CHARTS = 4
 """From this many charts on they are drawn by worker processes (``paprof.parallel``):
@@ -141,8 +143,6 @@ def _scaling(args: tuple):
 def build_context(found, charts: list | None = None, generated: str | None = None) -> SweepContext:
     """The sweep report's context from the ``paprof.sweep.regime.Findings`` ``found`` and
     the ``charts`` drawn of its scaling lines (``draw_scaling``; none for Markdown)."""
-    from paprof.measure.provenance import now
-
     col, noise_pct, lines, left_out = found.collected, found.noise_pct, found.lines, found.left_out
     data = col.manifest
     made = list(charts or [])

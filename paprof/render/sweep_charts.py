@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import math
 
-from paprof.render.charts import (ACCENT, BAR, BAR_ALT, DPI, MUTED, UNIT_COLOURS, WIDTH_IN, _finish,
-                                   _ok, _style, label_text)
+from paprof.render.charts import (ACCENT, BAR, BAR_ALT, DPI, MUTED, UNIT_COLOURS, WIDTH_IN, finished_chart,
+                                   is_value, chart_style, label_text)
 from paprof.render.context import ChartView
+from paprof.explain import fmt
 
 COLOURS = (BAR, ACCENT, UNIT_COLOURS["L1"], UNIT_COLOURS["L2"], BAR_ALT, "#E69F00", MUTED, "#000000")
 MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
@@ -26,7 +27,7 @@ PANELS = (
 
 def spans(values, factor: float = 8.0) -> bool:
     """True when positive ``values`` span ``factor`` or more: a log axis fits."""
-    pos = [float(v) for v in values if _ok(v) and float(v) > 0]
+    pos = [float(v) for v in values if is_value(v) and float(v) > 0]
     return len(pos) >= 2 and max(pos) / min(pos) >= factor
 
 
@@ -61,7 +62,7 @@ def scaling(chart_id: str, axis: str, xs: list, labels: list[str], series: dict[
     from matplotlib.ticker import FixedLocator, NullLocator
 
     height = 5.4
-    with _style():
+    with chart_style():
         fig = Figure(figsize=(WIDTH_IN, height), dpi=DPI)
         FigureCanvasAgg(fig)
         grid = fig.subplots(2, 2)
@@ -72,7 +73,7 @@ def scaling(chart_id: str, axis: str, xs: list, labels: list[str], series: dict[
         for ax, (key, label, may_log) in zip(grid.flat, PANELS):
             drawn = []
             for i, (variant, values) in enumerate(series.items()):
-                pts = [(x, float(v)) for x, v in zip(positions, values.get(key, [])) if _ok(v)]
+                pts = [(x, float(v)) for x, v in zip(positions, values.get(key, [])) if is_value(v)]
                 if not pts:
                     continue
                 ax.plot([p[0] for p in pts], [p[1] for p in pts], marker=MARKERS[i % len(MARKERS)],
@@ -105,10 +106,8 @@ def scaling(chart_id: str, axis: str, xs: list, labels: list[str], series: dict[
         title = f"Scaling with {axis}" + (f" {where}" if where else "")
         caption = (f"Time per step, throughput from the family's work model and the share of the "
                    f"measured read ceiling against {axis}{' ' + where if where else ''}; one line per variant.")
-        return _finish(fig, chart_id, title, caption, f"{title}: {alt}")
+        return finished_chart(fig, chart_id, title, caption, f"{title}: {alt}")
 
 
 def fmt_us(value) -> str:
-    from paprof.explain import fmt
-
-    return fmt.duration_us(value) if _ok(value) and not math.isinf(float(value)) else "n/a"
+    return fmt.duration_us(value) if is_value(value) and not math.isinf(float(value)) else "n/a"

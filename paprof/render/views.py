@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 
 from paprof.explain import fmt
 from paprof.model import roofline as R
+from paprof.explain.roofline_reading import ABOVE, FAR_UNDER, reading
+from paprof.model.source import TOP
 
 
 @dataclass
@@ -51,9 +53,16 @@ class RooflineView:
     raw: R.Roofline = field(repr=False)
 
 
+def _rate(roof: R.Roof) -> str:
+    """A roof's rate: ``4.53 TB/s`` or ``726 TFLOP/s``."""
+    if roof.kind == "memory":
+        return fmt.bandwidth_gbs(roof.rate / 1e9)
+    return fmt.flop_rate(roof.rate / 1e12)
+
+
 def _roof_words(roofs: dict, key: str | None) -> str:
     roof = roofs.get(key) if key else None
-    return f"{roof.name} ({roof.text}, {roof.source})" if roof else fmt.MISSING
+    return f"{roof.name} ({_rate(roof)}, {roof.source})" if roof else fmt.MISSING
 
 
 def roofline_view(rl: R.Roofline | None, verdicts_by_label: dict | None = None) -> RooflineView | None:
@@ -66,7 +75,7 @@ def roofline_view(rl: R.Roofline | None, verdicts_by_label: dict | None = None) 
     for r in rl.roofs.values():
         ridges = ([f"{fmt.sig(R.ridge(r.rate, c.rate))} FLOP/B" for c in compute]
                   if r.kind == "memory" else ["" for _ in compute])
-        roofs.append(RoofRow(r.name, r.text, r.source, r.note, ridges))
+        roofs.append(RoofRow(r.name, _rate(r), r.source, r.note, ridges))
     rows, verdicts = [], []
     for v in rl.variants:
         binding = v.binding
@@ -86,8 +95,6 @@ def roofline_view(rl: R.Roofline | None, verdicts_by_label: dict | None = None) 
 
 
 def _verdict(v: R.VariantRoofline, roofs: dict, label: str | None = None) -> str:
-    from paprof.explain.roofline_reading import ABOVE, FAR_UNDER, reading
-
     got = reading(v, roofs)
     if got is None:
         return ""
@@ -178,7 +185,6 @@ def _us(us: float) -> str:
 def hotspots_view(hs, top: int | None = None) -> HotspotsView | None:
     if hs is None:
         return None
-    from paprof.model.source import TOP
 
     top = top or TOP
     variants = []

@@ -22,6 +22,8 @@ from paprof.explain import fmt
 from paprof.explain.verdict import NOISE_PCT, tied
 from paprof.family import format_value
 from paprof.sweep import results
+from paprof.model.gpus import ceiling_for
+from paprof.read.store import Scan
 
 REGIME_KIND = "paprof-regime"
 REGIME_SCHEMA = 1
@@ -65,7 +67,6 @@ def _profile_cells(chosen: dict, scan=None) -> dict:
     ``store.Scan`` that found them, so that their sidecars are not read again)."""
     if not chosen:
         return {}
-    from paprof.model.gpus import ceiling_for
     from paprof.model.load import load_reports, variant_rows
 
     rows = variant_rows(load_reports([rec.path for rec in chosen.values()], scan=scan))
@@ -109,8 +110,6 @@ class Collected:
 
 def collect(runs, data: dict) -> Collected:
     """Each point's cells from the store ``runs`` for the sweep ``data`` (its manifest)."""
-    from paprof.read.store import Scan
-
     mode, family = data["mode"], data["family"]
     scan = Scan()  # the store is read once: to find the records, then to load them
     found = results.latest([r for r in results.find_records(runs, mode, scan)

@@ -12,7 +12,7 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
-from paprof import __version__  # noqa: F401  (the version every writer of reports uses)
+from paprof._version import __version__  # noqa: F401  (the version every writer of reports uses)
 from paprof.explain.verdict import NOISE_PCT
 from paprof.errors import UserError
 from paprof.render.sweep import SweepContext, render_html, render_markdown
@@ -28,6 +28,10 @@ from paprof.sweep.regime import (  # noqa: F401  (the computation, by the names 
     regime_json,
     scaling_lines,
 )
+from paprof.render.sweep import draw_scaling
+from paprof.render import sweep as view
+from paprof import outputs
+from paprof.render.build import STDOUT
 
 
 MAX_CHARTS = 24
@@ -39,8 +43,6 @@ each takes matplotlib 0.1-0.2 s, a worker's start about as much."""
 
 def _charts(data: dict, cells: dict) -> tuple[list, int]:
     """The scaling charts (at most ``MAX_CHARTS``) and how many were left out."""
-    from paprof.render.sweep import draw_scaling
-
     lines, left_out = scaling_lines(data, cells, limit=MAX_CHARTS)
     return draw_scaling(lines, PARALLEL_CHARTS), left_out
 
@@ -49,8 +51,6 @@ def build_context(col: Collected, noise_pct: float = NOISE_PCT, charts: bool = T
                   generated: str | None = None) -> SweepContext:
     """The report's context of the collected results ``col``: decided
     (``paprof.sweep.regime.findings``), then formatted (``paprof.render.sweep``)."""
-    from paprof.render import sweep as view
-
     found = findings(col, noise_pct, scaling=False)
     made = []
     if charts:
@@ -89,8 +89,6 @@ def write_sweep_report(runs, out: Path | str | None = "paprof-sweep.html", markd
     """
     import json
 
-    from paprof import outputs
-    from paprof.render.build import STDOUT
     from paprof.render.html import GENERATOR_MARK
     from paprof.render.markdown import MARK
 

@@ -36,7 +36,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from paprof.model import load
-from paprof.read import ncu_reader  # noqa: E402
+from paprof.read import ncu_fastread, ncu_reader  # noqa: E402
 from paprof.errors import UserError  # noqa: E402
 
 
@@ -49,9 +49,9 @@ def repeat_results(source: Path, target: Path, count: int) -> int:
     blocks = []
     while pos < len(data):
         block_len = struct.unpack_from("<I", data, pos)[0]
-        fields = ncu_reader._block_header(data[pos + 4: pos + 4 + block_len])
-        end = pos + 4 + block_len + fields.get(ncu_reader._PAYLOAD_SIZE, 0)
-        blocks.append((fields.get(ncu_reader._NUM_RESULTS, 0), data[pos:end]))
+        fields = ncu_fastread.varint_fields(data[pos + 4: pos + 4 + block_len])
+        end = pos + 4 + block_len + fields.get(ncu_fastread.BLOCK_PAYLOAD, 0)
+        blocks.append((fields.get(ncu_fastread.BLOCK_RESULTS, 0), data[pos:end]))
         pos = end
     results = [b for n, b in blocks if n == 1]
     if not results:

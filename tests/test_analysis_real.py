@@ -21,7 +21,7 @@ from click.testing import CliRunner
 
 from paprof.model import bottleneck as B
 from paprof.model import load
-from paprof.read import ncu_reader
+from paprof.read import ncu_fastread, ncu_reader
 from paprof.read import metrics as M
 from paprof.cli import main
 from paprof.errors import UserError
@@ -178,9 +178,9 @@ def test_a_report_without_kernel_results_is_a_user_error(tmp_path):
     pos, kept = 8 + header_len, [data[: 8 + header_len]]
     while pos < len(data):
         block_len = struct.unpack_from("<I", data, pos)[0]
-        fields = ncu_reader._block_header(data[pos + 4: pos + 4 + block_len])
-        end = pos + 4 + block_len + fields.get(ncu_reader._PAYLOAD_SIZE, 0)
-        if not fields.get(ncu_reader._NUM_RESULTS):
+        fields = ncu_fastread.varint_fields(data[pos + 4: pos + 4 + block_len])
+        end = pos + 4 + block_len + fields.get(ncu_fastread.BLOCK_PAYLOAD, 0)
+        if not fields.get(ncu_fastread.BLOCK_RESULTS):
             kept.append(data[pos:end])
         pos = end
     empty = tmp_path / "empty.ncu-rep"

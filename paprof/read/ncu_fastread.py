@@ -178,6 +178,34 @@ def _skip(buf: bytes, pos: int, wire: int) -> int:
     raise Unsupported(f"wire type {wire}")
 
 
+MAGIC = b"NVR\x00"
+"""The first four bytes of every ``.ncu-rep`` file."""
+BLOCK_RESULTS, BLOCK_PAYLOAD = _B_RESULTS, _B_PAYLOAD
+"""A block header's fields: the number of kernel results, the payload's size in bytes."""
+
+
+def read_u32(data: bytes) -> int | None:
+    """The little-endian u32 that prefixes the file header and each block header; None
+    when ``data`` is short (the file ends)."""
+    return _U32(data, 0)[0] if len(data) >= 4 else None
+
+
+def varint_fields(message: bytes) -> dict[int, int]:
+    """The varint fields of a serialised message (a block header of any ncu version), by
+    field number, the others skipped; Unsupported or IndexError when it does not parse."""
+    pos, found = 0, {}
+    while pos < len(message):
+        tag, pos = _varint(message, pos)
+        number, wire = tag >> 3, tag & 7
+        if wire == 0:
+            found[number], pos = _varint(message, pos)
+        else:
+            pos = _skip(message, pos, wire)
+        if pos > len(message):
+            raise Unsupported("a message runs past its end")
+    return found
+
+
 def _fields(buf: bytes, pos: int, end: int) -> list[tuple[int, int, int, int]]:
     """Every field of the message in ``buf[pos:end]``: (number, wire, start, end), where
     start..end is the value (for wire 2: the bytes inside the length prefix; for wire 0
@@ -430,7 +458,7 @@ class _Reader:
         handle = self.handle
         size = os.fstat(handle.fileno()).st_size
         start = handle.read(8)
-        if start[:4] != b"NVR\x00":
+        if start[:4] != MAGIC:
             raise Unsupported("no NVR signature")
         header_len = _U32(start, 4)[0]
         pos = 8 + header_len

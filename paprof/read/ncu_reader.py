@@ -22,7 +22,6 @@ import logging
 import math
 import os
 import re
-import struct
 import sys
 import tempfile
 from pathlib import Path
@@ -37,9 +36,6 @@ log = logging.getLogger(__name__)
 #: Read reports with :mod:`paprof.read.ncu_fastread` first (``ncu_report`` only when
 #: it cannot be sure of a file). ``PAPROF_FAST_READER=0`` in the environment turns it off.
 FAST_READER = os.environ.get("PAPROF_FAST_READER", "1") != "0"
-
-#: The first four bytes of every ``.ncu-rep`` file.
-MAGIC = b"NVR\x00"
 
 #: ncu_report's MsgType values, by name (``ncu_report.MsgType_*``).
 _MSG_TYPES = ("NONE", "OK", "OPTIMIZATION", "WARNING", "ERROR")
@@ -68,16 +64,16 @@ def check_framing(path: Path) -> int:
 
 
 def _walk_blocks(path: Path, handle, size: int) -> int:
-    if handle.read(4) != MAGIC:
+    if handle.read(4) != ncu_fastread.MAGIC:
         raise UserError(f"{path}: not an Nsight Compute report (no 'NVR' file signature)")
-    header_len = _u32(handle.read(4), 0)
+    header_len = ncu_fastread.read_u32(handle.read(4))
     if header_len is None or 8 + header_len > size:
         raise UserError(f"{path}: truncated Nsight Compute report (file header cut off)")
     pos = 8 + header_len
     results = empty = 0
     while pos < size:
         handle.seek(pos)
-        block_len = _u32(handle.read(4), 0)
+        block_len = ncu_fastread.read_u32(handle.read(4))
         empty = empty + 1 if block_len == 0 else 0
         if empty > ncu_fastread.EMPTY_BLOCKS:
             raise UserError(f"{path}: corrupt Nsight Compute report "
@@ -85,70 +81,20 @@ def _walk_blocks(path: Path, handle, size: int) -> int:
         if block_len is None or pos + 4 + block_len > size:
             raise UserError(f"{path}: truncated Nsight Compute report "
                             f"(a block header at byte {pos} runs past the end, {size} bytes)")
-        header = _block_header(handle.read(block_len))
+        try:
+            header = ncu_fastread.varint_fields(handle.read(block_len))
+        except (IndexError, ncu_fastread.Unsupported):
+            header = None
         if header is None:
             raise UserError(f"{path}: corrupt Nsight Compute report "
                             f"(unreadable block header at byte {pos})")
-        end = pos + 4 + block_len + header.get(_PAYLOAD_SIZE, 0)
+        end = pos + 4 + block_len + header.get(ncu_fastread.BLOCK_PAYLOAD, 0)
         if end > size:
             raise UserError(f"{path}: truncated Nsight Compute report "
                             f"({size} bytes, a block needs {end})")
-        results += header.get(_NUM_RESULTS, 0)
+        results += header.get(ncu_fastread.BLOCK_RESULTS, 0)
         pos = end
     return results
-
-
-def _u32(data: bytes, pos: int) -> int | None:
-    if pos + 4 > len(data):
-        return None
-    return struct.unpack_from("<I", data, pos)[0]
-
-
-def _varint(data: bytes, pos: int) -> tuple[int, int] | None:
-    value = shift = 0
-    while pos < len(data) and shift < 64:
-        byte = data[pos]
-        pos += 1
-        value |= (byte & 0x7F) << shift
-        if not byte & 0x80:
-            return value, pos
-        shift += 7
-    return None
-
-
-#: Protobuf field numbers in a block header: number of results, payload size in bytes.
-_NUM_RESULTS, _PAYLOAD_SIZE = 2, 5
-
-
-def _block_header(header: bytes) -> dict[int, int] | None:
-    """The varint fields of a serialised block header, or None if it does not parse."""
-    pos, found = 0, {}
-    while pos < len(header):
-        key = _varint(header, pos)
-        if key is None:
-            return None
-        tag, pos = key
-        number, wire = tag >> 3, tag & 7
-        if wire == 0:
-            item = _varint(header, pos)
-            if item is None:
-                return None
-            found[number], pos = item
-        elif wire == 1:
-            pos += 8
-        elif wire == 5:
-            pos += 4
-        elif wire == 2:
-            item = _varint(header, pos)
-            if item is None:
-                return None
-            length, pos = item
-            pos += length
-        else:
-            return None
-        if pos > len(header):
-            return None
-    return found
 
 
 def _by_instance() -> frozenset:

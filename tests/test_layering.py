@@ -159,6 +159,15 @@ def test_no_private_name_is_imported_from_another_module():
     assert private() == []
 
 
+def test_the_front_ends_take_what_they_need_from_below_through_the_api():
+    """The CLI's commands, the notebook and the MCP tools import the layers below only
+    through ``paprof.api`` (the shared helpers of ``BASE`` aside)."""
+    front = len(LAYERS) - 1
+    around = sorted(f"{a}:{line} -> {b}" for a, b, _, _, line in IMPORTS
+                    if layer(a) == front and layer(b) != front and b not in BASE)
+    assert around == []
+
+
 def test_few_imports_hide_inside_functions_below_the_front_ends():
     assert len(lazy()) <= MAX_LAZY, "\n".join(lazy())
 

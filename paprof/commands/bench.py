@@ -62,8 +62,8 @@ def bench(variants, family, shape, launches, rounds, seed, json_out, force):
     check_json_target(json_out, force)  # before any GPU work
     from rich.console import Console
 
-    from paprof.measure.kernels.bench import run_bench
-    from paprof.measure.environment import KEY, Watch
+    from paprof.api import run_bench
+    from paprof.api import KEY, Watch
 
     console = Console(stderr=True)
     with console.status("bench") as status, Watch(in_process=True) as watch:

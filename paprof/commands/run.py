@@ -12,9 +12,9 @@ from rich.table import Table
 from paprof import registry
 from paprof.commands import force_option, renamed
 from paprof.errors import UsageError, VerificationError
-from paprof.measure.argv import CLOCK_CONTROLS, NcuSettings
-from paprof.measure.presets import PRESETS
-from paprof.measure.profile import Outcome, profile_variants
+from paprof.api import CLOCK_CONTROLS, NcuSettings
+from paprof.api import PRESETS
+from paprof.api import Outcome, profile_variants
 
 
 def _check_cell(outcome: Outcome) -> str:

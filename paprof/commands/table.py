@@ -10,9 +10,9 @@ from paprof.commands import (force_option, json_option, on_stdout, one_on_stdout
                              step_range_option)
 from paprof.errors import UsageError
 
-from paprof.render import export
-from paprof.model.load import load_reports, variant_rows
-from paprof.read.store import Scan, input_files
+from paprof.api import export
+from paprof.api import load_reports, variant_rows
+from paprof.api import Scan, input_files
 from paprof import safetext
 
 

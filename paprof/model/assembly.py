@@ -18,6 +18,7 @@ from paprof.model.comparison import (EXTRA_COLUMNS, KEPT_COLUMNS, METRIC_COLUMNS
 from paprof.model.numbers import finite, plain
 from paprof.model.gpus import ceiling_for
 from paprof.read.record import RunRecord, as_record
+from paprof.read.resolve import spec_items
 from paprof.errors import UserError
 
 
@@ -222,21 +223,12 @@ def differences(variants: list[VariantResult]) -> list[str]:
     return out
 
 
-def _spec(shape: str | None) -> dict[str, str]:
-    out = {}
-    for part in (shape or "").split(","):
-        key, eq, value = part.partition("=")
-        if eq:
-            out[key.strip()] = value.strip()
-    return out
-
-
 def pair_differences(a: VariantResult, b: VariantResult) -> str:
     """What differs between two compared runs, shortest first: "dtype fp32 -> bf16",
     "GPU NVIDIA A100 -> NVIDIA H100"; "" when nothing does."""
     out = []
     if a.shape and b.shape and a.shape != b.shape:
-        sa, sb = _spec(a.shape), _spec(b.shape)
+        sa, sb = spec_items(a.shape), spec_items(b.shape)
         keys = [k for k in dict.fromkeys([*sa, *sb]) if sa.get(k) != sb.get(k)]
         out += [f"{k} {sa.get(k, '-')} -> {sb.get(k, '-')}" for k in keys] or [f"{a.shape} -> {b.shape}"]
     if a.gpu and b.gpu and a.gpu != b.gpu:

@@ -59,10 +59,10 @@ def _shape_slug(shape: str | None, runs: _Store, specs) -> str | None:
             raise
     # The family is not installed here (a colleague's runs): the stored runs' own
     # parameters say which slug the spec names.
-    given = _spec_items(shape)
+    given = spec_items(shape)
     slugs = {r.sidecar.get("shape_slug") for r in runs.runs()
              if r.family == family and isinstance(r.sidecar, Mapping)
-             and given.items() <= _spec_items(str(r.sidecar.get("shape") or "")).items()}
+             and given.items() <= spec_items(str(r.sidecar.get("shape") or "")).items()}
     slugs.discard(None)
     if len(slugs) == 1:
         return slugs.pop()
@@ -72,10 +72,11 @@ def _shape_slug(shape: str | None, runs: _Store, specs) -> str | None:
                        "no stored run of it has those parameters"))
 
 
-def _spec_items(spec: str) -> dict[str, str]:
-    """``KEY=VALUE,...`` as a dict of strings (a family's own spec, compared as text)."""
+def spec_items(spec: str | None) -> dict[str, str]:
+    """``KEY=VALUE,...`` (a ``--shape``, a run's shape) as a dict of strings, compared as
+    text (the family's own spec); parts without ``=`` left out."""
     out = {}
-    for part in spec.split(","):
+    for part in (spec or "").split(","):
         key, eq, value = part.partition("=")
         if eq:
             out[key.strip()] = value.strip()

@@ -527,13 +527,13 @@ def _text_overlaps(fig) -> list[tuple[str, str]]:
 def test_no_chart_text_overlaps(monkeypatch, tmp_path, runs, variants):
     from paprof.render import charts
 
-    found, finish = {}, charts._finish
+    found, finish = {}, charts.finished_chart
 
     def check(fig, chart_id, *args):
         found[chart_id] = _text_overlaps(fig)
         return finish(fig, chart_id, *args)
 
-    monkeypatch.setattr(charts, "_finish", check)
+    monkeypatch.setattr(charts, "finished_chart", check)
     res = build.write_report(variants, runs=recorded(runs), out=tmp_path / "r.html", cross=True)
     assert len(found) >= 6 and {c.id for c in res.context.charts} == set(found)
     assert {k: v for k, v in found.items() if v} == {}

@@ -1,7 +1,7 @@
 """How fast paprof's loader turns Nsight Compute kernel results into table rows.
 
 Two measurements, both printed with the share of time spent reading the report (the
-fast reader of :mod:`paprof.analysis.ncu_fastread` decoding the file, or ``ncu_report``
+fast reader of :mod:`paprof.read.ncu_fastread` decoding the file, or ``ncu_report``
 opening it and materialising each result) versus paprof's own work (looking up the
 catalogue metrics, rules, derived columns, bottleneck, the DataFrame):
 
@@ -35,7 +35,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from paprof.analysis import load, ncu_reader  # noqa: E402
+from paprof.model import load
+from paprof.read import ncu_fastread, ncu_reader  # noqa: E402
 from paprof.errors import UserError  # noqa: E402
 
 
@@ -48,9 +49,9 @@ def repeat_results(source: Path, target: Path, count: int) -> int:
     blocks = []
     while pos < len(data):
         block_len = struct.unpack_from("<I", data, pos)[0]
-        fields = ncu_reader._block_header(data[pos + 4: pos + 4 + block_len])
-        end = pos + 4 + block_len + fields.get(ncu_reader._PAYLOAD_SIZE, 0)
-        blocks.append((fields.get(ncu_reader._NUM_RESULTS, 0), data[pos:end]))
+        fields = ncu_fastread.varint_fields(data[pos + 4: pos + 4 + block_len])
+        end = pos + 4 + block_len + fields.get(ncu_fastread.BLOCK_PAYLOAD, 0)
+        blocks.append((fields.get(ncu_fastread.BLOCK_RESULTS, 0), data[pos:end]))
         pos = end
     results = [b for n, b in blocks if n == 1]
     if not results:

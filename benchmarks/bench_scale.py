@@ -54,7 +54,7 @@ RATIO = 3.0
 
 LOAD = """
 import json, sys, time
-from paprof.analysis.load import load_reports
+from paprof.model.load import load_reports
 load_reports([sys.argv[2]])  # imports done, patterns compiled: not the loading
 start = time.perf_counter()
 df = load_reports([sys.argv[1]])
@@ -74,7 +74,7 @@ print(json.dumps({"seconds": seconds, "rows": len(df), "held": held, "peak": pea
 
 READ = """
 import json, resource, sys
-from paprof.analysis import ncu_fastread, ncu_reader
+from paprof.read import ncu_fastread, ncu_reader
 numeric, text = ncu_reader.catalogue_metrics()
 ncu_fastread.read_report(sys.argv[2], numeric, text)  # compile the patterns, fill caches
 reads = []
@@ -152,7 +152,7 @@ def _many_results(source: Path, target: Path, count: int) -> None:
     string table (their ids index the first block's, as ncu writes many kernels)."""
     import struct
 
-    from paprof.analysis import ncu_fastread
+    from paprof.read import ncu_fastread
 
     data = source.read_bytes()
     header_len = struct.unpack_from("<I", data, 4)[0]

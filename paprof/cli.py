@@ -14,7 +14,7 @@ from contextlib import contextmanager
 import click
 
 from paprof import __version__
-from paprof.entry import Terminated, interrupted, terminated
+from paprof.interrupts import Terminated, interrupted, terminated
 from paprof.errors import PaprofError
 
 

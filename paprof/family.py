@@ -59,7 +59,9 @@ INT_LIMIT = 2**31 - 1
 """The largest integer parameter accepted unless a field sets its own ``max``."""
 
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+-]*$")
+ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+-]*$")
+"""What a variant id may be: a file name in the run store (``Variant.check_id``)."""
+_ID = ID_PATTERN
 
 
 # ---------------------------------------------------------------------------------------
@@ -156,7 +158,7 @@ def _parse_int(key: str, text: str) -> int:
         raise ParamError(f"{key} must be an integer, got {text!r}") from None
 
 
-def _parse_value(f: Field, key: str, text: str):
+def parse_value(f: Field, key: str, text: str):
     if f.kind == "int":
         return _parse_int(key, text)
     if f.kind == "float":
@@ -300,7 +302,7 @@ class Params:
             if not value:
                 raise ParamError(f"parameter {key} has no value")
             given[f.name] = key
-            values[f.name] = _parse_value(f, key, value)
+            values[f.name] = parse_value(f, key, value)
         values = cls.resolve(values, set(given))
         return cls(**values)
 
@@ -510,7 +512,7 @@ class CudaVariant(Variant):
     ``-lineinfo``, ``--ftz=true|false``, ``--prec-div=true|false``,
     ``--prec-sqrt=true|false``, ``--fmad=true|false`` (``COMPILER_OPTIONS``); macros go in
     ``defines``. A ``build`` hook passes ``variant.compiler_options(params)`` to
-    ``paprof.kernels.gpu.compile_module`` itself."""
+    ``paprof.measure.kernels.gpu.compile_module`` itself."""
     arch: str | None = None
     """The one GPU target this variant compiles for (``"sm_90a"``: Hopper's wgmma and its
     kin, which exist only for the ``a`` target), or None for CuPy's choice for the current

@@ -18,6 +18,11 @@ TEMP_MARK = ".tmp-"
 _BAD = re.compile(r"[/\\\x00-\x1f\x7f]")
 
 
+def slug(text: str) -> str:
+    """A lower-case, file-name-safe id: ``"NVIDIA H200"`` -> ``"nvidia-h200"``."""
+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-") or "unknown"
+
+
 def problem(name) -> str | None:
     """Why ``name`` is not one safe path component, or None when it is."""
     if not isinstance(name, str):

@@ -17,7 +17,7 @@ from __future__ import annotations
 import html as _html
 from functools import cached_property
 
-from paprof.reports.build import DEFAULT_RUNS
+from paprof.api import DEFAULT_RUNS
 
 
 class Report:
@@ -32,7 +32,7 @@ class Report:
     @cached_property
     def html(self) -> str:
         """The HTML report, as ``paprof compare --out`` writes it."""
-        from paprof.reports.html import render_html
+        from paprof.api import render_html
 
         return render_html(self.context)
 
@@ -108,16 +108,16 @@ class Report:
     def explanation(self) -> dict:
         """The comparison as data: the ``paprof.explanation/1`` document that
         ``paprof compare --json`` writes (``docs/explanations.md``)."""
-        from paprof.analysis.explanation import explanation
+        from paprof.api import explanation
 
         return explanation(self.comparison)
 
     @property
     def ledger(self):
-        """The time ledger: one row per step and term (``paprof.analysis.ledger``), in us."""
+        """The time ledger: one row per step and term (``paprof.model.ledger``), in us."""
         import pandas as pd
 
-        from paprof.analysis.finish import finish
+        from paprof.api import finish
 
         rows = [{"before": led.before, "after": led.after, "term": key, "us": us}
                 for led in finish(self.comparison).ledgers if led is not None
@@ -207,9 +207,9 @@ def compare(*specs, runs=DEFAULT_RUNS, shape: str | None = None, baseline: str |
     ``paprof compare --baseline v2`` does (v2 need not be in the list), instead of telling
     the ordered list as a chain. Fewer than 2 variants: ``paprof.errors.UserError``;
     anything else than strings and paths: ``TypeError``."""
-    from paprof.analysis.compare_runs import finished_comparison
-    from paprof.analysis.resolve import resolve_variants
-    from paprof.reports.context import build_context
+    from paprof.api import finished_comparison
+    from paprof.api import resolve_variants
+    from paprof.api import build_context
 
     wanted = _specs(specs)
     if baseline is not None:
@@ -232,7 +232,7 @@ def load(*paths, per_variant: bool = False, step_range: str | None = None):
     ``per_variant``: each step's launches summed into one row per (variant, shape, report,
     step), as ``paprof table --per-variant``; ``step_range``: the NVTX range that delimits
     steps in reports whose record names none (docs/explanations.md)."""
-    from paprof.analysis.load import load_reports, variant_rows
+    from paprof.api import load_reports, variant_rows
 
     if len(paths) == 1 and isinstance(paths[0], (list, tuple)):
         paths = tuple(paths[0])

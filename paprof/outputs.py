@@ -30,6 +30,8 @@ from pathlib import Path
 from typing import Callable, Iterable, Union
 
 from paprof.errors import UserError
+from paprof.errors import UsageError
+from paprof.interrupts import check_interrupted
 
 Data = Union[str, bytes, Callable[[Path], None]]
 """Text (written as UTF-8), bytes, or a function that writes the file at the path given."""
@@ -46,8 +48,6 @@ def is_stdout(path) -> bool:
 def one_on_stdout(*options: tuple[str, object]) -> None:
     """``UsageError`` (one line, exit 2) when more than one of ``options`` ((option name,
     value) pairs) is ``"-"``: stdout holds one output."""
-    from paprof.errors import UsageError
-
     printed = [name for name, value in options if is_stdout(value)]
     if len(printed) > 1:
         raise UsageError(f"{' and '.join(printed)} cannot both print on stdout ('-'): "
@@ -147,9 +147,7 @@ def _interrupt_after():
 def write(path, data: Data, *, parents: bool = False) -> Path:
     """Write ``data`` to ``path`` atomically (see the module docstring); ``path``
     (``"-"``: printed on stdout). After a Ctrl-C that was swallowed on its way
-    (``paprof.entry``), nothing: the interrupt."""
-    from paprof.entry import check_interrupted
-
+    (``paprof.interrupts``), nothing: the interrupt."""
     check_interrupted()
     if is_stdout(path):
         _print(data)

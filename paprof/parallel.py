@@ -30,6 +30,7 @@ from multiprocessing.connection import wait
 from typing import Callable, Iterable, Iterator
 
 from paprof.errors import UserError
+from paprof.interrupts import terminated
 
 JOBS_ENV = "PAPROF_JOBS"
 MAX_JOBS = 8
@@ -343,8 +344,6 @@ def ordered_map(fn: Callable, tasks: Iterable, jobs: int):
 def _terminated(_signum, _frame):
     """SIGTERM while workers run: one line, then ``SystemExit`` so that the workers are
     ended and reaped (not left writing to a closed pipe, with tracebacks)."""
-    from paprof.entry import terminated
-
     signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a second one: still one line
     raise SystemExit(terminated())
 

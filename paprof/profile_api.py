@@ -6,9 +6,9 @@
                             configs=[{"n": 1 << 20}, {"n": 1 << 24}], inputs=make_inputs)
 
 ncu must own the process it profiles, so the callables run in a child process, as
-``paprof run`` runs a family's variants (``paprof.profiler.profile.profile_variants``: a
+``paprof run`` runs a family's variants (``paprof.measure.profile.profile_variants``: a
 check against the reference and CUDA-event timing without ncu, then ncu on
-``python -m paprof.kernels.launch``). The child cannot import a function defined in a
+``python -m paprof.measure.kernels.launch``). The child cannot import a function defined in a
 notebook cell, so paprof carries its source: the function, and what it uses from the
 notebook (other functions, ``@triton.jit`` kernels with their decorators, constants,
 the modules it imports), is written into a generated module in the run store
@@ -300,7 +300,7 @@ def _variants(given) -> dict:
                         f"dict name -> function, not a {type(given).__name__}")
     if not out:
         raise UserError("paprof.profile: give at least one variant")
-    from paprof.family import _ID
+    from paprof.family import ID_PATTERN as _ID
 
     for vid, fn in out.items():
         if isinstance(fn, types.FunctionType) and fn.__name__ == "<lambda>":
@@ -333,11 +333,10 @@ def _check_inputs(inputs, configs) -> None:
 
 def _check_machine() -> str:
     """ncu's path; a one-line ``UserError`` where there is no ncu or no GPU."""
-    from paprof.profiler import provenance
-    from paprof.profiler.locate import find_ncu
+    from paprof.api import find_ncu, query_gpus
 
     ncu = find_ncu()
-    if not provenance.query_gpus():
+    if not query_gpus():
         raise UserError("paprof.profile needs an NVIDIA GPU (nvidia-smi lists none here): it runs "
                         "each variant on the GPU under ncu; paprof.compare and paprof.load read "
                         "stored runs without one")
@@ -348,7 +347,7 @@ def _check_machine() -> str:
 def _child_environment(module: str, paths: list[str]):
     """The child's ``PYTHONPATH`` (the generated module and the user's packages) and
     ``$PAPROF_FAMILIES``, set in this process's environment for the length of the runs
-    (``paprof.profiler.profile.child_env`` copies it into each child's), then restored."""
+    (``paprof.measure.profile.child_env`` copies it into each child's), then restored."""
     saved = {k: os.environ.get(k) for k in ("PYTHONPATH", FAMILIES_ENV)}
     old = [p for p in (saved["PYTHONPATH"] or "").split(os.pathsep) if p]
     os.environ["PYTHONPATH"] = os.pathsep.join(dict.fromkeys([*paths, *old]))
@@ -391,9 +390,7 @@ def profile(variants, *, configs, inputs, reference=None, tolerance=None, work=N
     configs in order; with several of both, the variants at the first config, and
     ``report.at(config)`` the others."""
     from paprof.callable_family import check_configs, make_family
-    from paprof.profiler.argv import NcuSettings
-    from paprof.profiler.presets import PRESETS
-    from paprof.profiler.profile import profile_variants
+    from paprof.api import PRESETS, NcuSettings, profile_variants
 
     chosen = _variants(variants)
     configs = check_configs(configs)
@@ -450,8 +447,7 @@ class ProfileResult:
         return [self.done[(v, i)] for v in order if (v, i) in self.done]
 
     def compare(self, paths, cross: bool):
-        from paprof.analysis.compare_runs import finished_comparison
-        from paprof.reports.context import build_context
+        from paprof.api import build_context, finished_comparison
 
         if len(paths) < 2:
             raise UserError(f"paprof.profile: {len(paths)} run to compare ({', '.join(map(str, paths))}); "

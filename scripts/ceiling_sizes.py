@@ -10,7 +10,7 @@ total: 268 MiB; fp16: 512 MiB). Also an empty kernel's event time (the host's sh
 launch when the GPU waits for it).
 """
 import numpy as np
-from paprof.kernels import gpu, harness
+from paprof.measure.kernels import gpu, harness
 cp = gpu.cupy()
 dev = gpu.current_device()
 module = gpu.compile_module([harness.STREAM_READ_SOURCE])

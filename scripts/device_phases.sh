@@ -72,8 +72,8 @@ cat > "$W/rawncu.py" <<'EOF'
 import json, os, subprocess, sys, time
 from pathlib import Path
 from paprof import registry
-from paprof.profiler import argv as A, presets
-from paprof.profiler.ncu_log import NcuLog
+from paprof.measure import argv as A, presets
+from paprof.measure.ncu_log import NcuLog
 
 which, work, deadline = sys.argv[1], Path(sys.argv[2]), float(sys.argv[3])
 presets.PRESETS[f"set-{which}"] = presets.Preset(f"set-{which}", section_set=which)
@@ -136,7 +136,7 @@ python3 - "$W" "$FAMILY" <<'EOF' | tee "$OUT/phases-summary.txt"
 import json, re, sys
 from pathlib import Path
 from paprof import phases as ph
-from paprof.record import RunRecord
+from paprof.read.record import RunRecord
 
 work, family = Path(sys.argv[1]), sys.argv[2]
 names = ["old", "new", "lean"]

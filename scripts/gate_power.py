@@ -136,7 +136,7 @@ def main(argv=None) -> int:  # pragma: no cover - needs the GPU
     from softmax_family import family
 
     from paprof import gate
-    from paprof.kernels import gpu, harness
+    from paprof.measure.kernels import gpu, harness
 
     params = family.parse(SHAPE)
     fused = family.variant("fused")

@@ -2,7 +2,7 @@
 
     python3 scripts/stream_timeline.py
 
-1. The streaming-read kernel (paprof/kernels/common/stream_read.cu, grid-stride) with a
+1. The streaming-read kernel (paprof/measure/kernels/common/stream_read.cu, grid-stride) with a
    timestamp and SM id per CTA, at 8 and 4 CTAs a SM: the time each SM finished.
 2. The same 1 GiB read as independent contiguous streams (each CTA or each warp its own
    region): the bandwidth, to see whether the number of streams the DRAM serves at once
@@ -11,8 +11,8 @@
 """
 import numpy as np
 
-from paprof.kernels import harness
-from paprof.kernels import gpu
+from paprof.measure.kernels import harness
+from paprof.measure.kernels import gpu
 
 # The ceiling kernel's own loop (stream_fold in stream_read.cu), timed per CTA or run over
 # one contiguous region a CTA or a warp.

@@ -92,7 +92,7 @@ def pytest_collection_modifyitems(config, items):
 @pytest.fixture(scope="session", autouse=True)
 def _cubin_cache(tmp_path_factory):
     """The static gate's cubin cache in a folder of the test session, never the user's
-    ``~/.cache`` (``paprof.static.cache_dir``); shared by the session's tests, as a user's
+    ``~/.cache`` (``paprof.measure.static.cache_dir``); shared by the session's tests, as a user's
     would be, and by its pytest-xdist workers (the cache takes rival writers: the
     first whole entry wins), so that a kernel is compiled once a run, not once a worker.
     A test that needs its own sets ``PAPROF_CUBIN_CACHE`` itself."""
@@ -208,7 +208,7 @@ def fake_bin(tmp_path, monkeypatch) -> Path:
 @pytest.fixture
 def fake_launcher(monkeypatch) -> FakeLauncher:
     """``profile.run_launcher`` (the GPU step) replaced by a ``FakeLauncher``."""
-    from paprof.profiler import profile
+    from paprof.measure import profile
 
     fake = FakeLauncher()
     monkeypatch.setattr(profile, "run_launcher", fake)

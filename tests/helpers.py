@@ -20,11 +20,12 @@ from typing import Callable
 
 import pandas as pd
 
-from paprof.analysis import compare as C
-from paprof.analysis import metrics as M
-from paprof.analysis.load import columns, variant_rows
+from paprof.explain import compare as C
+from paprof.read import metrics as M
+from paprof.model.load import columns, variant_rows
 from paprof.gate import Settings, compare_to_baseline
-from paprof.profiler import profile, store
+from paprof.measure import profile
+from paprof.read import store
 from paprof.sweep import results
 from paprof.sweep.run import VariantOutcome
 
@@ -101,7 +102,7 @@ def relabelled(report: Path, where: Path, variant: str) -> Path:
     return where
 
 
-# -- ncu_report stand-ins and the rows the analysis reads (paprof.analysis) -----------------
+# -- ncu_report stand-ins and the rows the analysis reads (paprof.model) -----------------
 
 #: A v3-like kernel on the H200: the value (in the catalogue's column unit) per column.
 V3_COLUMNS = {
@@ -250,7 +251,7 @@ def make_metrics(dram_pct=30.0, sm_pct=30.0, l1_pct=30.0, l2_pct=30.0, lsu_pct=2
     return {k: (math.nan if v is None else v) for k, v in row.items()}
 
 
-# -- the loader's frame, for compare and the reports (paprof.analysis.compare) ---------------
+# -- the loader's frame, for compare and the reports (paprof.explain.compare) ---------------
 
 SIDE = {
     "schema": 1, "family": "paged_decode", "gpu": "NVIDIA H200", "gpu_slug": "nvidia-h200",
@@ -396,7 +397,7 @@ def verdict_for(baseline, *row_lists, **settings):
     return compare_to_baseline(baseline, make_table(*row_lists), Settings(**settings))
 
 
-# -- a fake ncu and nvidia-smi (tests/fake_ncu) and a fake launcher (paprof.profiler) --------
+# -- a fake ncu and nvidia-smi (tests/fake_ncu) and a fake launcher (paprof.measure) --------
 
 FAKE_DIR = Path(__file__).resolve().parent / "fake_ncu"
 REPORT_ENV = "PAPROF_TEST_NCU_REP"
@@ -453,7 +454,7 @@ class FakeLauncher:
         argv = list(argv)
         self.calls.append(argv)
         self.envs.append(dict(env))
-        if "--variants" in argv:  # paprof.kernels.batch: every variant in one result
+        if "--variants" in argv:  # paprof.measure.kernels.batch: every variant in one result
             data = {"variants": {v: self._one(argv, v) for v in _arg(argv, "--variants").split(",")},
                     "phases": [{"phase": "inputs", "s": 0.0}, {"phase": "reference", "s": 0.0}]}
         else:
@@ -527,14 +528,14 @@ class FakeRunner:
         return out
 
 
-# -- pynvml (nvidia-ml-py) for tests without a GPU (paprof.profiler.environment) -------------
+# -- pynvml (nvidia-ml-py) for tests without a GPU (paprof.measure.environment) -------------
 
 class NVMLError(Exception):
     pass
 
 
 class FakeNvml:
-    """Put into ``sys.modules["pynvml"]``: it answers the calls ``paprof.profiler.environment``
+    """Put into ``sys.modules["pynvml"]``: it answers the calls ``paprof.measure.environment``
     makes, with the clock event reasons and processes the test gives."""
 
     NVMLError = NVMLError

@@ -9,8 +9,8 @@ import math
 
 import pytest
 
-from paprof.analysis import bottleneck as B
-from paprof.analysis.bottleneck import Thresholds, classify
+from paprof.model import bottleneck as B
+from paprof.model.bottleneck import Thresholds, classify
 
 from helpers import make_metrics
 

@@ -4,7 +4,7 @@
 
 from __future__ import annotations
 
-from paprof.analysis import metrics as M
+from paprof.read import metrics as M
 
 from helpers import make_action, make_metrics
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from paprof.analysis import load
-from paprof.analysis import metrics as M
+from paprof.model import load
+from paprof.read import metrics as M
 from paprof.errors import UserError
 
 from helpers import FakeRule, make_action
@@ -254,7 +254,7 @@ def test_an_empty_file_is_a_user_error(tmp_path):
 
 
 def test_a_report_with_no_kernels_is_a_user_error(fake_reports, monkeypatch):
-    from paprof.analysis import ncu_reader
+    from paprof.read import ncu_reader
 
     class Empty:
         def num_ranges(self):

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from paprof.analysis import metrics as M
+from paprof.read import metrics as M
 
 DATA = Path(__file__).resolve().parent / "data"
 DEFAULT_LIST = DATA / "ncu-2025.3.1-h200-default-sections-metrics.txt"
@@ -161,7 +161,7 @@ def test_no_ncu_metric_name_is_spelled_outside_the_catalogue():
     names = {m.ncu_name for m in M.MEASURED}
     offenders = []
     for path in sorted(PACKAGE.rglob("*.py")):
-        if path.name == "metrics.py" and path.parent.name == "analysis":
+        if path.name == "metrics.py" and path.parent.name == "read":
             continue
         for node in _string_constants(ast.parse(path.read_text())):
             hits = [n for n in names if n in node.value]
@@ -172,7 +172,7 @@ def test_no_ncu_metric_name_is_spelled_outside_the_catalogue():
 
 def test_the_traffic_ratios_are_computed_once_on_the_table_and_summed_kernels_recompute_them():
     from helpers import recorded
-    from paprof.analysis.load import load_reports, variant_rows
+    from paprof.model.load import load_reports, variant_rows
 
     root = recorded("h200") / "nvidia-h200" / "paged_decode"
     df = load_reports([root / "v2", root / "v4"])

@@ -19,9 +19,10 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 
-from paprof.analysis import bottleneck as B
-from paprof.analysis import load, ncu_reader
-from paprof.analysis import metrics as M
+from paprof.model import bottleneck as B
+from paprof.model import load
+from paprof.read import ncu_fastread, ncu_reader
+from paprof.read import metrics as M
 from paprof.cli import main
 from paprof.errors import UserError
 
@@ -177,9 +178,9 @@ def test_a_report_without_kernel_results_is_a_user_error(tmp_path):
     pos, kept = 8 + header_len, [data[: 8 + header_len]]
     while pos < len(data):
         block_len = struct.unpack_from("<I", data, pos)[0]
-        fields = ncu_reader._block_header(data[pos + 4: pos + 4 + block_len])
-        end = pos + 4 + block_len + fields.get(ncu_reader._PAYLOAD_SIZE, 0)
-        if not fields.get(ncu_reader._NUM_RESULTS):
+        fields = ncu_fastread.varint_fields(data[pos + 4: pos + 4 + block_len])
+        end = pos + 4 + block_len + fields.get(ncu_fastread.BLOCK_PAYLOAD, 0)
+        if not fields.get(ncu_fastread.BLOCK_RESULTS):
             kept.append(data[pos:end])
         pos = end
     empty = tmp_path / "empty.ncu-rep"
@@ -254,8 +255,8 @@ def test_no_ncu_markup_reaches_rules_evidence_or_the_report(tmp_path):
     """The shipped reports' rule messages carry @url:...@ and @section:...@ links."""
     import re
 
-    from paprof.analysis.load import load_reports
-    from paprof.reports import build
+    from paprof.model.load import load_reports
+    from paprof.render import build
 
     markup = re.compile(r"@(url|section):")
     df = load_reports([EXAMPLES])
@@ -270,7 +271,7 @@ def test_no_ncu_markup_reaches_rules_evidence_or_the_report(tmp_path):
 
 
 def test_ncu_plain_text():
-    from paprof.analysis.fmt import ncu_plain
+    from paprof.read.ncu_reader import ncu_plain
 
     assert ncu_plain("See the @url:Guide:https://x.org/a.html#b@ and the "
                      "@section:SourceCounters:Warp Stall Sampling (All Samples)@ table.") == (

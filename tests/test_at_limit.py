@@ -5,8 +5,8 @@ import math
 import pytest
 
 import paprof
-from paprof.analysis.cause_words import at_limit_text
-from paprof.analysis.decompose import AT_LIMIT_PCT, at_limit
+from paprof.explain.cause_words import at_limit_text
+from paprof.model.decompose import AT_LIMIT_PCT, at_limit
 
 from helpers import recorded
 

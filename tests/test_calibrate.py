@@ -12,7 +12,7 @@ from click.testing import CliRunner
 
 from paprof.gate import calibration
 from paprof.cli import main
-from paprof.profiler import provenance
+from paprof.measure import provenance
 
 from helpers import EXAMPLES
 
@@ -136,7 +136,7 @@ def test_a_bad_calibration_file_is_exit_2(aa, tmp_path, text, message):
 def test_on_a_gpu_each_repeat_is_a_fresh_measurement(tmp_path, monkeypatch):
     """The GPU path profiles the variants --repeats times (profile_current, faked here with
     shipped runs at 1.00, 1.02, 0.98 of their time) and measures the noise of those runs."""
-    from paprof import recheck
+    from paprof.measure import recheck
     from paprof import gate
 
     scales = iter((1.0, 1.02, 0.98))

@@ -11,7 +11,7 @@ import math
 
 import pytest
 
-from paprof.reports import charts, sweep_charts
+from paprof.render import charts, sweep_charts
 
 from helpers import recorded
 
@@ -119,7 +119,7 @@ def drawn_charts(monkeypatch):
 
 
 def _report(runs, variants, tmp_path, **kw):
-    from paprof.reports.build import write_report
+    from paprof.render.build import write_report
 
     write_report(variants, runs=runs, out=tmp_path / "r.html", **kw)
 

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from paprof import gate
-from paprof import recheck
+from paprof.measure import recheck
 from helpers import EXAMPLES, make_rows, make_table, recorded, shipped
 
 
@@ -342,7 +342,7 @@ def test_shipped_v3_passes_its_own_baseline(invoke, v3_baseline, tmp_path):
 def test_update_and_check_read_each_sidecar_once(invoke, tmp_path, monkeypatch):
     # The store is indexed once per command: for the outputs' inputs and for the runs
     # (a store of 10,000 runs read every sidecar three times).
-    from paprof.profiler import store
+    from paprof.read import store
 
     shipped("v3")
     reads = []
@@ -459,9 +459,9 @@ def test_analysis_never_imports_the_gpu_side():
     import subprocess
     import sys
 
-    code = ("import sys, paprof.gate, paprof.analysis.compare, paprof.analysis.load, "
-            "paprof.reports.build; bad = [m for m in sys.modules if m.startswith(('paprof.kernels', "
-            "'paprof.profiler.profile', 'paprof.families', 'cupy'))]; print(bad); sys.exit(bool(bad))")
+    code = ("import sys, paprof.gate, paprof.explain.compare, paprof.model.load, "
+            "paprof.render.build; bad = [m for m in sys.modules if m.startswith(('paprof.measure.kernels', "
+            "'paprof.measure.profile', 'paprof.families', 'cupy'))]; print(bad); sys.exit(bool(bad))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.returncode == 0, done.stdout + done.stderr
 

@@ -14,7 +14,7 @@ from click.testing import CliRunner
 
 from paprof.cli import main
 from paprof import registry
-from paprof.kernels import gpu
+from paprof.measure.kernels import gpu
 
 
 def run(*args):
@@ -132,7 +132,7 @@ def test_bench_without_cupy_says_what_to_install(monkeypatch):
     ],
 )
 def test_launcher_rejects_shapes_before_touching_a_gpu(args, code, message):
-    done = subprocess.run([sys.executable, "-m", "paprof.kernels.launch", *args],
+    done = subprocess.run([sys.executable, "-m", "paprof.measure.kernels.launch", *args],
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == code, done.stderr
     assert message in done.stderr

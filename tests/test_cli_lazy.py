@@ -23,7 +23,7 @@ def test_help_imports_no_command_and_no_heavy_library():
             "try:\n    runpy.run_module('paprof', run_name='__main__')\n"
             "except SystemExit:\n    pass\n"
             "heavy = [m for m in ('pandas', 'numpy', 'matplotlib', 'paprof.commands.table', "
-            "'paprof.analysis.load') if m in sys.modules]\n"
+            "'paprof.model.load') if m in sys.modules]\n"
             "print('HEAVY', heavy)")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert "HEAVY []" in done.stdout, done.stdout + done.stderr

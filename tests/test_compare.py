@@ -1,4 +1,4 @@
-"""``paprof.analysis.compare``: deltas and step stories from synthetic frames.
+"""``paprof.explain.compare``: deltas and step stories from synthetic frames.
 
 The frames come from ``helpers``' factories (the loader's frame, one row per kernel, from
 a few metrics, with defaults taken from the source documents' v2); ``summed`` goes
@@ -13,7 +13,7 @@ import pytest
 
 from paprof.errors import UserError
 
-from paprof.analysis import compare as C
+from paprof.explain import compare as C
 
 from helpers import SIDE, V3, comparison, make_row, split_rows
 
@@ -215,7 +215,7 @@ def test_rules_that_appeared_disappeared_or_changed():
     assert [(c.id, c.after_pct) for c in step.rules_appeared] == [("DRAMBound", 12.0)]
     assert [(c.id, c.before_pct) for c in step.rules_disappeared] == [("UncoalescedGlobal", 40.0)]
     assert [(c.id, c.before_pct, c.after_pct) for c in step.rules_changed] == [("Occupancy", 30.0, 10.0)]
-    texts = [c.text for c in step.rule_changes]
+    texts = [C.rule_change_text(c) for c in step.rule_changes]
     assert "ncu rule appeared: DRAM Bound (estimated speedup 12 %)" in texts
     assert "ncu rule gone: UncoalescedGlobal (had estimated 40 %)" in texts
     assert "ncu rule Occupancy: estimated speedup 30 % -> 10 %" in texts
@@ -237,7 +237,7 @@ def test_a_split_variants_rules_are_weighted_by_each_kernels_time_and_name_their
     assert merge_only.kernel == "paged_decode_v4_merge"
     change = next(c for c in cmp.steps[0].rule_changes if c.id == "AchievedOccupancy")
     assert change.kernel == "paged_decode_v4_merge"
-    assert change.text.startswith("ncu rule appeared: AchievedOccupancy (in paged_decode_v4_merge)")
+    assert C.rule_change_text(change).startswith("ncu rule appeared: AchievedOccupancy (in paged_decode_v4_merge)")
 
 
 def test_a_single_kernel_keeps_ncus_estimate_and_names_no_kernel():
@@ -308,8 +308,8 @@ def test_missing_metrics_are_none_and_skipped():
 
 def test_labels_read_the_same_in_table_and_compare():
     """``table`` prints the label, ``compare`` its sentence form: one spelling."""
-    from paprof.analysis.bottleneck import LABELS, UNKNOWN
-    from paprof.analysis.compare import BOUND_WORDS
+    from paprof.model.bottleneck import LABELS, UNKNOWN
+    from paprof.explain.compare import BOUND_WORDS
 
     assert set(BOUND_WORDS) == set(LABELS) - {UNKNOWN}
     for label, words in BOUND_WORDS.items():
@@ -407,7 +407,7 @@ def test_a_runs_label_over_several_launches_is_the_median_launchs():
 
 
 def test_five_launches_show_median_and_half_range():
-    from paprof.reports.context import build_context
+    from paprof.render.context import build_context
 
     durations = (3300.0, 3500.0, 3350.0, 3420.0, 3200.0)
     occupancy = (40.0, 41.0, 40.5, 39.0, 40.2)

@@ -1,4 +1,4 @@
-"""The cause in words first (``paprof.analysis.compare.causes``), on synthetic rows: each
+"""The cause in words first (``paprof.explain.causes``), on synthetic rows: each
 rule fires on the counters it reads and stays quiet without them. The shipped H200 runs'
 causes are checked in test_compare_h200.py."""
 
@@ -8,7 +8,7 @@ import math
 
 import pytest
 
-from paprof.analysis.compare import causes
+from paprof.explain import causes
 
 from helpers import SIDE, V3, comparison, make_row, recorded
 
@@ -308,7 +308,7 @@ def test_no_pipe_shift_when_both_use_the_same_pipes_or_the_counters_are_absent()
 
 
 def test_the_shipped_flash_runs_say_the_fp32_pipe_gives_way_to_the_tensor_cores():
-    from paprof.analysis.compare import compare_reports
+    from paprof.explain.compare import compare_reports
 
     root = recorded("h200-flash_fwd") / "nvidia-h200" / "flash_fwd"
     reports = [next((root / v).glob("*.ncu-rep")) for v in ("handbook", "mma")]
@@ -324,7 +324,7 @@ def test_the_shipped_flash_runs_say_the_fp32_pipe_gives_way_to_the_tensor_cores(
 def test_mma_to_wgmma2_opens_with_the_tensor_pipe_not_the_loads_tma_hides():
     """Issue 26: mma -> wgmma2 opened with "SM<-L1 global-load traffic falls 257x" (TMA's
     copies are not loads); the mechanism is fewer, larger tensor-core instructions."""
-    from paprof.analysis.compare import compare_reports
+    from paprof.explain.compare import compare_reports
 
     root = recorded("h200-flash_fwd") / "nvidia-h200" / "flash_fwd"
     (s,) = compare_reports([next((root / v).glob("*.ncu-rep")) for v in ("mma", "wgmma2")]).steps
@@ -357,7 +357,7 @@ def test_a_report_of_ncus_basic_set_is_split_by_its_busiest_unit_and_says_what_i
     scheduler or instruction counters): the step is split by the slower kernel's busiest
     unit, its work (throughput x duration) and its throughput, which add up to the
     difference exactly; the line says which counters are missing instead of guessing."""
-    from paprof.analysis.decompose import decompose
+    from paprof.model.decompose import decompose
 
     bare = {k: math.nan for k in ("instructions_executed", "l1_global_load_bytes", "l2_to_l1_bytes",
                                   "dram_bytes", "achieved_bandwidth_gbs")}

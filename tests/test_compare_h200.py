@@ -30,7 +30,7 @@ pytestmark = pytest.mark.skipif(
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
-    from paprof.reports.build import write_report
+    from paprof.render.build import write_report
 
     out = tmp_path_factory.mktemp("h200")
     return write_report(ALL, runs=EXAMPLES, out=out / "report.html", markdown=out / "report.md",
@@ -165,7 +165,7 @@ def test_html_and_markdown_carry_the_same_story(ctx, html, md):
 
 
 def test_compare_reports_is_the_library_call():
-    from paprof.analysis.compare import compare_reports
+    from paprof.explain.compare import compare_reports
 
     paths = [next((EXAMPLES / "nvidia-h200" / "paged_decode" / v).glob("*.ncu-rep")) for v in ("v3", "v2")]
     cmp = compare_reports(paths)
@@ -176,7 +176,7 @@ def test_compare_reports_is_the_library_call():
 @pytest.mark.parametrize("shape", [None, "b64_ctx4096_h32x8_d128_p16_fp32",
                                    "batch=64,q_heads=32,kv_heads=8,head_dim=128,page=16,context=4096"])
 def test_run_store_ids_resolve_to_the_latest_run_at_a_shape(shape):
-    from paprof.reports.build import resolve_variants
+    from paprof.render.build import resolve_variants
 
     paths = resolve_variants(["v2", "paged_decode/v3"], EXAMPLES, shape=shape)
     assert [p.parent.name for p in paths] == ["v2", "v3"]
@@ -185,14 +185,14 @@ def test_run_store_ids_resolve_to_the_latest_run_at_a_shape(shape):
 
 def test_a_shape_the_store_lacks_is_a_user_error():
     from paprof.errors import UserError
-    from paprof.reports.build import resolve_variants
+    from paprof.render.build import resolve_variants
 
     with pytest.raises(UserError, match="no run of v2 at shape b1_ctx16"):
         resolve_variants(["v2", "v3"], EXAMPLES, shape="b1_ctx16")
 
 
 def test_split_story_at_batch_4_names_the_grid_and_skips_equal_looking_changes():
-    from paprof.analysis.compare import compare_reports
+    from paprof.explain.compare import compare_reports
 
     runs = SWEEP / "nvidia-h200" / "paged_decode"
     shape = "b4_ctx16384_h32x8_d128_p16_fp16.ncu-rep"
@@ -223,7 +223,7 @@ def test_split_story_at_batch_4_names_the_grid_and_skips_equal_looking_changes()
      "would leave 100 of 132 SMs idle"),
 ])
 def test_the_sweep_says_which_code_path_v6_took(shape, said):
-    from paprof.reports.build import write_report
+    from paprof.render.build import write_report
 
     built = write_report(["v5", "v6"], runs=SWEEP, out=None, markdown="-", shape=shape)
     step = built.comparison.steps[0]
@@ -236,7 +236,7 @@ def test_the_sweep_says_which_code_path_v6_took(shape, said):
 
 
 def test_time_ledger_adds_up_on_every_shipped_step(built, ctx, md):
-    from paprof.analysis.ledger import step_ledgers
+    from paprof.model.ledger import step_ledgers
 
     ledgers = step_ledgers(built.comparison)
     assert len(ledgers) == len(ALL) - 1 and all(led is not None for led in ledgers)
@@ -255,10 +255,10 @@ def test_time_ledger_adds_up_on_every_shipped_step(built, ctx, md):
 def test_a_shipped_report_profiled_five_times_shows_its_spread():
     import pandas as pd
 
-    from paprof.analysis.compare import compare
-    from paprof.analysis.load import load_reports, variant_rows
-    from paprof.reports.build import resolve_variants
-    from paprof.reports.context import build_context
+    from paprof.explain.compare import compare
+    from paprof.model.load import load_reports, variant_rows
+    from paprof.render.build import resolve_variants
+    from paprof.render.context import build_context
 
     paths = resolve_variants(["v2", "v3"], runs=EXAMPLES)
     df = load_reports(paths)
@@ -287,14 +287,14 @@ def _v(built, label, column):
 
 
 def _factor(built, column, before, after):
-    from paprof.analysis import fmt
+    from paprof.explain import fmt
 
     b, a = _v(built, before, column), _v(built, after, column)
     return fmt.ratio(max(a, b) / min(a, b))
 
 
 def _amounts(built, column, before, after, kind):
-    from paprof.analysis import fmt
+    from paprof.explain import fmt
 
     show = fmt.big if kind == "count" else fmt.bytes_decimal
     return f"{show(_v(built, before, column))} -> {show(_v(built, after, column))}"
@@ -350,7 +350,7 @@ def test_v1_to_v2_fewer_instructions_and_no_shared_memory_round_trips_or_barrier
 
 
 def fmt_big(value):
-    from paprof.analysis import fmt
+    from paprof.explain import fmt
 
     return fmt.big(value)
 
@@ -388,7 +388,7 @@ def test_v4_to_handbook_instructions_rise(built):
 
 
 def test_handbook_to_v5_enough_bytes_in_flight_to_reach_drams_ceiling(built):
-    from paprof.analysis.compare.causes import bandwidth_per_warp
+    from paprof.explain.causes import bandwidth_per_warp
 
     s = step(built.comparison, "handbook", "v5")
     cmp = built.comparison
@@ -408,7 +408,7 @@ def test_handbook_to_v5_enough_bytes_in_flight_to_reach_drams_ceiling(built):
 
 
 def fmt_ratio(value):
-    from paprof.analysis import fmt
+    from paprof.explain import fmt
 
     return fmt.ratio(value)
 
@@ -441,7 +441,7 @@ def test_the_traffic_per_level_table_in_html_and_markdown(ctx, html, md):
 
 
 def test_runs_without_the_traffic_sections_say_so():
-    from paprof.reports.build import write_report
+    from paprof.render.build import write_report
 
     schema1 = ROOT / "tests" / "data" / "schema1"
     paths = [schema1 / "nvidia-h200" / "paged_decode" / "v3" / "b64_ctx4096_h32x8_d128_p16_fp32.ncu-rep",
@@ -466,7 +466,7 @@ def test_rows_that_say_the_same_thing_are_shown_once(ctx):
 
 
 def test_rows_that_differ_are_kept():
-    from paprof.reports.table_view import Cell, TableRow, TableSection, fold_same_rows
+    from paprof.render.table_view import Cell, TableRow, TableSection, fold_same_rows
 
     def row(key, *values):
         return TableRow(key, key, "", [Cell(v, str(v)) for v in values])
@@ -498,7 +498,7 @@ def _numbers(text: str) -> list[str]:
 def explained_md():
     import json
 
-    from paprof.reports.build import write_report
+    from paprof.render.build import write_report
 
     done = write_report(ALL, runs=EXAMPLES, out=None, markdown="-", json_out="-",
                         generated="2026-11-29 15:00 UTC")
@@ -508,7 +508,7 @@ def explained_md():
 def _json_texts(obj) -> list[str]:
     """Every value of a JSON document as the reports format it (text as it is; a number
     in each of the formats a cell uses)."""
-    from paprof.analysis import fmt
+    from paprof.explain import fmt
 
     if isinstance(obj, dict):
         return [t for v in obj.values() for t in _json_texts(v)]
@@ -553,11 +553,11 @@ def test_every_steps_cause_and_headline_in_the_markdown_are_the_jsons(explained_
 
 def test_the_markdown_follows_the_document_it_is_given():
     """Rendered from the explanation: a value changed in the document is the value shown."""
-    from paprof.analysis.compare_runs import finished_comparison
-    from paprof.analysis.explanation import explanation
-    from paprof.analysis.resolve import resolve_variants
-    from paprof.reports.context import build_context
-    from paprof.reports.markdown import render_markdown
+    from paprof.explain.compare_runs import finished_comparison
+    from paprof.explain.explanation import explanation
+    from paprof.read.resolve import resolve_variants
+    from paprof.render.context import build_context
+    from paprof.render.markdown import render_markdown
 
     cmp = finished_comparison(resolve_variants(["v2", "v3"], EXAMPLES), sources=False)
     doc = explanation(cmp)
@@ -608,7 +608,7 @@ def test_a_rule_of_one_kernel_in_a_variants_card_names_the_kernel(ctx):
 def test_numbers_that_agree_carry_no_note():
     from types import SimpleNamespace
 
-    from paprof.analysis.contradictions import contradictions
+    from paprof.explain.contradictions import contradictions
 
     def variant(label, **values):
         return SimpleNamespace(label=label, get=values.get)

@@ -1,4 +1,4 @@
-"""Number formatting (``paprof.analysis.fmt``) and the per-GPU table (``gpus``)."""
+"""Number formatting (``paprof.explain.fmt``) and the per-GPU table (``gpus``)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,8 @@ import math
 
 import pytest
 
-from paprof.analysis import fmt, gpus
+from paprof.explain import fmt
+from paprof.model import gpus
 
 
 @pytest.mark.parametrize("fn,value,text", [

@@ -8,10 +8,10 @@ from dataclasses import dataclass
 
 import pytest
 
-from paprof import static
+from paprof.measure import static
 from paprof.errors import UserError
 from paprof.family import CudaVariant
-from paprof.profiler.argv import NcuSettings, ncu_argv
+from paprof.measure.argv import NcuSettings, ncu_argv
 
 # Many live accumulators: ptxas gives the kernel more than 24 registers (ptxas's least on sm_90) unless told.
 SOURCE = r"""

@@ -302,7 +302,7 @@ GPU_SHAPES = [(4096, 1000), (16384, 4096), (1024, 32768), (64, 65536), (37, 1001
 @pytest.mark.parametrize("rows, cols", GPU_SHAPES)
 @pytest.mark.parametrize("vid", IDS)
 def test_variant_matches_reference(fam, vid, rows, cols):
-    from paprof.kernels import harness
+    from paprof.measure.kernels import harness
 
     variant = fam.variant(vid)
     if isinstance(variant, CallableVariant):

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from paprof.analysis import load
-from paprof.reports.build import write_report
+from paprof.model import load
+from paprof.render.build import write_report
 
 RUNS = Path(__file__).resolve().parents[1] / "examples" / "custom_family" / "runs"
 SOFTMAX = RUNS / "nvidia-h200" / "softmax"

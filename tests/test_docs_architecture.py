@@ -6,8 +6,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from paprof.analysis import bottleneck
-from paprof.analysis import metrics as M
+from paprof.model import bottleneck
+from paprof.read import metrics as M
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGE = (ROOT / "docs" / "architecture.md").read_text()
@@ -38,4 +38,4 @@ def test_every_design_citation_resolves():
     citing = [p for d in ("paprof", "tests") for p in (ROOT / d).rglob("*.py")
               if "DESIGN" + ".md" in p.read_text()]
     assert citing == []
-    assert "docs/architecture.md" in (ROOT / "paprof/analysis/export.py").read_text()
+    assert "docs/architecture.md" in (ROOT / "paprof/render/export.py").read_text()

@@ -137,7 +137,7 @@ def test_sweep_fits(monkeypatch, fake_bin, fake_launcher, tmp_path):
 def test_bench_fits(monkeypatch):
     from paprof import registry
     from paprof.family import Work
-    from paprof.kernels import bench
+    from paprof.measure.kernels import bench
 
     def fake_run_bench(family, chosen, p, launches, rounds, seed, progress=None):
         rows = [bench.BenchRow(v.id, "cuda", [f"paged_decode_{v.id}_kernel_with_a_long_name"],

@@ -1,4 +1,4 @@
-"""The explanation as data (``paprof compare --json``, ``paprof.analysis.explanation``):
+"""The explanation as data (``paprof compare --json``, ``paprof.explain.explanation``):
 a versioned document whose numbers are the report's and whose terms add up."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from paprof.analysis.explanation import SCHEMA
+from paprof.explain.explanation import SCHEMA
 from paprof.cli import main
 
 from helpers import recorded

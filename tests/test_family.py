@@ -30,7 +30,7 @@ from paprof.family import (
     relative_error,
     throughput,
 )
-from paprof.profiler.argv import NcuSettings, launcher_argv, ncu_argv
+from paprof.measure.argv import NcuSettings, launcher_argv, ncu_argv
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -238,7 +238,7 @@ def test_callable_kind_runs_the_launcher_without_a_kernel_filter_or_launch_count
     params = Knobs(rows=8)
     argv = ncu_argv(NcuSettings(ncu="/opt/ncu", preset="memory", kernels_per_launch=None), py,
                     params, "/tmp/x.ncu-rep", "/tmp/r.json")
-    expected_launcher = [sys.executable, "-m", "paprof.kernels.launch", "--variant", "py",
+    expected_launcher = [sys.executable, "-m", "paprof.measure.kernels.launch", "--variant", "py",
                          "--family", "toy", "--shape", params.spec(), "--profile-launches", "1",
                          "--result", "/tmp/r.json", "--time", "0", "--no-check"]
     assert argv[-len(expected_launcher):] == expected_launcher
@@ -246,7 +246,7 @@ def test_callable_kind_runs_the_launcher_without_a_kernel_filter_or_launch_count
     assert argv[argv.index("--nvtx-include") + 1] == "toy.py/"
     assert launcher_argv(py, params, python="py", result="r", profile_launches=0,
                          time_launches=20) == [
-        "py", "-m", "paprof.kernels.launch", "--variant", "py", "--family", "toy",
+        "py", "-m", "paprof.measure.kernels.launch", "--variant", "py", "--family", "toy",
         "--shape", params.spec(), "--profile-launches", "0", "--result", "r", "--time", "20"]
 
 
@@ -381,7 +381,7 @@ def test_run_checks_the_users_parameters_before_looking_for_ncu(user_repo, monke
 def test_the_launcher_process_finds_the_same_family(user_repo):
     """The child ncu runs resolves the family from its own folder, as the parent did."""
     env = {"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"}
-    done = subprocess.run([sys.executable, "-m", "paprof.kernels.launch", "--variant", "twice",
+    done = subprocess.run([sys.executable, "-m", "paprof.measure.kernels.launch", "--variant", "twice",
                            "--family", "mine", "--shape", "n=0"], capture_output=True, text=True,
                           env=env, cwd=user_repo / "kernels")
     assert done.returncode == 2

@@ -15,8 +15,8 @@ import xml.etree.ElementTree as ET
 import pytest
 
 from paprof import gate
-from paprof.analysis import cause_words as cw
-from paprof.analysis import decompose as dc
+from paprof.explain import cause_words as cw
+from paprof.model import decompose as dc
 from paprof.gate import cause
 from helpers import EXAMPLES, ROOT, relabelled, shipped
 
@@ -24,7 +24,7 @@ ZOO = ROOT / "examples" / "zoo" / "runs.tar.xz"
 
 
 def _compared(a: str, b: str):
-    from paprof.analysis.compare import compare_reports
+    from paprof.explain.compare import compare_reports
 
     return compare_reports([shipped(a), shipped(b)]).variants
 

@@ -11,9 +11,10 @@ import pandas as pd
 import pytest
 
 from paprof import gate
-from paprof.analysis import decompose as dc
-from paprof.analysis.compare import assembly
-from paprof.analysis.load import load_reports, variant_rows
+from paprof.model import decompose as dc
+from paprof.explain.compare import compare
+from paprof.model import assembly
+from paprof.model.load import load_reports, variant_rows
 from paprof.errors import UserError
 from paprof.gate import cause
 from helpers import DATA, recorded, unpacked
@@ -26,7 +27,7 @@ def _reference(kernels, entry) -> dict:
                           ("shape", entry.shape)):
         if value is not None:
             rows = rows[rows[column].astype(str) == str(value)]
-    return cause._pick(assembly.compare(rows, cross=True), entry.variant, entry.shape, "the runs")
+    return cause._pick(compare(rows, cross=True), entry.variant, entry.shape, "the runs")
 
 
 @pytest.fixture(scope="module")
@@ -98,14 +99,14 @@ def test_no_comparison_per_entry(frame, monkeypatch):
     def refuse(*args, **kwargs):
         raise AssertionError("a comparison per entry")
 
-    monkeypatch.setattr(assembly, "compare", refuse)
-    monkeypatch.setattr("paprof.analysis.compare.compare", refuse)
+    monkeypatch.setattr(assembly, "assemble", refuse)
+    monkeypatch.setattr("paprof.explain.compare.compare", refuse)
     made = cause.with_counters(entries, frame, table)
     assert all(e.counters is not None for e in made)
 
 
 def test_a_column_added_to_the_decomposition_flows_into_the_counters(frame, monkeypatch):
-    from paprof.analysis.compare import model
+    from paprof.model import comparison as model
 
     table, entries = _entries(frame)
     assert "l2_throughput_pct" in model.KEPT_COLUMNS and "l2_throughput_pct" not in dc.COLUMNS

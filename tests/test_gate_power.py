@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from paprof import static
+from paprof.measure import static
 
 ROOT = Path(__file__).resolve().parents[1]
 spec = importlib.util.spec_from_file_location("gate_power", ROOT / "scripts" / "gate_power.py")

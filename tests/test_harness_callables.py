@@ -13,7 +13,7 @@ import pytest
 
 from paprof.errors import ShapeError, UserError
 from paprof.family import CallableVariant, Family, Params, Work, param
-from paprof.kernels import bench, gpu, harness, kinds
+from paprof.measure.kernels import bench, gpu, harness, kinds
 
 
 class FakeCupy:

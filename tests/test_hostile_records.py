@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from paprof.analysis import ncu_fastread, ncu_reader
+from paprof.read import ncu_fastread, ncu_reader
 from paprof.errors import UserError
 from helpers import shipped
 
@@ -158,7 +158,7 @@ def test_a_hostile_baseline_or_calibration_is_one_line(tmp_path, invoke, text, f
 
 def test_a_record_larger_than_the_limit_is_refused(tmp_path, monkeypatch):
     from paprof import jsonsafe
-    from paprof.record import RunRecord
+    from paprof.read.record import RunRecord
 
     path = tmp_path / "big.json"
     path.write_text('{"pad": "' + "x" * 2000 + '"}')

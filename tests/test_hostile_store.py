@@ -24,7 +24,7 @@ import pytest
 from click.testing import CliRunner
 
 from paprof.errors import UserError
-from paprof.profiler import store
+from paprof.read import store
 from paprof.sweep import manifest as M
 from paprof.sweep import results
 from paprof.sweep.merge import merge_stores
@@ -197,7 +197,7 @@ def test_a_linked_store_folder_receives_no_merged_record_nor_manifest(tmp_path, 
 def _swapped_once_checked(monkeypatch, folder: Path, elsewhere: Path) -> None:
     """The attacker's move, at the worst moment: just after paprof checked (or opened) the
     store folder ``folder``, it is moved aside and a link to ``elsewhere`` put in its place."""
-    from paprof import store_files
+    from paprof.read import store_files
 
     def swap():
         if folder.is_dir() and not folder.is_symlink():
@@ -246,7 +246,7 @@ def test_a_store_folder_swapped_for_a_link_after_its_check_receives_nothing(tmp_
 
 @posix
 def test_a_log_planted_as_a_link_is_not_written_through(tmp_path):
-    from paprof.profiler import runner
+    from paprof.measure import runner
 
     victim = tmp_path / "victim"
     victim.write_text("keep me")
@@ -339,7 +339,7 @@ def test_a_fifo_as_a_sidecar_does_not_block(tmp_path):
 
 
 def test_the_walk_finds_what_rglob_found(tmp_path):
-    from paprof import store_files
+    from paprof.read import store_files
 
     for variant in ("v1", "v2", "v10"):
         _run(tmp_path, variant, shape="b-1")
@@ -454,7 +454,7 @@ def test_the_cubin_cache_in_the_temporary_folder_is_this_users_alone(tmp_path, m
     another user could make first and fill."""
     import tempfile
 
-    from paprof.kernels import gpu
+    from paprof.measure.kernels import gpu
 
     (tmp_path / "home-is-a-file").write_text("")
     monkeypatch.setenv("PAPROF_CUBIN_CACHE", str(tmp_path / "home-is-a-file" / "cubin"))
@@ -506,7 +506,7 @@ def test_a_sweep_gpu_worker_ends_when_its_parent_is_killed(tmp_path):
 def test_sigterm_while_sweep_gpu_workers_run_stops_them(tmp_path, monkeypatch):
     from rich.console import Console
 
-    from paprof.entry import Terminated
+    from paprof.interrupts import Terminated
     from paprof.sweep import gpus
 
     def stop(*_a, **_k):
@@ -541,7 +541,7 @@ def test_a_sweep_gpu_worker_log_planted_as_a_link_is_refused(tmp_path):
 def test_sigterm_during_a_sweep_is_one_line_143_and_keeps_the_manifest(paprof_cli, tmp_path, monkeypatch):
     from helpers import FakeRunner
 
-    from paprof.entry import Terminated
+    from paprof.interrupts import Terminated
     from paprof.sweep import run as run_module
 
     class TermRunner(FakeRunner):

@@ -103,7 +103,7 @@ def test_an_error_naming_a_hostile_variant_is_one_clean_line(hostile_store, invo
 
 
 def test_markdown_cells_escape_table_metacharacters():
-    from paprof.reports.markdown import md_escape
+    from paprof.render.markdown import md_escape
 
     assert md_escape("a|b`c\nd\u202e") == "a\\|b\\`c d\\\\u202e"
 
@@ -139,7 +139,7 @@ def test_bench_prints_family_text_escaped(monkeypatch):
 
     from paprof import registry
     from paprof.cli import main
-    from paprof.kernels import bench as kbench
+    from paprof.measure.kernels import bench as kbench
 
     fam = registry.family("paged_decode")
     params = fam.parse("batch=8,context=1024")
@@ -164,7 +164,7 @@ def test_run_prints_names_and_messages_escaped_and_never_as_markup():
 
     from paprof.commands.run import report_lines, summary_table
     from paprof.errors import ShapeError, VerificationError
-    from paprof.profiler.profile import Outcome
+    from paprof.measure.profile import Outcome
 
     def variant(name):
         return SimpleNamespace(name=name + EVIL + MARKUP, verified=True)
@@ -185,8 +185,8 @@ def test_run_progress_shows_kernel_names_escaped(tmp_path, monkeypatch):
 
     from rich.console import Console
 
-    from paprof.profiler import profile
-    from paprof.profiler.argv import NcuSettings
+    from paprof.measure import profile
+    from paprof.measure.argv import NcuSettings
 
     def stand_in(variant, params, settings, runs_dir, replace, say, **kw):
         say("ncu: " + EVIL + MARKUP + " launch 0: 50%")

@@ -9,11 +9,11 @@ import re
 
 import pytest
 
-from paprof.analysis import cause_words as cw
-from paprof.analysis import metrics as M
-from paprof.analysis import ncu_fastread, ncu_reader
-from paprof.analysis.decompose import decompose
-from paprof.analysis.load import load_reports
+from paprof.explain import cause_words as cw
+from paprof.read import metrics as M
+from paprof.read import ncu_fastread, ncu_reader
+from paprof.model.decompose import decompose
+from paprof.model.load import load_reports
 from helpers import ROOT, recorded, unpacked
 
 ZOO = ROOT / "examples" / "zoo" / "runs.tar.xz"
@@ -46,7 +46,7 @@ def test_every_opcode_has_one_class_and_the_classes_add_up_to_the_instructions()
 
 @pytest.fixture(scope="module")
 def zoo_steps():
-    from paprof.analysis.compare import compare
+    from paprof.explain.compare import compare
 
     df = load_reports(unpacked(ZOO) / "runs")
     out = {}

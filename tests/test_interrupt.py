@@ -170,8 +170,8 @@ def _reached(read: int, proc: subprocess.Popen) -> str:
 
 # From the first import of the command line to the write of the report: the imports the
 # command makes on the way (matplotlib's interrupted in CI once), then the write itself.
-MOMENTS = ["import:click", "import:paprof.reports.html", "import:pandas",
-           "import:paprof.analysis.decompose", "import:matplotlib", "write"]
+MOMENTS = ["import:click", "import:paprof.render.html", "import:pandas",
+           "import:paprof.model.decompose", "import:matplotlib", "write"]
 
 
 @pytest.mark.parametrize("moment", MOMENTS)
@@ -266,9 +266,9 @@ where.{name} = _patched
 
 
 @pytest.mark.parametrize("module, name, how", [
-    ("paprof.analysis.compare_runs", "finished_comparison", "weakref"),
-    ("paprof.reports.context", "build_context", "del"),
-    ("paprof.reports.html", "render_html", "weakref"),
+    ("paprof.explain.compare_runs", "finished_comparison", "weakref"),
+    ("paprof.render.context", "build_context", "del"),
+    ("paprof.render.html", "render_html", "weakref"),
 ])
 def test_a_ctrl_c_swallowed_in_a_callback_still_ends_compare(tmp_path, module, name, how):
     out = tmp_path / "r.html"
@@ -286,8 +286,8 @@ def test_after_a_swallowed_ctrl_c_is_raised_again_a_cleanup_may_still_write(tmp_
     done = _python(textwrap.dedent(f"""
         import time, weakref
         from pathlib import Path
-        from paprof import entry, outputs
-        entry._install()
+        from paprof import interrupts, outputs
+        interrupts.install()
 
         class Box:
             pass

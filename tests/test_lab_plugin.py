@@ -69,8 +69,8 @@ def test_paprof_run_records_the_gemm_ceiling_of_tensor_core_work(fake_bin, fake_
     """The verification run of a family held to the GEMM ceiling measures it
     (--gemm-ceiling) and the sidecar records it as gemm_ceiling_tflops; fp32 work is not
     held to it."""
-    from paprof.profiler.argv import NcuSettings
-    from paprof.profiler.profile import profile_variant
+    from paprof.measure.argv import NcuSettings
+    from paprof.measure.profile import profile_variant
 
     fake_launcher.result = {"gemm_ceiling_tflops": 712.5,
                             "gemm_ceiling": {"dtype": "bf16", "method": "cublas.gemmEx", "tflops": 712.5}}

@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from paprof.reports.build import write_report
+from paprof.render.build import write_report
 from helpers import ROOT, unpacked
 
 MARK = {"dram-bound": 70.0}
@@ -74,7 +74,7 @@ ZOO_H100 = ROOT / "examples" / "zoo" / "runs-h100.tar.xz"
 
 
 def _zoo_labels_agree(archive) -> None:
-    from paprof.analysis.load import load_reports, variant_rows
+    from paprof.model.load import load_reports, variant_rows
 
     rows = variant_rows(load_reports(unpacked(archive) / "runs"))
     for _i, row in rows.iterrows():
@@ -92,7 +92,7 @@ def test_no_label_of_the_new_cases_is_contradicted():
 
 @pytest.mark.skipif(not ZOO.is_file(), reason="examples/zoo/runs.tar.xz is not there")
 def test_no_zoo_label_is_contradicted_and_no_share_is_over_the_whole():
-    from paprof.analysis.load import load_reports, variant_rows
+    from paprof.model.load import load_reports, variant_rows
 
     rows = variant_rows(load_reports(unpacked(ZOO) / "runs"))
     for _i, row in rows.iterrows():

@@ -1,5 +1,5 @@
-"""The decomposition of a step's time (``paprof.analysis.decompose``) and the ledger that
-groups it (``paprof.analysis.ledger``): terms that add up to the measured difference
+"""The decomposition of a step's time (``paprof.model.decompose``) and the ledger that
+groups it (``paprof.model.ledger``): terms that add up to the measured difference
 exactly, each moving only when its factor moves, checked on made-up kernels whose cause
 is known and on the recorded H200 runs (tests/data)."""
 
@@ -10,10 +10,10 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from paprof.analysis import decompose as D
-from paprof.analysis.cause_words import cause_text
-from paprof.analysis.ledger import TERMS, from_decomposition, group
-from paprof.analysis.metrics import STALL_REASONS
+from paprof.model import decompose as D
+from paprof.explain.cause_words import cause_text
+from paprof.model.ledger import TERMS, from_decomposition, group
+from paprof.read.metrics import STALL_REASONS
 
 from helpers import recorded
 
@@ -153,7 +153,7 @@ def test_the_logmean():
 def test_the_identity_holds_on_the_shipped_h200_runs():
     # active cycles x warps = instructions issued / schedulers x cycles per instruction,
     # to the cycle, on every shipped paged_decode run: the decomposition is exact there.
-    from paprof.analysis.load import load_reports
+    from paprof.model.load import load_reports
 
     df = load_reports([recorded("h200")])
     for _, row in df.iterrows():
@@ -165,7 +165,7 @@ def test_the_identity_holds_on_the_shipped_h200_runs():
 
 
 def test_the_showcase_steps_name_their_mechanism_first():
-    from paprof.reports.build import write_report
+    from paprof.render.build import write_report
 
     res = write_report(["v2", "v3", "v4", "v5", "v6"], runs=recorded("h200"), out=None, markdown="-")
     steps = {f"{s.before}->{s.after}": s for s in res.comparison.steps}
@@ -200,7 +200,7 @@ def test_mma_to_wgmma2_names_the_tensor_pipe_not_the_loads_tma_replaced():
     # TMA's copies are not global loads: "SM<-L1 global-load traffic falls 257x" was an
     # artefact. The cause is 4.5x fewer instructions issued: warpgroup MMA (HGMMA) in place
     # of warp-level MMA (HMMA), and far less address arithmetic.
-    from paprof.reports.build import write_report
+    from paprof.render.build import write_report
 
     built = write_report(["flash_fwd/mma", "flash_fwd/wgmma2"], runs=recorded("h200-flash_fwd"),
                          out=None, markdown=None)

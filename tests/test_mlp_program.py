@@ -20,14 +20,14 @@ pytestmark = pytest.mark.skipif(not ARCHIVE.is_file(), reason="examples/mlp/runs
 
 @pytest.fixture(scope="module")
 def built():
-    from paprof.reports.build import write_report
+    from paprof.render.build import write_report
 
     return write_report(["eager", "compiled"], runs=unpacked(ARCHIVE) / "runs", out=None,
                         markdown="-")
 
 
 def test_each_step_is_one_push_of_the_programs_range(built):
-    from paprof.analysis.load import load_reports
+    from paprof.model.load import load_reports
 
     df = load_reports([Path(v.report_path) for v in built.comparison.variants])
     for name, rows in df.groupby("variant"):

@@ -20,7 +20,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from paprof.analysis import load, ncu_fastread, ncu_reader
+from paprof.model import load
+from paprof.read import ncu_fastread, ncu_reader
 from paprof.errors import UserError
 from helpers import recorded
 

@@ -13,9 +13,9 @@ import pytest
 from paprof import registry
 from paprof.gate import environment as environment_gate
 from paprof.gate import Baseline, Entry, Provenance, Settings, Stat, compare_to_baseline
-from paprof.profiler import environment
-from paprof.profiler.argv import NcuSettings
-from paprof.profiler.profile import profile_variant
+from paprof.measure import environment
+from paprof.measure.argv import NcuSettings
+from paprof.measure.profile import profile_variant
 
 from helpers import FakeNvml, lab_shape
 
@@ -161,7 +161,7 @@ def test_bench_records_the_environment_and_warns_when_throttled(monkeypatch):
     from click.testing import CliRunner
 
     from paprof.cli import main
-    from paprof.kernels import bench as kbench
+    from paprof.measure.kernels import bench as kbench
 
     fam = registry.family("paged_decode")
     params = fam.parse("batch=8,context=1024")

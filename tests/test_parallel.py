@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from paprof import parallel
-from paprof.analysis import load
+from paprof.model import load
 from paprof.errors import UserError
 from helpers import recorded
 
@@ -235,7 +235,7 @@ def test_charts_drawn_by_workers_are_the_same(monkeypatch):
 
 
 def test_labelled_ticks_first_last_and_spread():
-    from paprof.reports.sweep_charts import MAX_LABELS, labelled
+    from paprof.render.sweep_charts import MAX_LABELS, labelled
 
     assert labelled([0.0, 1.0, 2.0], False) == [0, 1, 2]
     for positions, log_x in ((list(range(50)), False), (list(range(1, 51)), True),
@@ -256,7 +256,7 @@ def test_ctrl_c_while_workers_read_ends_them(tmp_path):
     code = textwrap.dedent(f"""
         import os, signal, sys, time
         signal.signal(signal.SIGINT, signal.default_int_handler)  # not ignored if the suite's runner was
-        from paprof.analysis import load
+        from paprof.model import load
         load.PARALLEL_RUNS, load.CHUNK_RUNS = 2, 2
         def stuck(task):
             with open({str(pids)!r}, "a") as out:

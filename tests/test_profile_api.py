@@ -20,7 +20,7 @@ import pytest
 
 import paprof
 from paprof.errors import UserError, VerificationError
-from paprof.profiler import profile as profiler
+from paprof.measure import profile as profiler
 
 from helpers import shipped
 
@@ -183,7 +183,7 @@ def test_the_child_imports_the_carried_code_and_checks_it(fake_gpu, tmp_path, mo
     code = '''
 import numpy as np
 from paprof import registry
-from paprof.kernels import kinds
+from paprof.measure.kernels import kinds
 from paprof.callable_family import as_array
 fam = registry.family("notebook")
 params = fam.parse("n=64")
@@ -216,7 +216,7 @@ def test_without_a_reference_the_first_variant_is_it():
     made = fam.inputs(params, 1, np)
     ref = fam.reference(params, made, np)
     from paprof.callable_family import as_array
-    from paprof.kernels import kinds
+    from paprof.measure.kernels import kinds
 
     errors = [float(np.abs(as_array(kinds.build(v, params, None)(made, None), np) - ref).max())
               for v in fam.variants]
@@ -232,7 +232,7 @@ def test_the_tolerance_follows_the_checked_output_not_the_float64_reference():
                     "def reference(x, y):\n    assert x.dtype == np.float64\n    return x + y\n")
     fam = paprof.callable_family.make_family("nb", [{"n": 4}], {"a": cell["f32"], "b": cell["f16"]},
                                              cell["inputs"], reference=cell["reference"], measure=True)
-    from paprof.kernels import kinds
+    from paprof.measure.kernels import kinds
 
     params = fam.params(n=4)
     made = fam.inputs(params, 0, np)
@@ -247,7 +247,7 @@ def test_a_variant_that_returns_nothing_is_one_line():
                     "def inplace(x):\n    x += 1\n")
     fam = paprof.callable_family.make_family("nb", [{"n": 4}], {"inplace": cell["inplace"]}, cell["inputs"],
                                              measure=True)
-    from paprof.kernels import kinds
+    from paprof.measure.kernels import kinds
 
     params = fam.params(n=4)
     with pytest.raises(UserError, match=r"variant inplace \(inplace\) returned None: return its output"):
@@ -337,7 +337,7 @@ def test_what_cannot_be_profiled_is_one_line_before_anything_runs(source, call, 
 
 
 def test_no_ncu_or_no_gpu_is_one_line(fake_bin, monkeypatch, tmp_path):
-    from paprof.profiler import locate
+    from paprof.read import locate
 
     cell = notebook(NO_ARGS + "def f(x):\n    return x\ndef g(x):\n    return x\n")
     args = dict(configs=[{"n": 1}], inputs=cell["inputs"], runs=tmp_path / "runs")
@@ -377,7 +377,7 @@ def test_import_paprof_stays_light():
 
 
 def _ncu_or_skip():
-    from paprof.profiler.locate import find_ncu
+    from paprof.read.locate import find_ncu
 
     try:
         find_ncu()

@@ -6,8 +6,8 @@ import pytest
 
 from paprof.errors import UserError
 from paprof import registry
-from paprof.profiler.argv import NcuSettings, launcher_argv, ncu_argv, report_path, verify_argv
-from paprof.profiler.presets import PRESETS, get_preset
+from paprof.measure.argv import NcuSettings, launcher_argv, ncu_argv, report_path, verify_argv
+from paprof.measure.presets import PRESETS, get_preset
 
 from helpers import lab_shape
 
@@ -57,7 +57,7 @@ def test_ncu_argv_default():
         "--nvtx", "--nvtx-include", "paged_decode.v3/",
         "-k", "regex:paged_decode_v3",
         "--launch-count", "1",
-        "/py", "-m", "paprof.kernels.launch",
+        "/py", "-m", "paprof.measure.kernels.launch",
         "--variant", "v3", "--family", "paged_decode", "--shape", SPEC,
         "--profile-launches", "1", "--result", "/runs/r.json", "--time", "0", "--no-check",
     ]  # fmt: skip
@@ -76,7 +76,7 @@ def test_ncu_argv_full_set_base_clocks_two_kernels_three_launches_seed():
         "--nvtx", "--nvtx-include", "paged_decode.v4/",
         "-k", "regex:paged_decode_v4_(partial|merge)",
         "--launch-count", "6",
-        "/py", "-m", "paprof.kernels.launch",
+        "/py", "-m", "paprof.measure.kernels.launch",
         "--variant", "v4", "--family", "paged_decode", "--shape", SPEC,
         "--profile-launches", "3", "--result", "r.json", "--time", "0",
         "--seed", "7", "--no-check",
@@ -98,7 +98,7 @@ def test_ncu_argv_memory_preset_without_filters():
 def test_verify_argv_runs_the_launcher_alone():
     argv = verify_argv(settings(seed=3), registry.get("v3"), the_shape(), "/tmp/v.json")
     assert argv == [
-        "/py", "-m", "paprof.kernels.launch",
+        "/py", "-m", "paprof.measure.kernels.launch",
         "--variant", "v3", "--family", "paged_decode", "--shape", SPEC,
         "--profile-launches", "0", "--result", "/tmp/v.json", "--time", "20",
         "--seed", "3",
@@ -140,7 +140,7 @@ def test_presets():
 
 
 def test_progress_finished_on_its_own_line_after_a_warning():
-    from paprof.profiler.ncu_log import NcuLog
+    from paprof.measure.ncu_log import NcuLog
 
     log = NcuLog()
     for line in [

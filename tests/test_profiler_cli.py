@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from paprof.measure import profile
 
 
 
@@ -154,8 +155,8 @@ def test_run_summary_fits_80_columns_with_whole_report_paths():
 
     from paprof.commands.run import report_lines, summary_table
     from paprof import registry
-    from paprof.profiler.profile import Outcome
-    from paprof.profiler.store import Run
+    from paprof.measure.profile import Outcome
+    from paprof.read.store import Run
 
     outcomes = []
     for vid in ("v3", "v5", "handbook"):

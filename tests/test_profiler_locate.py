@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from paprof.errors import UserError
-from paprof.profiler import locate
+from paprof.read import locate
 
 
 def make_exe(path):
@@ -117,7 +117,7 @@ def test_ncu_report_absent_says_what_to_do(tmp_path, fake_module):
 
 
 def test_importing_the_profiler_needs_no_ncu(tmp_path):
-    code = "import paprof.profiler.profile, paprof.profiler.store, paprof.commands.run"
+    code = "import paprof.measure.profile, paprof.read.store, paprof.commands.run"
     env = {"PATH": str(tmp_path), "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
     done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr

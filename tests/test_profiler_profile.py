@@ -8,10 +8,11 @@ import pytest
 
 from paprof.errors import ShapeError, UserError, VerificationError
 from paprof import registry
-from paprof.profiler import locate, profile, store
-from paprof.profiler.argv import NcuSettings
-from paprof.profiler.locate import import_ncu_report
-from paprof.profiler.profile import profile_variant, profile_variants
+from paprof.read import locate, store
+from paprof.measure import profile
+from paprof.measure.argv import NcuSettings
+from paprof.read.locate import import_ncu_report
+from paprof.measure.profile import profile_variant, profile_variants
 
 from helpers import lab_shape, real_report
 

@@ -7,7 +7,8 @@ import subprocess
 import pytest
 
 from paprof import __version__
-from paprof.profiler import provenance
+from paprof import names
+from paprof.measure import provenance
 
 
 
@@ -17,7 +18,7 @@ from paprof.profiler import provenance
      ("  NVIDIA GeForce RTX 4090 ", "nvidia-geforce-rtx-4090"), ("", "unknown")],
 )  # fmt: skip
 def test_slug(name, expected):
-    assert provenance.slug(name) == expected
+    assert names.slug(name) == expected
 
 
 def test_gpus_and_ncu_version_from_fakes(fake_bin, monkeypatch):
@@ -67,7 +68,7 @@ def test_collect_without_any_tool(tmp_path):
 
 
 def test_git_commit_from_the_environment_outside_a_checkout(tmp_path):
-    from paprof.profiler import provenance
+    from paprof.measure import provenance
 
     assert provenance.git_state(tmp_path, environ={"PAPROF_GIT_COMMIT": "abc1234"}) == ("abc1234", None)
     assert provenance.git_state(tmp_path, environ={}) == (None, None)
@@ -75,7 +76,7 @@ def test_git_commit_from_the_environment_outside_a_checkout(tmp_path):
 
 def test_git_commit_from_the_environment_wins_over_a_stale_checkout():
     """The GPU machine's copy of the tree can hold an older .git than the tree it runs."""
-    from paprof.profiler import provenance
+    from paprof.measure import provenance
 
     assert provenance.git_state(provenance.REPO_ROOT, environ={"PAPROF_GIT_COMMIT": "abc1234"}) == ("abc1234", None)
     commit, _ = provenance.git_state(provenance.REPO_ROOT, environ={})

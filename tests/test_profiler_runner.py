@@ -13,10 +13,10 @@ import pytest
 
 from paprof.errors import UserError, VerificationError
 from paprof import registry
-from paprof.profiler.argv import NcuSettings, ncu_argv
-from paprof.profiler.locate import find_ncu
-from paprof.profiler.ncu_log import NcuLog, parse_profiling
-from paprof.profiler.runner import run_ncu
+from paprof.measure.argv import NcuSettings, ncu_argv
+from paprof.read.locate import find_ncu
+from paprof.measure.ncu_log import NcuLog, parse_profiling
+from paprof.measure.runner import run_ncu
 
 from helpers import gone as _ended, lab_shape
 
@@ -127,7 +127,7 @@ def test_interrupt_stops_ncu(ncu_setup, monkeypatch, tmp_path):
 _RUN_NCU = """
 import json, sys
 from pathlib import Path
-from paprof.profiler.runner import run_ncu
+from paprof.measure.runner import run_ncu
 argv, log, report = json.loads(sys.argv[1])
 run_ncu(argv, Path(log), Path(report))
 """
@@ -167,7 +167,7 @@ def test_ncu_and_its_program_die_when_paprof_is_killed(ncu_setup, monkeypatch, t
 
 _RUN_LAUNCHER = """
 import os, sys
-from paprof.profiler.profile import run_launcher
+from paprof.measure.profile import run_launcher
 run_launcher([sys.executable, "-c", "import sys, time; open(sys.argv[1], 'w').write(str(__import__('os').getpid())); time.sleep(600)", sys.argv[1]], dict(os.environ))
 """
 

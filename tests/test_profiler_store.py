@@ -7,7 +7,7 @@ import json
 import pytest
 
 from paprof.errors import UserError
-from paprof.profiler import store
+from paprof.read import store
 
 SHAPE = "b64_ctx4096_h32x8_d128_p16_fp32"
 

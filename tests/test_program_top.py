@@ -15,8 +15,8 @@ from click.testing import CliRunner
 
 from helpers import unpacked
 from paprof.family import CommandVariant
-from paprof.profiler.argv import NcuSettings, names_regex, ncu_argv
-from paprof.profiler.top_kernels import TIME_METRIC, choose, chosen_names, read_launches
+from paprof.measure.argv import NcuSettings, names_regex, ncu_argv
+from paprof.measure.top_kernels import TIME_METRIC, choose, chosen_names, read_launches
 
 MLP = Path(__file__).resolve().parents[1] / "examples" / "mlp" / "runs.tar.xz"
 needs_mlp = pytest.mark.skipif(not MLP.is_file(), reason="examples/mlp/runs.tar.xz is not there")

@@ -1,6 +1,6 @@
 """``paprof compare`` of two programs (``run --cmd`` runs) opens with the program view:
 each program's kernels by time, their share of the step and label, what moved most, and
-what the top-kernel run skipped (``paprof.analysis.program``), in the HTML, the Markdown
+what the top-kernel run skipped (``paprof.model.program``), in the HTML, the Markdown
 and the explanation JSON. On the shipped MLP program runs (examples/mlp)."""
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ SELECTION = {
 
 
 def _report(runs: Path):
-    from paprof.reports.build import write_report
+    from paprof.render.build import write_report
 
     return write_report(["eager", "compiled"], runs=runs, out=None, markdown="-")
 
@@ -61,7 +61,7 @@ def test_what_moved_most_is_the_fused_element_wise_work(shipped):
 
 
 def test_the_explanation_carries_the_program_view(shipped):
-    from paprof.analysis.explanation import explanation
+    from paprof.explain.explanation import explanation
 
     program = explanation(shipped.comparison)["program"]
     eager = program["runs"][0]
@@ -92,7 +92,7 @@ def test_what_was_skipped_is_shown_with_its_share(tmp_path):
 
 def test_the_html_shows_it_and_a_comparison_of_kernels_has_none(shipped, tmp_path):
     from helpers import recorded
-    from paprof.reports.build import write_report
+    from paprof.render.build import write_report
 
     page = tmp_path / "mlp.html"
     write_report(["eager", "compiled"], runs=unpacked(MLP) / "runs", out=page)

@@ -73,7 +73,7 @@ def test_the_newcomers_kernels_compile(newcomer):
 
 @pytest.mark.gpu
 def test_the_newcomers_variants_verify_on_the_gpu(newcomer):
-    from paprof.kernels import harness
+    from paprof.measure.kernels import harness
 
     fam = registry.family("vadd")
     for n in (1000, 1 << 24):

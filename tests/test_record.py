@@ -6,8 +6,8 @@ from pathlib import Path
 import pytest
 
 from paprof.errors import UserError
-from paprof.profiler import store
-from paprof.record import REPORT_BYTES, SCHEMA, RunRecord, as_record
+from paprof.read import store
+from paprof.read.record import REPORT_BYTES, SCHEMA, RunRecord, as_record
 from helpers import recorded
 
 SHIPPED = recorded("h200")
@@ -32,7 +32,7 @@ def test_a_shipped_sidecar_reads_into_typed_fields_without_renaming_a_key():
 
 
 def test_the_store_and_the_table_hand_out_the_record():
-    from paprof.analysis.load import load_reports
+    from paprof.model.load import load_reports
 
     run = store.find_runs(SHIPPED)[0]
     assert isinstance(run.sidecar, RunRecord)

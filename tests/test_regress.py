@@ -13,7 +13,7 @@ import xml.etree.ElementTree as ET
 import pytest
 
 from paprof import gate
-from paprof.analysis.metrics import BY_COLUMN
+from paprof.read.metrics import BY_COLUMN
 from paprof.gate import (
     Baseline,
     BaselineMismatch,
@@ -426,7 +426,7 @@ def test_truncated_and_missing_baselines(tmp_path, baseline_v3):
 
 
 def test_junit_parses_and_names_the_regression(tmp_path, baseline_v3):
-    from paprof.reports.junit import write_junit
+    from paprof.render.junit import write_junit
 
     verdict = verdict_for(baseline_v3, make_rows(dram=(57.0,)))
     root = ET.parse(write_junit(verdict, tmp_path / "out" / "check.xml")).getroot()
@@ -445,7 +445,7 @@ def test_junit_parses_and_names_the_regression(tmp_path, baseline_v3):
 
 
 def test_junit_of_a_pass_has_no_failures(tmp_path, baseline_v3):
-    from paprof.reports.junit import junit_tree
+    from paprof.render.junit import junit_tree
 
     root = junit_tree(verdict_for(baseline_v3, make_rows())).getroot()
     assert root.get("failures") == "0"
@@ -453,7 +453,7 @@ def test_junit_of_a_pass_has_no_failures(tmp_path, baseline_v3):
 
 
 def test_markdown_lists_regressions_and_the_table(baseline_v3):
-    from paprof.reports.check_markdown import verdict_markdown
+    from paprof.render.check_markdown import verdict_markdown
 
     text = verdict_markdown(verdict_for(baseline_v3, make_rows(dram=(57.0,))))
     assert text.startswith("## paprof check: FAIL")
@@ -468,8 +468,8 @@ def test_markdown_lists_regressions_and_the_table(baseline_v3):
 
 def test_a_floor_below_zero_is_said_to_be_a_check_that_cannot_fail():
     """v1-like: DRAM 0.9 % with the 3-point default gives allowed >= -2.1 %."""
-    from paprof.reports.check_markdown import verdict_markdown
-    from paprof.reports.junit import junit_tree
+    from paprof.render.check_markdown import verdict_markdown
+    from paprof.render.junit import junit_tree
 
     base = make_baseline(make_table(make_rows(dram=(0.9,))))
     verdict = compare_to_baseline(base, make_table(make_rows(dram=(0.0,))))

@@ -140,8 +140,8 @@ def test_bad_samples_are_corrupt(tmp_path):
 
 
 def test_markdown_and_junit_say_ambiguous_and_changed():
-    from paprof.reports.check_markdown import verdict_markdown
-    from paprof.reports.junit import junit_tree
+    from paprof.render.check_markdown import verdict_markdown
+    from paprof.render.junit import junit_tree
 
     def remeasure(e):
         return entry(duration_us_event=_at_the_effect(seed=7))

@@ -9,13 +9,13 @@ import re
 import pytest
 from click.testing import CliRunner
 
-from paprof.analysis import load
+from paprof.model import load
 from paprof.cli import main
 from paprof.errors import UserError
-from paprof.reports import build
-from paprof.reports.context import build_context
-from paprof.reports.html import render_html
-from paprof.reports.markdown import md_escape, render_markdown
+from paprof.render import build
+from paprof.render.context import build_context
+from paprof.render.html import render_html
+from paprof.render.markdown import md_escape, render_markdown
 from helpers import ROOT, SIDE, V3, comparison, make_frame, make_row, recorded, split_rows
 
 EVIL = "<script>alert('x')</script>"
@@ -119,7 +119,7 @@ def test_charts_never_import_pyplot():
     import subprocess
     import sys
 
-    code = ("import sys; from paprof.reports import charts; "
+    code = ("import sys; from paprof.render import charts; "
             "c = charts.occupancy(['a', 'b'], [50, 40], [30, 35], ['regs', 'smem']); "
             "print(c.width > 0, 'matplotlib.pyplot' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
@@ -353,8 +353,8 @@ def test_rows_no_variant_has_are_left_out_and_named(ctx):
 
 
 def test_kernel_names_break_at_identifier_boundaries_only():
-    from paprof.analysis import fmt
-    from paprof.reports.html import word_breaks
+    from paprof.explain import fmt
+    from paprof.render.html import word_breaks
 
     name = "void flashinfer::BatchDecodeWithPagedKVCacheKernel<true, 128>(Params)"
     html = str(word_breaks(name))
@@ -378,7 +378,7 @@ def test_a_row_has_one_unit_for_its_changes():
 
 
 def test_the_stall_breakdown_names_the_top_reasons_and_groups_the_rest():
-    from paprof.analysis.metrics import STALL_REASONS
+    from paprof.read.metrics import STALL_REASONS
 
     stalls = {f"stall_{r}": 0.1 * (i + 1) for i, r in enumerate(STALL_REASONS)}
     ctx = build_context(comparison(make_row("v2", **stalls), make_row("v3", **dict(V3, **stalls))), charts=False)
@@ -403,7 +403,7 @@ H200 = recorded("h200")
 
 
 def test_the_tie_rule_is_one_constant_shared_with_the_sweep_report():
-    from paprof.analysis import verdict
+    from paprof.explain import verdict
     from paprof.sweep import report as sweep_report
 
     assert sweep_report.NOISE_PCT is verdict.NOISE_PCT
@@ -413,14 +413,14 @@ def test_the_tie_rule_is_one_constant_shared_with_the_sweep_report():
 
 
 def test_against_an_unknown_label_is_a_user_error(cmp):
-    from paprof.analysis.verdict import against
+    from paprof.explain.verdict import against
 
     with pytest.raises(UserError, match="--baseline v9: not among"):
         against(cmp, "v9")
 
 
 def test_against_tells_every_variant_against_the_baseline(cmp):
-    from paprof.analysis.verdict import against, is_star
+    from paprof.explain.verdict import against, is_star
 
     star = against(cmp, "v3")
     assert [v.label for v in star.variants] == ["v3", "v2", "v4"]
@@ -468,7 +468,7 @@ def test_whole_program_verdict_names_the_fused_kernels(tmp_path):
 
 
 def test_column_headers_name_kernels_by_whole_identifier_parts():
-    from paprof.analysis.fmt import identifier_tail
+    from paprof.explain.fmt import identifier_tail
 
     assert identifier_tail("paged_decode_v4_partial", 18) == "…decode_v4_partial"
     assert identifier_tail("short", 18) == "short"
@@ -476,7 +476,7 @@ def test_column_headers_name_kernels_by_whole_identifier_parts():
 
 
 def test_a_compute_family_gets_pipe_utilisation_not_dram_bars():
-    from paprof.analysis.series import compute_family
+    from paprof.explain.series import compute_family
 
     fam = [("a", 1.2, 37.4), ("b", 2.1, 56.5), ("c", 3.5, 76.8)]
     rows = [make_row(v, dram_throughput_pct=d, tensor_pipe_pct=t) for v, d, t in fam]
@@ -490,7 +490,7 @@ def test_a_compute_family_gets_pipe_utilisation_not_dram_bars():
 
 
 def test_the_roofline_axis_fits_its_points_and_names_the_far_ones():
-    from paprof.reports import charts
+    from paprof.render import charts
 
     roofs = [("dram", "DRAM", "memory", 4.5e12, "measured"), ("tensor", "Tensor", "compute", 7.3e14, "measured")]
     points = [("mma", "dram", 4000.0, 2.4e14), ("mma", "l1", 912203.0, 2.4e14)]
@@ -525,15 +525,15 @@ def _text_overlaps(fig) -> list[tuple[str, str]]:
     ("h200-flash_fwd", ["flash_fwd/handbook", "flash_fwd/mma", "flash_fwd/wgmma2", "flash_fwd/sdpa_cudnn"]),
 ])
 def test_no_chart_text_overlaps(monkeypatch, tmp_path, runs, variants):
-    from paprof.reports import charts
+    from paprof.render import charts
 
-    found, finish = {}, charts._finish
+    found, finish = {}, charts.finished_chart
 
     def check(fig, chart_id, *args):
         found[chart_id] = _text_overlaps(fig)
         return finish(fig, chart_id, *args)
 
-    monkeypatch.setattr(charts, "_finish", check)
+    monkeypatch.setattr(charts, "finished_chart", check)
     res = build.write_report(variants, runs=recorded(runs), out=tmp_path / "r.html", cross=True)
     assert len(found) >= 6 and {c.id for c in res.context.charts} == set(found)
     assert {k: v for k, v in found.items() if v} == {}

@@ -9,8 +9,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from paprof.analysis import metrics as M
-from paprof.analysis import roofline as R
+from paprof.read import metrics as M
+from paprof.model import roofline as R
 from helpers import recorded
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -127,7 +127,7 @@ def test_roofs_fall_back_from_measured_to_datasheet_to_ncu_peak():
     assert {k: (r.rate, r.source) for k, r in unknown.items()} == {
         "dram": (3e12, R.NCU_PEAK), "l2": (1e13, R.NCU_PEAK), "l1": (2e13, R.NCU_PEAK),
         "fp32": (4e13, R.NCU_PEAK), "fp64": (2e13, R.NCU_PEAK), "tensor": (9e14, R.NCU_PEAK)}
-    from paprof.analysis.gpus import ceiling_for
+    from paprof.model.gpus import ceiling_for
 
     h200 = R.roofs_for([variant(gpu="NVIDIA H200", ceiling=ceiling_for("NVIDIA H200"), **peaks)])
     assert (h200["dram"].rate, h200["dram"].source) == (4.53e12, R.MEASURED)
@@ -164,7 +164,7 @@ def test_runs_on_two_gpus_get_no_shared_roofline():
 
 @pytest.fixture(scope="module")
 def cmp():
-    from paprof.analysis.compare import compare_reports
+    from paprof.explain.compare import compare_reports
 
     return compare_reports([report(v) for v in VARIANTS])
 
@@ -176,7 +176,7 @@ def rl(cmp):
 
 def raw(variant: str, kernel: int = 0) -> dict:
     """Every metric of one kernel, read with ncu_report itself (not paprof's readers)."""
-    from paprof.analysis.ncu_reader import open_full
+    from paprof.read.ncu_reader import open_full
 
     _ctx, actions = open_full(report(variant))
     action = actions[kernel]
@@ -237,7 +237,7 @@ def test_every_fp32_variant_is_dram_bound_and_v5_close_to_its_roof(rl):
 
 
 def test_the_report_shows_the_roofline_chart_and_table(tmp_path):
-    from paprof.reports.build import write_report
+    from paprof.render.build import write_report
 
     built = write_report(VARIANTS, runs=SOURCE_RUNS, out=tmp_path / "r.html", markdown=tmp_path / "r.md")
     html, md = (tmp_path / "r.html").read_text(), (tmp_path / "r.md").read_text()
@@ -262,13 +262,13 @@ def test_runs_without_roofline_inputs_have_no_roofline():
     # the v3 run shipped before the default preset gained the roofline sections
     old = sorted((ROOT / "tests" / "data" / "schema1").rglob("*.ncu-rep"))
     assert old
-    from paprof.analysis.compare import compare_reports
+    from paprof.explain.compare import compare_reports
 
     assert R.build(compare_reports(old)) is None
 
 
 def test_every_shipped_run_is_a_roofline_point():
-    from paprof.analysis.compare import compare_reports
+    from paprof.explain.compare import compare_reports
 
     shipped = sorted((recorded("h200") / "nvidia-h200" / "paged_decode").glob("*/*.ncu-rep"))
     built = R.build(compare_reports(shipped))

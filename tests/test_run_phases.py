@@ -19,10 +19,10 @@ from paprof import phases as ph
 from paprof import registry
 from paprof.errors import UserError
 from paprof.family import CallableVariant, Family, Params, Work, param
-from paprof.kernels import batch, gpu, harness
-from paprof.profiler.argv import NcuSettings
-from paprof.profiler.profile import profile_variant, profile_variants
-from paprof.record import RunRecord
+from paprof.measure.kernels import batch, gpu, harness
+from paprof.measure.argv import NcuSettings
+from paprof.measure.profile import profile_variant, profile_variants
+from paprof.read.record import RunRecord
 
 from helpers import lab_shape, recorded
 
@@ -64,7 +64,7 @@ def test_totals_count_a_shared_phase_once_and_leave_out_what_ran_beside():
 @pytest.fixture
 def no_nvcc(monkeypatch):
     """The SASS hash without nvcc (compiling is the static gate's tests' to test): quick."""
-    from paprof import sass_hash
+    from paprof.measure import sass_hash
 
     monkeypatch.setattr(sass_hash, "hash_sass", lambda variant, params, arch=None: sass_hash.not_taken("test"))
 
@@ -91,7 +91,7 @@ def test_several_variants_are_checked_and_timed_in_one_launcher_process(fake_bin
     outcomes = profile_variants(variants, lab_shape("batch=64,context=4096"), NcuSettings(seed=4),
                                 tmp_path / "runs")
     (call,) = fake_launcher.calls  # one process, not one a variant
-    assert call[call.index("-m") + 1] == "paprof.kernels.batch"
+    assert call[call.index("-m") + 1] == "paprof.measure.kernels.batch"
     assert call[call.index("--variants") + 1] == "v2,v3,v5"
     assert call[call.index("--seed") + 1] == "4" and call[call.index("--time") + 1] == "20"
     for o in outcomes:
@@ -116,7 +116,7 @@ def test_a_variant_the_batch_skipped_or_failed_goes_as_alone(fake_bin, fake_laun
 
 
 def test_the_hashes_are_taken_again_for_a_gpu_of_another_target(fake_bin, fake_launcher, tmp_path, monkeypatch):
-    from paprof import sass_hash
+    from paprof.measure import sass_hash
 
     asked = []
     monkeypatch.setattr(sass_hash, "hash_sass", lambda v, p, arch: asked.append((v.id, arch)) or
@@ -217,7 +217,7 @@ def test_the_batch_shares_the_inputs_and_the_reference_and_says_who_failed(numpy
 
 
 def test_the_launcher_alone_times_its_phases(numpy_gpu, toy, monkeypatch):
-    from paprof.kernels import launch
+    from paprof.measure.kernels import launch
 
     family, made = toy
     monkeypatch.setattr(registry, "get", lambda variant, fam=None: family.variant(variant))
@@ -235,7 +235,7 @@ def test_the_modules_built_ahead_are_the_ones_each_variants_build_asks_for(monke
     """The batch compiles every variant's modules in parallel threads first (NVRTC); each
     lab variant's own build (its hook) must then find every module it asks for compiled,
     with the same sources, defines, target and options, or the build ahead buys nothing."""
-    from paprof.kernels import kinds
+    from paprof.measure.kernels import kinds
 
     asked: list = []
 
@@ -269,7 +269,7 @@ def test_each_variant_alone_as_before_when_asked(fake_bin, fake_launcher, no_nvc
     monkeypatch.setenv("PAPROF_RUN_ALONE", "1")
     outcomes = profile_variants([registry.get("v2"), registry.get("v3")], lab_shape("batch=64,context=4096"),
                                 NcuSettings(), tmp_path / "runs")
-    assert [c[c.index("-m") + 1] for c in fake_launcher.calls] == ["paprof.kernels.launch"] * 2
+    assert [c[c.index("-m") + 1] for c in fake_launcher.calls] == ["paprof.measure.kernels.launch"] * 2
     for o in outcomes:
         assert [p.name for p in o.run.sidecar.phases][:3] == ["launcher start", "build", "check"]
         assert not any(p.shared > 1 or p.overlapped for p in o.run.sidecar.phases)
@@ -277,7 +277,7 @@ def test_each_variant_alone_as_before_when_asked(fake_bin, fake_launcher, no_nvc
 
 def test_the_gpu_the_driver_and_ncus_version_are_asked_once_a_command(fake_bin, fake_launcher, no_nvcc, tmp_path,
                                                                       monkeypatch):
-    from paprof.profiler import provenance
+    from paprof.measure import provenance
 
     asked: list = []
     run = provenance._run

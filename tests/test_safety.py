@@ -248,7 +248,7 @@ def test_a_broken_family_is_flagged_by_list(paprof_cli, tmp_path, monkeypatch, c
 
 import struct  # noqa: E402
 
-from paprof.analysis import ncu_fastread, ncu_reader  # noqa: E402
+from paprof.read import ncu_fastread, ncu_reader  # noqa: E402
 
 from helpers import recorded  # noqa: E402
 
@@ -318,7 +318,7 @@ def test_ncu_report_aborting_is_a_one_line_error_in_a_child(tmp_path, monkeypatc
 
 # -- F6: a record is whole or absent -------------------------------------------------------
 
-from paprof.profiler import store  # noqa: E402
+from paprof.read import store  # noqa: E402
 from paprof.sweep import results as sweep_results  # noqa: E402
 
 
@@ -396,7 +396,7 @@ def test_refusing_an_existing_run_names_the_commands_option(tmp_path):
 
 
 def test_a_sweep_profiles_with_force_as_its_replace_option(tmp_path, monkeypatch):
-    from paprof.profiler import profile
+    from paprof.measure import profile
 
     seen = {}
 
@@ -428,7 +428,7 @@ def _hostile_verdict():
 
 
 def test_check_markdown_escapes_hostile_names():
-    from paprof.reports.check_markdown import verdict_markdown
+    from paprof.render.check_markdown import verdict_markdown
 
     text = verdict_markdown(_hostile_verdict())
     import re
@@ -441,7 +441,7 @@ def test_check_markdown_escapes_hostile_names():
 
 
 def test_junit_with_control_characters_is_well_formed(tmp_path):
-    from paprof.reports.junit import write_junit
+    from paprof.render.junit import write_junit
 
     path = write_junit(_hostile_verdict(), tmp_path / "check.xml")
     root = ET.parse(path).getroot()  # well-formed
@@ -736,7 +736,7 @@ def test_the_cli_turns_an_environment_oserror_into_one_line(paprof_cli, tmp_path
 
 @pytest.fixture
 def broken_cupy(tmp_path, monkeypatch):
-    from paprof.kernels import gpu
+    from paprof.measure.kernels import gpu
 
     pkg = tmp_path / "fakecupy" / "cupy"
     pkg.mkdir(parents=True)
@@ -751,7 +751,7 @@ def broken_cupy(tmp_path, monkeypatch):
 
 
 def test_a_cupy_that_cannot_start_is_a_user_error(broken_cupy):
-    from paprof.kernels import gpu
+    from paprof.measure.kernels import gpu
 
     with pytest.raises(UserError, match="driver version is insufficient"):
         gpu.cupy()
@@ -770,8 +770,8 @@ def test_a_sweep_on_a_broken_cupy_exits_2_and_records_no_failure(paprof_cli, tmp
 
 @pytest.mark.lab
 def test_a_launcher_traceback_is_not_a_failed_verification(tmp_path, monkeypatch):
-    from paprof.profiler import profile
-    from paprof.profiler.argv import NcuSettings
+    from paprof.measure import profile
+    from paprof.measure.argv import NcuSettings
 
     monkeypatch.setattr(profile, "run_launcher", lambda argv, env: profile.LauncherOutcome(
         1, "Traceback (most recent call last):\n  ...\nRuntimeError: driver version is insufficient"))
@@ -912,7 +912,7 @@ import random  # noqa: E402
 KILLED_WRITER = r'''
 import os, random, sys, json
 from pathlib import Path
-from paprof.profiler import store
+from paprof.read import store
 paths = store.run_paths(sys.argv[1], "g", "paged_decode", "v5", "s")
 rng = random.Random(int(sys.argv[2]))
 for i in range(10**6):

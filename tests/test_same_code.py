@@ -8,13 +8,14 @@ import json
 
 import pytest
 
-from paprof import registry, sass_hash, static
+from paprof import registry
+from paprof.measure import sass_hash, static
 from paprof.gate import same_code
 from paprof.gate import (Baseline, Entry, Provenance, Stat, compare_to_baseline,
                                      load_baseline, save_baseline)
 from paprof.family import CommandVariant
-from paprof.profiler.argv import NcuSettings
-from paprof.profiler.profile import profile_variant
+from paprof.measure.argv import NcuSettings
+from paprof.measure.profile import profile_variant
 
 from helpers import lab_shape
 
@@ -155,8 +156,8 @@ def test_sidecar_records_read_into_the_provenance():
 def test_the_ci_outputs_name_the_noise_verdicts():
     import xml.etree.ElementTree as ET
 
-    from paprof.reports.check_markdown import verdict_markdown
-    from paprof.reports.junit import junit_tree
+    from paprof.render.check_markdown import verdict_markdown
+    from paprof.render.junit import junit_tree
 
     same = compare_to_baseline(Baseline([_entry(BASE, "f" * 64)]), [_entry(SLOW, "f" * 64)])
     text = verdict_markdown(same)

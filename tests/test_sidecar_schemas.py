@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from paprof.analysis import load
+from paprof.model import load
 
 from helpers import EXAMPLES
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from paprof.analysis import source as S
+from paprof.model import source as S
 from helpers import recorded
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -104,8 +104,8 @@ def test_without_text_lines_match_by_file_and_line():
 
 @pytest.fixture(scope="module")
 def hot():
-    from paprof import source_text
-    from paprof.analysis.compare import compare_reports
+    from paprof.measure import source_text
+    from paprof.explain.compare import compare_reports
 
     cmp = compare_reports([report(v) for v in ("v2", "v3", "v4", "v5")])
     return S.for_comparison(cmp, lambda v: source_text.for_run(v.sidecar))
@@ -164,7 +164,7 @@ def test_v4s_two_kernels_are_one_variant_and_v5_maps_into_its_source(hot):
 
 
 def test_runs_without_source_counters_have_no_hot_spots(tmp_path):
-    from paprof.analysis.compare import compare_reports
+    from paprof.explain.compare import compare_reports
 
     assert S.for_comparison(compare_reports([report("v2", OLD_RUNS), report("v3", OLD_RUNS)])) is None
     mixed = S.for_comparison(compare_reports([report("v2", OLD_RUNS), report("v3")]))
@@ -181,7 +181,7 @@ def test_without_the_family_the_module_file_is_named_but_has_no_text():
 def test_a_commit_this_checkout_lacks_reads_the_working_tree():
     import json
 
-    from paprof import source_text
+    from paprof.measure import source_text
 
     side = json.loads(report("v2").with_suffix("").with_suffix(".json").read_text())
     side["source"]["commit"] = side["git_commit"] = "0000000"
@@ -195,7 +195,7 @@ def test_a_commit_this_checkout_lacks_reads_the_working_tree():
 @pytest.mark.lab
 def test_compare_writes_the_hot_spots_and_the_notebook_has_them(tmp_path):
     import paprof
-    from paprof.reports.build import write_report
+    from paprof.render.build import write_report
 
     built = write_report(["v2", "v3"], runs=SOURCE_RUNS, out=tmp_path / "r.html", markdown=tmp_path / "r.md")
     html, md = (tmp_path / "r.html").read_text(), (tmp_path / "r.md").read_text()
@@ -213,7 +213,7 @@ def test_compare_writes_the_hot_spots_and_the_notebook_has_them(tmp_path):
 
 
 def test_the_old_runs_report_has_no_hot_spot_section(tmp_path):
-    from paprof.reports.build import write_report
+    from paprof.render.build import write_report
 
     built = write_report(["v2", "v3"], runs=OLD_RUNS, out=tmp_path / "r.html", markdown=tmp_path / "r.md")
     assert built.comparison.hotspots is None and built.context.hotspots is None

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from paprof import registry, static
+from paprof import registry
+from paprof.measure import static
 from paprof.errors import UserError
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -65,7 +66,7 @@ def test_res_usage_and_sass_mix():
 
 
 def test_instruction_classes_come_from_the_metric_catalogue():
-    from paprof.analysis.metrics import BY_COLUMN, INSTRUCTION_CLASSES
+    from paprof.read.metrics import BY_COLUMN, INSTRUCTION_CLASSES
 
     assert gate.SASS_CLASSES == tuple(c.name for c in INSTRUCTION_CLASSES)
     for c in INSTRUCTION_CLASSES:

@@ -9,7 +9,8 @@ import shutil
 import pytest
 from click.testing import CliRunner
 
-from paprof import gate, static
+from paprof import gate
+from paprof.measure import static
 from paprof.cli import main
 
 needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not on PATH")

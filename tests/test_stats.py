@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from paprof.analysis import stats
+from paprof.model import stats
 
 
 def samples(center, sd=0.5, n=30, seed=0):

@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from paprof.analysis import stats
+from paprof.model import stats
 
 scipy_stats = pytest.importorskip("scipy.stats")
 

@@ -1,4 +1,4 @@
-"""The one model of what is compared (``paprof.analysis.steps``): a run holds steps, a
+"""The one model of what is compared (``paprof.model.steps``): a run holds steps, a
 step is the launches of one repetition, found from the report's NVTX pushes or the
 profiler's record, never from kernel names."""
 
@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from paprof.analysis import steps
-from paprof.analysis.load import load_reports, variant_rows
+from paprof.model import steps
+from paprof.model.load import load_reports, variant_rows
 from helpers import recorded
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
@@ -83,7 +83,7 @@ def test_the_launcher_pushes_its_range_once_a_step_under_ncu(tmp_path):
     # (2026-12-02, ncu 2025.3.1): three pushes of paged_decode.v4, two kernels in each
     import json
 
-    from paprof.analysis import ncu_fastread
+    from paprof.read import ncu_fastread
 
     report = _three_steps(tmp_path)
     results = ncu_fastread.read_report(report, ["gpu__time_duration.sum"])

@@ -8,7 +8,7 @@ import errno
 import sys
 import types
 
-from paprof.profiler import store
+from paprof.read import store
 
 
 def test_without_fcntl_the_store_takes_msvcrts_lock(tmp_path, monkeypatch):

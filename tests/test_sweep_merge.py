@@ -84,8 +84,8 @@ def test_profiled_runs_merge_with_their_sidecars_and_compare_reads_the_result(tm
     kept = [p for p in (tmp_path / "out").rglob("*.ncu-rep") if p.name.count(".") == 2]
     assert kept and kept[0].with_name(kept[0].name.replace(".ncu-rep", ".json")).is_file()
 
-    from paprof.profiler import store
-    from paprof.reports.build import write_report
+    from paprof.read import store
+    from paprof.render.build import write_report
 
     assert store.latest(tmp_path / "out", "v6").sidecar["ncu_version"] == "2025.2.0.0"
     out = write_report(["v5", "v6"], runs=tmp_path / "out", out=None, markdown="-")

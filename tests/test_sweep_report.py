@@ -11,7 +11,7 @@ from click.testing import CliRunner
 from rich.console import Console
 
 from paprof import registry
-from paprof.profiler import store
+from paprof.read import store
 from paprof.sweep import grid as G
 from paprof.sweep import report as R
 from paprof.sweep.run import SweepSettings, VariantOutcome, run_sweep

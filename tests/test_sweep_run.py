@@ -115,7 +115,7 @@ def test_stored_results_are_found_without_knowing_the_gpu(tmp_path):
 
 
 def test_visible_gpu_follows_cuda_visible_devices(monkeypatch):
-    from paprof.profiler import provenance
+    from paprof.measure import provenance
 
     monkeypatch.setattr(provenance, "query_gpus", lambda: [("NVIDIA H200", "580"), ("NVIDIA A100", "580")])
     assert visible_gpu({}) is None

@@ -10,7 +10,7 @@ from click.testing import CliRunner
 
 from paprof import registry
 from paprof.family import Work
-from paprof.kernels import bench
+from paprof.measure.kernels import bench
 from paprof.sweep import manifest as M
 from paprof.sweep import results
 from paprof.sweep.run import SweepSettings, bench_point

@@ -11,7 +11,8 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 
-from paprof.analysis import export, load
+from paprof.render import export
+from paprof.model import load
 from paprof.cli import main
 
 from helpers import make_action

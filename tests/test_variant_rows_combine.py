@@ -10,8 +10,8 @@ import math
 import numpy as np
 import pandas as pd
 
-from paprof.analysis import load
-from paprof.analysis import metrics as M
+from paprof.model import load
+from paprof.read import metrics as M
 from helpers import DATA, recorded, unpacked
 
 

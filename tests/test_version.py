@@ -48,8 +48,8 @@ def test_cli_version_option():
 def test_every_writer_of_paprof_version_uses_the_package_version():
     from paprof import gate
     from paprof.gate import baseline
-    from paprof.profiler import provenance
-    from paprof.reports import context
+    from paprof.measure import provenance
+    from paprof.render import context
     from paprof.sweep import report, results
 
     for module in (provenance, results, report, context, baseline):

@@ -77,7 +77,7 @@ def test_every_cause_of_the_zoo_has_an_explanation_rule():
 
 
 def _step(pair: dict, runs: Path):
-    from paprof.reports.build import write_report
+    from paprof.render.build import write_report
 
     built = write_report([pair["slow"], pair["fast"]], runs=runs, out=None, markdown=None,
                          shape=pair["shape"].replace(" ", ""))
@@ -92,10 +92,10 @@ def _verdict(pair: dict, runs: Path) -> tuple[bool, str]:
     if not causes:
         return False, f"{pair['name']}: no cause named ({step.cause})"
     top = causes[0]
-    from paprof.analysis.cause_words import shown_evidence
+    from paprof.explain.cause_words import shown_evidence
 
     shown = {e.label for e in shown_evidence(top)}  # the counters the sentence names
-    from paprof.analysis.decompose import group
+    from paprof.model.decompose import group
 
     right = group(top.key) in terms and (not counters or bool(shown & counters))
     return right, f"{pair['name']}: {top.key} ({', '.join(sorted(shown))}) | {step.cause}"

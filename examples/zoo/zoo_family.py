@@ -594,7 +594,7 @@ def kernel_name(pair: str, speed: str) -> str:
 
 def _build(variant, p: Zoo, device) -> Launcher:
     """Compile the pair's source, launch the variant's kernel as its ``Plan`` says."""
-    from paprof.kernels import gpu  # GPU side only
+    from paprof.measure.kernels import gpu  # GPU side only
 
     pair, speed = variant.id.rsplit("_", 1)
     plan = PLANS[pair][0 if speed == "slow" else 1]

@@ -177,7 +177,7 @@ class DeviceMaps:
         if buf is None:
             import numpy as np  # noqa: PLC0415
 
-            from paprof.kernels import gpu  # noqa: PLC0415
+            from paprof.measure.kernels import gpu  # noqa: PLC0415
 
             cp = gpu.cupy()
             raw = np.frombuffer(encode_tiled(m, int(address)), dtype=np.uint8)

@@ -165,7 +165,7 @@ flash_memcheck() {
   timeout "$limit" "${SAN:-compute-sanitizer}" --tool memcheck --print-limit 5 python3 -c "
 import sys
 from paprof import registry
-from paprof.kernels import harness
+from paprof.measure.kernels import harness
 fam = registry.family('flash_fwd')
 import os
 from paprof_kernels.flash_fwd import catalog
@@ -200,7 +200,7 @@ peers_install() {
   start=$(date +%s)
   for vid in flashinfer flashinfer_cc; do
     for spec in dtype=fp16 head_dim=64,q_heads=32,kv_heads=32,dtype=fp16 dtype=fp8; do
-      ( timeout 300 python3 -m paprof.kernels.launch --family paged_decode --variant $vid --shape "batch=2,context=64,$spec" --no-check \
+      ( timeout 300 python3 -m paprof.measure.kernels.launch --family paged_decode --variant $vid --shape "batch=2,context=64,$spec" --no-check \
           --profile-launches 0 > "$OUT/logs/peers-jit-$vid-$(echo $spec | tr ',=' '_-').log" 2>&1
         echo "jit $vid $spec: rc $?" ) &
     done
@@ -227,7 +227,7 @@ import cupy, sys
 print('python', sys.version)
 print('cupy', cupy.__version__)
 print('nvtx available', getattr(cupy.cuda, 'nvtx', None) is not None and getattr(cupy.cuda.nvtx, 'available', True))
-from paprof.kernels import gpu; print(gpu.current_device())
+from paprof.measure.kernels import gpu; print(gpu.current_device())
 "; } > "$OUT/logs/env.txt" 2>&1
     tail -5 "$OUT/logs/env.txt"
     ;;
@@ -237,7 +237,7 @@ from paprof.kernels import gpu; print(gpu.current_device())
     for v in baseline v1 v2 v3 v4 handbook v5 v6; do
       stamp "raw $v"
       timeout 120 "$NCU" --clock-control none $SECTIONS --nvtx --nvtx-include "paged_decode.$v/" \
-        -o "$OUT/raw/$v" -f python3 -m paprof.kernels.launch --variant $v --shape "$MAIN" \
+        -o "$OUT/raw/$v" -f python3 -m paprof.measure.kernels.launch --variant $v --shape "$MAIN" \
         --profile-launches 1 --result "$OUT/raw/$v.json" > "$OUT/logs/raw-$v.log" 2>&1
       echo "  rc=$? $(grep -c '==PROF== Profiling' "$OUT/logs/raw-$v.log") kernels profiled"
     done
@@ -279,7 +279,7 @@ from paprof.kernels import gpu; print(gpu.current_device())
     ;;
   diag)
     stamp diag
-    python3 -c "from paprof.profiler.locate import import_ncu_report as f; m = f(); print('ncu_report from', m.__file__)"
+    python3 -c "from paprof.read.locate import import_ncu_report as f; m = f(); print('ncu_report from', m.__file__)"
     runs=examples/h200; [ -d /tmp/runs ] && runs=/tmp/runs
     python3 -X faulthandler -m paprof table $runs --format csv > "$OUT/logs/diag-table.csv" 2> "$OUT/logs/diag-table.log"; echo "table exit $?"
     tail -5 "$OUT/logs/diag-table.log"

@@ -21,8 +21,8 @@ import json
 import sys
 from pathlib import Path
 
-from paprof.analysis.load import load_reports
-from paprof.record import RunRecord
+from paprof.model.load import load_reports
+from paprof.read.record import RunRecord
 from paprof_kernels.paged_decode.words import launch_words
 
 FAMILY = "paged_decode"

@@ -10,7 +10,7 @@ its merges in paged_decode_v7_merge.)
 import sys
 
 from paprof import registry
-from paprof.kernels import harness
+from paprof.measure.kernels import harness
 from paprof_kernels.paged_decode import catalog
 from paprof_kernels.paged_decode.problem import Shape
 

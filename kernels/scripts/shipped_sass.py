@@ -4,7 +4,7 @@ or to the build path left the shipped kernels as they were.
 Every build the builders ask for (paged_decode baseline..v7, v7's merge kernel (DEFER_MERGE)
 included, over the K/V dtypes, several head layouts and page sizes 16 and 8; flash_fwd's CUDA
 variants over dtypes, head dims and causal) is compiled as the static gate compiles it
-(``paprof.static.compile_units``: the same sources concatenated, -D values, arch and compiler
+(``paprof.measure.static.compile_units``: the same sources concatenated, -D values, arch and compiler
 options) into a cubin by ``nvcc -cubin``, and ``cuobjdump -sass`` of it is hashed. Builds
 whose inputs are the same (source text, -D values, arch, options) are compiled once.
 
@@ -27,7 +27,7 @@ import tempfile
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
-from paprof import static
+from paprof.measure import static
 from paprof.errors import ShapeError, UserError
 from paprof.family import CudaVariant
 

@@ -22,7 +22,7 @@ from types import SimpleNamespace
 
 from paprof import registry
 from paprof_kernels.flash_fwd import catalog, problem
-from paprof.kernels import gpu, harness
+from paprof.measure.kernels import gpu, harness
 
 BASE = "batch=4,q_heads=32,seq_q=8192,head_dim=128,dtype=bf16"
 D128, CAUSAL, D64 = BASE, f"{BASE},causal=true", BASE.replace("head_dim=128", "head_dim=64")

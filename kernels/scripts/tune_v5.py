@@ -20,7 +20,7 @@ import statistics
 import numpy as np
 
 from paprof import registry
-from paprof.kernels import gpu, harness
+from paprof.measure.kernels import gpu, harness
 from paprof_kernels.paged_decode import catalog, variants
 from paprof_kernels.paged_decode.problem import parse_shape
 

@@ -1,5 +1,5 @@
 """The kernel lab's tests: the gpu marker skips itself where paprof finds no usable GPU
-(``paprof.kernels.gpu.cupy``'s own one-line reason), and the static gate's cubins go to
+(``paprof.measure.kernels.gpu.cupy``'s own one-line reason), and the static gate's cubins go to
 a folder of the session, never the user's cache."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from paprof.errors import UserError
 
 @functools.lru_cache(maxsize=None)
 def _gpu_reason() -> str | None:
-    from paprof.kernels import gpu
+    from paprof.measure.kernels import gpu
 
     try:
         gpu.cupy()

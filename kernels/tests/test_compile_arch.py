@@ -11,7 +11,7 @@ import pytest
 
 from paprof.errors import ShapeError, UserError
 from paprof_kernels.flash_fwd import FAMILY
-from paprof.kernels import gpu
+from paprof.measure.kernels import gpu
 
 
 def test_arch_capability():

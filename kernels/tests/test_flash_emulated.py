@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from paprof_kernels.flash_fwd import FAMILY, catalog, problem
-from paprof.kernels import harness
+from paprof.measure.kernels import harness
 
 try:
     from emu_build import GXX, build_driver

@@ -15,7 +15,7 @@ from paprof.errors import ShapeError, UserError
 from paprof_kernels.flash_fwd import FAMILY, GATE_METRICS, TOLERANCE, catalog, problem
 from paprof_kernels.flash_fwd.problem import Shape
 from paprof.family import Sample, Work
-from paprof.kernels import harness
+from paprof.measure.kernels import harness
 
 
 
@@ -333,7 +333,7 @@ def test_a_family_ceiling_must_be_known():
 
 
 def test_bench_rows_give_the_share_of_the_gemm_ceiling():
-    from paprof.kernels.bench import BenchResult, BenchRow
+    from paprof.measure.kernels.bench import BenchResult, BenchRow
 
     p = FAMILY.parse("")
     work = FAMILY.work(p)
@@ -351,7 +351,7 @@ def test_bench_prints_tflops_and_the_share_of_the_gemm_ceiling(monkeypatch):
     from click.testing import CliRunner
 
     from paprof.cli import main
-    from paprof.kernels import bench as kbench
+    from paprof.measure.kernels import bench as kbench
 
     p = FAMILY.parse("seq_q=1024")
     work = FAMILY.work(p)
@@ -379,8 +379,8 @@ def test_bench_prints_tflops_and_the_share_of_the_gemm_ceiling(monkeypatch):
 
 def test_a_variant_that_turns_the_shape_down_at_run_time_is_skipped(tmp_path, monkeypatch):
     """The launcher writes {"skipped": why} and exits 2; paprof run records a skip."""
-    from paprof.profiler import profile
-    from paprof.profiler.argv import NcuSettings
+    from paprof.measure import profile
+    from paprof.measure.argv import NcuSettings
 
     def launcher(argv, env):
         argv = list(argv)
@@ -397,7 +397,7 @@ def test_a_variant_that_turns_the_shape_down_at_run_time_is_skipped(tmp_path, mo
 
 
 def test_the_launcher_writes_the_skip(tmp_path, monkeypatch):
-    from paprof.kernels import launch
+    from paprof.measure.kernels import launch
 
     def refuse(args):
         raise ShapeError("no kernel for these")

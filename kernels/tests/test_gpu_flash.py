@@ -13,7 +13,7 @@ import pytest
 
 from paprof.errors import ShapeError
 from paprof_kernels.flash_fwd import FAMILY, problem
-from paprof.kernels import gpu, harness
+from paprof.measure.kernels import gpu, harness
 
 pytestmark = pytest.mark.gpu
 

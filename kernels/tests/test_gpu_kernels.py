@@ -9,7 +9,7 @@ import pytest
 
 from paprof import registry
 from paprof.errors import ShapeError
-from paprof.kernels import harness
+from paprof.measure.kernels import harness
 from paprof_kernels.paged_decode.problem import Shape
 
 pytestmark = pytest.mark.gpu
@@ -218,7 +218,7 @@ ISSUE_RAGGED = (17, 300, 1024, 2048, 4000, 4096, 6000, 8192, 9000, 12000, 15000,
 @pytest.mark.parametrize("dtype", ["fp16", "bf16", "fp8", "fp32"])
 def test_v7_issue_ragged_batch(dtype):
     prep = check("v7", Shape(batch=len(ISSUE_RAGGED), context=ISSUE_RAGGED, dtype=dtype))
-    from paprof.kernels import gpu
+    from paprof.measure.kernels import gpu
 
     d = prep.launcher.details
     slots = gpu.current_device().sm_count * d["resident_ctas_per_sm"] * d["waves"]

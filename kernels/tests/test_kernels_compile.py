@@ -10,7 +10,7 @@ import subprocess
 import pytest
 
 from paprof import registry
-from paprof.kernels import harness
+from paprof.measure.kernels import harness
 from paprof_kernels.paged_decode import variants as pd_variants
 from paprof_kernels.paged_decode.problem import Shape
 
@@ -171,7 +171,7 @@ def test_mma128_layouts_compile_without_spills(tmp_path, dtype, head_dim, knobs)
 def test_wgmma_runs_on_hgmma(dtype, head_dim):
     """The static gate's compile of wgmma (its own sm_90a target): Hopper's HGMMA in the
     SASS (S = Q K^T: head_dim / 16 of them, O += P V: 64 / 16), no mma.sync HMMA, no spills."""
-    from paprof import static
+    from paprof.measure import static
     from paprof_kernels.flash_fwd import FAMILY
 
     cuobjdump = static.find_cuobjdump()
@@ -205,7 +205,7 @@ def test_wgmma2_builds_compile_unserialised_without_spills(tmp_path, dtype, knob
     setmaxnreg's 232, the producer at 40), no ptxas note that it serialised the wgmma
     (C7510-C7520: a wgmma issued under a branch, an accumulator read in flight), the HGMMA
     count of the design, and the CTA's shared memory within the SM's."""
-    from paprof import static
+    from paprof.measure import static
     from paprof_kernels.flash_fwd import FAMILY, catalog
 
     variant = catalog.tuned(FAMILY.variant("wgmma2"), catalog.parse_knobs(knobs, "wgmma2"))
@@ -229,7 +229,7 @@ def test_wgmma2_tma_issues_tensor_copies(tmp_path, knobs, copies):
     """TMA 1: the producer's loop holds HEAD_DIM / 64 UTMALDG.3D a K tile and as many a V
     tile and no LDGSTS of its own (Q's are the consumers': the same count as TMA 0's minus the
     producer's); TMA 0 has no UTMALDG."""
-    from paprof import static
+    from paprof.measure import static
     from paprof_kernels.flash_fwd import FAMILY, catalog
 
     cuobjdump = static.find_cuobjdump()
@@ -326,7 +326,7 @@ def window_hazards(lines):
 def test_no_register_of_a_flying_hgmma_is_written(tmp_path, vid, head_dim, knobs):
     """In the SASS, nothing but HGMMA writes an in-flight HGMMA's A fragments or
     accumulators (wgmma's d64 failure is not such a move: item 64)."""
-    from paprof import static
+    from paprof.measure import static
     from paprof_kernels.flash_fwd import FAMILY, catalog
 
     cuobjdump = static.find_cuobjdump()
@@ -358,7 +358,7 @@ def test_no_register_of_a_flying_hgmma_is_written(tmp_path, vid, head_dim, knobs
     ("wgmma2", 128, "OVERLAP=0,QSMEM=0 hazard", True),
 ])
 def test_q_fragments_stay_in_their_registers(tmp_path, vid, head_dim, knobs, clobbered):
-    from paprof import static
+    from paprof.measure import static
     from paprof_kernels.flash_fwd import FAMILY, catalog
 
     cuobjdump = static.find_cuobjdump()

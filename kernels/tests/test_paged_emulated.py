@@ -24,7 +24,7 @@ import pytest
 
 from paprof_kernels.paged_decode import FAMILY, problem, variants
 from paprof_kernels.paged_decode.problem import Shape
-from paprof.kernels import harness
+from paprof.measure.kernels import harness
 
 try:
     from emu_build import GXX, build_driver

@@ -134,7 +134,7 @@ def _gpu_peers():
 @pytest.mark.parametrize("vid", sorted(PEERS))
 def test_peer_matches_the_reference(vid, shape):
     registry = _gpu_peers()
-    from paprof.kernels import harness
+    from paprof.measure.kernels import harness
 
     variant = registry.get(vid, "paged_decode")
     try:
@@ -160,7 +160,7 @@ def test_a_step_launches_what_the_kernel_filter_names(vid):
     import torch
     from torch.profiler import ProfilerActivity, profile
 
-    from paprof.kernels import harness
+    from paprof.measure.kernels import harness
 
     variant = registry.get(vid, "paged_decode")
     prep = harness.prepare(registry.family("paged_decode"), variant, Shape(batch=2, context=16384, dtype="fp16"))

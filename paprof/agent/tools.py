@@ -81,7 +81,7 @@ def runs(store: Path, variant: str | None = None, max_rows: int | None = None,
     """The runs of the store: variant, shape, GPU, when, and the event-timed duration;
     in the store's order, or the slowest first (``order="slowest"``; runs without an
     event time last)."""
-    from paprof.profiler.store import find_runs
+    from paprof.api import find_runs
 
     if order not in ORDERS:
         raise UserError(f"order must be one of {', '.join(ORDERS)}, got {order!r}")
@@ -105,8 +105,8 @@ def runs(store: Path, variant: str | None = None, max_rows: int | None = None,
 def table(store: Path, per_variant: bool = True, columns: list[str] | None = None,
           max_rows: int | None = None, step_range: str | None = None) -> dict:
     """``paprof table``'s rows (the key columns, or ``columns``), at most ``max_rows``."""
-    from paprof.analysis import export
-    from paprof.analysis.load import load_reports, variant_rows
+    from paprof.api import export
+    from paprof.api import load_reports, variant_rows
 
     limit = _rows(max_rows)
     df = load_reports([store], step_range=step_range)
@@ -129,7 +129,7 @@ SUMMARY_COLUMNS = ("kernel", "launch", "duration_us", "bottleneck", "bottleneck_
 def report_summary(report: Path, store: Path, max_rows: int | None = None) -> dict:
     """One report of ``store`` in brief: its variant, shape, GPU, the step's time and
     bottleneck, and per kernel launch (at most ``max_rows``) the key columns."""
-    from paprof.analysis.load import load_reports, variant_rows
+    from paprof.api import load_reports, variant_rows
 
     limit = _rows(max_rows)
     df = load_reports([report])
@@ -144,7 +144,7 @@ def report_summary(report: Path, store: Path, max_rows: int | None = None) -> di
 def explanation(store: Path, variants: list[str], shape: str | None = None,
                 cross: bool = False, step_range: str | None = None) -> dict:
     """The explanation document (``paprof compare --json``) of ``variants``, in full."""
-    from paprof.reports.build import STDOUT, write_report
+    from paprof.api import STDOUT, write_report
 
     done = write_report(list(variants), runs=store, out=None, shape=shape, cross=cross,
                         step_range=step_range, json_out=STDOUT)
@@ -185,7 +185,7 @@ def _verdict(verdict, max_rows: int | None) -> dict:
 
 
 def _settings(metrics, tolerances, allow_mismatch: bool, ratchet: bool = False):
-    from paprof import gate
+    from paprof.api import gate
 
     return gate.Settings(metrics=tuple(metrics or ()) or None,
                          tolerances=dict(gate.parse_tolerance(t) for t in tolerances or ()),
@@ -196,13 +196,13 @@ def check(store: Path, baseline: Path, metrics: list[str] | None = None,
           tolerances: list[str] | None = None, allow_mismatch: bool = False,
           max_rows: int | None = None) -> dict:
     """``paprof check``: the stored runs against ``baseline``."""
-    from paprof import gate
-    from paprof.profiler.store import Scan
+    from paprof.api import gate
+    from paprof.api import Scan
 
     made = gate.load_baseline(baseline)
     if made.gate == "static":
         raise UserError(f"{baseline} is a static baseline: check it with check_static")
-    from paprof.gate import cause
+    from paprof.api import cause
 
     names = sorted({e.name for e in made.entries})
     kernels, current = gate.load_runs(store, variants=names, scan=Scan())
@@ -214,8 +214,8 @@ def check(store: Path, baseline: Path, metrics: list[str] | None = None,
 
 def check_static(baseline: Path, ratchet: bool = False, max_rows: int | None = None) -> dict:
     """``paprof check --static``: compile the baseline's variants now, gate the cubins."""
-    from paprof import static
-    from paprof import gate
+    from paprof.api import static
+    from paprof.api import gate
 
     made = gate.load_baseline(baseline)
     if made.gate != "static":
@@ -229,8 +229,8 @@ def check_static(baseline: Path, ratchet: bool = False, max_rows: int | None = N
 def baseline(store: Path, out: Path, variants: list[str] | None = None,
              metrics: list[str] | None = None, force: bool = False) -> dict:
     """``paprof baseline update``: the baseline of the stored runs, written to ``out``."""
-    from paprof import gate
-    from paprof.profiler.store import Scan, input_files, refuse_inside
+    from paprof.api import gate
+    from paprof.api import Scan, input_files, refuse_inside
 
     refuse_existing(out, force)
     refuse_inside(out, store, "the baseline")
@@ -251,8 +251,9 @@ def baseline_static(out: Path, family: str | None = None, shape: str | None = No
                     arch: str | None = None) -> dict:
     """``paprof baseline update --static``: compile the family's variants, record their
     registers, spills, memory and SASS mix in ``out``."""
-    from paprof import registry, static
-    from paprof import gate
+    from paprof import registry
+    from paprof.api import static
+    from paprof.api import gate
 
     refuse_existing(out, force)
     gate.check_baseline_target(out, force)
@@ -267,7 +268,7 @@ def baseline_static(out: Path, family: str | None = None, shape: str | None = No
 def sweep_report(store: Path, out: Path, name: str | None = None, force: bool = False) -> dict:
     """``paprof sweep-report``: the HTML report at ``out``, its Markdown and regime JSON
     beside it (``out`` with .md and .regime.json); the crossovers in the answer."""
-    from paprof.sweep.report import regime_path_for, write_sweep_report
+    from paprof.api import regime_path_for, write_sweep_report
 
     markdown = out.with_suffix(".md")
     regime = regime_path_for(out)
@@ -281,7 +282,7 @@ def sweep_report(store: Path, out: Path, name: str | None = None, force: bool = 
 
 def gpu_refusal() -> str | None:
     """Why ``run`` and ``bench`` cannot measure here (no NVIDIA GPU, no ncu), or None."""
-    from paprof.profiler.provenance import query_gpus
+    from paprof.api import query_gpus
 
     if shutil.which("nvidia-smi") is None or not query_gpus():
         return ("no NVIDIA GPU here (nvidia-smi is missing or lists none): run and bench "
@@ -303,9 +304,9 @@ def run(store: Path, variants: list[str], family: str | None = None, shape: str 
         preset: str = "default", force: bool = False) -> dict:
     """``paprof run``: verify, then profile ``variants`` under ncu into the store (a run
     already there again only with ``force``, as ``paprof run --force``)."""
-    from paprof.profiler.argv import NcuSettings
-    from paprof.profiler.locate import find_ncu
-    from paprof.profiler.profile import profile_variants
+    from paprof.api import NcuSettings
+    from paprof.api import find_ncu
+    from paprof.api import profile_variants
 
     why = gpu_refusal()
     if why:
@@ -323,7 +324,7 @@ def run(store: Path, variants: list[str], family: str | None = None, shape: str 
 def bench(variants: list[str], family: str | None = None, shape: str | None = None,
           launches: int = 100, rounds: int = 2) -> dict:
     """``paprof bench``: verify, then time ``variants`` with CUDA events."""
-    from paprof.kernels.bench import run_bench
+    from paprof.api import run_bench
 
     why = gpu_refusal()
     if why:

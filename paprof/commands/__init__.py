@@ -3,7 +3,7 @@
 
 def step_range_option(fn):
     """``--step-range NAME``: the NVTX range pushed once per step, for reports whose run
-    record names none (``paprof.analysis.steps``); one definition for every command."""
+    record names none (``paprof.model.steps``); one definition for every command."""
     import click
 
     return click.option("--step-range", default=None, metavar="NAME",
@@ -153,7 +153,7 @@ def fitted(text: str, width: int | None) -> str:
     the continuations indented); ``width`` None: ``text`` as it is."""
     if width is None:
         return text
-    from paprof.analysis.fmt import wrapped
+    from paprof.api import wrapped
 
     return "\n".join(out for line in text.split("\n") for out in wrapped(line, width))
 

@@ -66,8 +66,8 @@ def bench(variants, family, shape, launches, rounds, seed, json_out, force, wide
     from rich.console import Console
     from rich.markup import escape
 
-    from paprof.kernels.bench import run_bench
-    from paprof.profiler.environment import KEY, Watch
+    from paprof.api import run_bench
+    from paprof.api import KEY, Watch
 
     console = Console(stderr=True)
     with console.status("bench") as status, Watch(in_process=True) as watch:

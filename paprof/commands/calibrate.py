@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from paprof.gate import calibration
+from paprof.api import calibration
 from paprof.commands import echo, force_option, on_stdout, output_file, renamed
 from paprof.errors import UserError
 
@@ -58,7 +58,7 @@ def calibrate(out, runs, family, variants, shape, repeats, timed, metrics, k, fo
           --out perf/noise.json
       paprof check --baseline perf/h200.json --calibration perf/noise.json
     """
-    from paprof.profiler.store import Scan, input_files, refuse_inside
+    from paprof.api import Scan, input_files, refuse_inside
 
     scan = Scan()
     inputs = input_files(list(runs), scan) if runs else []
@@ -66,20 +66,21 @@ def calibrate(out, runs, family, variants, shape, repeats, timed, metrics, k, fo
         refuse_inside(None if on_stdout(out) else out, folder, "the calibration")
     calibration.check_target(out, force, inputs)  # before any GPU work
     if runs:
-        from paprof import gate
+        from paprof.api import gate
 
         table = gate.load_table(list(runs), scan=scan)
         repeats_found = calibration.repeats_from_table(table, metrics or None)
         source = "runs " + ", ".join(map(str, runs))
     else:
-        from paprof.profiler.provenance import query_gpus
+        from paprof.api import query_gpus
 
         if not query_gpus():
             raise UserError("no GPU here (nvidia-smi lists none) and no --runs: give --runs "
                             "folders holding several runs of the same variant")
         if not family:
             raise UserError("on the GPU, name the family to measure (--family)")
-        from paprof import recheck, registry
+        from paprof.api import recheck
+        from paprof import registry
 
         chosen = list(variants) or [v.id for v in registry.family(family).variants]
         repeats_found = recheck.aa_repeats(family, chosen, shape, repeats, metrics or None,

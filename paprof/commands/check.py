@@ -19,13 +19,14 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from paprof import gate, progress
-from paprof.gate import calibration
+from paprof import progress
+from paprof.api import gate
+from paprof.api import calibration
 from paprof.commands import (echo, force_option, json_option, on_stdout, one_on_stdout,
                              output_file, renamed, terminal_width, wide_option)
 from paprof.errors import UserError
 from paprof import safetext
-from paprof.profiler.store import Scan, input_files, refuse_inside
+from paprof.api import Scan, input_files, refuse_inside
 
 _STYLE = {"same": "green", "improved": "cyan", "regressed": "bold red", "changed": "bold red",
           "ambiguous": "yellow", "reported": "yellow", "noise (same code)": "green",
@@ -78,7 +79,7 @@ def _verdict_table(verdict: gate.Verdict, limit: int = TABLE_ROWS,
         of = f" of {escape(safetext.shown(next(iter(families))))}"
         names = {r.name: r.variant for r in shown}
     elif narrow:
-        from paprof.analysis.fmt import abbreviated
+        from paprof.api import abbreviated
 
         names = abbreviated(names, NARROW_NAME)
     where = ""
@@ -246,7 +247,7 @@ def check(baseline_path, runs, profile, static_gate, repeat, timed, rounds, ratc
         raise click.UsageError("--static compiles the sources: it takes no --profile or --runs")
     from contextlib import nullcontext
 
-    from paprof.reports import check_json, check_markdown, junit as junit_xml
+    from paprof.api import check_json, check_markdown, junit as junit_xml
 
     started = time.monotonic()
     one_on_stdout(("--junit", junit), ("--markdown", markdown), ("--json", json_out))
@@ -276,13 +277,13 @@ def check(baseline_path, runs, profile, static_gate, repeat, timed, rounds, ratc
     )
     remeasure = kernels = None
     if static_gate:
-        from paprof import static
+        from paprof.api import static
 
         current, said = static.current_for(baseline)
     elif baseline.gate == "static":
         raise UserError(f"{baseline_path} is a static baseline: check it with --static")
     elif profile:
-        from paprof import recheck
+        from paprof.api import recheck
 
         current = recheck.profile_current(baseline, launches=repeat or 1, runs=runs,
                                           time_launches=timed)
@@ -298,7 +299,7 @@ def check(baseline_path, runs, profile, static_gate, repeat, timed, rounds, ratc
         if static_gate:
             verdict.notes.extend([*said, static.REACH_NOTE])
         elif not no_cause:
-            from paprof.gate import cause
+            from paprof.api import cause
 
             cause.attach(verdict, kernels, current)
 
@@ -442,7 +443,8 @@ def _say(out):
 
 
 def _update_static(variants, out, force, family, shapes, arch):
-    from paprof import registry, static
+    from paprof import registry
+    from paprof.api import static
 
     say = _say(out)
 

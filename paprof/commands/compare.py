@@ -10,7 +10,7 @@ import click
 from paprof.commands import (echo, force_option, json_option, on_stdout, one_on_stdout,
                              output_file, step_range_option)
 
-from paprof.reports.build import DEFAULT_OUT, DEFAULT_RUNS, write_report
+from paprof.api import DEFAULT_OUT, DEFAULT_RUNS, write_report
 from paprof.safetext import shown
 
 

@@ -14,10 +14,10 @@ from rich.text import Text
 from paprof import registry
 from paprof.commands import force_option, renamed, terminal_width, wide_option
 from paprof.errors import UsageError, VerificationError
-from paprof.profiler.argv import CLOCK_CONTROLS, NcuSettings
-from paprof.profiler.presets import PRESETS
-from paprof.profiler.profile import Outcome, profile_variants
-from paprof.profiler.top_kernels import DEFAULT_COVER
+from paprof.api import CLOCK_CONTROLS, NcuSettings
+from paprof.api import PRESETS
+from paprof.api import Outcome, profile_variants
+from paprof.api import DEFAULT_COVER
 from paprof.safetext import shown
 
 
@@ -214,7 +214,7 @@ def run(variants, family, shape, cmd, nvtx_range, name, kernel_regex, cover, top
     Console(width=10_000 if wide else width).print(summary_table(outcomes))
     chosen_lines = selection_lines(outcomes)
     if width:
-        from paprof.analysis.fmt import wrapped
+        from paprof.api import wrapped
 
         chosen_lines = [part for line in chosen_lines for part in wrapped(line, width)]
     for line in report_lines(outcomes, width) + chosen_lines:

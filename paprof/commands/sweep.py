@@ -12,8 +12,8 @@ from paprof import registry, safetext
 from paprof.commands import (echo, force_option, json_option, on_stdout, output_file, renamed,
                              terminal_width, wide_option)
 from paprof.errors import UsageError, VerificationError
-from paprof.profiler.argv import CLOCK_CONTROLS
-from paprof.profiler.presets import PRESETS
+from paprof.api import CLOCK_CONTROLS
+from paprof.api import PRESETS
 
 
 def _child_args(variants, family, grid, shape, mode, force, name, launches, rounds, seed, preset,
@@ -98,10 +98,10 @@ def sweep(variants, family, grid, shape, mode, runs_dir, force, shard, gpus, nam
     Exit codes: 0 ok, 1 a variant failed verification at some point, 2 bad input or
     environment.
     """
-    from paprof.sweep import grid as grids
-    from paprof.sweep import manifest as manifests
-    from paprof.sweep import results
-    from paprof.sweep.run import SweepSettings, run_sweep
+    from paprof.api import grid as grids
+    from paprof.api import manifest as manifests
+    from paprof.api import results
+    from paprof.api import SweepSettings, run_sweep
 
     from paprof import names
 
@@ -134,14 +134,14 @@ def sweep(variants, family, grid, shape, mode, runs_dir, force, shard, gpus, nam
                              profile_launches=profile_launches)
     ids = None
     if gpus is not None:
-        from paprof.sweep.gpus import parse_gpus
+        from paprof.api import parse_gpus
 
         ids = parse_gpus(gpus)
         if len(ids) == 1:
             os.environ["CUDA_VISIBLE_DEVICES"] = ids[0]  # one GPU: as without --gpus
             ids = None
     if ids:
-        from paprof.sweep.gpus import run_on_gpus
+        from paprof.api import run_on_gpus
 
         args = _child_args([v.name for v in chosen], fam.name, grid, shape, mode, force,
                            name, launches, rounds, seed, preset, clock_control, profile_launches)
@@ -192,7 +192,7 @@ def _md_beside(html) -> Path | None:
 def _write_report(runs, out: Path, name: str | None, markdown=None, regime=None, noise=None,
                   force=False):
     from paprof import progress
-    from paprof.sweep.report import NOISE_PCT, write_sweep_report
+    from paprof.api import NOISE_PCT, write_sweep_report
 
     with progress.shown("sweep-report"):
         done = write_sweep_report(runs, out, markdown, regime, name=name,
@@ -264,7 +264,7 @@ def merge(stores, out):
       paprof merge shard-1 shard-2 shard-3 --out runs
     """
     from paprof import progress
-    from paprof.sweep.merge import merge_stores
+    from paprof.api import merge_stores
 
     with progress.shown("merge"):
         res = merge_stores(list(stores), out)

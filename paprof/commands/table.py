@@ -10,9 +10,9 @@ from paprof.commands import (force_option, json_option, on_stdout, one_on_stdout
                              step_range_option, terminal_width, wide_option)
 from paprof.errors import UsageError
 
-from paprof.analysis import export
-from paprof.analysis.load import load_reports, variant_rows
-from paprof.profiler.store import Scan, input_files, refuse_inside
+from paprof.api import export
+from paprof.api import load_reports, variant_rows
+from paprof.api import Scan, input_files, refuse_inside
 from paprof import safetext
 
 

@@ -32,7 +32,7 @@ and the half-range ``(max - min) / 2`` as spread (0 for a single launch).
 With per-launch samples on both sides (``MIN_SAMPLES`` or more each: ``--profile
 --profiled-launches N``, or the CUDA-event-timed launches of ``duration_us_event``) a metric with a
 minimum effect (``GateRule.min_effect``) is decided statistically instead
-(``paprof.analysis.stats``): ``same``, ``regressed``, ``improved`` or ``ambiguous``, the
+(``paprof.model.stats``): ``same``, ``regressed``, ``improved`` or ``ambiguous``, the
 last re-measured up to a bound when the caller can (``remeasure``). Deterministic counts
 (``GateRule.count``: registers, shared memory, spills, instructions, DRAM bytes) are
 gated exactly, with no spread allowance; a two-sided count fails when it moves either

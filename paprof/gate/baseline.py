@@ -11,10 +11,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Sequence
 
-from paprof import __version__, jsonsafe
-from paprof.analysis.metrics import BY_COLUMN
+from paprof import jsonsafe
+from paprof._version import __version__
+from paprof.read.metrics import BY_COLUMN
 from paprof.errors import UserError
 from paprof.gate.rules import NON_NEGATIVE_UNITS, UNITS
+from paprof.gate.cause import check_counters
+from paprof import outputs
 
 SCHEMA = 3
 """Version of the baseline file format this module writes (schema 2 adds per-launch
@@ -272,8 +275,6 @@ def _entry_from_dict(d: object) -> Entry:
     family = str(d.get("family") or "")
     counters = d.get("counters")
     if counters is not None:
-        from paprof.gate.cause import check_counters
-
         counters = check_counters(counters)
     return Entry(family, d["variant"], d["shape"], metrics, Provenance(**kwargs), counters)
 
@@ -300,8 +301,6 @@ def save_baseline(baseline: Baseline, path: str | os.PathLike, force: bool = Fal
                   inputs: Iterable = ()) -> Path:
     """Write ``baseline`` as JSON, atomically (``paprof.outputs``); refuse (``UserError``)
     to replace a file unless ``force``, and one of ``inputs`` (the reports read) always."""
-    from paprof import outputs
-
     check_baseline_target(path, force, inputs)
     text = json.dumps(baseline.to_dict(), indent=2, allow_nan=False) + "\n"
     return outputs.write(path, text, parents=True)
@@ -310,6 +309,4 @@ def save_baseline(baseline: Baseline, path: str | os.PathLike, force: bool = Fal
 def check_baseline_target(path: str | os.PathLike, force: bool = False,
                           inputs: Iterable = ()) -> None:
     """``UserError`` now when ``save_baseline(..., path, force)`` would refuse."""
-    from paprof import outputs
-
     outputs.check_target(path, force=force, inputs=inputs, parents=True)

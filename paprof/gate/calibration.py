@@ -26,9 +26,12 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
-from paprof import __version__, jsonsafe
-from paprof.analysis import stats
+from paprof import jsonsafe, outputs
+from paprof._version import __version__
+from paprof.model import stats
 from paprof.errors import UserError
+from paprof.gate.measurement import measure
+from paprof.gate.rules import GATE_RULES
 
 KIND = "paprof-calibration"
 SCHEMA = 1
@@ -122,15 +125,11 @@ def load(path) -> Calibration:
 
 
 def check_target(path, force: bool = False, inputs=()) -> None:
-    from paprof import outputs  # noqa: PLC0415
-
     outputs.check_target(path, force=force, inputs=inputs, parents=True)
 
 
 def save(calibration: Calibration, path, force: bool = False, inputs=()) -> Path:
     """Write atomically; ``UserError`` over an existing file without ``force``."""
-    from paprof import outputs  # noqa: PLC0415
-
     check_target(path, force, inputs)
     text = json.dumps(calibration.to_dict(), indent=2, allow_nan=False) + "\n"
     return outputs.write(path, text, parents=True)
@@ -138,23 +137,19 @@ def save(calibration: Calibration, path, force: bool = False, inputs=()) -> Path
 
 def timing_metrics() -> list[str]:
     """The gate's metrics that are not counts: those noise moves."""
-    from paprof import gate  # noqa: PLC0415
-
-    return [m for m, rule in gate.GATE_RULES.items() if not rule.count]
+    return [m for m, rule in GATE_RULES.items() if not rule.count]
 
 
 def repeats_from_table(table, metrics=None) -> dict[tuple, list]:
     """``{(gpu, family, variant, shape): [Entry per run]}`` from a runs table holding
     several runs (reports) of the same variant: each report measured as the gate measures
     it (``paprof.gate.measure``)."""
-    from paprof import gate  # noqa: PLC0415
-
     if table.empty or "report_path" not in table:
         raise UserError("no profiled kernels found in the runs")
     chosen = list(metrics or timing_metrics())
     out: dict[tuple, list] = {}
     for _, rows in table.groupby("report_path", sort=False):
-        for entry in gate.measure(rows, chosen, missing_ok=True):
+        for entry in measure(rows, chosen, missing_ok=True):
             if entry.metrics:
                 key = (entry.provenance.gpu or "", entry.family, entry.variant, entry.shape)
                 out.setdefault(key, []).append(entry)
@@ -197,46 +192,10 @@ def make(noise: list[Noise], source: str, k: float = DEFAULT_K) -> Calibration:
 
 @dataclass
 class Limits:
-    """What ``settings_for`` decided, for the verdict's notes (one per family and metric)."""
+    """What ``paprof.gate.verdict.settings_for`` decided, for the verdict's notes (one per family and metric)."""
 
     calibration: Calibration
     said: dict = field(default_factory=dict)
 
     def notes(self) -> list[str]:
         return list(self.said.values())
-
-
-def settings_for(settings, base, now, limits: Limits | None):
-    """``settings`` for one (baseline, current) pair: a timing metric whose ``K x noise``
-    (the calibration's, for the current run's GPU and the family) is above the user's
-    limit gets it as its relative tolerance (the statistical decision's minimum effect
-    too). Counts keep theirs."""
-    from paprof import gate  # noqa: PLC0415 (the gate calls this module)
-
-    if limits is None:
-        return settings
-    cal = limits.calibration
-    gpu = now.provenance.gpu or base.provenance.gpu
-    tolerances = dict(settings.tolerances)
-    for metric, stat in base.metrics.items():
-        rule = gate.GATE_RULES.get(metric)
-        if rule is None or rule.count or not stat.value:
-            continue
-        found = cal.find(gpu, base.family, metric)
-        if found is None:
-            continue
-        effect = gate.min_effect(metric, stat, settings)
-        user = effect if effect is not None and len(stat.samples) >= stats.MIN_SAMPLES \
-            else settings.tolerance(metric).allowed(stat.value) / abs(stat.value)
-        measured = cal.k * found.relative
-        key = (base.family, metric)
-        words = (f"{cal.k:g} x measured noise {found.relative * 100:.2g} % = "
-                 f"{measured * 100:.2g} % ({found.repeats} A/A runs on {gpu})")
-        if measured > user:
-            tolerances[metric] = gate.Tolerance(relative=measured)
-            limits.said.setdefault(key, f"{base.family} {metric}: the limit is {words}, "
-                                        f"above the tolerance {user * 100:.2g} %")
-        else:
-            limits.said.setdefault(key, f"{base.family} {metric}: the limit is the tolerance "
-                                        f"{user * 100:.2g} %, above {words}")
-    return dataclasses.replace(settings, tolerances=tolerances)

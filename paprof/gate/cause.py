@@ -16,9 +16,11 @@ import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from paprof.analysis import cause_words as cw
-from paprof.analysis import decompose as dc
+from paprof.explain import cause_words as cw
+from paprof.model import decompose as dc
 from paprof.errors import UserError
+from paprof.model.comparison import KEPT_COLUMNS
+from paprof.model.numbers import plain
 
 COUNTERS_VERSION = 1
 """Version of the compact counter set (``snapshot``) a baseline stores."""
@@ -31,8 +33,6 @@ def columns() -> tuple[str, ...]:
     (``decompose.COLUMNS``) that a compared kernel keeps (``compare``'s
     ``KEPT_COLUMNS``), in the former's order. A column added to both flows into the
     baseline's counters; one the comparison does not keep is not there either."""
-    from paprof.analysis.compare.model import KEPT_COLUMNS
-
     kept = set(KEPT_COLUMNS)
     return tuple(c for c in dc.COLUMNS if c in kept)
 
@@ -100,7 +100,7 @@ def _pick(cmp, variant: str, shape: str, where: str) -> dict:
 def counters_of_report(report: str | Path, variant: str, shape: str) -> dict:
     """The snapshot of ``variant`` at ``shape`` in one report; ``UserError`` where the report
     is gone or does not hold it."""
-    from paprof.analysis.compare import compare_reports
+    from paprof.explain.compare import compare_reports
 
     path = Path(report)
     if not path.is_file():
@@ -115,7 +115,7 @@ def counters_of_frame(kernels, entries: list, table=None) -> list:
 
     The same snapshot as ``paprof compare`` of the entry's report gives (``snapshot`` of
     ``compare(rows, cross=True)``), without a comparison per entry: over several steps of
-    one run (:mod:`paprof.analysis.steps`), the kernels of the step of median duration and
+    one run (:mod:`paprof.model.steps`), the kernels of the step of median duration and
     the median of the steps' durations (``assembly._one_launch_each``). ``table``: the
     frame's ``variant_rows`` where the caller has it (made here otherwise)."""
     return _FrameCounters(kernels, table).snapshots(entries)
@@ -144,7 +144,7 @@ class _FrameCounters:
         self.bounds = np.concatenate(([0], np.cumsum(np.bincount(step_of, minlength=steps))))
         first = self.rows[self.bounds[:-1]]
         if not _aligned(table, keys.iloc[first]):
-            from paprof.analysis.load import variant_rows
+            from paprof.model.load import variant_rows
 
             table = variant_rows(kernels)
         runs = keys.iloc[first][self.STEP[:3]].reset_index(drop=True)
@@ -159,15 +159,13 @@ class _FrameCounters:
         report's, variant's and shape's, each compared as text (a key that is None or a
         column the frame lacks is not compared)."""
         if self.index is None:
-            from paprof.analysis.compare.model import _clean
-
             text = {c: self.run_keys[c].astype(str).tolist() for c in self.STEP[:3]}
             self.index = {}
             for run, key in enumerate(zip(text["report_path"], text["variant"], text["shape"])):
                 self.index.setdefault(key, []).append(run)
                 self.index.setdefault((None, *key[1:]), []).append(run)
             # what the comparison labels each run (``_pick`` matches the entry on them)
-            self.labels = [(str(_clean(v) or "?"), _clean(s) or "") for v, s in
+            self.labels = [(str(plain(v) or "?"), plain(s) or "") for v, s in
                            zip(self.run_keys["variant"].tolist(), self.run_keys["shape"].tolist())]
         report = entry.provenance.report if self.reports else None
         key = (None if report is None else str(report), str(entry.variant), str(entry.shape))
@@ -232,9 +230,8 @@ def _finite_values(array) -> list:
     else None."""
     if array.dtype.kind == "f":
         return [v if math.isfinite(v) else None for v in array.tolist()]
-    from paprof.analysis.compare.model import _clean
 
-    return [dc.finite(_clean(v)) for v in array.tolist()]
+    return [dc.finite(plain(v)) for v in array.tolist()]
 
 
 def _median_steps(run_of, duration):

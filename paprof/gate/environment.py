@@ -2,7 +2,7 @@
 is ambiguous, not a regression.
 
 Runs made by ``paprof run`` and ``check --profile`` carry an ``environment`` record
-(``paprof.profiler.environment``, read through NVML): the clocks, the clock event
+(``paprof.measure.environment``, read through NVML): the clocks, the clock event
 (throttle) reasons seen while the variant was timed and profiled, and other processes on
 the GPU. When a current run was disturbed (a thermal or power slowdown, another process),
 ``settle`` measures it again, up to the gate's bound (``Settings.rounds`` measurements

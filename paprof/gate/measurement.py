@@ -13,7 +13,11 @@ from paprof.errors import UserError
 from paprof.gate import environment, same_code
 from paprof.gate.baseline import Baseline, Entry, Provenance, Stat
 from paprof.gate.rules import DEFAULT_METRICS, GATE_RULES, rule
-from paprof.record import as_record
+from paprof.read.record import as_record
+from paprof.progress import tick
+from paprof.model.gpus import ceiling_for
+from paprof.gate.cause import with_counters
+from paprof.read.store import Scan
 
 
 def _text(value: object) -> str | None:
@@ -105,7 +109,6 @@ def measure(table, metrics: Sequence[str] | None, missing_ok: bool = False) -> l
     named = [keys[k].to_numpy() for k in ("family", "variant", "shape")]
     order = np.argsort(entry_of, kind="stable")
     bounds = np.concatenate(([0], np.cumsum(np.bincount(entry_of))))
-    from paprof.progress import tick
 
     entries = []
     for g in range(len(bounds) - 1):
@@ -186,8 +189,6 @@ def _event_samples(side: dict) -> list[float]:
 
 
 def _ceiling_tbs(row) -> float | None:
-    from paprof.analysis.gpus import ceiling_for
-
     ceiling = ceiling_for(_text(row.get("gpu")), _sidecar(row))
     return ceiling.tbs if ceiling else None
 
@@ -234,8 +235,6 @@ def make_baseline(
         kernels, table = load_runs(source, variants, scan)
     entries = select_variants(measure(table, metrics), variants)
     if counters and kernels is not None:
-        from paprof.gate.cause import with_counters
-
         entries = with_counters(entries, kernels, table)
     stamp = datetime.now(timezone.utc).isoformat(timespec="seconds")
     return Baseline(entries=entries, created=stamp)
@@ -263,9 +262,6 @@ def load_runs(paths, variants: Sequence[str] | None = None, scan=None):
     ``scan``: the command's ``store.Scan`` (a new one by default), so that the store is
     read once: its runs are chosen, then loaded, without reading each sidecar again.
     """
-    from paprof.analysis.load import load_reports, variant_rows
-    from paprof.profiler.store import Scan
-
     scan = scan if scan is not None else Scan()
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
@@ -278,6 +274,8 @@ def load_runs(paths, variants: Sequence[str] | None = None, scan=None):
             where = ", ".join(map(str, paths))
             raise UserError(f"no runs of {', '.join(variants)} in {where}; it holds: {held}")
         paths = chosen
+    from paprof.model.load import load_reports, variant_rows  # pandas: only when runs are read
+
     kernels = load_reports(paths, scan=scan)
     return kernels, variant_rows(kernels)
 

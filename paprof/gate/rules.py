@@ -6,8 +6,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from paprof.analysis import fmt
-from paprof.analysis.metrics import BY_COLUMN, INSTRUCTION_CLASSES, INSTRUCTION_UNIT
+from paprof.explain import fmt
+from paprof.read.metrics import BY_COLUMN, INSTRUCTION_CLASSES, INSTRUCTION_UNIT
 from paprof.errors import UserError
 
 DEFAULT_METRICS = ("dram_throughput_pct", "duration_us", "dram_bytes")
@@ -257,7 +257,7 @@ class Settings:
 
     calibration: "object | None" = None
     """Measured noise (``paprof calibrate``, a ``calibration.Calibration``): a timing
-    metric's limit becomes max(tolerance, k x noise) (``calibration.settings_for``)."""
+    metric's limit becomes max(tolerance, k x noise) (``verdict.settings_for``)."""
 
     def tolerance(self, metric: str) -> Tolerance:
         return self.tolerances.get(metric) or self.tolerances.get("*") or rule(metric).tolerance

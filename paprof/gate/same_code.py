@@ -2,7 +2,7 @@
 settings is noise, not a regression.
 
 Each run made by ``paprof run`` (and ``check --profile``) carries a ``code`` record
-(``paprof.sass_hash``): per kernel the sha256 of its SASS, the launch settings, and one
+(``paprof.measure.sass_hash``): per kernel the sha256 of its SASS, the launch settings, and one
 ``fingerprint`` over both. The baseline keeps the fingerprint in each entry's provenance.
 When a timing metric (anything that is not a count) regressed and the fingerprints on
 both sides are present and equal, the result becomes ``noise (same code)``: it passes,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from paprof.analysis import fmt
+from paprof.explain import fmt
 
 _FORMAT_BY_UNIT = {
     "%": fmt.pct,

@@ -7,7 +7,8 @@ import dataclasses
 import math
 from dataclasses import dataclass, field
 
-from paprof.analysis import fmt, stats
+from paprof.explain import fmt
+from paprof.model import stats
 from paprof.errors import UserError
 from paprof.gate import calibration, environment, same_code
 from paprof.gate.baseline import Baseline, Entry, Provenance, Stat
@@ -233,6 +234,40 @@ def min_effect(metric: str, baseline: Stat, settings: Settings) -> float | None:
     return min(effect, 0.99)
 
 
+def settings_for(settings, base, now, limits: calibration.Limits | None):
+    """``settings`` for one (baseline, current) pair: a timing metric whose ``K x noise``
+    (the calibration's, for the current run's GPU and the family) is above the user's
+    limit gets it as its relative tolerance (the statistical decision's minimum effect
+    too). Counts keep theirs."""
+    if limits is None:
+        return settings
+    cal = limits.calibration
+    gpu = now.provenance.gpu or base.provenance.gpu
+    tolerances = dict(settings.tolerances)
+    for metric, stat in base.metrics.items():
+        rule = GATE_RULES.get(metric)
+        if rule is None or rule.count or not stat.value:
+            continue
+        found = cal.find(gpu, base.family, metric)
+        if found is None:
+            continue
+        effect = min_effect(metric, stat, settings)
+        user = effect if effect is not None and len(stat.samples) >= stats.MIN_SAMPLES \
+            else settings.tolerance(metric).allowed(stat.value) / abs(stat.value)
+        measured = cal.k * found.relative
+        key = (base.family, metric)
+        words = (f"{cal.k:g} x measured noise {found.relative * 100:.2g} % = "
+                 f"{measured * 100:.2g} % ({found.repeats} A/A runs on {gpu})")
+        if measured > user:
+            tolerances[metric] = Tolerance(relative=measured)
+            limits.said.setdefault(key, f"{base.family} {metric}: the limit is {words}, "
+                                        f"above the tolerance {user * 100:.2g} %")
+        else:
+            limits.said.setdefault(key, f"{base.family} {metric}: the limit is the tolerance "
+                                        f"{user * 100:.2g} %, above {words}")
+    return dataclasses.replace(settings, tolerances=tolerances)
+
+
 _VERDICT_STATUS = {"same": "pass", "regressed": "regressed", "improved": "improved"}
 
 
@@ -342,7 +377,7 @@ def compare_to_baseline(baseline: Baseline, current, settings: Settings | None =
     limits = calibration.Limits(settings.calibration) if settings.calibration else None
     for base, now in pairs:
         again = _Again(base, remeasure) if remeasure is not None else None
-        pair_settings = calibration.settings_for(settings, base, now, limits)
+        pair_settings = settings_for(settings, base, now, limits)
         for metric in metrics:
             if metric not in base.metrics:
                 continue

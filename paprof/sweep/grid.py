@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 
 from paprof.errors import ShapeError, UsageError
 from paprof.family import Params, format_value
-from paprof.family import _parse_value as _field_value
+from paprof.family import parse_value as _field_value
 
 MAX_POINTS = 100_000
 """A grid larger than this is refused (a typo in a range, most likely)."""

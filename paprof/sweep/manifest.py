@@ -16,9 +16,11 @@ import hashlib
 import json
 from pathlib import Path
 
-from paprof import jsonsafe, names, store_files
+from paprof import jsonsafe, names
+from paprof.read import store_files
 from paprof.errors import UserError
-from paprof.profiler import provenance, store
+from paprof.measure import provenance
+from paprof.read import store
 
 FOLDER = "sweeps"
 KIND = "paprof-sweep"

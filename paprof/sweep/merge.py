@@ -13,7 +13,7 @@ Manifests of the same sweep are joined point by point (``done`` wins over ``fail
 ``skipped``, ``pending``); two different sweeps of one name are a conflict and the
 target's is kept. Nothing in a source is changed.
 
-Nothing is read or written through a link (``paprof.store_files``): a link inside a
+Nothing is read or written through a link (``paprof.read.store_files``): a link inside a
 source (a log linked to ``/proc/self/environ``, a linked report or folder) is skipped
 with a warning, a linked folder of ``--out`` is refused, temporary files get random
 names made with ``O_EXCL`` (removed whatever moment the merge is stopped at) and a
@@ -27,9 +27,10 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from paprof import jsonsafe, store_files
+from paprof import jsonsafe
+from paprof.read import store_files
 from paprof.errors import UserError
-from paprof.profiler import store
+from paprof.read import store
 from paprof.progress import tick
 from paprof.sweep import manifest as manifests
 from paprof.sweep import results

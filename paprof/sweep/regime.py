@@ -8,7 +8,7 @@ variant by its event-timed median (bench) or ncu duration (profile), treating va
 within ``NOISE_PCT`` of the fastest as tied; ``crossovers`` walks each axis with the other
 axes held at each of their values and says in words where the winner changes;
 ``scaling_lines`` gathers each metric along each axis for the charts. The sweep report
-(``paprof.reports.sweep``) only formats these.
+(``paprof.render.sweep``) only formats these.
 """
 
 from __future__ import annotations
@@ -18,10 +18,12 @@ import statistics
 from collections import Counter
 from dataclasses import dataclass, field
 
-from paprof.analysis import fmt
-from paprof.analysis.verdict import NOISE_PCT, tied
+from paprof.explain import fmt
+from paprof.explain.verdict import NOISE_PCT, tied
 from paprof.family import format_value
 from paprof.sweep import results
+from paprof.model.gpus import ceiling_for
+from paprof.read.store import Scan
 
 REGIME_KIND = "paprof-regime"
 REGIME_SCHEMA = 1
@@ -65,8 +67,7 @@ def _profile_cells(chosen: dict, scan=None) -> dict:
     ``store.Scan`` that found them, so that their sidecars are not read again)."""
     if not chosen:
         return {}
-    from paprof.analysis.gpus import ceiling_for
-    from paprof.analysis.load import load_reports, variant_rows
+    from paprof.model.load import load_reports, variant_rows
 
     rows = variant_rows(load_reports([rec.path for rec in chosen.values()], scan=scan))
     # Each report's rows by number, and the columns read as lists: a mask over the whole
@@ -109,8 +110,6 @@ class Collected:
 
 def collect(runs, data: dict) -> Collected:
     """Each point's cells from the store ``runs`` for the sweep ``data`` (its manifest)."""
-    from paprof.profiler.store import Scan
-
     mode, family = data["mode"], data["family"]
     scan = Scan()  # the store is read once: to find the records, then to load them
     found = results.latest([r for r in results.find_records(runs, mode, scan)

@@ -2,7 +2,7 @@
 and the regime JSON a dispatcher reads.
 
 ``write_sweep_report(runs)`` reads the sweep's results (``paprof.sweep.regime.collect``),
-decides the winners and crossovers there, formats them (``paprof.reports.sweep``) and
+decides the winners and crossovers there, formats them (``paprof.render.sweep``) and
 writes the files.
 """
 
@@ -12,11 +12,11 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
-from paprof import __version__  # noqa: F401  (the version every writer of reports uses)
-from paprof.analysis.verdict import NOISE_PCT
+from paprof._version import __version__  # noqa: F401  (the version every writer of reports uses)
+from paprof.explain.verdict import NOISE_PCT
 from paprof.errors import UserError
-from paprof.reports.sweep import SweepContext, render_html, render_markdown
-from paprof.profiler import store
+from paprof.render.sweep import SweepContext, render_html, render_markdown
+from paprof.read import store
 from paprof.sweep import manifest as manifests
 from paprof.sweep.regime import (  # noqa: F401  (the computation, by the names callers used)
     REGIME_KIND,
@@ -28,6 +28,10 @@ from paprof.sweep.regime import (  # noqa: F401  (the computation, by the names 
     regime_json,
     scaling_lines,
 )
+from paprof.render.sweep import draw_scaling
+from paprof.render import sweep as view
+from paprof import outputs
+from paprof.render.build import STDOUT
 
 
 MAX_CHARTS = 24
@@ -39,8 +43,6 @@ each takes matplotlib 0.1-0.2 s, a worker's start about as much."""
 
 def _charts(data: dict, cells: dict) -> tuple[list, int]:
     """The scaling charts (at most ``MAX_CHARTS``) and how many were left out."""
-    from paprof.reports.sweep import draw_scaling
-
     lines, left_out = scaling_lines(data, cells, limit=MAX_CHARTS)
     return draw_scaling(lines, PARALLEL_CHARTS), left_out
 
@@ -48,9 +50,7 @@ def _charts(data: dict, cells: dict) -> tuple[list, int]:
 def build_context(col: Collected, noise_pct: float = NOISE_PCT, charts: bool = True,
                   generated: str | None = None) -> SweepContext:
     """The report's context of the collected results ``col``: decided
-    (``paprof.sweep.regime.findings``), then formatted (``paprof.reports.sweep``)."""
-    from paprof.reports import sweep as view
-
+    (``paprof.sweep.regime.findings``), then formatted (``paprof.render.sweep``)."""
     found = findings(col, noise_pct, scaling=False)
     made = []
     if charts:
@@ -89,10 +89,8 @@ def write_sweep_report(runs, out: Path | str | None = "paprof-sweep.html", markd
     """
     import json
 
-    from paprof import outputs
-    from paprof.reports.build import STDOUT
-    from paprof.reports.html import GENERATOR_MARK
-    from paprof.reports.markdown import MARK
+    from paprof.render.html import GENERATOR_MARK
+    from paprof.render.markdown import MARK
 
     if not noise_pct >= 0 or math.isinf(noise_pct):
         raise UserError(f"--noise must be a percentage of 0 or more, got {noise_pct}")

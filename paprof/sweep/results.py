@@ -17,9 +17,12 @@ import socket
 from dataclasses import dataclass
 from pathlib import Path
 
-from paprof import __version__, jsonsafe, store_files
+from paprof import jsonsafe, names
+from paprof._version import __version__
+from paprof.read import store_files
 from paprof.errors import UserError
-from paprof.profiler import provenance, store
+from paprof.measure import provenance
+from paprof.read import store
 
 BENCH_SUFFIX = ".bench.json"
 BENCH_KIND = "paprof-bench"
@@ -46,7 +49,7 @@ def bench_record(bench: dict, row: dict, rounds: int | None = None, seed=None) -
         "kind": BENCH_KIND, "schema": BENCH_SCHEMA,
         "family": bench["family"], "variant": row["variant"], "variant_kind": row.get("kind"),
         "shape": bench["shape"], "shape_slug": bench["shape_slug"], "params": bench["params"],
-        "work": bench["work"], "gpu": bench["gpu"], "gpu_slug": provenance.slug(bench["gpu"]),
+        "work": bench["work"], "gpu": bench["gpu"], "gpu_slug": names.slug(bench["gpu"]),
         "driver": driver, "read_ceiling_tbs": bench["read_ceiling_tbs"],
         "gemm_ceiling_tflops": bench.get("gemm_ceiling_tflops"),
         "launches": bench["launches"], "rounds": rounds, "input_sets": bench["input_sets"],

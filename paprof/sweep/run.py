@@ -24,11 +24,17 @@ from typing import Callable
 
 from rich.console import Console
 
+from paprof.names import slug
 from paprof.errors import PaprofError, ShapeError, environment_error
-from paprof.profiler import provenance, store
+from paprof.measure import provenance
+from paprof.read import store
 from paprof.sweep import grid as grids
 from paprof.sweep import manifest as manifests
 from paprof.sweep import results
+from paprof.explain import fmt
+from paprof.measure.argv import NcuSettings
+from paprof.measure import profile  # looked up on use (the tests stand in for it)
+from paprof import progress
 
 MODES = ("bench", "profile")
 
@@ -76,8 +82,7 @@ PointRunner = Callable[..., list[VariantOutcome]]
 def bench_point(family, variants, params, runs: Path, settings: SweepSettings, say) -> list[VariantOutcome]:
     """Verify and time ``variants`` at ``params`` with CUDA events; store each passing
     variant's bench record. Needs the GPU (imported here)."""
-    from paprof.analysis import fmt
-    from paprof.kernels.bench import run_bench
+    from paprof.measure.kernels.bench import run_bench
 
     data = run_bench(family, variants, params, settings.launches, settings.rounds, settings.seed,
                      progress=say).to_dict()
@@ -100,17 +105,13 @@ def bench_point(family, variants, params, runs: Path, settings: SweepSettings, s
 def profile_point(family, variants, params, runs: Path, settings: SweepSettings, say) -> list[VariantOutcome]:
     """Verify, event-time and profile ``variants`` at ``params`` under ncu
     (``profile_variants``); the runs go into the store."""
-    from paprof.analysis import fmt
-    from paprof.profiler.argv import NcuSettings
-    from paprof.profiler.profile import profile_variants
-
     ncu = NcuSettings(preset=settings.preset, clock_control=settings.clock_control,
                       launches=settings.profile_launches, seed=settings.seed)
     say("profiling under ncu")
     quiet = Console(stderr=True, force_terminal=False)  # the sweep's own bar is the live one
     out = []
-    for o in profile_variants(variants, params, ncu, runs, replace=settings.force, console=quiet,
-                              family=family, replace_option="--force"):
+    for o in profile.profile_variants(variants, params, ncu, runs, replace=settings.force,
+                                      console=quiet, family=family, replace_option="--force"):
         if o.skipped:
             out.append(VariantOutcome(o.variant.id, "skipped", str(o.skipped)))
         elif o.failed:
@@ -221,7 +222,7 @@ def run_sweep(family, variants, grid: grids.Grid, runs, settings: SweepSettings 
     name = name or manifests.default_name(defn)
     data = manifests.open_or_new(runs, name, defn, grid, shard)
     gpu = gpu_name if gpu_name is not None else visible_gpu()
-    gpu_slug = provenance.slug(gpu) if gpu else None
+    gpu_slug = slug(gpu) if gpu else None
     points = grids.shard(grid.points, *shard)
     result = SweepResult(data, manifests.path(runs, name), len(points))
     work = plan(family, variants, points, runs, settings.mode, settings.force, gpu_slug)
@@ -251,7 +252,6 @@ def run_sweep(family, variants, grid: grids.Grid, runs, settings: SweepSettings 
     total = sum(1 for _, todo, _ in work if todo)
     live = console.is_terminal
     started, done = time.monotonic(), 0
-    from paprof import progress
 
     with progress.bar("sweep", console, live) as bar:
         task = bar.add_task("", total=total)

@@ -16,7 +16,7 @@ from paprof.errors import ShapeError
 from paprof_kernels.paged_decode import catalog, words
 from paprof_kernels.paged_decode.problem import Shape
 from paprof.family import KernelLaunch, Launcher
-from paprof.kernels import gpu
+from paprof.measure.kernels import gpu
 
 HERE = Path(__file__).resolve().parent
 

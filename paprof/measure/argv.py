@@ -1,0 +1,203 @@
+"""ncu's command line, built by pure functions from a settings dataclass.
+
+Nothing here runs anything or looks at the disk, so tests can assert exact lists.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from paprof.family import CommandVariant, Variant
+from paprof.measure.presets import get_preset
+from paprof.read.store import REPORT_SUFFIX
+
+LAUNCHER_MODULE = "paprof.measure.kernels.launch"
+CLOCK_CONTROLS = ("none", "base")
+
+
+@dataclass(frozen=True)
+class NcuSettings:
+    """How ``paprof run`` profiles one variant."""
+
+    ncu: str | None = None
+    """Path of the ncu executable; None: ``locate.find_ncu()`` when the run starts."""
+    preset: str = "default"
+    """Section preset name (``presets.PRESETS``): ``default``, ``memory`` or ``full``."""
+    clock_control: str = "none"
+    """ncu ``--clock-control``: ``none`` keeps the GPU's own boost clocks (what users get);
+    ``base`` locks them to base clocks (steadier, slower, not what production sees)."""
+    launches: int = 1
+    """Launches of the variant to profile (the launcher's ``--profile-launches``)."""
+    kernels_per_launch: int | None = 1
+    """Kernels one launch of the variant runs (split-KV: partial + merge). ncu's
+    ``--launch-count`` is ``launches * kernels_per_launch``; ``profile_variant`` fills it
+    in from the verification run. None (a callable or a command, whose kernels paprof
+    does not know): no ``--launch-count``, every kernel in the NVTX range is profiled."""
+    nvtx_filter: bool = True
+    """Profile only kernels inside the variant's NVTX range (``--nvtx --nvtx-include``)."""
+    kernel_filter: bool = True
+    """Profile only kernels whose name matches the variant's ``kernel_regex`` (``-k``)."""
+    time_launches: int = 20
+    """CUDA-event-timed launches in the verification run (outside ncu)."""
+    measure_ceiling: bool = False
+    """Also measure the read ceiling in the verification run (the launcher's
+    ``--ceiling``): recorded in the sidecar as ``read_ceiling_tbs``."""
+    measure_gemm_ceiling: bool = False
+    """Also measure the GEMM ceiling in the verification run (the launcher's
+    ``--gemm-ceiling``): recorded as ``gemm_ceiling_tflops``. ``profile_variant`` turns it
+    on for work a family holds to that ceiling (``Family.holds_to_gemm``)."""
+    seed: int | None = None
+    """Input seed passed to the launcher (``--seed``); None: the launcher's default."""
+    python: str = sys.executable
+    """The Python that runs the launcher."""
+    cover: float | None = None
+    """A command only: time every launch in its range first (``metrics`` alone, one
+    pass a launch), then profile only the kernels that make up this fraction of the
+    step's time (``paprof.measure.top_kernels``). None: profile every kernel."""
+    top: int | None = None
+    """With ``cover``: profile at most this many kernels (by name)."""
+    metrics: tuple[str, ...] = ()
+    """Collect only these metrics (``--metrics``) instead of the preset's sections: the
+    timing pass."""
+    kernel_names: tuple[str, ...] | None = None
+    """Profile only the launches of these kernels (function names, matched whole by
+    ``-k regex:``) instead of the variant's ``kernel_regex``: the chosen top kernels."""
+
+    @property
+    def launch_count(self) -> int | None:
+        if self.kernels_per_launch is None:
+            return None
+        return self.launches * max(1, self.kernels_per_launch)
+
+
+def report_path(path: Path | str) -> Path:
+    """``path`` with the ``.ncu-rep`` suffix ncu would otherwise append itself."""
+    path = Path(path)
+    return path if path.name.endswith(REPORT_SUFFIX) else path.with_name(path.name + REPORT_SUFFIX)
+
+
+def launcher_argv(
+    variant: Variant,
+    params,
+    *,
+    python: str,
+    result: Path | str,
+    profile_launches: int,
+    time_launches: int,
+    seed: int | None = None,
+    check: bool = True,
+    ceiling: bool = False,
+    gemm_ceiling: bool = False,
+) -> list[str]:
+    """``python -m paprof.measure.kernels.launch ...`` for one variant and its parameters.
+
+    ``check=False`` skips the float64 reference: the run under ncu does, because the
+    verification run just before checked the same kernel (and under ncu every CuPy
+    kernel of the reference would be intercepted, which costs seconds).
+    """
+    argv = [
+        python, "-m", LAUNCHER_MODULE,
+        "--variant", variant.id,
+        "--family", variant.family,
+        "--shape", params.spec(),
+        "--profile-launches", str(profile_launches),
+        "--result", str(result),
+        "--time", str(time_launches),
+    ]  # fmt: skip
+    if seed is not None:
+        argv += ["--seed", str(seed)]
+    if not check:
+        argv.append("--no-check")
+    if ceiling:
+        argv.append("--ceiling")
+    if gemm_ceiling:
+        argv.append("--gemm-ceiling")
+    return argv
+
+
+def verify_argv(
+    settings: NcuSettings, variant: Variant, params, result: Path | str
+) -> list[str]:
+    """The launcher run WITHOUT ncu: check against the reference and event-time it."""
+    return launcher_argv(
+        variant,
+        params,
+        python=settings.python,
+        result=result,
+        profile_launches=0,
+        time_launches=settings.time_launches,
+        seed=settings.seed,
+        ceiling=settings.measure_ceiling,
+        gemm_ceiling=settings.measure_gemm_ceiling,
+    )
+
+
+def nvtx_include(range_name: str) -> str:
+    """ncu's ``--nvtx-include`` for a push/pop range: ``NAME/`` (``domain@NAME/`` kept)."""
+    return range_name if range_name.endswith("/") else f"{range_name}/"
+
+
+_REGEX_SPECIAL = frozenset("\\^$.|?*+()[]{}")
+
+
+def names_regex(names) -> str:
+    """``-k regex:`` for exactly these kernel names: ``^(a|b)$``, each name escaped (ncu's
+    default ``--kernel-name-base function`` is the name its reports give)."""
+    escaped = ("".join("\\" + c if c in _REGEX_SPECIAL else c for c in name) for name in names)
+    return "^(" + "|".join(escaped) + ")$"
+
+
+def ncu_argv(
+    settings: NcuSettings,
+    variant: Variant,
+    params,
+    output: Path | str,
+    result: Path | str | None,
+) -> list[str]:
+    """ncu profiling the launcher (or, for a command variant, the user's program);
+    ``output`` is the (temporary) report path.
+
+    ``--force-overwrite`` is safe because the output is always a fresh temporary name
+    that the run store renames at the end; a stored run is never overwritten by ncu.
+    """
+    if settings.ncu is None:
+        raise ValueError("settings.ncu is None: resolve it with locate.find_ncu() first")
+    if settings.clock_control not in CLOCK_CONTROLS:
+        raise ValueError(
+            f"clock_control must be one of {CLOCK_CONTROLS}, got {settings.clock_control!r}"
+        )
+    argv = [
+        settings.ncu,
+        "-o", str(report_path(output)),
+        "--force-overwrite",
+        "--clock-control", settings.clock_control,
+        "--target-processes", "all",
+    ]  # fmt: skip
+    if settings.metrics:  # the timing pass: no section, one pass a launch
+        argv += ["--metrics", ",".join(settings.metrics)]
+    else:
+        argv += get_preset(settings.preset).ncu_args()
+    if settings.nvtx_filter:
+        argv += ["--nvtx", "--nvtx-include", nvtx_include(variant.nvtx_range)]
+    regex = variant.kernel_regex_for(params) if params is not None else variant.kernel_regex
+    if settings.kernel_names is not None:  # chosen by the timing pass, within the regex
+        argv += ["--kernel-name-base", "function", "-k", f"regex:{names_regex(settings.kernel_names)}"]
+    elif settings.kernel_filter and regex:
+        argv += ["-k", f"regex:{regex}"]
+    if settings.launch_count is not None:
+        argv += ["--launch-count", str(settings.launch_count)]
+    if isinstance(variant, CommandVariant):
+        return argv + list(variant.command)
+    argv += launcher_argv(
+        variant,
+        params,
+        python=settings.python,
+        result=result,
+        profile_launches=settings.launches,
+        time_launches=0,
+        seed=settings.seed,
+        check=False,
+    )
+    return argv

@@ -86,12 +86,12 @@ def _variant_styles(fig) -> dict[str, tuple]:
 def drawn_charts(monkeypatch):
     """Each chart made while the test runs: (id, what is wrong with it)."""
     found = []
-    finish = charts._finish
+    finish = charts.finished_chart
 
     def check(fig, chart_id, *args):
         clear = fig.clear
 
-        def inspected(*a, **kw):  # _finish clears the figure once saved (drawn): look first
+        def inspected(*a, **kw):  # finished_chart clears the figure once saved (drawn): look first
             look(fig, chart_id)
             return clear(*a, **kw)
 
@@ -113,8 +113,8 @@ def drawn_charts(monkeypatch):
             wrong.append(f"variants share colour and marker: {styles}")
         found.append((chart_id, wrong, styles))
 
-    monkeypatch.setattr(charts, "_finish", check)
-    monkeypatch.setattr(sweep_charts, "_finish", check)
+    monkeypatch.setattr(charts, "finished_chart", check)
+    monkeypatch.setattr(sweep_charts, "finished_chart", check)
     return found
 
 

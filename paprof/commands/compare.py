@@ -15,7 +15,7 @@ from paprof.safetext import shown
 
 
 @click.command("compare")
-@click.argument("variants", nargs=-1, required=True, metavar="VARIANT VARIANT [VARIANT...]")
+@click.argument("variants", nargs=-1, required=True, metavar="VARIANT VARIANT [VARIANT...] | REPORT")
 @click.option("--baseline", default=None, metavar="VARIANT",
               help="Compare every VARIANT with this one (a run-store id or .ncu-rep path, "
               "shown first): each variant's cause is told against it. Without it the "
@@ -42,7 +42,9 @@ from paprof.safetext import shown
 def compare(variants, runs, shape, out, markdown, json_out, cross, step_range, open_browser, force,
             baseline):
     """Compare VARIANTs in the order given: run-store ids (the latest run of that variant
-    and shape, e.g. v2 or paged_decode/v2) or .ncu-rep paths.
+    and shape, e.g. v2 or paged_decode/v2) or .ncu-rep paths. One .ncu-rep that paprof
+    did not write and that holds several kernels (a tutorial's versions in one ncu
+    run): its kernels, in launch order.
 
     The report opens with a verdict table: each variant's time, speedup against the
     baseline (--baseline, else the first variant), bottleneck and the one-line cause of

@@ -92,7 +92,8 @@ def resolve_variants(specs: list[str], runs: Path | str = DEFAULT_RUNS, shape: s
     shape and GPU where the store has that, so that one command compares like with like.
     """
     specs = list(specs)
-    if len(specs) < 2:
+    one_report = len(specs) == 1 and (specs[0].endswith(REPORT_SUFFIX) or Path(specs[0]).is_file())
+    if len(specs) < 2 and not one_report:  # one report paprof did not write: its kernels
         raise UserError(f"compare needs at least 2 variants, got {len(specs)}: "
                         "e.g. paprof compare v2 v3 --runs examples/h200")
 

@@ -71,6 +71,7 @@ def no_nvcc(monkeypatch):
 
 # -- one variant alone: the launcher's own phases, the hash, ncu's start, replay and end -------
 
+@pytest.mark.lab  # the lab's paged_decode, as a user's plugin
 def test_one_variant_records_every_phase_in_running_order(fake_bin, fake_launcher, no_nvcc, tmp_path):
     run = profile_variant(registry.get("v3"), lab_shape("batch=64,context=4096"), NcuSettings(),
                           tmp_path / "runs")
@@ -86,6 +87,7 @@ def test_one_variant_records_every_phase_in_running_order(fake_bin, fake_launche
 
 # -- several variants: the fixed costs paid once -------------------------------------------------
 
+@pytest.mark.lab  # the lab's paged_decode, as a user's plugin
 def test_several_variants_are_checked_and_timed_in_one_launcher_process(fake_bin, fake_launcher, no_nvcc, tmp_path):
     variants = [registry.get(v) for v in ("v2", "v3", "v5")]
     outcomes = profile_variants(variants, lab_shape("batch=64,context=4096"), NcuSettings(seed=4),
@@ -105,6 +107,7 @@ def test_several_variants_are_checked_and_timed_in_one_launcher_process(fake_bin
     assert sums["launcher start"] == pytest.approx(start.seconds)  # once, not three times
 
 
+@pytest.mark.lab  # the lab's paged_decode, as a user's plugin
 def test_a_variant_the_batch_skipped_or_failed_goes_as_alone(fake_bin, fake_launcher, no_nvcc, tmp_path):
     fake_launcher.variants = {"v2": {"skipped": "v2 needs a larger GPU"},
                               "v3": {"error": "CUDARuntimeError: an illegal memory access", "exit_code": 2}}
@@ -115,6 +118,7 @@ def test_a_variant_the_batch_skipped_or_failed_goes_as_alone(fake_bin, fake_laun
     assert stored == ["v5"]  # v2 skipped with its reason, v5 profiled, v3 stopped the loop
 
 
+@pytest.mark.lab  # the lab's paged_decode, as a user's plugin
 def test_the_hashes_are_taken_again_for_a_gpu_of_another_target(fake_bin, fake_launcher, tmp_path, monkeypatch):
     from paprof.measure import sass_hash
 
@@ -127,6 +131,7 @@ def test_the_hashes_are_taken_again_for_a_gpu_of_another_target(fake_bin, fake_l
     assert sorted(a for a in asked if a[1] == "sm_80") == [("v2", "sm_80"), ("v3", "sm_80")]
 
 
+@pytest.mark.lab  # the lab's paged_decode, as a user's plugin
 def test_run_timings_shows_a_table_per_variant_then_the_totals(paprof_cli, fake_bin, fake_launcher, no_nvcc, tmp_path,
                                                                monkeypatch):
     monkeypatch.setenv("COLUMNS", "200")
@@ -265,6 +270,7 @@ def test_the_modules_built_ahead_are_the_ones_each_variants_build_asks_for(monke
         assert asked and set(asked) <= ahead, variant.id
 
 
+@pytest.mark.lab  # the lab's paged_decode, as a user's plugin
 def test_each_variant_alone_as_before_when_asked(fake_bin, fake_launcher, no_nvcc, tmp_path, monkeypatch):
     monkeypatch.setenv("PAPROF_RUN_ALONE", "1")
     outcomes = profile_variants([registry.get("v2"), registry.get("v3")], lab_shape("batch=64,context=4096"),
@@ -275,6 +281,7 @@ def test_each_variant_alone_as_before_when_asked(fake_bin, fake_launcher, no_nvc
         assert not any(p.shared > 1 or p.overlapped for p in o.run.sidecar.phases)
 
 
+@pytest.mark.lab  # the lab's paged_decode, as a user's plugin
 def test_the_gpu_the_driver_and_ncus_version_are_asked_once_a_command(fake_bin, fake_launcher, no_nvcc, tmp_path,
                                                                       monkeypatch):
     from paprof.measure import provenance

@@ -97,12 +97,16 @@ def warm_up(fn, model, x, gy, n: int = 3) -> None:
     torch.cuda.synchronize()
 
 
-def ranged_steps(fn, model, x, gy, steps: int) -> None:
-    for _ in range(steps):
-        torch.cuda.nvtx.range_push("step")
-        step(fn, model, x, gy)
-        torch.cuda.synchronize()
-        torch.cuda.nvtx.range_pop()
+def ranged_steps(fn, model, x, gy, steps: int, autograd_threads: bool = False) -> None:
+    # An NVTX push belongs to the thread that made it, and PyTorch runs the backward pass
+    # on its autograd device threads: without this, ncu's --nvtx-include sees the
+    # forward's kernels only. With autograd's multithreading off, backward runs here.
+    with torch.autograd.set_multithreading_enabled(autograd_threads):
+        for _ in range(steps):
+            torch.cuda.nvtx.range_push("step")
+            step(fn, model, x, gy)
+            torch.cuda.synchronize()
+            torch.cuda.nvtx.range_pop()
 
 
 def time_steps(fn, model, x, gy, iters: int) -> float:
@@ -139,6 +143,8 @@ def main(argv=None) -> int:
     ap.add_argument("--steps", type=int, default=2, help="NVTX-ranged steps (not with 'both')")
     ap.add_argument("--timing-iters", type=int, default=20, help="CUDA-event-timed steps (0: none)")
     ap.add_argument("--json", default=None, metavar="FILE", help="also write the timings as JSON")
+    ap.add_argument("--autograd-threads", action="store_true",
+                    help="run backward on autograd's own threads (then outside the 'step' range)")
     args = ap.parse_args(argv)
 
     if torch is None or not torch.cuda.is_available():
@@ -157,7 +163,7 @@ def main(argv=None) -> int:
         a, b = (fns[m](x).detach().float() for m in modes)
         result["max_abs_diff"] = float((a - b).abs().max())
     else:
-        ranged_steps(fns[args.mode], model, x, gy, args.steps)
+        ranged_steps(fns[args.mode], model, x, gy, args.steps, args.autograd_threads)
         result["ranged_steps"] = args.steps
     if args.timing_iters > 0:
         for mode in modes:

@@ -54,7 +54,7 @@ def _num(x: float, unit: str = "") -> str:
     if unit == "Hz":
         return f"{x / 1e6:.0f} MHz"
     if unit == "us":
-        return f"{x / 1000:.3g} ms" if abs(x) >= 1000 else f"{x:.3g} us"
+        return fmt.duration_us(x)
     text = fmt.big(x) if abs(x) >= 10000 else fmt.number(x)
     return text + (f" {unit}" if unit else "")
 

@@ -36,7 +36,6 @@ cases in one call, case22 and the thirteen original pairs in a second)."""
 MISSES = {
     "case15": ("the case does not isolate its cause: ptxas packed the slow kernel's scalar fp16 "
                "into HFMA2 too (67.4 M HFMA2 in both); they differ by 34 M MOVs, which the line names"),
-    "lib4": "the layout transposes are named by kernel name only; the regex wants the word",
 }
 NVCC = shutil.which("nvcc")
 

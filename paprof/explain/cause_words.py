@@ -260,7 +260,8 @@ def _kernels(t: Term) -> str:
         if gone is not None and new is not None:
             fused = len(new.kernels) < len(gone.kernels)
             head = (f"{len(gone.kernels)} kernels {'fused into' if fused else 'split into'} "
-                    f"{len(new.kernels)} ({_names(gone)} -> {_names(new)})")
+                    f"{len(new.kernels)} ({_names(gone)} -> {_names(new)}"
+                    f"{_transposes(gone, 'before')}{_transposes(new, 'after')})")
             moved = [f"{words} {_num(gone.work[k], unit)} -> {_num(new.work[k], unit)}"
                      for k, words, unit in (("dram_bytes", "DRAM bytes", "B"),
                                             ("instructions", "warp instructions", ""))
@@ -274,7 +275,31 @@ def _kernels(t: Term) -> str:
             (("dram_bytes", " of DRAM traffic", "B"), ("instructions", " warp instructions", ""))
             if k in t.work]
     doing = (f": {' and '.join(what)} {'no longer' if gone else 'now'} done" if what else "")
-    return f"{len(t.kernels)} kernel{'s' if len(t.kernels) != 1 else ''} {'gone' if gone else 'new'} ({_names(t)}){doing}"
+    n, side = len(t.kernels), 'gone' if gone else 'new'
+    if t.work.get("layout_transposes") == n:
+        return (f"{n} layout transpose{'s' if n != 1 else ''} {side} ({_names(t)}: "
+                f"{TRANSPOSE_SHAPE}){doing}")
+    return f"{n} kernel{'s' if n != 1 else ''} {side} ({_names(t)}{_transposes(t)}){doing}"
+
+
+TRANSPOSE_SHAPE = "each element through a shared-memory tile, bytes written = bytes read"
+"""Why a kernel is called a layout transpose (``paprof.model.kernel_kinds``): said with it,
+so that a reader can check the claim against the kernel's counters."""
+
+
+def _transposes(t: Term, side: str = "") -> str:
+    """``; 2 of them layout transposes (...)`` where some of a term's kernels are;
+    ``side`` (``before``/``after``) names the side of a fusion or split."""
+    k, n = int(t.work.get("layout_transposes") or 0), len(t.kernels)
+    if not k:
+        return ""
+    of = f"of those {side}" if side else "of them"
+    if k == n:
+        what = "a layout transpose" if n == 1 else "all layout transposes"
+        what = f"{what} {side}".rstrip() if side else what
+    else:
+        what = f"{k} {of} {'a layout transpose' if k == 1 else 'layout transposes'}"
+    return f"; {what} ({TRANSPOSE_SHAPE})"
 
 
 def _names(t: Term) -> str:

@@ -51,6 +51,7 @@ from dataclasses import dataclass, field
 from paprof.model.numbers import finite
 from paprof.read.metrics import OPCODE_CLASSES, OPCODE_COLUMNS, STALL_REASONS
 from paprof.model.bottleneck import UNIT_NAMES
+from paprof.model.kernel_kinds import is_layout_transpose
 
 #: A term smaller than this share of the faster time is noise (ncu's duration of the same
 #: launch varies by about 1 % between replays on the H200; twice that, to be safe).
@@ -343,7 +344,8 @@ class Term:
     empty where the reports lack InstructionStats' per-opcode counts."""
     work: dict = field(default_factory=dict)
     """For ``kernel+`` / ``kernel-``: what the kernels did (``dram_bytes``,
-    ``instructions``), summed; absent counters are left out."""
+    ``instructions``), summed; absent counters are left out; ``layout_transposes``: how
+    many of them are layout transposes (``kernel_kinds``), only where some are."""
 
     def to_dict(self) -> dict:
         return {"key": self.key, "label": self.label, "us": self.us, "before": self.before,
@@ -688,12 +690,16 @@ def _merge_parts(have: list[Part], more: list[Part]) -> list[Part]:
 
 def _work(parts: list) -> dict:
     """What kernels that appear or disappear did: DRAM bytes and warp instructions, summed
-    (a counter is left out where a kernel lacks it)."""
+    (a counter is left out where a kernel lacks it), and how many of them are layout
+    transposes (``kernel_kinds``)."""
     out = {}
     for key, column in (("dram_bytes", "dram_bytes"), ("instructions", "instructions_executed")):
         xs = [_f(_values(p).get(column)) for p in parts]
         if xs and all(x is not None for x in xs):
             out[key] = sum(xs)
+    transposes = sum(1 for p in parts if is_layout_transpose(_values(p)))
+    if transposes:  # kept out of the document where there are none
+        out["layout_transposes"] = transposes
     return out
 
 

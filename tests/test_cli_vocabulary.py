@@ -33,7 +33,7 @@ RENAMED = {
 }
 """Old spelling -> the one that replaced it."""
 
-LAUNCHES = {"--timed-launches", "--profiled-launches"}
+LAUNCHES = {"--timed-launches", "--profiled-launches", "--profile-every-launch"}
 
 
 def _commands():

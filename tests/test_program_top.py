@@ -16,7 +16,7 @@ from click.testing import CliRunner
 from helpers import unpacked
 from paprof.family import CommandVariant
 from paprof.measure.argv import NcuSettings, names_regex, ncu_argv
-from paprof.measure.top_kernels import TIME_METRIC, choose, chosen_names, read_launches
+from paprof.measure.top_kernels import TIME_METRIC, TIMING_METRICS, choose, chosen_names, read_launches
 
 MLP = Path(__file__).resolve().parents[1] / "examples" / "mlp" / "runs.tar.xz"
 needs_mlp = pytest.mark.skipif(not MLP.is_file(), reason="examples/mlp/runs.tar.xz is not there")
@@ -91,10 +91,13 @@ def test_run_cmd_times_first_then_profiles_the_top_kernels(paprof_cli, fake_bin,
                   "eager", "--runs", str(runs))
     assert result.exit_code == 0, result.output
     timing, full = [json.loads(line) for line in (tmp_path / "argvs.jsonl").read_text().splitlines()]
-    assert timing[timing.index("--metrics") + 1] == TIME_METRIC and "--section" not in timing
+    assert timing[timing.index("--metrics") + 1] == ",".join(TIMING_METRICS) and "--section" not in timing
     assert "-k" not in timing and full[-3:] == ["python3", "mlp.py", "eager"]
+    # the first K launches of each configuration of the chosen kernels
     side = json.loads(next(runs.rglob("*.json")).read_text())
     chosen = side["selection"]
+    assert full[full.index("--filter-mode") + 1] == "per-launch-config" and "--filter-mode" not in timing
+    assert full[full.index("--launch-count") + 1] == str(chosen["per_config"]) == "2"
     names = [k["kernel"] for k in chosen["kernels"] if k["profiled"]]
     assert full[full.index("-k") + 1] == "regex:" + names_regex(names)
     assert chosen["steps"] == 3 and chosen["launches"] == 42 and chosen["cover"] == 0.9
@@ -102,22 +105,37 @@ def test_run_cmd_times_first_then_profiles_the_top_kernels(paprof_cli, fake_bin,
         len(names) - 1]["share"]  # the fewest names: without the last one it would fall short
     assert chosen["skipped"]["kernels"] == len(chosen["kernels"]) - len(names) > 0
     assert "eager: profiled 3 of 6 kernels" in result.output and "skipped 3 kernels" in result.output
-    # the fake ncu prints one launch where the plan was 30: said, and kept in the record
-    assert chosen["launches_profiled"] == 1 and chosen["profiled"]["launches"] == 30
-    assert "Warning: ncu profiled 1 launches where the timing pass saw 30" in result.output
+    # every profiled kernel's launches of the first step told apart by (grid, block)
+    assert chosen["represented"] is True and chosen["profiled"]["launches"] == 30
+    configs = [c for k in chosen["kernels"] if k["profiled"] for c in k["configs"]]
+    assert sum(sum(c["weights"]) for c in configs) == sum(c["launches"] for c in configs) == 10
+    planned = sum(c["profiled"] for c in configs)
+    assert f"{planned} launches standing for the other" in result.output
+    # the fake ncu prints --launch-count launches (2) where the plan was more: said, and kept
+    assert chosen["launches_profiled"] == 2 < planned
+    assert f"Warning: ncu profiled 2 launches where the timing pass planned {planned}" in result.output
     assert not [p for p in runs.rglob("*") if "timing" in p.name]  # the timing report is scratch
+
+    each = _run(paprof_cli, "--cmd", "python3 mlp.py eager", "--nvtx-range", "step", "--name",
+                "eager", "--runs", str(runs), "--profile-every-launch", "--force")
+    assert each.exit_code == 0, each.output
+    full = json.loads((tmp_path / "argvs.jsonl").read_text().splitlines()[-1])
+    assert "--filter-mode" not in full and "--launch-count" not in full and "-k" in full
+    assert json.loads(next(runs.rglob("*.json")).read_text())["selection"]["represented"] is False
+    assert "launch configurations" not in each.output
 
     again = _run(paprof_cli, "--cmd", "python3 mlp.py eager", "--nvtx-range", "step", "--name",
                  "eager", "--runs", str(runs), "--all", "--force")
     assert again.exit_code == 0, again.output
     last = json.loads((tmp_path / "argvs.jsonl").read_text().splitlines()[-1])
     assert "--metrics" not in last and "-k" not in last and len(
-        (tmp_path / "argvs.jsonl").read_text().splitlines()) == 3  # --all: one pass, no timing
+        (tmp_path / "argvs.jsonl").read_text().splitlines()) == 5  # --all: one pass, no timing
     assert "selection" not in json.loads(next(runs.rglob("*.json")).read_text())
 
 
 @pytest.mark.parametrize("args, message", [
-    (("--variant", "v3", "--top", "3"), "--cover, --top and --all go with --cmd"),
+    (("--variant", "v3", "--top", "3"), "--cover, --top, --all and --profile-every-launch go with --cmd"),
+    (("--variant", "v3", "--profile-every-launch"), "--cover, --top, --all and --profile-every-launch go with --cmd"),
     (("--cmd", "python3 x.py", "--nvtx-range", "r", "--name", "a", "--all", "--top", "2"),
      "--all profiles every kernel"),
 ])

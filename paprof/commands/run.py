@@ -75,17 +75,19 @@ def _command_variant(cmd, nvtx_range, name, kernel_regex):
         raise UsageError(f"--name {name!r}: {err}") from None
 
 
-def _top_kernels(cmd, cover, top, every_kernel) -> dict:
-    """``NcuSettings``' cover and top from --cover, --top and --all."""
+def _top_kernels(cmd, cover, top, every_kernel, every_launch) -> dict:
+    """``NcuSettings``' cover, top and every_launch from --cover, --top, --all and
+    --profile-every-launch."""
     if cmd is None:
-        if cover is not None or top is not None or every_kernel:
-            raise UsageError("--cover, --top and --all go with --cmd")
+        if cover is not None or top is not None or every_kernel or every_launch:
+            raise UsageError("--cover, --top, --all and --profile-every-launch go with --cmd")
         return {}
     if every_kernel:
         if cover is not None or top is not None:
             raise UsageError("--all profiles every kernel: give neither --cover nor --top with it")
-        return {}
-    return {"cover": DEFAULT_COVER if cover is None else cover, "top": top}
+        return {}  # every launch of every kernel: no timing pass to count configurations
+    return {"cover": DEFAULT_COVER if cover is None else cover, "top": top,
+            "every_launch": every_launch}
 
 
 def selection_lines(outcomes: list[Outcome]) -> list[str]:
@@ -99,14 +101,20 @@ def selection_lines(outcomes: list[Outcome]) -> list[str]:
         line = (f"{shown(o.variant.name)}: profiled {done['kernels']} of {len(chosen['kernels'])} kernels, "
                 f"{done['launches']} launches, {100 * done['share']:.1f} % of the range's time "
                 f"(timed in {chosen.get('seconds', 0):.1f} s)")
+        planned, verb = done["launches"], "saw"
+        if chosen.get("represented"):
+            planned = sum(c.get("profiled", 0) for k in chosen["kernels"] if k.get("profiled")
+                          for c in k.get("configs") or ())
+            verb = "planned"
+            line += (f"; {planned} launches standing for the others, by launch configuration "
+                     "(--profile-every-launch profiles them all)")
         if skipped["kernels"]:
             line += (f"; skipped {skipped['kernels']} kernels, {skipped['launches']} launches, "
                      f"{100 * skipped['share']:.1f} % (--all profiles every kernel)")
         seen = chosen.get("launches_profiled")
-        if isinstance(seen, int) and seen != done["launches"]:
-            line += (f". Warning: ncu profiled {seen} launches where the timing pass saw "
-                     f"{done['launches']} of these kernels: the program ran differently the "
-                     "second time")
+        if isinstance(seen, int) and seen != planned:
+            line += (f". Warning: ncu profiled {seen} launches where the timing pass {verb} "
+                     f"{planned} of these kernels: the program ran differently the second time")
         lines.append(line)
     return lines
 
@@ -148,7 +156,11 @@ def report_lines(outcomes: list[Outcome], width: int | None = None) -> list[str]
 @click.option("--top", type=click.IntRange(min=1), default=None, metavar="N",
               help="With --cmd: profile at most N kernels (the longest first).")
 @click.option("--all", "every_kernel", is_flag=True,
-              help="With --cmd: profile every kernel in the range (no timing pass).")
+              help="With --cmd: profile every launch of every kernel in the range (no timing "
+                   "pass).")
+@click.option("--profile-every-launch", "every_launch", is_flag=True,
+              help="With --cmd: profile every launch of the top kernels, not the first few "
+                   "of each launch configuration (kernel, grid, block) standing for the others.")
 @click.option("--preset", type=click.Choice(list(PRESETS)), default="default", show_default=True,
               help="ncu sections: default (13 sections incl. traffic per memory level and "
                    "instruction counts; 35 replay passes a kernel on the H200), source (+ stall "
@@ -171,7 +183,7 @@ def report_lines(outcomes: list[Outcome], width: int | None = None) -> list[str]
               help="Also show where each variant's run spent its time (build, inputs and reference, "
                    "check, timing, ncu start, replay passes, ...), then the totals.")
 def run(variants, family, shape, cmd, nvtx_range, name, kernel_regex, cover, top, every_kernel,
-        preset, runs_dir, clock_control, launches, force, seed, wide, timings):
+        every_launch, preset, runs_dir, clock_control, launches, force, seed, wide, timings):
     """Verify each variant against the float64 reference, then profile it under ncu.
 
     Each variant first runs without ncu (checked, then CUDA-event timed), then under
@@ -179,10 +191,12 @@ def run(variants, family, shape, cmd, nvtx_range, name, kernel_regex, cover, top
     RUNS/<gpu>/<family>/<variant>/<shape>.ncu-rep with a .json provenance sidecar.
     With --cmd, an external program is profiled inside its NVTX range instead (stored
     under family 'command'; not verified): every launch in the range is timed first
-    (ncu, duration only), then the kernels that make up 90 % of its time (--cover,
-    --top) are profiled with the preset's sections, and the run record says what was
-    skipped (--all: every kernel, no timing pass). Needs an NVIDIA GPU and Nsight Compute (ncu
-    on PATH, or NCU=/path/to/ncu).
+    (ncu, duration, grid and block only), then the kernels that make up 90 % of its time
+    (--cover, --top) are profiled with the preset's sections, the first launches of each
+    launch configuration (kernel, grid, block) standing for the step's others
+    (--profile-every-launch: all of them), and the run record says what was skipped and
+    what each profiled launch stands for (--all: every launch of every kernel, no timing
+    pass). Needs an NVIDIA GPU and Nsight Compute (ncu on PATH, or NCU=/path/to/ncu).
 
     \b
     Examples:
@@ -195,7 +209,7 @@ def run(variants, family, shape, cmd, nvtx_range, name, kernel_regex, cover, top
     """
     started = time.perf_counter()
     settings = NcuSettings(preset=preset, clock_control=clock_control, launches=launches, seed=seed,
-                           **_top_kernels(cmd, cover, top, every_kernel))
+                           **_top_kernels(cmd, cover, top, every_kernel, every_launch))
     if cmd is not None:
         if variants or shape:
             raise UsageError("--cmd profiles a program: give neither --variant nor --shape with it")

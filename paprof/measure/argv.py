@@ -64,6 +64,13 @@ class NcuSettings:
     kernel_names: tuple[str, ...] | None = None
     """Profile only the launches of these kernels (function names, matched whole by
     ``-k regex:``) instead of the variant's ``kernel_regex``: the chosen top kernels."""
+    per_config: int | None = None
+    """Profile the first K launches of each launch configuration only (ncu's
+    ``--filter-mode per-launch-config --launch-count K``): set by the timing pass, which
+    counts the launches each one stands for (``paprof.measure.top_kernels``)."""
+    every_launch: bool = False
+    """A command's top kernels: profile every launch of them (``--profile-every-launch``), not a
+    few of each launch configuration standing for the others."""
 
     @property
     def launch_count(self) -> int | None:
@@ -186,7 +193,9 @@ def ncu_argv(
         argv += ["--kernel-name-base", "function", "-k", f"regex:{names_regex(settings.kernel_names)}"]
     elif settings.kernel_filter and regex:
         argv += ["-k", f"regex:{regex}"]
-    if settings.launch_count is not None:
+    if settings.per_config:  # a few launches of each configuration stand for the others
+        argv += ["--filter-mode", "per-launch-config", "--launch-count", str(settings.per_config)]
+    elif settings.launch_count is not None:
         argv += ["--launch-count", str(settings.launch_count)]
     if isinstance(variant, CommandVariant):
         return argv + list(variant.command)

@@ -26,7 +26,7 @@ from paprof.read import metrics as M
 from paprof.read import ncu_reader
 from paprof.model.bottleneck import DEFAULT_THRESHOLDS, Thresholds, classify
 from paprof.read.ncu_fastread import FastResult
-from paprof.model import steps
+from paprof.model import represented, steps
 from paprof.read.ncu_reader import open_report, read_metric, read_nvtx, read_rules
 from paprof.errors import UserError
 from paprof.read import store
@@ -319,6 +319,8 @@ def _report_facts(report: Path, sidecar: dict | None, layout: dict) -> dict:
         "work": work_model(sidecar),
         # what the step model needs of the record (a worker gets no sidecar)
         "record": {k: side.get(k) for k in ("step_range", "kind", "nvtx_range", "launches")},
+        # a launch profiled for the others of its configuration: how many it stands for
+        "weights": represented.weights(side),
         # one kernel of several: the work is the variant's, not this kernel's
         "several": len(_kernel_names(sidecar)) > 1,
     }
@@ -431,10 +433,10 @@ class _Columns:
                       pd.Series(store, dtype=object))
             del store[:]
             df.insert(place[column], column, values)
-        notes = missing.pop(_STEP_NOTE, None)
+        notes = [n for n in (missing.pop(_STEP_NOTE, None), missing.pop(_REPRESENTED_NOTE, None)) if n]
         df.attrs["missing"] = dict(missing)
         if notes:
-            df.attrs["notes"] = [notes]
+            df.attrs["notes"] = notes
         return df
 
 
@@ -566,15 +568,26 @@ def _add_run(table: _Columns, report: Path, facts: dict, sidecar: dict | None,
         stacks.append(read_nvtx(action))
     found = steps.plan([r["kernel"] for r in rows], stacks, facts.get("record") or sidecar,
                        step_range)
-    for row, step in zip(rows, found.steps):
-        row["step"] = step
+    plan = facts.get("weights")
+    times = [1] * len(rows)
+    if plan:  # one step, each profiled launch counted for those it stands for
+        times, off = represented.counts(rows, plan)
+        if off:
+            missing.setdefault(_REPRESENTED_NOTE, "not profiled as the timing pass planned, each "
+                               "launch counted once: " + ", ".join(off[:3]))
+    added = 0
+    for row, step, n in zip(rows, found.steps, times):
+        row["step"] = 0 if plan else step
         row["steps_from"] = found.source
-        table.add(row)
+        for _ in range(n):
+            table.add(row)
+        added += n
     if found.note:
         missing.setdefault(_STEP_NOTE, found.note)
-    return len(rows)
+    return added
 
 _STEP_NOTE = "(steps)"
+_REPRESENTED_NOTE = "(represented)"
 """The key under which ``attrs["missing"]`` carries a note on how steps were found."""
 
 

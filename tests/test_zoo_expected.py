@@ -136,15 +136,20 @@ def _ptxas(source: Path, tmp_path: Path) -> str:
     return done.stderr
 
 
-def _frames(ptxas: str) -> dict[str, int]:
-    """Each kernel's stack frame in bytes, from ``ptxas -v``."""
+def _per_kernel(ptxas: str, pattern: str) -> dict[str, int]:
+    """Each kernel's number that ``pattern`` captures in its lines of ``ptxas -v``."""
     out, name = {}, None
     for line in ptxas.splitlines():
         if m := re.search(r"Compiling entry function '(\w+)'", line):
             name = m.group(1)
-        elif (m := re.search(r"(\d+) bytes stack frame", line)) and name:
+        elif (m := re.search(pattern, line)) and name:
             out[name] = int(m.group(1))
     return out
+
+
+def _frames(ptxas: str) -> dict[str, int]:
+    """Each kernel's stack frame in bytes, from ``ptxas -v``."""
+    return _per_kernel(ptxas, r"(\d+) bytes stack frame")
 
 
 @pytest.mark.skipif(NVCC is None, reason="nvcc is not on PATH")
@@ -352,3 +357,172 @@ def test_case22_multiply_shift_is_exact_division():
     p, i, ref = _setup("case22", "n=2048,iters=40")
     assert np.array_equal(zoo.case22_sums(i["s"], p.reps, np, divide=kernel_b).astype(np.float64), ref)
     assert ref.max() < 2 ** 24  # the int sum is exact in float32
+
+
+# -- case23: column sums, through a transposed copy (a) or in place (b) --------------------
+
+
+def _case23_defines() -> dict[str, int]:
+    text = (ZOO / "case23.cu").read_text()
+    return {k: int(v) for k, v in re.findall(r"^#define (\w+) (\d+)", text, re.M)}
+
+
+def test_case23_launch_shapes_match_the_source():
+    """The family's launch shapes are the ones case23.cu's index arithmetic assumes."""
+    d = _case23_defines()
+    assert (d["T23"], d["ROWS_A"], d["WARPS_A"], d["ROWS_B"]) == (
+        zoo.TILE23, zoo.ROWS23_A, zoo.WARPS23_A, zoo.ROWS23_B)
+    p = zoo.family.parse("pair=case23")
+    assert (p.size, p.reps) == (8192, 8192)
+    slow, fast = zoo.PLANS["case23"]
+    (g1, b1), (g2, b2) = ((g(p, 132), b) for g, b in slow.stages)
+    assert (g1, b1) == ((256, 256, 1), (32, 8, 1)) and (g2, b2) == ((1024, 1, 1), (256, 1, 1))
+    assert fast.grid(p, 132) == (256, 1, 1) and fast.block == (32, 32, 1) and fast.kernels == ("",)
+    assert slow.mid(p) == 8192 * 8192
+    work = zoo.family.work(p)  # what must move: x in, the sums out (not the round trip)
+    assert work.bytes == 4 * 8192 * 8192 + 4 * 8192
+
+
+def _case23_a(p, x):
+    """Kernels a1 then a2 in NumPy, float32, as case23.cu indexes (the launch shapes from
+    the family's plan); returns xt, the sums and how often each element of xt was read."""
+    rows, cols = x.shape
+    (g1, (bx1, by1, _)), (g2, (bt2, _, _)) = ((g(p, 1), b) for g, b in zoo.PLANS["case23"][0].stages)
+    t = zoo.TILE23
+    # a1: every thread of every CTA, every row r = ty + 8 j of its tile
+    c0, r0, tx, ty, j = np.ix_(np.arange(g1[0]) * t, np.arange(g1[1]) * t, np.arange(bx1),
+                               np.arange(by1), np.arange(t // by1))
+    r = ty + by1 * j
+    src = (r0 + r) * cols + c0 + tx                  # tile[r][tx] = x[...]: a warp's 32 loads
+    assert (np.diff(src, axis=2) == 1).all()         # are 32 adjacent floats
+    dst = (c0 + r) * rows + r0 + tx                  # xt[...] = tile[tx][r]
+    assert (np.diff(dst, axis=2) == 1).all()         # and so are its 32 stores
+    tile_of_src = (r0 + tx) * cols + c0 + r          # tile[tx][r] holds x[r0 + tx][c0 + r]
+    assert np.array_equal(np.bincount(dst.ravel(), minlength=x.size), np.ones(x.size, int))
+    xt = np.full(x.size, np.nan, np.float32)
+    xt[np.broadcast_to(dst, src.shape).ravel()] = x.ravel()[np.broadcast_to(tile_of_src, src.shape).ravel()]
+    xt = xt.reshape(cols, rows)
+    # a2: a warp a row of xt (rows along the warps of g2 CTAs), 4 accumulators a lane
+    warps = g2[0] * (bt2 // 32)
+    assert warps >= cols
+    reads = np.zeros(xt.shape, int)
+    lanes = np.zeros((32, cols), np.float32)
+    for lane in range(32):
+        s = np.zeros((4, cols), np.float32)
+        i = lane
+        while i + 3 * t < rows:
+            for a in range(4):
+                s[a] += xt[:, i + a * t]
+                reads[:, i + a * t] += 1
+            i += 4 * t
+        while i < rows:
+            s[0] += xt[:, i]
+            reads[:, i] += 1
+            i += t
+        lanes[lane] = (s[0] + s[1]) + (s[2] + s[3])
+    for o in (16, 8, 4, 2, 1):  # __shfl_down_sync: a lane past 31 reads its own value
+        lanes = lanes + np.concatenate([lanes[o:], lanes[32 - o:]])
+    return xt, lanes[0], reads
+
+
+def _case23_b(p, x):
+    """Kernel b in NumPy, float32: a CTA 32 columns, thread row ty every ROWS23_B-th row
+    from ty, the partials summed in order; the sums and each element's read count."""
+    rows, cols = x.shape
+    plan = zoo.PLANS["case23"][1]
+    (grid, _, _), (bx, by, _) = plan.grid(p, 1), plan.block
+    assert grid * bx == cols
+    reads = np.zeros(x.shape, int)
+    part = np.zeros((by, cols), np.float32)
+    for ty in range(by):
+        s = np.zeros((4, cols), np.float32)
+        r = ty
+        while r + 3 * by < rows:
+            for a in range(4):
+                s[a] += x[r + a * by]
+                reads[r + a * by] += 1
+            r += 4 * by
+        while r < rows:
+            s[0] += x[r]
+            reads[r] += 1
+            r += by
+        part[ty] = (s[0] + s[1]) + (s[2] + s[3])
+    out = np.zeros(cols, np.float32)
+    for j in range(by):
+        out += part[j]
+    return out, reads
+
+
+@pytest.mark.parametrize("spec", ["n=160,iters=96", "n=256,iters=64", "n=32,iters=32"])
+def test_case23_both_kernels_sum_every_column_once(spec):
+    """On small shapes (rows not a multiple of the unrolled step included): kernel a1's
+    tiles write every element of xt once (x transposed; loads and stores 32 adjacent
+    floats a warp), a2 and b read every element once, and both sums meet the family's
+    tolerance against the float64 reference."""
+    p, i, ref = _setup("case23", spec)
+    x = i["x"]
+    xt, out_a, reads_a = _case23_a(p, x)
+    assert np.array_equal(xt, x.T)
+    assert (reads_a == 1).all()
+    out_b, reads_b = _case23_b(p, x)
+    assert (reads_b == 1).all()
+    tol = zoo.family.tolerance_for(p)
+    for out in (out_a, out_b):
+        assert out.shape == zoo.family.output(p, np).shape
+        assert np.linalg.norm(out - ref) / np.linalg.norm(ref) < tol
+    np.testing.assert_allclose(ref, x.astype(np.float64).sum(axis=0), rtol=0, atol=0)
+
+
+def test_split_variant_launches_each_stage_with_its_shape():
+    """The two-kernel launcher: case23's a1 and a2 each with its own grid and block and
+    an intermediate of R x C floats; case18's two with the plan's one shape (as before)."""
+    calls, built = [], {}
+
+    class Kernel:
+        def __init__(self, name):
+            self.name = name
+
+        def __call__(self, grid, block, args):
+            calls.append((self.name, grid, block, args))
+
+    gpu = type("Gpu", (), {
+        "cupy": staticmethod(lambda: type("Cp", (), {"empty": staticmethod(np.empty), "float32": np.float32})),
+        "kernel_launch": staticmethod(lambda k, name, grid, block, smem=0: (name, grid, block))})
+    module = type("Module", (), {"get_function": staticmethod(Kernel)})
+    device = type("Device", (), {"sm_count": 132})
+    for pair, spec in (("case23", "n=64,iters=96"), ("case18", "n=1000")):
+        p = zoo.family.parse(f"pair={pair},{spec}")
+        variant = next(v for v in zoo.family.variants if v.id == f"{pair}_slow")
+        plan = zoo.PLANS[pair][0]
+        inputs, out = zoo.family.inputs(p, 1, np), zoo.family.output(p, np)
+        launcher = zoo._build_split(variant, p, device, module(), zoo.kernel_name(pair, "slow"), plan, gpu)
+        calls.clear()
+        launcher.run(inputs, out)
+        built[pair] = list(calls), inputs, out
+    ((n1, g1, b1, a1), (n2, g2, b2, a2)), inputs, out = built["case23"]
+    assert (n1, g1, b1) == ("zoo_case23_a1", (3, 2, 1), (32, 8, 1))
+    assert (n2, g2, b2) == ("zoo_case23_a2", (12, 1, 1), (256, 1, 1))
+    mid = a1[1]
+    assert a1[0] is inputs["x"] and mid.size == 64 * 96 and a2[0] is mid and a2[1] is out
+    assert [int(v) for v in a1[2:]] == [int(v) for v in a2[2:]] == [64, 96]
+    ((m1, h1, c1, e1), (m2, h2, c2, e2)), inputs, out = built["case18"]
+    assert (m1, m2) == ("zoo_case18_a1", "zoo_case18_a2") and h1 == h2 == (4, 1, 1) and c1 == c2 == (256, 1, 1)
+    assert e1[0] is inputs["x"] and e2[0] is e1[1] and e2[1] is out and e1[1].size == 1000 and [int(e1[2]), int(e2[2])] == [1000, 1000]
+
+
+@pytest.mark.skipif(NVCC is None, reason="nvcc is not on PATH")
+def test_case23_kernel_b_fits_two_ctas_an_sm_without_atomics(tmp_path):
+    """Kernel b's 1024-thread CTAs: at most 32 registers (two CTAs an SM, 64 warps, as many
+    loads in flight as a2's), and one kernel with no atomics and no second pass."""
+    regs = _per_kernel(_ptxas(ZOO / "case23.cu", tmp_path), r"Used (\d+) registers")
+    assert set(regs) == {"zoo_case23_a1", "zoo_case23_a2", "zoo_case23_b"}
+    assert regs["zoo_case23_b"] <= 32, regs
+    source = (ZOO / "case23.cu").read_text()
+    assert not re.search(r"\batomic\w*\s*\(|\bred\.|\batom\.", source), "an atomic in case23.cu"
+
+
+def test_device_script_runs_every_new_case():
+    """scripts/device_zoo2.sh's default list holds every pre-registered new case."""
+    script = (ZOO.parents[1] / "scripts" / "device_zoo2.sh").read_text()
+    (listed,) = re.findall(r'^ALL_CASES="([^"]*)"', script, re.M)
+    assert set(zoo.NEW_PAIRS) | set(lib.PAIRS) <= set(listed.split())

@@ -36,6 +36,7 @@ TINY = {
     "spills": "n=10,iters=3",
     "launch_overhead": "n=256,iters=4",
     "fp64": "n=100,iters=5",
+    "case23": "n=64,iters=96",
 }
 
 

@@ -45,7 +45,8 @@ STRIDE21 = 65568         # case21: the table's step (a multiple of 32)
 THREADS21 = 256          # case21: threads an SM (one 256-thread CTA an SM)
 DIV22 = 12345            # case22: the smallest of the four divisors (all in [2^13, 2^14))
 LCG22 = (1664525, 1013904223)  # case22: v <- a v + c (mod 2^32)
-NEW_PAIRS = tuple(f"case{k}" for k in range(14, 23))
+TILE23, ROWS23_A, WARPS23_A, ROWS23_B = 32, 8, 8, 32  # case23's launch shapes (case23.cu)
+NEW_PAIRS = tuple(f"case{k}" for k in range(14, 24))
 """The pairs added for issue 37 (neutral names: the cause is in causes.toml and
 expected.toml, not in the kernel or variant names)."""
 
@@ -109,6 +110,8 @@ PAIRS: dict[str, PairInfo] = {
     "case22": PairInfo("int_division", lambda p: 1 << 20, 512, 0.0,
                        "iters steps of a 32-bit LCG from n seeds, each step's quotient and "
                        "remainder by one of four divisors summed (exact)"),
+    "case23": PairInfo("layout_transpose", lambda p: 8192, 8192, 1e-5,
+                       "out[c] = sum over r of x[r][c], x row-major of n rows and iters columns"),
 }
 
 CAUSES = {
@@ -134,6 +137,7 @@ CAUSES = {
     "constant_divergent": "divergent __constant__ reads: the constant cache serialises the lanes' addresses",
     "pointer_chase": "pointer chasing: dependent loads, one in flight a thread",
     "int_division": "32-bit integer division by a run-time divisor in the hot loop instead of a precomputed multiply-shift",
+    "layout_transpose": "a layout transpose written to DRAM and read back before a reduction, instead of reducing the original layout in place",
 }
 """The cause vocabulary of ``causes.toml`` (each pair's cause is one of these)."""
 assert set(CAUSES) == {i.cause for i in PAIRS.values()}
@@ -144,10 +148,10 @@ class Zoo(Params):
     pair: str = param("uncoalesced", choices=tuple(PAIRS), help="which pair's function (and shape)")
     n: int = param(0, min=0, omit_default=True,
                    help="the pair's size: elements (matrix side for bank_conflicts, rows for "
-                        "spills); 0: the pair's default")
+                        "spills and case23); 0: the pair's default")
     iters: int = param(0, min=0, max=1 << 16, omit_default=True,
                        help="iterations (compute pairs), copies (l2_resident), rounds (spills), "
-                            "launches (launch_overhead); 0: the pair's default")
+                            "launches (launch_overhead), columns (case23); 0: the pair's default")
     sms: int = param(132, min=1, max=1024, omit_default=True,
                      help="the GPU's SM count (132 on the H200): sizes partial_wave and dependent_chain")
 
@@ -182,6 +186,9 @@ class Zoo(Params):
             raise ParamError(f"case16: n ({n}) and iters ({self.reps}) must be multiples of 16, n at most 16384")
         if pair == "case21" and (n & (n - 1) or n < 1024):
             raise ParamError(f"case21: n ({n}) must be a power of two, at least 1024")
+        if pair == "case23" and (n % TILE23 or self.reps % TILE23 or n * self.reps > (1 << 28)):
+            raise ParamError(f"case23: n ({n}, rows) and iters ({self.reps}, columns) must be multiples "
+                             f"of 32, n x iters at most 2**28")
 
 
 # -- inputs, output, reference, work -----------------------------------------------------
@@ -222,6 +229,8 @@ def _new_inputs(p: Zoo, rng, xp) -> dict:
     if pair == "case22":  # the seeds: 32 random bits each, from two 16-bit draws
         hi, lo = rng.integers(0, 1 << 16, n), rng.integers(0, 1 << 16, n)
         return {"s": ((hi << 16) | lo).astype(xp.uint32)}
+    if pair == "case23":  # the matrix: n rows of iters floats, row-major
+        return {"x": rng.standard_normal((n, p.reps), dtype=xp.float32)}
     return {"x": rng.standard_normal(n, dtype=xp.float32)}  # case18, case20
 
 
@@ -245,6 +254,8 @@ def _new_output(p: Zoo, xp):
         return xp.empty((V19, n), xp.float32)
     if pair == "case21":
         return xp.empty(case21_threads(p), xp.float32)
+    if pair == "case23":  # a sum a column
+        return xp.empty(p.reps, xp.float32)
     return xp.empty(n, xp.float32)
 
 
@@ -288,6 +299,8 @@ def _new_reference(p: Zoo, inputs: dict, xp):
         return acc.astype(xp.float64)
     if pair == "case22":
         return case22_sums(inputs["s"], k, xp).astype(xp.float64)
+    if pair == "case23":
+        return inputs["x"].astype(xp.float64).sum(axis=0)
     raise ValueError(pair)
 
 
@@ -337,6 +350,8 @@ def _new_work(p: Zoo) -> Work:
         return Work(bytes=4 * case21_threads(p) * (k + 1), flops=case21_threads(p) * k)
     if pair == "case22":  # the seeds in, the sums out; a division a step
         return Work(bytes=8 * n, flops=n * k)
+    if pair == "case23":  # what must move: x in, out back (not the slow variant's round trip)
+        return Work(bytes=4 * n * k + 4 * k, flops=n * k)
     raise ValueError(pair)
 
 
@@ -435,6 +450,11 @@ class Plan:
     zero_out: bool = False
     kernels: tuple = ("",)
     """Suffixes of the kernels each launch runs, in order (case18's slow one: two)."""
+    stages: tuple = ()
+    """For several kernels: each one's ``(grid, block)`` where they differ (case23's slow
+    one); empty: every kernel launches with ``grid`` and ``block``."""
+    mid: Callable = lambda p: p.size
+    """For several kernels: the floats of the intermediate buffer between them."""
 
 
 def _i64(v):
@@ -552,6 +572,15 @@ def _case22_args(p, i, o, k):
             np.int32(p.reps))
 
 
+def _case23_args(p, i, o, k):
+    return i["x"], o, np.int32(p.size), np.int32(p.reps)
+
+
+def _case23_tiles(p, sms):
+    """Kernel a1's grid: a CTA a 32 x 32 tile of x (columns along x, rows along y)."""
+    return p.reps // TILE23, p.size // TILE23, 1
+
+
 def _both(plan: Plan) -> tuple[Plan, Plan]:
     return plan, plan
 
@@ -569,6 +598,11 @@ PLANS.update({
     "case21": _both(Plan(lambda p, sms: (_cdiv(case21_threads(p), THREADS21), 1, 1), (THREADS21, 1, 1),
                          _case21_args)),
     "case22": _both(Plan(_elementwise(), (256, 1, 1), _case22_args)),
+    "case23": (Plan(_case23_tiles, (TILE23, ROWS23_A, 1), _case23_args, kernels=("1", "2"),
+                    stages=((_case23_tiles, (TILE23, ROWS23_A, 1)),
+                            (lambda p, sms: (_cdiv(p.reps, WARPS23_A), 1, 1), (32 * WARPS23_A, 1, 1))),
+                    mid=lambda p: p.size * p.reps),
+               Plan(lambda p, sms: (p.reps // TILE23, 1, 1), (TILE23, ROWS23_B, 1), _case23_args)),
 })
 assert set(PLANS) == set(PAIRS)
 
@@ -632,19 +666,23 @@ def _case20_table(module, gpu) -> dict:
 
 
 def _build_split(variant, p: Zoo, device, module, name: str, plan: Plan, gpu) -> Launcher:
-    """A variant of several kernels in a row (case18's slow one): the first writes an
-    intermediate of ``p.size`` floats (allocated once, here), the next reads it."""
+    """A variant of two kernels in a row (case18's and case23's slow ones): the first
+    writes an intermediate of ``plan.mid(p)`` floats (allocated once, here), the next
+    reads it; each launches with its stage's grid and block (``plan.stages``), or the
+    plan's. Both take the plan's arguments with the intermediate in place of the output
+    (the first) or of the input (the second)."""
     cp = gpu.cupy()
     names = [name + suffix for suffix in plan.kernels]
     kernels = [module.get_function(k) for k in names]
-    grid, block = plan.grid(p, device.sm_count), plan.block
-    infos = [gpu.kernel_launch(k, nm, grid, block) for k, nm in zip(kernels, names)]
-    mid = cp.empty(p.size, cp.float32)
+    stages = [(g(p, device.sm_count), b) for g, b in (plan.stages or [(plan.grid, plan.block)] * len(names))]
+    infos = [gpu.kernel_launch(k, nm, g, b) for k, nm, (g, b) in zip(kernels, names, stages)]
+    mid = cp.empty(plan.mid(p), cp.float32)
+    (grid1, block1), (grid2, block2) = stages
 
     def run(inputs, out):
-        x, _, n = plan.args(p, inputs, out, 0)
-        kernels[0](grid, block, (x, mid, n))
-        kernels[1](grid, block, (mid, out, n))
+        x, _, *rest = plan.args(p, inputs, out, 0)
+        kernels[0](grid1, block1, (x, mid, *rest))
+        kernels[1](grid2, block2, (mid, out, *rest))
 
     return Launcher(variant.id, infos, run)
 
@@ -689,8 +727,8 @@ IDEAS = {
 
 
 def _launch_text(pair: str, speed: str, plan: Plan) -> str:
-    block = "x".join(str(b) for b in plan.block if b > 1)
-    text = f"{block}-thread CTAs"
+    blocks = [b for _, b in plan.stages] or [plan.block]
+    text = ", then ".join("x".join(str(b) for b in block if b > 1) + "-thread CTAs" for block in blocks)
     if plan.smem:
         text += f", {plan.smem // 1024} KiB dynamic shared memory"
     if pair == "launch_overhead" and speed == "slow":

@@ -30,7 +30,8 @@ one() {  # one(name, preset, per_variant): paprof run --variant all, timed
     --preset "$preset" --runs "/tmp/$name" --timings > "$W/$name.log" 2>&1
   rc=$?
   echo "$name: preset $preset, per-variant=$per: rc $rc, $(python3 -c "print(round($(date +%s.%N) - $start, 1))") s wall" | tee -a "$W/summary.txt"
-  grep -E "^(│ (sum|wall clock|ncu start|ncu setup|replay|ncu end|split|launcher start|inputs|build|check|timing|provenance)|all variants)" "$W/$name.log" | tail -16 >> "$W/summary.txt"
+  sed -n '/all variants: phases/,$p' "$W/$name.log" >> "$W/summary.txt"
+  grep -E "ncu: the shared|failed|error" "$W/$name.log" | head -5 >> "$W/summary.txt"
 }
 one old-default default 1
 one new-default default 0
@@ -39,17 +40,17 @@ python3 scripts/story_lines.py /tmp/old-default /tmp/new-default > "$W/stories-d
 if [ "$(left)" -gt 120 ]; then
   for set in basic full; do
     start=$(date +%s.%N)
-    python3 - "$set" > "$W/ncu-$set.cmd" <<'PY'
+    python3 - "$set" /tmp/old-default > "$W/ncu-$set.cmd" <<'PY'
 import json, shlex, sys, glob
-side = json.load(open(glob.glob("/tmp/old-default/*/paged_decode/v3/*.json")[0]))
+side = json.load(open(glob.glob(sys.argv[2] + "/*/paged_decode/v3/*.json")[0]))
 argv = side["command"]
 out, i = [], 0
 while i < len(argv):
     a = argv[i]
     if a in ("--section", "--metrics", "--set"):
         i += 2; continue
-    if a == "-o":
-        out += [a, f"/tmp/ncu-{sys.argv[1]}.ncu-rep"]; i += 2; continue
+    if a in ("-o", "--result"):
+        out += [a, f"/tmp/ncu-{sys.argv[1]}" + (".ncu-rep" if a == "-o" else ".json")]; i += 2; continue
     if a == "--force-overwrite":
         out += [a, "--set", sys.argv[1]]; i += 1; continue
     out.append(a); i += 1

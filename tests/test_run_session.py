@@ -126,3 +126,43 @@ def test_run_timings_says_the_session_was_shared(paprof_cli, session, monkeypatc
     assert result.exit_code == 0, result.output
     assert "ncu setup" in result.output and "split" in result.output
     assert len(_argvs(session)) == 1
+
+
+# ncu's progress in a shared session, as the H100 printed it (2026-12-06): no launch ids under
+# the NVTX filter, the first kernel's passes on a line of their own after a warning, and v6 and
+# v7 launching a kernel of the same name one after the other.
+PRINTED = [
+    '==PROF== Connected to process 1578 (/usr/bin/python3.12)\n',
+    '==PROF== Profiling "paged_decode_baseline": 0%.',
+    '\n==WARNING== Launching the workload is taking more time than expected.\n',
+    '...50%....100% - 35 passes\n',
+    '==PROF== Profiling "paged_decode_v6_nosplit": 0%....50%....100% - 35 passes\n',
+    '==PROF== Profiling "paged_decode_v6_nosplit": 0%....',
+    '50%....100% - 35 passes\n',
+    '==PROF== Disconnected from process 1578\n',
+]
+
+
+def test_each_kernels_replay_is_timed_from_ncus_progress_as_it_prints_it(tmp_path):
+    from paprof.measure import session as sess
+    from paprof.measure.runner import run_ncu
+
+    script = ("import sys, time\n"
+              f"for i, chunk in enumerate({PRINTED!r}):\n"
+              "    sys.stdout.write(chunk); sys.stdout.flush(); time.sleep(0.3 if i == 2 else 0.05)\n")
+    report = tmp_path / "r.ncu-rep"
+    report.write_bytes(b"x")
+    owners = [registry.get(v) for v in ("baseline", "v6", "v7")]
+    shown = []
+    clock = sess._Clock(owners, lambda variant, kernel: shown.append(variant.id))
+    ncu = run_ncu([sys.executable, "-c", script], tmp_path / "log", report, on_kernel=clock)
+    end = clock.start + 10.0
+    spans = clock.spans(end)
+    assert len(spans) == len(ncu.log.kernels) == 3
+    assert spans[0][1] - spans[0][0] >= 0.3  # the baseline's passes came late: it ends when v6 starts
+    assert shown[0] == "baseline" and shown[-1] == "v7" and "v6" in shown
+    phases = [sess._phases(clock.start, end, spans, [i], ncu.log.kernels, 3) for i in range(3)]
+    by_name = [{p.name: p for p in one} for one in phases]
+    assert by_name[0]["replay"].seconds >= 0.3 and by_name[1]["ncu setup"].seconds < 0.3
+    assert [b["replay"].passes for b in by_name] == [35, 35, 35]
+    assert by_name[2]["ncu end"].shared == 3

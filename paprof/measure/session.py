@@ -63,27 +63,58 @@ class Part:
 
 class _Clock:
     """The session's progress: when each profiled kernel (in order) was first seen and when
-    its passes were printed; shows each as its variant's (``show(variant, kernel)``)."""
+    its passes were printed; shows each as its variant's (``show(variant, kernel)``).
+
+    A kernel is a new one when its name or launch id differs from the last one's, or the
+    last one's passes were printed (ncu omits the launch id under an NVTX filter, and two
+    variants may launch a kernel of the same name). A kernel whose passes came on a line of
+    their own (after a warning: the runner reports no kernel for it) ends when the next one
+    starts."""
 
     def __init__(self, owners: Sequence[Variant], show: Callable[[Variant, ProfiledKernel], None]):
         self.owners, self.show = list(owners), show
         self.start = time.perf_counter()
-        self.first: dict[tuple, float] = {}
-        self.done: dict[tuple, float] = {}
+        self.seen: list[list] = []  # [(name, launch), first seen, passes printed or None]
 
     def __call__(self, kernel: ProfiledKernel) -> None:
         now = time.perf_counter()
         key = (kernel.kernel, kernel.launch)
-        self.first.setdefault(key, now)
+        if not self.seen or self.seen[-1][0] != key or self.seen[-1][2] is not None:
+            self.seen.append([key, now, None])
         if kernel.passes is not None:
-            self.done.setdefault(key, now)
-        index = list(self.first).index(key)
+            self.seen[-1][2] = now
+        index = len(self.seen) - 1
         if index < len(self.owners):
             self.show(self.owners[index], kernel)
 
-    def spans(self) -> list[tuple[float, float]]:
-        """(first seen, passes printed) of each profiled kernel, in order."""
-        return [(t, self.done.get(key, t)) for key, t in self.first.items()]
+    def spans(self, end: float) -> list[tuple[float, float]]:
+        """(first seen, replay done) of each profiled kernel, in order; ``end``: when ncu
+        exited."""
+        out = []
+        for i, (_key, first, done) in enumerate(self.seen):
+            if done is None:
+                done = self.seen[i + 1][1] if i + 1 < len(self.seen) else end
+            out.append((first, done))
+        return out
+
+
+def _phases(start: float, end: float, spans: list, indices: list[int], logged: list,
+            members: int) -> list[ph.Phase]:
+    """One variant's phases of the session: its start and end shared by the ``members``,
+    then its own setup (after the previous variant's replay) and replay. Without the
+    kernels' times (``spans`` empty: the progress lines did not number the results) the
+    whole session is one shared replay."""
+    passes = [logged[i].passes for i in indices if logged and logged[i].passes is not None]
+    counted = {"passes": sum(passes) if passes else None, "kernels": len(indices)}
+    if not spans or not indices:
+        return [ph.Phase(ph.REPLAY, end - start, shared=members, **counted)]
+    first, last = spans[0][0], max(done for _t, done in spans)
+    own = [spans[i] for i in indices]
+    before = max((spans[i][1] for i in range(indices[0])), default=first)
+    return [ph.Phase(ph.NCU_START, first - start, shared=members),
+            ph.Phase(ph.NCU_SETUP, max(0.0, own[0][0] - before)),
+            ph.Phase(ph.REPLAY, max(0.0, own[-1][1] - own[0][0]), **counted),
+            ph.Phase(ph.NCU_END, max(0.0, end - last), shared=members)]
 
 
 def _launch_counts(members, settings: NcuSettings, kernels: dict[str, int]) -> list[int]:
@@ -133,25 +164,13 @@ def _run(members, argv, counts, report: Path, result: Path, log: Path, scratch: 
         return {}, None
     split = time.perf_counter() - t0
     results = sum(len(g) for g in groups.values())
-    spans = clock.spans()
+    spans = clock.spans(end) if len(clock.seen) == results else []
     logged = ncu.log.kernels if len(ncu.log.kernels) == results else []
-    shared = {"shared": len(members)}
-    first = spans[0][0] if spans else end
-    last = max((done for _t, done in spans), default=end)
     out: dict[str, Part] = {}
     for variant in whole:
         indices = groups[variant.nvtx_range]
-        own = [spans[i] for i in indices if i < len(spans)]
-        before = [spans[i][1] for i in range(min(indices)) if i < len(spans)] if indices else []
-        phases = [ph.Phase(ph.NCU_START, first - clock.start, **shared)]
-        if own:
-            phases.append(ph.Phase(ph.NCU_SETUP, max(0.0, own[0][0] - (max(before) if before else first))))
-            replayed = [logged[i] for i in indices] if logged else []
-            passes = [k.passes for k in replayed if k.passes is not None]
-            phases.append(ph.Phase(ph.REPLAY, max(0.0, own[-1][1] - own[0][0]),
-                                   passes=sum(passes) if passes else None, kernels=len(indices)))
-        phases += [ph.Phase(ph.NCU_END, max(0.0, end - last), **shared),
-                   ph.Phase(ph.SPLIT, split, **shared)]
+        phases = _phases(clock.start, end, spans, indices, logged, len(members)) + [
+            ph.Phase(ph.SPLIT, split, shared=len(members))]
         kernels_of = [logged[i] for i in indices] if logged else []
         out[variant.id] = Part(parts[variant.id], kernels_of, phases, list(argv), log, {
             "variants": [v.id for v in members], "results": indices, "of": results,

@@ -21,7 +21,10 @@ context), the build ahead (several variants' NVRTC compiles in parallel threads)
 the check, the CUDA-event timing, the ceilings, the SASS hash (nvcc), the provenance (git,
 nvidia-smi, ncu's version), then under ncu: its
 start (ncu, the launcher again, its build and inputs, up to the first profiled kernel),
-the replay passes, and its end (the report written, the processes gone).
+the replay passes, and its end (the report written, the processes gone). Several variants
+profiled in one ncu session (``paprof.measure.session``) share its start and end (``shared``)
+and the split of its report into theirs (``split``); each has its own ``ncu setup`` (its
+build and setup inside the session, after the previous variant's replay) and replay.
 """
 
 from __future__ import annotations
@@ -39,9 +42,10 @@ KEY = "phases"
 START, BUILD_AHEAD, BUILD, INPUTS, REFERENCE, CHECK, TIMING, CEILING, HASH = (
     "launcher start", "build ahead", "build", "inputs", "reference", "check", "timing", "ceiling",
     "SASS hash")
-PROVENANCE, NCU_START, REPLAY, NCU_END = "provenance", "ncu start", "replay", "ncu end"
+PROVENANCE, NCU_START, NCU_SETUP, REPLAY, NCU_END, SPLIT = (
+    "provenance", "ncu start", "ncu setup", "replay", "ncu end", "split")
 NAMES = (START, BUILD_AHEAD, BUILD, INPUTS, REFERENCE, CHECK, TIMING, CEILING, HASH, PROVENANCE,
-         NCU_START, REPLAY, NCU_END)
+         NCU_START, NCU_SETUP, REPLAY, NCU_END, SPLIT)
 """Every phase, in running order (a record may hold others: they are shown after these)."""
 
 LARGEST_S = 1e7

@@ -221,6 +221,33 @@ def test_the_batch_shares_the_inputs_and_the_reference_and_says_who_failed(numpy
     assert [p["phase"] for p in results["b"]["phases"]] == ["build", "check"]
 
 
+def test_the_batch_under_ncu_pushes_each_variants_range_around_its_steps_and_goes_past_a_failure(
+        numpy_gpu, toy, monkeypatch):
+    """``--profile-launches``: the process one ncu session profiles for every variant."""
+    family, made = toy
+    said: list = []
+    nvtx = types.SimpleNamespace(RangePush=lambda name: said.append(("push", name)),
+                                 RangePop=lambda: said.append(("pop",)))
+    cupy = _Cupy()
+    cupy.cuda.nvtx = nvtx
+    monkeypatch.setattr(gpu, "cupy", lambda: cupy)
+
+    def broken(i, o, p):
+        raise RuntimeError("an illegal memory access\nmore")
+
+    family.variants.append(CallableVariant("e", "breaks", fn=broken))
+    out = batch.profile_all(family, [family.variant(v) for v in ("a", "e", "d")], _Size(), seed=1, launches=2)
+    results = out["variants"]
+    assert results["a"]["profiled_launches"] == 2 and results["a"]["step_range"] == family.variant("a").nvtx_range
+    assert results["e"] == {"error": "RuntimeError: an illegal memory access", "exit_code": 2,
+                            "phases": results["e"]["phases"]}
+    assert results["d"]["nvtx"] is True and made["reference"] == 0  # nothing checked under ncu
+    pushes = [s[1] for s in said if s[0] == "push"]
+    a, d = family.variant("a").nvtx_range, family.variant("d").nvtx_range
+    assert pushes[:2] == [a, a] and pushes[-2:] == [d, d]
+    assert said.count(("pop",)) == len(pushes)
+
+
 def test_the_launcher_alone_times_its_phases(numpy_gpu, toy, monkeypatch):
     from paprof.measure.kernels import launch
 

@@ -5,11 +5,13 @@ Nothing here runs anything or looks at the disk, so tests can assert exact lists
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 from paprof.family import CommandVariant, Variant
+from paprof.measure.ahead import batch_argv
 from paprof.measure.presets import get_preset
 from paprof.read.store import REPORT_SUFFIX
 
@@ -156,19 +158,8 @@ def names_regex(names) -> str:
     return "^(" + "|".join(escaped) + ")$"
 
 
-def ncu_argv(
-    settings: NcuSettings,
-    variant: Variant,
-    params,
-    output: Path | str,
-    result: Path | str | None,
-) -> list[str]:
-    """ncu profiling the launcher (or, for a command variant, the user's program);
-    ``output`` is the (temporary) report path.
-
-    ``--force-overwrite`` is safe because the output is always a fresh temporary name
-    that the run store renames at the end; a stored run is never overwritten by ncu.
-    """
+def _ncu_head(settings: NcuSettings, output: Path | str) -> list[str]:
+    """ncu, its report, the clocks, every process, what it collects."""
     if settings.ncu is None:
         raise ValueError("settings.ncu is None: resolve it with locate.find_ncu() first")
     if settings.clock_control not in CLOCK_CONTROLS:
@@ -183,9 +174,24 @@ def ncu_argv(
         "--target-processes", "all",
     ]  # fmt: skip
     if settings.metrics:  # the timing pass: no section, one pass a launch
-        argv += ["--metrics", ",".join(settings.metrics)]
-    else:
-        argv += get_preset(settings.preset).ncu_args()
+        return argv + ["--metrics", ",".join(settings.metrics)]
+    return argv + get_preset(settings.preset).ncu_args()
+
+
+def ncu_argv(
+    settings: NcuSettings,
+    variant: Variant,
+    params,
+    output: Path | str,
+    result: Path | str | None,
+) -> list[str]:
+    """ncu profiling the launcher (or, for a command variant, the user's program);
+    ``output`` is the (temporary) report path.
+
+    ``--force-overwrite`` is safe because the output is always a fresh temporary name
+    that the run store renames at the end; a stored run is never overwritten by ncu.
+    """
+    argv = _ncu_head(settings, output)
     if settings.nvtx_filter:
         argv += ["--nvtx", "--nvtx-include", nvtx_include(variant.nvtx_range)]
     regex = variant.kernel_regex_for(params) if params is not None else variant.kernel_regex
@@ -210,3 +216,30 @@ def ncu_argv(
         check=False,
     )
     return argv
+
+
+def session_argv(
+    settings: NcuSettings,
+    variants,
+    params,
+    output: Path | str,
+    result: Path | str,
+    counts,
+) -> list[str]:
+    """One ncu session profiling ``variants`` (one family, one shape, each a
+    ``CudaVariant`` whose kernels the batch listed) in one launcher process
+    (``paprof.measure.kernels.batch --profile-launches``): the launches inside any of their
+    NVTX ranges, of kernels any of their regexes matches, ``sum(counts)`` in all
+    (``counts``: each variant's ``launch_count``). ``paprof.read.ncu_split`` tells them apart
+    by their range."""
+    argv = _ncu_head(settings, output) + ["--nvtx"]
+    for variant in variants:
+        argv += ["--nvtx-include", nvtx_include(variant.nvtx_range)]
+    regexes = [variant.kernel_regex_for(params) for variant in variants]
+    if settings.kernel_filter and all(regexes):
+        argv += ["-k", "regex:" + "|".join(f"({r})" for r in dict.fromkeys(regexes))]
+    argv += ["--launch-count", str(sum(counts))]
+    probe = dataclasses.replace(settings, time_launches=0, measure_ceiling=False,
+                                measure_gemm_ceiling=False)
+    return argv + batch_argv(probe, variants, params, result) + [
+        "--no-check", "--profile-launches", str(settings.launches)]

@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import shutil
 import signal
 import subprocess
 import tempfile
@@ -33,8 +34,8 @@ from paprof.errors import ShapeError, UserError, VerificationError
 from paprof.family import CommandVariant, Variant, checked_work
 from paprof import phases as ph
 from paprof.measure import sass_hash
-from paprof.measure import ahead, environment, provenance, top_kernels
-from paprof.read import store
+from paprof.measure import ahead, environment, provenance, session, top_kernels
+from paprof.read import store, store_files
 from paprof.measure.argv import NcuSettings, ncu_argv, verify_argv
 from paprof.read.locate import find_ncu
 from paprof.safetext import shown
@@ -251,6 +252,7 @@ def profile_variant(
     replace_option: str = "--force",
     checked: ahead.Checked | None = None,
     hashes: ahead.HashesAhead | None = None,
+    part: session.Part | None = None,
 ) -> store.Run:
     """Verify ``variant`` at ``params`` outside ncu, then profile it and store the run.
 
@@ -258,7 +260,9 @@ def profile_variant(
     ``CommandVariant`` has neither (``params`` None) and is profiled unverified.
     ``checked``: the variant was already checked and timed with others in one process
     (``ahead.check_all``); ``hashes``: its SASS hash is being compiled ahead
-    (``ahead.HashesAhead``). Each phase's time goes into the record (``paprof.phases``).
+    (``ahead.HashesAhead``); ``part``: it was profiled with others in one ncu session
+    (``session.profile_together``), this is its part of the report, stored instead of
+    running ncu. Each phase's time goes into the record (``paprof.phases``).
     Raises ``ShapeError`` (the variant cannot take the parameters), ``VerificationError``
     (wrong answer: nothing is stored) or ``UserError`` (no ncu, no GPU, counters not
     permitted, the run exists and ``replace`` is False ...).
@@ -316,11 +320,16 @@ def profile_variant(
             if is_command and settings.cover is not None:  # time every launch, keep the top
                 settings, selection = top_kernels.time_and_choose(
                     settings, variant, pending.scratch("timing.ncu-rep"), paths.log, env, say)
-            argv = ncu_argv(settings, variant, params, pending.report, scratch_result)
-            say("ncu: starting")
-            timer = ahead.NcuClock(_kernel_status(say))
-            ncu = run_ncu(argv, paths.log, pending.report, on_kernel=timer, env=env)
-            phases += timer.phases(ncu.log.kernels)
+            if part is not None:  # profiled in a shared session: its part is its report
+                argv, profiled = _store_part(part, pending.report, paths.log)
+                phases += part.phases
+            else:
+                argv = ncu_argv(settings, variant, params, pending.report, scratch_result)
+                say("ncu: starting")
+                timer = ahead.NcuClock(_kernel_status(say))
+                ncu = run_ncu(argv, paths.log, pending.report, on_kernel=timer, env=env)
+                phases += timer.phases(ncu.log.kernels)
+                profiled = ncu.log.kernels
             watch.stop()
             if hashed is None:
                 hashed, done = hashes.get(variant, arch)
@@ -330,15 +339,29 @@ def profile_variant(
                      # batched: what the GPU did while the batch timed the variant
                      environment.KEY: watch.record if checked is None else checked.environment}
             sidecar = build_sidecar(variant, params, work, settings, result, prov, command,
-                                    ncu.log.kernels, paths, source,
+                                    profiled, paths, source,
                                     getattr(family, "gate_metrics", ()),
                                     getattr(family, "notes", ()), noise, phases)
             if selection is not None:  # what the full pass did profile, against the plan
                 sidecar = sidecar.with_values(selection={**selection,
-                                                         "launches_profiled": len(ncu.log.kernels)})
+                                                         "launches_profiled": len(profiled)})
+            if part is not None:
+                sidecar = sidecar.with_values(**{session.KEY: part.record})
             store.write_sidecar(pending.sidecar, sidecar)
     sidecar = sidecar.with_values(**{REPORT_BYTES: paths.report.stat().st_size})  # as writing() stored it
     return store.Run(paths.report, sidecar)
+
+
+def _store_part(part: session.Part, report: Path, log: Path) -> tuple[list[str], list[ProfiledKernel]]:
+    """A shared session's part as the run's report (at ``report``, the store's temporary
+    name) and the session's log as its log: the session's ncu command line and this
+    variant's profiled kernels."""
+    shutil.copyfile(part.report, report)
+    with os.fdopen(store_files.open_write(log), "wb") as out:  # never through a planted link
+        out.write(f"# one ncu session for {', '.join(part.record.get('variants', []))}: "
+                  f"this run's part is results {part.record.get('results')} of its report\n".encode())
+        out.write(part.log.read_bytes())
+    return part.argv, part.kernels
 
 
 @dataclass
@@ -387,11 +410,18 @@ def profile_variants(
         bar.update(task, variant="all")
         probes = provenance.probed_once()  # the GPU, its driver, ncu, git: asked once
         probes.__enter__()
-        hashes = None
+        hashes = scratch = None
         try:
             checked, hashes = _paid_once(variants, params, settings, runs_dir, replace, family,
                                          replace_option,
                                          lambda text: bar.update(task, description=escape(shown(text))))
+
+            def show(variant: Variant, kernel: ProfiledKernel) -> None:  # a session's progress
+                bar.update(task, variant=escape(shown(variant.name)))
+                _kernel_status(lambda text: bar.update(task, description=escape(shown(text))))(kernel)
+
+            parts, scratch = _one_session(variants, params, settings, checked, family, show,
+                                          lambda text: bar.update(task, description=escape(shown(text))))
             for variant in variants:
                 bar.update(task, variant=escape(shown(variant.name)), description="")
 
@@ -402,7 +432,8 @@ def profile_variants(
                 try:
                     outcome.run = profile_variant(variant, params, settings, runs_dir, replace, say,
                                                   family=family, replace_option=replace_option,
-                                                  checked=checked, hashes=hashes)
+                                                  checked=checked, hashes=hashes,
+                                                  part=parts.get(variant.id) if parts else None)
                 except VerificationError as err:
                     outcome.failed = err
                 except ShapeError as err:
@@ -413,6 +444,8 @@ def profile_variants(
             probes.__exit__(None, None, None)
             if hashes is not None:
                 hashes.close()
+            if scratch is not None:
+                shutil.rmtree(scratch, ignore_errors=True)
     if outcomes and all(o.skipped for o in outcomes):
         raise outcomes[0].skipped
     return outcomes
@@ -465,3 +498,30 @@ def _paid_once(variants, params, settings: NcuSettings, runs_dir, replace: bool,
         hashes.close()
         raise
     return checked, hashes
+
+
+def _one_session(variants, params, settings: NcuSettings, checked: ahead.Checked | None, family,
+                 show, say: Status) -> tuple[dict, Path | None]:
+    """The variants the batch checked, profiled in one ncu session (``session``): ``({variant
+    id: its part}, the scratch folder)``; ``({}, None)`` where each variant is profiled alone
+    (the batch did not run, ``PAPROF_NCU_PER_VARIANT=1``, fewer than two variants whose
+    kernels the batch listed, a session that failed as a whole)."""
+    if checked is None or not session.wanted():
+        return {}, None
+    members, kernels = [], {}
+    for variant in variants:
+        try:
+            result, _phases = checked.result(variant)
+        except (ShapeError, VerificationError, UserError):
+            continue  # profile_variant says so, in its turn
+        count = _kernels_per_launch(result)
+        if count is not None and not isinstance(variant, CommandVariant):
+            members.append(variant)
+            kernels[variant.id] = count
+    if len(members) < 2:
+        return {}, None
+    settings = dataclasses.replace(settings, ncu=settings.ncu or find_ncu())
+    env = child_env()
+    if get_preset(settings.preset).lineinfo:
+        env["PAPROF_LINEINFO"] = "1"
+    return session.profile_together(members, params, settings, env, kernels, show, say)

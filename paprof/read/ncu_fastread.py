@@ -180,8 +180,11 @@ def _skip(buf: bytes, pos: int, wire: int) -> int:
 
 MAGIC = b"NVR\x00"
 """The first four bytes of every ``.ncu-rep`` file."""
-BLOCK_RESULTS, BLOCK_PAYLOAD = _B_RESULTS, _B_PAYLOAD
-"""A block header's fields: the number of kernel results, the payload's size in bytes."""
+BLOCK_SOURCES, BLOCK_RESULTS, BLOCK_PAYLOAD, BLOCK_RANGES = _B_SOURCES, _B_RESULTS, _B_PAYLOAD, _B_RANGES
+"""A block header's fields: the numbers of sources and of kernel results, the payload's
+size in bytes, the number of range results."""
+varint, skip_field = _varint, _skip
+"""A varint's (value, position after it); the position after a field's value."""
 
 
 def read_u32(data: bytes) -> int | None:
@@ -436,6 +439,9 @@ def _block_header(head: bytes) -> tuple[dict[int, int], bytes | None]:
     if pos != end:
         raise Unsupported("a message runs past its end")
     return counts, table
+
+
+block_header = _block_header
 
 
 class _Reader:

@@ -58,7 +58,7 @@ SHORTEST_US = 1e-3
 time of 0, below 0 or of 1e-300 us is a damaged record: it would win every comparison
 by a ratio of 300 digits, or drop its point from a sweep's map in silence."""
 _TABLE_KEYS = ("params", "work", "source", "verification", "launch_details", "launch_words", "code",
-               "environment", "selection")
+               "environment", "selection", "ncu_session")
 _LIST_KEYS = ("sections", "gate_metrics", "command", "profiled_kernels")
 
 

@@ -16,6 +16,9 @@ what ``paprof.measure.kernels.launch`` would have written for it alone, with its
 message, "exit_code": N}``. A variant whose launch changed its inputs (a kernel that writes
 where it should only read) is said so (``inputs_changed``) and the inputs and the reference
 are made afresh for the next one: no variant is checked on another's leftovers.
+With ``--profile-launches N`` it is the process one ncu session profiles for every variant
+(``profile_all``): each variant's N steps inside pushes of its own NVTX range, in turn,
+nothing checked or timed; ``paprof.read.ncu_split`` then splits the one report by range.
 Exit codes: 0 (each variant's fate is in the result), 2 bad arguments or no usable GPU.
 """
 
@@ -31,7 +34,8 @@ from concurrent.futures import ThreadPoolExecutor
 from paprof.errors import PaprofError, ShapeError
 from paprof import registry
 from paprof.measure.kernels import gpu, harness, kinds
-from paprof.measure.kernels.launch import ceilings, describe, shared_options, synced, timed
+from paprof.measure.kernels.launch import (ceilings, describe, profiled_steps, shared_options,
+                                           synced, timed)
 from paprof.phases import BUILD, BUILD_AHEAD, CHECK, INPUTS, REFERENCE, TIMING, Clock
 
 
@@ -92,6 +96,23 @@ def build_ahead(variants, params, workers: int) -> int:
     return len(units)
 
 
+def _built_ahead(shared: Clock, variants, params) -> None:
+    """Every variant's modules compiled ahead in threads (``build_ahead``), timed as shared."""
+    workers = build_threads()
+    if workers > 1:
+        with shared.phase(BUILD_AHEAD):
+            build_ahead(variants, params, workers)
+
+
+def _prepared(family, variant, params, device, inputs, out, own: Clock, cp):
+    """``variant`` built and set up on the shared ``inputs`` and ``out``, timed as its build."""
+    with own.phase(BUILD):
+        launcher = kinds.build(variant, params, device)
+        prep = harness.prepare_on(family, variant, params, launcher, inputs, out)
+        synced(cp)
+    return prep
+
+
 def _free(cp) -> None:
     gc.collect()
     cp.get_default_memory_pool().free_all_blocks()
@@ -104,6 +125,9 @@ def run(args) -> dict:
 
     variants = [registry.get(v, args.family) for v in args.variants.split(",") if v]
     family = registry.family_of(variants[0])
+    if args.profile_launches:
+        return profile_all(family, variants, family.parse(args.shape), seed=args.seed,
+                           launches=args.profile_launches)
     return check_and_time(family, variants, family.parse(args.shape), seed=args.seed,
                           time_launches=args.time, check=not args.no_check,
                           ceiling=args.ceiling, gemm_ceiling=args.gemm_ceiling)
@@ -120,10 +144,7 @@ def check_and_time(family, variants, params, *, seed: int | None = None, time_la
     device = gpu.current_device()
     shared = Clock()  # paid once for every variant
     sets = harness.input_sets_for(work.bytes, device.l2_bytes) if time_launches else 1
-    workers = build_threads()
-    if workers > 1:
-        with shared.phase(BUILD_AHEAD):
-            build_ahead(variants, params, workers)
+    _built_ahead(shared, variants, params)
     inputs = out = ref = stamp = None
     results: dict[str, dict] = {}
     for variant in variants:
@@ -136,10 +157,7 @@ def check_and_time(family, variants, params, *, seed: int | None = None, time_la
                     inputs, out = harness.make_inputs(family, params, seed, sets)
                     stamp = _fingerprint(cp, inputs[0])
                     synced(cp)
-            with own.phase(BUILD):
-                launcher = kinds.build(variant, params, device)
-                prep = harness.prepare_on(family, variant, params, launcher, inputs, out)
-                synced(cp)
+            prep = _prepared(family, variant, params, device, inputs, out, own, cp)
             result = describe(variant, family, params, work, prep, sets)
             if check:
                 if ref is None:
@@ -151,13 +169,8 @@ def check_and_time(family, variants, params, *, seed: int | None = None, time_la
             if time_launches and result.get("check", {}).get("passed", True):
                 with own.phase(TIMING):
                     result.update(timed(prep, work, time_launches))
-        except ShapeError as err:
-            result = {"skipped": str(err)}
-        except PaprofError as err:
-            result = {"error": str(err), "exit_code": err.exit_code}
-        except Exception as err:  # a kernel's fault (an illegal address ...): its own error
-            detail = (str(err).splitlines() or [""])[0][:300]
-            result = {"error": f"{type(err).__name__}: {detail}", "exit_code": 2}
+        except Exception as err:  # noqa: BLE001 (a kernel's fault, an illegal address ...: its own)
+            result = _failed(err)
         del prep
         if inputs is not None and _fingerprint(cp, inputs[0]) != stamp:
             result["inputs_changed"] = True  # the next variant gets fresh inputs and reference
@@ -173,12 +186,63 @@ def check_and_time(family, variants, params, *, seed: int | None = None, time_la
     return answer
 
 
+def _failed(err: Exception) -> dict:
+    """A variant's own failure, as its result says it."""
+    if isinstance(err, ShapeError):
+        return {"skipped": str(err)}
+    if isinstance(err, PaprofError):
+        return {"error": str(err), "exit_code": err.exit_code}
+    detail = (str(err).splitlines() or [""])[0][:300]  # a kernel's fault: its own error
+    return {"error": f"{type(err).__name__}: {detail}", "exit_code": 2}
+
+
+def profile_all(family, variants, params, *, seed: int | None = None, launches: int = 1) -> dict:
+    """The launches ncu profiles, for each of ``variants`` in turn, in one process (one ncu
+    session for them all): each built and set up on the shape's shared inputs, launched
+    once outside any range, then ``launches`` steps, each inside a push of its own NVTX
+    range (``launch.profiled_steps``), which is what tells its results from the others'
+    in the one report. Nothing is checked or timed (the batch did that before ncu). The
+    result: per variant id, what the launcher alone says of its launches (``describe``,
+    ``profiled_steps``) or its failure; a variant that fails is left out of the session and
+    the next one runs."""
+
+    work = family.work(params)
+    cp = gpu.cupy()
+    device = gpu.current_device()
+    shared = Clock()
+    _built_ahead(shared, variants, params)
+    inputs = out = None
+    results: dict[str, dict] = {}
+    for variant in variants:
+        own = Clock()
+        prep = None
+        try:
+            variant.check(params)
+            if inputs is None:
+                with shared.phase(INPUTS):
+                    inputs, out = harness.make_inputs(family, params, seed, 1)
+                    synced(cp)
+            prep = _prepared(family, variant, params, device, inputs, out, own, cp)
+            result = describe(variant, family, params, work, prep, 1)
+            result.update(profiled_steps(variant, prep, cp, launches, warm=True))
+        except Exception as err:  # noqa: BLE001 (its own failure: the next variant runs)
+            result = _failed(err)
+        del prep
+        result["phases"] = own.to_record()
+        results[variant.id] = result
+        _free(cp)
+    return {"variants": results, "input_sets": 1, "phases": shared.to_record()}
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m paprof.measure.kernels.batch", description=__doc__.split("\n")[0])
 
     p.add_argument("--variants", required=True, help="variant ids, comma-separated (one family)")
     shared_options(p)
     p.add_argument("--result", required=True, metavar="FILE", help="write the result as JSON here")
+    p.add_argument("--profile-launches", type=int, default=0, metavar="N",
+                   help="profile mode (under ncu): N launches of each variant, each inside a push "
+                        "of its NVTX range; nothing checked or timed")
     p.add_argument("--no-check", action="store_true", help="skip the reference check")
     p.add_argument("--ceiling", action="store_true", help="also measure the read ceiling")
     p.add_argument("--gemm-ceiling", action="store_true", help="also measure the GEMM ceiling")

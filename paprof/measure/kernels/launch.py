@@ -96,6 +96,30 @@ def ceilings(read: bool, gemm_asked: bool, family, work, cp, clock) -> dict:
     return result
 
 
+def profiled_steps(variant, prep, cp, launches: int, warm: bool) -> dict:
+    """The launches ncu profiles: ``warm``, one first outside the range (compiling,
+    autotuning, module loading), then each step inside its own push of the variant's NVTX
+    range (the report then says which launches make up each step: the fast reader reads
+    which push each launch sat in); the result's keys that say so."""
+    if warm:
+        prep.step(0)
+        cp.cuda.runtime.deviceSynchronize()
+    nvtx = _nvtx(cp)
+    for i in range(launches):
+        if nvtx is not None:
+            nvtx.RangePush(variant.nvtx_range)
+        try:
+            prep.step(i)
+        finally:  # (a step that fails leaves no range open around the next variant's)
+            if nvtx is not None:
+                nvtx.RangePop()  # (a range holds the launches made in it: no sync needed)
+    cp.cuda.runtime.deviceSynchronize()
+    result = {"nvtx": nvtx is not None, "profiled_launches": launches}
+    if nvtx is not None:
+        result["step_range"] = variant.nvtx_range
+    return result
+
+
 def run(args) -> dict:
 
     clock = Clock()  # the phases, written into the result (paprof.phases)
@@ -128,23 +152,8 @@ def run(args) -> dict:
         with clock.phase(TIMING):
             result.update(timed(prep, work, args.time))
     if args.profile_launches:
-        if args.no_check and not args.time:
-            prep.step(0)  # one launch outside the range: compiling, autotuning, module loading
-            cp.cuda.runtime.deviceSynchronize()
-        nvtx = _nvtx(cp)
-        result["nvtx"] = nvtx is not None
-        # One push of the variant's range per step: the report then says which launches
-        # make up each step (the fast reader reads which push each launch sat in).
-        for i in range(args.profile_launches):
-            if nvtx is not None:
-                nvtx.RangePush(variant.nvtx_range)
-            prep.step(i)
-            if nvtx is not None:
-                nvtx.RangePop()  # (a range holds the launches made in it: no sync needed)
-        cp.cuda.runtime.deviceSynchronize()
-        result["profiled_launches"] = args.profile_launches
-        if nvtx is not None:
-            result["step_range"] = variant.nvtx_range
+        result.update(profiled_steps(variant, prep, cp, args.profile_launches,
+                                     warm=args.no_check and not args.time))
     del prep  # after the variant's launches: its inputs out of the way of the ceilings
     result.update(ceilings(args.ceiling, args.gemm_ceiling, family, work, cp, clock))
     result["phases"] = clock.to_record()

@@ -78,3 +78,34 @@ def test_a_fusion_says_which_side_transposed():
     assert line.startswith("2 kernels fused into 1 (k_a1, k_a2 -> k_b; 1 of those before a "
                            "layout transpose (")
     assert "round trip through DRAM is gone" in line
+
+
+class _K:
+    def __init__(self, kernel, values, us):
+        self.kernel, self.values, self.launches = kernel, dict(values, duration_us=us), 1
+
+    @property
+    def duration_us(self):
+        return self.values["duration_us"]
+
+
+def test_a_transpose_does_not_take_the_place_of_a_kernel_that_computes():
+    """case23: a transpose (the longest) and a reduction against one reduction: the
+    reduction is paired with the reduction, the transpose is gone."""
+    from paprof.model.decompose import match_kernels
+
+    reduce = {"global_load_instructions": 2097152, "global_store_instructions": 8192,
+              "shared_load_instructions": 0, "shared_store_instructions": 0,
+              "l1_global_load_sectors": 8388608, "l1_global_store_sectors": 8186}
+    slow = [_K("a1", CUDNN_TRANSPOSE, 187.0), _K("a2", reduce, 96.6)]
+    fast = [_K("b", reduce, 94.9)]
+    got = match_kernels(slow, fast)
+    assert [(b.kernel, a.kernel) for b, a in got.pairs] == [("a2", "b")]
+    assert [k.kernel for k in got.gone] == ["a1"] and not got.new
+    # and the reverse: a transpose on the single side takes the other side's transpose
+    got = match_kernels([_K("t", CUDNN_TRANSPOSE, 50.0)],
+                        [_K("x", reduce, 90.0), _K("t2", CUDNN_TRANSPOSE, 40.0)])
+    assert [(b.kernel, a.kernel) for b, a in got.pairs] == [("t", "t2")]
+    # no kernel of the same kind: the longest, as before
+    got = match_kernels([_K("t", CUDNN_TRANSPOSE, 50.0)], [_K("x", reduce, 90.0), _K("y", reduce, 9.0)])
+    assert [(b.kernel, a.kernel) for b, a in got.pairs] == [("t", "x")]

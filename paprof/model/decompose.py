@@ -205,6 +205,7 @@ COLUMNS = (
     "warps_eligible_per_scheduler", "grid_size", "theoretical_occupancy_pct",
     "achieved_occupancy_pct", "registers_per_thread", "shared_mem_per_block_bytes",
     "block_limit_shared_mem", "block_limit_registers", "waves_per_sm", "sm_clock_hz",
+    "global_store_instructions",  # with the shared-memory and sector counts: kernel_kinds
     *OPCODE_COLUMNS,
 )
 
@@ -529,12 +530,22 @@ def match_kernels(before: list, after: list) -> Pairing:
                 pairs.append((b, hit))
         left = remaining
     # One kernel left on a side: the other side's kernel that took its place is the
-    # longest one left there (v3 -> v4's partial kernel; v4's merge is new). Several on
-    # both sides (eager's elementwise kernels against compiled's fused ones): no pairing.
+    # longest one left there (v3 -> v4's partial kernel; v4's merge is new) of the same
+    # kind: a layout transpose does not take the place of a kernel that computes, nor the
+    # reverse (a transpose and a reduction against the reduction alone: the transpose is
+    # gone). Several on both sides (eager's elementwise kernels against compiled's fused
+    # ones): no pairing.
     if left and right and (len(left) == 1 or len(right) == 1):
-        def longest(parts):
-            return max(parts, key=lambda k: _f(k.duration_us) or 0.0)
-        b, a = longest(left), longest(right)
+        def longest(parts, like=None):
+            same = [k for k in parts if like is None
+                    or is_layout_transpose(_values(k)) == is_layout_transpose(_values(like))]
+            return max(same or parts, key=lambda k: _f(k.duration_us) or 0.0)
+        if len(left) == 1:
+            b = left[0]
+            a = longest(right, like=b)
+        else:
+            a = right[0]
+            b = longest(left, like=a)
         left.remove(b)
         right.remove(a)
         pairs.append((b, a))
@@ -622,6 +633,7 @@ class _Aggregate:
 
 _SUMMED = ("duration_us", "smsp_cycles_elapsed", "smsp_cycles_active", "instructions_issued",
            "instructions_executed", "dram_bytes", "l2_to_l1_bytes", "global_load_instructions",
+           "global_store_instructions",
            "l1_global_load_requests", "l1_global_load_sectors", "l1_global_load_bytes",
            "shared_load_instructions", "shared_store_instructions", "shared_load_wavefronts",
            "shared_load_bank_conflicts", "shared_store_bank_conflicts", "spill_instructions",

@@ -39,7 +39,7 @@ def _cli(variants: list[str], runs: Path, out: Path) -> float:
 
 def _stages(variants: list[str], runs: Path, out: Path) -> dict[str, float]:
     sys.path.insert(0, str(ROOT))
-    from paprof.render.build import write_report
+    from paprof.api import write_report
 
     result = write_report(variants, runs=runs, out=out / "s.html", markdown=out / "s.md")
     return {k: round(v, 3) for k, v in result.timings.items()}

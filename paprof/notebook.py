@@ -117,10 +117,8 @@ class Report:
         """The time ledger: one row per step and term (``paprof.model.ledger``), in us."""
         import pandas as pd
 
-        from paprof.api import finish
-
         rows = [{"before": led.before, "after": led.after, "term": key, "us": us}
-                for led in finish(self.comparison).ledgers if led is not None
+                for led in self.comparison.ledgers or () if led is not None
                 for key, _, us in led.rows()]
         return pd.DataFrame(rows, columns=["before", "after", "term", "us"])
 
@@ -207,9 +205,7 @@ def compare(*specs, runs=DEFAULT_RUNS, shape: str | None = None, baseline: str |
     ``paprof compare --baseline v2`` does (v2 need not be in the list), instead of telling
     the ordered list as a chain. Fewer than 2 variants: ``paprof.errors.UserError``;
     anything else than strings and paths: ``TypeError``."""
-    from paprof.api import finished_comparison
-    from paprof.api import resolve_variants
-    from paprof.api import build_context
+    from paprof.api import build_context, explanation, finished_comparison, resolve_variants
 
     wanted = _specs(specs)
     if baseline is not None:
@@ -220,9 +216,10 @@ def compare(*specs, runs=DEFAULT_RUNS, shape: str | None = None, baseline: str |
                             f"not {type(baseline).__name__}: {baseline!r}")
         base = str(baseline)
         wanted = [base] + [s for s in wanted if s != base]
-    paths = resolve_variants(wanted, runs, shape)
-    cmp = finished_comparison(paths, baseline=baseline is not None)
-    return Report(cmp, build_context(cmp), paths)
+    resolved = resolve_variants(wanted, runs, shape)
+    cmp = finished_comparison(resolved, baseline=baseline is not None)
+    return Report(cmp, build_context(cmp, explained=explanation(cmp)),
+                  [run.report for run in resolved])
 
 
 def load(*paths, per_variant: bool = False, step_range: str | None = None):

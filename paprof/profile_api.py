@@ -447,13 +447,13 @@ class ProfileResult:
         return [self.done[(v, i)] for v in order if (v, i) in self.done]
 
     def compare(self, paths, cross: bool):
-        from paprof.api import build_context, finished_comparison
+        from paprof.api import build_context, explanation, finished_comparison
 
         if len(paths) < 2:
             raise UserError(f"paprof.profile: {len(paths)} run to compare ({', '.join(map(str, paths))}); "
                             "the others were skipped: " + "; ".join(self.skipped or ["no reason given"]))
         cmp = finished_comparison(paths, cross=cross, baseline=self.baseline is not None and not cross)
-        return ProfileReport(cmp, build_context(cmp), paths, self)
+        return ProfileReport(cmp, build_context(cmp, explained=explanation(cmp)), paths, self)
 
     def report(self):
         if len(self.variants) == 1:

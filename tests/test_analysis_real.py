@@ -256,7 +256,7 @@ def test_no_ncu_markup_reaches_rules_evidence_or_the_report(tmp_path):
     import re
 
     from paprof.model.load import load_reports
-    from paprof.render import build
+    from paprof import api
 
     markup = re.compile(r"@(url|section):")
     df = load_reports([EXAMPLES])
@@ -264,7 +264,7 @@ def test_no_ncu_markup_reaches_rules_evidence_or_the_report(tmp_path):
     assert any("CUDA Best Practices Guide (https://docs.nvidia.com/" in m for m in messages)
     assert not any(markup.search(m) for m in messages)
     assert not any(markup.search(e) for ev in df["bottleneck_evidence"] for e in ev)
-    result = build.write_report(["v1", "v2", "v3"], runs=EXAMPLES, out=tmp_path / "r.html",
+    result = api.write_report(["v1", "v2", "v3"], runs=EXAMPLES, out=tmp_path / "r.html",
                                 markdown=tmp_path / "r.md")
     for path in (result.html, result.markdown):
         assert not markup.search(path.read_text())

@@ -75,7 +75,7 @@ def test_console_detection_works(tmp_path):
 @pytest.fixture(scope="module")
 def report(tmp_path_factory) -> Path:
     """The report of every recorded H200 paged_decode variant (the README's 8)."""
-    from paprof.render.build import write_report
+    from paprof.api import write_report
 
     out = tmp_path_factory.mktemp("report") / "report.html"
     write_report(["baseline", "v1", "v2", "v3", "v4", "handbook", "v5", "v6"], runs=EXAMPLES, out=out)
@@ -109,7 +109,7 @@ def flash_report(tmp_path_factory) -> Path:
     """The report of the shipped flash_fwd runs (a compute-bound family, fp32 against bf16:
     a warning above the verdict). Read from examples/: its sdpa_flash run (the page's note
     beside numbers that look contradictory) packs to 297 KB, too much for tests/data."""
-    from paprof.render.build import write_report
+    from paprof.api import write_report
 
     runs = ROOT / "examples" / "h200-flash_fwd"
     if not (runs / "nvidia-h200").is_dir():  # pragma: no cover
@@ -145,7 +145,7 @@ def test_first_screen_holds_the_verdict_and_the_page_is_short(which, request, tm
 @pytest.fixture(scope="module")
 def source_report(tmp_path_factory) -> Path:
     """The report of the recorded source-preset runs: roofline and source hot spots."""
-    from paprof.render.build import write_report
+    from paprof.api import write_report
 
     out = tmp_path_factory.mktemp("source-report") / "report.html"
     write_report(["v2", "v3", "v4", "v5"], runs=SOURCE_RUNS, out=out)

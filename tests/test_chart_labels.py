@@ -119,7 +119,7 @@ def drawn_charts(monkeypatch):
 
 
 def _report(runs, variants, tmp_path, **kw):
-    from paprof.render.build import write_report
+    from paprof.api import write_report
 
     write_report(variants, runs=runs, out=tmp_path / "r.html", **kw)
 

@@ -460,7 +460,7 @@ def test_analysis_never_imports_the_gpu_side():
     import sys
 
     code = ("import sys, paprof.gate, paprof.explain.compare, paprof.model.load, "
-            "paprof.render.build; bad = [m for m in sys.modules if m.startswith(('paprof.measure.kernels', "
+            "paprof.render.build, paprof.compare_flow; bad = [m for m in sys.modules if m.startswith(('paprof.measure.kernels', "
             "'paprof.measure.profile', 'paprof.families', 'cupy'))]; print(bad); sys.exit(bool(bad))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.returncode == 0, done.stdout + done.stderr

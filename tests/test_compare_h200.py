@@ -30,7 +30,7 @@ pytestmark = pytest.mark.skipif(
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
-    from paprof.render.build import write_report
+    from paprof.api import write_report
 
     out = tmp_path_factory.mktemp("h200")
     return write_report(ALL, runs=EXAMPLES, out=out / "report.html", markdown=out / "report.md",
@@ -176,16 +176,18 @@ def test_compare_reports_is_the_library_call():
 @pytest.mark.parametrize("shape", [None, "b64_ctx4096_h32x8_d128_p16_fp32",
                                    "batch=64,q_heads=32,kv_heads=8,head_dim=128,page=16,context=4096"])
 def test_run_store_ids_resolve_to_the_latest_run_at_a_shape(shape):
-    from paprof.render.build import resolve_variants
+    from paprof.read.resolve import resolve_variants
 
-    paths = resolve_variants(["v2", "paged_decode/v3"], EXAMPLES, shape=shape)
+    runs = resolve_variants(["v2", "paged_decode/v3"], EXAMPLES, shape=shape)
+    paths = [run.report for run in runs]
     assert [p.parent.name for p in paths] == ["v2", "v3"]
+    assert all(run.sidecar["variant"] == p.parent.name for run, p in zip(runs, paths))
     assert all(p.name == "b64_ctx4096_h32x8_d128_p16_fp32.ncu-rep" for p in paths)
 
 
 def test_a_shape_the_store_lacks_is_a_user_error():
     from paprof.errors import UserError
-    from paprof.render.build import resolve_variants
+    from paprof.read.resolve import resolve_variants
 
     with pytest.raises(UserError, match="no run of v2 at shape b1_ctx16"):
         resolve_variants(["v2", "v3"], EXAMPLES, shape="b1_ctx16")
@@ -223,7 +225,7 @@ def test_split_story_at_batch_4_names_the_grid_and_skips_equal_looking_changes()
      "would leave 100 of 132 SMs idle"),
 ])
 def test_the_sweep_says_which_code_path_v6_took(shape, said):
-    from paprof.render.build import write_report
+    from paprof.api import write_report
 
     built = write_report(["v5", "v6"], runs=SWEEP, out=None, markdown="-", shape=shape)
     step = built.comparison.steps[0]
@@ -257,11 +259,12 @@ def test_a_shipped_report_profiled_five_times_shows_its_spread():
 
     from paprof.explain.compare import compare
     from paprof.model.load import load_reports, variant_rows
-    from paprof.render.build import resolve_variants
+    from paprof.read.resolve import resolve_variants
     from paprof.render.context import build_context
 
-    paths = resolve_variants(["v2", "v3"], runs=EXAMPLES)
-    df = load_reports(paths)
+    runs = resolve_variants(["v2", "v3"], runs=EXAMPLES)
+    paths = [run.report for run in runs]
+    df = load_reports(runs)
     v3 = df[df["variant"] == "v3"]
     copies = []
     for launch, scale in enumerate((1.0, 1.02, 0.97, 1.01, 0.99)):
@@ -441,7 +444,7 @@ def test_the_traffic_per_level_table_in_html_and_markdown(ctx, html, md):
 
 
 def test_runs_without_the_traffic_sections_say_so():
-    from paprof.render.build import write_report
+    from paprof.api import write_report
 
     schema1 = ROOT / "tests" / "data" / "schema1"
     paths = [schema1 / "nvidia-h200" / "paged_decode" / "v3" / "b64_ctx4096_h32x8_d128_p16_fp32.ncu-rep",
@@ -498,7 +501,7 @@ def _numbers(text: str) -> list[str]:
 def explained_md():
     import json
 
-    from paprof.render.build import write_report
+    from paprof.api import write_report
 
     done = write_report(ALL, runs=EXAMPLES, out=None, markdown="-", json_out="-",
                         generated="2026-11-29 15:00 UTC")
@@ -553,7 +556,7 @@ def test_every_steps_cause_and_headline_in_the_markdown_are_the_jsons(explained_
 
 def test_the_markdown_follows_the_document_it_is_given():
     """Rendered from the explanation: a value changed in the document is the value shown."""
-    from paprof.explain.compare_runs import finished_comparison
+    from paprof.api import finished_comparison
     from paprof.explain.explanation import explanation
     from paprof.read.resolve import resolve_variants
     from paprof.render.context import build_context

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from paprof.model import load
-from paprof.render.build import write_report
+from paprof.api import write_report
 
 RUNS = Path(__file__).resolve().parents[1] / "examples" / "custom_family" / "runs"
 SOFTMAX = RUNS / "nvidia-h200" / "softmax"

@@ -266,7 +266,7 @@ where.{name} = _patched
 
 
 @pytest.mark.parametrize("module, name, how", [
-    ("paprof.explain.compare_runs", "finished_comparison", "weakref"),
+    ("paprof.model.analysis", "analyse", "weakref"),
     ("paprof.render.context", "build_context", "del"),
     ("paprof.render.html", "render_html", "weakref"),
 ])

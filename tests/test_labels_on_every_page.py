@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from paprof.render.build import write_report
+from paprof.api import write_report
 from helpers import ROOT, unpacked
 
 MARK = {"dram-bound": 70.0}

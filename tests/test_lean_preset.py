@@ -93,7 +93,7 @@ def _same_story(steps_of, request):
 
 
 def test_the_shipped_steps_tell_the_same_story_from_a_lean_run(request):
-    from paprof.render.build import write_report
+    from paprof.api import write_report
 
     _same_story(lambda: write_report(CHAIN, runs=recorded("h200"), out=None, markdown=None).comparison.steps,
                 request)
@@ -114,7 +114,7 @@ def _zoo_cases(which: str) -> list[dict]:
     pytest.param("h100:zoo_lib", "runs-h100.tar.xz", marks=pytest.mark.slow),  # 100 MB unpacked
 ])
 def test_the_zoos_pairs_tell_the_same_story_from_a_lean_run(request, which, archive):
-    from paprof.render.build import write_report
+    from paprof.api import write_report
 
     if not (ZOO / archive).is_file():
         pytest.skip(f"examples/zoo/{archive} is not there")

@@ -165,7 +165,7 @@ def test_the_identity_holds_on_the_shipped_h200_runs():
 
 
 def test_the_showcase_steps_name_their_mechanism_first():
-    from paprof.render.build import write_report
+    from paprof.api import write_report
 
     res = write_report(["v2", "v3", "v4", "v5", "v6"], runs=recorded("h200"), out=None, markdown="-")
     steps = {f"{s.before}->{s.after}": s for s in res.comparison.steps}
@@ -200,7 +200,7 @@ def test_mma_to_wgmma2_names_the_tensor_pipe_not_the_loads_tma_replaced():
     # TMA's copies are not global loads: "SM<-L1 global-load traffic falls 257x" was an
     # artefact. The cause is 4.5x fewer instructions issued: warpgroup MMA (HGMMA) in place
     # of warp-level MMA (HMMA), and far less address arithmetic.
-    from paprof.render.build import write_report
+    from paprof.api import write_report
 
     built = write_report(["flash_fwd/mma", "flash_fwd/wgmma2"], runs=recorded("h200-flash_fwd"),
                          out=None, markdown=None)

@@ -20,7 +20,7 @@ pytestmark = pytest.mark.skipif(not ARCHIVE.is_file(), reason="examples/mlp/runs
 
 @pytest.fixture(scope="module")
 def built():
-    from paprof.render.build import write_report
+    from paprof.api import write_report
 
     return write_report(["eager", "compiled"], runs=unpacked(ARCHIVE) / "runs", out=None,
                         markdown="-")

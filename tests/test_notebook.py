@@ -18,7 +18,7 @@ EXAMPLES = recorded("h200")
 
 def test_import_paprof_imports_no_pandas():
     code = ("import sys, paprof; heavy = [m for m in ('pandas', 'numpy', 'matplotlib', "
-            "'paprof.notebook', 'paprof.render.build') if m in sys.modules]; print(heavy)")
+            "'paprof.notebook', 'paprof.render.build', 'paprof.compare_flow') if m in sys.modules]; print(heavy)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          cwd=ROOT, env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
     assert out.stdout.strip() == "[]"
@@ -77,7 +77,7 @@ def test_dataframes_of_what_the_report_says(report):
 
 def test_compare_against_a_chosen_baseline_like_the_cli(report):
     import paprof
-    from paprof.render.build import write_report
+    from paprof.api import write_report
 
     star = paprof.compare(["v3", "v5"], runs=EXAMPLES, baseline="v2")
     assert list(star.variants["label"]) == ["v2", "v3", "v5"]

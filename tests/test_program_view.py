@@ -29,7 +29,7 @@ SELECTION = {
 
 
 def _report(runs: Path):
-    from paprof.render.build import write_report
+    from paprof.api import write_report
 
     return write_report(["eager", "compiled"], runs=runs, out=None, markdown="-")
 
@@ -92,7 +92,7 @@ def test_what_was_skipped_is_shown_with_its_share(tmp_path):
 
 def test_the_html_shows_it_and_a_comparison_of_kernels_has_none(shipped, tmp_path):
     from helpers import recorded
-    from paprof.render.build import write_report
+    from paprof.api import write_report
 
     page = tmp_path / "mlp.html"
     write_report(["eager", "compiled"], runs=unpacked(MLP) / "runs", out=page)

@@ -40,7 +40,7 @@ def test_readme_starts_with_a_virtual_environment():
 def test_the_docs_quote_the_reports_figures_for_v5():
     """Docs and report tell one story: the report's v5 figures are the kernels page's, the
     v2 -> v3 cause the README's."""
-    from paprof.render.build import write_report
+    from paprof.api import write_report
 
     built = write_report(["v4", "v5"], runs=ROOT / "examples" / "h200", out=None, markdown="-",
                          shape="b64_ctx4096_h32x8_d128_p16_fp32")

@@ -9,10 +9,10 @@ import re
 import pytest
 from click.testing import CliRunner
 
-from paprof.model import load
+from paprof.model import analysis
 from paprof.cli import main
 from paprof.errors import UserError
-from paprof.render import build
+from paprof import api
 from paprof.render.context import build_context
 from paprof.render.html import render_html
 from paprof.render.markdown import md_escape, render_markdown
@@ -234,23 +234,23 @@ def reports(tmp_path, monkeypatch):
     frame = make_frame(*rows)
 
     def fake_load(given, step_range=None):
-        assert [str(g) for g in given] == [str(p) for p in paths]
+        assert [str(g.report) for g in given] == [str(p) for p in paths]  # resolved runs
         return frame.copy()
 
-    monkeypatch.setattr(load, "load_reports", fake_load)
+    monkeypatch.setattr(analysis, "load_reports", fake_load)
     return paths
 
 
 def test_write_report_writes_html_and_markdown(reports, tmp_path):
     out, md = tmp_path / "r.html", tmp_path / "r.md"
-    result = build.write_report([str(p) for p in reports], out=out, markdown=md,
+    result = api.write_report([str(p) for p in reports], out=out, markdown=md,
                                 generated="2026-11-29 14:00 UTC")
     assert result.html == out and result.markdown == md and result.overwrote == []
     assert out.read_text().startswith("<!doctype html>")
     assert md.read_text().startswith("<!-- paprof report")
     assert set(result.timings) >= {"resolve", "load", "compare", "context", "render", "total"}
     # re-running replaces our own report and says so
-    again = build.write_report([str(p) for p in reports], out=out, markdown=md)
+    again = api.write_report([str(p) for p in reports], out=out, markdown=md)
     assert again.overwrote == [out, md]
 
 
@@ -258,14 +258,14 @@ def test_write_report_refuses_a_foreign_file(reports, tmp_path):
     out = tmp_path / "notes.html"
     out.write_text("<html>my notes</html>")
     with pytest.raises(UserError, match="exists and is not a paprof report"):
-        build.write_report([str(p) for p in reports], out=out)
+        api.write_report([str(p) for p in reports], out=out)
     assert out.read_text() == "<html>my notes</html>"
-    result = build.write_report([str(p) for p in reports], out=out, force=True)
+    result = api.write_report([str(p) for p in reports], out=out, force=True)
     assert result.overwrote == [out]
 
 
 def test_markdown_to_stdout(reports, tmp_path):
-    result = build.write_report([str(p) for p in reports], out=None, markdown="-")
+    result = api.write_report([str(p) for p in reports], out=None, markdown="-")
     assert result.html is None and result.markdown is None
     assert result.markdown_text.startswith("<!-- paprof report")
     assert result.context.charts == []  # no HTML, no matplotlib
@@ -340,7 +340,7 @@ def test_cli_no_variants_is_a_usage_error():
 
 def test_same_report_twice_is_refused(reports):
     with pytest.raises(UserError, match="name the same report"):
-        build.resolve_variants([str(reports[0]), str(reports[0])])
+        api.resolve_variants([str(reports[0]), str(reports[0])])
 
 
 def test_rows_no_variant_has_are_left_out_and_named(ctx):
@@ -458,7 +458,7 @@ def test_whole_program_verdict_names_the_fused_kernels(tmp_path):
 
     with tarfile.open(MLP) as tar:
         tar.extractall(tmp_path, filter="data")
-    res = build.write_report(["eager", "compiled"], runs=tmp_path / "runs", out=tmp_path / "r.html")
+    res = api.write_report(["eager", "compiled"], runs=tmp_path / "runs", out=tmp_path / "r.html")
     rows = {r.label: r for r in res.context.verdict.rows}
     assert rows["eager"].time.endswith("(3 steps)") and " ± " in rows["eager"].time
     assert rows["compiled"].cause.startswith("4 kernels fused into 2 (") and "triton_" in rows["compiled"].cause
@@ -534,6 +534,6 @@ def test_no_chart_text_overlaps(monkeypatch, tmp_path, runs, variants):
         return finish(fig, chart_id, *args)
 
     monkeypatch.setattr(charts, "finished_chart", check)
-    res = build.write_report(variants, runs=recorded(runs), out=tmp_path / "r.html", cross=True)
+    res = api.write_report(variants, runs=recorded(runs), out=tmp_path / "r.html", cross=True)
     assert len(found) >= 6 and {c.id for c in res.context.charts} == set(found)
     assert {k: v for k, v in found.items() if v} == {}

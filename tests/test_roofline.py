@@ -237,7 +237,7 @@ def test_every_fp32_variant_is_dram_bound_and_v5_close_to_its_roof(rl):
 
 
 def test_the_report_shows_the_roofline_chart_and_table(tmp_path):
-    from paprof.render.build import write_report
+    from paprof.api import write_report
 
     built = write_report(VARIANTS, runs=SOURCE_RUNS, out=tmp_path / "r.html", markdown=tmp_path / "r.md")
     html, md = (tmp_path / "r.html").read_text(), (tmp_path / "r.md").read_text()

@@ -195,7 +195,7 @@ def test_a_commit_this_checkout_lacks_reads_the_working_tree():
 @pytest.mark.lab
 def test_compare_writes_the_hot_spots_and_the_notebook_has_them(tmp_path):
     import paprof
-    from paprof.render.build import write_report
+    from paprof.api import write_report
 
     built = write_report(["v2", "v3"], runs=SOURCE_RUNS, out=tmp_path / "r.html", markdown=tmp_path / "r.md")
     html, md = (tmp_path / "r.html").read_text(), (tmp_path / "r.md").read_text()
@@ -213,7 +213,7 @@ def test_compare_writes_the_hot_spots_and_the_notebook_has_them(tmp_path):
 
 
 def test_the_old_runs_report_has_no_hot_spot_section(tmp_path):
-    from paprof.render.build import write_report
+    from paprof.api import write_report
 
     built = write_report(["v2", "v3"], runs=OLD_RUNS, out=tmp_path / "r.html", markdown=tmp_path / "r.md")
     assert built.comparison.hotspots is None and built.context.hotspots is None

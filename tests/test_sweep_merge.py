@@ -85,7 +85,7 @@ def test_profiled_runs_merge_with_their_sidecars_and_compare_reads_the_result(tm
     assert kept and kept[0].with_name(kept[0].name.replace(".ncu-rep", ".json")).is_file()
 
     from paprof.read import store
-    from paprof.render.build import write_report
+    from paprof.api import write_report
 
     assert store.latest(tmp_path / "out", "v6").sidecar["ncu_version"] == "2025.2.0.0"
     out = write_report(["v5", "v6"], runs=tmp_path / "out", out=None, markdown="-")

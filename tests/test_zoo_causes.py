@@ -77,7 +77,7 @@ def test_every_cause_of_the_zoo_has_an_explanation_rule():
 
 
 def _step(pair: dict, runs: Path):
-    from paprof.render.build import write_report
+    from paprof.api import write_report
 
     built = write_report([pair["slow"], pair["fast"]], runs=runs, out=None, markdown=None,
                          shape=pair["shape"].replace(" ", ""))

@@ -107,7 +107,7 @@ def runs():
 
 def first_cause_line(case: dict, runs: Path) -> str:
     """The first cause line ``paprof compare <slow> <fast>`` prints (the step's cause)."""
-    from paprof.render.build import write_report
+    from paprof.api import write_report
 
     built = write_report([case["slow"], case["fast"]], runs=runs, out=None, markdown=None,
                          shape=case["shape"].replace(" ", ""))

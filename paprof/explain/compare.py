@@ -62,26 +62,20 @@ from paprof.explain.sentences import (
     throughput_sentences,
     work_sentence,
 )
+from paprof.model.analysis import comparison, complete
+from paprof.explain.finish import finish
 from paprof.model.provenance import CHECKS as PROVENANCE_CHECKS
 from paprof.model.provenance import provenance_warnings
 
 
 def compare(df, summed=None, order=None, thresholds: Thresholds = THRESHOLDS,
             cross: bool = False) -> Comparison:
-    """Compare the variants in the loader's frame ``df``: the model's variants
-    (``assembly.assemble``: ``summed`` is ``variant_rows(df)``, computed when None;
-    ``order`` lists report paths in the order the user named them), each step between
-    two of them told (``tell``), the provenance checked."""
-    variants, apart, launch_notes = assemble(df, summed, order, cross)
-    steps = [tell(a, b, thresholds) for a, b in zip(variants, variants[1:])]
-    for step, (a, b) in zip(steps, zip(variants, variants[1:])):
-        differ = pair_differences(a, b)
-        if differ:
-            step.headline = f"cross comparison ({differ}): {step.headline}"
-    provenance = [v.provenance for v in variants]
-    warnings, notes = provenance_warnings(provenance)
-    return Comparison(variants, steps, provenance, warnings,
-                      family_notes(variants) + notes + launch_notes, thresholds, cross=apart)
+    """Compare the variants in the loader's frame ``df``: the model's comparison
+    (``paprof.model.analysis``: the variants, each step between two of them measured, the
+    provenance checked, the roofline, ledgers and stall ranking; ``summed`` is
+    ``variant_rows(df)``, computed when None; ``order`` lists report paths in the order
+    the user named them), then each step told (``paprof.explain.finish``)."""
+    return finish(complete(comparison(df, summed, order, thresholds, cross)))
 
 
 def compare_reports(paths: list, thresholds: Thresholds = THRESHOLDS, cross: bool = False) -> Comparison:

@@ -14,10 +14,11 @@ from paprof.model.comparison import (BOUND_UNITS, LIMITERS, THRESHOLDS, THROUGHP
                                      Step, Thresholds, VariantResult, binding_limits, bound_words)
 from paprof.model.numbers import finite, plain
 from paprof.explain.causes import cause_sentence, code_path, limit_sentence, next_sentence
-from paprof.model.movers import rule_changes, speedup, step_deltas
+from paprof.model.analysis import measure_step
+from paprof.model.movers import rule_changes
 from paprof.model.gpus import Ceiling
 from paprof.explain.cause_words import at_limit_text, cause_text, us_text
-from paprof.model.decompose import decompose, group
+from paprof.model.decompose import group
 
 
 # -- the sentences, one function per kind ---------------------------------------------
@@ -299,9 +300,14 @@ def _tells_path(cause: str | None, after: VariantResult) -> bool:
     return bool(cause and short and short in cause)
 
 
-def tell(before: VariantResult, after: VariantResult, t: Thresholds = THRESHOLDS) -> Step:
-    """The step before -> after: deltas, sentences and rule changes."""
-    d = step_deltas(before, after, t)
+def tell(before: VariantResult, after: VariantResult, t: Thresholds = THRESHOLDS,
+         step: Step | None = None) -> Step:
+    """The step before -> after told: its headline, cause, limit, next move and sentences,
+    written into ``step`` (the model's numbers of it, ``paprof.model.analysis
+    .measure_step``; measured here when None), which is returned."""
+    if step is None:
+        step = measure_step(before, after, t)
+    d = step.deltas
     sentences: list[str] = []
     told: dict = {}
     for fn in STORY:
@@ -313,7 +319,7 @@ def tell(before: VariantResult, after: VariantResult, t: Thresholds = THRESHOLDS
             sentences.append(said)
         elif said:
             sentences.extend(said)
-    s = speedup(before, after)
+    s = step.speedup
     if s is None:
         headline = f"{after.label} vs {before.label}: no duration to compare"
     elif not d["duration_us"].moved:
@@ -322,10 +328,10 @@ def tell(before: VariantResult, after: VariantResult, t: Thresholds = THRESHOLDS
         headline = f"{after.label} is {fmt.ratio(s)} faster than {before.label}"
     else:
         headline = f"{after.label} is {fmt.ratio(1 / s)} slower than {before.label}"
-    changes = rule_changes(before, after, t)
+    if step.differs:
+        headline = f"cross comparison ({step.differs}): {headline}"
 
-    spread = sum((v.spread or {}).get("duration_us") or 0.0 for v in (before, after))
-    dec = decompose(before, after, spread)
+    dec = step.decomposition
     said = cause_text(dec) if dec is not None and dec.causes() else None
     if said and told.get(cause_sentence) and all(group(t.key) in ("unit_work", "unit_busy")
                                                   for t in dec.causes()):
@@ -343,22 +349,13 @@ def tell(before: VariantResult, after: VariantResult, t: Thresholds = THRESHOLDS
         if dec.limit is not None:  # DRAM at its limit in both: the same difference again
             sentences.insert(1, f"{at_limit_text(dec.limit)} (the same {us_text(dec.delta_us)} "
                                 "as bytes over the bandwidth reached)")
-    return Step(
-        cause=said or told.get(cause_sentence),
-        decomposition=dec,
-        traffic=told.get(cause_sentence),
-        limit=told.get(limit_sentence),
-        next_move=told.get(next_sentence),
-        before=before.label,
-        after=after.label,
-        speedup=s,
-        headline=headline,
-        bottleneck_before=plain(before.bottleneck),
-        bottleneck_after=plain(after.bottleneck),
-        sentences=sentences,
-        deltas=d,
-        rules_appeared=[c for c in changes if c.kind == "appeared"],
-        rules_disappeared=[c for c in changes if c.kind == "disappeared"],
-        rules_changed=[c for c in changes if c.kind == "changed"],
-    )
+    step.cause = said or told.get(cause_sentence)
+    step.traffic = told.get(cause_sentence)
+    step.limit = told.get(limit_sentence)
+    step.next_move = told.get(next_sentence)
+    step.headline = headline
+    step.bottleneck_before = plain(before.bottleneck)
+    step.bottleneck_after = plain(after.bottleneck)
+    step.sentences = sentences
+    return step
 

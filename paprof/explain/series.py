@@ -9,7 +9,7 @@ says whether the family is told by its pipes rather than its DRAM bandwidth.
 from __future__ import annotations
 
 from paprof.explain import fmt
-from paprof.explain.compare import binding_limits, limiter_name
+from paprof.model.comparison import binding_limits, limiter_name
 from paprof.explain import sentences as told
 
 SHORT_LIMITERS = {"registers": "registers", "shared memory": "shared mem", "warps": "warps",

@@ -16,6 +16,9 @@ from dataclasses import dataclass, replace
 from paprof.errors import UserError
 from paprof.model.assembly import pair_differences
 from paprof.explain.sentences import tell
+from paprof.explain.finish import finish
+from paprof.explain.told import is_star  # noqa: F401  (re-exported: callers read it here)
+from paprof.model.analysis import complete, measure_step
 from paprof.explain import fmt
 from paprof.model.numbers import finite
 from paprof.model.bottleneck import LABEL_COLUMNS
@@ -47,24 +50,15 @@ def against(cmp, baseline: str):
     others = [v for v in cmp.variants if v is not base]
     steps = []
     for v in others:
-        step = tell(base, v, cmp.thresholds)
-        differ = pair_differences(base, v)
-        if differ:
-            step.headline = f"cross comparison ({differ}): {step.headline}"
+        step = measure_step(base, v, cmp.thresholds)
+        step.differs = pair_differences(base, v)
         steps.append(step)
     order = [base] + others
     provenance = [next(p for p in cmp.provenance if p.label == v.label) for v in order] \
         if len(cmp.provenance) == len(cmp.variants) else list(cmp.provenance)
-    return replace(cmp, variants=order, steps=steps, provenance=provenance,
+    star = replace(cmp, variants=order, steps=steps, provenance=provenance,
                    roofline=None, ledgers=None, stalls=None, contradictions=[], finished=False)
-
-
-def is_star(cmp) -> bool:
-    """Whether every step of ``cmp`` starts at its first variant (``against``'s shape)
-    with more than one step: the report then says "against the baseline", not "against
-    the variant to its left"."""
-    first = cmp.variants[0].label if cmp.variants else None
-    return len(cmp.steps) > 1 and all(s.before == first for s in cmp.steps)
+    return finish(complete(star))
 
 
 @dataclass

@@ -280,6 +280,9 @@ class Step:
     traffic: str | None = None
     """The largest traffic change in words (what ``cause`` said before the
     decomposition): a detail, no longer the cause."""
+    differs: str = ""
+    """What differs between the two runs of a cross comparison (parameters, GPU:
+    ``assembly.pair_differences``); empty for like with like."""
 
     @property
     def rule_changes(self) -> list[RuleChange]:
@@ -315,17 +318,20 @@ class Comparison:
     a cross comparison; empty for a comparison of like with like."""
     roofline: object = None
     """The roofline (``paprof.model.roofline.Roofline``), set by
-    ``paprof.explain.finish.finish``; None before, or without points."""
+    ``paprof.model.analysis.complete``; None before, or without points."""
     ledgers: list | None = None
     """One time ledger per step (``paprof.model.ledger.step_ledgers``; None for a step
-    without both durations), set by ``finish``."""
+    without both durations), set by ``complete``."""
     stalls: object = None
-    """The warp-stall ranking (``paprof.model.stalls.StallRanking``), set by ``finish``."""
+    """The warp-stall ranking (``paprof.model.stalls.StallRanking``), set by ``complete``."""
     contradictions: list = field(default_factory=list)
     """Numbers that look contradictory side by side, with the reason
     (``paprof.explain.contradictions``), set by ``finish``."""
     finished: bool = False
-    """Whether ``finish`` attached the roofline, the ledgers and the stall ranking."""
+    """Whether the explain stage told it (``paprof.explain.finish``)."""
+    told: object = None
+    """What the renderers show beyond the explanation document
+    (``paprof.explain.told.Told``), set by ``finish``."""
 
     def variant(self, label: str) -> VariantResult:
         for v in self.variants:

@@ -50,19 +50,23 @@ def columns() -> list[str]:
 
 
 def _found(paths: Iterable, scan=None) -> list[tuple]:
-    """Every report named or found under a folder, in order and each once: (report,
-    sidecar, store layout) when its sidecar is read (``scan``: the command's
+    """Every report named, found under a folder or given as a ``store.Run`` (a resolved
+    run, its record read), in order and each once: (report, sidecar, store layout) when
+    its sidecar is read (``scan``: the command's
     ``store.Scan``, so that a folder is read once), else (report, folder), the sidecar
     still to read (``_run``). A path's error is raised after the sidecars found before
     it are read, so that theirs comes first, as when each folder's were read in turn."""
     found: list[tuple] = []
     seen: set[str] = set()
     folders: dict[str, str] = {}  # folder -> its real path: one lookup a folder, not a file
-    given = [Path(p) for p in ([paths] if isinstance(paths, (str, Path)) else paths)]
+    given = [p if isinstance(p, store.Run) else Path(p)
+             for p in ([paths] if isinstance(paths, (str, Path)) else paths)]
     if not given:
         raise UserError("no report given: name .ncu-rep files or folders holding them")
     for path in given:
-        if path.is_dir():
+        if isinstance(path, store.Run):  # resolved: its record read already
+            runs = [(path.report, path.sidecar, path.layout)]
+        elif path.is_dir():
             if scan is not None:
                 runs = [(r.report, r.sidecar, r.layout) for r in scan.find_runs(path)]
                 runs = [r for r in runs if r[0].name.endswith(REPORT_SUFFIXES)]
@@ -469,7 +473,8 @@ def load_reports(paths, thresholds: Thresholds = DEFAULT_THRESHOLDS, scan=None,
     """One row per profiled kernel launch of every report in ``paths``.
 
     ``paths``: a path or an iterable of paths, each an ``.ncu-rep`` file or a folder
-    searched recursively. variant/family/shape/gpu come from the sidecar
+    searched recursively, or of runs (``paprof.read.store.Run``, as
+    ``paprof.read.resolve`` gives them: their sidecars are not read again). variant/family/shape/gpu come from the sidecar
     (``<report>.json``) when present, else from the run store's folder layout, else:
     variant = the report's file stem, gpu = the device name in the report, family and
     shape empty. Raises UserError for a file that is not a whole report, a report with

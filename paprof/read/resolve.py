@@ -1,8 +1,10 @@
-"""Which reports a ``paprof compare`` names: run-store ids and ``.ncu-rep`` paths as paths.
+"""Which runs a ``paprof compare`` names: run-store ids and ``.ncu-rep`` paths as runs.
 
 ``resolve_variants(["v2", "v3"], runs="examples/h200")`` finds each id's latest run in the
 store (at the first one's shape and GPU where the store has that, so one command compares
-like with like); a spec ending in ``.ncu-rep`` is a path as it is.
+like with like); a spec ending in ``.ncu-rep`` is that report. Each comes back as a
+``paprof.read.store.Run``: the report's path with its run record already read, so that the
+stages after this one read each chosen sidecar no more (``paprof.model.load`` takes runs).
 """
 
 from __future__ import annotations
@@ -83,10 +85,12 @@ def spec_items(spec: str | None) -> dict[str, str]:
     return out
 
 
-def resolve_variants(specs: list[str], runs: Path | str = DEFAULT_RUNS, shape: str | None = None) -> list[Path]:
-    """Each spec as a report path, in order.
+def resolve_variants(specs: list[str], runs: Path | str = DEFAULT_RUNS,
+                     shape: str | None = None) -> list[store.Run]:
+    """Each spec as a run (``store.Run``: the report and its record, read once), in order.
 
-    A spec ending in ``.ncu-rep`` (or naming an existing file) is a path. Anything else is
+    A spec ending in ``.ncu-rep`` (or naming an existing file) is that report, its sidecar
+    read here. Anything else is
     a run-store id (``v3`` or ``paged_decode/v3``): the latest run of it in ``runs``, at
     ``shape`` (a slug or a ``--shape`` spec) when given; otherwise at the first variant's
     shape and GPU where the store has that, so that one command compares like with like.
@@ -100,14 +104,14 @@ def resolve_variants(specs: list[str], runs: Path | str = DEFAULT_RUNS, shape: s
     scanned = _Store(runs)
     wanted_shape = _shape_slug(shape, scanned, specs)
     first_run = None
-    paths: list[Path] = []
+    found: list[store.Run] = []
     chosen: set = set()  # the shapes of the runs the ids resolved to
     for spec in specs:
         path = Path(spec)
         if spec.endswith(REPORT_SUFFIX) or path.is_file():
             if not path.is_file():
                 raise UserError(f"no such report: {spec}")
-            paths.append(path)
+            found.append(_report_run(path))
             continue
         if first_run is None:
             run = store.latest(runs, spec, shape_slug=wanted_shape, runs=scanned.runs())
@@ -126,7 +130,7 @@ def resolve_variants(specs: list[str], runs: Path | str = DEFAULT_RUNS, shape: s
                 # Not at the first variant's shape: the latest of any shape (the report
                 # then warns that the shapes differ), or the store's own error message.
                 run = store.latest(runs, spec, shape_slug=wanted_shape, runs=scanned.runs())
-        paths.append(Path(run.report))
+        found.append(run)
         chosen.add(run.shape_slug)
     held = {}
     for spec in specs:
@@ -142,9 +146,18 @@ def resolve_variants(specs: list[str], runs: Path | str = DEFAULT_RUNS, shape: s
                             "all have: " + ", ".join(sorted(common)[:6])
                             + " (choose one with --shape, or pass --cross)")
     seen: dict[str, str] = {}
-    for spec, path in zip(specs, paths):
-        key = os.path.realpath(path)
+    for spec, run in zip(specs, found):
+        key = os.path.realpath(run.report)
         if key in seen:
-            raise UserError(f"{seen[key]} and {spec} name the same report ({path}); compare different runs")
+            raise UserError(f"{seen[key]} and {spec} name the same report ({run.report}); "
+                            "compare different runs")
         seen[key] = spec
-    return paths
+    return found
+
+
+def _report_run(path: Path) -> store.Run:
+    """The run of a report named by its path, as the loader makes it: an ``.ncu-rep`` with
+    its sidecar (``store.find_runs`` of the file), any other file without one."""
+    if path.name.endswith(REPORT_SUFFIX):
+        return store.find_runs(path)[0]
+    return store.Run(path, None, {})

@@ -10,7 +10,6 @@ from dataclasses import dataclass
 
 from paprof.explain import fmt
 from paprof.explain.compare import Comparison, VariantResult, binding_limits
-from paprof.explain.series import compute_family
 from paprof.render import charts as chart_lib
 from paprof.render.charts import ChartView
 from paprof.model.roofline import LEVEL_NAMES
@@ -106,7 +105,7 @@ def build_charts(cmp: Comparison, series: dict[str, dict], stalls: StallView | N
                         [len(v.kernels) for v in cmp.variants], col["duration_us_event"]),
         chart_lib.pipes(labels, {name: [series[lab].get(key) for lab in keys]
                                  for name, key in PIPE_UNITS})
-        if compute_family(cmp) else
+        if cmp.told.compute_family else
         chart_lib.bandwidth(labels, col["achieved_bandwidth_gbs"],
                             [c.tbs if c else None for c in ceilings],
                             [c.datasheet_tbs if c else None for c in ceilings],

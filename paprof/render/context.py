@@ -1,7 +1,8 @@
 """The one object the report templates display.
 
-``build_context(comparison)`` turns a finished ``paprof.explain.compare.Comparison``
-(``paprof.explain.finish``: roofline, ledgers and stall ranking attached) into a
+``build_context(comparison, explained=...)`` turns a told ``paprof.explain.compare.Comparison``
+(``paprof.model.analysis``: roofline, ledgers and stall ranking attached;
+``paprof.explain.finish``: each step told) and its explanation document into a
 ``ReportContext``: plain dataclasses holding, for every number, its raw value (for tests
 and for the charts) and its text (for the templates). The HTML and the Markdown
 templates read the same context; neither computes anything. Each part has its module:
@@ -18,7 +19,6 @@ from datetime import datetime, timezone
 from paprof._version import __version__
 from paprof.explain import fmt
 from paprof.explain.compare import Comparison
-from paprof.explain.series import series as variant_series
 from paprof.render.chart_views import StallView, build_charts, build_ledgers, build_stalls
 from paprof.render.charts import ChartView
 from paprof.render.program_view import program_view
@@ -33,9 +33,7 @@ from paprof.render.table_view import (
     fold_same_rows,
 )
 from paprof.explain.explanation import explanation
-from paprof.explain.finish import finish
 from paprof.render.views import hotspots_view, roofline_view
-from paprof.explain.verdict import is_star
 from paprof.render.verdict_view import verdict_view
 from paprof.read.metrics import BY_COLUMN
 
@@ -128,12 +126,17 @@ def build_context(cmp: Comparison, charts: bool = True, generated: str | None = 
     """The report's context. ``charts=False`` skips matplotlib (the Markdown report has
     none). The verdict table and the steps' words and numbers are read from ``explained``,
     the comparison's ``compare --json`` document (``paprof.explain.explanation``; made
-    here when not given), so that the page and the JSON cannot disagree."""
-    cmp = finish(cmp)
+    here when not given), so that the page and the JSON cannot disagree. ``cmp`` is told
+    already (``paprof.explain.finish``, which ``paprof.explain.compare.compare`` runs):
+    the context only formats it."""
+    if not cmp.finished:
+        raise ValueError("build_context formats a told comparison: run "
+                         "paprof.explain.finish.finish(cmp) on it first")
     if explained is None:
         explained = explanation(cmp)
     labels = [v.label for v in cmp.variants]
-    series = variant_series(cmp)
+    told = cmp.told
+    series = told.series
     families = sorted({v.family for v in cmp.variants if v.family})
     shapes = sorted({str(v.shape) for v in cmp.variants if v.shape})
     gpus = sorted({str(v.gpu) for v in cmp.variants if v.gpu})
@@ -148,7 +151,7 @@ def build_context(cmp: Comparison, charts: bool = True, generated: str | None = 
 
     roofline = cmp.roofline
 
-    star = is_star(cmp)
+    star = told.star
     if star:  # every step starts at the baseline: "over the previous variant" says nothing
         table = [TableSection(sec.title, [r for r in sec.rows if r.key != "speedup_prev"])
                  for sec in table]
@@ -165,7 +168,7 @@ def build_context(cmp: Comparison, charts: bool = True, generated: str | None = 
         generated=generated or datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         paprof_version=__version__,
         labels=labels,
-        variants=[variant_view(v) for v in cmp.variants],
+        variants=[variant_view(v, told.code_paths.get(v.label)) for v in cmp.variants],
         steps=step_views(cmp, explained["transitions"]),
         table=table,
         charts=build_charts(cmp, series, stalls, ledgers, roofline) if charts else [],
@@ -178,7 +181,8 @@ def build_context(cmp: Comparison, charts: bool = True, generated: str | None = 
         stalls=stalls,
         raw=series,
         ledgers=ledgers,
-        roofline=roofline_view(roofline, {v.label: v.bottleneck for v in cmp.variants}),
+        roofline=roofline_view(roofline, {v.label: v.bottleneck for v in cmp.variants},
+                               told.readings),
         hotspots=hotspots_view(cmp.hotspots),
         traffic=traffic,
         traffic_note=_traffic_note(cmp),

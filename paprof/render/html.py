@@ -19,7 +19,7 @@ TEMPLATES = Path(__file__).resolve().parent / "templates"
 
 GENERATOR_MARK = '<meta name="generator" content="paprof'
 """Every HTML report carries this near its top; ``paprof compare`` overwrites a file that
-has it without asking (see ``paprof.render.build``)."""
+has it without asking (see ``paprof.compare_flow``)."""
 
 
 def css_class(value) -> str:

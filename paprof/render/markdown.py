@@ -15,7 +15,7 @@ from paprof.render.html import TEMPLATES
 from paprof.safetext import shown
 
 MARK = "<!-- paprof report"
-"""The first line of every Markdown report (see ``paprof.render.build``)."""
+"""The first line of every Markdown report (see ``paprof.compare_flow``)."""
 
 _SPECIAL = re.compile(r"([\\`*_\[\]<|])")
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 
 from paprof.explain import fmt
-from paprof.explain.compare import Comparison, VariantResult, bound_words, code_path, verdict_words
+from paprof.explain.compare import Comparison, VariantResult, bound_words, verdict_words
 
 
 @dataclass
@@ -59,7 +59,9 @@ class ProvenanceView:
     the ones that always identify a run (date, commit, verification, report file)."""
 
 
-def variant_view(v: VariantResult) -> VariantView:
+def variant_view(v: VariantResult, code_path: str | None = None) -> VariantView:
+    """The variant's card; ``code_path``: the launch's code path as the explain stage
+    told it (``Told.code_paths``)."""
     kernels = [
         KernelView(
             name=k.kernel,
@@ -87,7 +89,7 @@ def variant_view(v: VariantResult) -> VariantView:
         evidence=list(v.evidence),
         kernels=kernels,
         report=v.report_path,
-        code_path=code_path(v),
+        code_path=code_path,
     )
 
 

@@ -7,8 +7,6 @@ from dataclasses import dataclass, field
 
 from paprof.explain import fmt
 from paprof.explain.compare import Comparison, RuleChange, verdict_words
-from paprof.explain.sentences import rule_change_text
-from paprof.explain.series import table_sentences
 
 
 @dataclass
@@ -93,9 +91,9 @@ def kernel_rows(kernels: list[dict]) -> list[KernelRowView]:
             for k in kernels]
 
 
-def rule_view(c: RuleChange, told: dict) -> RuleView:
+def rule_view(c: RuleChange, told: dict, text: str) -> RuleView:
     """One ncu rule change: its estimates from the explanation's ``rules`` entry ``told``,
-    its words from ``c``."""
+    its words from ``c`` and ``text`` (its sentence, ``Told.rule_texts``)."""
     kind = told["change"]
 
     def est(p):
@@ -103,7 +101,7 @@ def rule_view(c: RuleChange, told: dict) -> RuleView:
             return "< 0.1 %"
         return fmt.pct(p) if p is not None else ("-" if kind != "changed" else fmt.MISSING)
 
-    return RuleView(kind, told["id"], told["title"], rule_change_text(c),
+    return RuleView(kind, told["id"], told["title"], text,
                     est(told["speedup_pct_before"]) if kind != "appeared" else "absent",
                     est(told["speedup_pct_after"]) if kind != "disappeared" else "absent",
                     c.message, told["kernel"])
@@ -114,9 +112,9 @@ def step_views(cmp: Comparison, transitions: list[dict]) -> list[StepView]:
     (``paprof.explain.explanation``, the document ``compare --json`` writes), the
     variants' verdict words and the moved flags from ``cmp``."""
     views = []
-    for s, t in zip(cmp.steps, transitions):
+    for i, (s, t) in enumerate(zip(cmp.steps, transitions)):
         after = cmp.variant(s.after)
-        repeats = table_sentences(cmp, s)
+        repeats = cmp.told.repeats[i]
         speedup = t["speedup"]
         if speedup is None or not s.deltas["duration_us"].moved:
             verdict = "same"
@@ -139,7 +137,8 @@ def step_views(cmp: Comparison, transitions: list[dict]) -> list[StepView]:
             story=[x for x in t["sentences"] if x not in repeats],
             summary=s.summary,
             evidence_after=list(after.evidence),
-            rules=[rule_view(c, r) for c, r in zip(s.rule_changes, t["rules"])],
+            rules=[rule_view(c, r, text) for c, r, text
+                   in zip(s.rule_changes, t["rules"], cmp.told.rule_texts[i])],
             cause=t["cause"],
             traffic=t["traffic"],
             kernels=kernel_rows(t["kernels"]),

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from paprof.explain import fmt
 from paprof.model import roofline as R
-from paprof.explain.roofline_reading import ABOVE, FAR_UNDER, reading
+from paprof.explain.roofline_reading import ABOVE, FAR_UNDER
 from paprof.model.source import TOP
 
 
@@ -65,9 +65,12 @@ def _roof_words(roofs: dict, key: str | None) -> str:
     return f"{roof.name} ({_rate(roof)}, {roof.source})" if roof else fmt.MISSING
 
 
-def roofline_view(rl: R.Roofline | None, verdicts_by_label: dict | None = None) -> RooflineView | None:
+def roofline_view(rl: R.Roofline | None, verdicts_by_label: dict | None = None,
+                  readings: dict | None = None) -> RooflineView | None:
     """The roofline as rows and one sentence a variant; ``verdicts_by_label`` (each
-    variant's one bottleneck verdict) keeps the sentence from contradicting it."""
+    variant's one bottleneck verdict) keeps the sentence from contradicting it;
+    ``readings``: where each variant stands against its roof, as the explain stage read
+    it (``Told.readings``)."""
     if rl is None:
         return None
     compute = [r for r in rl.roofs.values() if r.kind == "compute"]
@@ -89,13 +92,14 @@ def roofline_view(rl: R.Roofline | None, verdicts_by_label: dict | None = None) 
                 attainable=fmt.flop_rate(p.bound.attainable / 1e12) if p.bound else fmt.MISSING,
                 of_attainable=fmt.pct(p.of_attainable) if p.of_attainable is not None else fmt.MISSING,
                 binding=p is binding))
-        verdicts.append(_verdict(v, rl.roofs, (verdicts_by_label or {}).get(v.label)))
+        verdicts.append(_verdict(v.label, (readings or {}).get(v.label),
+                                 (verdicts_by_label or {}).get(v.label)))
     return RooflineView(roofs, [c.name for c in compute], rows, [x for x in verdicts if x],
                         list(rl.notes), rl)
 
 
-def _verdict(v: R.VariantRoofline, roofs: dict, label: str | None = None) -> str:
-    got = reading(v, roofs)
+def _verdict(name: str, got, label: str | None = None) -> str:
+    """The sentence of the variant ``name``'s reading ``got`` (``roofline_reading.Reading``)."""
     if got is None:
         return ""
     p, roof = got.point, got.roof
@@ -109,14 +113,14 @@ def _verdict(v: R.VariantRoofline, roofs: dict, label: str | None = None) -> str
     named = f" ({label})" if label else ""
     if got.standing == ABOVE:
         # a measured roof is one library kernel's rate, not the chip's peak: faster is said
-        return (f"{v.label}{named}: in the {roof.name} roof's region ({pos}) and faster than that "
+        return (f"{name}{named}: in the {roof.name} roof's region ({pos}) and faster than that "
                 f"roof: {rate} against the {allows} it allows ({roof.source}), so the roof is "
                 "not this kernel's limit.")
     if got.standing == FAR_UNDER:
-        return (f"{v.label}{named}: in the {roof.name} roof's region ({pos}) but far under it, "
+        return (f"{name}{named}: in the {roof.name} roof's region ({pos}) but far under it, "
                 f"{rate}, {fmt.pct(share)} of the {allows} it allows: no roof limits it"
                 + (f"; the verdict is {label}." if label else "."))
-    return (f"{v.label}{named}: bound by the {roof.name} roof ({pos}): "
+    return (f"{name}{named}: bound by the {roof.name} roof ({pos}): "
             f"{rate}, {fmt.pct(share)} of the {allows} that roof allows.")
 
 

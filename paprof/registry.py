@@ -136,6 +136,18 @@ def check_trusted(config: "ProjectConfig") -> None:
                 f"{TRUST_ENV}={config.root}")
 
 
+def check_code_folder(folder: Path, what: str) -> None:
+    """``UserError`` (one line) unless ``folder``, from which a child process paprof starts
+    imports generated code (``paprof.profile``), may be written only by this user (or
+    root) and no folder above it lets others rename or replace it."""
+    why = _why_untrusted(folder)
+    above = (folder, why) if why is not None else _replaceable_above(folder)
+    if above is not None:
+        raise UserError(f"{above[0]} {above[1]}: paprof will not put {what} there, where "
+                        f"another user could change it before it is imported; use a run "
+                        f"store only you may write")
+
+
 def _replaceable_above(folder: Path) -> tuple[Path, str] | None:
     """The first folder above ``folder`` (its real path) in which someone other than this
     user and root could rename or replace what lies below it, and why: owned by another

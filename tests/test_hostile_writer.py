@@ -296,3 +296,40 @@ def test_table_reads_no_leftover_of_a_killed_writer_as_data(tmp_path, paprof_cli
     with_leftovers = CliRunner().invoke(paprof_cli, ["table", str(runs), "--format", "csv"])
     assert with_leftovers.exit_code == 0, with_leftovers.output
     assert with_leftovers.stdout == clean.stdout and store.TEMP_MARK not in with_leftovers.stdout
+
+
+# -- beyond the list: the code paprof.profile generates lives in the store -------------------
+
+@posix
+@pytest.mark.parametrize("hostile", ["world-writable code folder", "linked code folder",
+                                     "store others may rename in", "another user's code folder"])
+def test_a_notebook_s_generated_code_goes_only_where_no_one_else_may_change_it(tmp_path, hostile):
+    """``paprof.profile`` writes the cell's code into ``<runs>/.paprof-code/`` and a child
+    process imports it: in a store where another user could change it first (or through a
+    link out of it), it is refused in one line and nothing is written."""
+    from paprof import profile_api
+
+    runs, elsewhere = tmp_path / "shared" / "runs", tmp_path / "elsewhere"
+    runs.mkdir(parents=True)
+    elsewhere.mkdir()
+    code = runs / profile_api.CODE_FOLDER
+    if hostile == "world-writable code folder":
+        code.mkdir(mode=0o777)
+        code.chmod(0o777)  # whatever the umask
+    elif hostile == "linked code folder":
+        code.symlink_to(elsewhere)
+    elif hostile == "store others may rename in":
+        runs.parent.chmod(0o777)
+    else:
+        if os.geteuid() != 0:
+            pytest.skip("giving a folder to another user needs root (CI runs as root)")
+        code.mkdir()
+        os.chown(code, 4243, -1)
+    with pytest.raises(UserError) as err:
+        profile_api._write_module(runs, "family = None\n")
+    assert "\n" not in str(err.value)
+    assert _every_file(elsewhere) == [] and [p for p in _every_file(runs) if p.suffix == ".py"] == []
+    if hostile == "store others may rename in":
+        runs.parent.chmod(0o755)
+        module, folder = profile_api._write_module(runs, "family = None\n")  # its own store: written
+        assert (folder / f"{module}.py").read_text() == "family = None\n"

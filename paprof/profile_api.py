@@ -369,11 +369,11 @@ def _write_module(runs: Path, text: str) -> tuple[str, Path]:
     trust rule of ``[tool.paprof]`` code before anything is written (this user's or
     root's, others may not write it nor rename or replace it or a folder above it),
     because the child imports it: a store others may write gets no code of ours."""
+    from paprof.api import store_folder
     from paprof.outputs import write
-    from paprof.read import store_files
 
     module = "paprof_notebook_" + hashlib.sha256(text.encode()).hexdigest()[:12]
-    folder = store_files.folder(runs, runs / CODE_FOLDER / module).resolve()
+    folder = store_folder(runs, runs / CODE_FOLDER / module).resolve()
     registry.check_code_folder(folder, f"the code paprof.profile generates for {runs}")
     write(folder / f"{module}.py", text)
     return module, folder

@@ -11,6 +11,7 @@ are removed by the next writer when their process is gone and they are this user
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import shutil
@@ -174,12 +175,14 @@ def test_where_others_may_rename_in_the_store_ncu_writes_in_the_temporary_folder
     monkeypatch.setattr(profile, "run_ncu",
                         lambda argv, log, report, **kw: seen.append(Path(report).parent) or real_run(argv, log, report, **kw))
 
-    def across(src, dst, *, src_dir_fd, dst_dir_fd):
-        if src_dir_fd != dst_dir_fd:
-            raise OSError(18, "Invalid cross-device link")  # EXDEV
-        os.replace(src, dst, src_dir_fd=src_dir_fd, dst_dir_fd=dst_dir_fd)
+    real_replace = os.replace
 
-    monkeypatch.setattr(store_files, "_rename", across)
+    def across(src, dst, *, src_dir_fd=None, dst_dir_fd=None):
+        if src_dir_fd != dst_dir_fd:
+            raise OSError(errno.EXDEV, "Invalid cross-device link")
+        real_replace(src, dst, src_dir_fd=src_dir_fd, dst_dir_fd=dst_dir_fd)
+
+    monkeypatch.setattr(store_files.os, "replace", across)
     run = _profile(runs)
     assert seen[0].parent == tmp and list(tmp.iterdir()) == []
     assert run.report.read_bytes() == b"fake ncu report\n" and store.is_stored(

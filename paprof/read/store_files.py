@@ -445,7 +445,7 @@ def move_in(src_fd: int, name: str, dst_fd: int, final: str, mark: str) -> None:
     followed."""
     refuse_link_at(dst_fd, final)
     try:
-        _rename(name, final, src_dir_fd=src_fd, dst_dir_fd=dst_fd)
+        os.replace(name, final, src_dir_fd=src_fd, dst_dir_fd=dst_fd)
         return
     except OSError as err:
         if err.errno != errno.EXDEV:
@@ -461,9 +461,6 @@ def move_in(src_fd: int, name: str, dst_fd: int, final: str, mark: str) -> None:
         os.close(fd)
     os.replace(tmp, final, src_dir_fd=dst_fd, dst_dir_fd=dst_fd)
 
-
-_rename = os.replace
-"""How ``move_in`` renames (a test makes it fail as across file systems)."""
 
 
 def open_write(path) -> int:

@@ -336,3 +336,15 @@ def test_a_notebook_s_generated_code_goes_only_where_no_one_else_may_change_it(t
         runs.parent.chmod(0o755)
         module, folder = profile_api._write_module(runs, "family = None\n")  # its own store: written
         assert (folder / f"{module}.py").read_text() == "family = None\n"
+
+
+@posix
+def test_a_bench_record_writer_removes_the_stale_temporary_files_of_its_folder(tmp_path):
+    """A sweep's bench records and manifests (``write_json_atomic``) clean their folder too."""
+    runs = tmp_path / "runs"
+    folder = runs / "g" / "fam" / "v1"
+    folder.mkdir(parents=True)
+    stale = folder / _stale_name("s.bench.json", _dead_pid())
+    stale.write_text("{")
+    store.write_json_atomic(folder / "s.bench.json", {"a": 1}, root=runs)
+    assert not stale.exists() and json.loads((folder / "s.bench.json").read_text()) == {"a": 1}

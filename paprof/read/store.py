@@ -461,6 +461,7 @@ def write_json_atomic(path: Path, data, replace: bool = True, root=None) -> None
     where = store_files.open_folder(root, path.parent)  # written and renamed in it, by descriptor
     token = store_files.token()
     try:
+        store_files.remove_stale_at(where)  # what a writer killed with SIGKILL left here
         with outputs._interrupt_after():  # a Ctrl-C lets the file be finished first
             fd, tmp = store_files.temp_at(where, path.name, token)
             with os.fdopen(fd, "w") as fh:

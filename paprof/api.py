@@ -20,6 +20,7 @@ _NAMES: dict[str, tuple[str, str | None]] = {
     "find_runs": ("paprof.read.store", "find_runs"),
     "input_files": ("paprof.read.store", "input_files"),
     "refuse_inside": ("paprof.read.store", "refuse_inside"),
+    "store_folder": ("paprof.read.store_files", "folder"),
     "load_reports": ("paprof.model.load", "load_reports"),
     "variant_rows": ("paprof.model.load", "variant_rows"),
     "analyse": ("paprof.model.analysis", "analyse"),

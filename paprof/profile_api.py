@@ -36,6 +36,7 @@ from pathlib import Path
 
 from paprof.errors import UserError, VerificationError
 from paprof.notebook import Report
+from paprof import registry
 from paprof.registry import FAMILIES_ENV
 
 DEFAULT_STORE = Path("paprof-runs")
@@ -363,11 +364,18 @@ def _child_environment(module: str, paths: list[str]):
 
 
 def _write_module(runs: Path, text: str) -> tuple[str, Path]:
+    """Write the generated module into ``<runs>/.paprof-code/<module>/``: its folder and
+    those on the way made without following a link out of the store, and held to the
+    trust rule of ``[tool.paprof]`` code before anything is written (this user's or
+    root's, others may not write it nor rename or replace it or a folder above it),
+    because the child imports it: a store others may write gets no code of ours."""
+    from paprof.api import store_folder
     from paprof.outputs import write
 
     module = "paprof_notebook_" + hashlib.sha256(text.encode()).hexdigest()[:12]
-    folder = (runs / CODE_FOLDER / module).resolve()
-    write(folder / f"{module}.py", text, parents=True)
+    folder = store_folder(runs, runs / CODE_FOLDER / module).resolve()
+    registry.check_code_folder(folder, f"the code paprof.profile generates for {runs}")
+    write(folder / f"{module}.py", text)
     return module, folder
 
 

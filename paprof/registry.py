@@ -126,6 +126,40 @@ def check_trusted(config: "ProjectConfig") -> None:
                 f"{item} {why}: paprof will not import the families of {config.pyproject} "
                 f"from it; make it yours and not writable by others (chown, chmod go-w), or "
                 f"trust it with {TRUST_ENV}={config.root}")
+    for folder in (config.root, *(f for f in config.path if f not in trusted)):
+        above = _replaceable_above(folder)
+        if above is not None:
+            raise UserError(
+                f"{above[0]} {above[1]}: they could put a folder of their own in place of "
+                f"{folder} between paprof's check and the import, so paprof will not import the "
+                f"families of {config.pyproject}; move the project, or trust it with "
+                f"{TRUST_ENV}={config.root}")
+
+
+def check_code_folder(folder: Path, what: str) -> None:
+    """``UserError`` (one line) unless ``folder``, from which a child process paprof starts
+    imports generated code (``paprof.profile``), may be written only by this user (or
+    root) and no folder above it lets others rename or replace it."""
+    why = _why_untrusted(folder)
+    above = (folder, why) if why is not None else _replaceable_above(folder)
+    if above is not None:
+        raise UserError(f"{above[0]} {above[1]}: paprof will not put {what} there, where "
+                        f"another user could change it before it is imported; use a run "
+                        f"store only you may write")
+
+
+def _replaceable_above(folder: Path) -> tuple[Path, str] | None:
+    """The first folder above ``folder`` (its real path) in which someone other than this
+    user and root could rename or replace what lies below it, and why: owned by another
+    user, or writable by group or others without the sticky bit (with it, others may
+    not rename what is not theirs). None when there is none."""
+    for here in Path(os.path.realpath(folder)).parents:
+        why = _why_untrusted(here)
+        if why == "is writable by group or others" and here.stat().st_mode & 0o1000:
+            continue  # the sticky bit: only an entry's owner may rename it
+        if why is not None:
+            return here, why
+    return None
 
 
 def _importable(name: str) -> bool:

@@ -406,18 +406,16 @@ def _opens(event, args):
         _seen.append(path)
         if len(_seen) == 5:  # the fifth report copied: its sidecar's temporary file is made
             os.write(_FD, b"copying\\n")
-            time.sleep(300)  # SIGTERM ends this
+            time.sleep(300)  # the test's signal ends this
 
 
 sys.addaudithook(_opens)
 """
 
 
-@posix
-def test_sigterm_during_merge_leaves_no_temporary_file_and_exits_143(tmp_path):
-    src, out = tmp_path / "src", tmp_path / "out"
-    for i in range(12):
-        _run(src, f"v{i}", body=bytes(200_000))
+def merge_stopped_mid_copy(tmp_path: Path, src: Path, out: Path, stop: int) -> tuple[int, str]:
+    """``paprof merge SRC --out OUT`` in a process held at its fifth report, its temporary
+    files made; sent ``stop`` there: its exit status and stderr."""
     shim = tmp_path / "shim"
     shim.mkdir()
     (shim / "sitecustomize.py").write_text(_TERM_SHIM)
@@ -432,11 +430,20 @@ def test_sigterm_during_merge_leaves_no_temporary_file_and_exits_143(tmp_path):
         ready, _, _ = select.select([read], [], [], 120)
         assert ready and os.read(read, 100) == b"copying\n", proc.communicate(timeout=60)
         assert [p for p in _every_file(out) if store.TEMP_MARK in p.name]  # caught mid-copy
-        proc.send_signal(signal.SIGTERM)
+        proc.send_signal(stop)
         _, err = proc.communicate(timeout=60)
     finally:
         os.close(read)
-    assert proc.returncode == 143, err
+    return proc.returncode, err
+
+
+@posix
+def test_sigterm_during_merge_leaves_no_temporary_file_and_exits_143(tmp_path):
+    src, out = tmp_path / "src", tmp_path / "out"
+    for i in range(12):
+        _run(src, f"v{i}", body=bytes(200_000))
+    returncode, err = merge_stopped_mid_copy(tmp_path, src, out, signal.SIGTERM)
+    assert returncode == 143, err
     assert err.strip().splitlines() == ["paprof: terminated"], err
     assert [p for p in _every_file(out) if store.TEMP_MARK in p.name or p.name.startswith(".")
             and p.name != store.LOCK_NAME] == []

@@ -76,11 +76,11 @@ def fake_gpu(fake_bin, fake_launcher, monkeypatch, tmp_path):
     a variant named slow, else v3's; the current folder tmp_path."""
     real = profiler.run_ncu
 
-    def run_ncu(argv, log, report, on_kernel=None, env=None):
+    def run_ncu(argv, log, report, on_kernel=None, env=None, shown_log=None):
         shape, variant = argv[argv.index("--shape") + 1], argv[argv.index("--variant") + 1]
         slow = "block=64" in shape.split(",") or variant == "slow"
         env = dict(env or os.environ, FAKE_NCU_REPORT=str(shipped("v2" if slow else "v3")))
-        return real(argv, log, report, on_kernel=on_kernel, env=env)
+        return real(argv, log, report, on_kernel=on_kernel, env=env, shown_log=shown_log)
 
     monkeypatch.setattr(profiler, "run_ncu", run_ncu)
     monkeypatch.chdir(tmp_path)

@@ -39,13 +39,17 @@ def test_run_paths_layout(tmp_path):
 def test_writing_uses_temp_names_then_renames(tmp_path):
     paths = store.run_paths(tmp_path, "g", "f", "v3", SHAPE)
     with store.writing(paths) as pending:
-        assert pending.report.parent == paths.folder and pending.report.name.startswith(".")
-        assert pending.report.name.endswith(".ncu-rep")
+        # in a private folder at the store's top (one file system: the moves are renames)
+        private = pending.report.parent
+        assert private.parent == tmp_path and private.name.startswith(".paprof-run.tmp-")
+        assert (private.stat().st_mode & 0o777) == 0o700 and pending.report.name.startswith(".")
+        assert pending.report.name.endswith(".ncu-rep") and pending.log.parent == private
         pending.report.write_bytes(b"rep")
         store.write_sidecar(pending.sidecar, {"variant": "v3"})
         pending.scratch("result.json").write_text("{}")
         assert not paths.report.exists()
     assert listing(paths.folder) == [f"{SHAPE}.json", f"{SHAPE}.ncu-rep"]
+    assert not private.exists()
     assert paths.report.read_bytes() == b"rep"
     assert json.loads(paths.sidecar.read_text()) == {"variant": "v3", store.REPORT_BYTES: 3}
 

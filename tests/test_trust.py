@@ -199,3 +199,40 @@ def test_a_helper_package_the_family_imports_is_checked(tmp_path, monkeypatch, c
     (repo / "helpers").chmod(0o777)
     _refused(repo, monkeypatch, str(repo / "helpers"))
     assert not marker.exists() and not (tmp_path / "fam").exists()
+
+
+@posix_owners
+@pytest.mark.parametrize("mode", [0o777, 0o1777])
+def test_a_project_in_a_folder_others_may_rename_in_is_refused(tmp_path, monkeypatch, clean_registry, mode):
+    """Issue 38: a folder above the project that others may write without the sticky bit
+    lets them move the checked project aside and put their own in its place between the
+    check and the import. With the sticky bit they may not rename what is not theirs."""
+    marker = tmp_path / "ran"
+    shared = tmp_path / "shared"
+    repo = _project(shared / "repo", "fam_x_mod:family", {"fam_x_mod.py": _family(marker)})
+    shared.chmod(mode)
+    monkeypatch.chdir(repo)
+    if mode & 0o1000:
+        assert "fam_x" in registry.discover() and marker.exists()
+        return
+    _refused(repo, monkeypatch, f"{shared} is writable by group or others: they could put a folder")
+    assert not marker.exists()
+    monkeypatch.setenv(registry.TRUST_ENV, str(repo))  # trusted: it loads
+    registry.clear()
+    assert "fam_x" in registry.discover() and marker.exists()
+
+
+@posix_owners
+def test_a_path_folder_outside_the_project_is_held_to_the_same(tmp_path, monkeypatch, clean_registry):
+    marker = tmp_path / "ran"
+    shared = tmp_path / "shared"
+    (shared / "lib").mkdir(parents=True)
+    (shared / "lib" / "fam_y_mod.py").write_text(_family(marker, name="fam_y"))
+    shared.chmod(0o777)
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "pyproject.toml").write_text(
+        f'[tool.paprof]\nfamilies = ["fam_y_mod:family"]\npath = ["{shared / "lib"}"]\n')
+    _refused(repo, monkeypatch, f"{shared} is writable by group or others: they could put a folder of "
+                                f"their own in place of {shared / 'lib'}")
+    assert not marker.exists()

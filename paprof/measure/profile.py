@@ -319,15 +319,17 @@ def profile_variant(
             selection = None
             if is_command and settings.cover is not None:  # time every launch, keep the top
                 settings, selection = top_kernels.time_and_choose(
-                    settings, variant, pending.scratch("timing.ncu-rep"), paths.log, env, say)
+                    settings, variant, pending.scratch("timing.ncu-rep"), pending.log, env, say,
+                    shown_log=paths.log)
             if part is not None:  # profiled in a shared session: its part is its report
-                argv, profiled = _store_part(part, pending.report, paths.log)
+                argv, profiled = _store_part(part, pending.report, pending.log)
                 phases += part.phases
             else:
                 argv = ncu_argv(settings, variant, params, pending.report, scratch_result)
                 say("ncu: starting")
                 timer = ahead.NcuClock(_kernel_status(say))
-                ncu = run_ncu(argv, paths.log, pending.report, on_kernel=timer, env=env)
+                ncu = run_ncu(argv, pending.log, pending.report, on_kernel=timer, env=env,
+                              shown_log=paths.log)  # ncu writes in a private folder
                 phases += timer.phases(ncu.log.kernels)
                 profiled = ncu.log.kernels
             watch.stop()
@@ -348,7 +350,8 @@ def profile_variant(
             if part is not None:
                 sidecar = sidecar.with_values(**{session.KEY: part.record})
             store.write_sidecar(pending.sidecar, sidecar)
-    sidecar = sidecar.with_values(**{REPORT_BYTES: paths.report.stat().st_size})  # as writing() stored it
+            size = pending.report.stat().st_size
+    sidecar = sidecar.with_values(**{REPORT_BYTES: size})  # as writing() stored it
     return store.Run(paths.report, sidecar)
 
 

@@ -137,8 +137,10 @@ def run_ncu(
     on_kernel: KernelCallback | None = None,
     env: dict | None = None,
     cwd: Path | None = None,
+    shown_log: Path | None = None,
 ) -> NcuRun:
     """Run ncu, logging to ``log_path``; raise a clear error unless it profiled into ``report``.
+    ``shown_log``: where the errors say the log is (where it is moved to; ``log_path``).
 
     Raises ``UserError`` (ncu missing, counters not permitted, no GPU, ncu's own
     ``==ERROR==`` lines quoted with the log path) or ``VerificationError`` (the
@@ -176,7 +178,7 @@ def run_ncu(
         finally:
             proc.stdout.close()
             _unwatch(watch)
-    error = diagnose(log, returncode, log_path, Path(report).exists())
+    error = diagnose(log, returncode, shown_log or log_path, Path(report).exists())
     if error is not None:
         raise error
     return NcuRun(argv=argv, log_path=log_path, log=log)

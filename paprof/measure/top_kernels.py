@@ -209,9 +209,10 @@ def chosen_names(selection: dict) -> tuple[str, ...] | None:
 
 
 def time_and_choose(settings, variant, report: Path, log: Path, env: dict,
-                    say: Callable[[str], None]):
+                    say: Callable[[str], None], shown_log: Path | None = None):
     """Run the timing pass of a command into ``report`` (a scratch path), choose its top
-    kernels; ``(settings for the full pass, the selection record)``."""
+    kernels; ``(settings for the full pass, the selection record)``. ``log``: where ncu's
+    output goes, ``shown_log``: where errors say it is (``run_ncu``)."""
 
     timing = dataclasses.replace(settings, metrics=TIMING_METRICS, kernel_names=None,
                                  per_config=None)
@@ -226,7 +227,7 @@ def time_and_choose(settings, variant, report: Path, log: Path, env: dict,
 
     say("timing every launch in the range (ncu, duration only)")
     started = time.monotonic()
-    run_ncu(argv, log, report, on_kernel=tick, env=env)
+    run_ncu(argv, log, report, on_kernel=tick, env=env, shown_log=shown_log)
     launches, steps = read_launches(report, variant.nvtx_range)
     selection = choose(launches, steps, settings.cover, settings.top)
     selection["seconds"] = round(time.monotonic() - started, 3)

@@ -1,7 +1,8 @@
 """The run store: ``<runs>/<gpu-slug>/<family>/<variant>/<shape-slug>.ncu-rep`` + ``.json``.
 
-A run is written under temporary names in its own folder and renamed into place at
-the end, so an interrupted or failed run leaves no half-written report or sidecar.
+A run is written in a private folder (ncu writes its report there by path) and moved
+into its own folder at the end, so an interrupted or failed run leaves no half-written
+report or sidecar, and a folder swapped for a link meanwhile receives nothing.
 Existing runs are kept unless the caller asks to replace them.
 """
 
@@ -332,26 +333,24 @@ def refuse_existing(paths: RunPaths, replace: bool, option: str = "--force") -> 
 
 @dataclass(frozen=True)
 class Pending:
-    """Temporary names for a run being written; ``scratch`` files never get kept."""
+    """Where a run being written lives until it is whole: a private folder of this user
+    (``store_files.private_folder``), into which ncu, the launcher and paprof write by
+    path; ``scratch`` files never get kept, ``log`` is kept whatever happens."""
 
     report: Path
     sidecar: Path
     token: str
+    log: Path
 
     def scratch(self, name: str) -> Path:
         """A temporary file beside the run (``name`` like ``result.json``), removed at the end."""
         return self.report.with_name(f"{self.report.name[: -len(REPORT_SUFFIX)]}.{name}")
 
 
-def _temp_names(paths: RunPaths) -> Pending:
-    token = store_files.token()  # 64 random bits: no name to plant a link at beforehand
-    stem = paths.report.name[: -len(REPORT_SUFFIX)]
-    folder = paths.folder
-    return Pending(
-        report=folder / f".{stem}{TEMP_MARK}{token}{REPORT_SUFFIX}",
-        sidecar=folder / f".{stem}{TEMP_MARK}{token}{SIDECAR_SUFFIX}",
-        token=token,
-    )
+def _temp_names(paths: RunPaths, private: Path, token: str) -> Pending:
+    stem = f".{paths.report.name[: -len(REPORT_SUFFIX)]}{TEMP_MARK}{token}"
+    return Pending(report=private / f"{stem}{REPORT_SUFFIX}", sidecar=private / f"{stem}{SIDECAR_SUFFIX}",
+                   token=token, log=private / f"{stem}{LOG_SUFFIX}")
 
 
 def write_sidecar(path: Path, data: Mapping) -> None:
@@ -363,15 +362,35 @@ def write_sidecar(path: Path, data: Mapping) -> None:
 
 @contextlib.contextmanager
 def writing(paths: RunPaths, replace: bool = False, option: str = "--force") -> Iterator[Pending]:
-    """Write a run under temporary names; rename both files into place on success: the
-    sidecar first, the report last (a sidecar without its report is no run).
+    """Write a run in a private folder (``Pending``); move its files into place on
+    success: the log, then the sidecar, then the report last (a sidecar without its
+    report is no run).
 
-    On any exception (ncu failure, ``KeyboardInterrupt``) every temporary file is
-    removed and the exception continues; the existing run, if any, is untouched.
+    ncu writes its report by path, so it writes into a folder only this user may enter,
+    made where no one else can rename it (``store_files.private_folder``); the files are
+    moved into the run's folder by descriptor, a link planted at a final name refused: a
+    run folder swapped for a link while ncu ran receives nothing. On any exception (ncu
+    failure, ``KeyboardInterrupt``) the log is still moved into place (the error names
+    it), everything else is removed and the exception continues; the existing run, if
+    any, is untouched. What a killed writer left in the run's folder is removed first
+    (``store_files.remove_stale_at``).
     """
     refuse_existing(paths, replace, option)
-    where = store_files.open_folder(paths.root, paths.folder)  # the renames happen in it
-    pending = _temp_names(paths)
+    where = store_files.open_folder(paths.root, paths.folder)  # the moves land in it
+    token = store_files.token()  # 64 random bits: no name to plant a link at beforehand
+    try:
+        store_files.remove_stale_at(where)
+        private, inside = store_files.private_folder(paths.root, token)
+    except BaseException:
+        os.close(where)
+        raise
+    pending = _temp_names(paths, private, token)
+    log_kept = False
+
+    def keep_log() -> None:
+        if store_files.regular(pending.log):
+            store_files.move_in(inside, pending.log.name, where, paths.log.name, token)
+
     try:
         yield pending
         if not pending.report.is_file() or not pending.sidecar.is_file():
@@ -380,6 +399,8 @@ def writing(paths: RunPaths, replace: bool = False, option: str = "--force") -> 
         if isinstance(sidecar, dict):
             sidecar[REPORT_BYTES] = pending.report.stat().st_size
             write_sidecar(pending.sidecar, sidecar)
+        log_kept = True
+        keep_log()
         # Whole or absent, whatever moment a kill comes: the old report goes first (its
         # sidecar alone is no run), then the new sidecar, then the new report, which
         # makes the record. A report is never beside a sidecar that is not its own; two
@@ -388,15 +409,40 @@ def writing(paths: RunPaths, replace: bool = False, option: str = "--force") -> 
         # not where these land.
         with _folder_locked(where):
             refuse_existing(paths, replace, option)
+            store_files.refuse_link_at(where, paths.report.name)
             try:
                 os.unlink(paths.report.name, dir_fd=where)
             except FileNotFoundError:
                 pass
-            os.replace(pending.sidecar.name, paths.sidecar.name, src_dir_fd=where, dst_dir_fd=where)
-            os.replace(pending.report.name, paths.report.name, src_dir_fd=where, dst_dir_fd=where)
+            store_files.move_in(inside, pending.sidecar.name, where, paths.sidecar.name, token)
+            store_files.move_in(inside, pending.report.name, where, paths.report.name, token)
+        _still_there(where, paths.folder)
     finally:
-        store_files.remove_temps_at([where], pending.token)
-        os.close(where)
+        try:
+            if not log_kept:  # failed or stopped: ncu's log says why
+                keep_log()
+        except (OSError, UserError) as err:
+            store_files.warn(paths.log, str(err))
+        finally:
+            store_files.remove_temps_at([where], token)
+            store_files.remove_private(private, inside)
+            os.close(where)
+
+
+def _still_there(fd: int, folder: Path) -> None:
+    """``UserError`` when the folder open as ``fd`` is no longer at ``folder``: it was moved
+    and something else (a link) put there while the run was written; the run is stored
+    in the folder it began in, and nothing went where the link leads."""
+    try:
+        here = os.stat(folder, follow_symlinks=False)
+        same = stat.S_ISDIR(here.st_mode) and (here.st_dev, here.st_ino) == (
+            os.fstat(fd).st_dev, os.fstat(fd).st_ino)
+    except OSError:
+        same = False
+    if not same:
+        raise UserError(f"{shown(folder)} was moved or replaced while the run was written (by "
+                        f"someone who may write the store?): the run went into the folder that "
+                        f"was there when it began, and nothing through what is there now")
 
 
 def write_json_atomic(path: Path, data, replace: bool = True, root=None) -> None:
@@ -415,6 +461,7 @@ def write_json_atomic(path: Path, data, replace: bool = True, root=None) -> None
     where = store_files.open_folder(root, path.parent)  # written and renamed in it, by descriptor
     token = store_files.token()
     try:
+        store_files.remove_stale_at(where)  # what a writer killed with SIGKILL left here
         with outputs._interrupt_after():  # a Ctrl-C lets the file be finished first
             fd, tmp = store_files.temp_at(where, path.name, token)
             with os.fdopen(fd, "w") as fh:

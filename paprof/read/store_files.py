@@ -18,8 +18,11 @@ named it), nothing below it.
   ``temp_at`` makes a temporary file in such a folder (``O_CREAT | O_EXCL |
   O_NOFOLLOW``, a random name), so a link planted at a predictable name is never
   followed; ``remove_temps_at`` removes a writer's temporary files whatever moment it
-  was stopped at; ``open_write`` opens a file of the store for writing without
-  following or truncating what was planted there.
+  was stopped at, ``remove_stale`` those of a writer killed with SIGKILL (its process
+  gone); ``open_write`` opens a file of the store for writing without following or
+  truncating what was planted there. ``private_folder`` is where a program paprof runs
+  writes by path (ncu's report), ``move_in`` moves its files into the store by
+  descriptor.
 - ``copy`` copies a regular file holes and all (``SEEK_DATA``/``SEEK_HOLE``, and a block
   of zeros is never written): a sparse report stays sparse.
 """
@@ -27,7 +30,9 @@ named it), nothing below it.
 from __future__ import annotations
 
 import errno
+import functools
 import os
+import re
 import stat
 import sys
 from pathlib import Path
@@ -234,11 +239,228 @@ def remove_temps_at(dir_fds, token: str) -> None:
                     pass
 
 
+@functools.lru_cache(maxsize=None)
+def host() -> str:
+    """This machine and process-id namespace, in 8 hex digits (the host name and, on
+    Linux, the pid namespace): a temporary file's process id means something only here."""
+    import hashlib
+    import socket
+
+    try:
+        space = os.stat("/proc/self/ns/pid").st_ino
+    except OSError:
+        space = 0
+    return hashlib.sha1(f"{socket.gethostname()}/{space}".encode()).hexdigest()[:8]
+
+
+
 def token() -> str:
-    """A writer's mark for its temporary files: its process id and 64 random bits."""
+    """A writer's mark for its temporary files: its process id, where that id means
+    something (``host``) and 64 random bits: ``PID@HOST-RANDOM``."""
     import secrets
 
-    return f"{os.getpid()}-{secrets.token_hex(8)}"
+    return f"{os.getpid()}@{host()}-{secrets.token_hex(8)}"
+
+
+_TOKEN = re.compile(re.escape(TEMP_MARK) + r"(\d+)@([0-9a-f]{8})-[0-9a-f]{16}")
+
+
+def _stale(name: str, st: os.stat_result) -> bool:
+    """Whether ``name`` (its ``lstat`` ``st``) is a temporary file or private folder a
+    writer of this user left behind, killed before it could remove it: a hidden name
+    with a token of this machine whose process is gone, a regular file or a real folder
+    (never a link), this user's. A process id of another machine or container, of a
+    process still alive, or another user's file: not stale."""
+    found = _TOKEN.search(name)
+    if not name.startswith(".") or found is None or found.group(2) != host():
+        return False
+    if not (stat.S_ISREG(st.st_mode) or stat.S_ISDIR(st.st_mode)):
+        return False
+    if hasattr(os, "getuid") and st.st_uid != os.getuid():
+        return False
+    pid = int(found.group(1))
+    if pid == os.getpid():
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except (OSError, OverflowError):
+        return False
+    return False
+
+
+def _remove_folder_at(dir_fd: int, name: str) -> None:
+    """Remove the real folder ``name`` of the folder open as ``dir_fd`` with the files in
+    it (a private folder holds files only), by descriptor: nothing is followed."""
+    try:
+        inner = os.open(name, _DIR | NOFOLLOW, dir_fd=dir_fd)
+    except OSError:
+        return
+    try:
+        for entry in os.listdir(inner):
+            try:
+                os.unlink(entry, dir_fd=inner)
+            except OSError:
+                pass
+    finally:
+        os.close(inner)
+    try:
+        os.rmdir(name, dir_fd=dir_fd)
+    except OSError:
+        pass
+
+
+def remove_stale_at(dir_fd: int) -> int:
+    """Remove what a killed writer left in the folder open as ``dir_fd`` (``_stale``:
+    this user's hidden temporary files and private folders whose process is gone), by
+    descriptor, never through a link; how many. Never raises."""
+    removed = 0
+    try:
+        names = os.listdir(dir_fd)
+    except OSError:
+        return 0
+    for name in names:
+        try:
+            st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+            if not _stale(name, st):
+                continue
+            if stat.S_ISDIR(st.st_mode):
+                _remove_folder_at(dir_fd, name)
+            else:
+                os.unlink(name, dir_fd=dir_fd)
+            removed += 1
+        except OSError:
+            continue
+    return removed
+
+
+def remove_stale(root) -> int:
+    """``remove_stale_at`` in the folder ``root`` and every real folder below it (links
+    are not entered); how many were removed. Never raises."""
+    removed = 0
+    try:
+        top = os.open(root, _DIR)
+    except OSError:
+        return 0
+    stack = [top]
+    while stack:
+        fd = stack.pop()
+        try:
+            removed += remove_stale_at(fd)
+            for name in os.listdir(fd):
+                try:
+                    stack.append(os.open(name, _DIR | NOFOLLOW, dir_fd=fd))
+                except OSError:  # a file, a link, no permission
+                    continue
+        except OSError:
+            pass
+        finally:
+            os.close(fd)
+    return removed
+
+
+def _safe_chain(folder) -> Path | None:
+    """``folder``'s real path when no one but this user and root can rename or replace
+    it or any folder above it (each owned by this user or root, and writable by group
+    or others only with the sticky bit); None when someone else could."""
+    real = Path(os.path.realpath(folder))
+    if not hasattr(os, "getuid"):
+        return real
+    for here in (real, *real.parents):
+        try:
+            st = os.stat(here)
+        except OSError:
+            return None
+        if st.st_uid not in (os.getuid(), 0):
+            return None
+        if st.st_mode & 0o022 and not st.st_mode & stat.S_ISVTX:
+            return None
+    return real
+
+
+PRIVATE = "paprof-run"
+"""The start of a private folder's name (``private_folder``)."""
+
+
+def private_folder(near, mark: str) -> tuple[Path, int]:
+    """A new folder only this user may enter (mode 0700), for files a program paprof runs
+    writes by path (ncu's report, its log, the launcher's result): its real path and an
+    open descriptor. Made in ``near`` (the store, so that moving a file from it into the
+    store is a rename) when no one else can rename or replace ``near`` or a folder
+    above it, else in the system's temporary folder under the same condition; the path
+    handed out leads through no link. ``UserError`` when neither place is safe."""
+    import tempfile
+
+    for place in (near, tempfile.gettempdir()):
+        real = _safe_chain(place)
+        if real is None:
+            continue
+        try:
+            parent = os.open(real, _DIR)
+        except OSError:
+            continue
+        try:
+            remove_stale_at(parent)  # what killed writers left here
+        finally:
+            os.close(parent)
+        try:
+            made = tempfile.mkdtemp(prefix=f".{PRIVATE}{TEMP_MARK}{mark}.", dir=real)
+            fd = os.open(made, _DIR | NOFOLLOW)
+        except OSError:
+            continue
+        return Path(made), fd
+    raise UserError(f"no safe place for ncu's report: others may rename or replace {near} or a "
+                    f"folder above it, and the temporary folder too (set TMPDIR to a folder "
+                    f"only you may write)")
+
+
+def remove_private(path: Path, fd: int) -> None:
+    """Remove the private folder ``path`` (open as ``fd``, closed here) and the files in
+    it. Never raises."""
+    os.close(fd)
+    try:
+        parent = os.open(path.parent, _DIR)
+    except OSError:
+        return
+    try:
+        _remove_folder_at(parent, path.name)
+    finally:
+        os.close(parent)
+
+
+def refuse_link_at(dir_fd: int, name: str) -> None:
+    """``UserError`` (one line naming it) when ``name`` in the folder open as ``dir_fd`` is
+    a symbolic link: a store's file is never replaced or written through one."""
+    if _is_link_at(name, dir_fd):
+        raise UserError(f"{shown(name)} in the run's folder is a symbolic link: paprof writes "
+                        f"only into the run store's own files, never through a link (remove it)")
+
+
+def move_in(src_fd: int, name: str, dst_fd: int, final: str, mark: str) -> None:
+    """Move the file ``name`` of the folder open as ``src_fd`` (a private folder) to
+    ``final`` in the folder open as ``dst_fd``, by descriptor: a rename where both lie
+    on one file system, else a copy under a temporary name there (``temp_at``) renamed
+    into place. A link at ``final`` is refused (``UserError`` naming it); nothing is
+    followed."""
+    refuse_link_at(dst_fd, final)
+    try:
+        os.replace(name, final, src_dir_fd=src_fd, dst_dir_fd=dst_fd)
+        return
+    except OSError as err:
+        if err.errno != errno.EXDEV:
+            raise
+    fd, tmp = temp_at(dst_fd, final, mark)
+    try:
+        source = os.open(name, _READ, dir_fd=src_fd)
+        try:
+            _copy_fd(source, fd)
+        finally:
+            os.close(source)
+    finally:
+        os.close(fd)
+    os.replace(tmp, final, src_dir_fd=dst_fd, dst_dir_fd=dst_fd)
+
 
 
 def open_write(path) -> int:
@@ -286,20 +508,25 @@ def copy(src, fd_out: int) -> None:
     ``fd_out``: the holes stay holes, and a block of zeros is left a hole too."""
     fd_in = open_read(src)
     try:
-        size = os.fstat(fd_in).st_size
-        zeros = bytes(BLOCK)
-        for start, end in _extents(fd_in, size):
-            pos = start
-            while pos < end:
-                block = os.pread(fd_in, min(BLOCK, end - pos), pos)
-                if not block:
-                    break
-                if block != zeros[: len(block)]:
-                    view = memoryview(block)
-                    done = 0
-                    while done < len(view):
-                        done += os.pwrite(fd_out, view[done:], pos + done)
-                pos += len(block)
-        os.ftruncate(fd_out, size)
+        _copy_fd(fd_in, fd_out)
     finally:
         os.close(fd_in)
+
+
+def _copy_fd(fd_in: int, fd_out: int) -> None:
+    """``copy`` between open files."""
+    size = os.fstat(fd_in).st_size
+    zeros = bytes(BLOCK)
+    for start, end in _extents(fd_in, size):
+        pos = start
+        while pos < end:
+            block = os.pread(fd_in, min(BLOCK, end - pos), pos)
+            if not block:
+                break
+            if block != zeros[: len(block)]:
+                view = memoryview(block)
+                done = 0
+                while done < len(view):
+                    done += os.pwrite(fd_out, view[done:], pos + done)
+            pos += len(block)
+    os.ftruncate(fd_out, size)

@@ -16,8 +16,9 @@ target's is kept. Nothing in a source is changed.
 Nothing is read or written through a link (``paprof.read.store_files``): a link inside a
 source (a log linked to ``/proc/self/environ``, a linked report or folder) is skipped
 with a warning, a linked folder of ``--out`` is refused, temporary files get random
-names made with ``O_EXCL`` (removed whatever moment the merge is stopped at) and a
-sparse report is copied with its holes.
+names made with ``O_EXCL`` (removed whatever moment the merge is stopped at; those of a
+merge killed with SIGKILL by the next merge into ``--out``) and a sparse report is copied
+with its holes.
 """
 
 from __future__ import annotations
@@ -218,6 +219,7 @@ def merge_stores(sources, out) -> MergeResult:
             raise UserError(f"the store {source} lies inside --out {out}; its records would be "
                             "merged twice: move it out first")
     out.mkdir(parents=True, exist_ok=True)
+    store_files.remove_stale(out)  # what a merge killed with SIGKILL left in --out
     res = MergeResult()
     for source in sources:
         if source.resolve() == out.resolve():

@@ -9,8 +9,10 @@ Builds (in ``--dest``, reused when it is there; else a temporary folder) a store
 (``make_big_sweep.py``: needs the kernel lab's paged_decode) and a report of ``--many``
 copies of one result (1,000: 155 MB, the reader's memory case), then times each command
 as a user runs it, ``--repeat`` times after one warm-up run, and prints the minimum,
-median and maximum wall time and the peak memory (the child's own maximum resident set,
-from ``wait4``) against its budget (for 10,000 runs; at fewer, scaled down with the runs
+median and maximum wall time, the median CPU time (user + system of the process and the
+workers it waited for, from ``wait4``: steadier than the wall time on a shared machine),
+the load average while it ran, and the peak memory (the child's own maximum resident set)
+against its budget (for 10,000 runs; at fewer, scaled down with the runs
 but never below half, the commands' start-up and charts being most of it):
 
 - ``paprof --help``, ``paprof list``: 0.25 s (not scaled);
@@ -106,7 +108,8 @@ def _env() -> dict:
 
 
 def run(argv: list[str], cwd: Path) -> tuple[float, int, str]:
-    """(wall seconds, peak resident KB, stdout) of one fresh process."""
+    """(wall seconds, peak resident KB, stdout) of one fresh process; its CPU seconds
+    (its own and its workers') in ``CPU``."""
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         start = time.perf_counter()
         child = subprocess.Popen([str(a) for a in argv], cwd=cwd, env=_env(), stdout=out,
@@ -118,7 +121,12 @@ def run(argv: list[str], cwd: Path) -> tuple[float, int, str]:
         text, said = out.read().decode(), err.read().decode()
     if child.returncode != 0:
         raise SystemExit(f"{' '.join(map(str, argv))} failed ({child.returncode}): {said[-2000:]}")
+    CPU.append(usage.ru_utime + usage.ru_stime)  # Linux counts the children it reaped
     return seconds, usage.ru_maxrss, text
+
+
+CPU: list[float] = []
+"""The CPU seconds of each process ``run`` ran, in turn."""
 
 
 def build(dest: Path, runs: int, many: int = 1000) -> dict:
@@ -240,13 +248,16 @@ def main(argv=None) -> int:
                 run(every[3][1], ROOT)  # check needs the baseline
             if not args.no_warm:
                 run(argv_, ROOT)  # warm: the file cache, .pyc files
-            walls, peaks, outs = [], [], []
+            walls, peaks, outs, cpus, loads = [], [], [], [], []
             for _ in range(args.repeat):
                 wall, peak, out = run(argv_, ROOT)
                 walls.append(wall), peaks.append(peak), outs.append(out)
+                cpus.append(CPU[-1]), loads.append(os.getloadavg()[0])
             row = {"case": name, "budget_s": budget, "min_s": round(min(walls), 3),
                    "median_s": round(statistics.median(walls), 3),
-                   "max_s": round(max(walls), 3), "peak_mb": round(max(peaks) / 1024, 1)}
+                   "max_s": round(max(walls), 3), "peak_mb": round(max(peaks) / 1024, 1),
+                   "cpu_median_s": round(statistics.median(cpus), 3),
+                   "load_average": [round(min(loads), 1), round(max(loads), 1)]}
             if name.startswith("load"):
                 seconds = [json.loads(o)["seconds"] for o in outs]
                 traced = json.loads(run(argv_[:-1] + ["memory"], ROOT)[2])
@@ -306,8 +317,10 @@ def _ratios(results: list[dict]) -> list[dict]:
 
 
 def _line(row: dict) -> str:
+    low, high = row["load_average"]
     text = (f"{row['case']:<30} median {row['median_s']:.2f} s (min {row['min_s']:.2f}, "
-            f"max {row['max_s']:.2f}), peak {row['peak_mb']:.0f} MB")
+            f"max {row['max_s']:.2f}), CPU {row['cpu_median_s']:.2f} s, load average "
+            f"{low:g}-{high:g}, peak {row['peak_mb']:.0f} MB")
     if row.get("budget_s") is not None:
         what = "the loading's " if "in_process_median_s" in row else ""
         text += (f"; {what}budget {row['budget_s']:g} s: "

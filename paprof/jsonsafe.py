@@ -75,10 +75,29 @@ def loads(text: str):
     except RecursionError:
         raise Refused(f"nested deeper than {MAX_DEPTH} levels") from None
     # The walk (it names the field) costs 4x the parse: a text with few brackets and no
-    # odd number (a run's sidecar: 13 brackets) cannot fail it.
-    if odd or text.count("[") + text.count("{") > MAX_DEPTH:
+    # odd number (a run's sidecar: 13 brackets) cannot fail it; without an odd number
+    # only the depth can, which a walk over the containers alone tells (a baseline of
+    # 10,000 entries: 0.1 s against 0.8 s), the field named by the walk when it fails.
+    if odd or (text.count("[") + text.count("{") > MAX_DEPTH and _deeper(value, MAX_DEPTH)):
         check(value)
     return value
+
+
+def _deeper(value, limit: int) -> bool:
+    """Whether ``value`` (as ``json.loads`` makes it: plain dicts and lists) holds a
+    container ``limit`` levels down (the top is level 0); breadth first, containers
+    only."""
+    level = [value] if type(value) is dict or type(value) is list else []
+    depth = 0
+    while level:
+        if depth >= limit:
+            return True
+        below: list = []
+        for item in level:
+            below += [v for v in (item.values() if type(item) is dict else item)
+                      if type(v) is dict or type(v) is list]
+        level, depth = below, depth + 1
+    return False
 
 
 def check(value) -> None:
@@ -108,3 +127,80 @@ def _field(trail) -> str:
         trail, key = trail
         parts.append(f"[{key}]" if isinstance(key, int) else "." + str(key)[:40])
     return "".join(reversed(parts)).lstrip(".") or "."
+
+
+
+def dumps(value, indent: int, allow_nan: bool = True) -> str:
+    """``json.dumps(value, indent=indent, allow_nan=allow_nan)``, the same text, made
+    faster: with an indent the standard library encodes in Python, item by item (a
+    baseline of 10,000 runs: 2.6 s), but here each container whose items are all plain
+    values (the bulk of a baseline: each kernel's counters) is encoded whole by its C
+    encoder, an item separator of a newline and the indent making the same lines (1 s).
+    Anything else (a key that is not text, a value json would ask ``default`` about, an
+    error) is left to ``json.dumps`` itself."""
+    if type(indent) is not int or indent < 1:
+        return json.dumps(value, indent=indent, allow_nan=allow_nan)
+    out: list[str] = []
+    try:
+        _dump(value, 0, out, _Encoders(indent, allow_nan))
+    except (_Other, RecursionError, ValueError):
+        return json.dumps(value, indent=indent, allow_nan=allow_nan)
+    return "".join(out)
+
+
+class _Other(Exception):
+    """A value :func:`dumps` leaves to ``json.dumps``."""
+
+
+_PLAIN = frozenset({str, int, float, bool, type(None)})
+
+
+class _Encoders:
+    """The C encoders :func:`dumps` uses: of a plain value, and of a container of plain
+    values at each level of indentation."""
+
+    def __init__(self, indent: int, allow_nan: bool):
+        self.indent, self.allow_nan = indent, allow_nan
+        self.plain = json.JSONEncoder(allow_nan=allow_nan).encode
+        self.flat: list = []
+
+    def pad(self, level: int) -> str:
+        return "\n" + " " * (self.indent * level)
+
+    def lines(self, item, level: int) -> str:
+        """``item`` (a non-empty list or dict of plain values) at ``level``, whole."""
+        while len(self.flat) <= level:
+            pad = self.pad(len(self.flat) + 1)
+            self.flat.append(json.JSONEncoder(separators=("," + pad, ": "),
+                                              allow_nan=self.allow_nan).encode)
+        text = self.flat[level](item)
+        return text[0] + self.pad(level + 1) + text[1:-1] + self.pad(level) + text[-1]
+
+
+def _dump(item, level: int, out: list, enc: _Encoders) -> None:
+    kind = type(item)
+    if kind is dict or kind is list or kind is tuple:
+        if not item:
+            out.append("{}" if kind is dict else "[]")
+            return
+        values = item.values() if kind is dict else item
+        if kind is dict and not all(type(k) is str for k in item):
+            raise _Other
+        if all(type(v) in _PLAIN for v in values):
+            out.append(enc.lines(item, level))
+            return
+        inner = enc.pad(level + 1)
+        out.append("{" if kind is dict else "[")
+        if kind is dict:
+            for i, (key, v) in enumerate(item.items()):
+                out.append((inner if not i else "," + inner) + enc.plain(key) + ": ")
+                _dump(v, level + 1, out, enc)
+        else:
+            for i, v in enumerate(item):
+                out.append(inner if not i else "," + inner)
+                _dump(v, level + 1, out, enc)
+        out.append(enc.pad(level) + ("}" if kind is dict else "]"))
+    elif kind in _PLAIN:
+        out.append(enc.plain(item))
+    else:
+        raise _Other

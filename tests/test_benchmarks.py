@@ -71,3 +71,5 @@ def test_bench_scale(tmp_path):
     assert {"baseline update, 20 runs", "check, 20 runs", "load 20 results",
             "baseline update / load", "check / load"} <= set(results)
     assert not any(r.get("over_budget") for r in results.values())
+    timed = [r for r in results.values() if "median_s" in r]  # each with its CPU and load
+    assert timed and all(r["cpu_median_s"] > 0 and len(r["load_average"]) == 2 for r in timed)

@@ -7,6 +7,8 @@ import importlib
 import subprocess
 import sys
 
+import pytest
+
 from paprof import cli
 
 
@@ -18,16 +20,23 @@ def test_the_table_names_every_command_of_every_module_once():
     assert all(summary.endswith(".") for _, summary in cli.COMMANDS.values())
 
 
-def test_help_imports_no_command_and_no_heavy_library():
-    code = ("import sys, runpy; sys.argv = ['paprof', '--help']\n"
+def _heavy_after(command: str, *heavy: str) -> str:
+    """The output of ``paprof COMMAND`` in a fresh process, then ``HEAVY [...]``: which
+    of ``heavy`` it imported."""
+    code = (f"import sys, runpy; sys.argv = ['paprof', {command!r}]\n"
             "try:\n    runpy.run_module('paprof', run_name='__main__')\n"
             "except SystemExit:\n    pass\n"
-            "heavy = [m for m in ('pandas', 'numpy', 'matplotlib', 'paprof.commands.table', "
-            "'paprof.model.load') if m in sys.modules]\n"
+            f"heavy = [m for m in {heavy!r} if m in sys.modules]\n"
             "print('HEAVY', heavy)")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
-    assert "HEAVY []" in done.stdout, done.stdout + done.stderr
-    assert "sweep-report" in done.stdout and "Commands:" in done.stdout
+    return done.stdout + done.stderr
+
+
+def test_help_imports_no_command_and_no_heavy_library():
+    said = _heavy_after("--help", "pandas", "numpy", "matplotlib", "paprof.commands.table",
+                        "paprof.model.load")
+    assert "HEAVY []" in said, said
+    assert "sweep-report" in said and "Commands:" in said
 
 
 def test_an_unknown_command_is_one_line():
@@ -35,3 +44,11 @@ def test_an_unknown_command_is_one_line():
 
     result = CliRunner().invoke(cli.main, ["frobnicate"])
     assert result.exit_code == 2 and len(result.output.splitlines()) == 1
+
+
+@pytest.mark.lab
+def test_list_imports_no_heavy_library():
+    # 'paprof list' imports every family's catalogue: numpy there cost the listing
+    # 0.15 s of its 0.25 s budget (benchmarks/README.md)
+    said = _heavy_after("list", "pandas", "numpy", "matplotlib", "paprof.model.load")
+    assert "HEAVY []" in said and "paged_decode" in said, said

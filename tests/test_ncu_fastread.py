@@ -853,3 +853,57 @@ def test_nvtx_ranges_with_their_push_ids_and_names_as_ncu_report_gives_them(ncu_
         names = [(state.domain_by_id(d).name(), name) for d in state.domains()
                  for name in state.domain_by_id(d).push_pop_ranges()]
         assert names == [(d, n) for d, n, _ident in result.nvtx]
+
+
+@st.composite
+def _instanced_metric(draw):
+    """A metric result with instance values (name id, value, instances keyed by text,
+    field 4) in the layout ncu writes, perhaps with one byte changed or cut."""
+    def instance(key: bytes, value: bytes) -> bytes:
+        inner = b"\x0a" + bytes([len(key) + 2]) + b"\x0a" + bytes([len(key)]) + key
+        inner += b"\x12" + bytes([len(value)]) + value
+        return b"\x1a" + bytes([len(inner)]) + inner
+    values = st.one_of(st.binary(min_size=8, max_size=8).map(lambda b: b"\x19" + b),
+                       st.integers(0, 2**40).map(lambda n: b"\x28" + _varint(n)))
+    keys = st.lists(st.sampled_from([b"FFMA", b"LDG", b"IMAD.WIDE", b"BRA", b"\xff"]),
+                    max_size=6)
+    data = b"\x08\x85\x01\x12\x09\x19" + bytes(8)
+    data += b"".join(instance(k, draw(values)) for k in draw(keys))
+    data += draw(st.sampled_from([b"", b"\x20\x05"]))
+    kind = draw(st.sampled_from(["ncu", "changed", "cut"]))
+    if kind == "changed":
+        at = draw(st.integers(0, len(data) - 1))
+        data = data[:at] + bytes([draw(st.integers(0, 255))]) + data[at + 1:]
+    elif kind == "cut":
+        data = data[:draw(st.integers(0, len(data)))]
+    return data
+
+
+def _varint(n: int) -> bytes:
+    out = bytearray()
+    while True:
+        out.append((n & 0x7F) | (0x80 if n > 0x7F else 0))
+        n >>= 7
+        if not n:
+            return bytes(out)
+
+
+def _answer(read, data: bytes):
+    try:
+        return read("m", data, 0, len(data))
+    except (ncu_fastread.Unsupported, IndexError, UnicodeDecodeError):
+        return "refused"
+
+
+@settings(max_examples=200, deadline=None)
+@given(_instanced_metric())
+def test_instance_values_read_inline_are_what_the_walk_reads(data):
+    assert (_answer(ncu_fastread._instances, data)
+            == _answer(ncu_fastread._instances_walked, data)), data
+
+
+def test_instance_values_in_ncus_layout_are_read_inline(monkeypatch):
+    data = (b"\x08\x05\x12\x09\x19" + bytes(8) + b"\x1a\x13\x0a\x06\x0a\x04FFMA\x12\x09\x19"
+            + struct.pack("<d", 3.0) + b"\x1a\x0c\x0a\x05\x0a\x03BRA\x12\x03\x28\x85\x01\x20\x01")
+    monkeypatch.setattr(ncu_fastread, "_instances_walked", None)  # not asked
+    assert ncu_fastread._instances("m", data, 0, len(data)) == {"FFMA": 3.0, "BRA": 133.0}

@@ -287,3 +287,24 @@ def test_every_output_refuses_a_device(args, shipped_copy, baseline_json, guarde
     line = one_line_error(invoke(*args))
     assert "/dev/full" in line and "not a regular file" in line
     assert Path("/dev/full").is_char_device()
+
+
+def test_jsonsafe_dumps_writes_json_dumps_text():
+    import json
+
+    from paprof import jsonsafe
+
+    shapes = [{}, [], {"a": []}, {"a": {}}, [[]], [{}], 1.5, "x", None, (1, 2),
+              {"a": [1, 2, {"b": None}], "c": "\u00e9\u2028\"\\", "d": (1, 2), "e": {"f": 0.1}},
+              [1, [2, [3, []]]], [True, False, 1e300, -0.0, 10**30],
+              {"x": float("nan")}, {1: 2}, {"a": {1: 2}}, {"a": {2.5: True}}, [object()]]
+    for value in shapes:
+        for indent in (1, 2, 4):
+            for allow_nan in (True, False):
+                def made(dumps):
+                    try:
+                        return dumps()
+                    except (TypeError, ValueError) as err:
+                        return type(err).__name__ + str(err)
+                assert made(lambda: jsonsafe.dumps(value, indent, allow_nan=allow_nan)) == made(
+                    lambda: json.dumps(value, indent=indent, allow_nan=allow_nan)), (value, indent)

@@ -302,7 +302,7 @@ def save_baseline(baseline: Baseline, path: str | os.PathLike, force: bool = Fal
     """Write ``baseline`` as JSON, atomically (``paprof.outputs``); refuse (``UserError``)
     to replace a file unless ``force``, and one of ``inputs`` (the reports read) always."""
     check_baseline_target(path, force, inputs)
-    text = json.dumps(baseline.to_dict(), indent=2, allow_nan=False) + "\n"
+    text = jsonsafe.dumps(baseline.to_dict(), 2, allow_nan=False) + "\n"  # json.dumps's text
     return outputs.write(path, text, parents=True)
 
 

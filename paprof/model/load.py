@@ -137,12 +137,14 @@ def _metrics(action, entries) -> dict:
     if not isinstance(action, FastResult):
         values = {e.column: _convert(read_metric(action, e.ncu_name, e.text), e) for e in entries}
     else:
-        decoded = action.values
+        decoded, asked = action.values, action.asked
         values = {}
         for column, name, text, scale in _plan(entries):
             value = decoded.get(name)
-            if value is None or isinstance(value, str) != text:
-                value = read_metric(action, name, text)  # "" or NaN, or its KeyError
+            if value is None and name in asked:  # asked for, not recorded
+                value = "" if text else math.nan
+            elif value is None or isinstance(value, str) != text:
+                value = read_metric(action, name, text)  # its KeyError
             elif not text and value == value:  # not NaN
                 value = value * scale
             values[column] = value

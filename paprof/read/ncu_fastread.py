@@ -767,7 +767,55 @@ def _number(data: bytes, start: int, end: int, name: str) -> float:
 
 def _instances(name: str, data: bytes, start: int, end: int) -> dict[str, float]:
     """The instance values of one metric result (field 3 each: ``{1 key {1 string}, 2
-    value}``) as ``{key: value}``; Unsupported for any other layout."""
+    value}``) as ``{key: value}``; Unsupported for any other layout.
+
+    The layout ncu writes (one-byte lengths: ``1a L 0a K 0a S <key> 12 V <value>``, the
+    name id, value and field 4 around them) is read inline, each length checked against
+    the others; on anything else :func:`_instances_walked` decides (the same answer, and
+    its refusals), field by field."""
+    out: dict[str, float] = {}
+    try:
+        pos = start
+        while pos < end:
+            tag = data[pos]
+            if tag == 0x1A:
+                size, key_size, text_size = data[pos + 1], data[pos + 3], data[pos + 5]
+                key = pos + 6
+                value = key + text_size  # the value field's tag
+                if (size >= 0x80 or data[pos + 2] != 0x0A or key_size != text_size + 2
+                        or data[pos + 4] != 0x0A or text_size >= 0x80 or data[value] != 0x12):
+                    break
+                value_size = data[value + 1]
+                stop = pos + 2 + size
+                if value_size >= 0x80 or value + 2 + value_size != stop or stop > end:
+                    break
+                text = data[key:value].decode("utf-8")
+                if text in out:
+                    break
+                if value_size == 9 and data[value + 2] == 0x19:
+                    out[text] = _DOUBLE(data, value + 3)[0]
+                else:
+                    out[text] = _number(data, value + 2, stop, name)
+                pos = stop
+            elif tag in (0x08, 0x20):  # the name id, field 4: varints
+                pos += 1
+                while data[pos] >= 0x80:
+                    pos += 1
+                pos += 1
+            elif tag == 0x12:  # the value
+                length, pos = _varint(data, pos + 1)
+                pos += length
+            else:
+                break
+        if pos == end:
+            return out
+    except (IndexError, UnicodeDecodeError, Unsupported):
+        pass  # decided field by field
+    return _instances_walked(name, data, start, end)
+
+
+def _instances_walked(name: str, data: bytes, start: int, end: int) -> dict[str, float]:
+    """:func:`_instances` field by field, for any layout."""
     out: dict[str, float] = {}
     for number, wire, s, e in _fields(data, start, end):
         if number != 3:

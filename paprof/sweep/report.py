@@ -30,7 +30,7 @@ from paprof.sweep.regime import (  # noqa: F401  (the computation, by the names 
 )
 from paprof.render.sweep import draw_scaling
 from paprof.render import sweep as view
-from paprof import outputs
+from paprof import jsonsafe, outputs
 from paprof.render.build import STDOUT
 
 
@@ -87,8 +87,6 @@ def write_sweep_report(runs, out: Path | str | None = "paprof-sweep.html", markd
 
     Earlier paprof reports are replaced; other files only with ``force`` (as compare).
     """
-    import json
-
     from paprof.render.html import GENERATOR_MARK
     from paprof.render.markdown import MARK
 
@@ -119,7 +117,7 @@ def write_sweep_report(runs, out: Path | str | None = "paprof-sweep.html", markd
         md_text = render_markdown(ctx)
         if md_path is not None:
             outputs.write(md_path, md_text)
-    regime_text = json.dumps(ctx.regime_data, indent=1) + "\n"
+    regime_text = jsonsafe.dumps(ctx.regime_data, 1) + "\n"  # json.dumps's text
     if json_path is not None:
         outputs.write(json_path, regime_text)
     return SweepReport(out_path, md_path, md_text, json_path, ctx, overwrote,

@@ -19,8 +19,6 @@ import importlib.util
 from collections.abc import Mapping
 from types import MappingProxyType
 
-import numpy as np
-
 from paprof.errors import ShapeError
 from paprof_kernels.flash_fwd.problem import TILE_ROWS, Shape
 from paprof.family import CallableVariant, CudaVariant
@@ -107,6 +105,8 @@ def mma128_grid(p: Shape) -> tuple[int, int]:
 
 def kernel_args(p: Shape, inputs: dict, out) -> tuple:
     """(q, k, v, o, seq_q, seq_k, q_heads, kv_heads, scale * log2(e), causal)."""
+    import numpy as np  # here, not at import: 'paprof list' needs no numpy
+
     return (inputs["q"], inputs["k"], inputs["v"], out, np.int32(p.seq_q), np.int32(p.keys),
             np.int32(p.q_heads), np.int32(p.kv), np.float32(p.scale * np.log2(np.e)),
             np.int32(p.causal))

@@ -194,3 +194,15 @@ def test_the_launcher_dies_when_paprof_is_killed(tmp_path):
         paprof.kill()
         if pid is not None and not _ended(pid):
             os.kill(pid, signal.SIGKILL)
+
+
+def test_an_ncu_without_per_launch_config_filtering_says_what_to_do():
+    from paprof.measure.ncu_log import diagnose
+
+    log = NcuLog()
+    log.errors.append("==ERROR== unrecognised option '--filter-mode'. Use --help for further details.")
+    err = diagnose(log, 1, "x.ncu.log", report_written=False)
+    assert "--profile-every-launch" in str(err) and "\n" not in str(err)
+    log = NcuLog()
+    log.errors.append("==ERROR== something else")
+    assert "--profile-every-launch" not in str(diagnose(log, 1, "x.ncu.log", report_written=False))

@@ -154,6 +154,9 @@ def diagnose(log: NcuLog, returncode: int, log_path, report_written: bool) -> Ex
         quoted = _quote(log.errors) or f"ncu exited with status {returncode}"
         if app_code is not None and log.program:
             quoted += f" | program said: {_quote(log.program, 2)}"
+        if "filter-mode" in everything:  # an ncu older than per-launch-config filtering
+            quoted += (" | this ncu does not take --filter-mode: run --cmd again with "
+                       "--profile-every-launch")
         return UserError(f"ncu failed: {quoted} {where}")
     if not log.kernels:
         return UserError(

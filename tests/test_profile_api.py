@@ -19,6 +19,8 @@ import numpy as np
 import pytest
 
 import paprof
+import paprof.callable_family  # used as paprof.<module> below, whatever ran before
+import paprof.notebook
 from paprof.errors import UserError, VerificationError
 from paprof.measure import profile as profiler
 

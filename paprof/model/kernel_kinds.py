@@ -15,7 +15,7 @@ transposes; no other.
 
 from __future__ import annotations
 
-import math
+from paprof.model.numbers import finite
 
 #: How far the paired counts may differ (a tile's edge and predicated-off lanes move them
 #: a little; the kernels above are within 0.02 %).
@@ -28,12 +28,8 @@ TRANSPOSE_COLUMNS = ("global_load_instructions", "global_store_instructions",
 
 
 def _num(values: dict, column: str) -> float | None:
-    x = values.get(column)
-    try:
-        x = float(x)
-    except (TypeError, ValueError):
-        return None
-    return x if math.isfinite(x) and x > 0 else None
+    x = finite(values.get(column))
+    return x if x is not None and x > 0 else None
 
 
 def _near(a: float, b: float, slack: float) -> bool:

@@ -104,6 +104,15 @@ def _built_ahead(shared: Clock, variants, params) -> None:
             build_ahead(variants, params, workers)
 
 
+def _shape_setup(family, variants, params):
+    """What every variant of one shape shares: its work model, CuPy, the device, the clock
+    of what is paid once (the builds ahead already on it)."""
+    work, cp, device = family.work(params), gpu.cupy(), gpu.current_device()
+    shared = Clock()
+    _built_ahead(shared, variants, params)
+    return work, cp, device, shared
+
+
 def _prepared(family, variant, params, device, inputs, out, own: Clock, cp):
     """``variant`` built and set up on the shared ``inputs`` and ``out``, timed as its build."""
     with own.phase(BUILD):
@@ -139,12 +148,8 @@ def check_and_time(family, variants, params, *, seed: int | None = None, time_la
     shared reference, and timed with ``time_launches`` CUDA-event-timed steps: the
     module's result (its docstring)."""
 
-    work = family.work(params)
-    cp = gpu.cupy()
-    device = gpu.current_device()
-    shared = Clock()  # paid once for every variant
+    work, cp, device, shared = _shape_setup(family, variants, params)
     sets = harness.input_sets_for(work.bytes, device.l2_bytes) if time_launches else 1
-    _built_ahead(shared, variants, params)
     inputs = out = ref = stamp = None
     results: dict[str, dict] = {}
     for variant in variants:
@@ -206,11 +211,7 @@ def profile_all(family, variants, params, *, seed: int | None = None, launches: 
     ``profiled_steps``) or its failure; a variant that fails is left out of the session and
     the next one runs."""
 
-    work = family.work(params)
-    cp = gpu.cupy()
-    device = gpu.current_device()
-    shared = Clock()
-    _built_ahead(shared, variants, params)
+    work, cp, device, shared = _shape_setup(family, variants, params)
     inputs = out = None
     results: dict[str, dict] = {}
     for variant in variants:

@@ -19,6 +19,8 @@ import pytest
 
 from helpers import DATA, unpacked
 
+pytestmark = pytest.mark.slow  # two comparisons of nine runs: about 5 s
+
 ORDER = ["baseline", "handbook", "v1", "v2", "v3", "v4", "v5", "v6", "v7"]
 
 

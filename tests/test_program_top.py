@@ -97,9 +97,16 @@ def test_run_cmd_times_first_then_profiles_the_top_kernels(paprof_cli, fake_bin,
     side = json.loads(next(runs.rglob("*.json")).read_text())
     chosen = side["selection"]
     assert full[full.index("--filter-mode") + 1] == "per-launch-config" and "--filter-mode" not in timing
-    assert full[full.index("--launch-count") + 1] == str(chosen["per_config"]) == "2"
+    assert full[full.index("--launch-count") + 1] == str(chosen["per_config"]) == "1"
     names = [k["kernel"] for k in chosen["kernels"] if k["profiled"]]
-    assert full[full.index("-k") + 1] == "regex:" + names_regex(names)
+    # a configuration is a function: the full pass names each by its mangled name
+    functions = list(dict.fromkeys(c["function"] for k in chosen["kernels"] if k["profiled"]
+                                   for c in k["configs"]))
+    assert full[full.index("--kernel-name-base") + 1] == "mangled"
+    pattern = full[full.index("-k") + 1]
+    assert pattern.startswith("regex:^(") and pattern.endswith(")$")
+    assert sorted(pattern[len("regex:^("):-2].split("|")) == sorted(names_regex([f])[2:-2] for f in functions)
+    assert all(f.startswith("_Z") or f.startswith("nvjet") for f in functions) and len(functions) > len(names)
     assert chosen["steps"] == 3 and chosen["launches"] == 42 and chosen["cover"] == 0.9
     assert chosen["profiled"]["share"] >= 0.9 > chosen["profiled"]["share"] - chosen["kernels"][
         len(names) - 1]["share"]  # the fewest names: without the last one it would fall short
@@ -110,10 +117,11 @@ def test_run_cmd_times_first_then_profiles_the_top_kernels(paprof_cli, fake_bin,
     configs = [c for k in chosen["kernels"] if k["profiled"] for c in k["configs"]]
     assert sum(sum(c["weights"]) for c in configs) == sum(c["launches"] for c in configs) == 10
     planned = sum(c["profiled"] for c in configs)
+    assert planned == len(chosen["sequence"])
     assert f"{planned} launches standing for the other" in result.output
-    # the fake ncu prints --launch-count launches (2) where the plan was more: said, and kept
-    assert chosen["launches_profiled"] == 2 < planned
-    assert f"Warning: ncu profiled 2 launches where the timing pass planned {planned}" in result.output
+    # the fake ncu prints --launch-count launches (1) where the plan was more: said, and kept
+    assert chosen["launches_profiled"] == 1 < planned
+    assert f"Warning: ncu profiled 1 launches where the timing pass planned {planned}" in result.output
     assert not [p for p in runs.rglob("*") if "timing" in p.name]  # the timing report is scratch
 
     each = _run(paprof_cli, "--cmd", "python3 mlp.py eager", "--nvtx-range", "step", "--name",

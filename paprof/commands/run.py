@@ -103,8 +103,7 @@ def selection_lines(outcomes: list[Outcome]) -> list[str]:
                 f"(timed in {chosen.get('seconds', 0):.1f} s)")
         planned, verb = done["launches"], "saw"
         if chosen.get("represented"):
-            planned = sum(c.get("profiled", 0) for k in chosen["kernels"] if k.get("profiled")
-                          for c in k.get("configs") or ())
+            planned = len(chosen.get("sequence") or ())
             verb = "planned"
             line += (f"; {planned} launches standing for the others, by launch configuration "
                      "(--profile-every-launch profiles them all)")

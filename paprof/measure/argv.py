@@ -66,6 +66,10 @@ class NcuSettings:
     kernel_names: tuple[str, ...] | None = None
     """Profile only the launches of these kernels (function names, matched whole by
     ``-k regex:``) instead of the variant's ``kernel_regex``: the chosen top kernels."""
+    name_base: str = "function"
+    """ncu's ``--kernel-name-base`` for ``kernel_names``: ``function`` (the names reports
+    give), or ``mangled`` (one per function: a few launches of each configuration are
+    counted per function, PyTorch's template instances apart)."""
     per_config: int | None = None
     """Profile the first K launches of each launch configuration only (ncu's
     ``--filter-mode per-launch-config --launch-count K``): set by the timing pass, which
@@ -196,7 +200,7 @@ def ncu_argv(
         argv += ["--nvtx", "--nvtx-include", nvtx_include(variant.nvtx_range)]
     regex = variant.kernel_regex_for(params) if params is not None else variant.kernel_regex
     if settings.kernel_names is not None:  # chosen by the timing pass, within the regex
-        argv += ["--kernel-name-base", "function", "-k", f"regex:{names_regex(settings.kernel_names)}"]
+        argv += ["--kernel-name-base", settings.name_base, "-k", f"regex:{names_regex(settings.kernel_names)}"]
     elif settings.kernel_filter and regex:
         argv += ["-k", f"regex:{regex}"]
     if settings.per_config:  # a few launches of each configuration stand for the others

@@ -80,20 +80,22 @@ def _config(action) -> tuple[int, int] | None:
 
 
 def read_launches(report: Path, range_name: str) -> tuple[list[tuple], int]:
-    """``([(kernel, duration_us, (grid, block) or None, step), ...], steps)`` of a
-    timing report, in launch order; ``steps``: the pushes of ``range_name`` the launches
-    sat in (1 where not told)."""
+    """``([(kernel, duration_us, (grid, block) or None, step, mangled name or None), ...],
+    steps)`` of a timing report, in launch order; ``steps``: the pushes of ``range_name``
+    the launches sat in (1 where not told)."""
 
     context, actions = ncu_reader.open_report(Path(report), numeric=list(TIMING_METRICS), text=[])
-    names, nvtx, launches = [], [], []
+    names, nvtx, launches, mangled = [], [], [], []
     for action in actions:
         name = str(action.name())
         names.append(name)
         nvtx.append(ncu_reader.read_nvtx(action))
         ns = ncu_reader.read_metric(action, TIME_METRIC)
         launches.append((name, ns / 1e3 if ns == ns else 0.0, _config(action)))
+        mangled.append(ncu_reader.mangled_name(action))
     plan = steps.plan(names, nvtx, {"kind": "command", "nvtx_range": range_name})
-    return [(*launch, step) for launch, step in zip(launches, plan.steps)], max(1, plan.count)
+    return ([(*launch, step, m) for launch, step, m in zip(launches, plan.steps, mangled)],
+            max(1, plan.count))
 
 
 def choose(launches, steps: int = 1, cover: float = DEFAULT_COVER,
@@ -157,48 +159,119 @@ def _apart(a: float, b: float) -> bool:
     return hi / lo > 1.0 + SAME_WORK
 
 
-def represent(launches, names) -> tuple[int, dict] | None:
-    """How the first step's launches of the kernels ``names`` (None: all) are profiled
-    by a few: ``(K, {name: [config, ...]})``, each config ``{"grid", "block", "launches"
-    (in the first step), "weights", "profiled"}``, ``weights[i]`` the launches of the
-    first step the configuration's i-th profiled launch stands for (0 where an earlier one
-    of the same duration stands for it), ``profiled`` how many of its launches ncu
-    profiles. None where every launch would be profiled anyway (K reaches
-    every configuration's count) or a launch's configuration is unknown."""
+#: The most the first step's time may move when each launch is counted as the profiled
+#: launch of its configuration nearest to it in duration: K stops growing once the
+#: launches not yet profiled, each counted at its stand-in's duration, add up to within
+#: this fraction of the first step's time (of the kernels profiled). Without it one
+#: configuration whose small launches jitter past ``SAME_WORK`` (PyTorch's elementwise
+#: kernels of a few microseconds) makes K reach every launch of every configuration.
+STAND_IN_ERROR = 0.02
+
+
+def _nearest(us: float, reps: list[float]) -> int:
+    """The profiled launch (index into ``reps``) that a launch of ``us`` counts as: the
+    nearest in duration (log ratio), the earliest on a tie."""
+    return min(range(len(reps)), key=lambda i: (abs(math.log(max(us, 1e-6) / max(reps[i], 1e-6))), i))
+
+
+def _stand_in_error(by_key: dict, k: int) -> float:
+    """How far the first step's time moves (microseconds, summed over launches) when each
+    launch counts at the duration of its nearest of its configuration's first ``k``."""
+    moved = 0.0
+    for times in by_key.values():
+        reps = times[:k]
+        moved += sum(abs(us - reps[_nearest(us, reps)]) for us in times)
+    return moved
+
+
+def _key(launch) -> tuple:
+    """A launch's configuration as ncu's ``--filter-mode per-launch-config`` counts it under
+    ``--kernel-name-base mangled``: (its function, by mangled name where the timing pass
+    read one, grid, block)."""
+    name, _us, (grid, block), *rest = launch
+    mangled = rest[1] if len(rest) > 1 else None
+    return (mangled or name, grid, block)
+
+
+def represent(launches, names) -> tuple[int, dict, float, list] | None:
+    """How the launches of the kernels ``names`` (None: all) are profiled by a few:
+    ``(K, {name: [config, ...]}, error, sequence)``.
+
+    A configuration is a function (its mangled name: PyTorch's template instances share
+    a function name, ``vectorized_elementwise_kernel``, and differ in their work), grid
+    and block. K is the fewest launches of each configuration after which either every
+    duration it takes in the first step has been seen (within ``SAME_WORK``), or the
+    launches not seen move the first step's time by at most ``STAND_IN_ERROR``; each
+    launch of the first step then counts as its configuration's profiled launch nearest
+    to it in duration. ``sequence``: the launches ncu profiles (the first K of each
+    configuration in the whole range), in launch order, each ``[kernel, grid, block,
+    launches of the first step it stands for]`` (0 past the first step: those count
+    there); the configs say the same by configuration (``{"grid", "block", "function",
+    "launches", "weights", "profiled"}``); ``error``: the fraction of the first step's
+    time (of these kernels) that moves. None where every launch would be profiled anyway
+    or a launch's configuration is unknown."""
     mine = [l for l in launches if names is None or l[0] in names]
     if not mine or any(len(l) < 3 or l[2] is None for l in mine):
         return None
     by_key: dict[tuple, list[float]] = {}
     total: dict[tuple, int] = {}  # over every step: ncu's first K may reach past the first
-    for name, us, (grid, block), *step in mine:
-        key = (name, grid, block)
+    for launch in mine:
+        key = _key(launch)
         total[key] = total.get(key, 0) + 1
-        if (step[0] if step else 0) == 0:
-            by_key.setdefault(key, []).append(max(0.0, float(us)))
+        if (launch[3] if len(launch) > 3 else 0) == 0:
+            by_key.setdefault(key, []).append(max(0.0, float(launch[1])))
     if not by_key or set(by_key) != set(total):
         return None  # a configuration the first step lacks: nothing stands for it
-    k = 1
+    every = 1
     for times in by_key.values():  # launches needed before every duration has been seen
         seen: list[float] = []
         for i, us in enumerate(times):
             if all(_apart(us, t) for t in seen):
                 seen.append(us)
-                k = max(k, i + 1)
+                every = max(every, i + 1)
+    step_us = sum(sum(times) for times in by_key.values())
+    k = next((k for k in range(1, every)
+              if _stand_in_error(by_key, k) <= STAND_IN_ERROR * step_us), every)
     if all(len(times) <= k for times in by_key.values()):
         return None  # nothing would be saved
-    out: dict[str, list] = {}
-    for (name, grid, block), times in sorted(by_key.items(), key=lambda kv: kv[0]):
+    weights: dict[tuple, list[int]] = {}
+    for key, times in by_key.items():
         reps = times[:k]
-        weights = [0] * len(reps)
+        weights[key] = [0] * len(reps)
         for us in times:  # each launch to the nearest profiled one (the earliest on a tie)
-            j = min(range(len(reps)), key=lambda i: (abs(math.log(max(us, 1e-6) / max(reps[i], 1e-6))), i))
-            weights[j] += 1
-        out.setdefault(name, []).append({
-            "grid": grid, "block": block, "launches": len(times), "weights": weights,
+            weights[key][_nearest(us, reps)] += 1
+    names_of = {_key(l): l[0] for l in mine}
+    out: dict[str, list] = {}
+    for key in sorted(by_key, key=lambda kk: (names_of[kk], kk[1], kk[2], kk[0])):
+        function, grid, block = key
+        out.setdefault(names_of[key], []).append({
+            "grid": grid, "block": block, "function": function,
+            "launches": len(by_key[key]), "weights": weights[key],
             # what ncu profiles of it: its first K launches in the range (past the first
             # step where it has fewer there: those count for nothing)
-            "profiled": min(k, total[(name, grid, block)])})
-    return k, out
+            "profiled": min(k, total[key])})
+    sequence, nth = [], {}
+    for launch in mine:
+        key = _key(launch)
+        i = nth.get(key, 0)
+        nth[key] = i + 1
+        if i < k:
+            w = weights[key]
+            sequence.append([launch[0], key[1], key[2], w[i] if i < len(w) else 0])
+    return k, out, (_stand_in_error(by_key, k) / step_us if step_us > 0 else 0.0), sequence
+
+
+def mangled_names(launches, names) -> tuple[str, ...] | None:
+    """The mangled names of every launch of the kernels ``names``, in first-seen order;
+    None where a launch has none (the full pass then matches function names)."""
+    out: dict[str, None] = {}
+    for launch in launches:
+        if launch[0] in names:
+            mangled = launch[4] if len(launch) > 4 else None
+            if not mangled:
+                return None
+            out[mangled] = None
+    return tuple(out)
 
 
 def chosen_names(selection: dict) -> tuple[str, ...] | None:
@@ -233,18 +306,27 @@ def time_and_choose(settings, variant, report: Path, log: Path, env: dict,
     selection["seconds"] = round(time.monotonic() - started, 3)
     names = chosen_names(selection)
     plan = None if settings.every_launch else represent(launches, None if names is None else set(names))
+    chosen = set(names) if names is not None else {l[0] for l in launches}
+    functions = mangled_names(launches, chosen) if plan is not None else None
+    if plan is not None and functions is None:
+        plan = None  # a configuration is told by its function's mangled name: none here
     selection["represented"] = plan is not None
     each = ""
     if plan is not None:
-        k, configs = plan
+        k, configs, error, sequence = plan
         selection["per_config"] = k
+        selection["stand_in_error"] = round(error, 4)
+        selection["sequence"] = sequence
         for entry in selection["kernels"]:
             if entry["profiled"]:
                 entry["configs"] = configs.get(entry["kernel"], [])
         n = sum(c["profiled"] for cs in configs.values() for c in cs)
-        each = f", {n} launches of the first step standing for the others"
+        each = (f", {n} launches of the first step standing for the others: its time "
+                f"within {100 * error:.1f} %")
     profiled = selection["profiled"]
     say(f"profiling {profiled['kernels']} of {len(selection['kernels'])} kernels "
         f"({100 * profiled['share']:.1f} % of the range's time{each})")
-    return dataclasses.replace(settings, kernel_names=names,
-                               per_config=plan[0] if plan else None), selection
+    if plan is not None:  # ncu counts each function's launches apart: name them mangled
+        return dataclasses.replace(settings, kernel_names=functions, name_base="mangled",
+                                   per_config=plan[0]), selection
+    return dataclasses.replace(settings, kernel_names=names, per_config=None), selection

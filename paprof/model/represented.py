@@ -2,19 +2,21 @@
 configuration (``paprof run --cmd``'s default).
 
 The timing pass (``paprof.measure.top_kernels``) timed every launch of the range; the
-full pass profiled the first K launches of each launch configuration (kernel, grid,
-block) of the top kernels, and the run's record says, for each configuration, how many
-launches of one step each profiled launch stands for
-(``selection["kernels"][i]["configs"][j]["weights"]``) and how many ncu profiles
-(``"profiled"``). The loader counts each profiled launch that many times, in one step,
-so a step's time and counters are those of every launch, and every command sees the
-step the same way.
+full pass profiled the first K launches of each launch configuration (function, grid,
+block) of the top kernels, and the run's record lists those launches in launch order,
+each with how many launches of one step it stands for (``selection["sequence"]``:
+``[kernel, grid, block, launches]``; ``selection["kernels"][i]["configs"]`` says the same
+by configuration, for people). The loader counts each profiled launch that many times,
+in one step, so a step's time and counters are those of every launch, and every command
+sees the step the same way. The sequence, not the configurations, is matched: template
+instances of one function (PyTorch's elementwise kernels) share a kernel name in the
+report, and only their order tells them apart.
 
 The record is read as untrusted input (a store someone else wrote), and the report may
 not hold what the record planned (the program ran differently the second time): a
-record that does not hold together loads the run as profiled (each launch once), and a
-configuration whose profiled launches the report does not hold as planned counts each
-of its launches once.
+record that does not hold together, or a report whose launches are not the planned
+ones in order, loads the run as profiled (each launch once, and says so). Records of
+paprof versions before the sequence are read that way too.
 """
 
 from __future__ import annotations
@@ -23,7 +25,6 @@ from collections.abc import Mapping
 
 #: A profiled launch standing for more launches than this in one step is not believed.
 MOST_PER_STEP = 100_000
-MOST_PER_CONFIG = 64
 
 Key = tuple[str, int, int]
 
@@ -34,37 +35,36 @@ def _count(x, zero: bool = False, most: int = MOST_PER_STEP) -> int | None:
     return x
 
 
-def weights(record: Mapping | None) -> dict[Key, tuple[int, tuple[int, ...]]] | None:
-    """``{(kernel, grid, block): (profiled, weights)}`` of a run whose profiled launches
-    stand for others; None for any other run (or a record that does not hold together)."""
+MOST_LAUNCHES = 100_000
+"""A plan of more profiled launches than this is not believed."""
+
+Planned = tuple[str, int, int, int]
+"""One launch ncu was to profile, in launch order: (kernel, grid, block, the launches of
+the first step it stands for)."""
+
+
+def weights(record: Mapping | None) -> tuple[Planned, ...] | None:
+    """The launches a run's full pass was to profile, in order, each with the launches it
+    stands for (``selection["sequence"]``); None for any other run, or a record that does
+    not hold together (its launches are then each counted once)."""
     chosen = record.get("selection") if isinstance(record, Mapping) else None
     if not isinstance(chosen, Mapping) or chosen.get("represented") is not True:
         return None
-    kernels = chosen.get("kernels")
-    if not isinstance(kernels, list):
+    sequence = chosen.get("sequence")
+    if not isinstance(sequence, list) or not 0 < len(sequence) <= MOST_LAUNCHES:
         return None
-    out: dict = {}
-    for k in kernels:
-        if not isinstance(k, Mapping):
+    out = []
+    for item in sequence:
+        if not isinstance(item, list) or len(item) != 4 or not isinstance(item[0], str):
             return None
-        if k.get("profiled") is not True:
-            continue
-        name, configs = k.get("kernel"), k.get("configs")
-        if not isinstance(name, str) or not isinstance(configs, list) or not configs:
+        grid, block = _count(item[1], most=2 ** 62), _count(item[2], most=2 ** 62)
+        weight = _count(item[3], zero=True)
+        if None in (grid, block, weight):
             return None
-        for c in configs:
-            if not isinstance(c, Mapping):
-                return None
-            grid, block = _count(c.get("grid"), most=2 ** 62), _count(c.get("block"), most=2 ** 62)
-            profiled, w = _count(c.get("profiled")), c.get("weights")
-            if None in (grid, block, profiled) or not isinstance(w, list) \
-                    or not 0 < len(w) <= min(profiled, MOST_PER_CONFIG):
-                return None
-            counts = tuple(_count(x, zero=True) for x in w)
-            if None in counts or not 0 < sum(counts) <= MOST_PER_STEP:
-                return None
-            out[(name, grid, block)] = (profiled, counts)
-    return out or None
+        out.append((item[0], grid, block, weight))
+    if not 0 < sum(w for *_k, w in out) <= MOST_PER_STEP:
+        return None
+    return tuple(out)
 
 
 def key_of(row: Mapping) -> Key | None:
@@ -78,23 +78,15 @@ def key_of(row: Mapping) -> Key | None:
     return str(row.get("kernel")), int(grid), int(block)
 
 
-def counts(rows: list[Mapping], plan: Mapping) -> tuple[list[int], list[str]]:
+def counts(rows: list[Mapping], plan: tuple[Planned, ...]) -> tuple[list[int], list[str]]:
     """How many times each of a report's ``rows`` (in report order) is counted under
-    ``plan`` (``weights``), and the configurations that were not profiled as planned
-    (their launches counted once each)."""
+    ``plan`` (``weights``): the planned weights where the report holds exactly the planned
+    launches (kernel, grid and block, in order), else each launch once, and why."""
     keys = [key_of(r) for r in rows]
-    seen: dict = {}
-    for key in keys:
-        seen[key] = seen.get(key, 0) + 1
-    off = sorted(f"{k[0]} ({k[1]} x {k[2]})" for k in seen
-                 if k in plan and seen[k] != plan[k][0])
-    out, nth = [], {}
-    for key in keys:
-        if key not in plan or seen[key] != plan[key][0]:
-            out.append(1)
-            continue
-        i = nth.get(key, 0)
-        nth[key] = i + 1
-        w = plan[key][1]
-        out.append(w[i] if i < len(w) else 0)  # past the first step's: counted there
-    return out, off
+    if keys == [p[:3] for p in plan]:
+        return [p[3] for p in plan], []
+    for i, (key, want) in enumerate(zip(keys, plan)):
+        if key != want[:3]:
+            got = "no launch shape" if key is None else f"{key[0]} ({key[1]} x {key[2]})"
+            return [1] * len(rows), [f"launch {i + 1} is {got}, the plan's {want[0]} ({want[1]} x {want[2]})"]
+    return [1] * len(rows), [f"{len(rows)} launches where the plan had {len(plan)}"]

@@ -19,7 +19,7 @@ protobuf (proto2) wire format; "field n" is a protobuf field number.
   before it, and a metric's name id indexes the whole list (checked against
   ``ncu_report`` with a crafted second table). Blocks normally carry one result each.
 * Payload: (u32 length + message) for each source, then for each result. A result is
-  a ProfileResult: 6 kernel function name (``IAction.name()``), 13 metric results,
+  a ProfileResult: 5 mangled name, 6 kernel function name (``IAction.name()``), 13 metric results,
   19 rule results; everything else is skipped.
 * NVTX state (``IAction.nvtx_state()``): 1 domains ``{1 id, 2 name}``; 2 a thread's
   stacks ``{1 thread id, 2 a domain's push/pop stack {1 domain id, 3 repeated range
@@ -100,11 +100,15 @@ class FastResult:
     decoded, present or not.
     """
 
-    __slots__ = ("kernel", "values", "rules", "asked", "nvtx", "instances")
+    __slots__ = ("kernel", "values", "rules", "asked", "nvtx", "instances", "mangled")
 
     def __init__(self, kernel: str, values: dict, rules: list[dict], asked: frozenset,
-                 nvtx: "tuple | None" = None, instances: "dict | None" = None):
+                 nvtx: "tuple | None" = None, instances: "dict | None" = None,
+                 mangled: "str | None" = None):
         self.kernel = kernel
+        self.mangled = mangled
+        """The kernel's mangled name (``IAction.name(NameBase_MANGLED)``): one per
+        function, where template instances share a function name; None where absent."""
         self.values = values
         self.rules = rules
         self.asked = asked
@@ -550,7 +554,7 @@ class _Reader:
         end = len(data)
         pos = 0
         skipped = -1  # where the last run of skipped metric results ended
-        kernel = None
+        kernel = mangled = None
         values: dict = {}
         instances: dict = {}
         seen: dict = {}
@@ -632,6 +636,8 @@ class _Reader:
                     if kernel is not None:
                         raise Unsupported("two kernel names")
                     kernel = _text(data, start, pos)
+                elif number == 5:
+                    mangled = _text(data, start, pos)
             elif wire == 0:
                 while data[pos] >= 0x80:
                     pos += 1
@@ -650,7 +656,7 @@ class _Reader:
         for start, stop in rule_spans:
             rules += _rule_results(data[start:stop])
         nvtx = _nvtx_state(data, *nvtx_span) if nvtx_span else ()
-        return FastResult(kernel, values, rules, self.wanted, nvtx, instances)
+        return FastResult(kernel, values, rules, self.wanted, nvtx, instances, mangled or None)
 
     def _metric_id(self, data: bytes, start: int, end: int) -> int:
         ident = None

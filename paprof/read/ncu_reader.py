@@ -314,6 +314,18 @@ def read_rules(action) -> list[dict]:
     return rules
 
 
+def mangled_name(action) -> str | None:
+    """The kernel's mangled name (one per function: PyTorch's template instances share a
+    function name such as ``vectorized_elementwise_kernel``); None where the report has
+    none."""
+    if isinstance(action, ncu_fastread.FastResult):
+        return action.mangled
+    try:
+        return str(action.name(import_ncu_report().IAction.NameBase_MANGLED)) or None
+    except Exception:  # noqa: BLE001 - an older module or a result without it
+        return None
+
+
 def read_nvtx(action) -> tuple | None:
     """The NVTX push/pop ranges around one action's launch, from the bottom of each
     stack up: ``((domain, name, instance id), ...)``. The fast reader knows each range's

@@ -408,32 +408,33 @@ def profile_variants(
         TextColumn("{task.description}"),
     )
     live = console.is_terminal  # no live display (and no stray newlines) in logs and pipes
+    lines = None if live else LogLines(console)  # where it stands, in a log: a line now and then
     with Progress(*columns, console=console, transient=True, disable=not live) as bar:
         task = bar.add_task("", total=len(variants), variant="")
         bar.update(task, variant="all")
+
+        def describe(text: str) -> None:  # kernel names and messages: never markup, no escapes
+            bar.update(task, description=escape(shown(text)))
+            if lines is not None:
+                lines(text)
+
         probes = provenance.probed_once()  # the GPU, its driver, ncu, git: asked once
         probes.__enter__()
         hashes = scratch = None
         try:
             checked, hashes = _paid_once(variants, params, settings, runs_dir, replace, family,
-                                         replace_option,
-                                         lambda text: bar.update(task, description=escape(shown(text))))
+                                         replace_option, describe)
 
             def show(variant: Variant, kernel: ProfiledKernel) -> None:  # a session's progress
                 bar.update(task, variant=escape(shown(variant.name)))
-                _kernel_status(lambda text: bar.update(task, description=escape(shown(text))))(kernel)
+                _kernel_status(describe)(kernel)
 
-            parts, scratch = _one_session(variants, params, settings, checked, family, show,
-                                          lambda text: bar.update(task, description=escape(shown(text))))
+            parts, scratch = _one_session(variants, params, settings, checked, family, show, describe)
             for variant in variants:
                 bar.update(task, variant=escape(shown(variant.name)), description="")
-
-                def say(text: str) -> None:  # kernel names and messages: never markup, no escapes
-                    bar.update(task, description=escape(shown(text)))
-
                 outcome = Outcome(variant)
                 try:
-                    outcome.run = profile_variant(variant, params, settings, runs_dir, replace, say,
+                    outcome.run = profile_variant(variant, params, settings, runs_dir, replace, describe,
                                                   family=family, replace_option=replace_option,
                                                   checked=checked, hashes=hashes,
                                                   part=parts.get(variant.id) if parts else None)
@@ -452,6 +453,24 @@ def profile_variants(
     if outcomes and all(o.skipped for o in outcomes):
         raise outcomes[0].skipped
     return outcomes
+
+
+class LogLines:
+    """Where a long run stands, for a log or a pipe (no live display there): a line
+    ``paprof: <what it does now>`` on ``console`` once ``every`` seconds have passed since
+    the start or the last line, so a quick run prints none and a long one (a program's
+    timing pass, a slow replay) shows it is moving and where."""
+
+    def __init__(self, console: Console, every: float = 10.0, clock=time.monotonic):
+        self.console, self.every, self.clock = console, every, clock
+        self.last = clock()
+
+    def __call__(self, text: str) -> None:
+        now = self.clock()
+        if now - self.last >= self.every and text:
+            self.last = now
+            self.console.print(f"paprof: {shown(text)}", markup=False, highlight=False,
+                               soft_wrap=True)
 
 
 RUN_ALONE = "PAPROF_RUN_ALONE"

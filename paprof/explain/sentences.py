@@ -13,6 +13,7 @@ from paprof.explain import fmt
 from paprof.model.comparison import (BOUND_UNITS, LIMITERS, THRESHOLDS, THROUGHPUT_UNITS, RuleChange,
                                      Step, Thresholds, VariantResult, binding_limits, bound_words)
 from paprof.model.numbers import finite, plain
+from paprof.model import program
 from paprof.explain.causes import cause_sentence, code_path, limit_sentence, next_sentence
 from paprof.model.analysis import measure_step
 from paprof.model.movers import rule_changes
@@ -336,6 +337,8 @@ def tell(before: VariantResult, after: VariantResult, t: Thresholds = THRESHOLDS
     if said and told.get(cause_sentence) and all(group(t.key) in ("unit_work", "unit_busy")
                                                   for t in dec.causes()):
         said = None  # no warp-state counters: the moved counters' sentence says more than a unit's work
+    if said:
+        said = _where_unprofiled(said, dec, before, after)
     path = code_path(after, reason=False)
     if said and path:
         said = f"{said} (launch: {path})"  # the cause first, then the launch choice the family recorded
@@ -359,3 +362,19 @@ def tell(before: VariantResult, after: VariantResult, t: Thresholds = THRESHOLDS
     step.sentences = sentences
     return step
 
+
+
+def _where_unprofiled(said: str, dec, before, after) -> str:
+    """A cause of kernels gone (new) said with the other program's unprofiled kernels:
+    a kernel gone may have been fused into one the top-kernel route timed and skipped."""
+    key = dec.causes()[0].key
+    if key not in ("kernel-", "kernel+"):
+        return said
+    other = after if key == "kernel-" else before
+    skipped = program.unprofiled(other)
+    if skipped is None:
+        return said
+    n, share = skipped
+    return (f"{said} ({other.label} has {n} kernel{'s' if n != 1 else ''} timed but not "
+            f"profiled, {100 * share:.1f} % of its time, which may now do that work: "
+            "--all profiles every kernel)")

@@ -48,6 +48,18 @@ def _selection(v) -> Mapping | None:
     return chosen
 
 
+def unprofiled(v) -> tuple[int, float] | None:
+    """(kernels, share of the range's time) that a program's run timed but did not
+    profile (its top kernels' selection); None for any other run or none skipped."""
+    chosen = _selection(v)
+    if chosen is None:
+        return None
+    n, share = _num(chosen["skipped"].get("kernels")), _num(chosen["skipped"].get("share"))
+    if not n or n < 1 or share is None:
+        return None
+    return int(n), share
+
+
 def _by_name(parts) -> list[dict]:
     """The launches of one step summed by kernel name, longest first; each name's label
     is its longest launch's."""

@@ -29,7 +29,7 @@ from paprof.read.ncu_fastread import FastResult
 from paprof.model import represented, steps
 from paprof.read.ncu_reader import open_report, read_metric, read_nvtx, read_rules
 from paprof.errors import UserError
-from paprof.read import store
+from paprof.read import store, summary
 from paprof import parallel
 from paprof.read.store import gc_paused
 from paprof.progress import tick
@@ -566,7 +566,8 @@ class _Pieces:
 def _add_run(table: _Columns, report: Path, facts: dict, sidecar: dict | None,
              thresholds: Thresholds, missing: dict, step_range: str | None = None) -> int:
     """Add the rows of one run to ``table``, each with its step (:mod:`steps`); how many."""
-    _context, actions = open_report(report)
+    results = summary.read(report)  # the reader's output kept beside the report, if good
+    _context, actions = (None, iter(results)) if results is not None else open_report(report)
     launches: dict = {}
     rows, stacks = [], []
     for index, action in enumerate(actions):

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Iterator
 
 from paprof import interrupts, jsonsafe
-from paprof.read import record, store_files
+from paprof.read import record, store_files, summary
 from paprof.errors import UserError
 from paprof.read.record import RunRecord
 from paprof.names import slug
@@ -369,7 +369,9 @@ def writing(paths: RunPaths, replace: bool = False, option: str = "--force") -> 
     ncu writes its report by path, so it writes into a folder only this user may enter,
     made where no one else can rename it (``store_files.private_folder``); the files are
     moved into the run's folder by descriptor, a link planted at a final name refused: a
-    run folder swapped for a link while ncu ran receives nothing. On any exception (ncu
+    run folder swapped for a link while ncu ran receives nothing. Then the report's
+    summary (``paprof.read.summary``) is written beside it, so that loading the run
+    opens no report. On any exception (ncu
     failure, ``KeyboardInterrupt``) the log is still moved into place (the error names
     it), everything else is removed and the exception continues; the existing run, if
     any, is untouched. What a killed writer left in the run's folder is removed first
@@ -401,6 +403,7 @@ def writing(paths: RunPaths, replace: bool = False, option: str = "--force") -> 
             write_sidecar(pending.sidecar, sidecar)
         log_kept = True
         keep_log()
+        made = summary.make(pending.report)  # the reader's output, kept beside the report
         # Whole or absent, whatever moment a kill comes: the old report goes first (its
         # sidecar alone is no run), then the new sidecar, then the new report, which
         # makes the record. A report is never beside a sidecar that is not its own; two
@@ -417,6 +420,8 @@ def writing(paths: RunPaths, replace: bool = False, option: str = "--force") -> 
             store_files.move_in(inside, pending.sidecar.name, where, paths.sidecar.name, token)
             store_files.move_in(inside, pending.report.name, where, paths.report.name, token)
         _still_there(where, paths.folder)
+        if made is not None:
+            summary.write(paths.report, paths.root, made, dir_fd=where)
     finally:
         try:
             if not log_kept:  # failed or stopped: ncu's log says why

@@ -311,7 +311,8 @@ def main(argv=None) -> int:
 def _ratios(results: list[dict]) -> list[dict]:
     """``baseline update`` and ``check`` against the process that loads the store (both
     medians of whole processes), where both were timed."""
-    load = next((r for r in results if r["case"].startswith("load")), None)
+    load = next((r for r in results if r["case"].startswith("load")
+                 and r["budget_s"] is not None), None)  # not the store without summaries
     if load is None:
         return []
     out = []

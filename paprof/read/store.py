@@ -133,11 +133,16 @@ def sidecar_path(report: Path) -> Path:
 def input_files(paths, scan: "Scan | None" = None) -> list[Path]:
     """The files a command reading ``paths`` (reports, or folders searched for them) reads:
     each report and its sidecar. Outputs must never be written over one of them.
-    ``scan``: the command's ``Scan``, so that the store is read once."""
+    ``scan``: the command's ``Scan``, whose runs are taken where it has them (no sidecar
+    is read here)."""
     found: list[Path] = []
-    find = scan.find_runs if scan is not None else find_runs
     for path in map(Path, paths):
-        reports = [r.report for r in find(path)] if path.is_dir() else [path]
+        if not path.is_dir():
+            reports = [path]
+        elif scan is not None and scan.scanned(path):
+            reports = [r.report for r in scan.find_runs(path)]
+        else:  # the paths alone: no sidecar read for them (the loader reads each once)
+            reports = report_paths(path)
         for report in reports:
             found.append(report)
             if report.name.endswith(REPORT_SUFFIX):
@@ -238,6 +243,10 @@ class Scan:
     def __init__(self):
         self._found: dict[str, list[Run]] = {}
         self._sidecars: dict[str, dict | None] = {}
+
+    def scanned(self, root: Path | str) -> bool:
+        """Whether ``root``'s runs were found already (their sidecars read)."""
+        return str(root) in self._found
 
     def find_runs(self, root: Path | str) -> list[Run]:
         """``find_runs(root)``, read once per path."""

@@ -1,6 +1,7 @@
 """``paprof merge STORE... --out STORE``: join run stores (shards of a sweep, machines).
 
-What is merged: every run (``.ncu-rep`` with its sidecar and ncu log), every bench
+What is merged: every run (``.ncu-rep`` with its sidecar and ncu log; its parsed summary
+made anew for the copy, ``paprof.read.summary``), every bench
 record (``.bench.json``) and every sweep manifest (``sweeps/*.json``), at the same
 relative paths. A file the target lacks is copied (under a temporary name, then renamed:
 a run's sidecar before its report, so a report is never seen without it). The same file

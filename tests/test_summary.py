@@ -85,15 +85,26 @@ def test_a_merged_store_has_summaries_and_loads_the_same_in_workers(tmp_path, mo
     _same(_from_summaries([out], monkeypatch, jobs=2), _from_reports([out], monkeypatch, jobs=1))
 
 
-def test_a_copied_store_uses_its_summaries_by_their_hash(tmp_path, monkeypatch):
-    runs = _summarised(recorded("h200"), tmp_path / "runs")
+def _copied(name: str, tmp_path) -> tuple[Path, Path]:
+    runs = _summarised(recorded(name), tmp_path / "runs")
     copy = tmp_path / "copy"
     shutil.copytree(runs, copy, copy_function=shutil.copyfile)  # new mtimes, as git or cp make
     report = store.report_paths(copy)[0]
     made = json.loads(summary.path_of(report).read_text())["report"]
     assert made["mtime_ns"] != report.stat().st_mtime_ns
+    return runs, copy
+
+
+def test_a_copied_store_uses_its_summaries_by_their_hash(tmp_path, monkeypatch):
+    runs, copy = _copied("sweeps/h200-profile", tmp_path)  # 170 KB a result
     _same(_from_summaries([copy], monkeypatch, jobs=1), _from_reports([runs], monkeypatch, jobs=1)
           .assign(report_path=lambda d: d.report_path.str.replace(str(runs), str(copy))))
+
+
+def test_a_copied_report_cheaper_to_read_than_to_hash_is_read(tmp_path):
+    _runs, copy = _copied("h200", tmp_path)  # 850 KB a result: source counters
+    report = store.report_paths(copy)[0]
+    assert report.stat().st_size > summary.HASH_BYTES and summary.read(report) is None
 
 
 def _one(tmp_path) -> tuple[Path, Path]:
@@ -155,6 +166,8 @@ def _changed(document) -> None:
     pytest.param(lambda p, r: r.write_bytes(r.read_bytes()[:-1] + bytes([r.read_bytes()[-1] ^ 1])),
                  id="stale: report changed in place"),
     pytest.param(lambda p, r: shutil.copyfile(shipped("v3"), r), id="stale: another report"),
+    pytest.param(lambda p, r: (_rewrite(p, lambda d: d["report"].update(sha256="1")),
+                               os.utime(r, ns=(1, 1))), id="stale: another hash"),
 ])
 def test_a_bad_summary_is_passed_over(spoil, tmp_path, monkeypatch):
     report, path = _one(tmp_path)
@@ -289,3 +302,13 @@ def test_the_commands_that_only_read_write_no_summary(tmp_path):
         done = invoke(*argv)
         assert done.exit_code in (0, 1), (argv, done.output)
     assert sorted(p.relative_to(runs) for p in runs.rglob("*")) == before
+
+
+def test_a_copied_report_whose_bytes_differ_is_read(tmp_path):
+    _runs, copy = _copied("sweeps/h200-profile", tmp_path)
+    report = store.report_paths(copy)[0]
+    assert summary.read(report) is not None  # by its hash
+    data = bytearray(report.read_bytes())
+    data[len(data) // 2] ^= 1
+    report.write_bytes(bytes(data))  # the same size, its mtime now
+    assert summary.read(report) is None

@@ -5,7 +5,9 @@
                                       [--no-warm]
 
 Builds (in ``--dest``, reused when it is there; else a temporary folder) a store of
-``--runs`` runs (``make_big_store.py``), a profiled sweep of as many runs
+``--runs`` runs (``make_big_store.py``: stored as ``paprof run`` stores them, each with its
+report's parsed summary; and the same store without summaries, as made before paprof
+wrote them), a profiled sweep of as many runs
 (``make_big_sweep.py``: needs the kernel lab's paged_decode) and a report of ``--many``
 copies of one result (1,000: 155 MB, the reader's memory case), then times each command
 as a user runs it, ``--repeat`` times after one warm-up run, and prints the minimum,
@@ -19,10 +21,11 @@ but never below half, the commands' start-up and charts being most of it):
 - ``paprof compare`` of two of the store's variants, ``baseline update`` and ``check`` on
   the whole store, ``sweep-report`` of the sweep: 10 s;
 - loading the store's kernel results (``load_reports``, timed inside the process, after
-  the imports; worker processes read the reports unless ``PAPROF_JOBS=1``): 4 s; and,
+  the imports; worker processes read the runs unless ``PAPROF_JOBS=1``): 4 s; and,
   traced (``tracemalloc``, a second pass), the peak memory under the table it makes (all
   that is still held after) plus twice the largest report; the largest worker's
-  resident peak is printed beside it;
+  resident peak is printed beside it; the same of the store without summaries (every
+  report read), without a budget;
 - ``baseline update`` and ``check``, each within 3x the process that loads the store
   (``RATIO``: the gate costs about what reading the runs costs);
 - the fast reader on the ``--many``-result report: its peak over the process before
@@ -132,9 +135,9 @@ CPU: list[float] = []
 def build(dest: Path, runs: int, many: int = 1000) -> dict:
     """The stores and reports under ``dest`` (made once, in a child process: this one
     stays small, since a child's peak memory counts the parent's at the fork)."""
-    paths = {"store": dest / "store", "sweep": dest / "sweep", "many": dest / "many.ncu-rep",
-             "one": dest / "one.ncu-rep", "out": dest / "out"}
-    if not all(paths[k].exists() for k in ("store", "sweep", "many", "one")):
+    paths = {"store": dest / "store", "bare": dest / "store-bare", "sweep": dest / "sweep",
+             "many": dest / "many.ncu-rep", "one": dest / "one.ncu-rep", "out": dest / "out"}
+    if not all(paths[k].exists() for k in ("store", "bare", "sweep", "many", "one")):
         run([sys.executable, __file__, "--build", dest, "--runs", runs, "--many", many], ROOT)
     paths["out"].mkdir(exist_ok=True)
     return paths
@@ -147,6 +150,8 @@ def _build(dest: Path, runs: int, many: int) -> None:
     source = make_big_store.SOURCE.with_suffix(".ncu-rep")
     if not (dest / "store").is_dir():
         make_big_store.make(dest / "store", runs)
+    if not (dest / "store-bare").is_dir():
+        make_big_store.make(dest / "store-bare", runs, summaries=False)
     if not (dest / "sweep").is_dir():
         make_big_sweep.make(dest / "sweep", runs // 2)
     if not (dest / "many.ncu-rep").is_file():
@@ -211,6 +216,8 @@ def cases(paths: dict, runs: int = FULL, many: int = 1000,
          10.0 * scaled),
         (f"load {runs:,} results", [py, "-c", LOAD, paths["store"], paths["one"], "time"],
          4.0 * scaled),
+        (f"load {runs:,} results, no summaries",
+         [py, "-c", LOAD, paths["bare"], paths["one"], "time"], None),
         (f"fast reader, {many:,} results", [py, "-c", READ, paths["many"], paths["one"]], None),
     ]
 
@@ -304,7 +311,8 @@ def main(argv=None) -> int:
 def _ratios(results: list[dict]) -> list[dict]:
     """``baseline update`` and ``check`` against the process that loads the store (both
     medians of whole processes), where both were timed."""
-    load = next((r for r in results if r["case"].startswith("load")), None)
+    load = next((r for r in results if r["case"].startswith("load")
+                 and r["budget_s"] is not None), None)  # not the store without summaries
     if load is None:
         return []
     out = []

@@ -294,18 +294,26 @@ class _Map:
         done: dict = {}  # place in the order: (ok, result or exception), before its turn
         given = wanted = 0
         taking = True  # until the tasks run out or one fails
+        ahead: list = []  # the next task, made while the workers work (its making may cost)
+
+        def take() -> None:
+            nonlocal taking
+            try:
+                ahead.append(next(tasks))
+            except StopIteration:
+                taking = False
+            except Exception as err:  # the tasks' own error: raised in its turn
+                done[given], taking = (False, err), False
+
         while True:
             idle = [w for w in self.workers if w.task is None]
-            while taking and idle:
-                try:
-                    task = next(tasks)
-                except StopIteration:
-                    taking = False
-                except Exception as err:  # the tasks' own error: raised in its turn
-                    done[given], taking = (False, err), False
-                else:
-                    idle.pop().give(given, task)
-                    given += 1
+            while idle and (ahead or taking):
+                if not ahead:
+                    take()
+                    if not ahead:
+                        break
+                idle.pop().give(given, ahead.pop())
+                given += 1
             while wanted in done:
                 ok, value = done.pop(wanted)
                 wanted += 1
@@ -315,6 +323,10 @@ class _Map:
             busy = [w for w in self.workers if w.task is not None]
             if not busy:
                 return
+            if taking and not ahead:  # the next task, for the first worker to be free
+                take()
+                if not taking and given in done:
+                    continue  # it failed: raised in its turn, once those before are done
             waits = [w.conn for w in busy] + [w.process.sentinel for w in busy]
             if self.wakeup.fd is not None:
                 waits.append(self.wakeup.fd)

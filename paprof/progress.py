@@ -60,6 +60,7 @@ class _Shown:
         self.progress = self.task = None
         self.last = -EVERY
         self.what = None
+        self.terminal: bool | None = None  # asked once: rich reads the environment each time
 
     def tick(self, what: str, done: int, total: int | None) -> None:
         now = self.clock()
@@ -67,7 +68,11 @@ class _Shown:
             return
         self.last = now
         if self.progress is None:
-            if now - self.start < self.delay or not self.console.is_terminal:
+            if now - self.start < self.delay:
+                return
+            if self.terminal is None:
+                self.terminal = self.console.is_terminal
+            if not self.terminal:
                 return
             self.progress = bar(self.name, self.console, live=True, since=self.start,
                                 clock=self.clock)

@@ -40,6 +40,13 @@ def test_make_big_store(tmp_path):
     sidecars = sorted((tmp_path / "store").rglob("*.json"))
     assert len(sidecars) == 5 and len(list((tmp_path / "store").rglob("*.ncu-rep"))) == 5
     assert len({json.loads(p.read_text())["variant"] for p in sidecars}) == 5
+    # stored as paprof stores a run: each report's summary beside it, good for loading
+    from paprof.read import store, summary
+
+    reports = store.report_paths(tmp_path / "store")
+    assert all(summary.read(r) is not None for r in reports)
+    _run("make_big_store.py", tmp_path / "bare", "--runs", 2, "--no-summaries", cwd=tmp_path)
+    assert not list((tmp_path / "bare").rglob("*" + summary.SUFFIX))
 
 
 @pytest.mark.lab
@@ -69,7 +76,8 @@ def test_bench_scale(tmp_path):
                 "--repeat", 1, "--no-warm", "--slack", SLACK, "--json", cwd=tmp_path, timeout=300)
     results = {r["case"]: r for r in json.loads(done.stdout)["results"]}
     assert {"baseline update, 20 runs", "check, 20 runs", "load 20 results",
-            "baseline update / load", "check / load"} <= set(results)
+            "load 20 results, no summaries", "baseline update / load",
+            "check / load"} <= set(results)
     assert not any(r.get("over_budget") for r in results.values())
     timed = [r for r in results.values() if "median_s" in r]  # each with its CPU and load
     assert timed and all(r["cpu_median_s"] > 0 and len(r["load_average"]) == 2 for r in timed)

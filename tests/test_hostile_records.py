@@ -78,6 +78,11 @@ def _one_line_exit_2(result, *words):
     ('{"bytes": 1' + "0" * 400 + ', "flops": 1}', "'work.bytes'"),
     ('{"bytes": -5, "flops": 1}', "'work.bytes'"),
     ('{"bytes": 5, "flops": Infinity}', "'work.flops'"),
+    # no call per number unless one may be huge (jsonsafe._finite): each shape still caught
+    ('{"bytes": 1' + "0" * 310 + '.5, "flops": 1}', "'work.bytes'"),
+    ('{"bytes": ' + "9" * 250 + 'e99, "flops": 1}', "'work.bytes'"),
+    ('{"bytes": 1E+0400, "flops": 1}', "'work.bytes'"),
+    ('{"bytes": 5, "flops": -Infinity}', "'work.flops'"),
 ])
 def test_a_hostile_sidecar_is_one_line_naming_the_file_and_field(tmp_path, invoke, value, field):
     root = _store(tmp_path, ("v1",))

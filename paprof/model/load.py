@@ -29,7 +29,7 @@ from paprof.read.ncu_fastread import FastResult
 from paprof.model import represented, steps
 from paprof.read.ncu_reader import open_report, read_metric, read_nvtx, read_rules
 from paprof.errors import UserError
-from paprof.read import store
+from paprof.read import store, summary
 from paprof import parallel
 from paprof.read.store import gc_paused
 from paprof.progress import tick
@@ -52,9 +52,9 @@ def columns() -> list[str]:
 def _found(paths: Iterable, scan=None) -> list[tuple]:
     """Every report named, found under a folder or given as a ``store.Run`` (a resolved
     run, its record read), in order and each once: (report, sidecar, store layout) when
-    its sidecar is read (``scan``: the command's
-    ``store.Scan``, so that a folder is read once), else (report, folder), the sidecar
-    still to read (``_run``). A path's error is raised after the sidecars found before
+    its sidecar is read (a folder ``scan``, the command's ``store.Scan``, has read), else
+    (report, folder), the sidecar still to read (``_run``: by the pooled load as the
+    workers read the runs before, not all before the first is read). A path's error is raised after the sidecars found before
     it are read, so that theirs comes first, as when each folder's were read in turn."""
     found: list[tuple] = []
     seen: set[str] = set()
@@ -67,7 +67,7 @@ def _found(paths: Iterable, scan=None) -> list[tuple]:
         if isinstance(path, store.Run):  # resolved: its record read already
             runs = [(path.report, path.sidecar, path.layout)]
         elif path.is_dir():
-            if scan is not None:
+            if scan is not None and scan.scanned(path):
                 runs = [(r.report, r.sidecar, r.layout) for r in scan.find_runs(path)]
                 runs = [r for r in runs if r[0].name.endswith(REPORT_SUFFIXES)]
             else:
@@ -566,7 +566,8 @@ class _Pieces:
 def _add_run(table: _Columns, report: Path, facts: dict, sidecar: dict | None,
              thresholds: Thresholds, missing: dict, step_range: str | None = None) -> int:
     """Add the rows of one run to ``table``, each with its step (:mod:`steps`); how many."""
-    _context, actions = open_report(report)
+    results = summary.read(report)  # the reader's output kept beside the report, if good
+    _context, actions = (None, iter(results)) if results is not None else open_report(report)
     launches: dict = {}
     rows, stacks = [], []
     for index, action in enumerate(actions):

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Iterator
 
 from paprof import interrupts, jsonsafe
-from paprof.read import record, store_files
+from paprof.read import record, store_files, summary
 from paprof.errors import UserError
 from paprof.read.record import RunRecord
 from paprof.names import slug
@@ -133,11 +133,16 @@ def sidecar_path(report: Path) -> Path:
 def input_files(paths, scan: "Scan | None" = None) -> list[Path]:
     """The files a command reading ``paths`` (reports, or folders searched for them) reads:
     each report and its sidecar. Outputs must never be written over one of them.
-    ``scan``: the command's ``Scan``, so that the store is read once."""
+    ``scan``: the command's ``Scan``, whose runs are taken where it has them (no sidecar
+    is read here)."""
     found: list[Path] = []
-    find = scan.find_runs if scan is not None else find_runs
     for path in map(Path, paths):
-        reports = [r.report for r in find(path)] if path.is_dir() else [path]
+        if not path.is_dir():
+            reports = [path]
+        elif scan is not None and scan.scanned(path):
+            reports = [r.report for r in scan.find_runs(path)]
+        else:  # the paths alone: no sidecar read for them (the loader reads each once)
+            reports = report_paths(path)
         for report in reports:
             found.append(report)
             if report.name.endswith(REPORT_SUFFIX):
@@ -238,6 +243,10 @@ class Scan:
     def __init__(self):
         self._found: dict[str, list[Run]] = {}
         self._sidecars: dict[str, dict | None] = {}
+
+    def scanned(self, root: Path | str) -> bool:
+        """Whether ``root``'s runs were found already (their sidecars read)."""
+        return str(root) in self._found
 
     def find_runs(self, root: Path | str) -> list[Run]:
         """``find_runs(root)``, read once per path."""
@@ -369,7 +378,9 @@ def writing(paths: RunPaths, replace: bool = False, option: str = "--force") -> 
     ncu writes its report by path, so it writes into a folder only this user may enter,
     made where no one else can rename it (``store_files.private_folder``); the files are
     moved into the run's folder by descriptor, a link planted at a final name refused: a
-    run folder swapped for a link while ncu ran receives nothing. On any exception (ncu
+    run folder swapped for a link while ncu ran receives nothing. Then the report's
+    summary (``paprof.read.summary``) is written beside it, so that loading the run
+    opens no report. On any exception (ncu
     failure, ``KeyboardInterrupt``) the log is still moved into place (the error names
     it), everything else is removed and the exception continues; the existing run, if
     any, is untouched. What a killed writer left in the run's folder is removed first
@@ -401,6 +412,7 @@ def writing(paths: RunPaths, replace: bool = False, option: str = "--force") -> 
             write_sidecar(pending.sidecar, sidecar)
         log_kept = True
         keep_log()
+        made = summary.make(pending.report)  # the reader's output, kept beside the report
         # Whole or absent, whatever moment a kill comes: the old report goes first (its
         # sidecar alone is no run), then the new sidecar, then the new report, which
         # makes the record. A report is never beside a sidecar that is not its own; two
@@ -417,6 +429,8 @@ def writing(paths: RunPaths, replace: bool = False, option: str = "--force") -> 
             store_files.move_in(inside, pending.sidecar.name, where, paths.sidecar.name, token)
             store_files.move_in(inside, pending.report.name, where, paths.report.name, token)
         _still_there(where, paths.folder)
+        if made is not None:
+            summary.write(paths.report, paths.root, made, dir_fd=where)
     finally:
         try:
             if not log_kept:  # failed or stopped: ncu's log says why

@@ -1,6 +1,7 @@
 """``paprof merge STORE... --out STORE``: join run stores (shards of a sweep, machines).
 
-What is merged: every run (``.ncu-rep`` with its sidecar and ncu log), every bench
+What is merged: every run (``.ncu-rep`` with its sidecar and ncu log; its parsed summary
+made anew for the copy, ``paprof.read.summary``), every bench
 record (``.bench.json``) and every sweep manifest (``sweeps/*.json``), at the same
 relative paths. A file the target lacks is copied (under a temporary name, then renamed:
 a run's sidecar before its report, so a report is never seen without it). The same file
@@ -31,7 +32,7 @@ from pathlib import Path
 from paprof import jsonsafe
 from paprof.read import store_files
 from paprof.errors import UserError
-from paprof.read import store
+from paprof.read import store, summary
 from paprof.progress import tick
 from paprof.sweep import manifest as manifests
 from paprof.sweep import results
@@ -141,6 +142,7 @@ def _merge_result(rec: results.Record, source: Path, out: Path, res: MergeResult
         return
     if not target.is_file():
         _copy_atomic([(p, out / p.relative_to(source)) for p, _s in files], out)
+        _summarise(rec, target, out)
         res.copied += 1
         return
     digest = _unit_digest(files)
@@ -155,7 +157,15 @@ def _merge_result(rec: results.Record, source: Path, out: Path, res: MergeResult
         res.conflicts.append(f"{name}: {target} and {main} differ in provenance: " + "; ".join(diff))
     res.kept_both.append(f"{name}: kept the launch from {source} as {again.name}")
     _copy_atomic([(p, again.with_name(stem + s)) for p, s in files], out)
+    _summarise(rec, again, out)
     res.copied += 1
+
+
+def _summarise(rec: results.Record, report: Path, out: Path) -> None:
+    """The summary of a run copied into ``out`` (``paprof.read.summary``: read from the
+    copy, keyed to it), as ``paprof run`` writes one."""
+    if rec.mode == "profile":
+        summary.write(report, out)
 
 
 _RANK = {status: i for i, status in enumerate(manifests.STATUSES)}

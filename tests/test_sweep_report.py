@@ -87,7 +87,7 @@ def test_html_markdown_and_json_written(tmp_path, monkeypatch):
     done = R.write_sweep_report(tmp_path / "runs", out, tmp_path / "sweep.md", generated="now")
     html = out.read_text()
     assert html.startswith("<!doctype html>") and '<meta name="generator" content="paprof' in html
-    assert html.count("data:image/png;base64,") == 6  # batch at 2 contexts, context at 4 batches
+    assert html.count("data:image/svg+xml;base64,") == 6  # batch at 2 contexts, context at 4 batches
     assert "v6 is faster than v5 by 3x below batch 16 at context 32768" in html
     assert "http://" not in html.replace("http://www.w3.org", "") and "<script" not in html
     assert ".badge.dram-bound" in html  # the compare report's stylesheet

@@ -36,15 +36,12 @@ from paprof.render.build import STDOUT
 
 MAX_CHARTS = 24
 """Scaling charts at most; the regime map and the JSON hold every point."""
-PARALLEL_CHARTS = 4
-"""From this many charts on they are drawn by worker processes (``paprof.parallel``):
-each takes matplotlib 0.1-0.2 s, a worker's start about as much."""
 
 
 def _charts(data: dict, cells: dict) -> tuple[list, int]:
     """The scaling charts (at most ``MAX_CHARTS``) and how many were left out."""
     lines, left_out = scaling_lines(data, cells, limit=MAX_CHARTS)
-    return draw_scaling(lines, PARALLEL_CHARTS), left_out
+    return draw_scaling(lines), left_out
 
 
 def build_context(col: Collected, noise_pct: float = NOISE_PCT, charts: bool = True,

@@ -74,6 +74,14 @@ def regime_path_for(out: Path) -> Path:
     return out.with_name(out.name.rsplit(".", 1)[0] + ".regime.json")
 
 
+def _store_records(runs):
+    """The store's JSON files (its manifests and sidecars), found only when asked for:
+    ``outputs.check_target`` looks at them only for an output that exists already (10,000
+    runs: 0.1 s, every report)."""
+    if Path(runs).is_dir():
+        yield from Path(runs).rglob("*.json")
+
+
 def write_sweep_report(runs, out: Path | str | None = "paprof-sweep.html", markdown=None,
                        regime: Path | str | None = None, *, name: str | None = None,
                        noise_pct: float = NOISE_PCT, force: bool = False,
@@ -98,10 +106,9 @@ def write_sweep_report(runs, out: Path | str | None = "paprof-sweep.html", markd
                                          (json_path, f'"kind": "{REGIME_KIND}"')) if p is not None]
     if len({str(p.resolve()) for p, _ in targets}) < len(targets):
         raise UserError("the HTML, Markdown and regime JSON outputs must be different files")
-    store_files = sorted(Path(runs).rglob("*.json")) if Path(runs).is_dir() else []
     overwrote = [p for p, mark in targets  # never a manifest or record it reads, even with --force
                  if outputs.check_target(p, what="a paprof report", mark=mark, force=force,
-                                         inputs=store_files)]
+                                         inputs=_store_records(runs))]
     for p, _ in targets:
         store.refuse_inside(p, runs, "the sweep report's output")
     data = manifests.find(runs, name)

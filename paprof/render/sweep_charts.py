@@ -7,7 +7,7 @@ layout is matplotlib's (the 8 x 5.4 inch figure at ``DPI``, its margins, font si
 lengths, the 2 x 2 grid, the legend on top), the colours and markers the other charts'
 (``variant_style``). Each variant's points on a panel are one ``<polyline>`` whose
 vertices carry the variant's ``<marker>``; every text is a ``<text>`` (drawn in the
-reader's sans-serif font, searchable). The chart is an ``<img>`` of a ``data:`` URI, as
+reader's sans-serif font). The chart is an ``<img>`` of a ``data:`` URI, as
 the other charts are: the HTML stays one offline file under its CSP.
 """
 

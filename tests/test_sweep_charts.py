@@ -165,3 +165,20 @@ def test_at_most_max_charts_drawn_in_this_process(monkeypatch):
     assert (len(drawn), left_out) == (3, 4)
     assert all(c.uri.startswith("data:image/svg+xml;base64,") for c in drawn)
     assert multiprocessing.active_children() == []
+
+
+def test_a_zero_on_the_axis_or_a_huge_value_is_drawn_not_a_crash():
+    """A log x axis needs values above zero (an axis of 0, 1, 2, 4, 8 splits is drawn
+    side by side); a value near the drawable limit is labelled 1e+200, not in 201 digits."""
+    xs = [0, 1, 2, 4, 8]
+    series = {"v5": {"time_us": [1.0, 2.0, 3.0, 4.0, 5.0], "tbs": [1e200, 1.0, 1.0, 1.0, 1.0],
+                     "tflops": [None] * 5, "pct_ceiling": [None] * 5}}
+    panels = _panels(_svg(_chart(log_x=True, series=series, xs=xs)))
+    assert [n for n, _ in panels[0]["xticks"]] == ["0", "1", "2", "4", "8"]
+    xs_px = [x for x, _ in panels[0]["lines"]["v5"]]
+    gaps = [b - a for a, b in zip(xs_px, xs_px[1:])]
+    assert max(gaps) - min(gaps) < 0.2  # evenly spaced: not a log axis
+    root = _svg(_chart(log_x=True, series=series, xs=xs))
+    assert "batch (log scale)" not in {t.text for t in root.iter(_tag("text"))}
+    labels = [t.text for t in _texts(root, "ytick")]
+    assert max(map(len, labels)) <= 8 and "1e+200" in labels

@@ -241,7 +241,8 @@ def _panel(svg: Svg, box: tuple[float, float, float, float], title: str, xlabel:
         lo = min([0.0] + drawn)
         hi = max(drawn) * 1.12 if drawn and max(drawn) > 0 else 1.0
         yticks, decimals = nice_ticks(lo, hi)
-        ylabels = [f"{t:.{decimals}f}" for t in yticks]
+        plain = 1e-4 <= max(abs(lo), abs(hi)) < 1e6  # else 1e+200, not 201 digits
+        ylabels = [f"{t:.{decimals}f}" if plain else f"{t:.3g}" for t in yticks]
     sy = _Scale(lo, hi, y1, y0, log_y)
     xlo, xhi = _widened(min(positions), max(positions), log_x)
     sx = _Scale(xlo, xhi, x0, x1, log_x)
@@ -330,7 +331,9 @@ def _legend(svg: Svg, columns: list[list], widths: list[float]) -> None:
 
 def draw(axis: str, xs: list, labels: list[str], series: dict[str, dict[str, list]],
          log_x: bool) -> Svg:
-    """The four panels of ``scaling`` as an ``Svg``."""
+    """The four panels of ``scaling`` as an ``Svg`` (a log x axis only where every value
+    is above zero: else the values side by side, as a text axis is)."""
+    log_x = log_x and all(float(x) > 0 for x in xs)
     positions = list(range(len(xs))) if not log_x else [float(x) for x in xs]
     shown = labelled(positions, log_x)
     ticks, names = [positions[i] for i in shown], [label_text(labels[i]) for i in shown]

@@ -1,8 +1,9 @@
 """The charts' labels stay legible (issue 39): every chart of the shipped runs' reports
 (the comparison of all eight paged_decode variants, the source preset's roofline,
-flash_fwd's compute charts, both sweeps' scaling charts), rendered with Agg: no two drawn
-texts overlap (rotated ones as the rotated rectangles they are), none runs off the
-figure, and no two variants of one chart share both their colour and their marker."""
+flash_fwd's compute charts, rendered with Agg; both sweeps' scaling charts, written as
+SVG, their texts at the widest a font draws them): no two drawn texts overlap (rotated
+ones as the rotated rectangles they are), none runs off the figure, and no two variants
+of one chart share both their colour and their marker."""
 
 from __future__ import annotations
 
@@ -114,7 +115,32 @@ def drawn_charts(monkeypatch):
         found.append((chart_id, wrong, styles))
 
     monkeypatch.setattr(charts, "finished_chart", check)
-    monkeypatch.setattr(sweep_charts, "finished_chart", check)
+    return found
+
+
+@pytest.fixture
+def sweep_svgs(monkeypatch):
+    """Each sweep chart written while the test runs: (what is wrong with it, its variants'
+    styles)."""
+    found = []
+    draw = sweep_charts.draw
+
+    def check(axis, xs, labels, series, log_x):
+        svg = draw(axis, xs, labels, series, log_x)
+        texts = [(text, corners) for text, corners in svg.boxes]
+        wrong = [f"{a!r} overlaps {b!r}" for (a, pa), (b, pb) in itertools.combinations(texts, 2)
+                 if _overlap(pa, pb)]
+        wrong += [f"{t!r} runs off the figure" for t, corners in texts
+                  if min(x for x, _ in corners) < 0 or min(y for _, y in corners) < 0
+                  or max(x for x, _ in corners) > sweep_charts.WIDTH
+                  or max(y for _, y in corners) > svg.height]
+        styles = {name: charts.variant_style(i) for i, name in enumerate(series)}
+        if len(set(styles.values())) < len(styles):
+            wrong.append(f"variants share colour and marker: {styles}")
+        found.append((wrong, styles))
+        return svg
+
+    monkeypatch.setattr(sweep_charts, "draw", check)
     return found
 
 
@@ -148,13 +174,22 @@ def test_comparison_charts_have_no_overlapping_labels(drawn_charts, tmp_path, ca
 
 
 @pytest.mark.parametrize("sweep", ["h200-bench", "h200-profile"])
-def test_sweep_charts_have_no_overlapping_labels(drawn_charts, tmp_path, sweep):
+def test_sweep_charts_have_no_overlapping_labels(sweep_svgs, drawn_charts, tmp_path, sweep):
     from paprof.sweep.report import write_sweep_report
 
     write_sweep_report(recorded(f"sweeps/{sweep}"), tmp_path / "s.html")
-    assert drawn_charts and all(chart_id.startswith("scaling") for chart_id, _, _ in drawn_charts)
-    assert [(chart_id, wrong) for chart_id, wrong, _ in drawn_charts if wrong] == []
-    assert all(len(styles) == 2 for _, _, styles in drawn_charts)  # v5 and v6
+    assert sweep_svgs and not drawn_charts  # no matplotlib figure
+    assert [wrong for wrong, _ in sweep_svgs if wrong] == []
+    assert all(len(styles) == 2 for _, styles in sweep_svgs)  # v5 and v6
+
+
+def test_sweep_chart_of_many_points_and_long_names_has_no_overlapping_labels(sweep_svgs):
+    """100 context lengths (a dozen labelled), eight variants of long names."""
+    xs = list(range(4096, 4096 + 16 * 100, 16))
+    series = {f"variant_with_a_long_name_{i}": {k: [float(i + 1 + j) for j in range(100)]
+                                                for k, _, _ in sweep_charts.PANELS} for i in range(8)}
+    sweep_charts.scaling("scaling-context-0", "context", xs, [str(x) for x in xs], series, "", False)
+    assert sweep_svgs and sweep_svgs[0][0] == []
 
 
 def test_no_two_variants_share_colour_and_marker():

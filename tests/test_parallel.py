@@ -218,22 +218,6 @@ def test_drain_cuts_in_order_and_lets_go():
     assert parallel.chunk_size(1, 8, 100) == 1
 
 
-def test_charts_drawn_by_workers_are_the_same(monkeypatch):
-    from paprof.sweep import report as R
-
-    runs = recorded("sweeps/h200-profile")
-    col = R.collect(runs, R.manifests.find(runs))
-    monkeypatch.setattr(R, "MAX_CHARTS", 3)  # 3 of its 7, drawn here, then by 2 workers
-    monkeypatch.setattr(R, "PARALLEL_CHARTS", 3)
-    monkeypatch.setenv("PAPROF_JOBS", "1")
-    serial, left_out = R._charts(col.manifest, col.cells)
-    monkeypatch.setenv("PAPROF_JOBS", "2")
-    pooled, _ = R._charts(col.manifest, col.cells)
-    assert (len(serial), left_out) == (3, 4)
-    assert [vars(c) for c in pooled] == [vars(c) for c in serial]
-    assert multiprocessing.active_children() == []
-
-
 def test_labelled_ticks_first_last_and_spread():
     from paprof.render.sweep_charts import MAX_LABELS, labelled
 

@@ -87,7 +87,7 @@ def test_html_markdown_and_json_written(tmp_path, monkeypatch):
     done = R.write_sweep_report(tmp_path / "runs", out, tmp_path / "sweep.md", generated="now")
     html = out.read_text()
     assert html.startswith("<!doctype html>") and '<meta name="generator" content="paprof' in html
-    assert html.count("data:image/png;base64,") == 6  # batch at 2 contexts, context at 4 batches
+    assert html.count("data:image/svg+xml;base64,") == 6  # batch at 2 contexts, context at 4 batches
     assert "v6 is faster than v5 by 3x below batch 16 at context 32768" in html
     assert "http://" not in html.replace("http://www.w3.org", "") and "<script" not in html
     assert ".badge.dram-bound" in html  # the compare report's stylesheet
@@ -167,6 +167,44 @@ def test_profiled_sweep_has_bottlenecks_and_ncu_durations(tmp_path):
     assert [v for v, _ in badges] == ["v5", "v6"]
     md = R.render_markdown(ctx)
     assert cells["v5"].bottleneck in md
+
+
+def test_a_reports_medians_and_label_over_its_rows():
+    """A step of several kernels: each report's medians skip the missing values, its label
+    is the most common one (the first seen among equals); blank and NaN labels are none."""
+    import math
+
+    import pandas as pd
+
+    from paprof.sweep import regime
+
+    nan = math.nan
+    rows = pd.DataFrame({"report_path": ["a"] * 4 + ["b"] * 2 + ["c"],
+                         "duration_us": [1.0, 2.0, nan, 4.0, nan, nan, 7.0],
+                         "work_tbs": [1.0, 5.0, 3.0, 2.0, 1.0, 3.0, float("inf")],
+                         "bottleneck": ["dram", "l2", "l2", "dram", nan, "", "x"]})
+    medians, labels = regime._per_report(rows)
+    assert medians == {"a": (2.0, 2.5, None), "b": (None, 2.0, None), "c": (7.0, math.inf, None)}
+    assert labels == {"a": "dram", "b": None, "c": "x"}
+
+
+def test_outputs_are_checked_against_the_stores_files_only_when_they_exist(tmp_path, monkeypatch):
+    """The store's JSON files are walked to refuse an output that is one of them (a hard
+    link of the manifest, even with --force), not for an output that does not exist yet."""
+    import os
+    from pathlib import Path
+
+    _profile_sweep(tmp_path / "runs")
+    walked = []
+    rglob = Path.rglob
+    monkeypatch.setattr(Path, "rglob", lambda self, pattern: walked.append(pattern) or rglob(self, pattern))
+    R.write_sweep_report(tmp_path / "runs", tmp_path / "new.html")
+    assert walked == []
+    manifest = next((tmp_path / "runs" / "sweeps").glob("*.json"))
+    os.link(manifest, tmp_path / "linked.html")
+    with pytest.raises(R.UserError, match="one of this command's inputs"):
+        R.write_sweep_report(tmp_path / "runs", tmp_path / "linked.html", force=True)
+    assert walked == ["*.json"]
 
 
 def test_the_gate_on_a_sweep_names_the_point(tmp_path, monkeypatch):

@@ -9,16 +9,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from paprof import parallel
 from paprof._version import __version__
 from paprof.explain import fmt
 from paprof.family import format_value
 from paprof.measure.provenance import now
-
-PARALLEL_CHARTS = 4
-"""From this many charts on they are drawn by worker processes (``paprof.parallel``):
-each takes matplotlib 0.1-0.2 s, a worker's start about as much."""
-
 
 @dataclass
 class RegimeCell:
@@ -112,9 +106,9 @@ def _regime_tables(grids, noise_pct: float) -> list[RegimeTable]:
             for g in grids]
 
 
-def draw_scaling(lines, parallel_from: int = PARALLEL_CHARTS) -> list:
-    """One chart per ``paprof.sweep.regime.ScalingLine``; from ``parallel_from`` charts on,
-    drawn by worker processes."""
+def draw_scaling(lines) -> list:
+    """One chart per ``paprof.sweep.regime.ScalingLine`` (``sweep_charts.scaling``: SVG
+    written in a few milliseconds, in this process)."""
     from paprof.render import sweep_charts
 
     charts = []
@@ -122,22 +116,10 @@ def draw_scaling(lines, parallel_from: int = PARALLEL_CHARTS) -> list:
         numeric = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in ln.values)
         where = ("at " + ", ".join(f"{k} {format_value(v)}" for k, v in ln.at.items())) if ln.at else ""
         series = {vid: {k: got[k] for k, _l, _g in sweep_charts.PANELS} for vid, got in ln.series.items()}
-        charts.append((f"scaling-{ln.key}-{len(charts)}", ln.key, ln.values,
-                       [format_value(v) for v in ln.values], series, where,
-                       numeric and sweep_charts.spans(ln.values)))
-    jobs = min(parallel.jobs(), len(charts)) if len(charts) >= parallel_from else 1
-    if jobs > 1:  # imported once here, so that forked workers start with it
-        import matplotlib.backends.backend_agg  # noqa: F401
-        import matplotlib.figure  # noqa: F401
-    with parallel.ordered_map(_scaling, charts, jobs) as drawn:
-        return list(drawn)
-
-
-def _scaling(args: tuple):
-    """One scaling chart (in a worker process when there are several)."""
-    from paprof.render import sweep_charts
-
-    return sweep_charts.scaling(*args)
+        charts.append(sweep_charts.scaling(f"scaling-{ln.key}-{len(charts)}", ln.key, ln.values,
+                                           [format_value(v) for v in ln.values], series, where,
+                                           numeric and sweep_charts.spans(ln.values)))
+    return charts
 
 
 def build_context(found, charts: list | None = None, generated: str | None = None) -> SweepContext:

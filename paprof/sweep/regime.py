@@ -14,7 +14,7 @@ axes held at each of their values and says in words where the winner changes;
 from __future__ import annotations
 
 import itertools
-import statistics
+import math
 from collections import Counter
 from dataclasses import dataclass, field
 
@@ -70,33 +70,57 @@ def _profile_cells(chosen: dict, scan=None) -> dict:
     from paprof.model.load import load_reports, variant_rows
 
     rows = variant_rows(load_reports([rec.path for rec in chosen.values()], scan=scan))
-    # Each report's rows by number, and the columns read as lists: a mask over the whole
-    # table per run took 10,000 x 10,000 comparisons.
-    where: dict = {}
-    for i, path in enumerate(rows["report_path"].tolist()):
-        where.setdefault(path, []).append(i)
-    columns = {c: rows[c].tolist() for c in ("duration_us", "work_tbs", "work_tflops")
-               if c in rows}
-    bottlenecks = rows["bottleneck"].tolist()
+    medians, labels = _per_report(rows)
+    ceilings: dict = {}
     out = {}
     for (vid, slug), rec in chosen.items():
-        mine = where.get(str(rec.path))
-        if not mine:
+        path = str(rec.path)
+        if path not in labels:
             continue
-        def med(column):
-            values = ([v for v in (columns[column][i] for i in mine) if not fmt.is_missing(v)]
-                      if column in columns else [])
-            return statistics.median(values) if values else None
-        tbs = med("work_tbs")
-        ceiling = ceiling_for(rec.data.get("gpu"), rec.data)
-        labels = Counter(b for b in (bottlenecks[i] for i in mine) if b)
+        time_us, tbs, tflops = medians.get(path, (None, None, None))
+        gpu, recorded = rec.data.get("gpu"), rec.data.get("read_ceiling_tbs")
+        key = (gpu, repr(recorded))
+        if key not in ceilings:  # one look-up a GPU (and recorded ceiling), not one a run
+            ceilings[key] = ceiling_for(gpu, rec.data)
+        ceiling = ceilings[key]
         out[(vid, slug)] = Cell(
-            vid, "done", time_us=med("duration_us"), tbs=tbs, tflops=med("work_tflops"),
+            vid, "done", time_us=time_us, tbs=tbs, tflops=tflops,
             pct_ceiling=100.0 * tbs / ceiling.tbs if tbs and ceiling else None,
-            bottleneck=labels.most_common(1)[0][0] if labels else None,
-            event_us=_num(rec.data.get("duration_us_event")), gpu=rec.data.get("gpu"),
-            source=str(rec.path))
+            bottleneck=labels[path], event_us=_num(rec.data.get("duration_us_event")), gpu=gpu,
+            source=path)
     return out
+
+
+MEDIANS = ("duration_us", "work_tbs", "work_tflops")
+"""The columns a profiled cell takes the median of, over its report's rows (a step's
+kernels)."""
+
+
+def _per_report(rows) -> tuple[dict, dict]:
+    """Each report's medians of ``MEDIANS`` (None where it has no value; a column the
+    table lacks is None throughout) and its most common bottleneck label (the first seen
+    among equals; None without one), by report path: grouped over the whole table at
+    once, not a pass over its rows per run."""
+    import pandas as pd
+
+    paths = rows["report_path"].astype(str)
+    labels: dict = dict.fromkeys(paths.tolist())
+    present = [c for c in MEDIANS if c in rows]
+    medians: dict = {}
+    if present:
+        values = pd.DataFrame({c: pd.to_numeric(rows[c], errors="coerce") for c in present})
+        found = values.groupby(paths.to_numpy(), sort=False).median()
+        columns = [found[c].tolist() if c in found else [math.nan] * len(found) for c in MEDIANS]
+        medians = {path: tuple(None if v != v else float(v) for v in cells)
+                   for path, *cells in zip(found.index.tolist(), *columns)}
+    named = [bool(b) and isinstance(b, str) for b in rows["bottleneck"].tolist()] \
+        if "bottleneck" in rows else []
+    if any(named):
+        kept = pd.DataFrame({"path": paths[named].to_numpy(), "label": rows["bottleneck"][named].to_numpy()})
+        counts = kept.groupby(["path", "label"], sort=False).size()
+        best = counts.groupby(level=0, sort=False).idxmax()  # the first largest, in order seen
+        labels.update({path: label for path, (_, label) in best.items()})
+    return medians, labels
 
 
 @dataclass

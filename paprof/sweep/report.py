@@ -36,15 +36,12 @@ from paprof.render.build import STDOUT
 
 MAX_CHARTS = 24
 """Scaling charts at most; the regime map and the JSON hold every point."""
-PARALLEL_CHARTS = 4
-"""From this many charts on they are drawn by worker processes (``paprof.parallel``):
-each takes matplotlib 0.1-0.2 s, a worker's start about as much."""
 
 
 def _charts(data: dict, cells: dict) -> tuple[list, int]:
     """The scaling charts (at most ``MAX_CHARTS``) and how many were left out."""
     lines, left_out = scaling_lines(data, cells, limit=MAX_CHARTS)
-    return draw_scaling(lines, PARALLEL_CHARTS), left_out
+    return draw_scaling(lines), left_out
 
 
 def build_context(col: Collected, noise_pct: float = NOISE_PCT, charts: bool = True,
@@ -77,6 +74,14 @@ def regime_path_for(out: Path) -> Path:
     return out.with_name(out.name.rsplit(".", 1)[0] + ".regime.json")
 
 
+def _store_records(runs):
+    """The store's JSON files (its manifests and sidecars), found only when asked for:
+    ``outputs.check_target`` looks at them only for an output that exists already (10,000
+    runs: 0.1 s, every report)."""
+    if Path(runs).is_dir():
+        yield from Path(runs).rglob("*.json")
+
+
 def write_sweep_report(runs, out: Path | str | None = "paprof-sweep.html", markdown=None,
                        regime: Path | str | None = None, *, name: str | None = None,
                        noise_pct: float = NOISE_PCT, force: bool = False,
@@ -101,10 +106,9 @@ def write_sweep_report(runs, out: Path | str | None = "paprof-sweep.html", markd
                                          (json_path, f'"kind": "{REGIME_KIND}"')) if p is not None]
     if len({str(p.resolve()) for p, _ in targets}) < len(targets):
         raise UserError("the HTML, Markdown and regime JSON outputs must be different files")
-    store_files = sorted(Path(runs).rglob("*.json")) if Path(runs).is_dir() else []
     overwrote = [p for p, mark in targets  # never a manifest or record it reads, even with --force
                  if outputs.check_target(p, what="a paprof report", mark=mark, force=force,
-                                         inputs=store_files)]
+                                         inputs=_store_records(runs))]
     for p, _ in targets:
         store.refuse_inside(p, runs, "the sweep report's output")
     data = manifests.find(runs, name)

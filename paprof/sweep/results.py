@@ -115,7 +115,7 @@ def find_records(root, mode: str | None = None, scan=None) -> list[Record]:
                 out.append(Record(path, read_bench(path), "bench"))
     if mode in (None, "profile"):
         for run in (scan.find_runs if scan is not None else store.find_runs)(root):
-            data = dict(run.sidecar or {})
+            data = dict(run.sidecar.data) if run.sidecar else {}  # its dict, not key by key
             for key in ("gpu_slug", "family", "variant"):
                 data.setdefault(key, run.layout.get(key))
             data.setdefault("shape_slug", run.shape_slug)

@@ -482,3 +482,16 @@ def test_a_long_verdict_lists_only_what_is_not_the_same():
     assert (table.row_count, hidden) == (1, 300)
     table, hidden = check_cmd._verdict_table(SimpleNamespace(results=results[:150]))
     assert (table.row_count, hidden) == (150, 0)
+
+
+def test_update_prints_its_first_entries_and_counts_the_rest(invoke, runs_table, tmp_path, monkeypatch):
+    from paprof.commands import check as check_command
+
+    path = tmp_path / "base.json"
+    shown = invoke("baseline", "update", "--runs", "runs", "--variant", "v3", "--out", path)
+    assert shown.exit_code == 0 and "paged_decode/v3 at " in shown.output and "more entries" not in shown.output
+    monkeypatch.setattr(check_command, "SHOWN_ENTRIES", 0)
+    counted = invoke("baseline", "update", "--runs", "runs", "--variant", "v3", "--out", path, "--force")
+    assert counted.exit_code == 0 and "paged_decode/v3 at " not in counted.output
+    assert "... and 1 more entries (the file holds every one)" in counted.output
+    assert len(json.loads(path.read_text())["entries"]) == 1

@@ -121,7 +121,7 @@ def test_run_cmd_times_first_then_profiles_the_top_kernels(paprof_cli, fake_bin,
     assert f"{planned} launches standing for the other" in result.output
     # the fake ncu prints --launch-count launches (1) where the plan was more: said, and kept
     assert chosen["launches_profiled"] == 1 < planned
-    assert f"Warning: ncu profiled 1 launches where the timing pass planned {planned}" in result.output
+    assert f"Warning: ncu profiled 1 launch where the timing pass planned {planned}" in result.output
     assert not [p for p in runs.rglob("*") if "timing" in p.name]  # the timing report is scratch
 
     each = _run(paprof_cli, "--cmd", "python3 mlp.py eager", "--nvtx-range", "step", "--name",

@@ -428,12 +428,19 @@ def update(runs, variants, metrics, out, force, static_gate, family, shapes, arc
             runs, metrics=tuple(metrics) or None, variants=variants, scan=scan
         )
         gate.save_baseline(made, out, force=force, inputs=inputs)
-    for e in made.entries:
+    for e in made.entries[:SHOWN_ENTRIES]:
         stats = ", ".join(
             f"{m} {gate.fmt_value(s.value, gate.unit(m))}" for m, s in e.metrics.items()
         )
         say(safetext.shown(f"{e.name} at {e.shape} on {e.provenance.gpu or 'unknown GPU'}: {stats}"))
+    if len(made.entries) > SHOWN_ENTRIES:
+        say(f"... and {len(made.entries) - SHOWN_ENTRIES:,} more entries (the file holds every one)")
     say(f"wrote {safetext.shown(out)} ({len(made.entries)} entries)")
+
+
+SHOWN_ENTRIES = 50
+"""``baseline update`` prints its first entries, one line each, and counts the others:
+a sweep's store of 10,000 runs wrote 10,000 lines (a second of printing)."""
 
 
 def _say(out):

@@ -112,7 +112,7 @@ def selection_lines(outcomes: list[Outcome]) -> list[str]:
                      f"{100 * skipped['share']:.1f} % (--all profiles every kernel)")
         seen = chosen.get("launches_profiled")
         if isinstance(seen, int) and seen != planned:
-            line += (f". Warning: ncu profiled {seen} launches where the timing pass {verb} "
+            line += (f". Warning: ncu profiled {seen} launch{'es' if seen != 1 else ''} where the timing pass {verb} "
                      f"{planned} of these kernels: the program ran differently the second time")
         lines.append(line)
     return lines

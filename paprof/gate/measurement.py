@@ -273,7 +273,8 @@ def load_runs(paths, variants: Sequence[str] | None = None, scan=None):
             held = ", ".join(sorted({r.name for r in runs})) or "no runs"
             where = ", ".join(map(str, paths))
             raise UserError(f"no runs of {', '.join(variants)} in {where}; it holds: {held}")
-        paths = chosen
+        if len(chosen) < len(runs):  # else the folders themselves: scanned once, not 10,000 paths
+            paths = chosen
     from paprof.model.load import load_reports, variant_rows  # pandas: only when runs are read
 
     kernels = load_reports(paths, scan=scan)

@@ -74,14 +74,6 @@ def _finite(text: str) -> bool:
 
 def loads(text: str):
     """The JSON value of ``text`` with the limits above (:class:`Refused` otherwise)."""
-    if _finite(text):  # no number to check: the C parser alone, no call per number
-        try:
-            value = json.loads(text)
-        except RecursionError:
-            raise Refused(f"nested deeper than {MAX_DEPTH} levels") from None
-        if text.count("[") + text.count("{") > MAX_DEPTH and _deeper(value, MAX_DEPTH):
-            check(value)
-        return value
     odd: list = []  # set by the parser when a number is not finite as a float
 
     def real(s: str) -> float:
@@ -95,8 +87,11 @@ def loads(text: str):
             odd.append(s)
         return int(s)
 
+    # no number to check (``_finite``): the C parser alone, no call per number
+    hooks = {} if _finite(text) else {"parse_float": real, "parse_int": integer,
+                                      "parse_constant": real}
     try:
-        value = json.loads(text, parse_float=real, parse_int=integer, parse_constant=real)
+        value = json.loads(text, **hooks)
     except RecursionError:
         raise Refused(f"nested deeper than {MAX_DEPTH} levels") from None
     # The walk (it names the field) costs 4x the parse: a text with few brackets and no

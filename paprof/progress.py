@@ -10,7 +10,8 @@ A command that can take long on a large store (``baseline update``, ``check``, `
 beneath it (the store's scan, reading the reports, the gate's entries, a merge's results)
 call ``tick(what, done, total)``, which costs a global lookup when no command shows
 progress (in the library, in tests, in worker processes). The bar appears only once the
-command has run ``DELAY`` seconds, so a quick command prints nothing.
+command has run ``DELAY`` seconds, so a quick command prints nothing. Where no bar can
+be live (a log, a pipe), ``LogLines`` prints where ``paprof run`` stands now and then.
 """
 
 from __future__ import annotations
@@ -120,3 +121,21 @@ def tick(what: str, done: int, total: int | None = None) -> None:
     to the command's display if one is shown."""
     if _SHOWN is not None:
         _SHOWN.tick(what, done, total)
+
+
+class LogLines:
+    """Where a long run stands, for a log or a pipe (no live display there): a line
+    ``paprof: <what it does now>`` on ``console`` once ``every`` seconds have passed since
+    the start or the last line, so a quick run prints none and a long one (a program's
+    timing pass, a slow replay) shows it is moving and where."""
+
+    def __init__(self, console, every: float = 10.0, clock=time.monotonic):
+        self.console, self.every, self.clock = console, every, clock
+        self.last = clock()
+
+    def __call__(self, text: str) -> None:
+        now = self.clock()
+        if now - self.last >= self.every and text:
+            self.last = now
+            self.console.print(f"paprof: {safe(text)}", markup=False, highlight=False,
+                               soft_wrap=True)

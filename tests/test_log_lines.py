@@ -1,5 +1,5 @@
 """`paprof run` in a log or a pipe (no live display): a line now and then on where it
-stands, none for a quick run (paprof/measure/profile.py ``LogLines``)."""
+stands, none for a quick run (paprof/progress.py ``LogLines``)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import io
 
 from rich.console import Console
 
-from paprof.measure.profile import LogLines
+from paprof.progress import LogLines
 
 
 def test_a_line_once_every_interval_and_none_for_a_quick_run():

@@ -338,7 +338,7 @@ def tell(before: VariantResult, after: VariantResult, t: Thresholds = THRESHOLDS
                                                   for t in dec.causes()):
         said = None  # no warp-state counters: the moved counters' sentence says more than a unit's work
     if said:
-        said = _where_unprofiled(said, dec, before, after)
+        said = _where_unprofiled(said, dec.causes()[0].key, before, after)
     path = code_path(after, reason=False)
     if said and path:
         said = f"{said} (launch: {path})"  # the cause first, then the launch choice the family recorded
@@ -363,11 +363,10 @@ def tell(before: VariantResult, after: VariantResult, t: Thresholds = THRESHOLDS
     return step
 
 
-
-def _where_unprofiled(said: str, dec, before, after) -> str:
-    """A cause of kernels gone (new) said with the other program's unprofiled kernels:
-    a kernel gone may have been fused into one the top-kernel route timed and skipped."""
-    key = dec.causes()[0].key
+def _where_unprofiled(said: str, key: str, before, after) -> str:
+    """A cause (its first term's ``key``) of kernels gone (new) said with the other
+    program's unprofiled kernels: a kernel gone may have been fused into one the
+    top-kernel route timed and skipped."""
     if key not in ("kernel-", "kernel+"):
         return said
     other = after if key == "kernel-" else before

@@ -33,6 +33,7 @@ from paprof.names import slug
 from paprof.errors import ShapeError, UserError, VerificationError
 from paprof.family import CommandVariant, Variant, checked_work
 from paprof import phases as ph
+from paprof import progress
 from paprof.measure import sass_hash
 from paprof.measure import ahead, environment, provenance, session, top_kernels
 from paprof.read import store, store_files
@@ -408,7 +409,7 @@ def profile_variants(
         TextColumn("{task.description}"),
     )
     live = console.is_terminal  # no live display (and no stray newlines) in logs and pipes
-    lines = None if live else LogLines(console)  # where it stands, in a log: a line now and then
+    lines = None if live else progress.LogLines(console)  # where it stands, in a log: a line now and then
     with Progress(*columns, console=console, transient=True, disable=not live) as bar:
         task = bar.add_task("", total=len(variants), variant="")
         bar.update(task, variant="all")
@@ -453,24 +454,6 @@ def profile_variants(
     if outcomes and all(o.skipped for o in outcomes):
         raise outcomes[0].skipped
     return outcomes
-
-
-class LogLines:
-    """Where a long run stands, for a log or a pipe (no live display there): a line
-    ``paprof: <what it does now>`` on ``console`` once ``every`` seconds have passed since
-    the start or the last line, so a quick run prints none and a long one (a program's
-    timing pass, a slow replay) shows it is moving and where."""
-
-    def __init__(self, console: Console, every: float = 10.0, clock=time.monotonic):
-        self.console, self.every, self.clock = console, every, clock
-        self.last = clock()
-
-    def __call__(self, text: str) -> None:
-        now = self.clock()
-        if now - self.last >= self.every and text:
-            self.last = now
-            self.console.print(f"paprof: {shown(text)}", markup=False, highlight=False,
-                               soft_wrap=True)
 
 
 RUN_ALONE = "PAPROF_RUN_ALONE"

@@ -184,13 +184,17 @@ def _stand_in_error(by_key: dict, k: int) -> float:
     return moved
 
 
+def _mangled(launch) -> str | None:
+    """A launch's mangled name (``read_launches``' fifth field), None where not read."""
+    return launch[4] if len(launch) > 4 else None
+
+
 def _key(launch) -> tuple:
     """A launch's configuration as ncu's ``--filter-mode per-launch-config`` counts it under
     ``--kernel-name-base mangled``: (its function, by mangled name where the timing pass
     read one, grid, block)."""
-    name, _us, (grid, block), *rest = launch
-    mangled = rest[1] if len(rest) > 1 else None
-    return (mangled or name, grid, block)
+    name, _us, (grid, block), *_rest = launch
+    return (_mangled(launch) or name, grid, block)
 
 
 def represent(launches, names) -> tuple[int, dict, float, list] | None:
@@ -230,8 +234,14 @@ def represent(launches, names) -> tuple[int, dict, float, list] | None:
                 seen.append(us)
                 every = max(every, i + 1)
     step_us = sum(sum(times) for times in by_key.values())
-    k = next((k for k in range(1, every)
-              if _stand_in_error(by_key, k) <= STAND_IN_ERROR * step_us), every)
+    k, moved = every, 0.0  # every duration seen: nothing moves
+    for fewer in range(1, every):
+        moved = _stand_in_error(by_key, fewer)
+        if moved <= STAND_IN_ERROR * step_us:
+            k = fewer
+            break
+    else:
+        moved = _stand_in_error(by_key, every)
     if all(len(times) <= k for times in by_key.values()):
         return None  # nothing would be saved
     weights: dict[tuple, list[int]] = {}
@@ -258,7 +268,7 @@ def represent(launches, names) -> tuple[int, dict, float, list] | None:
         if i < k:
             w = weights[key]
             sequence.append([launch[0], key[1], key[2], w[i] if i < len(w) else 0])
-    return k, out, (_stand_in_error(by_key, k) / step_us if step_us > 0 else 0.0), sequence
+    return k, out, (moved / step_us if step_us > 0 else 0.0), sequence
 
 
 def mangled_names(launches, names) -> tuple[str, ...] | None:
@@ -267,7 +277,7 @@ def mangled_names(launches, names) -> tuple[str, ...] | None:
     out: dict[str, None] = {}
     for launch in launches:
         if launch[0] in names:
-            mangled = launch[4] if len(launch) > 4 else None
+            mangled = _mangled(launch)
             if not mangled:
                 return None
             out[mangled] = None

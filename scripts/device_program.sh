@@ -9,7 +9,8 @@
 # GPT_ARGS (default "--layers 2 --steps 1") goes to every gpt_block.py run; LIMIT_* (s)
 # time-box each step (default: truth 70, top runs 70 and 60, --all runs 120 and 60,
 # compares 25 each), and BUDGET (default 450 s) all of them together: a step gets at most
-# what is left of it, so the script ends within 8 minutes on any GPU.
+# what is left of it, so the script ends within 8 minutes on any GPU. ROUTES (default "top
+# all") picks the routes run: "top" or "all" alone splits them over two calls.
 # Everything is logged to $OUT/program.log; the reports, explanations, logs and a
 # summary.json go into $OUT/program-results.tar.gz, the run stores into
 # $OUT/program-runs.tar.gz (split into 15 MiB parts .00, .01 ... if larger; the --all
@@ -62,7 +63,7 @@ python3 -c "import torch, triton; print('torch', torch.__version__, 'triton', tr
 # the ground truth, and the Inductor cache warmed for the runs under ncu
 timed truth "${LIMIT_TRUTH:-70}" $PROG both --timing-iters 20 --json "$W/times.json" $GPT_ARGS
 
-for how in top all; do
+for how in ${ROUTES:-top all}; do
   flag=""; [ "$how" = all ] && flag="--all"
   for mode in eager compiled; do
     limit_var="LIMIT_${how^^}_${mode^^}"

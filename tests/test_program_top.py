@@ -68,6 +68,9 @@ def test_the_timing_report_is_read_by_kernel_and_step():
     report = unpacked(MLP) / "runs" / "nvidia-h200" / "command" / "eager" / "command.ncu-rep"
     launches, steps = read_launches(report, "step")
     assert steps == 3 and len(launches) == 3 * 14
+    # each launch's grid and block dimensions, whose products are its sizes
+    for _name, _us, (grid, block), _step, _mangled, dims in launches:
+        assert dims[0] * dims[1] * dims[2] == grid and dims[3] * dims[4] * dims[5] == block
     picked = choose(launches, steps)
     names = chosen_names(picked)
     assert names[0].startswith("nvjet") and picked["profiled"]["share"] >= 0.9

@@ -63,6 +63,23 @@ def test_template_instances_of_one_function_are_configurations_of_their_own():
     assert represent(by_name, None)[0] == 9
 
 
+def test_grids_of_one_size_and_two_shapes_are_two_configurations():
+    """A GPT block's backward sums biases with one reduction function on 32 x 66 and on
+    24 x 88 blocks (2,112 both), alternately, each layer. ncu's per-launch-config profiles
+    the first K of each shape; keyed by size, the plan would count half of them (the H100's
+    8-layer step: 56 launches profiled where 52 were planned). Keyed by the dimensions the
+    timing pass reads, each shape is its own configuration."""
+    a, b = (32, 66, 1, 32, 4, 1), (24, 88, 1, 32, 4, 1)
+    step = [("red", 40.0, (2112, 128), 0, "_Z3red", a), ("red", 25.0, (2112, 128), 0, "_Z3red", b)] * 8
+    k, configs, _error, sequence = represent(step, None)
+    assert k == 1 and [c.get("dims") for c in configs["red"]] == [[[24, 88, 1], [32, 4, 1]],
+                                                                   [[32, 66, 1], [32, 4, 1]]]
+    assert sequence == [["red", 2112, 128, 8], ["red", 2112, 128, 8]]
+    sized = [l[:5] for l in step]  # a timing pass without the dimensions: one configuration
+    k, configs, _error, sequence = represent(sized, None)
+    assert k == 2 and len(configs["red"]) == 1 and len(sequence) == 2
+
+
 def test_a_few_jittering_small_launches_do_not_make_every_launch_profiled():
     """Eight layers: a GEMM of 100 us and three elementwise operations of 2, 4 and 8 us on
     one grid each layer; in the seventh layer one 2 us launch took 2.6 us. Every distinct
@@ -98,12 +115,30 @@ def test_each_row_counts_for_its_launches():
             {"kernel": "ew", "grid_size": 64.0, "block_size": 128.0},
             {"kernel": "gemm", "grid_size": 132.0, "block_size": 256.0},
             {"kernel": "ew", "grid_size": 64.0, "block_size": 128.0}]
-    assert counts(rows, plan) == ([2, 2, 0, 1], [])
+    assert counts(rows, plan) == ([2, 2, 0, 1], "")
     # a report that does not hold the planned launches in order: each counted once, and said
-    times, off = counts(rows[1:] + rows[:1], plan)
-    assert times == [1, 1, 1, 1] and off == ["launch 1 is ew (64 x 128), the plan's gemm (132 x 256)"]
-    times, off = counts(rows + rows[:1], plan)
-    assert times == [1] * 5 and off == ["5 launches where the plan had 4"]
+    times, note = counts(rows[1:] + rows[:1], plan)
+    assert times == [1, 1, 1, 1] and note.endswith(
+        "each launch counted once: launch 1 is ew (64 x 128), the plan's gemm (132 x 256)")
+    times, note = counts(rows[:3], plan)
+    assert times == [1] * 3 and note.endswith("3 launches where the plan had 4")
+
+
+def test_launches_ncu_profiled_past_the_plan_count_for_none():
+    """ncu's per-launch-config tells grids of one size and different shapes apart (a
+    reduction on 32 x 66 and on 24 x 88 blocks); where a timing pass keyed them by size
+    (a paprof before it read the dimensions), the report holds the planned launches in
+    order with more between them: those count for none, the step stays the plan's."""
+    plan = (("gemm", 132, 256, 2), ("red", 2112, 128, 3), ("red", 2112, 128, 1))
+    rows = [{"kernel": k, "grid_size": float(g), "block_size": float(b)}
+            for k, g, b in (("gemm", 132, 256), ("red", 2112, 128), ("red", 2112, 128),
+                            ("red", 2112, 128), ("red", 2112, 128))]
+    times, note = counts(rows, plan)
+    assert times == [2, 3, 1, 0, 0] and sum(times) == 6
+    assert note.startswith("ncu profiled 2 launches the timing pass did not plan (the first: red (2112 x 128))")
+    # the plan not found in order: each launch once
+    times, note = counts(rows[:1] + rows[2:3], plan)
+    assert times == [1, 1] and "each launch counted once" in note
 
 
 def _record(launches, steps):
@@ -194,7 +229,20 @@ def test_a_few_launches_a_configuration_give_the_first_step_of_every_launch(tmp_
         lo, hi = whole[column].min(), whole[column].max()
         assert lo * 0.98 <= one[column].iloc[0] <= hi * 1.02, column
 
-    # a report that does not hold what was planned: those launches counted once, and said
+    # a report holding every launch of the three steps: the 13 planned ones are in it in
+    # order (the first step's, its second GEMM launch stood for by the first); the other
+    # 29 count for none, and that is said
     monkeypatch.setattr(load_module, "open_report", opened)
     every = load_reports([tmp_path / "runs"])
-    assert len(every) == 42 and "each launch counted once" in " ".join(every.attrs["notes"])
+    assert len(every) == 14 and "ncu profiled 29 launches the timing pass did not plan" in " ".join(every.attrs["notes"])
+    assert variant_rows(every)["duration_us"].iloc[0] == pytest.approx(one["duration_us"].iloc[0])
+
+    # a report without a planned kernel: each launch counted once, and said
+    def without_the_first_kernel(path, *args, **kwargs):
+        context, actions = opened(path, *args, **kwargs)
+        actions = list(actions)
+        return context, iter([a for a in actions if a.name() != actions[0].name()])
+
+    monkeypatch.setattr(load_module, "open_report", without_the_first_kernel)
+    short = load_reports([tmp_path / "runs"])
+    assert 14 < len(short) < 42 and "each launch counted once" in " ".join(short.attrs["notes"])

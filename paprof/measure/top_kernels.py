@@ -59,7 +59,12 @@ TIME_METRIC = BY_COLUMN["duration_us"].ncu_name
 #: The launch attributes the timing pass reads beside the duration: a launch's
 #: configuration as the full pass's ``--filter-mode per-launch-config`` tells them apart.
 CONFIG_METRICS = (BY_COLUMN["grid_size"].ncu_name, BY_COLUMN["block_size"].ncu_name)
-TIMING_METRICS = (TIME_METRIC, *CONFIG_METRICS)
+
+#: The grid's and the block's three dimensions: ncu's per-launch-config tells launches
+#: apart by them, not by their products (PyTorch's reductions run 32 x 66 and 24 x 88
+#: blocks, both 2,112, in one step of a GPT block: two configurations to ncu).
+DIM_METRICS = tuple(f"launch__{what}_dim_{axis}" for what in ("grid", "block") for axis in "xyz")
+TIMING_METRICS = (TIME_METRIC, *CONFIG_METRICS, *DIM_METRICS)
 
 #: How the record says the launches were timed.
 TIMED_BY = f"ncu --metrics {','.join(TIMING_METRICS)} (no sections: one pass a launch)"
@@ -79,13 +84,28 @@ def _config(action) -> tuple[int, int] | None:
     return got[0], got[1]
 
 
+def _dims(action) -> tuple[int, ...] | None:
+    """A launch's grid and block dimensions (x, y, z, x, y, z); None where the report
+    lacks any (a timing pass of a paprof before they were read)."""
+    got = []
+    for name in DIM_METRICS:
+        try:
+            x = ncu_reader.read_metric(action, name)
+        except KeyError:
+            return None
+        if not (x == x and 0 < x < 2 ** 31):
+            return None
+        got.append(int(x))
+    return tuple(got)
+
+
 def read_launches(report: Path, range_name: str) -> tuple[list[tuple], int]:
-    """``([(kernel, duration_us, (grid, block) or None, step, mangled name or None), ...],
-    steps)`` of a timing report, in launch order; ``steps``: the pushes of ``range_name``
-    the launches sat in (1 where not told)."""
+    """``([(kernel, duration_us, (grid, block) or None, step, mangled name or None,
+    dimensions or None), ...], steps)`` of a timing report, in launch order; ``steps``:
+    the pushes of ``range_name`` the launches sat in (1 where not told)."""
 
     context, actions = ncu_reader.open_report(Path(report), numeric=list(TIMING_METRICS), text=[])
-    names, nvtx, launches, mangled = [], [], [], []
+    names, nvtx, launches, mangled, dims = [], [], [], [], []
     for action in actions:
         name = str(action.name())
         names.append(name)
@@ -93,8 +113,9 @@ def read_launches(report: Path, range_name: str) -> tuple[list[tuple], int]:
         ns = ncu_reader.read_metric(action, TIME_METRIC)
         launches.append((name, ns / 1e3 if ns == ns else 0.0, _config(action)))
         mangled.append(ncu_reader.mangled_name(action))
+        dims.append(_dims(action))
     plan = steps.plan(names, nvtx, {"kind": "command", "nvtx_range": range_name})
-    return ([(*launch, step, m) for launch, step, m in zip(launches, plan.steps, mangled)],
+    return ([(*launch, step, m, d) for launch, step, m, d in zip(launches, plan.steps, mangled, dims)],
             max(1, plan.count))
 
 
@@ -192,9 +213,9 @@ def _mangled(launch) -> str | None:
 def _key(launch) -> tuple:
     """A launch's configuration as ncu's ``--filter-mode per-launch-config`` counts it under
     ``--kernel-name-base mangled``: (its function, by mangled name where the timing pass
-    read one, grid, block)."""
+    read one, grid, block, their dimensions where read: ``DIM_METRICS``)."""
     name, _us, (grid, block), *_rest = launch
-    return (_mangled(launch) or name, grid, block)
+    return (_mangled(launch) or name, grid, block, launch[5] if len(launch) > 5 else None)
 
 
 def represent(launches, names) -> tuple[int, dict, float, list] | None:
@@ -252,10 +273,11 @@ def represent(launches, names) -> tuple[int, dict, float, list] | None:
             weights[key][_nearest(us, reps)] += 1
     names_of = {_key(l): l[0] for l in mine}
     out: dict[str, list] = {}
-    for key in sorted(by_key, key=lambda kk: (names_of[kk], kk[1], kk[2], kk[0])):
-        function, grid, block = key
+    for key in sorted(by_key, key=lambda kk: (names_of[kk], kk[1], kk[2], kk[0], kk[3] or ())):
+        function, grid, block, dims = key
         out.setdefault(names_of[key], []).append({
             "grid": grid, "block": block, "function": function,
+            **({"dims": [list(dims[:3]), list(dims[3:])]} if dims else {}),
             "launches": len(by_key[key]), "weights": weights[key],
             # what ncu profiles of it: its first K launches in the range (past the first
             # step where it has fewer there: those count for nothing)

@@ -579,10 +579,9 @@ def _add_run(table: _Columns, report: Path, facts: dict, sidecar: dict | None,
     plan = facts.get("weights")
     times = [1] * len(rows)
     if plan:  # one step, each profiled launch counted for those it stands for
-        times, off = represented.counts(rows, plan)
-        if off:
-            missing.setdefault(_REPRESENTED_NOTE, "not profiled as the timing pass planned, each "
-                               "launch counted once: " + ", ".join(off[:3]))
+        times, note = represented.counts(rows, plan)
+        if note:
+            missing.setdefault(_REPRESENTED_NOTE, note)
     added = 0
     for row, step, n in zip(rows, found.steps, times):
         row["step"] = 0 if plan else step

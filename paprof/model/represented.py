@@ -78,15 +78,34 @@ def key_of(row: Mapping) -> Key | None:
     return str(row.get("kernel")), int(grid), int(block)
 
 
-def counts(rows: list[Mapping], plan: tuple[Planned, ...]) -> tuple[list[int], list[str]]:
+def counts(rows: list[Mapping], plan: tuple[Planned, ...]) -> tuple[list[int], str]:
     """How many times each of a report's ``rows`` (in report order) is counted under
-    ``plan`` (``weights``): the planned weights where the report holds exactly the planned
-    launches (kernel, grid and block, in order), else each launch once, and why."""
+    ``plan`` (``weights``), and a note where that is not the plan as made (else "").
+
+    The planned weights where the report holds exactly the planned launches (kernel, grid
+    and block, in order). Where it holds them in order with launches between (ncu told
+    two launch configurations apart where the timing pass saw one), those count for none
+    and the planned ones as planned. Else each launch once."""
     keys = [key_of(r) for r in rows]
     if keys == [p[:3] for p in plan]:
-        return [p[3] for p in plan], []
+        return [p[3] for p in plan], ""
+    times, j, extra = [], 0, []
+    for key in keys:  # the plan as a subsequence, matched at the earliest launch
+        if j < len(plan) and key == plan[j][:3]:
+            times.append(plan[j][3])
+            j += 1
+        else:
+            times.append(0)
+            extra.append(key)
+    if j == len(plan) and set(extra) <= {p[:3] for p in plan}:
+        what = "no launch shape" if extra[0] is None else f"{extra[0][0]} ({extra[0][1]} x {extra[0][2]})"
+        return times, (f"ncu profiled {len(extra)} launches the timing pass did not plan (the "
+                       f"first: {what}), counted for none, the planned ones as planned")
     for i, (key, want) in enumerate(zip(keys, plan)):
         if key != want[:3]:
             got = "no launch shape" if key is None else f"{key[0]} ({key[1]} x {key[2]})"
-            return [1] * len(rows), [f"launch {i + 1} is {got}, the plan's {want[0]} ({want[1]} x {want[2]})"]
-    return [1] * len(rows), [f"{len(rows)} launches where the plan had {len(plan)}"]
+            why = f"launch {i + 1} is {got}, the plan's {want[0]} ({want[1]} x {want[2]})"
+            break
+    else:
+        why = f"{len(rows)} launches where the plan had {len(plan)}"
+    return [1] * len(rows), f"not profiled as the timing pass planned, each launch counted once: {why}"

@@ -51,8 +51,6 @@ def test_the_timing_pass_collects_the_duration_alone_and_the_full_pass_the_chose
                              range_name="step")
     timing = ncu_argv(NcuSettings(ncu="ncu", metrics=(TIME_METRIC,)), program, None, "t.ncu-rep", None)
     assert timing[timing.index("--metrics") + 1] == TIME_METRIC and "--section" not in timing
-    # one pass, one run of the program: nothing saved before it, as kernel replay does
-    assert timing[timing.index("--replay-mode") + 1] == "application"
     assert timing[timing.index("--nvtx-include") + 1] == "step/"
     full = ncu_argv(NcuSettings(ncu="ncu", kernel_names=("gemm<4>", "a.b")), program, None,
                     "f.ncu-rep", None)

@@ -178,11 +178,7 @@ def _ncu_head(settings: NcuSettings, output: Path | str) -> list[str]:
         "--target-processes", "all",
     ]  # fmt: skip
     if settings.metrics:  # the timing pass: no section, one pass a launch
-        # Application replay: one pass is one run of the program, and nothing is saved
-        # first. Kernel replay saves all device memory a kernel could reach before its
-        # first pass, even where that is its only one: ~180 ms a launch of a compiled
-        # GPT step on the H100 (its allocator holds more), against ~20 ms in eager.
-        return argv + ["--replay-mode", "application", "--metrics", ",".join(settings.metrics)]
+        return argv + ["--metrics", ",".join(settings.metrics)]
     return argv + get_preset(settings.preset).ncu_args()
 
 

@@ -4,10 +4,8 @@ A ``paprof run --cmd`` step may hold hundreds of launches, most of them small
 element-wise kernels that add up to a few per cent of the step, and the full preset
 replays each launch ~35 times. So a command is run twice under ncu:
 
-1. **The timing pass**: ``--metrics gpu__time_duration.sum`` (with each launch's grid and
-   block) and no section, ``--replay-mode application`` (one pass: one run of the
-   program, nothing saved or replayed; kernel replay would save the device memory a
-   kernel could reach before each launch's one pass), inside the same NVTX
+1. **The timing pass**: ``--metrics gpu__time_duration.sum`` and no section (ncu then
+   collects that one metric: one pass a launch, nothing replayed), inside the same NVTX
    range and ``--kernel-regex`` as the full pass. Each launch's duration is ncu's own,
    measured the way the full pass measures it (launches serialised, caches flushed), so
    the shares agree with the full reports. The program's CUDA events time a whole step,
@@ -69,8 +67,7 @@ DIM_METRICS = tuple(f"launch__{what}_dim_{axis}" for what in ("grid", "block") f
 TIMING_METRICS = (TIME_METRIC, *CONFIG_METRICS, *DIM_METRICS)
 
 #: How the record says the launches were timed.
-TIMED_BY = (f"ncu --replay-mode application --metrics {','.join(TIMING_METRICS)} (no sections: "
-            "one pass, one run of the program)")
+TIMED_BY = f"ncu --metrics {','.join(TIMING_METRICS)} (no sections: one pass a launch)"
 
 #: The fraction of the step ``paprof run --cmd`` profiles by default.
 DEFAULT_COVER = 0.9

@@ -98,9 +98,10 @@ def counts(rows: list[Mapping], plan: tuple[Planned, ...]) -> tuple[list[int], s
             times.append(0)
             extra.append(key)
     if j == len(plan) and set(extra) <= {p[:3] for p in plan}:
-        what = "no launch shape" if extra[0] is None else f"{extra[0][0]} ({extra[0][1]} x {extra[0][2]})"
+        first = extra[0]  # a planned configuration's (so not None)
         return times, (f"ncu profiled {len(extra)} launches the timing pass did not plan (the "
-                       f"first: {what}), counted for none, the planned ones as planned")
+                       f"first: {first[0]} ({first[1]} x {first[2]})), counted for none, the "
+                       "planned ones as planned")
     for i, (key, want) in enumerate(zip(keys, plan)):
         if key != want[:3]:
             got = "no launch shape" if key is None else f"{key[0]} ({key[1]} x {key[2]})"

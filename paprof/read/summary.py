@@ -218,8 +218,9 @@ def read(report: Path) -> list | None:
     ``ncu_fastread.read_report`` returns them for the catalogue's metrics), or None
     wherever the report must be read instead (``PAPROF_FAST_READER=0``: always). Never
     raises for what the store holds."""
-    report = Path(report)
-    if not ncu_reader.FAST_READER or not report.name.endswith(".ncu-rep"):
+    # the path's text, made once (not a Path a step: 10,000 runs, 0.1 s)
+    report = os.fspath(report if isinstance(report, Path) else Path(report))
+    if not ncu_reader.FAST_READER or not report.endswith(".ncu-rep"):
         return None
     try:
         return _read(report)
@@ -228,9 +229,9 @@ def read(report: Path) -> list | None:
         return None
 
 
-def _read(report: Path) -> list | None:
-    try:
-        fd = store_files.open_read(path_of(report))
+def _read(report: str) -> list | None:
+    try:  # ``path_of(report)``: the report's name ends with ".ncu-rep"
+        fd = store_files.open_read(report[: -len(".ncu-rep")] + SUFFIX)
     except FileNotFoundError:
         return None
     try:

@@ -70,3 +70,20 @@ def test_a_folders_files_come_in_the_order_paths_sort(tmp_path):
         found = store_files.files(root, ".x")
         assert found == sorted(map(Path, found)) and len(found) == len(names)
         assert all(type(p) is type(tmp_path) for p in found)
+
+
+def test_a_file_is_read_whole_without_a_file_object(tmp_path):
+    for size in (0, 1, 4096, 65536, 300_001):
+        path = tmp_path / f"f{size}"
+        data = os.urandom(size)
+        path.write_bytes(data)
+        assert store_files.read(path) == data
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            os.read(fd, 3)
+            with open(path, "ab") as grow:  # written to after its size was known
+                grow.write(b"more")
+            assert store_files.read_all(fd) == data[3:] + b"more"
+        finally:
+            os.close(fd)
+    assert store_files.read(tmp_path / "absent") is None

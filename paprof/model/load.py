@@ -375,7 +375,7 @@ def _action_row(action, entries, facts: dict, sidecar: dict | None, index: int,
     values = _metrics(action, entries)
     derive(values)
     for column, value in values.items():
-        if column not in missing and (value != value or value == ""):  # NaN or empty text
+        if (value != value or value == "") and column not in missing:  # NaN or empty text
             section = _missing_section(column, values)
             if section:
                 missing[column] = section

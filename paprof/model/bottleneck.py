@@ -46,6 +46,7 @@ ncu's own rules that bear on the label (:data:`LABEL_RULES`).
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from dataclasses import dataclass
@@ -189,7 +190,11 @@ def _pct(value: float) -> str:
     return f"{value:.1f} %"
 
 
+@functools.lru_cache(maxsize=4096)
 def _first_sentence(text: str, limit: int = 220) -> str:
+    """The first sentence of a rule's message, as plain text cut to ``limit`` characters;
+    worked out once per text (the same messages come back kernel after kernel, run after
+    run: 15 us a row otherwise)."""
     text = " ".join(ncu_plain(text).split())
     match = re.match(r"(.+?[.!?])(\s|$)", text)
     sentence = match.group(1) if match else text
@@ -204,13 +209,19 @@ def _rule_evidence(row: Mapping, label: str, limit: int) -> list[str]:
     chosen = [r for r in rules if (type(r) is dict or isinstance(r, Mapping))
               and r.get("id") in wanted
               and r.get("type") in ("WARNING", "OPTIMIZATION", "ERROR")
-              and not any(p.search(str(r.get("message", ""))) for p in RULE_NOISE)]
+              and not _noise(str(r.get("message", "")))]
     chosen.sort(key=lambda r: (wanted.index(r["id"]), -_speedup(r)))
     kernels = row.get("kernels")
     several = isinstance(kernels, (list, tuple)) and len(kernels) > 1  # summed: say whose rule
     return [f"ncu {r['id']}" + (f" ({r['kernel']})" if several and r.get("kernel") else "")
             + f": {_first_sentence(str(r.get('message', '')))}"
             for r in chosen[:limit]]
+
+
+@functools.lru_cache(maxsize=4096)
+def _noise(message: str) -> bool:
+    """Whether a rule's message is one ``RULE_NOISE`` passes over; once per text."""
+    return any(p.search(message) for p in RULE_NOISE)
 
 
 def _speedup(rule: Mapping) -> float:

@@ -40,6 +40,7 @@ _TEXT_COLUMNS = {"variant", "family", "kernel", "shape", "gpu", "bottleneck",
                  "report_path", "steps_from"} | {m.column for m in M.CATALOGUE if m.text}
 _INT_COLUMNS = ("launch", "step", "result_index")
 _NOT_FLOAT = _TEXT_COLUMNS | set(_INT_COLUMNS) | set(M.TRAILING_COLUMNS) | {"kernels"}
+_FLOAT = {float}
 
 
 def columns() -> list[str]:
@@ -136,10 +137,11 @@ def _metrics(action, entries) -> dict:
     (the same answers and errors, without two calls a metric)."""
     if not isinstance(action, FastResult):
         values = {e.column: _convert(read_metric(action, e.ncu_name, e.text), e) for e in entries}
-    else:
+    elif (values := _decoded(action, entries)) is None:  # not as the common case: by metric
         decoded, asked = action.values, action.asked
         values = {}
-        for column, name, text, scale in _plan(entries):
+        plan = _plan(entries)
+        for column, name, text, scale in zip(plan.columns, plan.names, plan.text, plan.scales):
             value = decoded.get(name)
             if value is None and name in asked:  # asked for, not recorded
                 value = "" if text else math.nan
@@ -162,6 +164,43 @@ def _metrics(action, entries) -> dict:
     return values
 
 
+class _Plan:
+    """A catalogue's entries as ``_metrics`` takes them: their columns, ncu names, whether
+    each is text, scales, the type each value has when decoded (``str`` for a text
+    metric, else ``float``), and the places of those scaled."""
+
+    def __init__(self, entries):
+        self.columns = [e.column for e in entries]
+        self.names = [e.ncu_name for e in entries]
+        self.text = [bool(e.text) for e in entries]
+        self.scales = [e.scale for e in entries]
+        self.types = [str if e.text else float for e in entries]
+        self.scaled = [(i, e.scale) for i, e in enumerate(entries) if not e.text and e.scale != 1]
+
+
+def _decoded(action: FastResult, entries) -> dict | None:
+    """``_metrics``' values of a fast reader's result in one pass over the catalogue where
+    each metric it was asked for holds a ``float`` (text: a ``str``) or none (NaN, ``""``),
+    as the loop by metric makes them; None for anything else (that loop then raises what
+    it raises, or converts what it converts)."""
+    plan = _plan(entries)
+    got = list(map(action.values.get, plan.names))
+    if None in got:
+        asked = action.asked
+        for i, value in enumerate(got):
+            if value is None:
+                if plan.names[i] not in asked:
+                    return None  # not decoded: the loop's KeyError
+                got[i] = "" if plan.text[i] else math.nan
+    if list(map(type, got)) != plan.types:
+        return None
+    for i, scale in plan.scaled:
+        value = got[i]
+        if value == value:  # not NaN
+            got[i] = value * scale
+    return dict(zip(plan.columns, got))
+
+
 def _opcodes(action) -> dict | None:
     """Warp instructions executed by SASS opcode (None without InstructionStats, or for
     a result the fast reader was not asked the per-opcode counts of)."""
@@ -174,19 +213,18 @@ def _opcodes(action) -> dict | None:
 _ALIASED = tuple(m for m in M.MEASURED if m.aliases)
 
 
-_MEASURED_PLAN: tuple = ()
+_MEASURED_PLAN: _Plan | None = None
 
 
-def _plan(entries) -> tuple[tuple[str, str, bool, float], ...]:
-    """(column, ncu name, text, scale) of each of ``entries``; made once for
-    ``metrics.MEASURED``, the catalogue the loader asks every result for."""
+def _plan(entries) -> _Plan:
+    """The ``_Plan`` of ``entries``; made once for ``metrics.MEASURED``, the catalogue the
+    loader asks every result for."""
     global _MEASURED_PLAN
-    if entries is M.MEASURED and _MEASURED_PLAN:
-        return _MEASURED_PLAN
-    plan = tuple((e.column, e.ncu_name, bool(e.text), e.scale) for e in entries)
-    if entries is M.MEASURED:
-        _MEASURED_PLAN = plan
-    return plan
+    if entries is not M.MEASURED:
+        return _Plan(entries)
+    if _MEASURED_PLAN is None:
+        _MEASURED_PLAN = _Plan(entries)
+    return _MEASURED_PLAN
 
 
 def _nan(value) -> bool:
@@ -337,7 +375,7 @@ def _action_row(action, entries, facts: dict, sidecar: dict | None, index: int,
     values = _metrics(action, entries)
     derive(values)
     for column, value in values.items():
-        if column not in missing and (value != value or value == ""):  # NaN or empty text
+        if (value != value or value == "") and column not in missing:  # NaN or empty text
             section = _missing_section(column, values)
             if section:
                 missing[column] = section
@@ -418,8 +456,11 @@ class _Columns:
     def add(self, row: dict) -> None:
         get = row.get
         self._room(1)
-        self.block[:, self.rows] = [math.nan if value is None or isinstance(value, str) else value
-                                    for value in map(get, self.numbers)]
+        numbers = list(map(get, self.numbers))
+        if set(map(type, numbers)) != _FLOAT:  # not every one a float, as nearly always
+            numbers = [math.nan if value is None or isinstance(value, str) else value
+                       for value in numbers]
+        self.block[:, self.rows] = numbers
         self.rows += 1
         for column, kind, store in self.plan:
             value = get(column)

@@ -157,6 +157,9 @@ def check_record(data: dict, path) -> dict:
 
 
 def _read_sidecar(report: Path) -> RunRecord | None:
+    name = os.fspath(report)  # ``sidecar_path`` as text: no Path made and parsed a run
+    if name.endswith(REPORT_SUFFIX):
+        return RunRecord.read(name[: -len(REPORT_SUFFIX)] + SIDECAR_SUFFIX)
     return RunRecord.read(sidecar_path(report))
 
 

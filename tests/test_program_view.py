@@ -70,13 +70,18 @@ def test_the_explanation_carries_the_program_view(shipped):
     assert program["transitions"][0]["moved"][0]["delta_us"] == pytest.approx(-433.7, abs=0.1)
 
 
-def test_what_was_skipped_is_shown_with_its_share(tmp_path):
+def _skipping(tmp_path, mode: str):
+    """The shipped MLP's report with ``mode``'s run recorded as skipping two kernels."""
     runs = extract(MLP, tmp_path) / "runs"
-    sidecar = runs / "nvidia-h200" / "command" / "eager" / "command.json"
+    sidecar = runs / "nvidia-h200" / "command" / mode / "command.json"
     data = json.loads(sidecar.read_text())
     data["selection"] = SELECTION
     sidecar.write_text(json.dumps(data))
-    built = _report(runs)
+    return _report(runs)
+
+
+def test_what_was_skipped_is_shown_with_its_share(tmp_path):
+    built = _skipping(tmp_path, "eager")
     eager = built.context.program.runs[0]
     assert eager.coverage == ("6 of 8 kernels profiled, the longest that make up 90 % of the timed "
                               "step")
@@ -116,3 +121,15 @@ def test_a_damaged_selection_is_read_as_far_as_it_goes(tmp_path, selection):
     sidecar.write_text(json.dumps(data))
     eager = _report(runs).context.program.runs[0]
     assert eager.kernels[0].kernel.startswith("nvjet")
+
+
+def test_the_verdict_gives_a_program_that_skipped_kernels_its_whole_step(shipped, tmp_path):
+    """The one-line verdict quotes the profiled kernels' time; where the fastest program
+    skipped kernels, its whole step (as the program view gives it) comes first."""
+    assert shipped.context.summary.startswith("Fastest: compiled (") and "a step" not in shipped.context.summary
+    built = _skipping(tmp_path, "compiled")
+    compiled = built.context.program.runs[1]
+    assert compiled.label == "compiled" and compiled.skipped
+    assert built.context.summary.startswith(
+        f"Fastest: compiled (a step {compiled.step_time}, ")
+    assert " of it in the profiled kernels, " in built.context.summary

@@ -155,7 +155,7 @@ def build_context(cmp: Comparison, charts: bool = True, generated: str | None = 
     if star:  # every step starts at the baseline: "over the previous variant" says nothing
         table = [TableSection(sec.title, [r for r in sec.rows if r.key != "speedup_prev"])
                  for sec in table]
-    verdicts = verdict_view(explained.get("verdict"))
+    verdicts = verdict_view(explained.get("verdict"), explained.get("program"))
     title = (f"paprof: {', '.join(labels[1:])} against {labels[0]}" if star
              else "paprof: " + " -> ".join(labels))
     return ReportContext(

@@ -66,8 +66,19 @@ def _speedup(row: dict, noise_pct: float) -> str:
     return f"{fmt.ratio(s)} faster" if s >= 1 else f"{fmt.ratio(1 / s)} slower"
 
 
-def summary(v: dict) -> str:
-    """Which is fastest (the tied ones named together), by how much over the baseline."""
+def _step_us(program: dict | None, label: str) -> float | None:
+    """A program's whole step (its profiled kernels and the ones only timed) where its run
+    skipped some (the explanation's ``program`` view), else None."""
+    for run in (program or {}).get("runs") or ():
+        if run.get("label") == label and run.get("skipped") and run.get("step_us"):
+            return run["step_us"]
+    return None
+
+
+def summary(v: dict, program: dict | None = None) -> str:
+    """Which is fastest (the tied ones named together), by how much over the baseline. A
+    program that skipped kernels is given its whole step beside its profiled kernels' time
+    (``program``: the explanation's program view), as the program view above says it."""
     by = {r["label"]: r for r in v["rows"]}
     fastest = v["fastest"]
     if not fastest:
@@ -75,6 +86,10 @@ def summary(v: dict) -> str:
     lead = by[fastest[0]]
     names = " and ".join(fastest) if len(fastest) <= 3 else ", ".join(fastest)
     said = f"{fmt.duration_us(lead['duration_us'])}, {bound_words(lead['bottleneck'])}"
+    step_us = _step_us(program, lead["label"])
+    if step_us is not None:
+        said = (f"a step {fmt.duration_us(step_us)}, {fmt.duration_us(lead['duration_us'])} of it "
+                f"in the profiled kernels, {bound_words(lead['bottleneck'])}")
     if len(fastest) > 1:
         text = f"Fastest: {names}, tied within {fmt.number(v['noise_pct'])} % ({said})"
     else:
@@ -84,8 +99,9 @@ def summary(v: dict) -> str:
     return text + "."
 
 
-def verdict_view(v: dict | None) -> VerdictView | None:
-    """The explanation's ``verdict`` (None: no variants) as the templates show it."""
+def verdict_view(v: dict | None, program: dict | None = None) -> VerdictView | None:
+    """The explanation's ``verdict`` (None: no variants) as the templates show it;
+    ``program``: its program view, where it compares programs (``summary``)."""
     if v is None:
         return None
     rows = []
@@ -117,4 +133,4 @@ def verdict_view(v: dict | None) -> VerdictView | None:
                 f"Cause: the largest term of the time difference from {v['baseline']}."))
     header = ("Cause of the difference from the variant above" if v.get("chained")
               else f"Cause of the difference from {v['baseline']}")
-    return VerdictView(v["baseline"], rows, summary(v), noise, header)
+    return VerdictView(v["baseline"], rows, summary(v, program), noise, header)

@@ -73,30 +73,29 @@ TIMED_BY = f"ncu --metrics {','.join(TIMING_METRICS)} (no sections: one pass a l
 DEFAULT_COVER = 0.9
 
 
-def _config(action) -> tuple[int, int] | None:
-    """A launch's (grid size, block size); None where the report lacks either."""
+def _counts(action, names, most: int) -> tuple[int, ...] | None:
+    """The launch attributes ``names`` of one launch as integers in (0, ``most``); None
+    where the report lacks any (a timing pass of a paprof before it read them)."""
     got = []
-    for name in CONFIG_METRICS:
-        x = ncu_reader.read_metric(action, name)
-        if not (x == x and 0 < x < 2 ** 63):
-            return None
-        got.append(int(x))
-    return got[0], got[1]
-
-
-def _dims(action) -> tuple[int, ...] | None:
-    """A launch's grid and block dimensions (x, y, z, x, y, z); None where the report
-    lacks any (a timing pass of a paprof before they were read)."""
-    got = []
-    for name in DIM_METRICS:
+    for name in names:
         try:
             x = ncu_reader.read_metric(action, name)
         except KeyError:
             return None
-        if not (x == x and 0 < x < 2 ** 31):
+        if not (x == x and 0 < x < most):
             return None
         got.append(int(x))
     return tuple(got)
+
+
+def _config(action) -> tuple[int, int] | None:
+    """A launch's (grid size, block size); None where the report lacks either."""
+    return _counts(action, CONFIG_METRICS, 2 ** 63)
+
+
+def _dims(action) -> tuple[int, ...] | None:
+    """A launch's grid and block dimensions (x, y, z, x, y, z); None where lacking."""
+    return _counts(action, DIM_METRICS, 2 ** 31)
 
 
 def read_launches(report: Path, range_name: str) -> tuple[list[tuple], int]:

@@ -125,8 +125,12 @@ def _is_temp(path: Path) -> bool:
     return path.name.startswith(".") or TEMP_MARK in path.name
 
 
-def sidecar_path(report: Path) -> Path:
-    """The provenance sidecar beside ``report`` (``x.ncu-rep`` -> ``x.json``)."""
+def sidecar_path(report):
+    """The provenance sidecar beside ``report`` (``x.ncu-rep`` -> ``x.json``): its text for
+    a report's text (the loader's: no Path made and parsed a run), else a Path."""
+    if isinstance(report, str) and report.endswith(REPORT_SUFFIX):
+        return report[: -len(REPORT_SUFFIX)] + SIDECAR_SUFFIX
+    report = Path(report)
     return report.with_name(report.name[: -len(REPORT_SUFFIX)] + SIDECAR_SUFFIX)
 
 
@@ -157,10 +161,7 @@ def check_record(data: dict, path) -> dict:
 
 
 def _read_sidecar(report: Path) -> RunRecord | None:
-    name = os.fspath(report)  # ``sidecar_path`` as text: no Path made and parsed a run
-    if name.endswith(REPORT_SUFFIX):
-        return RunRecord.read(name[: -len(REPORT_SUFFIX)] + SIDECAR_SUFFIX)
-    return RunRecord.read(sidecar_path(report))
+    return RunRecord.read(sidecar_path(os.fspath(report)))
 
 
 def load_run(report: Path, root: Path) -> Run:

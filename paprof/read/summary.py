@@ -58,8 +58,12 @@ _RULE_TYPES = frozenset(ncu_fastread._RULE_TYPES.values())
 _FLOAT, _NUMBER, _TEXT = frozenset({float}), frozenset({float, type(None)}), frozenset({str, type(None)})
 
 
-def path_of(report: Path) -> Path:
-    """The summary's path beside ``report`` (``x.ncu-rep`` -> ``x.summary``)."""
+def path_of(report):
+    """The summary's path beside ``report`` (``x.ncu-rep`` -> ``x.summary``): its text for
+    a report's text (the loader's: no Path made and parsed a run), else a Path."""
+    if isinstance(report, str) and report.endswith(".ncu-rep"):
+        return report[: -len(".ncu-rep")] + SUFFIX
+    report = Path(report)
     name = report.name
     if name.endswith(".ncu-rep"):
         name = name[: -len(".ncu-rep")]
@@ -230,8 +234,8 @@ def read(report: Path) -> list | None:
 
 
 def _read(report: str) -> list | None:
-    try:  # ``path_of(report)``: the report's name ends with ".ncu-rep"
-        fd = store_files.open_read(report[: -len(".ncu-rep")] + SUFFIX)
+    try:
+        fd = store_files.open_read(path_of(report))
     except FileNotFoundError:
         return None
     try:

@@ -19,7 +19,9 @@ The phases (``NAMES``, in running order): the launcher's start (Python, imports,
 context), the build ahead (several variants' NVRTC compiles in parallel threads), the build
 (NVRTC, or the modules built ahead, and the launcher's setup), the inputs and the float64 reference,
 the check, the CUDA-event timing, the ceilings, the SASS hash (nvcc), the provenance (git,
-nvidia-smi, ncu's version), then under ncu: its
+nvidia-smi, ncu's version), for a ``--cmd`` program by its top kernels the timing pass (ncu
+and the program starting up to the range's first launch, compilation included; the
+launches, one pass each; the end), then under ncu: its
 start (ncu, the launcher again, its build and inputs, up to the first profiled kernel),
 the replay passes, and its end (the report written, the processes gone). Several variants
 profiled in one ncu session (``paprof.measure.session``) share its start and end (``shared``)
@@ -44,8 +46,9 @@ START, BUILD_AHEAD, BUILD, INPUTS, REFERENCE, CHECK, TIMING, CEILING, HASH = (
     "SASS hash")
 PROVENANCE, NCU_START, NCU_SETUP, REPLAY, NCU_END, SPLIT = (
     "provenance", "ncu start", "ncu setup", "replay", "ncu end", "split")
+TIMING_START, TIMING_PASS, TIMING_END = ("timing pass start", "timing pass", "timing pass end")
 NAMES = (START, BUILD_AHEAD, BUILD, INPUTS, REFERENCE, CHECK, TIMING, CEILING, HASH, PROVENANCE,
-         NCU_START, NCU_SETUP, REPLAY, NCU_END, SPLIT)
+         TIMING_START, TIMING_PASS, TIMING_END, NCU_START, NCU_SETUP, REPLAY, NCU_END, SPLIT)
 """Every phase, in running order (a record may hold others: they are shown after these)."""
 
 LARGEST_S = 1e7

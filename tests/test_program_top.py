@@ -126,6 +126,13 @@ def test_run_cmd_times_first_then_profiles_the_top_kernels(paprof_cli, fake_bin,
     assert chosen["launches_profiled"] == 1 < planned
     assert f"Warning: ncu profiled 1 launch where the timing pass planned {planned}" in result.output
     assert not [p for p in runs.rglob("*") if "timing" in p.name]  # the timing report is scratch
+    # the timing pass's own phases (its start is where a compiling program pays its
+    # compilation), after the provenance and before the full pass's
+    order = [p["phase"] for p in side["phases"]]
+    assert order[order.index("provenance"):] == ["provenance", "timing pass start", "timing pass",
+                                                 "timing pass end", "ncu start", "replay", "ncu end"]
+    timing_phase = side["phases"][order.index("timing pass")]
+    assert timing_phase["kernels"] == 42  # every launch of the three steps
 
     each = _run(paprof_cli, "--cmd", "python3 mlp.py eager", "--nvtx-range", "step", "--name",
                 "eager", "--runs", str(runs), "--profile-every-launch", "--force")

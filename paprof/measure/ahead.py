@@ -168,8 +168,11 @@ class NcuClock:
     """Wraps the ncu progress callback: when the first kernel's replay began, when the
     last one's passes were printed; ``phases(end, kernels)`` once ncu has exited."""
 
-    def __init__(self, inner: Callable | None = None):
+    def __init__(self, inner: Callable | None = None,
+                 names: tuple[str, str, str] = (ph.NCU_START, ph.REPLAY, ph.NCU_END)):
         self.inner = inner
+        self.names = names
+        """The three phases' names: the start, the launches, the end."""
         self.start = time.perf_counter()
         self.first: float | None = None
         self.last: float | None = None
@@ -188,7 +191,8 @@ class NcuClock:
         first = self.first if self.first is not None else end
         last = self.last if self.last is not None and self.last >= first else end
         passes = [k.passes for k in kernels if getattr(k, "passes", None) is not None]
-        return [ph.Phase(ph.NCU_START, first - self.start),
-                ph.Phase(ph.REPLAY, last - first, passes=sum(passes) if passes else None,
+        start, replay, finish = self.names
+        return [ph.Phase(start, first - self.start),
+                ph.Phase(replay, last - first, passes=sum(passes) if passes else None,
                          kernels=len(kernels)),
-                ph.Phase(ph.NCU_END, end - last)]
+                ph.Phase(finish, end - last)]

@@ -319,9 +319,10 @@ def profile_variant(
             scratch_result = None if is_command else pending.scratch("result.json")
             selection = None
             if is_command and settings.cover is not None:  # time every launch, keep the top
-                settings, selection = top_kernels.time_and_choose(
+                settings, selection, timed = top_kernels.time_and_choose(
                     settings, variant, pending.scratch("timing.ncu-rep"), pending.log, env, say,
                     shown_log=paths.log)
+                phases += timed
             if part is not None:  # profiled in a shared session: its part is its report
                 argv, profiled = _store_part(part, pending.report, pending.log)
                 phases += part.phases

@@ -45,10 +45,12 @@ import time
 from pathlib import Path
 from typing import Callable
 
+from paprof import phases as ph
 from paprof.read.metrics import BY_COLUMN
 from paprof.errors import UserError
 from paprof.read import ncu_reader
 from paprof.model import steps  # the reader of the reports paprof writes
+from paprof.measure.ahead import NcuClock
 from paprof.measure.argv import ncu_argv
 from paprof.measure.runner import run_ncu
 
@@ -315,8 +317,10 @@ def chosen_names(selection: dict) -> tuple[str, ...] | None:
 def time_and_choose(settings, variant, report: Path, log: Path, env: dict,
                     say: Callable[[str], None], shown_log: Path | None = None):
     """Run the timing pass of a command into ``report`` (a scratch path), choose its top
-    kernels; ``(settings for the full pass, the selection record)``. ``log``: where ncu's
-    output goes, ``shown_log``: where errors say it is (``run_ncu``)."""
+    kernels; ``(settings for the full pass, the selection record, the timing pass's
+    phases)``: its start (ncu and the program up to the range's first launch: a program
+    that compiles, ``torch.compile``, pays it here), its launches and its end. ``log``:
+    where ncu's output goes, ``shown_log``: where errors say it is (``run_ncu``)."""
 
     timing = dataclasses.replace(settings, metrics=TIMING_METRICS, kernel_names=None,
                                  per_config=None)
@@ -331,8 +335,13 @@ def time_and_choose(settings, variant, report: Path, log: Path, env: dict,
 
     say("timing every launch in the range (ncu, duration only)")
     started = time.monotonic()
-    run_ncu(argv, log, report, on_kernel=tick, env=env, shown_log=shown_log)
+    clock = NcuClock(tick, names=(ph.TIMING_START, ph.TIMING_PASS, ph.TIMING_END))
+    ncu = run_ncu(argv, log, report, on_kernel=clock, env=env, shown_log=shown_log)
+    timed = clock.phases(ncu.log.kernels)
     launches, steps = read_launches(report, variant.nvtx_range)
+    # the launches the report holds (ncu's log may print fewer lines than it profiled)
+    timed = [dataclasses.replace(p, kernels=len(launches)) if p.name == ph.TIMING_PASS else p
+             for p in timed]
     selection = choose(launches, steps, settings.cover, settings.top)
     selection["seconds"] = round(time.monotonic() - started, 3)
     names = chosen_names(selection)
@@ -359,5 +368,5 @@ def time_and_choose(settings, variant, report: Path, log: Path, env: dict,
         f"({100 * profiled['share']:.1f} % of the range's time{each})")
     if plan is not None:  # ncu counts each function's launches apart: name them mangled
         return dataclasses.replace(settings, kernel_names=functions, name_base="mangled",
-                                   per_config=plan[0]), selection
-    return dataclasses.replace(settings, kernel_names=names, per_config=None), selection
+                                   per_config=plan[0]), selection, timed
+    return dataclasses.replace(settings, kernel_names=names, per_config=None), selection, timed

@@ -33,6 +33,7 @@ _NAMES: dict[str, tuple[str, str | None]] = {
     "cause": ("paprof.gate.cause", None),
     "CLOCK_CONTROLS": ("paprof.measure.argv", "CLOCK_CONTROLS"),
     "NcuSettings": ("paprof.measure.argv", "NcuSettings"),
+    "TARGET_PROCESSES": ("paprof.measure.argv", "TARGET_PROCESSES"),
     "KEY": ("paprof.measure.environment", "KEY"),
     "Watch": ("paprof.measure.environment", "Watch"),
     "run_bench": ("paprof.measure.kernels.bench", "run_bench"),

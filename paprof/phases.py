@@ -21,7 +21,8 @@ context), the build ahead (several variants' NVRTC compiles in parallel threads)
 the check, the CUDA-event timing, the ceilings, the SASS hash (nvcc), the provenance (git,
 nvidia-smi, ncu's version), for a ``--cmd`` program by its top kernels the timing pass (ncu
 and the program starting up to the range's first launch, compilation included; the
-launches, one pass each; the end), then under ncu: its
+launches, one pass each; the end; before them, where the program's own process was tried
+first and launched nothing in the range, that whole try), then under ncu: its
 start (ncu, the launcher again, its build and inputs, up to the first profiled kernel),
 the replay passes, and its end (the report written, the processes gone). Several variants
 profiled in one ncu session (``paprof.measure.session``) share its start and end (``shared``)
@@ -46,9 +47,11 @@ START, BUILD_AHEAD, BUILD, INPUTS, REFERENCE, CHECK, TIMING, CEILING, HASH = (
     "SASS hash")
 PROVENANCE, NCU_START, NCU_SETUP, REPLAY, NCU_END, SPLIT = (
     "provenance", "ncu start", "ncu setup", "replay", "ncu end", "split")
-TIMING_START, TIMING_PASS, TIMING_END = ("timing pass start", "timing pass", "timing pass end")
+TIMING_ALONE, TIMING_START, TIMING_PASS, TIMING_END = (
+    "timing pass (own process)", "timing pass start", "timing pass", "timing pass end")
 NAMES = (START, BUILD_AHEAD, BUILD, INPUTS, REFERENCE, CHECK, TIMING, CEILING, HASH, PROVENANCE,
-         TIMING_START, TIMING_PASS, TIMING_END, NCU_START, NCU_SETUP, REPLAY, NCU_END, SPLIT)
+         TIMING_ALONE, TIMING_START, TIMING_PASS, TIMING_END, NCU_START, NCU_SETUP, REPLAY, NCU_END,
+         SPLIT)
 """Every phase, in running order (a record may hold others: they are shown after these)."""
 
 LARGEST_S = 1e7

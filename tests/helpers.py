@@ -404,7 +404,7 @@ REPORT_ENV = "PAPROF_TEST_NCU_REP"
 """A real .ncu-rep for the end-to-end test; default: the first of the recorded H200 runs."""
 FAKE_VARS = ("FAKE_NCU_MODE", "FAKE_NCU_REPORT", "FAKE_NCU_ARGV", "FAKE_NCU_PASSES", "FAKE_NCU_PID",
              "FAKE_NCU_APP_PID", "FAKE_NVIDIA_SMI", "FAKE_NCU_ARGVS", "FAKE_NCU_TIMING_REPORT",
-             "FAKE_NCU_SESSION_FAIL")
+             "FAKE_NCU_SESSION_FAIL", "FAKE_NCU_CHILDREN")
 
 
 def real_report() -> Path:

@@ -133,6 +133,10 @@ def test_run_cmd_times_first_then_profiles_the_top_kernels(paprof_cli, fake_bin,
                                                  "timing pass end", "ncu start", "replay", "ncu end"]
     timing_phase = side["phases"][order.index("timing pass")]
     assert timing_phase["kernels"] == 42  # every launch of the three steps
+    # the program's own process held the launches: both passes profile it alone
+    assert timing[timing.index("--target-processes") + 1] == "application-only"
+    assert full[full.index("--target-processes") + 1] == "application-only"
+    assert chosen["processes"] == "application-only"
 
     each = _run(paprof_cli, "--cmd", "python3 mlp.py eager", "--nvtx-range", "step", "--name",
                 "eager", "--runs", str(runs), "--profile-every-launch", "--force")
@@ -148,7 +152,63 @@ def test_run_cmd_times_first_then_profiles_the_top_kernels(paprof_cli, fake_bin,
     last = json.loads((tmp_path / "argvs.jsonl").read_text().splitlines()[-1])
     assert "--metrics" not in last and "-k" not in last and len(
         (tmp_path / "argvs.jsonl").read_text().splitlines()) == 5  # --all: one pass, no timing
+    assert last[last.index("--target-processes") + 1] == "all"  # nothing tried its own process
     assert "selection" not in json.loads(next(runs.rglob("*.json")).read_text())
+
+
+def _argvs(tmp_path) -> list[list[str]]:
+    return [json.loads(line) for line in (tmp_path / "argvs.jsonl").read_text().splitlines()]
+
+
+def _processes(argv) -> str:
+    return argv[argv.index("--target-processes") + 1]
+
+
+@needs_mlp
+def test_a_program_whose_kernels_run_in_a_child_is_timed_again_with_its_children(
+        paprof_cli, fake_bin, tmp_path, monkeypatch):
+    """auto: the program's own process first; where it launched nothing in the range (a
+    launcher script, torchrun), the timing pass again with its child processes, and the
+    full pass with them too."""
+    eager = unpacked(MLP) / "runs" / "nvidia-h200" / "command" / "eager" / "command.ncu-rep"
+    for var, value in (("FAKE_NCU_TIMING_REPORT", str(eager)), ("FAKE_NCU_REPORT", str(eager)),
+                       ("FAKE_NCU_ARGVS", str(tmp_path / "argvs.jsonl")), ("FAKE_NCU_CHILDREN", "1"),
+                       ("COLUMNS", "200")):
+        monkeypatch.setenv(var, value)
+    monkeypatch.chdir(tmp_path)
+    runs = tmp_path / "runs"
+    result = _run(paprof_cli, "--cmd", "bash train.sh", "--nvtx-range", "step", "--name", "eager",
+                  "--runs", str(runs), "--timings")
+    assert result.exit_code == 0, result.output
+    alone, timing, full = _argvs(tmp_path)
+    assert [_processes(a) for a in (alone, timing, full)] == ["application-only", "all", "all"]
+    assert "--metrics" in alone and "--metrics" in timing and "--metrics" not in full
+    assert "trying the program's own process alone: its kernels ran in child processes" in result.output
+    side = json.loads(next(runs.rglob("*.json")).read_text())
+    assert side["selection"]["processes"] == "all"
+    order = [p["phase"] for p in side["phases"]]
+    assert order[order.index("provenance") + 1:order.index("ncu start")] == [
+        "timing pass (own process)", "timing pass start", "timing pass", "timing pass end"]
+    assert "timing pass (own process)" in result.output  # --timings shows the first try
+
+
+@needs_mlp
+@pytest.mark.parametrize("asked", ["all", "application-only"])
+def test_target_processes_asked_for_is_what_both_passes_use(paprof_cli, fake_bin, tmp_path, monkeypatch, asked):
+    eager = unpacked(MLP) / "runs" / "nvidia-h200" / "command" / "eager" / "command.ncu-rep"
+    monkeypatch.setenv("FAKE_NCU_REPORT", str(eager))
+    monkeypatch.setenv("FAKE_NCU_ARGVS", str(tmp_path / "argvs.jsonl"))
+    monkeypatch.setenv("FAKE_NCU_CHILDREN", "1")  # asked for: never tried another way
+    monkeypatch.chdir(tmp_path)
+    result = _run(paprof_cli, "--cmd", "python3 mlp.py eager", "--nvtx-range", "step", "--name",
+                  "eager", "--runs", str(tmp_path / "runs"), "--target-processes", asked)
+    if asked == "all":
+        assert result.exit_code == 0, result.output
+        assert [_processes(a) for a in _argvs(tmp_path)] == ["all", "all"]
+    else:  # its own process launched nothing: said in one line, nothing stored
+        assert result.exit_code == 2 and "ncu profiled no kernel" in result.output
+        assert [_processes(a) for a in _argvs(tmp_path)] == ["application-only"]
+        assert not list((tmp_path / "runs").rglob("*.json"))
 
 
 @pytest.mark.parametrize("args, message", [
@@ -156,6 +216,7 @@ def test_run_cmd_times_first_then_profiles_the_top_kernels(paprof_cli, fake_bin,
     (("--variant", "v3", "--profile-every-launch"), "--cover, --top, --all and --profile-every-launch go with --cmd"),
     (("--cmd", "python3 x.py", "--nvtx-range", "r", "--name", "a", "--all", "--top", "2"),
      "--all profiles every kernel"),
+    (("--variant", "v3", "--target-processes", "all"), "--target-processes goes with --cmd"),
 ])
 def test_top_kernel_options_are_refused_where_they_mean_nothing(paprof_cli, args, message):
     result = _run(paprof_cli, *args)

@@ -14,7 +14,7 @@ from rich.text import Text
 from paprof import registry
 from paprof.commands import force_option, renamed, terminal_width, wide_option
 from paprof.errors import UsageError, VerificationError
-from paprof.api import CLOCK_CONTROLS, NcuSettings
+from paprof.api import CLOCK_CONTROLS, TARGET_PROCESSES, NcuSettings
 from paprof.api import PRESETS
 from paprof.api import Outcome, profile_variants
 from paprof.api import DEFAULT_COVER
@@ -100,7 +100,10 @@ def selection_lines(outcomes: list[Outcome]) -> list[str]:
         done, skipped = chosen["profiled"], chosen["skipped"]
         line = (f"{shown(o.variant.name)}: profiled {done['kernels']} of {len(chosen['kernels'])} kernels, "
                 f"{done['launches']} launches, {100 * done['share']:.1f} % of the range's time "
-                f"(timed in {chosen.get('seconds', 0):.1f} s)")
+                f"(timed in {chosen.get('seconds', 0):.1f} s"
+                + (f", {chosen['own_process_s']:.1f} s of it trying the program's own process alone: "
+                   "its kernels ran in child processes)" if isinstance(chosen.get("own_process_s"), (int, float))
+                   else ")"))
         planned, verb = done["launches"], "saw"
         if chosen.get("represented"):
             planned = len(chosen.get("sequence") or ())
@@ -160,6 +163,13 @@ def report_lines(outcomes: list[Outcome], width: int | None = None) -> list[str]
 @click.option("--profile-every-launch", "every_launch", is_flag=True,
               help="With --cmd: profile every launch of the top kernels, not the first few "
                    "of each launch configuration (kernel, grid, block) standing for the others.")
+@click.option("--target-processes", "processes", type=click.Choice(TARGET_PROCESSES), default=None,
+              help="With --cmd: the processes ncu profiles (its --target-processes). auto "
+                   "[default]: the timing pass tries the program's own process first and its "
+                   "child processes only where that launched nothing in the range (each "
+                   "process ncu connects to slows every launch: torch.compile starts one); "
+                   "all: the program and its children throughout (a program whose children "
+                   "also run the range); application-only: its own process alone.")
 @click.option("--preset", type=click.Choice(list(PRESETS)), default="default", show_default=True,
               help="ncu sections: default (13 sections incl. traffic per memory level and "
                    "instruction counts; 35 replay passes a kernel on the H200), source (+ stall "
@@ -182,7 +192,8 @@ def report_lines(outcomes: list[Outcome], width: int | None = None) -> list[str]
               help="Also show where each variant's run spent its time (build, inputs and reference, "
                    "check, timing, ncu start, replay passes, ...), then the totals.")
 def run(variants, family, shape, cmd, nvtx_range, name, kernel_regex, cover, top, every_kernel,
-        every_launch, preset, runs_dir, clock_control, launches, force, seed, wide, timings):
+        every_launch, processes, preset, runs_dir, clock_control, launches, force, seed, wide,
+        timings):
     """Verify each variant against the float64 reference, then profile it under ncu.
 
     Each variant first runs without ncu (checked, then CUDA-event timed), then under
@@ -207,7 +218,10 @@ def run(variants, family, shape, cmd, nvtx_range, name, kernel_regex, cover, top
     Exit codes: 0 ok, 1 a variant failed verification, 2 bad input or environment.
     """
     started = time.perf_counter()
+    if processes is not None and cmd is None:
+        raise UsageError("--target-processes goes with --cmd (paprof's own launcher runs alone)")
     settings = NcuSettings(preset=preset, clock_control=clock_control, launches=launches, seed=seed,
+                           target_processes=processes or ("auto" if cmd else "all"),
                            **_top_kernels(cmd, cover, top, every_kernel, every_launch))
     if cmd is not None:
         if variants or shape:

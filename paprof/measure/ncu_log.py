@@ -43,6 +43,12 @@ NO_DEVICE_MARKERS = (
 )
 
 
+class NothingProfiled(UserError):
+    """ncu ran to its end and profiled no kernel: the NVTX range or the kernel-name filter
+    matched nothing (or, under ``--target-processes application-only``, the program's own
+    process launched nothing there)."""
+
+
 @dataclass
 class ProfiledKernel:
     """One ``==PROF== Profiling`` line: a kernel launch ncu replayed."""
@@ -159,7 +165,7 @@ def diagnose(log: NcuLog, returncode: int, log_path, report_written: bool) -> Ex
                        "--profile-every-launch")
         return UserError(f"ncu failed: {quoted} {where}")
     if not log.kernels:
-        return UserError(
+        return NothingProfiled(
             "ncu profiled no kernel: the NVTX range or kernel-name filter matched nothing "
             f"{where}"
         )

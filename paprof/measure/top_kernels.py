@@ -51,7 +51,8 @@ from paprof.errors import UserError
 from paprof.read import ncu_reader
 from paprof.model import steps  # the reader of the reports paprof writes
 from paprof.measure.ahead import NcuClock
-from paprof.measure.argv import ncu_argv
+from paprof.measure.argv import ncu_argv, target_processes
+from paprof.measure.ncu_log import NothingProfiled
 from paprof.measure.runner import run_ncu
 
 #: The one metric the timing pass collects (the catalogue's ``duration_us``: ncu's
@@ -319,12 +320,13 @@ def time_and_choose(settings, variant, report: Path, log: Path, env: dict,
     """Run the timing pass of a command into ``report`` (a scratch path), choose its top
     kernels; ``(settings for the full pass, the selection record, the timing pass's
     phases)``: its start (ncu and the program up to the range's first launch: a program
-    that compiles, ``torch.compile``, pays it here), its launches and its end. ``log``:
-    where ncu's output goes, ``shown_log``: where errors say it is (``run_ncu``)."""
+    that compiles, ``torch.compile``, pays it here), its launches and its end. Under
+    ``target_processes="auto"`` ncu first profiles the program's own process alone
+    (``application-only``), and the program's children too (``all``) only where that
+    profiled nothing in the range (the phases then begin with that first try); the full
+    pass's settings keep the processes that held the launches. ``log``: where ncu's
+    output goes, ``shown_log``: where errors say it is (``run_ncu``)."""
 
-    timing = dataclasses.replace(settings, metrics=TIMING_METRICS, kernel_names=None,
-                                 per_config=None)
-    argv = ncu_argv(timing, variant, None, report, None)
     seen: set = set()
 
     def tick(kernel) -> None:
@@ -333,17 +335,40 @@ def time_and_choose(settings, variant, report: Path, log: Path, env: dict,
             seen.add(key)
             say(f"timing every launch in the range (ncu, duration only): {len(seen)} so far")
 
-    say("timing every launch in the range (ncu, duration only)")
+    # auto: the program's own process first (every process ncu connects to slows each
+    # launch), its children only where it launched nothing in the range
+    tries = (["application-only", "all"] if settings.target_processes == "auto"
+             else [target_processes(settings)])
     started = time.monotonic()
-    clock = NcuClock(tick, names=(ph.TIMING_START, ph.TIMING_PASS, ph.TIMING_END))
-    ncu = run_ncu(argv, log, report, on_kernel=clock, env=env, shown_log=shown_log)
-    timed = clock.phases(ncu.log.kernels)
+    timed: list[ph.Phase] = []
+    for target in tries:
+        timing = dataclasses.replace(settings, metrics=TIMING_METRICS, kernel_names=None,
+                                     per_config=None, target_processes=target)
+        argv = ncu_argv(timing, variant, None, report, None)
+        say("timing every launch in the range (ncu, duration only"
+            + (", the program's own process)" if len(tries) > 1 and target != "all" else ")"))
+        clock = NcuClock(tick, names=(ph.TIMING_START, ph.TIMING_PASS, ph.TIMING_END))
+        try:
+            ncu = run_ncu(argv, log, report, on_kernel=clock, env=env, shown_log=shown_log)
+        except NothingProfiled:
+            if target == tries[-1]:
+                raise
+            timed.append(ph.Phase(ph.TIMING_ALONE, time.perf_counter() - clock.start))
+            say("the program's own process launched nothing in the range: timing it again "
+                "with its child processes")
+            continue
+        break
+    timed += clock.phases(ncu.log.kernels)
     launches, steps = read_launches(report, variant.nvtx_range)
     # the launches the report holds (ncu's log may print fewer lines than it profiled)
     timed = [dataclasses.replace(p, kernels=len(launches)) if p.name == ph.TIMING_PASS else p
              for p in timed]
     selection = choose(launches, steps, settings.cover, settings.top)
     selection["seconds"] = round(time.monotonic() - started, 3)
+    selection["processes"] = target  # ncu's --target-processes, the full pass's too
+    alone = [p.seconds for p in timed if p.name == ph.TIMING_ALONE]
+    if alone:  # the seconds of the first try, the program's own process alone
+        selection["own_process_s"] = round(alone[0], 3)
     names = chosen_names(selection)
     plan = None if settings.every_launch else represent(launches, None if names is None else set(names))
     chosen = set(names) if names is not None else {l[0] for l in launches}
@@ -368,5 +393,6 @@ def time_and_choose(settings, variant, report: Path, log: Path, env: dict,
         f"({100 * profiled['share']:.1f} % of the range's time{each})")
     if plan is not None:  # ncu counts each function's launches apart: name them mangled
         return dataclasses.replace(settings, kernel_names=functions, name_base="mangled",
-                                   per_config=plan[0]), selection, timed
-    return dataclasses.replace(settings, kernel_names=names, per_config=None), selection, timed
+                                   per_config=plan[0], target_processes=target), selection, timed
+    return (dataclasses.replace(settings, kernel_names=names, per_config=None, target_processes=target),
+            selection, timed)

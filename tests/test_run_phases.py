@@ -144,6 +144,29 @@ def test_run_timings_shows_a_table_per_variant_then_the_totals(paprof_cli, fake_
     assert "20 passes, 1 kernels" in out and "shared by 2 variants" in out
     plain = CliRunner().invoke(paprof_cli, args[:-1] + ["--force"], catch_exceptions=False)
     assert plain.exit_code == 0 and "phases" not in plain.output
+    assert "--preset basic" not in out  # the fake's replay passes take no time
+    monkeypatch.setenv("FAKE_NCU_MODE", "slow")  # they take most of it: say what basic saves
+    slow = CliRunner().invoke(paprof_cli, args + ["--force"], catch_exceptions=False)
+    assert slow.exit_code == 0 and "of this run: --preset basic replays fewer" in slow.output
+
+
+def _outcome(phases):
+    run = types.SimpleNamespace(sidecar=types.SimpleNamespace(phases=tuple(phases)))
+    return types.SimpleNamespace(run=run, variant=types.SimpleNamespace(name="v"))
+
+
+def test_timings_say_what_basic_saves_where_replay_passes_were_most_of_the_run():
+    from paprof.commands.run_timings import faster_hint
+
+    mostly = [_outcome([ph.Phase(ph.START, 2.0, shared=2), ph.Phase(ph.REPLAY, 28.0, passes=35, kernels=1)]),
+              _outcome([ph.Phase(ph.START, 2.0, shared=2), ph.Phase(ph.REPLAY, 3.0, passes=35, kernels=1)])]
+    hint = faster_hint(mostly, "default")
+    assert hint.startswith("replay passes took 94 % of this run: --preset basic")  # 31 of 33 s (the shared start once)
+    assert "no traffic tables, instruction counts or roofline" in hint
+    assert faster_hint(mostly, "basic") is None and faster_hint(mostly, "memory") is None
+    little = [_outcome([ph.Phase(ph.START, 5.0), ph.Phase(ph.REPLAY, 4.0, passes=35, kernels=1)])]
+    assert faster_hint(little, "default") is None
+    assert faster_hint([_outcome([])], "default") is None  # a record without phases
 
 
 # -- the batch launcher itself, on a NumPy stand-in for CuPy -------------------------------------

@@ -247,10 +247,16 @@ def run(variants, family, shape, cmd, nvtx_range, name, kernel_regex, cover, top
     for line in report_lines(outcomes, width) + chosen_lines:
         click.echo(line)
     if timings:
-        from paprof.commands.run_timings import timing_tables
+        from paprof.commands.run_timings import faster_hint, timing_tables
 
         for table in timing_tables(outcomes, time.perf_counter() - started):
             Console(width=10_000 if wide else width).print(table)
+        hint = faster_hint(outcomes, preset)
+        if hint:
+            from paprof.api import wrapped
+
+            for part in (wrapped(hint, width) if width else [hint]):
+                click.echo(part)
     failed = [o for o in outcomes if o.failed]
     if failed:
         raise VerificationError(

@@ -22,7 +22,9 @@ the check, the CUDA-event timing, the ceilings, the SASS hash (nvcc), the proven
 nvidia-smi, ncu's version), for a ``--cmd`` program by its top kernels the timing pass (ncu
 and the program starting up to the range's first launch, compilation included; the
 launches, one pass each; the end; before them, where the program's own process was tried
-first and launched nothing in the range, that whole try), then under ncu: its
+first and launched nothing in the range, that whole try), then under ncu (a ``--cmd``
+program's every kernel, ``--all``: first its own process's try where that profiled
+nothing): its
 start (ncu, the launcher again, its build and inputs, up to the first profiled kernel),
 the replay passes, and its end (the report written, the processes gone). Several variants
 profiled in one ncu session (``paprof.measure.session``) share its start and end (``shared``)
@@ -49,9 +51,10 @@ PROVENANCE, NCU_START, NCU_SETUP, REPLAY, NCU_END, SPLIT = (
     "provenance", "ncu start", "ncu setup", "replay", "ncu end", "split")
 TIMING_ALONE, TIMING_START, TIMING_PASS, TIMING_END = (
     "timing pass (own process)", "timing pass start", "timing pass", "timing pass end")
+NCU_ALONE = "ncu (own process)"
 NAMES = (START, BUILD_AHEAD, BUILD, INPUTS, REFERENCE, CHECK, TIMING, CEILING, HASH, PROVENANCE,
-         TIMING_ALONE, TIMING_START, TIMING_PASS, TIMING_END, NCU_START, NCU_SETUP, REPLAY, NCU_END,
-         SPLIT)
+         TIMING_ALONE, TIMING_START, TIMING_PASS, TIMING_END, NCU_ALONE, NCU_START, NCU_SETUP,
+         REPLAY, NCU_END, SPLIT)
 """Every phase, in running order (a record may hold others: they are shown after these)."""
 
 LARGEST_S = 1e7

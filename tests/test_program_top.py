@@ -152,7 +152,7 @@ def test_run_cmd_times_first_then_profiles_the_top_kernels(paprof_cli, fake_bin,
     last = json.loads((tmp_path / "argvs.jsonl").read_text().splitlines()[-1])
     assert "--metrics" not in last and "-k" not in last and len(
         (tmp_path / "argvs.jsonl").read_text().splitlines()) == 5  # --all: one pass, no timing
-    assert last[last.index("--target-processes") + 1] == "all"  # nothing tried its own process
+    assert last[last.index("--target-processes") + 1] == "application-only"  # it held them
     assert "selection" not in json.loads(next(runs.rglob("*.json")).read_text())
 
 
@@ -190,6 +190,28 @@ def test_a_program_whose_kernels_run_in_a_child_is_timed_again_with_its_children
     assert order[order.index("provenance") + 1:order.index("ncu start")] == [
         "timing pass (own process)", "timing pass start", "timing pass", "timing pass end"]
     assert "timing pass (own process)" in result.output  # --timings shows the first try
+
+
+@needs_mlp
+def test_every_kernel_of_a_program_whose_kernels_run_in_a_child(paprof_cli, fake_bin, tmp_path, monkeypatch):
+    """--all (no timing pass): the one pass tries the program's own process first too."""
+    eager = unpacked(MLP) / "runs" / "nvidia-h200" / "command" / "eager" / "command.ncu-rep"
+    monkeypatch.setenv("FAKE_NCU_REPORT", str(eager))
+    monkeypatch.setenv("FAKE_NCU_ARGVS", str(tmp_path / "argvs.jsonl"))
+    monkeypatch.setenv("FAKE_NCU_CHILDREN", "1")
+    monkeypatch.setenv("COLUMNS", "200")
+    monkeypatch.chdir(tmp_path)
+    runs = tmp_path / "runs"
+    result = _run(paprof_cli, "--cmd", "bash train.sh", "--nvtx-range", "step", "--name", "eager",
+                  "--runs", str(runs), "--all", "--timings")
+    assert result.exit_code == 0, result.output
+    alone, full = _argvs(tmp_path)
+    assert [_processes(a) for a in (alone, full)] == ["application-only", "all"]
+    assert "--metrics" not in alone and "--metrics" not in full
+    side = json.loads(next(runs.rglob("*.json")).read_text())
+    order = [p["phase"] for p in side["phases"]]
+    assert order[order.index("provenance") + 1:] == ["ncu (own process)", "ncu start", "replay", "ncu end"]
+    assert side["command"][side["command"].index("--target-processes") + 1] == "all"
 
 
 @needs_mlp

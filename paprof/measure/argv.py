@@ -77,12 +77,13 @@ class NcuSettings:
     target_processes: str = "all"
     """ncu's ``--target-processes``: ``all`` (the program and its child processes: a
     launcher script, ``torchrun``), ``application-only`` (the program's own process), or
-    ``auto`` (a ``--cmd`` program by its top kernels: the timing pass tries the program's
-    own process first and takes its children only where that launched nothing in the
-    range; the full pass then profiles the same processes. Every process ncu connects to
-    slows each profiled launch: PyTorch's ``torch.compile`` starts a Python process of
-    its own, and under ``all`` the 8-layer GPT step's timing pass took 117 s on the H200
-    where the program's own process alone took 48 s. Elsewhere ``auto`` is ``all``)."""
+    ``auto`` (a ``--cmd`` program: ncu tries the program's own process first and takes
+    its children only where that launched nothing in the range: in the timing pass,
+    whose choice the full pass keeps, or in the one pass of ``--all``. Every process ncu
+    connects to slows each profiled launch: PyTorch's ``torch.compile`` starts a Python
+    process of its own, and under ``all`` the 8-layer GPT step's timing pass took 117 s
+    on the H200 where the program's own process alone took 48 s. Where nothing tries,
+    ``auto`` is ``all``)."""
     every_launch: bool = False
     """A command's top kernels: profile every launch of them (``--profile-every-launch``), not a
     few of each launch configuration standing for the others."""

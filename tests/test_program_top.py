@@ -233,6 +233,38 @@ def test_target_processes_asked_for_is_what_both_passes_use(paprof_cli, fake_bin
         assert not list((tmp_path / "runs").rglob("*.json"))
 
 
+def test_own_process_first_retries_only_where_nothing_was_profiled():
+    from paprof.errors import UserError
+    from paprof.measure.ncu_log import NothingProfiled
+    from paprof.measure.top_kernels import own_process_first
+
+    asked, said = [], []
+
+    def run(attempt):
+        asked.append(attempt.target_processes)
+        if attempt.target_processes == "application-only":
+            raise NothingProfiled("ncu profiled no kernel")
+        return "report"
+
+    result, target, spent = own_process_first(NcuSettings(target_processes="auto"), run, said.append, "ncu")
+    assert (result, target, asked, len(spent)) == ("report", "all", ["application-only", "all"], 1)
+    assert said == ["the program's own process launched nothing in the range: ncu again with its child processes"]
+    asked.clear()
+    assert own_process_first(NcuSettings(), run, said.append, "ncu")[1:] == ("all", [])  # one try
+    assert asked == ["all"]
+
+    def broken(attempt):  # any other failure is not a reason to try again
+        asked.append(attempt.target_processes)
+        raise UserError("ncu failed: an error was reported by the driver")
+
+    asked.clear()
+    with pytest.raises(UserError, match="driver"):
+        own_process_first(NcuSettings(target_processes="auto"), broken, said.append, "ncu")
+    assert asked == ["application-only"]
+    with pytest.raises(NothingProfiled):  # nothing either way: the last try's error
+        own_process_first(NcuSettings(target_processes="application-only"), run, said.append, "ncu")
+
+
 @pytest.mark.parametrize("args, message", [
     (("--variant", "v3", "--top", "3"), "--cover, --top, --all and --profile-every-launch go with --cmd"),
     (("--variant", "v3", "--profile-every-launch"), "--cover, --top, --all and --profile-every-launch go with --cmd"),

@@ -40,7 +40,7 @@ from paprof.read import store, store_files
 from paprof.measure.argv import NcuSettings, ncu_argv, verify_argv
 from paprof.read.locate import find_ncu
 from paprof.safetext import shown
-from paprof.measure.ncu_log import NothingProfiled, ProfiledKernel
+from paprof.measure.ncu_log import ProfiledKernel
 from paprof.measure.presets import get_preset
 from paprof.measure.runner import run_ncu
 from paprof.read.record import REPORT_BYTES, SCHEMA, Origin, RunRecord
@@ -327,26 +327,18 @@ def profile_variant(
                 argv, profiled = _store_part(part, pending.report, pending.log)
                 phases += part.phases
             else:
-                # a command's every kernel (--all, no timing pass chose its processes):
-                # its own process first, its children only where it launched nothing
-                tries = ([dataclasses.replace(settings, target_processes=t)
-                          for t in ("application-only", "all")]
-                         if is_command and settings.target_processes == "auto" else [settings])
-                for attempt in tries:
-                    argv = ncu_argv(attempt, variant, params, pending.report, scratch_result)
+                def full_pass(attempt: NcuSettings):
                     say("ncu: starting")
                     timer = ahead.NcuClock(_kernel_status(say))
-                    try:
-                        ncu = run_ncu(argv, pending.log, pending.report, on_kernel=timer, env=env,
-                                      shown_log=paths.log)  # ncu writes in a private folder
-                    except NothingProfiled:
-                        if attempt is tries[-1]:
-                            raise
-                        phases.append(ph.Phase(ph.NCU_ALONE, time.perf_counter() - timer.start))
-                        say("the program's own process launched nothing in the range: ncu again "
-                            "with its child processes")
-                        continue
-                    break
+                    argv = ncu_argv(attempt, variant, params, pending.report, scratch_result)
+                    return run_ncu(argv, pending.log, pending.report, on_kernel=timer, env=env,
+                                   shown_log=paths.log), timer, argv  # ncu writes in a private folder
+
+                # a command's every kernel (--all: no timing pass chose its processes) tries
+                # its own process first; elsewhere one try under the settings' processes
+                (ncu, timer, argv), _target, spent = top_kernels.own_process_first(
+                    settings, full_pass, say, "ncu")
+                phases += [ph.Phase(ph.NCU_ALONE, s) for s in spent]
                 phases += timer.phases(ncu.log.kernels)
                 profiled = ncu.log.kernels
             watch.stop()

@@ -315,6 +315,29 @@ def chosen_names(selection: dict) -> tuple[str, ...] | None:
     return tuple(k["kernel"] for k in selection["kernels"] if k["profiled"])
 
 
+def own_process_first(settings, run: Callable, say: Callable[[str], None], what: str):
+    """``run(settings)`` under ``settings.target_processes``; for ``auto``, first with the
+    program's own process alone (``application-only``), then, where ncu profiled nothing
+    there (``NothingProfiled``), with its child processes too (``all``): ``(what run
+    gave, the target it ran under, the seconds of each try that profiled nothing)``.
+    Every process ncu connects to slows each profiled launch, and a try that profiles
+    nothing costs about the program's own run."""
+    tries = (["application-only", "all"] if settings.target_processes == "auto"
+             else [target_processes(settings)])
+    spent: list[float] = []
+    for target in tries:
+        started = time.perf_counter()
+        try:
+            return run(dataclasses.replace(settings, target_processes=target)), target, spent
+        except NothingProfiled:
+            if target == tries[-1]:
+                raise
+            spent.append(time.perf_counter() - started)
+            say(f"the program's own process launched nothing in the range: {what} again "
+                "with its child processes")
+    raise AssertionError("unreachable: the last try returns or raises")
+
+
 def time_and_choose(settings, variant, report: Path, log: Path, env: dict,
                     say: Callable[[str], None], shown_log: Path | None = None):
     """Run the timing pass of a command into ``report`` (a scratch path), choose its top
@@ -335,30 +358,20 @@ def time_and_choose(settings, variant, report: Path, log: Path, env: dict,
             seen.add(key)
             say(f"timing every launch in the range (ncu, duration only): {len(seen)} so far")
 
-    # auto: the program's own process first (every process ncu connects to slows each
-    # launch), its children only where it launched nothing in the range
-    tries = (["application-only", "all"] if settings.target_processes == "auto"
-             else [target_processes(settings)])
-    started = time.monotonic()
-    timed: list[ph.Phase] = []
-    for target in tries:
-        timing = dataclasses.replace(settings, metrics=TIMING_METRICS, kernel_names=None,
-                                     per_config=None, target_processes=target)
-        argv = ncu_argv(timing, variant, None, report, None)
+    def timing_pass(attempt):
+        timing = dataclasses.replace(attempt, metrics=TIMING_METRICS, kernel_names=None,
+                                     per_config=None)
         say("timing every launch in the range (ncu, duration only"
-            + (", the program's own process)" if len(tries) > 1 and target != "all" else ")"))
+            + (", the program's own process)" if settings.target_processes == "auto"
+               and attempt.target_processes != "all" else ")"))
         clock = NcuClock(tick, names=(ph.TIMING_START, ph.TIMING_PASS, ph.TIMING_END))
-        try:
-            ncu = run_ncu(argv, log, report, on_kernel=clock, env=env, shown_log=shown_log)
-        except NothingProfiled:
-            if target == tries[-1]:
-                raise
-            timed.append(ph.Phase(ph.TIMING_ALONE, time.perf_counter() - clock.start))
-            say("the program's own process launched nothing in the range: timing it again "
-                "with its child processes")
-            continue
-        break
-    timed += clock.phases(ncu.log.kernels)
+        ncu = run_ncu(ncu_argv(timing, variant, None, report, None), log, report,
+                      on_kernel=clock, env=env, shown_log=shown_log)
+        return ncu, clock
+
+    started = time.monotonic()
+    (ncu, clock), target, spent = own_process_first(settings, timing_pass, say, "timing it")
+    timed = [ph.Phase(ph.TIMING_ALONE, s) for s in spent] + clock.phases(ncu.log.kernels)
     launches, steps = read_launches(report, variant.nvtx_range)
     # the launches the report holds (ncu's log may print fewer lines than it profiled)
     timed = [dataclasses.replace(p, kernels=len(launches)) if p.name == ph.TIMING_PASS else p
@@ -366,9 +379,8 @@ def time_and_choose(settings, variant, report: Path, log: Path, env: dict,
     selection = choose(launches, steps, settings.cover, settings.top)
     selection["seconds"] = round(time.monotonic() - started, 3)
     selection["processes"] = target  # ncu's --target-processes, the full pass's too
-    alone = [p.seconds for p in timed if p.name == ph.TIMING_ALONE]
-    if alone:  # the seconds of the first try, the program's own process alone
-        selection["own_process_s"] = round(alone[0], 3)
+    if spent:  # the seconds of the first try, the program's own process alone
+        selection["own_process_s"] = round(spent[0], 3)
     names = chosen_names(selection)
     plan = None if settings.every_launch else represent(launches, None if names is None else set(names))
     chosen = set(names) if names is not None else {l[0] for l in launches}

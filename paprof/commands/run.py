@@ -165,8 +165,8 @@ def report_lines(outcomes: list[Outcome], width: int | None = None) -> list[str]
                    "of each launch configuration (kernel, grid, block) standing for the others.")
 @click.option("--target-processes", "processes", type=click.Choice(TARGET_PROCESSES), default=None,
               help="With --cmd: the processes ncu profiles (its --target-processes). auto "
-                   "[default]: the timing pass tries the program's own process first and its "
-                   "child processes only where that launched nothing in the range (each "
+                   "[default]: ncu tries the program's own process first and its child "
+                   "processes only where that launched nothing in the range (each "
                    "process ncu connects to slows every launch: torch.compile starts one); "
                    "all: the program and its children throughout (a program whose children "
                    "also run the range); application-only: its own process alone.")

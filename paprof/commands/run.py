@@ -12,6 +12,7 @@ from rich.table import Table
 from rich.text import Text
 
 from paprof import registry
+from paprof.phases import TIMING_ALONE
 from paprof.commands import force_option, renamed, terminal_width, wide_option
 from paprof.errors import UsageError, VerificationError
 from paprof.api import CLOCK_CONTROLS, TARGET_PROCESSES, NcuSettings
@@ -98,12 +99,12 @@ def selection_lines(outcomes: list[Outcome]) -> list[str]:
         if not isinstance(chosen, dict):
             continue
         done, skipped = chosen["profiled"], chosen["skipped"]
+        alone = [p.seconds for p in o.run.sidecar.phases if p.name == TIMING_ALONE]
         line = (f"{shown(o.variant.name)}: profiled {done['kernels']} of {len(chosen['kernels'])} kernels, "
                 f"{done['launches']} launches, {100 * done['share']:.1f} % of the range's time "
                 f"(timed in {chosen.get('seconds', 0):.1f} s"
-                + (f", {chosen['own_process_s']:.1f} s of it trying the program's own process alone: "
-                   "its kernels ran in child processes)" if isinstance(chosen.get("own_process_s"), (int, float))
-                   else ")"))
+                + (f", {alone[0]:.1f} s of it trying the program's own process alone: its kernels "
+                   "ran in child processes)" if alone else ")"))
         planned, verb = done["launches"], "saw"
         if chosen.get("represented"):
             planned = len(chosen.get("sequence") or ())

@@ -166,7 +166,7 @@ class HashesAhead:
 
 class NcuClock:
     """Wraps the ncu progress callback: when the first kernel's replay began, when the
-    last one's passes were printed; ``phases(end, kernels)`` once ncu has exited."""
+    last one's passes were printed; ``phases(kernels)`` once ncu has exited."""
 
     def __init__(self, inner: Callable | None = None,
                  names: tuple[str, str, str] = (ph.NCU_START, ph.REPLAY, ph.NCU_END)):

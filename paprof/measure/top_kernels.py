@@ -379,8 +379,6 @@ def time_and_choose(settings, variant, report: Path, log: Path, env: dict,
     selection = choose(launches, steps, settings.cover, settings.top)
     selection["seconds"] = round(time.monotonic() - started, 3)
     selection["processes"] = target  # ncu's --target-processes, the full pass's too
-    if spent:  # the seconds of the first try, the program's own process alone
-        selection["own_process_s"] = round(spent[0], 3)
     names = chosen_names(selection)
     plan = None if settings.every_launch else represent(launches, None if names is None else set(names))
     chosen = set(names) if names is not None else {l[0] for l in launches}

@@ -10,7 +10,9 @@
 # time-box each step (default: truth 70, top runs 70 and 60, --all runs 120 and 60,
 # compares 25 each), and BUDGET (default 450 s) all of them together: a step gets at most
 # what is left of it, so the script ends within 8 minutes on any GPU. ROUTES (default "top
-# all") picks the routes run: "top" or "all" alone splits them over two calls.
+# all") picks the routes run: "top" or "all" alone splits them over two calls; "basic" and
+# "lean" are the top route under `--preset basic` / `--preset lean` (LIMIT_BASIC_EAGER ...),
+# their causes set beside the top route's in the summary.
 # Everything is logged to $OUT/program.log; the reports, explanations, logs and a
 # summary.json go into $OUT/program-results.tar.gz, the run stores into
 # $OUT/program-runs.tar.gz (split into 15 MiB parts .00, .01 ... if larger; the --all
@@ -64,10 +66,10 @@ python3 -c "import torch, triton; print('torch', torch.__version__, 'triton', tr
 timed truth "${LIMIT_TRUTH:-70}" $PROG both --timing-iters 20 --json "$W/times.json" $GPT_ARGS
 
 for how in ${ROUTES:-top all}; do
-  flag=""; [ "$how" = all ] && flag="--all"
+  case $how in all) flag="--all" ;; basic|lean) flag="--preset $how" ;; *) flag="" ;; esac
   for mode in eager compiled; do
     limit_var="LIMIT_${how^^}_${mode^^}"
-    case $how-$mode in top-eager) default=70 ;; all-eager) default=120 ;; *) default=60 ;; esac
+    case $how-$mode in all-eager) default=120 ;; *-eager) default=70 ;; *) default=60 ;; esac
     timed "run-$how-$mode" "${!limit_var:-$default}" $PAPROF run --cmd "$PROG $mode --timing-iters 0 $GPT_ARGS" \
       --nvtx-range step --name "$mode" --runs "$W/runs-$how" --force $flag
   done
@@ -88,11 +90,10 @@ try:
 except (OSError, ValueError):
     summary["truth"] = None
 t = summary["times"]
-summary["top_seconds_typed_to_answer"] = sum(t.get(k, {}).get("seconds", 0) for k in
-                                             ("run-top-eager", "run-top-compiled", "compare-top"))
-summary["all_seconds_typed_to_answer"] = sum(t.get(k, {}).get("seconds", 0) for k in
-                                             ("run-all-eager", "run-all-compiled", "compare-all"))
-for how in ("top", "all"):
+ROUTES = ("top", "all", "basic", "lean")
+for how in ROUTES:
+    summary[f"{how}_seconds_typed_to_answer"] = sum(t.get(k, {}).get("seconds", 0) for k in
+                                                    (f"run-{how}-eager", f"run-{how}-compiled", f"compare-{how}"))
     try:
         doc = json.loads((w / f"compare-{how}.json").read_text())
     except (OSError, ValueError) as err:
@@ -110,16 +111,20 @@ for how in ("top", "all"):
         chosen = json.loads(side.read_text()).get("selection")
         if chosen:
             summary[how].setdefault("selection", {})[side.parent.name] = {
-                k: chosen[k] for k in ("profiled", "skipped", "steps", "launches", "time_us", "seconds")}
+                k: chosen.get(k) for k in ("profiled", "skipped", "steps", "launches", "time_us", "seconds",
+                                           "processes")}
 top, every = summary.get("top", {}), summary.get("all", {})
 told = bool(top.get("causes")) and bool(every.get("causes"))  # null: a side told no cause
 summary["same_top_cause"] = top["causes"][0] == every["causes"][0] if told else None
 summary["same_causes_order"] = top["causes"] == every["causes"] if told else None
+for how in ("basic", "lean"):  # a lighter preset against the default, both by top kernels
+    other = summary.get(how, {})
+    if top.get("causes") and other.get("causes"):
+        summary[f"{how}_same_causes_order_as_top"] = top["causes"] == other["causes"]
 (w / "summary.json").write_text(json.dumps(summary, indent=1))
-print(json.dumps({k: summary[k] for k in ("times", "top_seconds_typed_to_answer",
-                                          "all_seconds_typed_to_answer", "same_top_cause",
-                                          "same_causes_order")}, indent=1))
-for how in ("top", "all"):
+print(json.dumps({k: v for k, v in summary.items() if k.endswith(("typed_to_answer", "_top", "order", "cause"))
+                  or k == "times"}, indent=1))
+for how in ROUTES:
     print(how, json.dumps({k: summary.get(how, {}).get(k) for k in ("headline", "causes", "bottlenecks")}))
 EOF
 
@@ -127,10 +132,10 @@ stamp "pack"
 cp "$OUT/program.log" "$W/logs/" 2>/dev/null
 tar czf "$OUT/program-results.tar.gz" -C "$W" --exclude 'runs-*' . ; echo "results tar rc $?"
 RUNS="$OUT/program-runs.tar.gz"
-tar czf "$RUNS" -C "$W" runs-top runs-all 2>/dev/null
+tar czf "$RUNS" -C "$W" $(cd "$W" && ls -d runs-* 2>/dev/null)
 if [ "$(stat -c %s "$RUNS")" -gt $(( 60 * 1024 * 1024 )) ]; then
   echo "the run stores are over 60 MiB: the --all reports left out"
-  tar czf "$RUNS" -C "$W" --exclude 'runs-all/*.ncu-rep' --exclude 'runs-all/*/*/*/*.ncu-rep' runs-top runs-all
+  tar czf "$RUNS" -C "$W" --exclude 'runs-all/*.ncu-rep' --exclude 'runs-all/*/*/*/*.ncu-rep' $(cd "$W" && ls -d runs-*)
 fi
 if [ "$(stat -c %s "$RUNS")" -gt $(( 15 * 1024 * 1024 )) ]; then  # cat program-runs.tar.gz.* | tar xz
   split -b 15m -d "$RUNS" "$RUNS." && rm -f "$RUNS"

@@ -122,6 +122,32 @@ def test_an_old_report_without_the_per_opcode_counts_says_what_is_missing():
                            "InstructionStats' per-opcode counts)")
 
 
+class _Step:
+    """A step of several kernels (a program's), each a ``_Part`` of its own name."""
+
+    def __init__(self, kernels: dict):
+        self.kernels = []
+        for name, values in kernels.items():
+            part = _Part(values)
+            part.kernel = name
+            self.kernels.append(part)
+        self.values = {"duration_us": sum(v["duration_us"] for v in kernels.values())}
+
+    def get(self, key):
+        return self.values.get(key)
+
+
+def test_a_step_of_several_kernels_without_opcode_counts_gives_the_steps_ratio():
+    # two pairs: "big" halves its instructions (it moves the term most), "small" is
+    # unchanged; the step's instructions go 1.1 M -> 0.6 M, not the big pair's 0.5x
+    a = _Step({"big": _kernel(1e6, 100.0, None), "small": _kernel(1e5, 10.0, None)})
+    b = _Step({"big": _kernel(5e5, 50.0, None), "small": _kernel(1e5, 10.0, None)})
+    dec = decompose(a, b)
+    (term,) = [t for t in dec.terms if t.key == "instructions"]
+    assert term.before == pytest.approx(1.1e6) and term.after == pytest.approx(6e5)
+    assert cw.cause_text(dec).startswith("instructions issued 0.545x (no instruction class")
+
+
 def test_ffma_to_hmma_is_said_as_the_tensor_cores_taking_the_work():
     a = _kernel(1e6, 100.0, {"inst_fp32": 3.8e6, "inst_integer": 2e5})
     b = _kernel(2.5e5, 25.0, {"inst_fp32": 0.0, "inst_tensor": 3.1e4, "inst_integer": 9.69e5})

@@ -335,6 +335,8 @@ class Term:
     """Microseconds this term adds to (positive) or takes from (negative) the step."""
     before: float | None = None
     after: float | None = None
+    """The counter the term follows, before and after: for ``instructions`` summed over
+    the step's paired kernels; for the other mechanisms, the pair that moved it most."""
     evidence: list[Evidence] = field(default_factory=list)
     kernels: list[str] = field(default_factory=list)
     """Kernels behind it (the new or gone ones, for ``kernel+`` / ``kernel-``)."""
@@ -747,6 +749,12 @@ def _unit_terms(va: dict, vb: dict, da: float, db: float) -> list[Term] | None:
                  [Evidence(f"{name} throughput", ua, ub, "% of peak", -1)])]
 
 
+#: Terms whose ``before`` / ``after`` are counts that add over kernels (instructions issued
+#: per scheduler): a step's term holds the paired kernels' sums, so a ratio of them is the
+#: step's. The others (warps, stalls, clock: rates) keep the pair that moved the term most.
+_SUMMED_TERMS = ("instructions",)
+
+
 def decompose(before, after, spread_us: float = 0.0) -> Decomposition | None:
     """The step ``before -> after`` (two ``VariantResult``) as terms; None without
     durations. ``spread_us``: the runs' measured spread of the step time, if any."""
@@ -773,9 +781,14 @@ def decompose(before, after, spread_us: float = 0.0) -> Decomposition | None:
                 merged[t.key] = t
                 largest[t.key] = abs(t.us)
                 continue
+            if t.key in _SUMMED_TERMS:  # counts of the same thing: the pairs' sum
+                have.before = (have.before or 0.0) + (t.before or 0.0)
+                have.after = (have.after or 0.0) + (t.after or 0.0)
             if abs(t.us) > largest[t.key]:  # several pairs: the counters of the one that
                 largest[t.key] = abs(t.us)  # moved the term most
-                have.evidence, have.before, have.after = t.evidence, t.before, t.after
+                have.evidence = t.evidence
+                if t.key not in _SUMMED_TERMS:
+                    have.before, have.after = t.before, t.after
             have.us += t.us
             have.kernels.append(kb.kernel)
             have.parts = _merge_parts(have.parts, t.parts)

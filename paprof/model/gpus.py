@@ -69,6 +69,17 @@ GPUS: tuple[GpuSpec, ...] = (
                    "medians of 20 CUDA-event launches, 743 and 709 TFLOP/s in two rounds "
                    "(4096^3: 706 and 722, ~714)"),
     ),
+    GpuSpec(
+        name="NVIDIA H100 80GB HBM3",  # the SXM5 board
+        sms=132,
+        l2_mb=50,
+        dram_datasheet_tbs=3.35,
+        read_ceiling_tbs=None,
+        aliases=("H100", "NVIDIA H100 SXM", "NVIDIA H100 SXM5 80GB"),
+        fp32_datasheet_tflops=67,
+        fp64_datasheet_tflops=34,
+        tensor_datasheet_tflops=989,
+    ),
 )
 """The table. Keep one row per GPU model."""
 

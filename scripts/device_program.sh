@@ -12,7 +12,8 @@
 # what is left of it, so the script ends within 8 minutes on any GPU. ROUTES (default "top
 # all") picks the routes run: "top" or "all" alone splits them over two calls; "basic" and
 # "lean" are the top route under `--preset basic` / `--preset lean` (LIMIT_BASIC_EAGER ...),
-# their causes set beside the top route's in the summary.
+# their causes set beside the top route's in the summary. EXTRA (default empty) is added to
+# every `paprof run` (EXTRA="--preset basic" ROUTES="top all": both routes under basic).
 # Everything is logged to $OUT/program.log; the reports, explanations, logs and a
 # summary.json go into $OUT/program-results.tar.gz, the run stores into
 # $OUT/program-runs.tar.gz (split into 15 MiB parts .00, .01 ... if larger; the --all
@@ -71,7 +72,7 @@ for how in ${ROUTES:-top all}; do
     limit_var="LIMIT_${how^^}_${mode^^}"
     case $how-$mode in all-eager) default=120 ;; *-eager) default=70 ;; *) default=60 ;; esac
     timed "run-$how-$mode" "${!limit_var:-$default}" $PAPROF run --cmd "$PROG $mode --timing-iters 0 $GPT_ARGS" \
-      --nvtx-range step --name "$mode" --runs "$W/runs-$how" --force $flag
+      --nvtx-range step --name "$mode" --runs "$W/runs-$how" --force $flag ${EXTRA:-}
   done
   timed "compare-$how" "${LIMIT_COMPARE:-25}" $PAPROF compare eager compiled --runs "$W/runs-$how" \
     --markdown "$W/compare-$how.md" --json "$W/compare-$how.json" --out "$W/compare-$how.html" --force

@@ -162,7 +162,7 @@ def test_timings_say_what_basic_saves_where_replay_passes_were_most_of_the_run()
               _outcome([ph.Phase(ph.START, 2.0, shared=2), ph.Phase(ph.REPLAY, 3.0, passes=35, kernels=1)])]
     hint = faster_hint(mostly, "default")
     assert hint.startswith("replay passes took 94 % of this run: --preset basic")  # 31 of 33 s (the shared start once)
-    assert "no traffic tables, instruction counts or roofline" in hint
+    assert "no traffic tables or roofline, so causes on the memory side" in hint
     assert faster_hint(mostly, "basic") is None and faster_hint(mostly, "memory") is None
     little = [_outcome([ph.Phase(ph.START, 5.0), ph.Phase(ph.REPLAY, 4.0, passes=35, kernels=1)])]
     assert faster_hint(little, "default") is None

@@ -103,7 +103,8 @@ PRESETS: dict[str, Preset] = {
         Preset(
             "basic",
             _BASE,
-            summary="default without the traffic tables, instruction counts and roofline (fewer passes)",
+            summary=("default without the traffic tables and roofline (fewer, cheaper passes; "
+                     "memory-side causes lose their words)"),
         ),
         Preset(
             "memory",

@@ -165,6 +165,27 @@ def _processes(argv) -> str:
 
 
 @needs_mlp
+@needs_mlp
+def test_a_program_whose_replay_passes_were_most_of_its_run_is_told_what_basic_saves(
+        paprof_cli, fake_bin, tmp_path, monkeypatch):
+    eager = unpacked(MLP) / "runs" / "nvidia-h200" / "command" / "eager" / "command.ncu-rep"
+    monkeypatch.setenv("FAKE_NCU_TIMING_REPORT", str(eager))
+    monkeypatch.setenv("FAKE_NCU_REPORT", str(eager))
+    monkeypatch.setenv("COLUMNS", "200")
+    monkeypatch.chdir(tmp_path)
+    args = ["--cmd", "python3 mlp.py eager", "--nvtx-range", "step", "--name", "eager",
+            "--runs", str(tmp_path / "runs")]
+    quick = _run(paprof_cli, *args)  # the fake's replay passes take no time: nothing said
+    assert quick.exit_code == 0, quick.output
+    assert "--preset basic" not in quick.output and "phases" not in quick.output
+    monkeypatch.setenv("FAKE_NCU_MODE", "slow")  # they take most of it: said, without --timings
+    slow = _run(paprof_cli, *args, "--force")
+    assert slow.exit_code == 0, slow.output
+    assert "of this run: --preset basic replays fewer" in slow.output and "phases" not in slow.output
+    basic = _run(paprof_cli, *args, "--force", "--preset", "basic")  # nothing fewer to offer
+    assert basic.exit_code == 0 and "--preset basic replays fewer" not in basic.output
+
+
 def test_a_program_whose_kernels_run_in_a_child_is_timed_again_with_its_children(
         paprof_cli, fake_bin, tmp_path, monkeypatch):
     """auto: the program's own process first; where it launched nothing in the range (a

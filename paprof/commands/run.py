@@ -191,7 +191,9 @@ def report_lines(outcomes: list[Outcome], width: int | None = None) -> list[str]
 @wide_option("the summary fits its width, a long report path alone on its line")
 @click.option("--timings", is_flag=True,
               help="Also show where each variant's run spent its time (build, inputs and reference, "
-                   "check, timing, ncu start, replay passes, ...), then the totals.")
+                   "check, timing, ncu start, replay passes, ...), then the totals. Where replay "
+                   "passes were most of it, a line says what --preset basic saves (shown for "
+                   "--cmd programs without --timings too).")
 def run(variants, family, shape, cmd, nvtx_range, name, kernel_regex, cover, top, every_kernel,
         every_launch, processes, preset, runs_dir, clock_control, launches, force, seed, wide,
         timings):
@@ -248,10 +250,13 @@ def run(variants, family, shape, cmd, nvtx_range, name, kernel_regex, cover, top
     for line in report_lines(outcomes, width) + chosen_lines:
         click.echo(line)
     if timings:
-        from paprof.commands.run_timings import faster_hint, timing_tables
+        from paprof.commands.run_timings import timing_tables
 
         for table in timing_tables(outcomes, time.perf_counter() - started):
             Console(width=10_000 if wide else width).print(table)
+    if timings or cmd is not None:  # a program's replay passes are most of its wait: say so
+        from paprof.commands.run_timings import faster_hint
+
         hint = faster_hint(outcomes, preset)
         if hint:
             from paprof.api import wrapped

@@ -176,6 +176,20 @@ def test_split_variant_is_compared_as_its_sum_with_its_kernels():
             "paged_decode_v4_merge 22.6 us (0.6 %)") in step.sentences
 
 
+def test_a_step_of_many_launches_is_listed_by_kernel_the_longest_first():
+    report = "/runs/nvidia-h200/command/compiled/command.ncu-rep"
+    # a program's step: a GEMM launched 4 times, 5 small kernels once each
+    launches = [("gemm", 100.0)] * 4 + [(f"small_{i}", 10.0 + i) for i in range(5)]
+    rows = [make_row("compiled", kernel=name, report=report, duration_us=us, grid_size=132,
+                     block_size=384) for name, us in launches]
+    cmp = comparison(make_row("eager", **V3), *rows)
+    line = next(x for x in cmp.steps[0].sentences if "compared as their sum" in x)
+    assert line.startswith("compiled runs 9 launches of 6 kernels, compared as their sum: gemm x4 400 us (")
+    # the longest four kernels by name, then the other two as one
+    assert line.count(" + ") == 4 and line.endswith("2 more kernels 21 us (4.6 %)"), line
+    assert "small_4 14 us" in line and "small_0" not in line
+
+
 def test_order_follows_the_paths_given():
     rows = [make_row("v3", **V3), make_row("v2")]
     order = [rows[1]["report_path"], rows[0]["report_path"]]

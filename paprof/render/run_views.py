@@ -8,6 +8,7 @@ from datetime import datetime, timezone
 
 from paprof.explain import fmt
 from paprof.explain.compare import Comparison, VariantResult, bound_words, verdict_words
+from paprof.explain.sentences import listed_groups, listed_words, summed
 
 
 @dataclass
@@ -44,6 +45,38 @@ class VariantView:
     @property
     def multi_kernel(self) -> bool:
         return len(self.kernels) > 1
+
+    @property
+    def listed(self) -> list[KernelView]:
+        """The kernels as the report lists them (``sentences.listed_groups``): each launch,
+        or for a program's step each kernel by name, the longest first, then the rest."""
+        out = []
+        for label, group in listed_groups(self.kernels, _name, _us):
+            if len(group) == 1 and label == group[0].name:
+                out.append(group[0])
+                continue
+            us, share = summed(group, _us, lambda k: k.share)
+            longest = max(group, key=lambda k: k.duration_us or 0.0)
+            many = len({k.name for k in group}) > 1  # "N more kernels": no one shape
+            out.append(KernelView(
+                name=label, duration_us=us, duration=fmt.duration_us(us), share=share,
+                share_text=fmt.pct(share * 100) if share is not None else fmt.MISSING,
+                grid="" if many else longest.grid, block="" if many else longest.block,
+                bottleneck="" if many else longest.bottleneck))
+        return out
+
+    @property
+    def kernels_words(self) -> str:
+        """"2 kernels", or for a program's step "215 launches of 10 kernels"."""
+        return listed_words(self.kernels, _name)
+
+
+def _name(k: KernelView) -> str:
+    return k.name
+
+
+def _us(k: KernelView) -> float | None:
+    return k.duration_us
 
 
 @dataclass

@@ -444,3 +444,22 @@ def test_five_launches_show_median_and_half_range():
     assert "±" not in ctx.row("bottleneck").cells[1].text
     grid = ctx.row("grid_size").cells[1]
     assert grid.spread == 0.0 and "±" not in grid.text  # every launch agrees: no "± 0"
+
+
+def test_the_reports_kernel_lists_group_a_programs_step_as_the_sentence_does():
+    from paprof.render.run_views import variant_view
+
+    report = "/runs/nvidia-h200/command/compiled/command.ncu-rep"
+    launches = [("gemm", 100.0)] * 4 + [(f"small_{i}", 10.0 + i) for i in range(5)]
+    rows = [make_row("compiled", kernel=name, report=report, duration_us=us, grid_size=132,
+                     block_size=384) for name, us in launches]
+    view = variant_view(comparison(make_row("eager", **V3), *rows).variant("compiled"))
+    assert view.kernels_words == "9 launches of 6 kernels"
+    listed = view.listed
+    assert [k.name for k in listed] == ["gemm x4", "small_4", "small_3", "small_2", "2 more kernels"]
+    assert listed[0].duration == "400 us" and listed[0].grid == "132"
+    assert listed[-1].duration == "21 us" and listed[-1].grid == ""  # two shapes: none shown
+    # a split variant of two kernels: each launch, as before
+    two = variant_view(comparison(make_row("v3", **V3), *split_rows("v4")).variant("v4"))
+    assert two.kernels_words == "2 kernels" and [k.name for k in two.listed] == [
+        "paged_decode_v4_partial", "paged_decode_v4_merge"]

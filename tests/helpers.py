@@ -612,3 +612,40 @@ def gone(pid: int) -> bool:
         except ProcessLookupError:
             return True
         return False
+
+
+# -- a lighter preset, emulated on recorded reports --------------------------------------------
+
+def preset_readers(preset, metrics: Callable, rules: Callable, opcodes: bool = False,
+                   seen_rules: set | None = None) -> tuple[Callable, Callable]:
+    """Stand-ins for the loader's ``_metrics`` and ``read_rules`` (given as ``metrics`` and
+    ``rules``) that read a report as a run under ``preset`` would hold it: every catalogue
+    column the preset does not collect absent (NaN, or "" for text, as a report without
+    the metric gives it), every rule of a section it leaves out gone. ``opcodes``: keep
+    the per-opcode counts whatever the sections (ncu 2025.3.1's basic sections collect
+    them). ``seen_rules`` collects the ids of every rule read."""
+
+    def collected(m: M.Metric) -> bool:
+        return m.section == M.DEVICE or m.section in preset.sections or m.ncu_name in preset.metrics
+
+    keep_opcodes = opcodes or "InstructionStats" in preset.sections or M.OPCODE_METRIC in preset.metrics
+
+    def preset_metrics(action, entries):
+        values = metrics(action, entries)
+        for column in values:
+            m = M.BY_COLUMN.get(column)
+            if m is None:
+                continue
+            if column in M.OPCODE_COLUMNS and not keep_opcodes:
+                values[column] = math.nan
+            elif column not in M.OPCODE_COLUMNS and not m.derived and not collected(m):
+                values[column] = "" if m.text else math.nan
+        return values
+
+    def preset_rules(action):
+        found = rules(action)
+        if seen_rules is not None:
+            seen_rules.update(r["id"] for r in found)
+        return [r for r in found if M.RULE_SECTIONS.get(r["id"]) in preset.sections]
+
+    return preset_metrics, preset_rules

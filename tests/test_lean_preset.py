@@ -6,7 +6,6 @@ metric gives it) and every rule of a section it leaves out gone, and must be unc
 
 from __future__ import annotations
 
-import math
 import sys
 from pathlib import Path
 
@@ -16,7 +15,7 @@ from paprof.model import load
 from paprof.read import metrics as M
 from paprof.measure.presets import METRICS_ONLY, get_preset
 
-from helpers import recorded, unpacked
+from helpers import preset_readers, recorded, unpacked
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -51,26 +50,7 @@ def as_lean(monkeypatch):
     """The loader as it would read a ``lean`` run of the same kernels: what lean does not
     collect absent, the rules of the sections it leaves out gone."""
     seen_rules: set = set()
-    metrics, rules = load._metrics, load.read_rules
-
-    def lean_metrics(action, entries):
-        values = metrics(action, entries)
-        opcodes = "InstructionStats" in LEAN.sections or M.OPCODE_METRIC in LEAN.metrics
-        for column in values:
-            m = M.BY_COLUMN.get(column)
-            if m is None:
-                continue
-            if column in M.OPCODE_COLUMNS and not opcodes:
-                values[column] = math.nan
-            elif not m.derived and not collected(m):
-                values[column] = "" if m.text else math.nan
-        return values
-
-    def lean_rules(action):
-        found = rules(action)
-        seen_rules.update(r["id"] for r in found)
-        return [r for r in found if M.RULE_SECTIONS.get(r["id"]) in LEAN.sections]
-
+    lean_metrics, lean_rules = preset_readers(LEAN, load._metrics, load.read_rules, seen_rules=seen_rules)
     monkeypatch.setattr(load, "_metrics", lean_metrics)
     monkeypatch.setattr(load, "read_rules", lean_rules)
     return seen_rules

@@ -40,48 +40,6 @@ def duration_sentence(before, after, d, t) -> str | None:
     return f"{text}: {fmt.ratio(1 / ratio)} slower"
 
 
-#: Launches a "compared as their sum" sentence (and the report's kernel lists) shows one
-#: by one; past it (a program's step of hundreds), the kernels by name, the longest
-#: ``LISTED_KERNELS`` first, and the rest as one entry.
-LISTED_LAUNCHES = 6
-LISTED_KERNELS = 4
-
-
-def listed_groups(items: list, name_of: Callable, us_of: Callable) -> list[tuple[str, list]]:
-    """``items`` (a step's launches) as the report lists them: ``(label, [items])`` each,
-    one per launch up to ``LISTED_LAUNCHES``; past it, one per kernel name ("name x32"),
-    the longest ``LISTED_KERNELS`` by summed time first, then "N more kernels" for the
-    others together."""
-    if len(items) <= LISTED_LAUNCHES:
-        return [(name_of(k), [k]) for k in items]
-    by_name: dict[str, list] = {}
-    for k in items:
-        by_name.setdefault(name_of(k), []).append(k)
-    named = sorted(by_name.items(), key=lambda item: -sum(us_of(k) or 0.0 for k in item[1]))
-    out = [(name + (f" x{len(group)}" if len(group) > 1 else ""), group)
-           for name, group in named[:LISTED_KERNELS]]
-    left = len(named) - LISTED_KERNELS
-    if left > 0:
-        out.append((f"{left} more kernel{'s' if left > 1 else ''}",
-                    [k for _name, group in named[LISTED_KERNELS:] for k in group]))
-    return out
-
-
-def listed_words(items: list, name_of: Callable) -> str:
-    """"2 kernels", or for a step listed by name "215 launches of 10 kernels"."""
-    if len(items) <= LISTED_LAUNCHES:
-        return f"{len(items)} kernels"
-    names = len({name_of(k) for k in items})
-    return f"{len(items)} launches of {names} kernel{'s' if names > 1 else ''}"
-
-
-def summed(group: list, us_of: Callable, share_of: Callable) -> tuple[float | None, float | None]:
-    """A listed group's time and share (None where a member lacks one)."""
-    us, shares = [us_of(k) for k in group], [share_of(k) for k in group]
-    return (sum(us) if all(x is not None for x in us) else None,
-            sum(shares) if all(x is not None for x in shares) else None)
-
-
 def kernels_sentence(before, after, d, t) -> str | None:
     """For a split variant after the step: "v4 runs 2 kernels, compared as their sum:
     paged_decode_v4_partial 3.92 ms (99.4 %) + paged_decode_v4_merge 22.6 us (0.6 %)"; for
@@ -98,10 +56,10 @@ def kernels_sentence(before, after, d, t) -> str | None:
         return k.duration_us
 
     listed = []
-    for label, group in listed_groups(after.kernels, name_of, us_of):
-        us, share = summed(group, us_of, lambda k: k.share)
+    for label, group in program.listed_groups(after.kernels, name_of, us_of):
+        us, share = program.summed(group, us_of, lambda k: k.share)
         listed.append(f"{label} {fmt.duration_us(us)}" + (f" ({fmt.pct(share * 100)})" if share is not None else ""))
-    return (f"{after.label} runs {listed_words(after.kernels, name_of)}, compared as their sum: "
+    return (f"{after.label} runs {program.listed_words(after.kernels, name_of)}, compared as their sum: "
             + " + ".join(listed))
 
 

@@ -8,7 +8,7 @@ from datetime import datetime, timezone
 
 from paprof.explain import fmt
 from paprof.explain.compare import Comparison, VariantResult, bound_words, verdict_words
-from paprof.explain.sentences import listed_groups, listed_words, summed
+from paprof.model.program import listed_groups, listed_words, summed
 
 
 @dataclass
@@ -48,7 +48,7 @@ class VariantView:
 
     @property
     def listed(self) -> list[KernelView]:
-        """The kernels as the report lists them (``sentences.listed_groups``): each launch,
+        """The kernels as the report lists them (``program.listed_groups``): each launch,
         or for a program's step each kernel by name, the longest first, then the rest."""
         out = []
         for label, group in listed_groups(self.kernels, _name, _us):

@@ -52,12 +52,9 @@ def kernels_sentence(before, after, d, t) -> str | None:
     def name_of(k):
         return k.kernel
 
-    def us_of(k):
-        return k.duration_us
-
     listed = []
-    for label, group in program.listed_groups(after.kernels, name_of, us_of):
-        us, share = program.summed(group, us_of, lambda k: k.share)
+    for label, group in program.listed_groups(after.kernels, name_of):
+        us, share = program.summed(group)
         listed.append(f"{label} {fmt.duration_us(us)}" + (f" ({fmt.pct(share * 100)})" if share is not None else ""))
     return (f"{after.label} runs {program.listed_words(after.kernels, name_of)}, compared as their sum: "
             + " + ".join(listed))

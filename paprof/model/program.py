@@ -33,17 +33,17 @@ LISTED_LAUNCHES = 6
 LISTED_KERNELS = 4
 
 
-def listed_groups(items: list, name_of: Callable, us_of: Callable) -> list[tuple[str, list]]:
-    """``items`` (a step's launches) as the report lists them: ``(label, [items])`` each,
-    one per launch up to ``LISTED_LAUNCHES``; past it, one per kernel name ("name x32"),
-    the longest ``LISTED_KERNELS`` by summed time first, then "N more kernels" for the
-    others together."""
+def listed_groups(items: list, name_of: Callable) -> list[tuple[str, list]]:
+    """``items`` (a step's launches: anything with ``duration_us`` and ``share``) as the
+    report lists them: ``(label, [items])`` each, one per launch up to
+    ``LISTED_LAUNCHES``; past it, one per kernel name ("name x32"), the longest
+    ``LISTED_KERNELS`` by summed time first, then "N more kernels" for the others."""
     if len(items) <= LISTED_LAUNCHES:
         return [(name_of(k), [k]) for k in items]
     by_name: dict[str, list] = {}
     for k in items:
         by_name.setdefault(name_of(k), []).append(k)
-    named = sorted(by_name.items(), key=lambda item: -sum(us_of(k) or 0.0 for k in item[1]))
+    named = sorted(by_name.items(), key=lambda item: -sum(k.duration_us or 0.0 for k in item[1]))
     out = [(name + (f" x{len(group)}" if len(group) > 1 else ""), group)
            for name, group in named[:LISTED_KERNELS]]
     left = len(named) - LISTED_KERNELS
@@ -61,9 +61,9 @@ def listed_words(items: list, name_of: Callable) -> str:
     return f"{len(items)} launches of {names} kernel{'s' if names > 1 else ''}"
 
 
-def summed(group: list, us_of: Callable, share_of: Callable) -> tuple[float | None, float | None]:
+def summed(group: list) -> tuple[float | None, float | None]:
     """A listed group's time and share (None where a member lacks one)."""
-    us, shares = [us_of(k) for k in group], [share_of(k) for k in group]
+    us, shares = [k.duration_us for k in group], [k.share for k in group]
     return (sum(us) if all(x is not None for x in us) else None,
             sum(shares) if all(x is not None for x in shares) else None)
 

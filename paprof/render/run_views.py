@@ -51,11 +51,11 @@ class VariantView:
         """The kernels as the report lists them (``program.listed_groups``): each launch,
         or for a program's step each kernel by name, the longest first, then the rest."""
         out = []
-        for label, group in listed_groups(self.kernels, _name, _us):
+        for label, group in listed_groups(self.kernels, _name):
             if len(group) == 1 and label == group[0].name:
                 out.append(group[0])
                 continue
-            us, share = summed(group, _us, lambda k: k.share)
+            us, share = summed(group)
             longest = max(group, key=lambda k: k.duration_us or 0.0)
             many = len({k.name for k in group}) > 1  # "N more kernels": no one shape
             out.append(KernelView(
@@ -73,10 +73,6 @@ class VariantView:
 
 def _name(k: KernelView) -> str:
     return k.name
-
-
-def _us(k: KernelView) -> float | None:
-    return k.duration_us
 
 
 @dataclass

@@ -1,0 +1,64 @@
+"""paprof's command line with candidate presets registered beside the shipped ones (issue
+40, point 2: a default preset in fewer replay passes that keeps every explanation).
+
+    python scripts/preset_probe.py run --family paged_decode --variant all --preset lean2
+    python scripts/preset_probe.py --list       (each candidate's sections and metrics)
+
+The candidates are ``lean`` (paprof.measure.presets) changed one way each. ``lean2``:
+the roofline chart's section only for the metrics paprof reads (its one rule,
+SOLFPRoofline, gives no estimate that an explanation shows). ``m3``: ``lean2`` with the
+memory tables' section only for its metrics too (their two rules, MemoryCacheAccess-
+Pattern and SharedMemoryConflicts, go). ``scripts/emulate_preset.py`` says what each
+would change in the shipped and zoo explanations; ``scripts/device_presets.sh`` times them,
+and ``basic+SECTION`` (basic with one more section) on one variant.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from paprof.measure import presets as P
+from paprof.read.metrics import ncu_metric_names
+
+_ALONE = ("SpeedOfLight", "MemoryWorkloadAnalysis")  # lean's: metrics only
+
+
+def _preset(name: str, whole: tuple[str, ...], metrics_of: tuple[str, ...]) -> P.Preset:
+    names = [m for m in ncu_metric_names(metrics_of) if not m.startswith("derived__")]
+    return P.Preset(name, tuple(s for s in P._BASE if s not in _ALONE) + whole,
+                    summary=f"candidate: {' '.join(whole)}; metrics of {' '.join(metrics_of)}",
+                    metrics=tuple(dict.fromkeys(names)))
+
+
+CANDIDATES = {
+    "lean2": _preset("lean2", ("InstructionStats", "MemoryWorkloadAnalysis_Tables",
+                               "SpeedOfLight_HierarchicalTensorRooflineChart"),
+                     _ALONE + ("MemoryWorkloadAnalysis_Chart", "SpeedOfLight_RooflineChart")),
+    "m3": _preset("m3", ("InstructionStats", "SpeedOfLight_HierarchicalTensorRooflineChart"),
+                  _ALONE + ("MemoryWorkloadAnalysis_Tables", "MemoryWorkloadAnalysis_Chart",
+                            "SpeedOfLight_RooflineChart")),
+}
+
+
+#: Probes: ``basic`` with one more section, to say which section costs the replay.
+PROBES = {f"basic+{s}": P.Preset(f"basic+{s}", P._BASE + (s,), summary=f"probe: basic and {s}")
+          for s in P._TRAFFIC}
+
+
+def register() -> None:
+    """Add the candidates and probes to the presets paprof knows (before its CLI is
+    imported)."""
+    for name, preset in {**CANDIDATES, **PROBES}.items():
+        P.PRESETS.setdefault(name, preset)
+
+
+if __name__ == "__main__":
+    register()
+    if sys.argv[1:] == ["--list"]:
+        for name in ("default", "lean", *CANDIDATES):
+            p = P.PRESETS[name]
+            print(f"{name}: sections {' '.join(p.sections)}; {len(p.metrics)} metrics")
+        sys.exit(0)
+    from paprof.entry import main
+
+    sys.exit(main(sys.argv[1:]))

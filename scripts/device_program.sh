@@ -10,9 +10,10 @@
 # time-box each step (default: truth 70, top runs 70 and 60, --all runs 120 and 60,
 # compares 25 each), and BUDGET (default 450 s) all of them together: a step gets at most
 # what is left of it, so the script ends within 8 minutes on any GPU. ROUTES (default "top
-# all") picks the routes run: "top" or "all" alone splits them over two calls; "basic" and
-# "lean" are the top route under `--preset basic` / `--preset lean` (LIMIT_BASIC_EAGER ...),
-# their causes set beside the top route's in the summary. EXTRA (default empty) is added to
+# all") picks the routes run: "top" or "all" alone splits them over two calls; any other
+# NAME is the top route under `--preset NAME` (LIMIT_NAME_EAGER ...; with PAPROF="python3
+# scripts/preset_probe.py" its candidate presets too), its causes set beside the top
+# route's in the summary. EXTRA (default empty) is added to
 # every `paprof run` (EXTRA="--preset basic" ROUTES="top all": both routes under basic).
 # Everything is logged to $OUT/program.log; the reports, explanations, logs and a
 # summary.json go into $OUT/program-results.tar.gz, the run stores into
@@ -33,7 +34,7 @@ export NCU
 GPT_ARGS=${GPT_ARGS:---layers 2 --steps 1}
 BUDGET=${BUDGET:-450}
 PROG="python3 $ROOT/examples/programs/gpt_block.py"
-PAPROF="python3 -m paprof"
+PAPROF=${PAPROF:-python3 -m paprof}  # python3 scripts/preset_probe.py: its candidate presets too
 t0=$(date +%s)
 printf 'step\trc\tseconds\n' > "$W/times.tsv"
 
@@ -67,7 +68,7 @@ python3 -c "import torch, triton; print('torch', torch.__version__, 'triton', tr
 timed truth "${LIMIT_TRUTH:-70}" $PROG both --timing-iters 20 --json "$W/times.json" $GPT_ARGS
 
 for how in ${ROUTES:-top all}; do
-  case $how in all) flag="--all" ;; basic|lean) flag="--preset $how" ;; *) flag="" ;; esac
+  case $how in all) flag="--all" ;; top) flag="" ;; *) flag="--preset $how" ;; esac
   for mode in eager compiled; do
     limit_var="LIMIT_${how^^}_${mode^^}"
     case $how-$mode in all-eager) default=120 ;; *-eager) default=70 ;; *) default=60 ;; esac
@@ -79,8 +80,8 @@ for how in ${ROUTES:-top all}; do
 done
 
 stamp "summary: the top causes both ways"
-python3 - "$W" <<'EOF'
-import csv, json, sys
+ROUTES_RUN="${ROUTES:-top all}" python3 - "$W" <<'EOF'
+import csv, json, os, sys
 from pathlib import Path
 
 w = Path(sys.argv[1])
@@ -91,7 +92,7 @@ try:
 except (OSError, ValueError):
     summary["truth"] = None
 t = summary["times"]
-ROUTES = ("top", "all", "basic", "lean")
+ROUTES = tuple(dict.fromkeys(("top", "all", *os.environ["ROUTES_RUN"].split())))
 for how in ROUTES:
     summary[f"{how}_seconds_typed_to_answer"] = sum(t.get(k, {}).get("seconds", 0) for k in
                                                     (f"run-{how}-eager", f"run-{how}-compiled", f"compare-{how}"))
@@ -118,7 +119,7 @@ top, every = summary.get("top", {}), summary.get("all", {})
 told = bool(top.get("causes")) and bool(every.get("causes"))  # null: a side told no cause
 summary["same_top_cause"] = top["causes"][0] == every["causes"][0] if told else None
 summary["same_causes_order"] = top["causes"] == every["causes"] if told else None
-for how in ("basic", "lean"):  # a lighter preset against the default, both by top kernels
+for how in ROUTES[2:]:  # a lighter preset against the default, both by top kernels
     other = summary.get(how, {})
     if top.get("causes") and other.get("causes"):
         summary[f"{how}_same_causes_order_as_top"] = top["causes"] == other["causes"]

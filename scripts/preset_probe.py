@@ -4,11 +4,12 @@
     python scripts/preset_probe.py run --family paged_decode --variant all --preset lean2
     python scripts/preset_probe.py --list       (each candidate's sections and metrics)
 
-The candidates are ``lean`` (paprof.measure.presets) changed one way each. ``lean2``:
-the roofline chart's section only for the metrics paprof reads (its one rule,
-SOLFPRoofline, gives no estimate that an explanation shows). ``m3``: ``lean2`` with the
-memory tables' section only for its metrics too (their two rules, MemoryCacheAccess-
-Pattern and SharedMemoryConflicts, go). ``scripts/emulate_preset.py`` says what each
+The candidates, each named by what it collects whole (the rest only for the catalogue's
+metrics; kernels/NOTES.md, 2026-12-07, has what they measured on an H100): ``lean2``
+basic's sections less SpeedOfLight and the memory overview, InstructionStats, the memory
+tables and the hierarchical roofline (``lean`` before 2026-12-07 with the roofline chart
+for metrics only); ``m3`` the same without the memory tables; ``m3s`` ``m3`` with basic's
+eight sections whole (what ``lean`` is since). ``scripts/emulate_preset.py`` says what each
 would change in the shipped and zoo explanations; ``scripts/device_presets.sh`` times them,
 and ``basic+SECTION`` (basic with one more section) on one variant.
 """

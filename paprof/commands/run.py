@@ -175,8 +175,9 @@ def report_lines(outcomes: list[Outcome], width: int | None = None) -> list[str]
               help="ncu sections: default (13 sections incl. traffic per memory level and "
                    "instruction counts; 35 replay passes a kernel on the H200), source (+ stall "
                    "samples per source line, -lineinfo builds), basic (8 sections, 20 passes), "
-                   "memory (4, faster), full (--set full, slow), lean (default's columns and "
-                   "estimating rules in fewer passes: three sections only for the metrics paprof reads).")
+                   "memory (4, faster), full (--set full, slow), lean (default's columns and causes "
+                   "in fewer passes: the memory tables, memory chart and roofline chart only for "
+                   "the metrics paprof reads, so their ncu rules go).")
 @click.option("--runs", "runs_dir", type=click.Path(file_okay=False, path_type=Path),
               default="runs", show_default=True, help="Run store folder.")
 @click.option("--clock-control", type=click.Choice(CLOCK_CONTROLS), default="none",

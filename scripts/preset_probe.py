@@ -8,8 +8,8 @@ The candidates, each named by what it collects whole (the rest only for the cata
 metrics; kernels/NOTES.md, 2026-12-07, has what they measured on an H100): ``lean2``
 basic's sections less SpeedOfLight and the memory overview, InstructionStats, the memory
 tables and the hierarchical roofline (``lean`` before 2026-12-07 with the roofline chart
-for metrics only); ``m3`` the same without the memory tables; ``m3s`` ``m3`` with basic's
-eight sections whole (what ``lean`` is since). ``scripts/emulate_preset.py`` says what each
+for metrics only); ``m3`` the same without the memory tables (``m3`` with basic's eight
+sections whole, ``m3s`` in kernels/NOTES.md, is ``lean`` since). ``scripts/emulate_preset.py`` says what each
 would change in the shipped and zoo explanations; ``scripts/device_presets.sh`` times them,
 and ``basic+SECTION`` (basic with one more section) on one variant.
 """
@@ -19,17 +19,15 @@ from __future__ import annotations
 import sys
 
 from paprof.measure import presets as P
-from paprof.read.metrics import ncu_metric_names
 
 _ALONE = ("SpeedOfLight", "MemoryWorkloadAnalysis")  # lean's: metrics only
 
 
-def _preset(name: str, whole: tuple[str, ...], metrics_of: tuple[str, ...],
-            base: tuple[str, ...] = tuple(s for s in P._BASE if s not in _ALONE)) -> P.Preset:
-    names = [m for m in ncu_metric_names(metrics_of) if not m.startswith("derived__")]
+def _preset(name: str, whole: tuple[str, ...], metrics_of: tuple[str, ...]) -> P.Preset:
+    base = tuple(s for s in P._BASE if s not in _ALONE)
     return P.Preset(name, base + whole,
                     summary=f"candidate: {' '.join(whole)}; metrics of {' '.join(metrics_of)}",
-                    metrics=tuple(dict.fromkeys(names)))
+                    metrics=P.metrics_of(metrics_of))
 
 
 CANDIDATES = {
@@ -39,12 +37,6 @@ CANDIDATES = {
     "m3": _preset("m3", ("InstructionStats", "SpeedOfLight_HierarchicalTensorRooflineChart"),
                   _ALONE + ("MemoryWorkloadAnalysis_Tables", "MemoryWorkloadAnalysis_Chart",
                             "SpeedOfLight_RooflineChart")),
-    # m3 with basic's sections all whole: ncu's rule estimates read SpeedOfLight's
-    # breakdowns (on the H100, 2026-12-07, m3 and lean2 told v5 "Issue Slot Utilization,
-    # up to 58.5 % of its time" where every section whole told 11.6 %)
-    "m3s": _preset("m3s", ("InstructionStats", "SpeedOfLight_HierarchicalTensorRooflineChart"),
-                   ("MemoryWorkloadAnalysis_Tables", "MemoryWorkloadAnalysis_Chart",
-                    "SpeedOfLight_RooflineChart"), base=P._BASE),
 }
 
 

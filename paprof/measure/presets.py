@@ -82,14 +82,19 @@ METRICS_ONLY = ("MemoryWorkloadAnalysis_Tables", "MemoryWorkloadAnalysis_Chart",
                 "SpeedOfLight_RooflineChart")
 
 
+def metrics_of(sections: tuple[str, ...]) -> tuple[str, ...]:
+    """The catalogue's metrics of ``sections`` as one ``--metrics`` list can ask for them:
+    each once, without the ``derived__*`` ones (only a section's script makes those)."""
+    return tuple(dict.fromkeys(m for m in ncu_metric_names(sections) if not m.startswith("derived__")))
+
+
 def _lean() -> Preset:
-    names = (m for m in ncu_metric_names(METRICS_ONLY) if not m.startswith("derived__"))
     return Preset(
         "lean",
         tuple(s for s in _BASE + _TRAFFIC if s not in METRICS_ONLY),
         summary="default's columns in fewer replay passes: the memory tables, memory chart and "
                 "roofline chart only for the metrics paprof reads (their ncu rules go)",
-        metrics=tuple(dict.fromkeys(names)),
+        metrics=metrics_of(METRICS_ONLY),
     )
 
 

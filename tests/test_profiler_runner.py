@@ -206,23 +206,3 @@ def test_an_ncu_without_per_launch_config_filtering_says_what_to_do():
     log = NcuLog()
     log.errors.append("==ERROR== something else")
     assert "--profile-every-launch" not in str(diagnose(log, 1, "x.ncu.log", report_written=False))
-
-
-def test_a_metric_this_ncu_lacks_says_which_and_what_to_do():
-    """`--preset lean` names metrics; an ncu or GPU without one of them fails, and the line
-    says so and points at a preset of sections (one line, the metric named)."""
-    from paprof.measure.ncu_log import diagnose, named_metrics
-
-    argv = ["ncu", "-o", "r", "--section", "LaunchStats", "--metrics",
-            "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum,lts__t_sectors_srcunit_tex.sum", "python", "x.py"]
-    names = named_metrics(argv)
-    assert names == ("l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum", "lts__t_sectors_srcunit_tex.sum")
-    log = NcuLog()
-    log.errors.append("==ERROR== Failed to find metric lts__t_sectors_srcunit_tex.sum")
-    err = str(diagnose(log, 1, "x.ncu.log", report_written=False, metrics=names))
-    assert "lts__t_sectors_srcunit_tex.sum" in err and "--preset default" in err and "\n" not in err
-    # not asked by name, or an error about something else: no such hint
-    assert "--preset default" not in str(diagnose(log, 1, "x.ncu.log", report_written=False))
-    other = NcuLog()
-    other.errors.append("==ERROR== The application returned an error code (11).")
-    assert "--preset default" not in str(diagnose(other, 1, "x.ncu.log", report_written=False, metrics=names))

@@ -136,31 +136,12 @@ def _quote(lines: list[str], limit: int = 6) -> str:
     return " | ".join(s.strip() for s in shown)
 
 
-def named_metrics(argv) -> tuple[str, ...]:
-    """The metrics an ncu command line asks for by name (its ``--metrics`` lists)."""
-    argv = [str(a) for a in argv]
-    return tuple(m for i, a in enumerate(argv[:-1]) if a == "--metrics" for m in argv[i + 1].split(",") if m)
-
-
-def _metric_hint(errors: str, names: tuple[str, ...]) -> str:
-    """What to do when ncu refused a metric asked for by name: presets that name metrics
-    (``lean``) hold the names of the ncu they were written for; sections match every ncu."""
-    if not names or "metric" not in errors:
-        return ""
-    missing = [n for n in names if n.lower() in errors]
-    which = f" ({', '.join(missing[:3])})" if missing else ""
-    return (f" | this ncu or GPU may not know a metric asked for by name{which}: the preset "
-            "names them as recent ncu versions do; --preset default asks for sections, which every ncu has")
-
-
-def diagnose(log: NcuLog, returncode: int, log_path, report_written: bool,
-             metrics: tuple[str, ...] = ()) -> Exception | None:
+def diagnose(log: NcuLog, returncode: int, log_path, report_written: bool) -> Exception | None:
     """The error to raise for a finished ncu run, or None when it profiled something.
 
     Permission and no-GPU problems get a line saying what to do; a launcher that
     failed verification under ncu gives ``VerificationError``; anything else quotes
-    ncu's ``==ERROR==`` lines (and the program's last lines) plus the log path, and,
-    where ncu was given ``metrics`` by name and its errors speak of a metric, says so.
+    ncu's ``==ERROR==`` lines (and the program's last lines) plus the log path.
     """
     where = f"(ncu log: {log_path})"
     everything = log.text().lower()
@@ -182,7 +163,6 @@ def diagnose(log: NcuLog, returncode: int, log_path, report_written: bool,
         if "filter-mode" in everything:  # an ncu older than per-launch-config filtering
             quoted += (" | this ncu does not take --filter-mode: run --cmd again with "
                        "--profile-every-launch")
-        quoted += _metric_hint(" ".join(log.errors).lower(), metrics)
         return UserError(f"ncu failed: {quoted} {where}")
     if not log.kernels:
         return NothingProfiled(

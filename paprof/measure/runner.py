@@ -18,7 +18,7 @@ from typing import Callable, Sequence
 
 from paprof.read import store_files
 from paprof.errors import UserError
-from paprof.measure.ncu_log import NcuLog, ProfiledKernel, diagnose, named_metrics, parse_profiling
+from paprof.measure.ncu_log import NcuLog, ProfiledKernel, diagnose, parse_profiling
 
 KernelCallback = Callable[[ProfiledKernel], None]
 
@@ -178,7 +178,7 @@ def run_ncu(
         finally:
             proc.stdout.close()
             _unwatch(watch)
-    error = diagnose(log, returncode, shown_log or log_path, Path(report).exists(), named_metrics(argv))
+    error = diagnose(log, returncode, shown_log or log_path, Path(report).exists())
     if error is not None:
         raise error
     return NcuRun(argv=argv, log_path=log_path, log=log)

@@ -5,13 +5,15 @@
 # On the same kernels (FAMILY, default paged_decode, every variant, its default shape), one
 # after the other, every ncu call with --clock-control none:
 #   new   paprof run --variant all --timings          (cold caches: NVRTC, nvcc)
-#   lean  the same with --preset lean                  (caches warm from `new`)
+#   tables the same with --preset tables (every section whole, the default before
+#         2026-12-07; caches warm from `new`)
 #   old   the same with PAPROF_RUN_ALONE=1: each variant checked, timed and hashed in its
 #         own launcher process, as paprof run did before (cold caches of its own)
 #   basic, full   ncu --set basic / --set full alone on the same launches (the launcher
 #         under ncu with the same NVTX and kernel filters, each variant in turn)
+# PARTS (default "new tables old raw") picks them; "again" repeats `new`, caches warm.
 # then a side-by-side table (wall clock of each; each phase summed over the variants; each
-# variant's part, replay passes) and a check that old, new and lean name the same causes,
+# variant's part, replay passes) and a check that old, new and tables name the same causes,
 # limits and ncu estimates (`paprof compare --json` of each store: the decomposition's
 # terms in order, the bottleneck after each step, the rules of the next-move line).
 # Time-boxed for 8 minutes on an H100: no part starts past DEADLINE (420 s) and each part's
@@ -60,11 +62,15 @@ run() {
   tail -n 40 "$W/logs/run-$name.txt"
 }
 
+PARTS=" ${PARTS:-new tables old raw} "
 run new new 170
-run lean new 110 --preset lean
-export PAPROF_RUN_ALONE=1  # each variant alone: paprof run as it was
-run old old 220
-unset PAPROF_RUN_ALONE
+[[ $PARTS == *" again "* ]] && run again new 110  # the same run, caches warm: the noise
+[[ $PARTS == *" tables "* ]] && run tables new 110 --preset tables
+if [[ $PARTS == *" old "* ]]; then
+  export PAPROF_RUN_ALONE=1  # each variant alone: paprof run as it was
+  run old old 220
+  unset PAPROF_RUN_ALONE
+fi
 
 stamp "raw ncu: --set basic, then --set full, on the same launches"
 cat > "$W/rawncu.py" <<'EOF'
@@ -113,6 +119,7 @@ with open(work / "raw.jsonl", "a") as fh:
         fh.write(json.dumps(r) + "\n")
 EOF
 for which in basic full; do
+  [[ $PARTS == *" raw "* ]] || break
   now=$(date +%s)
   FAMILY=$FAMILY CUPY_CACHE_DIR=$W/cache-new/cupy PAPROF_CUBIN_CACHE=$W/cache-new/cubin \
     timeout "$(cap 200)" python3 "$W/rawncu.py" "$which" "$W" "$(( t0 + DEADLINE ))"
@@ -123,7 +130,7 @@ stamp "causes: paprof compare --json of each store"
 VARIANTS=$(python3 -c "
 from paprof import registry
 print(' '.join(v.id for v in registry.resolve(('all',), '$FAMILY')))")
-for name in old new lean; do
+for name in old new again tables; do
   [ -d "$W/runs-$name" ] || continue
   ids=$(for v in $VARIANTS; do ls "$W/runs-$name"/*/"$FAMILY/$v"/*.json > /dev/null 2>&1 && printf '%s ' "$v"; done)
   timeout "$(cap 60)" python3 -m paprof compare $ids --runs "$W/runs-$name" --json "$W/logs/compare-$name.json" \
@@ -139,7 +146,7 @@ from paprof import phases as ph
 from paprof.read.record import RunRecord
 
 work, family = Path(sys.argv[1]), sys.argv[2]
-names = ["old", "new", "lean"]
+names = ["old", "new", "again", "tables"]
 walls = {}
 for line in (work / "walls.txt").read_text().splitlines() if (work / "walls.txt").exists() else []:
     bits = dict(b.split("=", 1) for b in line.split()[1:] if "=" in b)
@@ -210,17 +217,18 @@ def story(name):
     return out
 
 stories = {n: story(n) for n in names}
-base = stories["old"]
-for n in ("new", "lean"):
+first = "old" if stories["old"] is not None else "new"  # without `old`, against `new`
+base = stories[first]
+for n in names[names.index(first) + 1:]:
     got = stories[n]
     if base is None or got is None:
-        print(f"  old vs {n}: not compared (a store has no compare)")
+        print(f"  {first} vs {n}: not compared (a store has no compare)")
         continue
     same = [k for k in base if got.get(k) == base[k]]
-    print(f"  old vs {n}: {len(same)} of {len(base)} steps name the same terms, limit and rules")
+    print(f"  {first} vs {n}: {len(same)} of {len(base)} steps name the same terms, limit and rules")
     for k in base:
         if got.get(k) != base[k]:
-            print(f"    {k[0]} -> {k[1]}: old {base[k]}\n    {' ' * len(k[0] + k[1])}      {n} {got.get(k)}")
+            print(f"    {k[0]} -> {k[1]}: {first} {base[k]}\n    {' ' * len(k[0] + k[1])}      {n} {got.get(k)}")
 EOF
 
 stamp "pack"

@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # Candidate default presets, timed on the GPU machine (issue 40, point 2): the shipped
-# chain (`paprof run --family paged_decode --variant all`) under the default, `lean` and
+# chain (`paprof run --family paged_decode --variant all`) under the default, `tables` and
 # the candidates of scripts/preset_probe.py, one store each, on one warm machine (a
 # `paprof bench` first builds every variant, so no run pays the compiles); then the
 # baseline alone under `basic` and under basic plus one more section at a time (which
 # section costs the replay). Run from the repository root:
 #   bash scripts/device_presets.sh
-# PRESETS (default "default lean2 m3 lean"), PROBES (default: none, i.e. basic itself,
+# PRESETS (default "default tables lean2 m3"), PROBES (default: none, i.e. basic itself,
 # then the five sections basic leaves out), BUDGET (s, default 520). Out:
 # $OUT/presets.log, $OUT/presets-logs.tar.gz (logs, times.txt), $OUT/presets-<name>.tar.gz
 # (each store: reports and records).
@@ -31,7 +31,7 @@ start=$(date +%s.%N)
 timeout "$(left)" python3 -m paprof bench --family paged_decode --variant all > "$W/logs/bench.log" 2>&1
 echo "bench (builds): rc $?, $(secs "$start") s" | tee -a "$W/times.txt"
 
-for p in ${PRESETS:-default lean2 m3 lean}; do
+for p in ${PRESETS:-default tables lean2 m3}; do
   [ "$(left)" -lt 40 ] && { echo "$p: no time left" | tee -a "$W/times.txt"; continue; }
   start=$(date +%s.%N)
   timeout "$(left)" python3 scripts/preset_probe.py run --family paged_decode --variant all \
@@ -52,7 +52,7 @@ done
 
 echo "== times"; cat "$W/times.txt"
 tar czf "$OUT/presets-logs.tar.gz" -C "$W" logs times.txt gpu.txt
-for p in ${PRESETS:-default lean2 m3 lean}; do
+for p in ${PRESETS:-default tables lean2 m3}; do
   [ -d "$W/runs-$p" ] && tar czf "$OUT/presets-$p.tar.gz" -C "$W" "runs-$p"
 done
 ls -la "$OUT"

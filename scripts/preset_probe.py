@@ -7,9 +7,10 @@
 The candidates, each named by what it collects whole (the rest only for the catalogue's
 metrics; kernels/NOTES.md, 2026-12-07, has what they measured on an H100): ``lean2``
 basic's sections less SpeedOfLight and the memory overview, InstructionStats, the memory
-tables and the hierarchical roofline (``lean`` before 2026-12-07 with the roofline chart
-for metrics only); ``m3`` the same without the memory tables (``m3`` with basic's eight
-sections whole, ``m3s`` in kernels/NOTES.md, is ``lean`` since). ``scripts/emulate_preset.py`` says what each
+tables and the hierarchical roofline (the ``lean`` preset of early 2026-12-07 with the
+roofline chart for metrics only); ``m3`` the same without the memory tables (``m3`` with
+basic's eight sections whole, ``m3s`` in kernels/NOTES.md, became ``lean`` and then the
+default). ``scripts/emulate_preset.py`` says what each
 would change in the shipped and zoo explanations; ``scripts/device_presets.sh`` times them,
 and ``basic+SECTION`` (basic with one more section) on one variant.
 """
@@ -20,7 +21,7 @@ import sys
 
 from paprof.measure import presets as P
 
-_ALONE = ("SpeedOfLight", "MemoryWorkloadAnalysis")  # lean's: metrics only
+_ALONE = ("SpeedOfLight", "MemoryWorkloadAnalysis")  # the candidates': metrics only
 
 
 def _preset(name: str, whole: tuple[str, ...], metrics_of: tuple[str, ...]) -> P.Preset:
@@ -55,7 +56,7 @@ def register() -> None:
 if __name__ == "__main__":
     register()
     if sys.argv[1:] == ["--list"]:
-        for name in ("default", "lean", *CANDIDATES):
+        for name in ("default", "tables", *CANDIDATES):
             p = P.PRESETS[name]
             print(f"{name}: sections {' '.join(p.sections)}; {len(p.metrics)} metrics")
         sys.exit(0)

@@ -7,7 +7,7 @@ import pytest
 from paprof.errors import UserError
 from paprof import registry
 from paprof.measure.argv import NcuSettings, launcher_argv, ncu_argv, report_path, verify_argv
-from paprof.measure.presets import PRESETS, get_preset
+from paprof.measure.presets import METRICS_ONLY, PRESETS, get_preset, metrics_of
 
 from helpers import lab_shape
 
@@ -28,12 +28,12 @@ BASIC_SECTIONS = [
     "--section", "SchedulerStats",
     "--section", "WarpStateStats",
 ]  # fmt: skip
+# the default: the memory tables, memory chart and roofline chart for the catalogue's
+# metrics only, one --metrics list after the sections
 DEFAULT_SECTIONS = BASIC_SECTIONS + [
-    "--section", "MemoryWorkloadAnalysis_Tables",
-    "--section", "MemoryWorkloadAnalysis_Chart",
     "--section", "InstructionStats",
-    "--section", "SpeedOfLight_RooflineChart",
     "--section", "SpeedOfLight_HierarchicalTensorRooflineChart",
+    "--metrics", ",".join(metrics_of(METRICS_ONLY)),
 ]  # fmt: skip
 
 
@@ -126,16 +126,20 @@ def test_report_path_appends_the_suffix_ncu_would():
 
 
 def test_presets():
-    assert list(PRESETS) == ["default", "source", "basic", "memory", "full", "lean"]
+    assert list(PRESETS) == ["default", "tables", "source", "basic", "memory", "full"]
     assert get_preset("full").ncu_args() == ["--set", "full"]
     assert get_preset("basic").ncu_args() == BASIC_SECTIONS
     default = get_preset("default").ncu_args()
     assert default[: len(BASIC_SECTIONS)] == BASIC_SECTIONS
-    assert "MemoryWorkloadAnalysis_Tables" in default and "InstructionStats" in default
+    assert "InstructionStats" in default and "MemoryWorkloadAnalysis_Tables" not in default
+    tables = get_preset("tables").ncu_args()
+    assert tables[: len(BASIC_SECTIONS)] == BASIC_SECTIONS and "--metrics" not in tables
+    assert "MemoryWorkloadAnalysis_Tables" in tables and "InstructionStats" in tables
     source = get_preset("source")
     assert source.lineinfo and not get_preset("default").lineinfo
-    assert source.ncu_args() == default + ["--section", "SourceCounters"]
-    with pytest.raises(UserError, match="known: default, source, basic, memory, full, lean"):
+    metrics = default.index("--metrics")
+    assert source.ncu_args() == default[:metrics] + ["--section", "SourceCounters"] + default[metrics:]
+    with pytest.raises(UserError, match="known: default, tables, source, basic, memory, full"):
         get_preset("fast")
 
 

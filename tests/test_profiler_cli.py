@@ -22,7 +22,7 @@ def test_help(paprof_cli):
     for option in ("--variant", "--family", "--shape", "--preset", "--runs", "--clock-control",
                    "--profiled-launches", "--force", "--seed"):  # fmt: skip
         assert option in result.output
-    assert "default|source|basic|memory|full" in result.output.replace(" ", "")
+    assert "default|tables|source|basic|memory|full" in result.output.replace(" ", "")
 
 
 @pytest.mark.lab

@@ -64,7 +64,8 @@ def test_profile_variant_stores_report_and_sidecar(fake_bin, fake_launcher, tmp_
     assert (sidecar["gpu"], sidecar["gpu_slug"], sidecar["driver"]) == ("NVIDIA H200", "nvidia-h200", "580.159.04")
     assert sidecar["ncu_version"] == "2025.3.1.0"
     assert (sidecar["clock_control"], sidecar["preset"]) == ("none", "default")
-    assert sidecar["sections"][0] == "SpeedOfLight" and len(sidecar["sections"]) == 13
+    assert sidecar["sections"][0] == "SpeedOfLight" and len(sidecar["sections"]) == 10
+    assert "smsp__sass_inst_executed_op_global_ld.sum" in sidecar["metrics"]  # the memory tables' metrics
     assert sidecar["replay_passes"] == 20
     assert sidecar["verification"] == {"passed": True, "rel_error": 1.2e-7, "max_abs_error": 3.0e-7, "tolerance": 1e-5}
     assert (sidecar["duration_us_event"], sidecar["bandwidth_tbs"]) == (3350.0, 4.1)

@@ -54,7 +54,7 @@ def test_the_timing_pass_collects_the_duration_alone_and_the_full_pass_the_chose
     assert timing[timing.index("--nvtx-include") + 1] == "step/"
     full = ncu_argv(NcuSettings(ncu="ncu", kernel_names=("gemm<4>", "a.b")), program, None,
                     "f.ncu-rep", None)
-    assert "--metrics" not in full and "--section" in full
+    assert "--section" in full  # the preset (its sections, and its metrics beside them)
     assert full[full.index("--kernel-name-base") + 1] == "function"  # the name the reports give
     pattern = full[full.index("-k") + 1]
     assert pattern == r"regex:^(gemm<4>|a\.b)$"
@@ -150,7 +150,7 @@ def test_run_cmd_times_first_then_profiles_the_top_kernels(paprof_cli, fake_bin,
                  "eager", "--runs", str(runs), "--all", "--force")
     assert again.exit_code == 0, again.output
     last = json.loads((tmp_path / "argvs.jsonl").read_text().splitlines()[-1])
-    assert "--metrics" not in last and "-k" not in last and len(
+    assert "--section" in last and "-k" not in last and len(
         (tmp_path / "argvs.jsonl").read_text().splitlines()) == 5  # --all: one pass, no timing
     assert last[last.index("--target-processes") + 1] == "application-only"  # it held them
     assert "selection" not in json.loads(next(runs.rglob("*.json")).read_text())
@@ -203,7 +203,7 @@ def test_a_program_whose_kernels_run_in_a_child_is_timed_again_with_its_children
     assert result.exit_code == 0, result.output
     alone, timing, full = _argvs(tmp_path)
     assert [_processes(a) for a in (alone, timing, full)] == ["application-only", "all", "all"]
-    assert "--metrics" in alone and "--metrics" in timing and "--metrics" not in full
+    assert "--section" not in alone and "--section" not in timing and "--section" in full  # timing: metrics alone
     assert "trying the program's own process alone: its kernels ran in child processes" in result.output
     side = json.loads(next(runs.rglob("*.json")).read_text())
     assert side["selection"]["processes"] == "all"
@@ -228,7 +228,7 @@ def test_every_kernel_of_a_program_whose_kernels_run_in_a_child(paprof_cli, fake
     assert result.exit_code == 0, result.output
     alone, full = _argvs(tmp_path)
     assert [_processes(a) for a in (alone, full)] == ["application-only", "all"]
-    assert "--metrics" not in alone and "--metrics" not in full
+    assert "--section" in alone and "--section" in full  # no timing pass: the preset both times
     side = json.loads(next(runs.rglob("*.json")).read_text())
     order = [p["phase"] for p in side["phases"]]
     assert order[order.index("provenance") + 1:] == ["ncu (own process)", "ncu start", "replay", "ncu end"]

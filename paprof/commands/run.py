@@ -172,12 +172,13 @@ def report_lines(outcomes: list[Outcome], width: int | None = None) -> list[str]
                    "all: the program and its children throughout (a program whose children "
                    "also run the range); application-only: its own process alone.")
 @click.option("--preset", type=click.Choice(list(PRESETS)), default="default", show_default=True,
-              help="ncu sections: default (13 sections incl. traffic per memory level and "
-                   "instruction counts; 35 replay passes a kernel on the H200), source (+ stall "
-                   "samples per source line, -lineinfo builds), basic (8 sections, 20 passes), "
-                   "memory (4, faster), full (--set full, slow), lean (default's columns and causes "
-                   "in fewer passes: the memory tables, memory chart and roofline chart only for "
-                   "the metrics paprof reads, so their ncu rules go).")
+              help="What ncu collects: default (10 sections whole and the metrics paprof reads of "
+                   "the memory tables, memory chart and roofline chart: traffic per memory level, "
+                   "instruction counts, roofline inputs; 27 replay passes a kernel on an H100), "
+                   "tables (those three sections whole too: ncu's uncoalesced-access and "
+                   "bank-conflict estimates and their pages in Nsight Compute; 35 passes), source "
+                   "(default + stall samples per source line, -lineinfo builds), basic (8 "
+                   "sections, 20 passes), memory (4, faster), full (--set full, slow).")
 @click.option("--runs", "runs_dir", type=click.Path(file_okay=False, path_type=Path),
               default="runs", show_default=True, help="Run store folder.")
 @click.option("--clock-control", type=click.Choice(CLOCK_CONTROLS), default="none",

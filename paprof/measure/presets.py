@@ -1,9 +1,10 @@
 """Named ncu section presets: which sections ``paprof run`` asks ncu to collect.
 
 Section identifiers are ncu's own (``ncu --list-sections``, first column). Replay cost
-under ncu 2025.3.1 on the H200 (``paprof run --variant all`` of paged_decode, 8 variants,
-2026-12-01): ``basic`` 20 passes a kernel, 83 s wall; ``default`` 35 passes, 100 s;
-``source`` 36 passes, 120 s.
+under ncu 2025.3.1 on an H100 80GB (``paprof run --family paged_decode --variant all``, 9
+variants, one warm machine, 2026-12-07): ``default`` 43.6 s wall (27 passes on the
+baseline's kernel), ``tables`` 63.6 s (35 passes; ~54 s with caches warm). On the H200
+(8 variants, 2026-12-01): ``basic`` 20 passes a kernel, ``source`` 36.
 """
 
 from __future__ import annotations
@@ -61,23 +62,23 @@ _TRAFFIC = (
     "SpeedOfLight_HierarchicalTensorRooflineChart",
 )
 
-# ``lean``: every catalogue column ``default`` fills (the causes, the limits, the traffic,
-# the roofline, the gate's metrics) in fewer replay passes. basic's eight sections,
-# InstructionStats and the hierarchical roofline (whose ``derived__*`` metrics only its
-# section script makes) stay whole: ncu's rules scale their estimates by SpeedOfLight's
-# and the memory overview's results, so with those two collected only for paprof's
-# metrics the rules told a kernel at 89 % of DRAM peak "Issue Slot Utilization, up to
-# 58.5 % of its time" where every section whole said 11.6 % (an H100, 2026-12-07,
+# ``default``: every catalogue column the sections whole fill (the causes, the limits, the
+# traffic, the roofline, the gate's metrics) in fewer replay passes. basic's eight
+# sections, InstructionStats and the hierarchical roofline (whose ``derived__*`` metrics
+# only its section script makes) are whole: ncu's rules scale their estimates by
+# SpeedOfLight's and the memory overview's results, so with those two collected only for
+# paprof's metrics the rules told a kernel at 89 % of DRAM peak "Issue Slot Utilization,
+# up to 58.5 % of its time" where every section whole said 11.6 % (an H100, 2026-12-07,
 # kernels/NOTES.md). The memory tables, the memory chart and the roofline chart
 # (``METRICS_ONLY``) are collected only for the metrics paprof reads: the tables' section
 # whole is ~25 SASS-patched counts paprof never reads, 13 replay passes and 8.9 s of the
-# paged_decode baseline's 52 ms kernel on that H100. What goes with them: the two rules of
-# the tables (MemoryCacheAccessPattern, SharedMemoryConflicts: their estimates for
-# uncoalesced access and bank conflicts in "what would move it next"), the memory chart's
-# two (not actionable, peer and system memory), the roofline chart's one (no estimate), and
-# those three sections' pages in Nsight Compute. tests/test_lean_preset.py holds every
-# cause and limit line of the shipped steps and the zoo to the default's, and every
-# next-move line to the default's without those rules.
+# paged_decode baseline's 52 ms kernel on that H100. What goes with them (``tables`` keeps
+# them): the two rules of the tables (MemoryCacheAccessPattern, SharedMemoryConflicts:
+# their estimates for uncoalesced access and bank conflicts in "what would move it
+# next"), the memory chart's two (not actionable, peer and system memory), the roofline
+# chart's one (no estimate), and those three sections' pages in Nsight Compute.
+# tests/test_default_preset.py holds every cause and limit line of the shipped steps and
+# the zoo to ``tables``' and every next-move line to ``tables``' without those rules.
 METRICS_ONLY = ("MemoryWorkloadAnalysis_Tables", "MemoryWorkloadAnalysis_Chart",
                 "SpeedOfLight_RooflineChart")
 
@@ -88,14 +89,8 @@ def metrics_of(sections: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(m for m in ncu_metric_names(sections) if not m.startswith("derived__")))
 
 
-def _lean() -> Preset:
-    return Preset(
-        "lean",
-        tuple(s for s in _BASE + _TRAFFIC if s not in METRICS_ONLY),
-        summary="default's columns in fewer replay passes: the memory tables, memory chart and "
-                "roofline chart only for the metrics paprof reads (their ncu rules go)",
-        metrics=metrics_of(METRICS_ONLY),
-    )
+#: The default's sections: every section of ``tables`` but ``METRICS_ONLY``.
+_WHOLE = tuple(s for s in _BASE + _TRAFFIC if s not in METRICS_ONLY)
 
 
 PRESETS: dict[str, Preset] = {
@@ -103,15 +98,25 @@ PRESETS: dict[str, Preset] = {
     for p in (
         Preset(
             "default",
-            _BASE + _TRAFFIC,
+            _WHOLE,
             summary=("throughputs, traffic per memory level, instructions, roofline inputs, occupancy, "
-                     "launch, pipes, schedulers and warp stalls"),
+                     "launch, pipes, schedulers and warp stalls (the memory tables, memory chart "
+                     "and roofline chart only for the metrics paprof reads)"),
+            metrics=metrics_of(METRICS_ONLY),
+        ),
+        Preset(
+            "tables",
+            _BASE + _TRAFFIC,
+            summary=("default with the memory tables, memory chart and roofline chart whole: ncu's "
+                     "uncoalesced-access and bank-conflict estimates, their pages in Nsight Compute "
+                     "(8 more replay passes a kernel)"),
         ),
         Preset(
             "source",
-            _BASE + _TRAFFIC + ("SourceCounters",),
+            _WHOLE + ("SourceCounters",),
             summary="default plus warp-stall samples per source line (kernels built with -lineinfo)",
             lineinfo=True,
+            metrics=metrics_of(METRICS_ONLY),
         ),
         Preset(
             "basic",
@@ -125,7 +130,6 @@ PRESETS: dict[str, Preset] = {
             summary="throughputs, memory, occupancy and launch only (fewer replay passes)",
         ),
         Preset("full", section_set="full", summary="ncu's full set (slow: many replay passes)"),
-        _lean(),
     )
 }
 

@@ -194,6 +194,7 @@ def build_sidecar(
         "clock_control": settings.clock_control,
         "preset": preset.name,
         "sections": list(preset.sections),
+        "metrics": list(preset.metrics),
         "replay_passes": max(passes) if passes else None,
         "git_commit": prov.git_commit,
         "git_dirty": prov.git_dirty,

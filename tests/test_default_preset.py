@@ -1,11 +1,12 @@
-"""The ``lean`` preset (issue 40, point 2): the metric set derived from what the analysis
-and the reports read. Its runs must tell the same story: every step's cause, limit and
-next-move line of the shipped H200 runs and of the zoo is computed again from the same
-reports with every column ``lean`` does not collect dropped (NaN, as a report without the
-metric gives it) and every rule of a section it leaves out gone. The cause and limit lines
-must be unchanged, and each next-move line must be the default's without the rules of
-the three sections lean collects only for their metrics (``METRICS_ONLY``): nothing else
-may move."""
+"""The ``default`` preset (issue 40, point 2): the metric set derived from what the
+analysis and the reports read. The shipped H200 runs and the zoo's were recorded with
+every section whole (``tables``, the default until 2026-12-07), and the default's runs
+must tell the same story: every step's cause, limit and next-move line is computed again
+from the same reports with every column the default does not collect dropped (NaN, as a
+report without the metric gives it) and every rule of a section it leaves out gone. The
+cause and limit lines must be unchanged, and each next-move line must be ``tables``'
+without the rules of the three sections the default collects only for their metrics
+(``METRICS_ONLY``): nothing else may move."""
 
 from __future__ import annotations
 
@@ -28,36 +29,37 @@ else:  # pragma: no cover
 ROOT = Path(__file__).resolve().parents[1]
 ZOO = ROOT / "examples" / "zoo"
 CHAIN = ["baseline", "v1", "v2", "v3", "v4", "handbook", "v5", "v6"]
-LEAN = get_preset("lean")
+DEFAULT = get_preset("default")
+TABLES = get_preset("tables")
 
 
 def collected(m: M.Metric) -> bool:
-    """Whether a ``lean`` run has the catalogue entry ``m`` (a report's device attributes
+    """Whether a default run has the catalogue entry ``m`` (a report's device attributes
     come with any section)."""
-    return m.section == M.DEVICE or m.section in LEAN.sections or m.ncu_name in LEAN.metrics
+    return m.section == M.DEVICE or m.section in DEFAULT.sections or m.ncu_name in DEFAULT.metrics
 
 
-def test_lean_collects_every_column_default_does_in_fewer_sections():
-    default = get_preset("default")
+def test_the_default_collects_every_column_tables_does_in_fewer_sections():
     for m in M.MEASURED:
-        if m.section in default.sections or m.section == M.DEVICE:
+        if m.section in TABLES.sections or m.section == M.DEVICE:
             assert collected(m), m.column
-    assert set(LEAN.sections) == set(default.sections) - set(METRICS_ONLY)
-    assert set(get_preset("basic").sections) <= set(LEAN.sections)  # ncu's rules read them
-    args = LEAN.ncu_args()
+    assert set(DEFAULT.sections) == set(TABLES.sections) - set(METRICS_ONLY)
+    assert set(get_preset("basic").sections) <= set(DEFAULT.sections)  # ncu's rules read them
+    args = DEFAULT.ncu_args()
     assert args[-2] == "--metrics" and "smsp__sass_inst_executed_op_global_ld.sum" in args[-1].split(",")
     assert "MemoryWorkloadAnalysis_Tables" not in args  # collected only for the catalogue's metrics
     assert not any(name.startswith("derived__") for name in args[-1].split(","))  # only sections make those
 
 
 @pytest.fixture
-def as_lean(monkeypatch):
-    """The loader as it would read a ``lean`` run of the same kernels: what lean does not
-    collect absent, the rules of the sections it leaves out gone."""
+def as_default(monkeypatch):
+    """The loader as it would read a default run of the same kernels: what the default
+    does not collect absent, the rules of the sections it leaves out gone."""
     seen_rules: set = set()
-    lean_metrics, lean_rules = preset_readers(LEAN, load._metrics, load.read_rules, seen_rules=seen_rules)
-    monkeypatch.setattr(load, "_metrics", lean_metrics)
-    monkeypatch.setattr(load, "read_rules", lean_rules)
+    default_metrics, default_rules = preset_readers(DEFAULT, load._metrics, load.read_rules,
+                                                    seen_rules=seen_rules)
+    monkeypatch.setattr(load, "_metrics", default_metrics)
+    monkeypatch.setattr(load, "read_rules", default_rules)
     return seen_rules
 
 
@@ -67,25 +69,25 @@ def _lines(steps_of):
 
 def _same_story(steps_of, request):
     """The steps ``steps_of()`` computes, from the reports as they are, then with only the
-    rules of ``METRICS_ONLY``'s sections gone, then as a lean run of the same kernels would
-    have them (the ``as_lean`` fixture, taken last)."""
+    rules of ``METRICS_ONLY``'s sections gone, then as a default run of the same kernels
+    would have them (the ``as_default`` fixture, taken last)."""
     before = _lines(steps_of)
     with pytest.MonkeyPatch.context() as mp:
         rules = load.read_rules
         mp.setattr(load, "read_rules",
                    lambda action: [r for r in rules(action) if M.RULE_SECTIONS.get(r["id"]) not in METRICS_ONLY])
         expected = _lines(steps_of)
-    seen = request.getfixturevalue("as_lean")
+    seen = request.getfixturevalue("as_default")
     after = _lines(steps_of)
     assert seen <= set(M.RULE_SECTIONS), f"rules of unknown section: {seen - set(M.RULE_SECTIONS)}"
     assert before and all(b[2] for b in before)
     for b, e, a in zip(before, expected, after):
-        assert a[:4] == b[:4], f"{b[0]} -> {b[1]}: another cause or limit from a lean run"
-        assert a == e, f"{b[0]} -> {b[1]} tells another story from a lean run"
+        assert a[:4] == b[:4], f"{b[0]} -> {b[1]}: another cause or limit from a default run"
+        assert a == e, f"{b[0]} -> {b[1]} tells another story from a default run"
     return sum(b != a for b, a in zip(before, after))
 
 
-def test_the_shipped_steps_tell_the_same_story_from_a_lean_run(request):
+def test_the_shipped_steps_tell_the_same_story_from_a_default_run(request):
     from paprof.api import write_report
 
     moved = _same_story(lambda: write_report(CHAIN, runs=recorded("h200"), out=None,
@@ -107,7 +109,7 @@ def _zoo_cases(which: str) -> list[dict]:
     ("h100:zoo", "runs-h100.tar.xz"),
     pytest.param("h100:zoo_lib", "runs-h100.tar.xz", marks=pytest.mark.slow),  # 100 MB unpacked
 ])
-def test_the_zoos_pairs_tell_the_same_story_from_a_lean_run(request, which, archive):
+def test_the_zoos_pairs_tell_the_same_story_from_a_default_run(request, which, archive):
     from paprof.api import write_report
 
     if not (ZOO / archive).is_file():

@@ -3,8 +3,8 @@
 # ONE call:   bash kernels/scripts/one_session.sh        (-> $OUT/one-session.tar.xz)
 # On the same GPU, in this order: `paprof run --family paged_decode --variant all` one ncu
 # a variant (PAPROF_NCU_PER_VARIANT=1, as before) then one session, both --timings, under
-# the default preset, then (time allowing) the same pair under $PRESET2 (default basic; lean
-# where the preset exists); the stories of both ways side by side (scripts/story_lines.py);
+# the default preset, then (time allowing) the same pair under $PRESET2 (default tables,
+# every section whole, where the preset exists, else basic); the stories of both ways side by side (scripts/story_lines.py);
 # then `ncu --set basic` and `ncu --set full` on the same launches of one variant (v3).
 set -uo pipefail
 OUT=${OUT:-/tmp/paprof-out}
@@ -21,7 +21,7 @@ t0=$(date +%s)
 left() { echo $(( BUDGET - ($(date +%s) - t0) )); }
 { nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv; "$NCU" --version | tail -1; } > "$W/gpu.txt" 2>&1
 cat "$W/gpu.txt"
-P2=$(python3 -c "from paprof.measure.presets import PRESETS; print('lean' if 'lean' in PRESETS else 'basic')")
+P2=${PRESET2:-$(python3 -c "from paprof.measure.presets import PRESETS; print('tables' if 'tables' in PRESETS else 'basic')")}
 one() {  # one(name, preset, per_variant): paprof run --variant all, timed
   local name=$1 preset=$2 per=$3 start rc
   rm -rf "/tmp/$name"

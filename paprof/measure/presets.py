@@ -91,6 +91,8 @@ def metrics_of(sections: tuple[str, ...]) -> tuple[str, ...]:
 
 #: The default's sections: every section of ``tables`` but ``METRICS_ONLY``.
 _WHOLE = tuple(s for s in _BASE + _TRAFFIC if s not in METRICS_ONLY)
+#: ... and what it collects of those three: the catalogue's metrics, one list.
+_METRICS = metrics_of(METRICS_ONLY)
 
 
 PRESETS: dict[str, Preset] = {
@@ -102,7 +104,7 @@ PRESETS: dict[str, Preset] = {
             summary=("throughputs, traffic per memory level, instructions, roofline inputs, occupancy, "
                      "launch, pipes, schedulers and warp stalls (the memory tables, memory chart "
                      "and roofline chart only for the metrics paprof reads)"),
-            metrics=metrics_of(METRICS_ONLY),
+            metrics=_METRICS,
         ),
         Preset(
             "tables",
@@ -116,7 +118,7 @@ PRESETS: dict[str, Preset] = {
             _WHOLE + ("SourceCounters",),
             summary="default plus warp-stall samples per source line (kernels built with -lineinfo)",
             lineinfo=True,
-            metrics=metrics_of(METRICS_ONLY),
+            metrics=_METRICS,
         ),
         Preset(
             "basic",
